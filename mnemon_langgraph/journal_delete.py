@@ -1,0 +1,272 @@
+"""Deletion half of the journal: delete by record or message id, erase, audit.
+
+Mixed into :class:`mnemon_langgraph.journal.Journal`; every deletion is a real SQL
+``DELETE`` (so ``ON DELETE CASCADE`` reaches other tables) and writes its audit row in the
+same transaction. Audit rows hold ids and counts, never the deleted text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from mnemon_langgraph.journal_schema import (
+    RECORD_COLUMNS,
+    AuditEntry,
+    chunks,
+    dumps,
+    id_list,
+    namespace_key,
+    now_iso,
+    ns_from_key,
+    rebuild_messages,
+    row_to_record,
+)
+from mnemon_langgraph.types import Message, Record
+
+__all__ = ["DeletionMixin"]
+
+
+class DeletionMixin:
+    """Deletion, erase and audit methods of :class:`~mnemon_langgraph.journal.Journal`."""
+
+    if TYPE_CHECKING:
+
+        def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
+
+        def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]: ...
+
+        def checkpoint(self) -> None: ...
+
+    def generation(self, namespace: str | Sequence[str]) -> int:
+        """A number that grows with every deletion in ``namespace`` (``0`` before any).
+
+        It is the id of the namespace's latest audit row, so it keeps growing even across
+        an erase. Derived indexes store it and rebuild when it changed.
+        """
+        row = self._read(
+            "SELECT MAX(id) FROM audit WHERE namespace = ?", (namespace_key(namespace),)
+        )[0]
+        return int(row[0] or 0)
+
+    # -- deleting ------------------------------------------------------------------------
+
+    def _audit(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        actor: str,
+        action: str,
+        key: str,
+        count: int,
+        record_ids: Sequence[str] = (),
+        message_ids: Sequence[str] = (),
+        reason: str = "",
+    ) -> None:
+        conn.execute(
+            "INSERT INTO audit(at, actor, action, namespace, count, record_ids, message_ids, "
+            "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                now_iso(),
+                str(actor),
+                action,
+                key,
+                int(count),
+                dumps(list(record_ids)),
+                dumps(list(message_ids)),
+                str(reason),
+            ),
+        )
+
+    @staticmethod
+    def _delete_ids(conn: sqlite3.Connection, key: str, ids: Sequence[str]) -> list[str]:
+        deleted: list[str] = []
+        for part in chunks(list(dict.fromkeys(ids))):
+            marks = ",".join("?" * len(part))
+            rows = conn.execute(
+                f"SELECT id FROM records WHERE namespace = ? AND id IN ({marks}) ORDER BY seq",
+                [key, *part],
+            ).fetchall()
+            present = [r[0] for r in rows]
+            if present:
+                marks = ",".join("?" * len(present))
+                conn.execute(f"DELETE FROM records WHERE id IN ({marks})", present)
+                deleted.extend(present)
+        return deleted
+
+    def delete_records(
+        self,
+        namespace: str | Sequence[str],
+        ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+    ) -> list[str]:
+        """Delete records (and, through foreign keys, everything that references them).
+
+        Also removes their ``messages`` rows, so those messages can be ingested again. The
+        deletion and its audit row are one transaction.
+
+        Returns:
+            Ids actually deleted (ids not in the namespace are ignored).
+        """
+        key = namespace_key(namespace)
+        with self.transaction() as conn:
+            deleted = self._delete_ids(conn, key, id_list(ids))
+            if deleted:
+                self._audit(
+                    conn,
+                    actor=actor,
+                    action="delete_records",
+                    key=key,
+                    count=len(deleted),
+                    record_ids=deleted,
+                    reason=reason,
+                )
+        return deleted
+
+    def delete_messages(
+        self,
+        namespace: str | Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+    ) -> tuple[list[str], list[Message]]:
+        """Delete every record that holds any part of the given messages.
+
+        A record may also hold other messages (packed short turns), and a long message may
+        be split over several records. So that nothing else is lost, every record holding
+        a part of an affected message is deleted too (transitively), and the *other*
+        messages of those records are returned whole, to be ingested again by the caller.
+
+        Returns:
+            ``(deleted_record_ids, surviving_messages)``. Surviving messages keep their id,
+            speaker, role and session; their timestamp is their record's date; a message
+            split over records is rejoined with single spaces.
+        """
+        key = namespace_key(namespace)
+        targets = set(id_list(message_ids))
+        with self.transaction() as conn:
+            pending = list(targets)
+            seen_msgs: set[str] = set(pending)
+            record_ids: set[str] = set()
+            while pending:
+                next_msgs: list[str] = []
+                for part in chunks(pending):
+                    marks = ",".join("?" * len(part))
+                    rows = conn.execute(
+                        f"SELECT DISTINCT record_id FROM messages WHERE namespace = ? "
+                        f"AND message_id IN ({marks})",
+                        [key, *part],
+                    ).fetchall()
+                    new_records = [r[0] for r in rows if r[0] not in record_ids]
+                    record_ids.update(new_records)
+                    for rpart in chunks(new_records):
+                        rmarks = ",".join("?" * len(rpart))
+                        for (mid,) in conn.execute(
+                            f"SELECT message_id FROM messages WHERE record_id IN ({rmarks})",
+                            list(rpart),
+                        ):
+                            if mid not in seen_msgs:
+                                seen_msgs.add(mid)
+                                next_msgs.append(mid)
+                pending = next_msgs
+            records: list[Record] = []
+            for part in chunks(sorted(record_ids)):
+                marks = ",".join("?" * len(part))
+                records.extend(
+                    row_to_record(row)
+                    for row in conn.execute(
+                        f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({marks})", list(part)
+                    )
+                )
+            records.sort(key=lambda r: (r.session, r.position, r.seq))
+            survivors = rebuild_messages(records, exclude=targets)
+            deleted = self._delete_ids(conn, key, [r.id for r in records])
+            if deleted:
+                self._audit(
+                    conn,
+                    actor=actor,
+                    action="delete_messages",
+                    key=key,
+                    count=len(deleted),
+                    record_ids=deleted,
+                    message_ids=sorted(targets),
+                    reason=reason,
+                )
+        return deleted, survivors
+
+    def _namespace_tables(self, conn: sqlite3.Connection) -> list[str]:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        out = []
+        for name in names:
+            quoted = '"' + name.replace('"', '""') + '"'
+            cols = {r[1] for r in conn.execute(f"PRAGMA table_info({quoted})")}
+            if "namespace" in cols:
+                out.append(quoted)
+        return out
+
+    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+        """Erase a namespace: every row of it in every table with a ``namespace`` column.
+
+        Covers tables added later by other modules (found through ``sqlite_master``).
+        Earlier audit rows of the namespace go too; one audit row records only that an
+        erase happened, when, by whom, of which namespace and how many records. Runs
+        with ``secure_delete`` on and checkpoints the WAL afterwards, so the erased text
+        does not linger in the file.
+
+        Returns:
+            Number of records erased.
+        """
+        key = namespace_key(namespace)
+        with self.transaction() as conn:
+            conn.execute("PRAGMA defer_foreign_keys = ON")
+            count = int(
+                conn.execute("SELECT COUNT(*) FROM records WHERE namespace = ?", (key,)).fetchone()[
+                    0
+                ]
+            )
+            tables = self._namespace_tables(conn)
+            # records first, so ON DELETE CASCADE reaches rows without a namespace column.
+            tables.sort(key=lambda t: t != '"records"')
+            for table in tables:
+                conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (key,))
+            self._audit(conn, actor=actor, action="erase_namespace", key=key, count=count)
+        self.checkpoint()
+        return count
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+        """Audited deletions, oldest first, of one namespace or of all."""
+        sql = (
+            "SELECT id, at, actor, action, namespace, count, record_ids, message_ids, reason "
+            "FROM audit"
+        )
+        params: tuple[Any, ...] = ()
+        if namespace is not None:
+            sql += " WHERE namespace = ?"
+            params = (namespace_key(namespace),)
+        rows = self._read(sql + " ORDER BY id", params)
+        return [
+            AuditEntry(
+                id=r[0],
+                at=datetime.fromisoformat(r[1]),
+                actor=r[2],
+                action=r[3],
+                namespace=ns_from_key(r[4]),
+                count=r[5],
+                record_ids=tuple(json.loads(r[6])),
+                message_ids=tuple(json.loads(r[7])),
+                reason=r[8],
+            )
+            for r in rows
+        ]

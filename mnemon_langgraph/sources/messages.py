@@ -1,0 +1,143 @@
+"""Turn LangChain messages (``BaseMessage``) into :class:`~mnemon_langgraph.types.Message`.
+
+* **text**: a string content, or the text blocks of a content-block list (plain strings
+  and ``{"type": "text", "text": …}``); images, tool calls and other blocks are dropped. A
+  message with no text at all is an :class:`InputError` (filter tool-call-only AI messages
+  out first, or pass ``skip_empty=True``).
+* **role** from ``message.type``: ``human`` → ``user``, ``ai`` → ``assistant``,
+  ``system`` → ``system``, ``tool``/``function`` → ``tool``; a ``ChatMessage`` uses its
+  ``role``.
+* **speaker**: ``message.name``, else the role.
+* **id**: ``message.id``, else a hash of (source, index, speaker, text).
+* **timestamp**: the first of ``additional_kwargs[k]`` then ``response_metadata[k]`` for
+  ``k`` in ``TIMESTAMP_KEYS`` = (``"timestamp"``, ``"created_at"``, ``"time"``) that is
+  present: a datetime, ISO 8601 string or epoch seconds/milliseconds.
+* **session**: ``session=`` for all messages; else ``additional_kwargs["session"]`` when
+  present; else derived: sessions start at ``first_session`` and a new session starts
+  when the gap between consecutive timestamps exceeds ``gap`` (default 4 hours).
+  Pass ``last_timestamp`` (the timestamp of the last message already stored in
+  ``first_session``) when continuing a conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from mnemon_langgraph.chunking import derive_message_id
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.sources._common import parse_date, parse_role
+from mnemon_langgraph.sources.jsonl import text_of_content
+from mnemon_langgraph.types import Message, Role
+
+__all__ = ["DEFAULT_SESSION_GAP", "TIMESTAMP_KEYS", "messages_from_langchain"]
+
+TIMESTAMP_KEYS = ("timestamp", "created_at", "time")
+DEFAULT_SESSION_GAP = timedelta(hours=4)
+
+
+def _timestamp(msg: Any, *, where: str) -> datetime | None:
+    for holder in (
+        getattr(msg, "additional_kwargs", None),
+        getattr(msg, "response_metadata", None),
+    ):
+        if not isinstance(holder, Mapping):
+            continue
+        for key in TIMESTAMP_KEYS:
+            if holder.get(key) is not None:
+                return parse_date(holder[key], where=f"{where}: {key}")
+    return None
+
+
+def _role(msg: Any, *, where: str) -> Role:
+    kind = getattr(msg, "type", None)
+    if kind in ("chat", "ChatMessageChunk"):
+        return parse_role(getattr(msg, "role", None), where=where)
+    return parse_role(kind, where=where)
+
+
+def _aware_gap(a: datetime, b: datetime) -> timedelta:
+    if (a.tzinfo is None) != (b.tzinfo is None):
+        a, b = a.replace(tzinfo=None), b.replace(tzinfo=None)
+    return b - a
+
+
+def messages_from_langchain(
+    messages: Sequence[Any],
+    *,
+    source: str = "langchain",
+    session: int | None = None,
+    gap: timedelta = DEFAULT_SESSION_GAP,
+    first_session: int = 1,
+    last_timestamp: datetime | None = None,
+    skip_empty: bool = False,
+) -> list[Message]:
+    """Convert LangChain messages (see the module docstring for the mapping).
+
+    Args:
+        messages: ``BaseMessage`` objects, in conversation order.
+        source: Source name, part of derived ids.
+        session: Session number for every message (disables derivation).
+        gap: Longest pause inside one derived session.
+        first_session: Number of the first derived session.
+        last_timestamp: Timestamp of the message before ``messages[0]``, if continuing.
+        skip_empty: Drop messages without text instead of raising.
+
+    Raises:
+        InputError: A message without text (unless ``skip_empty``), an unknown type, a bad
+            timestamp, an invalid session — naming the message index and id.
+    """
+    if session is not None and (isinstance(session, bool) or session < 1):
+        raise InputError(f"session must be a positive integer, got {session!r}")
+    if first_session < 1:
+        raise InputError(f"first_session must be a positive integer, got {first_session!r}")
+    out: list[Message] = []
+    current = first_session
+    previous = last_timestamp
+    for index, msg in enumerate(messages):
+        mid = getattr(msg, "id", None)
+        where = f"{source}: message {index}" + (f" (id {mid!r})" if mid else "")
+        if not hasattr(msg, "content") or not hasattr(msg, "type"):
+            raise InputError(f"{where}: not a LangChain message: {type(msg).__name__}")
+        role = _role(msg, where=where)
+        try:
+            text = text_of_content(msg.content, where=where)
+        except InputError:
+            if skip_empty:
+                continue
+            raise
+        name = getattr(msg, "name", None)
+        speaker = name.strip() if isinstance(name, str) and name.strip() else role
+        timestamp = _timestamp(msg, where=where)
+        extra = getattr(msg, "additional_kwargs", None) or {}
+        if session is not None:
+            number = session
+        elif extra.get("session") is not None:
+            number = extra["session"]
+            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+                raise InputError(f"{where}: session must be a positive integer, got {number!r}")
+        else:
+            if (
+                timestamp is not None
+                and previous is not None
+                and _aware_gap(previous, timestamp) > gap
+            ):
+                current += 1
+            number = current
+        if timestamp is not None:
+            previous = timestamp
+        base = Message(text=text, speaker=speaker, role=role, timestamp=timestamp, session=number)
+        if not (isinstance(mid, str) and mid.strip()):
+            mid = derive_message_id(base, source=source, index=index)
+        out.append(
+            Message(
+                text=text,
+                speaker=speaker,
+                role=role,
+                id=mid,
+                timestamp=timestamp,
+                session=number,
+            )
+        )
+    return out

@@ -1,0 +1,161 @@
+"""Load a plain-text transcript: ``Speaker: text`` lines with optional session headers.
+
+Format::
+
+    ## Session 1 — 2023-05-08 13:56
+    Caroline: Hey Mel! How have you been?
+    Melanie: Swamped with the kids & work.
+      A line that does not start with "Name:" continues the previous turn.
+
+    --- 2023-05-25 13:14 ---
+    Caroline: …
+
+* A turn starts with ``Name: text``; the name is 1–40 characters, at most four words,
+  without ``:`` and not starting with a digit (so "10:30" or URLs do not start turns).
+  Pass ``speakers=`` to accept only known names (then "Note: …" inside a turn is safe).
+* Session headers: ``## Session N`` with an optional date after ``—``/``–``/``-``/``:``,
+  or ``--- <date> ---`` (the next session number). Markdown headings that are neither
+  are an error, so that nothing is silently misread.
+* Other lines continue the previous turn (joined with a newline). Text before the first
+  turn is an error.
+* Speakers named ``assistant``/``ai``/``bot`` get role ``assistant``, ``system`` and
+  ``tool`` their own role, everybody else ``user``.
+* Ids are hashes of (source, line number, text), so re-ingesting the same file is
+  idempotent. Timestamps are the session dates.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from mnemon_langgraph.chunking import stable_hash
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.sources._common import parse_date, read_text, role_for_speaker
+from mnemon_langgraph.types import Message
+
+__all__ = ["load_transcript", "parse_transcript"]
+
+_SESSION_HEADER = re.compile(
+    r"#{1,6}\s*session\s+(\d+)\s*(?:[—–:\-]+\s*(?P<date>.*?))?\s*", re.IGNORECASE
+)
+_DASH_HEADER = re.compile(r"-{3,}\s*(?P<date>.*?)\s*-{3,}")
+_HEADING = re.compile(r"#{1,6}\s+.*")
+_TURN = re.compile(r"(?P<speaker>[^:\d\s][^:]{0,39}?)\s*:(?:\s+(?P<text>.*)|\s*)")
+
+
+@dataclass
+class _Turn:
+    speaker: str
+    lineno: int
+    session: int | None
+    date: datetime | None
+    lines: list[str] = field(default_factory=list)
+
+
+def parse_transcript(
+    text: str,
+    *,
+    source: str,
+    speakers: Collection[str] | None = None,
+    label: str | None = None,
+) -> list[Message]:
+    """Parse transcript text (see the module docstring).
+
+    Args:
+        text: The transcript.
+        source: Name used in error messages and derived ids.
+        speakers: If given, only these names start a turn.
+        label: Name of the input in error messages (default: ``source``).
+
+    Raises:
+        InputError: Text before the first turn, an empty turn, an unknown heading or an
+            unparsable date — naming the source and line.
+    """
+    label = label or source
+    known = {s.strip() for s in speakers} if speakers is not None else None
+    turns: list[_Turn] = []
+    session: int | None = None
+    date: datetime | None = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        where = f"{label}:{lineno}"
+        if not line:
+            if turns:
+                turns[-1].lines.append("")
+            continue
+        header = _SESSION_HEADER.fullmatch(line)
+        dashes = None if header else _DASH_HEADER.fullmatch(line)
+        if header or dashes:
+            if header:
+                session = int(header.group(1))
+                if session < 1:
+                    raise InputError(f"{where}: session numbers start at 1")
+                raw_date = header.group("date")
+            else:
+                assert dashes is not None
+                session = (session or 0) + 1
+                raw_date = dashes.group("date")
+                if not raw_date:
+                    raise InputError(f"{where}: '--- <date> ---' header without a date")
+            date = parse_date(raw_date, where=where) if raw_date else None
+            turns.append(_Turn(speaker="", lineno=lineno, session=session, date=date))
+            continue
+        if _HEADING.fullmatch(line):
+            raise InputError(
+                f"{where}: unrecognised heading {line[:60]!r} (expected '## Session N — date')"
+            )
+        match = _TURN.fullmatch(line)
+        name = match.group("speaker").strip() if match else ""
+        starts_turn = bool(match) and len(name.split()) <= 4 and "//" not in name
+        if known is not None:
+            starts_turn = starts_turn and name in known
+        if starts_turn:
+            assert match is not None
+            turns.append(_Turn(speaker=name, lineno=lineno, session=session, date=date))
+            turns[-1].lines.append(match.group("text") or "")
+            continue
+        if not turns or not turns[-1].speaker:
+            raise InputError(f"{where}: text before the first 'Speaker: text' line: {line[:60]!r}")
+        turns[-1].lines.append(line)
+    messages: list[Message] = []
+    for turn in turns:
+        if not turn.speaker:
+            continue
+        body = "\n".join(turn.lines).strip()
+        if not body:
+            raise InputError(f"{label}:{turn.lineno}: empty turn of {turn.speaker!r}")
+        messages.append(
+            Message(
+                text=body,
+                speaker=turn.speaker,
+                role=role_for_speaker(turn.speaker),
+                id="m-" + stable_hash(source, turn.lineno, body, length=24),
+                timestamp=turn.date,
+                session=turn.session,
+            )
+        )
+    if not messages:
+        raise InputError(f"{label}: no 'Speaker: text' lines")
+    return messages
+
+
+def load_transcript(
+    path: str | os.PathLike[str],
+    *,
+    source: str | None = None,
+    speakers: Collection[str] | None = None,
+) -> list[Message]:
+    """Load a transcript file (strict UTF-8); see :func:`parse_transcript`.
+
+    Args:
+        path: The file.
+        source: Source name for derived ids (default: the file name).
+        speakers: If given, only these names start a turn.
+    """
+    p = Path(path)
+    return parse_transcript(read_text(p), source=source or p.name, speakers=speakers, label=str(p))

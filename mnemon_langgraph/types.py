@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from mnemon_langgraph.errors import NamespaceError
@@ -26,6 +26,7 @@ __all__ = [
     "SearchFilters",
     "SearchHit",
     "SearchSource",
+    "as_naive_utc",
     "normalize_namespace",
 ]
 
@@ -54,7 +55,9 @@ def normalize_namespace(namespace: str | Sequence[str]) -> Namespace:
     Raises:
         NamespaceError: If the namespace is empty or a part is not a usable string.
     """
-    parts: tuple[object, ...] = (namespace,) if isinstance(namespace, str) else tuple(namespace)
+    parts: tuple[object, ...] = (
+        (namespace,) if isinstance(namespace, str) else tuple(namespace)  # type: ignore[arg-type]
+    )
     if not parts:
         raise NamespaceError("namespace must have at least one part, got an empty tuple")
     for part in parts:
@@ -70,7 +73,19 @@ def normalize_namespace(namespace: str | Sequence[str]) -> Namespace:
             raise NamespaceError(
                 f"namespace part longer than {_MAX_NAMESPACE_PART} characters: {part[:40]!r}…"
             )
-    return tuple(parts)  # type: ignore[return-value]
+    return tuple(str(part) for part in parts)
+
+
+def as_naive_utc(value: datetime | None) -> datetime | None:
+    """Return ``value`` as a naive datetime in UTC (naive values are taken as UTC already).
+
+    Sources disagree: LoCoMo and transcripts give local wall-clock dates without a zone,
+    epoch and ``Z`` timestamps are aware. Comparing the two raises ``TypeError``, so every
+    date the package stores or compares goes through this one rule.
+    """
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +108,9 @@ class Message:
     id: str | None = None
     timestamp: datetime | None = None
     session: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timestamp", as_naive_utc(self.timestamp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +145,19 @@ class Record:
     seq: int = 0
     roles: tuple[Role, ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "date", as_naive_utc(self.date))
+
     @property
     def header(self) -> str:
         """``Session N — YYYY-MM-DD HH:MM`` (date omitted when unknown)."""
         if self.date is None:
             return f"Session {self.session}"
-        stamp = self.date.strftime("%Y-%m-%d %H:%M") if (
-            self.date.hour or self.date.minute
-        ) else self.date.strftime("%Y-%m-%d")
+        stamp = (
+            self.date.strftime("%Y-%m-%d %H:%M")
+            if (self.date.hour or self.date.minute)
+            else self.date.strftime("%Y-%m-%d")
+        )
         return f"Session {self.session} — {stamp}"
 
     def render(self) -> str:
@@ -150,6 +173,10 @@ class SearchFilters:
     date_to: datetime | None = None
     session_from: int | None = None
     session_to: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "date_from", as_naive_utc(self.date_from))
+        object.__setattr__(self, "date_to", as_naive_utc(self.date_to))
 
     def accepts(self, record: Record) -> bool:
         """Whether ``record`` passes every bound that is set."""

@@ -210,9 +210,10 @@ def test_jsonl_fields_and_aliases(tmp_path: Path) -> None:
     assert [m.speaker for m in msgs] == ["Ada", "assistant", "Bob", "user"]
     assert [m.role for m in msgs] == ["user", "assistant", "user", "user"]
     assert msgs[0].id == "a1" and msgs[0].session == 2
-    assert msgs[0].timestamp == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert msgs[2].timestamp == datetime.fromtimestamp(1700000000, UTC)
-    assert msgs[3].timestamp == datetime.fromtimestamp(1700000000.123, UTC)
+    # Aware timestamps are stored as naive UTC (types.as_naive_utc).
+    assert msgs[0].timestamp == datetime(2024, 1, 2, 3, 4, 5)
+    assert msgs[2].timestamp == datetime.fromtimestamp(1700000000, UTC).replace(tzinfo=None)
+    assert msgs[3].timestamp == datetime.fromtimestamp(1700000000.123, UTC).replace(tzinfo=None)
     assert msgs[1].id and msgs[1].id.startswith("m-")
     again = load_jsonl(path)
     assert [m.id for m in again] == [m.id for m in msgs]  # derived ids are deterministic
@@ -337,7 +338,8 @@ def test_langchain_messages_roles_ids_and_sessions() -> None:
     assert [m.speaker for m in out] == ["system", "Ada", "assistant", "user", "tool"]
     assert out[2].text == "hello"
     assert [m.session for m in out] == [1, 1, 1, 2, 2]  # 5 h gap > 4 h
-    assert out[1].timestamp == t0 and out[2].timestamp == t0 + timedelta(minutes=1)
+    naive = t0.replace(tzinfo=None)  # stored as naive UTC
+    assert out[1].timestamp == naive and out[2].timestamp == naive + timedelta(minutes=1)
     assert out[0].id == "s" and out[3].id and out[3].id.startswith("m-")
     assert [m.id for m in messages_from_langchain(msgs)] == [m.id for m in out]
     assert [m.session for m in messages_from_langchain(msgs, session=7)] == [7] * 5

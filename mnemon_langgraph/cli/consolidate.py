@@ -1,0 +1,162 @@
+"""``mnemon consolidate``: fold a namespace's journal into the index, as a batch job.
+
+Example::
+
+    mnemon consolidate --db memory.db --namespace ada@example.com --model openai:gpt-4.1-mini
+
+The chat model is created with ``langchain.chat_models.init_chat_model`` (only when the
+command runs). A progress bar counts the records folded; a summary at the end gives the
+batches, items added and updated, failures, model calls and tokens. Exit code 0 when every
+batch was folded, 1 when a batch failed (it is recorded in ``consolidation_failures``; by
+default the run stops there and the next run retries it, ``--skip-failed`` moves past it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``consolidate`` subcommand to the ``mnemon`` parser."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "consolidate",
+        help="fold the journal into topic timelines, value histories and instructions",
+        description=(
+            "Read the journal of a namespace from its watermark in batches of about 10,000 "
+            "characters and let a chat model fold each batch into the index. Safe to stop "
+            "and rerun: each batch's items and the watermark are written in one transaction."
+        ),
+    )
+    p.add_argument("--db", required=True, metavar="PATH", help="the journal's SQLite file")
+    p.add_argument(
+        "--namespace",
+        required=True,
+        action="append",
+        metavar="PART",
+        help="namespace; repeat for a multi-part namespace (--namespace users --namespace ada)",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        metavar="PROVIDER:MODEL",
+        help="chat model for init_chat_model, e.g. openai:gpt-4.1-mini",
+    )
+    p.add_argument("--max-batches", type=int, default=None, metavar="N", help="stop after N")
+    p.add_argument("--batch-chars", type=int, default=10_000, metavar="N")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="per fold call")
+    p.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="record a batch that keeps failing and move past it (default: stop there)",
+    )
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="drop the namespace's index and watermark first, then fold from the start",
+    )
+    p.add_argument(
+        "--embeddings",
+        choices=("model", "fake"),
+        default="model",
+        help="item embedder: the bundled model (default) or a deterministic fake (tests)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _init_model(spec: str) -> Any:
+    """Create the chat model named by ``spec`` (``provider:model``)."""
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError("mnemon consolidate --model", "langchain", "agents") from exc
+    try:
+        return init_chat_model(spec)
+    except ImportError as exc:
+        provider = spec.split(":", 1)[0] if ":" in spec else spec
+        package = f"langchain-{provider.split('_')[0]}"
+        raise MissingDependencyError(f"the chat model {spec!r}", package) from exc
+    except ValueError as exc:
+        raise ConfigurationError(f"cannot create the chat model {spec!r}: {exc}") from exc
+
+
+def _embeddings(kind: str) -> Any:
+    if kind == "fake":
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+
+        return DeterministicFakeEmbedding(size=384)
+    from mnemon_langgraph.embeddings import default_embeddings
+
+    return default_embeddings()
+
+
+def run(args: argparse.Namespace, *, out: Any = None) -> int:
+    """Run the ``consolidate`` subcommand; returns the exit code."""
+    from tqdm import tqdm
+
+    from mnemon_langgraph.consolidation import (
+        ConsolidationReport,
+        ConsolidationSettings,
+        SQLiteItemStore,
+        create_consolidation_graph,
+    )
+    from mnemon_langgraph.journal import Journal
+    from mnemon_langgraph.types import normalize_namespace
+
+    stream = out or sys.stdout
+    if not Path(args.db).exists():
+        raise ConfigurationError(f"no journal at {args.db} (ingest something first)")
+    namespace = normalize_namespace(tuple(args.namespace))
+    settings = ConsolidationSettings(
+        batch_chars=args.batch_chars,
+        max_batches=args.max_batches,
+        on_failure="skip" if args.skip_failed else "stop",
+        fold_timeout_s=args.timeout,
+    )
+    model = _init_model(args.model)
+    journal = Journal(args.db)
+    try:
+        items = SQLiteItemStore(journal, _embeddings(args.embeddings))
+        if args.rebuild:
+            dropped = items.drop_index(namespace)
+            print(f"dropped {dropped} items; rebuilding from the records", file=stream)
+        pending = sum(1 for _ in journal.records(namespace, after_seq=items.watermark(namespace)))
+        graph = create_consolidation_graph(model=model, items=items, settings=settings)
+        report: ConsolidationReport | None = None
+        added = failed = 0
+        with tqdm(
+            total=pending, unit="rec", desc="consolidate", disable=args.no_progress, file=sys.stderr
+        ) as bar:
+            for update in graph.stream({"namespace": namespace}, stream_mode="updates"):
+                written = update.get("write")
+                if written:
+                    for batch in written.get("batches", []):
+                        added += batch.items_added
+                        failed += int(batch.failed)
+                        bar.update(batch.records)
+                        bar.set_postfix(items=added, failed=failed)
+                finished = update.get("finish")
+                if finished and finished.get("report") is not None:
+                    report = finished["report"]
+        if report is None:  # pragma: no cover - the graph always ends in finish
+            raise ConfigurationError("the consolidation graph ended without a report")
+        print(report.summary(), file=stream)
+        return 1 if report.failures else 0
+    finally:
+        journal.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin wrapper
+    """Run ``mnemon consolidate`` alone (for ``python -m``)."""
+    parser = argparse.ArgumentParser(prog="mnemon")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["consolidate", *(argv or sys.argv[1:])])
+    return int(args.func(args))

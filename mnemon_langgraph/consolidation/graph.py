@@ -1,0 +1,446 @@
+"""The consolidation job as a LangGraph graph (paper §4.1 and §5, "Consolidation").
+
+::
+
+    START ─► load ─┬─► fold ─► write ─┬─► load …
+                   │                  └─► finish ─► END   (a batch failed, on_failure="stop")
+                   └─► finish ─► END   (caught up, or max_batches)
+
+``load`` reads the next batch from the namespace's watermark (re-read from the database
+every time, never trusted from the graph's state); ``fold`` asks the chat model, with one
+retry by default; ``write`` stores the batch's items *and* moves the watermark in one
+transaction, or records the failure. A crash, a timeout or output that does not parse
+therefore loses nothing, and a rerun starts at the first batch not written.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import operator
+from collections.abc import Generator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from mnemon_langgraph.consolidation.batching import Batch, cut_batch
+from mnemon_langgraph.consolidation.fold import (
+    FoldOutput,
+    FoldResult,
+    apply_fold,
+    build_fold_messages,
+    select_context,
+)
+from mnemon_langgraph.consolidation.itemstore import SQLiteItemStore
+from mnemon_langgraph.consolidation.settings import ConsolidationSettings
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+
+__all__ = [
+    "BatchReport",
+    "ConsolidationGraphState",
+    "ConsolidationReport",
+    "create_consolidation_graph",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReport:
+    """What one batch did and cost.
+
+    Attributes:
+        start_seq: ``seq`` of its first record.
+        end_seq: ``seq`` of its last record.
+        records: Number of records in it.
+        chars: Characters of (trimmed) text in it.
+        items_added: Items written.
+        items_updated: Existing items whose text it changed.
+        dropped: Items or updates dropped for citing no record of the batch.
+        model_calls: Calls to the chat model (retries included).
+        input_tokens: Input tokens reported by the model (0 when it reports none).
+        output_tokens: Output tokens reported by the model.
+        error: Why it failed, or ``None``.
+        skipped: It failed and the watermark was moved past it (``on_failure="skip"``).
+    """
+
+    start_seq: int
+    end_seq: int
+    records: int
+    chars: int
+    items_added: int = 0
+    items_updated: int = 0
+    dropped: int = 0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+    skipped: bool = False
+
+    @property
+    def failed(self) -> bool:
+        """Whether the batch failed after its retries."""
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationReport:
+    """Summary of one run of the consolidation graph.
+
+    Attributes:
+        namespace: The namespace consolidated.
+        batches: Per-batch reports, in order.
+        stop_reason: ``"caught_up"``, ``"max_batches"`` or ``"failed"`` (a batch still
+            failed after its retries and ``on_failure="stop"``).
+        watermark: The watermark after the run.
+    """
+
+    namespace: Namespace
+    batches: tuple[BatchReport, ...] = field(default_factory=tuple)
+    stop_reason: str = "caught_up"
+    watermark: int = 0
+
+    @property
+    def items_added(self) -> int:
+        """Items written in this run."""
+        return sum(b.items_added for b in self.batches)
+
+    @property
+    def items_updated(self) -> int:
+        """Item updates written in this run."""
+        return sum(b.items_updated for b in self.batches)
+
+    @property
+    def failures(self) -> list[BatchReport]:
+        """Batches that failed after their retries."""
+        return [b for b in self.batches if b.failed]
+
+    @property
+    def model_calls(self) -> int:
+        """Chat model calls in this run (retries included)."""
+        return sum(b.model_calls for b in self.batches)
+
+    @property
+    def input_tokens(self) -> int:
+        """Input tokens in this run."""
+        return sum(b.input_tokens for b in self.batches)
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens in this run."""
+        return sum(b.output_tokens for b in self.batches)
+
+    def summary(self) -> str:
+        """A few lines for humans (printed by ``mnemon consolidate``)."""
+        lines = [
+            f"namespace {list(self.namespace)}: {len(self.batches)} batches, "
+            f"{self.items_added} items added, {self.items_updated} updated, "
+            f"{len(self.failures)} failed ({self.stop_reason}; watermark {self.watermark})",
+            f"model calls {self.model_calls}, input tokens {self.input_tokens}, "
+            f"output tokens {self.output_tokens}",
+        ]
+        for b in self.failures:
+            what = "skipped" if b.skipped else "stopped here; rerun to retry"
+            lines.append(f"FAILED batch seq {b.start_seq}..{b.end_seq} ({what}): {b.error}")
+        return "\n".join(lines)
+
+
+class ConsolidationGraphState(TypedDict, total=False):
+    """State of the consolidation graph. Input: ``{"namespace": ...}``."""
+
+    namespace: Namespace | str | list[str]
+    batch: Batch | None
+    watermark: int
+    fold: FoldResult | None
+    error: str | None
+    usage: dict[str, int]
+    batches: Annotated[list[BatchReport], operator.add]
+    stop_reason: str
+    report: ConsolidationReport
+
+
+def _usage(raw: Any) -> tuple[int, int]:
+    meta = getattr(raw, "usage_metadata", None) if isinstance(raw, AIMessage) else None
+    if not meta:
+        return 0, 0
+    return int(meta.get("input_tokens", 0) or 0), int(meta.get("output_tokens", 0) or 0)
+
+
+def _records_after(journal: Any, namespace: Namespace, after: int) -> Generator[Record, None, None]:
+    yield from journal.records(namespace, after_seq=after)
+
+
+class _Nodes:
+    """The graph's nodes, bound to one journal, item store, model and settings."""
+
+    def __init__(
+        self,
+        journal: Any,
+        items: SQLiteItemStore,
+        structured: Runnable[Any, Any],
+        settings: ConsolidationSettings,
+    ) -> None:
+        self.journal = journal
+        self.items = items
+        self.structured = structured
+        self.settings = settings
+
+    def load(self, state: ConsolidationGraphState) -> dict[str, Any]:
+        ns = normalize_namespace(state["namespace"])
+        done = len(state.get("batches") or [])
+        watermark = self.items.watermark(ns)
+        update: dict[str, Any] = {"namespace": ns, "watermark": watermark, "fold": None}
+        if self.settings.max_batches is not None and done >= self.settings.max_batches:
+            return {**update, "batch": None, "stop_reason": "max_batches"}
+        iterator = _records_after(self.journal, ns, watermark)
+        try:
+            batch = cut_batch(
+                iterator,
+                batch_chars=self.settings.batch_chars,
+                assistant_chars=self.settings.assistant_chars,
+            )
+        finally:
+            iterator.close()
+        if batch is None:
+            return {**update, "batch": None, "stop_reason": "caught_up"}
+        return {**update, "batch": batch, "error": None}
+
+    def _call(self, messages: list[Any]) -> Any:
+        timeout = self.settings.fold_timeout_s
+        if timeout is None:
+            return self.structured.invoke(messages)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        try:
+            future = pool.submit(self.structured.invoke, messages)
+            return future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError as exc:
+            raise TimeoutError(f"fold call took longer than {timeout:g}s") from exc
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def fold(self, state: ConsolidationGraphState) -> dict[str, Any]:
+        ns = normalize_namespace(state["namespace"])
+        batch = state["batch"]
+        assert batch is not None
+        context = select_context(self.items.context_items(ns), batch, self.settings)
+        messages, rmap = build_fold_messages(batch, context)
+        calls = tin = tout = 0
+        error: str | None = None
+        for attempt in range(1 + self.settings.retries):
+            calls += 1
+            try:
+                out = self._call(messages)
+            except Exception as exc:  # a model error of any kind is a failed attempt
+                error = f"{type(exc).__name__}: {exc}"
+                log.warning(
+                    "fold of seq %s..%s failed (attempt %d): %s",
+                    batch.start_seq,
+                    batch.end_seq,
+                    attempt + 1,
+                    error,
+                )
+                continue
+            raw = out.get("raw") if isinstance(out, dict) else None
+            parsed = out.get("parsed") if isinstance(out, dict) else out
+            i, o = _usage(raw)
+            tin, tout = tin + i, tout + o
+            if isinstance(parsed, FoldOutput):
+                result = apply_fold(parsed, namespace=ns, batch=batch, rmap=rmap, context=context)
+                return {
+                    "fold": result,
+                    "error": None,
+                    "usage": {"calls": calls, "input_tokens": tin, "output_tokens": tout},
+                }
+            perr = out.get("parsing_error") if isinstance(out, dict) else None
+            error = (
+                f"output did not parse: {type(perr).__name__}: {perr}"
+                if perr is not None
+                else "output did not parse: the model returned no structured answer"
+            )
+            log.warning(
+                "fold of seq %s..%s: %s (attempt %d)",
+                batch.start_seq,
+                batch.end_seq,
+                error,
+                attempt + 1,
+            )
+        return {
+            "fold": None,
+            "error": error or "fold failed",
+            "usage": {"calls": calls, "input_tokens": tin, "output_tokens": tout},
+        }
+
+    def write(self, state: ConsolidationGraphState) -> dict[str, Any]:
+        ns = normalize_namespace(state["namespace"])
+        batch = state["batch"]
+        assert batch is not None
+        usage = state.get("usage") or {}
+        calls = int(usage.get("calls", 0))
+        tin = int(usage.get("input_tokens", 0))
+        tout = int(usage.get("output_tokens", 0))
+        base: dict[str, Any] = {
+            "start_seq": batch.start_seq,
+            "end_seq": batch.end_seq,
+            "records": len(batch.records),
+            "chars": batch.chars,
+            "model_calls": calls,
+            "input_tokens": tin,
+            "output_tokens": tout,
+        }
+        result = state.get("fold")
+        if result is None:
+            error = state.get("error") or "fold failed"
+            skip = self.settings.on_failure == "skip"
+            self.items.record_failure(
+                ns,
+                batch_start_seq=batch.start_seq,
+                batch_end_seq=batch.end_seq,
+                error=error,
+                attempts=calls,
+                skip=skip,
+                expected_watermark=state["watermark"],
+                model_calls=calls,
+                input_tokens=tin,
+                output_tokens=tout,
+            )
+            report = BatchReport(**base, error=error, skipped=skip)
+            out: dict[str, Any] = {"batches": [report]}
+            if not skip:
+                out["stop_reason"] = "failed"
+            return out
+        new_vectors = self.items.embed_items(result.new_items)
+        updated_items = {
+            it.id: it for it in self.items.get_items(ns, [u.item_id for u in result.updates])
+        }
+        updates = [u for u in result.updates if u.item_id in updated_items]
+        update_vectors = self.items.embed_items(
+            [replace(updated_items[u.item_id], text=u.text) for u in updates]
+        )
+        added, updated = self.items.commit_batch(
+            ns,
+            expected_watermark=state["watermark"],
+            new_watermark=batch.end_seq,
+            new_items=result.new_items,
+            new_vectors=new_vectors,
+            updates=updates,
+            update_vectors=update_vectors,
+            model_calls=calls,
+            input_tokens=tin,
+            output_tokens=tout,
+        )
+        dropped = result.dropped + (len(result.new_items) - added) + (len(updates) - updated)
+        dropped += len(result.updates) - len(updates)
+        report = BatchReport(**base, items_added=added, items_updated=updated, dropped=dropped)
+        return {"batches": [report]}
+
+    def finish(self, state: ConsolidationGraphState) -> dict[str, Any]:
+        ns = normalize_namespace(state["namespace"])
+        report = ConsolidationReport(
+            namespace=ns,
+            batches=tuple(state.get("batches") or []),
+            stop_reason=state.get("stop_reason") or "caught_up",
+            watermark=self.items.watermark(ns),
+        )
+        return {"report": report, "batch": None, "fold": None}
+
+
+def _after_load(state: ConsolidationGraphState) -> Literal["fold", "finish"]:
+    return "fold" if state.get("batch") is not None else "finish"
+
+
+def _after_write(state: ConsolidationGraphState) -> Literal["load", "finish"]:
+    return "finish" if state.get("stop_reason") == "failed" else "load"
+
+
+def _resolve(
+    journal_path: str | Path | None,
+    store: Any,
+    journal: Any,
+    items: SQLiteItemStore | None,
+    embeddings: Embeddings | None,
+) -> tuple[Any, SQLiteItemStore]:
+    if items is not None:
+        return items.journal, items
+    given = [x is not None for x in (journal_path, store, journal)]
+    if sum(given) != 1:
+        raise ConfigurationError(
+            "create_consolidation_graph needs exactly one of journal_path=, store=, journal= "
+            "or items="
+        )
+    if store is not None:
+        journal = getattr(store, "journal", None)
+        if journal is None:
+            raise ConfigurationError("store= must be a MnemonStore (it has no .journal)")
+        if embeddings is None:
+            embeddings = getattr(store, "embeddings", None)
+    elif journal_path is not None:
+        from mnemon_langgraph.journal import Journal
+
+        journal = Journal(journal_path)
+    return journal, SQLiteItemStore(journal, embeddings)
+
+
+def create_consolidation_graph(
+    *,
+    model: BaseChatModel,
+    journal_path: str | Path | None = None,
+    store: Any = None,
+    journal: Any = None,
+    items: SQLiteItemStore | None = None,
+    embeddings: Embeddings | None = None,
+    settings: ConsolidationSettings | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Build the consolidation job as a compiled LangGraph graph.
+
+    Invoke it with ``{"namespace": ("users", "ada")}``; the final state's ``"report"`` is a
+    :class:`ConsolidationReport`. Give exactly one of ``journal_path``, ``store``,
+    ``journal`` or ``items``.
+
+    Args:
+        model: Any LangChain chat model with structured output (tool calling).
+        journal_path: Path of the journal's SQLite file (opened here).
+        store: A :class:`~mnemon_langgraph.store.MnemonStore`; its journal and embeddings
+            are used.
+        journal: An open :class:`~mnemon_langgraph.journal.Journal`.
+        items: An existing :class:`SQLiteItemStore` (its journal and embeddings are used).
+        embeddings: Embeds the items as they are written (default: the store's embedder,
+            else the package's offline default).
+        settings: Budgets and the failure policy (paper defaults).
+
+    Returns:
+        The compiled graph, with ``recursion_limit`` set from the settings.
+
+    Raises:
+        ConfigurationError: Not exactly one source given, or the model has no structured
+            output.
+    """
+    settings = settings or ConsolidationSettings()
+    journal, item_store = _resolve(journal_path, store, journal, items, embeddings)
+    try:
+        structured = model.with_structured_output(FoldOutput, include_raw=True)
+    except NotImplementedError as exc:
+        raise ConfigurationError(
+            f"{type(model).__name__} has no structured output (tool calling), which "
+            "consolidation needs"
+        ) from exc
+    nodes = _Nodes(journal, item_store, structured, settings)
+    graph = StateGraph(ConsolidationGraphState)
+    graph.add_node("load", nodes.load)
+    graph.add_node("fold", nodes.fold)
+    graph.add_node("write", nodes.write)
+    graph.add_node("finish", nodes.finish)
+    graph.add_edge(START, "load")
+    graph.add_conditional_edges("load", _after_load, ["fold", "finish"])
+    graph.add_edge("fold", "write")
+    graph.add_conditional_edges("write", _after_write, ["load", "finish"])
+    graph.add_edge("finish", END)
+    compiled = graph.compile(name="mnemon_consolidation")
+    return compiled.with_config(recursion_limit=settings.recursion_limit)

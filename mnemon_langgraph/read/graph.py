@@ -1,0 +1,108 @@
+"""The read path as a LangGraph ``StateGraph`` (Mnemon §4.2–4.3, Algorithm 1).
+
+::
+
+    plan ─► retrieve ─► judge ─► act ─┬─► retrieve …   (the round produced actions, < 3 rounds)
+                                      └─► judge_items ─► compose ─► View
+
+Every node has a sync and an async implementation sharing the same pure helpers, so
+``invoke``, ``ainvoke`` and ``stream`` all work. Backends (the search source, the
+decision model, the planner, the index) reach the nodes through closures; the state holds
+only data. The namespace comes from the runtime context (:class:`ReadContext`) or from
+``config["configurable"]["namespace"]`` / ``["user_id"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.decisions import BaseDecisionModel
+from langchain_core.language_models import BaseChatModel
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, START, StateGraph
+
+from mnemon_langgraph.items import ItemSource
+from mnemon_langgraph.read.nodes import NODES, Reader
+from mnemon_langgraph.read.planner import ChatPlanner, RulePlanner
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import (
+    ReadContext,
+    ReadInput,
+    ReadOutput,
+    ReadState,
+)
+from mnemon_langgraph.read.view import View
+from mnemon_langgraph.types import SearchSource
+
+__all__ = ["NODES", "create_read_graph", "view_of"]
+
+
+def _default_judge(source: SearchSource) -> BaseDecisionModel:
+    from mnemon_langgraph.judges.local import LocalDecisionModel  # lazy: loads the embedder
+
+    # Share the store's embedder when it has one (one model in memory, not two).
+    return LocalDecisionModel(embeddings=getattr(source, "embeddings", None))
+
+
+def create_read_graph(
+    *,
+    source: SearchSource,
+    judge: BaseDecisionModel | None = None,
+    planner: BaseChatModel | None = None,
+    items: ItemSource | None = None,
+    settings: ReadSettings | None = None,
+    checkpointer: Any = None,
+    name: str = "mnemon_read",
+) -> Any:
+    """Build and compile the read graph.
+
+    Args:
+        source: Where records come from (``MnemonStore`` or any :class:`SearchSource`).
+        judge: System 1 (a ``BaseDecisionModel``); default: the offline local judge.
+        planner: System 2 (any ``BaseChatModel``); default: the rule planner (no model).
+        items: The consolidated index; ``None``: the View has no index block.
+        settings: Budgets (paper defaults).
+        checkpointer: Optional LangGraph checkpointer.
+        name: Graph name.
+
+    Returns:
+        A compiled graph: input ``{"messages": [...]}``, output ``{"view": View, ...}``.
+        Pass the namespace as ``context=ReadContext(namespace=...)`` (or
+        ``config={"configurable": {"namespace": ...}}``).
+    """
+    settings = settings or ReadSettings()
+    reader = Reader(
+        source,
+        judge if judge is not None else _default_judge(source),
+        ChatPlanner(planner) if planner is not None else RulePlanner(),
+        items,
+        settings,
+    )
+    builder = StateGraph(
+        ReadState, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
+    )
+    builder.add_node("plan", RunnableCallable(reader.plan, reader.aplan, name="plan"))
+    builder.add_node(
+        "retrieve", RunnableCallable(reader.retrieve, reader.aretrieve, name="retrieve")
+    )
+    builder.add_node("judge", RunnableCallable(reader.judge, reader.ajudge, name="judge"))
+    builder.add_node("act", reader.act)
+    builder.add_node(
+        "judge_items", RunnableCallable(reader.judge_items, reader.ajudge_items, name="judge_items")
+    )
+    builder.add_node("compose", reader.compose)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "retrieve")
+    builder.add_edge("retrieve", "judge")
+    builder.add_edge("judge", "act")
+    builder.add_conditional_edges(
+        "act", reader.route, {"retrieve": "retrieve", "judge_items": "judge_items"}
+    )
+    builder.add_edge("judge_items", "compose")
+    builder.add_edge("compose", END)
+    return builder.compile(checkpointer=checkpointer, name=name)
+
+
+def view_of(result: dict[str, Any]) -> View:
+    """The View in a read-graph result (``result["view"]``)."""
+    return result["view"]

@@ -1,0 +1,525 @@
+"""The read graph's nodes: plan, retrieve, judge, act, compose (sync and async).
+
+Each node is a method of :class:`Reader`, which holds the backends (closures, never
+state). Sync and async faces share pure helpers; only the backend calls differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any, Literal
+
+from langchain_core.decisions import BaseDecisionModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from mnemon_langgraph.items import ItemSource
+from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
+from mnemon_langgraph.read.nodes_items import ItemsNode
+from mnemon_langgraph.read.planner import ChatPlanner, PlanResult, RulePlanner, latest_text
+from mnemon_langgraph.read.pooling import (
+    build_first_pool,
+    dict_to_record,
+    merge_page,
+    take_page,
+)
+from mnemon_langgraph.read.propositions import Proposition
+from mnemon_langgraph.read.rules import (
+    Judgment,
+    Need,
+    NewSearch,
+    PageSearch,
+    decide,
+    is_yes,
+    rank_by,
+    should_continue,
+)
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import (
+    ReadContext,
+    ReadState,
+    resolve_namespace,
+)
+from mnemon_langgraph.read.trace import (
+    _jdict,
+    _judgments,
+    _needs,
+    _recent,
+    _s1_messages,
+    _statuses,
+    _timing,
+    _wave_entry,
+    build_trace,
+)
+from mnemon_langgraph.read.view import compose_view
+from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
+
+__all__ = ["NODES", "Reader"]
+
+NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
+
+
+class Reader(ItemsNode):
+    """Holds the backends; its methods are the graph's nodes (sync and async)."""
+
+    def __init__(
+        self,
+        source: SearchSource,
+        judge: BaseDecisionModel,
+        planner: ChatPlanner | RulePlanner,
+        items: ItemSource | None,
+        settings: ReadSettings,
+    ) -> None:
+        self.source = source
+        self.s1 = judge
+        self.planner = planner
+        self.items = items
+        self.settings = settings
+
+    # --- plan -----------------------------------------------------------------------
+    def _plan_start(
+        self, state: ReadState, runtime: Any, config: RunnableConfig
+    ) -> tuple[Namespace, list[BaseMessage], str]:
+        namespace = resolve_namespace(getattr(runtime, "context", None), config)
+        recent = _recent(state, self.settings)
+        latest_text(recent)
+        ctx = getattr(runtime, "context", None)
+        now = getattr(ctx, "now", None)
+        if now is None and isinstance(ctx, dict):
+            now = ctx.get("now")
+        return namespace, recent, now.isoformat() if now is not None else ""
+
+    def _plan_finish(
+        self, namespace: Namespace, now: str, plan: PlanResult, start: float
+    ) -> dict[str, Any]:
+        searches = [
+            {
+                "index": i,
+                "query": s.query,
+                "origin": s.origin,
+                "next_offset": 0,
+                "exhausted": False,
+                "round": 1,
+            }
+            for i, s in enumerate(plan.searches)
+        ]
+        needs = [
+            {**asdict(n), "state": "open", "lead_step": 0, "positives": []} for n in plan.needs
+        ]
+        trace: list[dict[str, Any]] = [
+            {
+                "event": "plan",
+                "planner": plan.planner,
+                "calls": plan.calls,
+                "notes": list(plan.notes),
+                "errors": list(plan.errors),
+                "model_seconds": plan.model_seconds,
+                "searches": [{"query": s.query, "origin": s.origin} for s in plan.searches],
+                "needs": [asdict(n) for n in plan.needs],
+            }
+        ]
+        for note in plan.notes:
+            trace.append({"event": "degraded", "step": "plan", "detail": note})
+        trace.append(_timing("plan", start, plan.model_seconds))
+        return {
+            "namespace": list(namespace),
+            "now": now,
+            "plan": {"planner": plan.planner, "notes": list(plan.notes)},
+            "searches": searches,
+            "needs": needs,
+            "pool": [],
+            "pending": [
+                {"kind": "page", "search_index": s["index"], "offset": 0} for s in searches
+            ],
+            "rounds": 0,
+            "trace": Overwrite(trace),  # a new turn on a checkpointed thread starts afresh
+            "judgments": Overwrite([]),
+            "index": {},
+        }
+
+    def _safe_plan_fallback(self, recent: list[BaseMessage], exc: Exception) -> PlanResult:
+        plan = RulePlanner().plan(recent, self.settings)
+        plan.notes.append(f"planner failed ({type(exc).__name__}: {exc!s:.200}); rule planner used")
+        return plan
+
+    def plan(
+        self, state: ReadState, config: RunnableConfig, runtime: Runtime[ReadContext]
+    ) -> dict[str, Any]:
+        start = time.perf_counter()
+        namespace, recent, now = self._plan_start(state, runtime, config)
+        try:
+            plan = self.planner.plan(recent, self.settings, now or None)
+        except Exception as exc:
+            plan = self._safe_plan_fallback(recent, exc)
+        return self._plan_finish(namespace, now, plan, start)
+
+    async def aplan(
+        self, state: ReadState, config: RunnableConfig, runtime: Runtime[ReadContext]
+    ) -> dict[str, Any]:
+        start = time.perf_counter()
+        namespace, recent, now = self._plan_start(state, runtime, config)
+        try:
+            if isinstance(self.planner, ChatPlanner):
+                plan = await self.planner.aplan(recent, self.settings, now or None)
+            else:
+                plan = self.planner.plan(recent, self.settings, now or None)
+        except Exception as exc:
+            plan = self._safe_plan_fallback(recent, exc)
+        return self._plan_finish(namespace, now, plan, start)
+
+    # --- retrieve ---------------------------------------------------------------------
+    def _new_search_result(
+        self,
+        searches: list[dict[str, Any]],
+        need: Need,
+        out: tuple[str | None, int, float, list[str]],
+        round_no: int,
+        trace: list[dict[str, Any]],
+        fetch: list[tuple[int, int]],
+    ) -> float:
+        query, calls, secs, errors = out
+        trace.append(
+            {
+                "event": "new_search",
+                "need_index": need.index,
+                "query": query,
+                "calls": calls,
+                "errors": errors,
+                "model_seconds": secs,
+            }
+        )
+        if errors:
+            trace.append({"event": "degraded", "step": "new_search", "detail": "; ".join(errors)})
+        tried = {s["query"].casefold() for s in searches}
+        if query and query.casefold() not in tried:
+            idx = len(searches)
+            searches.append(
+                {
+                    "index": idx,
+                    "query": query,
+                    "origin": "new_search",
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": round_no,
+                    "need_index": need.index,
+                }
+            )
+            fetch.append((idx, 0))
+        return secs
+
+    def _fetch_plan(
+        self, state: ReadState
+    ) -> tuple[list[dict[str, Any]], list[tuple[int, int]], list[Need]]:
+        searches = [dict(s) for s in state.get("searches", [])]
+        fetch: list[tuple[int, int]] = []
+        asks: list[Need] = []
+        needs = {n.index: n for n in _needs(state)}
+        for action in state.get("pending", []):
+            if action["kind"] == "page":
+                key = (action["search_index"], action["offset"])
+                if key not in fetch:
+                    fetch.append(key)
+            elif action["kind"] == "new_search":
+                asks.append(needs[action["need_index"]])
+        return searches, fetch, asks
+
+    def _retrieve_finish(
+        self,
+        state: ReadState,
+        searches: list[dict[str, Any]],
+        fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
+        trace: list[dict[str, Any]],
+        start: float,
+        model_seconds: float,
+    ) -> dict[str, Any]:
+        round_no = state.get("rounds", 0) + 1
+        pages: list[tuple[int, int, list[SearchHit]]] = []
+        for idx, offset, hits in fetched:
+            s = searches[idx]
+            if isinstance(hits, BaseException):
+                trace.append(
+                    {
+                        "event": "degraded",
+                        "step": "search",
+                        "detail": f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}",
+                    }
+                )
+                s["exhausted"] = True
+                continue
+            page = take_page(hits, self.settings.page_records, self.settings.page_chars)
+            s["next_offset"] = offset + len(page)
+            s["exhausted"] = len(hits) < self.settings.page_records
+            pages.append((idx, offset, page))
+            trace.append(
+                {
+                    "event": "search",
+                    "index": idx,
+                    "query": s["query"],
+                    "origin": s["origin"],
+                    "offset": offset,
+                    "returned": len(page),
+                    "round": round_no,
+                }
+            )
+        pool = list(state.get("pool", []))
+        if not pool and round_no == 1:
+            pool = build_first_pool(pages, cap=self.settings.pool_size, rrf_k=self.settings.rrf_k)
+            added = len(pool)
+        else:
+            added = 0
+            for idx, offset, page in pages:
+                pool, new = merge_page(pool, idx, offset, page, round_no)
+                added += new
+        trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
+        trace.append(_timing("retrieve", start, model_seconds))
+        return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
+
+    def _search(self, ns: Namespace, searches: list[dict[str, Any]], idx: int, offset: int) -> Any:
+        try:
+            return self.source.search(
+                searches[idx]["query"], namespace=ns, k=self.settings.page_records, offset=offset
+            )
+        except Exception as exc:
+            return exc
+
+    def retrieve(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        ns = tuple(state["namespace"])
+        searches, fetch, asks = self._fetch_plan(state)
+        trace: list[dict[str, Any]] = []
+        model_seconds = 0.0
+        round_no = state.get("rounds", 0) + 1
+        for need in asks:
+            tried = [s["query"] for s in searches]
+            if isinstance(self.planner, ChatPlanner):
+                out = self.planner.new_search(
+                    _recent(state, self.settings), need, tried, self.settings
+                )
+            else:
+                out = (self.planner.new_search(need, tried), 0, 0.0, [])
+            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
+        if len(fetch) > 1:  # searches are independent: run them side by side
+            with ContextThreadPoolExecutor(max_workers=min(8, len(fetch))) as pool:
+                results = list(pool.map(lambda f: self._search(ns, searches, *f), fetch))
+        else:
+            results = [self._search(ns, searches, i, o) for i, o in fetch]
+        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
+        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+
+    async def aretrieve(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        ns = tuple(state["namespace"])
+        searches, fetch, asks = self._fetch_plan(state)
+        trace: list[dict[str, Any]] = []
+        model_seconds = 0.0
+        round_no = state.get("rounds", 0) + 1
+        for need in asks:
+            tried = [s["query"] for s in searches]
+            if isinstance(self.planner, ChatPlanner):
+                out = await self.planner.anew_search(
+                    _recent(state, self.settings), need, tried, self.settings
+                )
+            else:
+                out = (self.planner.new_search(need, tried), 0, 0.0, [])
+            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
+
+        async def one(i: int, o: int) -> Any:
+            try:
+                return await self.source.asearch(
+                    searches[i]["query"], namespace=ns, k=self.settings.page_records, offset=o
+                )
+            except Exception as exc:
+                return exc
+
+        results = await asyncio.gather(*(one(i, o) for i, o in fetch))
+        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
+        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+
+    # --- judge --------------------------------------------------------------------------
+    def _screen_request(self, state: ReadState) -> JudgeRequest | None:
+        ns = tuple(state["namespace"])
+        done = {j["target"] for j in state.get("judgments", []) if j["proposition"] == "screen"}
+        targets = [dict_to_record(p, ns) for p in state.get("pool", []) if p["id"] not in done]
+        if not targets:
+            return None
+        return JudgeRequest(
+            [Proposition.SCREEN],
+            targets,
+            messages=_s1_messages(state, self.settings),
+            needs=_needs(state),
+            round=state.get("rounds", 0) + 1,
+        )
+
+    def _deep_request(self, state: ReadState, screen: Sequence[Judgment]) -> JudgeRequest | None:
+        ns = tuple(state["namespace"])
+        prior = _judgments(state)
+        alljs = [*prior, *screen]
+        order = [p["id"] for p in state.get("pool", [])]
+        deep = {j.target_id for j in prior if j.proposition == "needed"}
+        ranked = rank_by(alljs, "screen", order=order)
+        floor = {rid for rid, _ in ranked[: self.settings.candidates_floor]}
+        chosen = [rid for rid, p in ranked if (is_yes(p) or rid in floor) and rid not in deep]
+        if not chosen:
+            return None
+        by_id = {p["id"]: p for p in state.get("pool", [])}
+        needs = _needs(state)
+        props = [Proposition.NEEDED, Proposition.STALE]
+        if needs:
+            props.append(Proposition.SATISFIES)
+        return JudgeRequest(
+            props,
+            [dict_to_record(by_id[r], ns) for r in chosen],
+            messages=_s1_messages(state, self.settings),
+            needs=needs,
+            round=state.get("rounds", 0) + 1,
+        )
+
+    def _wave_kwargs(self) -> dict[str, Any]:
+        return {
+            "timeout_s": self.settings.judge_timeout_s,
+            "max_records_per_call": self.settings.max_records_per_call,
+            "max_messages": self.settings.recent_messages + 1,
+        }
+
+    def judge(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        round_no = state.get("rounds", 0) + 1
+        trace: list[dict[str, Any]] = []
+        new: list[Judgment] = []
+        model_s = 0.0
+        req = self._screen_request(state)
+        if req is not None:
+            t0 = time.perf_counter()
+            res = judge_wave(self.s1, [req], **self._wave_kwargs())
+            secs = time.perf_counter() - t0
+            model_s += secs
+            new.extend(res.judgments)
+            trace.extend(_wave_entry("screen", round_no, len(req.targets), res, secs))
+        req = self._deep_request(state, new)
+        if req is not None:
+            t0 = time.perf_counter()
+            res = judge_wave(self.s1, [req], **self._wave_kwargs())
+            secs = time.perf_counter() - t0
+            model_s += secs
+            new.extend(res.judgments)
+            trace.extend(_wave_entry("judge", round_no, len(req.targets), res, secs))
+        trace.append(_timing("judge", start, model_s))
+        return {"judgments": [_jdict(j) for j in new], "trace": trace}
+
+    async def ajudge(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        round_no = state.get("rounds", 0) + 1
+        trace: list[dict[str, Any]] = []
+        new: list[Judgment] = []
+        model_s = 0.0
+        req = self._screen_request(state)
+        if req is not None:
+            t0 = time.perf_counter()
+            res = await ajudge_wave(self.s1, [req], **self._wave_kwargs())
+            secs = time.perf_counter() - t0
+            model_s += secs
+            new.extend(res.judgments)
+            trace.extend(_wave_entry("screen", round_no, len(req.targets), res, secs))
+        req = self._deep_request(state, new)
+        if req is not None:
+            t0 = time.perf_counter()
+            res = await ajudge_wave(self.s1, [req], **self._wave_kwargs())
+            secs = time.perf_counter() - t0
+            model_s += secs
+            new.extend(res.judgments)
+            trace.extend(_wave_entry("judge", round_no, len(req.targets), res, secs))
+        trace.append(_timing("judge", start, model_s))
+        return {"judgments": [_jdict(j) for j in new], "trace": trace}
+
+    # --- act (pure) ---------------------------------------------------------------------
+    def act(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        round_no = state.get("rounds", 0) + 1
+        searches = state.get("searches", [])
+        found: dict[int, dict[str, int]] = {}
+        for p in state.get("pool", []):
+            for search, rank in p.get("found", []):
+                found.setdefault(search, {})
+                found[search][p["id"]] = min(rank, found[search].get(p["id"], rank))
+        actions, statuses = decide(
+            _needs(state),
+            _statuses(state),
+            _judgments(state),
+            found=found,
+            next_offset={s["index"]: s["next_offset"] for s in searches},
+            exhausted=[s["index"] for s in searches if s["exhausted"]],
+            order=[p["id"] for p in state.get("pool", [])],
+        )
+        go = should_continue(actions, round_no, self.settings.max_rounds)
+        trace: list[dict[str, Any]] = []
+        pending: list[dict[str, Any]] = []
+        for a in actions:
+            entry = {
+                "event": "action",
+                "round": round_no,
+                "kind": a.kind,
+                "need_index": a.need_index,
+                "reason": a.reason,
+                "executed": go or a.kind == "drop",
+            }
+            if isinstance(a, PageSearch):
+                entry.update(search_index=a.search_index, offset=a.offset)
+            trace.append(entry)
+            if go and isinstance(a, PageSearch | NewSearch):
+                pending.append({k: v for k, v in entry.items() if k != "event"})
+        if actions and not go:
+            trace.append(
+                {
+                    "event": "note",
+                    "detail": f"round {round_no}: no further round "
+                    f"(max_rounds={self.settings.max_rounds} or no fetching action)",
+                }
+            )
+        needs_out = []
+        for n, s in zip(state.get("needs", []), statuses, strict=True):
+            needs_out.append(
+                dict(n, state=s.state, lead_step=s.lead_step, positives=list(s.positives))
+            )
+        trace.append(_timing("act", start))
+        return {"needs": needs_out, "pending": pending, "rounds": round_no, "trace": trace}
+
+    @staticmethod
+    def route(state: ReadState) -> Literal["retrieve", "judge_items"]:
+        """Back to ``retrieve`` while the round produced fetching actions and rounds remain."""
+        return "retrieve" if state.get("pending") else "judge_items"
+
+    # --- compose (pure) -----------------------------------------------------------------
+    def compose(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        events = list(state.get("trace", []))
+        trace = build_trace(state, events, self.settings)
+        pool = state.get("pool", [])
+        reason = None
+        if not pool:
+            reason = (
+                f"no records found in namespace {tuple(state.get('namespace', []))!r}: the "
+                "journal is empty for this namespace or no search matched"
+            )
+        view = compose_view(
+            pool,
+            _judgments(state),
+            needs_named=bool(state.get("needs")),
+            index=state.get("index") or {},
+            settings=self.settings,
+            trace=trace,
+            empty_reason=reason,
+        )
+        elapsed = time.perf_counter() - start
+        view.trace["timings"]["compose_s"] = elapsed
+        view.trace["timings"]["read_path_s"] += elapsed
+        view.trace["timings"]["total_s"] += elapsed
+        view.trace["timings"]["by_node"].append(
+            {"node": "compose", "seconds": elapsed, "model_seconds": 0.0}
+        )
+        return {"view": view, "trace": [_timing("compose", start)]}

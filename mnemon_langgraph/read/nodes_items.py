@@ -1,0 +1,173 @@
+"""The ``judge_items`` node (sync and async): which index items does the reply need?
+
+System 1 judges ``item_needed`` for the items linked to the judged records and the
+``nearest_items`` (12) nearest the message; the needed timelines and value histories, the
+standing instructions and the topic directory go to ``compose`` as plain data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from langchain_core.decisions import BaseDecisionModel
+
+from mnemon_langgraph.items import IndexItem, ItemSource
+from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, ajudge_wave, judge_wave
+from mnemon_langgraph.read.planner import latest_text
+from mnemon_langgraph.read.propositions import Proposition
+from mnemon_langgraph.read.rules import (
+    Judgment,
+    is_yes,
+    rank_by,
+)
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import (
+    ReadState,
+)
+from mnemon_langgraph.read.trace import (
+    _jdict,
+    _judgments,
+    _needs,
+    _recent,
+    _s1_messages,
+    _timing,
+    _wave_entry,
+)
+from mnemon_langgraph.types import Namespace
+
+__all__ = ["ItemsNode"]
+
+
+class ItemsNode:
+    """Mixin: the ``judge_items`` node. Needs ``items``, ``s1``, ``settings``, ``_wave_kwargs``."""
+
+    items: ItemSource | None
+    s1: BaseDecisionModel
+    settings: ReadSettings
+
+    def _wave_kwargs(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    # --- judge_items ----------------------------------------------------------------------
+    def _item_candidates(self, state: ReadState, ns: Namespace) -> list[IndexItem]:
+        assert self.items is not None
+        judged = [j.target_id for j in _judgments(state) if j.proposition == "needed"]
+        text = latest_text(_recent(state, self.settings))
+        cands: dict[str, IndexItem] = {}
+        for it in self.items.linked_items(ns, judged):
+            cands.setdefault(it.id, it)
+        for it in self.items.nearest_items(text, namespace=ns, k=self.settings.nearest_items):
+            cands.setdefault(it.id, it)
+        return list(cands.values())
+
+    def _items_finish(
+        self,
+        state: ReadState,
+        ns: Namespace,
+        cands: list[IndexItem],
+        res: WaveResult | None,
+        secs: float,
+        start: float,
+    ) -> dict[str, Any]:
+        assert self.items is not None
+        trace: list[dict[str, Any]] = []
+        new: list[Judgment] = []
+        if res is not None:
+            new = list(res.judgments)
+            trace.extend(_wave_entry("items", state.get("rounds", 1), len(cands), res, secs))
+        by_id = {it.id: it for it in cands}
+        needed = [rid for rid, p in rank_by(new, "item_needed", order=list(by_id)) if is_yes(p)]
+        groups: list[dict[str, Any]] = []
+        seen_keys: set[tuple[str, ...]] = set()
+        for iid in needed:
+            item = by_id[iid]
+            if item.kind == "instruction" or item.group_key in seen_keys:
+                continue
+            seen_keys.add(item.group_key)
+            members = self.items.group(ns, item) or [item]
+            title = item.topic if item.kind == "event" else f"{item.subject} — {item.attribute}"
+            groups.append(
+                {
+                    "kind": item.kind,
+                    "title": title or "",
+                    "items": [
+                        {
+                            "id": m.id,
+                            "kind": m.kind,
+                            "text": m.text,
+                            "line": m.render(),
+                            "record_ids": list(m.record_ids),
+                        }
+                        for m in members
+                    ],
+                }
+            )
+        index = {
+            "instructions": [
+                {
+                    "id": i.id,
+                    "kind": i.kind,
+                    "text": i.text,
+                    "line": i.render(),
+                    "record_ids": list(i.record_ids),
+                }
+                for i in self.items.instructions(ns)
+            ],
+            "topics": list(self.items.topics(ns)),
+            "groups": groups,
+            "candidates": [it.id for it in cands],
+        }
+        trace.append(_timing("judge_items", start, secs))
+        return {"index": index, "judgments": [_jdict(j) for j in new], "trace": trace}
+
+    def judge_items(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        if self.items is None:
+            return {"index": {}, "trace": [_timing("judge_items", start)]}
+        ns = tuple(state["namespace"])
+        cands = self._item_candidates(state, ns)
+        res, secs = None, 0.0
+        if cands:
+            t0 = time.perf_counter()
+            res = judge_wave(
+                self.s1,
+                [
+                    JudgeRequest(
+                        [Proposition.ITEM_NEEDED],
+                        cands,
+                        messages=_s1_messages(state, self.settings),
+                        needs=_needs(state),
+                        round=state.get("rounds", 1),
+                    )
+                ],
+                **self._wave_kwargs(),
+            )
+            secs = time.perf_counter() - t0
+        return self._items_finish(state, ns, cands, res, secs, start)
+
+    async def ajudge_items(self, state: ReadState) -> dict[str, Any]:
+        start = time.perf_counter()
+        if self.items is None:
+            return {"index": {}, "trace": [_timing("judge_items", start)]}
+        ns = tuple(state["namespace"])
+        cands = await asyncio.to_thread(self._item_candidates, state, ns)
+        res, secs = None, 0.0
+        if cands:
+            t0 = time.perf_counter()
+            res = await ajudge_wave(
+                self.s1,
+                [
+                    JudgeRequest(
+                        [Proposition.ITEM_NEEDED],
+                        cands,
+                        messages=_s1_messages(state, self.settings),
+                        needs=_needs(state),
+                        round=state.get("rounds", 1),
+                    )
+                ],
+                **self._wave_kwargs(),
+            )
+            secs = time.perf_counter() - t0
+        return await asyncio.to_thread(self._items_finish, state, ns, cands, res, secs, start)

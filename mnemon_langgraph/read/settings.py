@@ -1,0 +1,80 @@
+"""Budgets of the read path, each with the paper's value as default (Mnemon §4.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from mnemon_langgraph.errors import ConfigurationError
+
+__all__ = ["ReadSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSettings:
+    """Every budget of one read-path turn.
+
+    Attributes:
+        max_needs: Needs the planner may name per turn (paper: 3).
+        searches_per_plan: Searches the search plan writes, worded as a stored record
+            would be (paper: 3). With the HyDE record and the message itself a turn starts
+            with five searches.
+        page_records: Records per search page (paper: 20).
+        page_chars: Characters per search page (paper: 12,000).
+        pool_size: Records in the first pool (paper: 48); pages the rules ask for add to it.
+        max_rounds: Rounds of judge → act (paper: 3).
+        view_records: Records in the View (paper: 16).
+        view_chars: Characters of the View's blocks, index included (paper: 12,000).
+        max_records_per_call: Records per System 1 call (paper: 40; Jev's batch size).
+        recent_messages: Messages of the conversation the planner and System 1 read (paper: 6).
+        rrf_k: Reciprocal rank fusion constant (paper: 60).
+        nearest_items: Index items nearest the message that System 1 judges (paper: a dozen).
+        instructions_share: Share of ``view_chars`` for standing instructions (10%).
+        directory_share: Share of ``view_chars`` for the one-line topic directory (5%).
+        groups_share: Share of ``view_chars`` for the timelines and value histories judged
+            needed (25%). Records get what the index leaves.
+        candidates_floor: When fewer than this many pooled records pass the screen, the
+            best-screened ones (by order, never by threshold) are judged in depth anyway,
+            so a miscalibrated judge still fills the need table (default: ``view_records``).
+        planner_timeout_s: Seconds before a System 2 call is abandoned (rule planner then).
+        judge_timeout_s: Seconds before a System 1 wave is abandoned (fused order then).
+    """
+
+    max_needs: int = 3
+    searches_per_plan: int = 3
+    page_records: int = 20
+    page_chars: int = 12_000
+    pool_size: int = 48
+    max_rounds: int = 3
+    view_records: int = 16
+    view_chars: int = 12_000
+    max_records_per_call: int = 40
+    recent_messages: int = 6
+    rrf_k: int = 60
+    nearest_items: int = 12
+    instructions_share: float = 0.10
+    directory_share: float = 0.05
+    groups_share: float = 0.25
+    candidates_floor: int = 16
+    planner_timeout_s: float = 60.0
+    judge_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_share"):
+                if not 0.0 <= value <= 1.0:
+                    raise ConfigurationError(
+                        f"ReadSettings.{f.name} must be in [0, 1], got {value}"
+                    )
+            elif f.name in ("candidates_floor",):
+                if value < 0:
+                    raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
+            elif value <= 0:
+                raise ConfigurationError(f"ReadSettings.{f.name} must be positive, got {value}")
+        total = self.instructions_share + self.directory_share + self.groups_share
+        if total > 1.0:
+            raise ConfigurationError(f"index shares add up to {total:.2f} > 1 of the View")
+
+    def to_dict(self) -> dict[str, float | int]:
+        """The settings as a JSON-able dict (recorded in the trace)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

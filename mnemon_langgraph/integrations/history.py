@@ -1,0 +1,133 @@
+"""A ``BaseChatMessageHistory`` backed by the journal: :class:`MnemonChatMessageHistory`.
+
+For ``RunnableWithMessageHistory`` users: messages written through it become journal records
+(searchable by the read graph like any others), and ``messages`` reads the namespace's
+messages back in the order they were written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+)
+
+from mnemon_langgraph.integrations._common import ingest_messages
+from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+
+with warnings.catch_warnings():
+    # Importing is silent; subclassing a deprecated class is the documented way to keep
+    # RunnableWithMessageHistory working, and instances warn as langchain-core decides.
+    warnings.simplefilter("ignore")
+    from langchain_core.chat_history import BaseChatMessageHistory
+
+__all__ = ["MnemonChatMessageHistory"]
+
+
+def _journal(store: Any) -> Any:
+    journal = getattr(store, "journal", None)
+    return journal if journal is not None else store
+
+
+def _to_langchain(message_id: str, speaker: str, text: str, role: str) -> BaseMessage:
+    # a speaker equal to the role is the default name the write path gave a nameless message
+    name = speaker if speaker and speaker != role else None
+    if role == "user":
+        return HumanMessage(content=text, id=message_id, name=name)
+    if role == "assistant":
+        return AIMessage(content=text, id=message_id, name=name)
+    if role == "system":
+        return SystemMessage(content=text, id=message_id, name=name)
+    return ChatMessage(content=text, role=role, id=message_id, name=name)
+
+
+def messages_from_records(records: Sequence[Record]) -> list[BaseMessage]:
+    """Rejoin the LangChain messages held by ``records`` (given in write order).
+
+    A long message split over several records is rejoined with single spaces; several short
+    messages packed into one record come out as separate messages.
+    """
+    from mnemon_langgraph.journal import record_lines
+
+    order: list[str] = []
+    parts: dict[str, list[str]] = {}
+    meta: dict[str, tuple[str, str]] = {}
+    for record in records:
+        for message_id, speaker, text, role in record_lines(record):
+            if message_id not in parts:
+                order.append(message_id)
+                parts[message_id] = []
+                meta[message_id] = (speaker, role)
+            parts[message_id].append(text)
+    return [
+        _to_langchain(mid, meta[mid][0], " ".join(p for p in parts[mid] if p), meta[mid][1])
+        for mid in order
+    ]
+
+
+class MnemonChatMessageHistory(BaseChatMessageHistory):
+    """Chat message history that writes to, and reads back from, the journal.
+
+    ``messages`` returns the namespace's messages in write order; ``add_messages`` writes
+    them through the store (chunked into records and indexed, no model call); ``clear``
+    erases the namespace through the store's audited ``erase_namespace``.
+
+    Deprecated: this class is deprecated with its base class. langchain-core marks
+    ``BaseChatMessageHistory`` deprecated since 1.6.4, to be removed in langchain-core
+    2.0.0, with the note "See the short-term memory documentation for recommended
+    alternatives: https://docs.langchain.com/oss/python/langchain/short-term-memory";
+    ``RunnableWithMessageHistory`` is deprecated since 1.3.3 ("Use LangGraph's built-in
+    persistence instead."). It is kept for code that still uses them; new code should use
+    :func:`mnemon_langgraph.integrations.memory_nodes` or
+    :class:`mnemon_langgraph.integrations.MnemonMiddleware`.
+
+    Args:
+        store: A ``MnemonStore``.
+        namespace: Namespace (e.g. the session or user id of ``RunnableWithMessageHistory``).
+        source: ``source`` written on the records.
+    """
+
+    def __init__(self, store: Any, namespace: str | Sequence[str], *, source: str = "history"):
+        self.store = store
+        self.namespace: Namespace = normalize_namespace(namespace)
+        self.source = source
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The namespace's messages, in the order they were written."""
+        records = list(_journal(self.store).records(self.namespace))
+        return messages_from_records(records)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async form of :attr:`messages`."""
+        return await asyncio.to_thread(lambda: self.messages)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Write ``messages`` to the journal (each gets an id if it has none)."""
+        from mnemon_langgraph.sources import messages_from_langchain
+
+        with_ids = [m if m.id else m.model_copy(update={"id": uuid.uuid4().hex}) for m in messages]
+        ingest_messages(
+            self.store, self.namespace, messages_from_langchain(with_ids), source=self.source
+        )
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async form of :meth:`add_messages`."""
+        await asyncio.to_thread(self.add_messages, messages)
+
+    def clear(self) -> None:
+        """Erase the namespace through the store's audited ``erase_namespace``."""
+        self.store.erase_namespace(self.namespace, actor="MnemonChatMessageHistory.clear")
+
+    async def aclear(self) -> None:
+        """Async form of :meth:`clear`."""
+        await asyncio.to_thread(self.clear)

@@ -1,0 +1,199 @@
+"""A memory class with the classic ``BaseMemory`` shape: :class:`MnemonMemory`.
+
+``BaseMemory`` now lives in ``langchain-classic`` (``pip install 'mnemon-langgraph[classic]'``).
+When that package is installed :class:`MnemonMemory` subclasses it, so chains that take a
+``memory=`` keep working; without it the class keeps exactly the same shape (the same
+pydantic fields and methods) on a small stand-in base, so code written against it runs either
+way. ``load_memory_variables`` runs the read graph for the input and returns the View;
+``save_context`` writes the exchange to the journal (no model call); ``clear`` erases the
+namespace through the store's audited ``erase_namespace``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.integrations._common import (
+    arun_read_graph,
+    build_read_graph,
+    ingest_messages,
+    render_view_message,
+    run_read_graph,
+)
+from mnemon_langgraph.types import Namespace, normalize_namespace
+
+__all__ = ["CLASSIC_AVAILABLE", "FallbackBaseMemory", "MnemonMemory"]
+
+
+class FallbackBaseMemory(BaseModel, ABC):
+    """Stand-in for ``langchain_classic.base_memory.BaseMemory`` when it is not installed.
+
+    Same abstract methods and async forms (the async ones run the sync ones in a thread).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @property
+    @abstractmethod
+    def memory_variables(self) -> list[str]:
+        """The string keys this memory adds to chain inputs."""
+
+    @abstractmethod
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Return key-value pairs given the text input to the chain."""
+
+    async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Async form of :meth:`load_memory_variables`."""
+        return await asyncio.to_thread(self.load_memory_variables, inputs)
+
+    @abstractmethod
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        """Save the context of this chain run to memory."""
+
+    async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        """Async form of :meth:`save_context`."""
+        await asyncio.to_thread(self.save_context, inputs, outputs)
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Clear memory contents."""
+
+    async def aclear(self) -> None:
+        """Async form of :meth:`clear`."""
+        await asyncio.to_thread(self.clear)
+
+
+def _base_memory() -> type[Any]:
+    """``langchain_classic``'s ``BaseMemory`` when installed, else :class:`FallbackBaseMemory`."""
+    try:
+        from langchain_classic.base_memory import BaseMemory
+    except ImportError:
+        return FallbackBaseMemory
+    return BaseMemory  # type: ignore[no-any-return]
+
+
+_BaseMemory: Any = _base_memory()
+CLASSIC_AVAILABLE: bool = _BaseMemory is not FallbackBaseMemory
+"""Whether :class:`MnemonMemory` subclasses ``langchain_classic``'s ``BaseMemory``."""
+
+
+def _pick(values: dict[str, Any], key: str | None, exclude: Sequence[str], what: str) -> str:
+    if key is not None:
+        if key not in values:
+            raise InputError(f"MnemonMemory: {what} key {key!r} missing from {sorted(values)}")
+        return str(values[key])
+    keys = [k for k in values if k not in exclude]
+    if len(keys) != 1:
+        raise InputError(
+            f"MnemonMemory: cannot tell which of {sorted(keys)} is the {what}; set `{what}_key`"
+        )
+    return str(values[keys[0]])
+
+
+class MnemonMemory(_BaseMemory):  # type: ignore[misc]
+    """Classic memory over the journal: the View in, the exchange out.
+
+    Example::
+
+        memory = MnemonMemory(store=store, namespace="ada")
+        memory.save_context({"input": "I moved to Lisbon"}, {"output": "Nice!"})
+        memory.load_memory_variables({"input": "Where do I live?"})["history"]
+
+    Attributes:
+        store: A ``MnemonStore``.
+        namespace: Namespace read and written (one memory object per user).
+        memory_key: Key of the View in the returned variables.
+        input_key: Input key holding the user message (inferred when there is one other key).
+        output_key: Output key holding the reply (inferred when there is one key).
+        return_messages: Return the View as ``[SystemMessage]`` instead of a string.
+        read_graph: Compiled read graph (built over ``store`` when omitted).
+        human_prefix: Speaker name written for the user's side.
+        ai_prefix: Speaker name written for the assistant's side.
+        source: ``source`` written on the records.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: Any
+    namespace: str | tuple[str, ...] = "default"
+    memory_key: str = "history"
+    input_key: str | None = None
+    output_key: str | None = None
+    return_messages: bool = False
+    read_graph: Any = Field(default=None, exclude=True)
+    human_prefix: str = "Human"
+    ai_prefix: str = "AI"
+    source: str = "memory"
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate the namespace and build the read graph when none was given."""
+        super().model_post_init(context)
+        normalize_namespace(self.namespace)
+        if self.read_graph is None:
+            self.read_graph = build_read_graph(self.store)
+
+    @property
+    def _ns(self) -> Namespace:
+        return normalize_namespace(self.namespace)
+
+    @property
+    def memory_variables(self) -> list[str]:
+        """The one key this memory adds to chain inputs (``memory_key``)."""
+        return [self.memory_key]
+
+    def _query(self, inputs: dict[str, Any]) -> list[BaseMessage]:
+        text = _pick(inputs, self.input_key, [self.memory_key], "input")
+        return [HumanMessage(content=text)]
+
+    def _variables(self, view: Any) -> dict[str, Any]:
+        message = render_view_message(view)
+        if self.return_messages:
+            return {self.memory_key: [message]}
+        return {self.memory_key: message.text}
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Run the read graph for the input; return ``{memory_key: View}``."""
+        view = run_read_graph(self.read_graph, self._query(inputs), self._ns)
+        return self._variables(view)
+
+    async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Async form of :meth:`load_memory_variables`."""
+        view = await arun_read_graph(self.read_graph, self._query(inputs), self._ns)
+        return self._variables(view)
+
+    def _exchange(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[Any]:
+        from mnemon_langgraph.sources import messages_from_langchain
+
+        question = _pick(inputs, self.input_key, [self.memory_key], "input")
+        answer = _pick(outputs, self.output_key, [], "output")
+        turn = uuid.uuid4().hex
+        pair: list[BaseMessage] = [
+            HumanMessage(content=question, name=self.human_prefix, id=f"{turn}-h"),
+            AIMessage(content=answer, name=self.ai_prefix, id=f"{turn}-a"),
+        ]
+        return list(messages_from_langchain(pair))
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Write the user input and the reply to the journal (no model call)."""
+        ingest_messages(self.store, self._ns, self._exchange(inputs, outputs), source=self.source)
+
+    async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Async form of :meth:`save_context` (the write runs in a worker thread)."""
+        messages = self._exchange(inputs, outputs)
+        await asyncio.to_thread(ingest_messages, self.store, self._ns, messages, source=self.source)
+
+    def clear(self) -> None:
+        """Erase the namespace through the store's audited ``erase_namespace``."""
+        self.store.erase_namespace(self._ns, actor="MnemonMemory.clear")
+
+    async def aclear(self) -> None:
+        """Async form of :meth:`clear`."""
+        await asyncio.to_thread(self.clear)

@@ -1,0 +1,218 @@
+"""Build the two graphs from environment variables, for ``langgraph dev`` / LangGraph Studio.
+
+``graphs/read_graph.py`` and ``graphs/consolidation_graph.py`` (named in ``langgraph.json``)
+call these functions and do nothing else. Variables:
+
+- ``MNEMON_DB``: path of the journal (default ``mnemon.db`` in the working directory);
+- ``MNEMON_NAMESPACE``: namespace used when a run names none in its context or config
+  (default ``default``);
+- ``MNEMON_PLANNER_MODEL``: System 2 chat model for the read graph, as
+  ``init_chat_model`` takes it (``openai:gpt-4.1-mini``); unset: the offline rule planner;
+- ``MNEMON_JUDGE``: System 1 backend: ``local`` (default, offline), ``jev`` (needs
+  ``TYPESAFE_API_KEY``), or ``llm:<provider:model>``;
+- ``MNEMON_CONSOLIDATION_MODEL``: chat model that folds batches in the consolidation graph
+  (unset: the graph is built without one and says so when run).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, StateGraph
+
+from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+from mnemon_langgraph.integrations._common import namespace_from
+
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_NAMESPACE",
+    "MissingChatModel",
+    "chat_model_from_env",
+    "consolidation_graph_from_env",
+    "default_namespace",
+    "judge_from_env",
+    "read_graph_from_env",
+    "store_from_env",
+    "with_default_namespace",
+]
+
+DEFAULT_DB = "mnemon.db"
+DEFAULT_NAMESPACE = "default"
+
+
+def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def chat_model_from_env(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The chat model named by variable ``name`` (``provider:model``), or ``None`` if unset."""
+    spec = _env(environ).get(name, "").strip()
+    if not spec:
+        return None
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as exc:  # pragma: no cover - langchain is a dev dependency
+        raise MissingDependencyError(f"{name}={spec!r}", "langchain", "agents") from exc
+    return init_chat_model(spec)
+
+
+_JUDGE_SHORTCUTS = {
+    # name in MNEMON_JUDGE -> candidate "module:attribute" factories, first importable wins
+    "jev": ("mnemon_langgraph.judges:JevDecisionModel", "mnemon_langgraph.judges.jev:JevJudge"),
+    "llm": ("mnemon_langgraph.judges:ChatDecisionModel", "mnemon_langgraph.judges.llm:LLMJudge"),
+}
+
+
+def _import_object(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute)
+
+
+def _shortcut(name: str) -> Any:
+    for spec in _JUDGE_SHORTCUTS[name]:
+        try:
+            return _import_object(spec)
+        except (ImportError, AttributeError):
+            continue
+    raise ConfigurationError(f"MNEMON_JUDGE={name!r}: this build has no {name} judge backend")
+
+
+def judge_from_env(environ: Mapping[str, str] | None = None) -> Any:
+    """The System 1 backend named by ``MNEMON_JUDGE`` (``None``: the read graph's default).
+
+    Values: ``local`` (or unset): the offline local judge; ``jev``: TypeSafe's Jev (needs
+    ``TYPESAFE_API_KEY``); ``llm:<provider:model>``: a chat model asked the propositions;
+    ``package.module:attribute``: a ``BaseDecisionModel`` class or factory called with no
+    arguments (or an instance).
+    """
+    spec = _env(environ).get("MNEMON_JUDGE", "").strip()
+    if not spec or spec == "local":
+        return None
+    if spec == "jev":
+        return _shortcut("jev")()
+    if spec.startswith("llm:"):
+        from langchain.chat_models import init_chat_model
+
+        return _shortcut("llm")(init_chat_model(spec[4:]))
+    if ":" in spec:
+        try:
+            found = _import_object(spec)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigurationError(f"MNEMON_JUDGE={spec!r}: cannot import it ({exc})") from exc
+        return found() if isinstance(found, type) or not hasattr(found, "invoke") else found
+    raise ConfigurationError(
+        f"MNEMON_JUDGE={spec!r}: expected 'local', 'jev', 'llm:<provider:model>' or "
+        "'package.module:attribute'"
+    )
+
+
+def store_from_env(environ: Mapping[str, str] | None = None) -> Any:
+    """The ``MnemonStore`` at ``MNEMON_DB`` (opened, not searched: indexes load lazily)."""
+    from mnemon_langgraph.store import MnemonStore
+
+    return MnemonStore(_env(environ).get("MNEMON_DB") or DEFAULT_DB)
+
+
+def default_namespace(environ: Mapping[str, str] | None = None) -> str:
+    """``MNEMON_NAMESPACE`` or ``"default"``."""
+    return _env(environ).get("MNEMON_NAMESPACE") or DEFAULT_NAMESPACE
+
+
+def with_default_namespace(read_graph: Any, default: str | Sequence[str]) -> Any:
+    """Wrap a compiled read graph so that runs naming no namespace read ``default``.
+
+    A LangGraph server puts its authenticated user id into ``configurable.user_id`` (an empty
+    string without auth), which would replace a default baked into the graph's config; so the
+    namespace is resolved per run here — the run's context (``namespace`` / ``user_id``), then
+    ``configurable`` (``namespace``, a non-empty ``user_id``), then ``default`` — and handed to
+    the read graph as its context. Input and output are the read graph's.
+    """
+    from mnemon_langgraph.read.state import ReadContext, ReadInput, ReadOutput
+
+    def _context(config: RunnableConfig) -> Any:
+        runtime = (config.get("configurable") or {}).get("__pregel_runtime")
+        context = getattr(runtime, "context", None)
+        namespace = namespace_from(context=context, config=config, default=default)
+        return ReadContext(namespace=namespace, now=getattr(context, "now", None))
+
+    def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        out = read_graph.invoke(state, config, context=_context(config))
+        return {"view": out["view"]}
+
+    async def aread(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        out = await read_graph.ainvoke(state, config, context=_context(config))
+        return {"view": out["view"]}
+
+    builder = StateGraph(
+        ReadOutput, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
+    )
+    node: Any = RunnableLambda(read, aread, name="read")
+    builder.add_node("read", node)
+    builder.add_edge(START, "read")
+    builder.add_edge("read", END)
+    return builder.compile(name="mnemon_read")
+
+
+def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
+    """The compiled read graph over ``MNEMON_DB`` with the planner and judge of the env.
+
+    Runs that name no namespace (in their context or ``configurable``) read
+    ``MNEMON_NAMESPACE`` (see :func:`with_default_namespace`).
+    """
+    from mnemon_langgraph.read.graph import create_read_graph
+
+    store = store_from_env(environ)
+    graph = create_read_graph(
+        source=store,
+        judge=judge_from_env(environ),
+        planner=chat_model_from_env("MNEMON_PLANNER_MODEL", environ),
+        items=_items(store),
+    )
+    return with_default_namespace(graph, default_namespace(environ))
+
+
+def _items(store: Any) -> Any:
+    from mnemon_langgraph.consolidation import SQLiteItemStore
+
+    return SQLiteItemStore(store.journal, embeddings=store.embeddings)
+
+
+class MissingChatModel(BaseChatModel):
+    """Stands in for an unset model: the graph builds, and a run says what to set."""
+
+    variable: str = "MNEMON_CONSOLIDATION_MODEL"
+
+    @property
+    def _llm_type(self) -> str:
+        return "mnemon-missing-model"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        """Accept tools (structured output binds them); every call still raises."""
+        return self
+
+    def _generate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
+        raise ConfigurationError(
+            f"no chat model configured: set {self.variable} (e.g. 'openai:gpt-4.1-mini') "
+            "before starting the server"
+        )
+
+
+def consolidation_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
+    """The compiled consolidation graph over ``MNEMON_DB`` with its model from the env.
+
+    Without ``MNEMON_CONSOLIDATION_MODEL`` the graph is still built (Studio can show it);
+    running it raises :class:`ConfigurationError` naming the variable.
+    """
+    from mnemon_langgraph.consolidation import create_consolidation_graph
+
+    store = store_from_env(environ)
+    model = chat_model_from_env("MNEMON_CONSOLIDATION_MODEL", environ) or MissingChatModel()
+    return create_consolidation_graph(model=model, store=store)

@@ -1,0 +1,176 @@
+"""``langgraph dev`` serves both graphs of langgraph.json; the read graph runs over HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BOOT_TIMEOUT_S = 90.0
+RUN_TIMEOUT_S = 90.0
+
+
+def test_langgraph_json_names_both_graphs() -> None:
+    config = json.loads((REPO / "langgraph.json").read_text())
+    graphs = config["graphs"]
+    assert graphs == {
+        "mnemon_read": "./graphs/read_graph.py:graph",
+        "mnemon_consolidation": "./graphs/consolidation_graph.py:graph",
+    }
+    for spec in graphs.values():
+        path = spec.split(":")[0]
+        assert (REPO / path).is_file(), path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _prefill(db: Path) -> None:
+    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.types import Message
+
+    store = MnemonStore(db)  # the default embedder (MNEMON_EMBEDDINGS), as the server's
+    store.ingest(
+        ("ada",),
+        [
+            Message(
+                text="I adopted a grey cat called Pixel last week.",
+                speaker="Ada",
+                role="user",
+                id="d1",
+                session=1,
+                timestamp=datetime(2024, 3, 2, 9, 0),
+            ),
+            Message(
+                text="Pixel is a lovely name!",
+                speaker="assistant",
+                role="assistant",
+                id="d2",
+                session=1,
+                timestamp=datetime(2024, 3, 2, 9, 1),
+            ),
+        ],
+        source="seed",
+    )
+    close = getattr(store, "close", None)
+    if close:
+        close()
+
+
+@pytest.fixture
+def dev_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which(
+        "langgraph"
+    )
+    if exe is None:
+        pytest.skip("langgraph-cli[inmem] is not installed")
+    # small deterministic backends: this test is about serving the graphs, not about quality
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    db = tmp_path / "journal.db"
+    _prefill(db)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MNEMON_DB": str(db),
+        "MNEMON_NAMESPACE": "ada",
+        "MNEMON_JUDGE": "test_integration_studio:make_judge",
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(Path(__file__).parent), os.environ.get("PYTHONPATH")) if p
+        ),
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            exe,
+            "dev",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-browser",
+            "--no-reload",
+            "--allow-blocking",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.monotonic() + BOOT_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    "langgraph dev exited:\n" + (tmp_path / "server.log").read_text()[-4000:]
+                )
+            try:
+                if httpx.get(f"{url}/ok", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    "langgraph dev did not start:\n" + (tmp_path / "server.log").read_text()[-4000:]
+                )
+            time.sleep(0.5)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        log.close()
+
+
+@pytest.mark.slow
+def test_dev_server_runs_read_graph(dev_server: str) -> None:
+    import httpx
+
+    with httpx.Client(base_url=dev_server, timeout=RUN_TIMEOUT_S) as client:
+        assistants = client.post("/assistants/search", json={"limit": 10}).json()
+        assert {a["graph_id"] for a in assistants} >= {"mnemon_read", "mnemon_consolidation"}
+
+        thread = client.post("/threads", json={}).json()
+        body: dict[str, Any] = {
+            "assistant_id": "mnemon_read",
+            "input": {"messages": [{"role": "user", "content": "What is my cat called?"}]},
+        }
+        response = client.post(f"/threads/{thread['thread_id']}/runs/wait", json=body)
+        assert response.status_code == 200, response.text
+        output = response.json()
+        assert "view" in output, output
+        assert "Pixel" in output["view"]["text"], output  # the default namespace (ada)
+
+        # another user, named in the run's config, sees nothing of ada's
+        body["config"] = {"configurable": {"user_id": "bob"}}
+        other = client.post("/runs/wait", json=body)
+        assert other.status_code == 200, other.text
+        assert "Pixel" not in other.json()["view"]["text"]

@@ -1,0 +1,262 @@
+"""``mnemon eval``: evaluation harnesses (``mnemon eval locomo FILE... --out DIR``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from mnemon_langgraph.errors import ConfigurationError
+
+__all__ = ["build_judge", "build_planner", "register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``eval`` command and its ``locomo`` subcommand."""
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate the read path on a benchmark",
+        description="Evaluate the read path on a benchmark (evidence in the View, baselines, "
+        "judge AUC; answers and ECI with a chat model).",
+    )
+    sub = parser.add_subparsers(dest="eval_command", metavar="BENCHMARK", required=True)
+    loc = sub.add_parser(
+        "locomo",
+        help="LoCoMo: any LoCoMo-format file (one conversation or the locomo10 list)",
+        description="Ingest each conversation's raw sessions into its own namespace, ask every "
+        "question through the read graph, and score the View against the gold evidence, "
+        "beside turn-level baselines (cosine, BM25, RRF). Writes results.jsonl, summary.json, "
+        "summary.md and plots to --out.",
+    )
+    loc.add_argument("files", nargs="+", metavar="FILE", help="LoCoMo-format JSON files")
+    loc.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    loc.add_argument(
+        "--budget-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the View's character budget (default: 12000)",
+    )
+    loc.add_argument(
+        "--judge",
+        default="local",
+        metavar="SPEC",
+        help="System 1: local (offline, default), llm:PROVIDER:MODEL or jev",
+    )
+    loc.add_argument(
+        "--planner",
+        default="rules",
+        metavar="SPEC",
+        help="System 2: rules (offline, default) or PROVIDER:MODEL",
+    )
+    loc.add_argument(
+        "--limit-questions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N questions per conversation (file order)",
+    )
+    loc.add_argument(
+        "--conversations",
+        default=None,
+        metavar="ID,...",
+        help="only these conversation ids (sample_id or file stem)",
+    )
+    loc.add_argument(
+        "--baseline-k",
+        default="3,6,20,30,48",
+        metavar="K,...",
+        help="turn counts of the baselines (default 3,6,20,30,48)",
+    )
+    loc.add_argument(
+        "--answer-model",
+        default=None,
+        metavar="PROVIDER:MODEL",
+        help="answer each question from the View and grade it (accuracy, ECI)",
+    )
+    loc.add_argument(
+        "--grader-model",
+        default=None,
+        metavar="PROVIDER:MODEL",
+        help="grader (default: the answer model)",
+    )
+    loc.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="journal to ingest into (default: a fresh temporary one)",
+    )
+    loc.add_argument(
+        "--embeddings",
+        choices=("model", "fake"),
+        default="model",
+        help="model: bundled MiniLM (default); fake: deterministic hash vectors (smoke tests only)",
+    )
+    loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    loc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    loc.set_defaults(func=_run_locomo)
+    summ = sub.add_parser(
+        "summarize",
+        help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",
+        description="Rebuild summary.json, summary.md and the plots of a LoCoMo run from its "
+        "results.jsonl (e.g. after an interrupted run).",
+    )
+    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    summ.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    summ.set_defaults(func=_run_summarize)
+
+
+def build_judge(spec: str, embeddings: Any = None) -> Any:
+    """The System 1 backend named by ``spec``: ``local``, ``llm:PROVIDER:MODEL`` or ``jev``.
+
+    Raises:
+        ConfigurationError: For an unknown spec.
+    """
+    if spec == "local":
+        from mnemon_langgraph.judges.local import LocalDecisionModel
+
+        return LocalDecisionModel(embeddings=embeddings)
+    if spec == "jev":
+        from mnemon_langgraph.judges import JevDecisionModel
+
+        return JevDecisionModel()
+    if spec.startswith("llm:"):
+        from mnemon_langgraph.eval.answer import chat_model_from_spec
+        from mnemon_langgraph.judges import ChatDecisionModel
+
+        return ChatDecisionModel(llm=chat_model_from_spec(spec[4:]))
+    raise ConfigurationError(f"--judge must be local, jev or llm:PROVIDER:MODEL, got {spec!r}")
+
+
+def build_planner(spec: str) -> Any:
+    """``None`` (the rule planner) for ``rules``, else a chat model from ``PROVIDER:MODEL``."""
+    if spec == "rules":
+        return None
+    from mnemon_langgraph.eval.answer import chat_model_from_spec
+
+    return chat_model_from_spec(spec)
+
+
+def _embeddings(kind: str) -> Any:
+    if kind == "fake":
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+
+        return DeterministicFakeEmbedding(size=384)
+    from mnemon_langgraph.embeddings import MiniLMEmbeddings
+
+    return MiniLMEmbeddings()
+
+
+def _ints(text: str, flag: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise ConfigurationError(f"{flag} must be comma-separated integers, got {text!r}") from exc
+    if not values or any(v <= 0 for v in values):
+        raise ConfigurationError(f"{flag} needs positive integers, got {text!r}")
+    return values
+
+
+def _run_locomo(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.eval.answer import chat_model_from_spec
+    from mnemon_langgraph.eval.locomo import EvalConfig, default_store_path, run_locomo_eval
+    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.read.settings import ReadSettings
+    from mnemon_langgraph.store import MnemonStore
+
+    if args.budget_chars is not None and args.budget_chars <= 0:
+        raise ConfigurationError("--budget-chars must be positive")
+    if args.limit_questions is not None and args.limit_questions <= 0:
+        raise ConfigurationError("--limit-questions must be positive")
+    config = EvalConfig(
+        budget_chars=args.budget_chars,
+        judge=args.judge,
+        planner=args.planner,
+        limit_questions=args.limit_questions,
+        conversations=[c.strip() for c in args.conversations.split(",") if c.strip()]
+        if args.conversations
+        else None,
+        baseline_ks=_ints(args.baseline_k, "--baseline-k"),
+        answer_model=args.answer_model,
+        grader_model=args.grader_model,
+        plots=not args.no_plots,
+    )
+    embeddings = _embeddings(args.embeddings)
+    judge = build_judge(args.judge, embeddings)
+    planner = build_planner(args.planner)
+    answer = chat_model_from_spec(args.answer_model) if args.answer_model else None
+    grader = chat_model_from_spec(args.grader_model) if args.grader_model else None
+    settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
+    store_path = Path(args.store) if args.store else default_store_path()
+    store = MnemonStore(store_path, embeddings=embeddings)
+    try:
+        graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
+        summary = run_locomo_eval(
+            args.files,
+            args.out,
+            graph=graph,
+            embeddings=embeddings,
+            store=store,
+            config=config,
+            answer_model=answer,
+            grader_model=grader,
+            command=_command(args),
+            progress=not args.no_progress,
+        )
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    overall = summary["view"]["overall"]
+    print(
+        f"{summary['counts']['scored_questions']} scored questions: all_hit "
+        f"{_pct(overall.get('all_hit'))}, any_hit {_pct(overall.get('any_hit'))}, "
+        f"View {overall.get('view_chars') or 0:,.0f} chars; judge AUC "
+        f"{_num(summary['judge_auc']['auc'])}; wrote {args.out}/summary.md"
+    )
+    return 0
+
+
+def _run_summarize(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.eval.locomo import summarize_results_file
+
+    summary = summarize_results_file(
+        args.dir, plots=not args.no_plots, command=f"mnemon eval summarize {args.dir}"
+    )
+    overall = summary["view"]["overall"]
+    print(
+        f"{summary['counts']['scored_questions']} scored questions: all_hit "
+        f"{_pct(overall.get('all_hit'))}; wrote {args.dir}/summary.md"
+    )
+    return 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line, rebuilt from the parsed arguments (works under ``main([...])``)."""
+    parts = ["mnemon", "eval", "locomo", *args.files, "--out", args.out]
+    for flag, value in (
+        ("--budget-chars", args.budget_chars),
+        ("--judge", args.judge),
+        ("--planner", args.planner),
+        ("--limit-questions", args.limit_questions),
+        ("--conversations", args.conversations),
+        ("--baseline-k", args.baseline_k),
+        ("--answer-model", args.answer_model),
+        ("--grader-model", args.grader_model),
+        ("--store", args.store),
+        ("--embeddings", args.embeddings),
+    ):
+        if value is not None:
+            parts += [flag, str(value)]
+    parts += [
+        f for f, on in (("--no-plots", args.no_plots), ("--no-progress", args.no_progress)) if on
+    ]
+    return " ".join(parts)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"

@@ -1,0 +1,487 @@
+"""The LoCoMo evaluation harness: evidence in the View, baselines, judge AUC, answers.
+
+For each conversation of each LoCoMo-format file (one conversation dict, or the public
+``locomo10.json`` list):
+
+1. only the raw sessions are ingested (``session_N`` turns, image captions appended by the
+   loader; never ``qa``, summaries, observations or events), each conversation in its own
+   namespace ``("locomo", <id>)``;
+2. each question is asked as a user message to the read graph, dated one day after the
+   conversation's last session (``ReadContext(now=...)``);
+3. per question: the gold evidence ids (repaired, :mod:`.evidence`), the message ids the
+   View holds, ``all_hit`` / ``any_hit`` / recall, View characters and tokens, and the
+   read path's counts from the View's trace; the same for every baseline of
+   :mod:`.baselines` (turn-level records, computed in memory); P(needed) and gold label of
+   every pooled record for the judge's ROC AUC (paper §6.5);
+4. with an answer model: the answer from the View alone, graded by the LLM grader.
+
+Outputs in ``out_dir``: ``results.jsonl`` (one row per question), ``summary.json``,
+``summary.md`` and the plots. Categories 1–4 are scored; 5 (adversarial) is reported
+separately (``unscored`` and its own category row).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.eval.answer import answer_question, grade_answer
+from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
+from mnemon_langgraph.eval.evidence import (
+    EvidenceRepair,
+    count_issues,
+    evidence_hits,
+    repair_evidence,
+)
+from mnemon_langgraph.eval.metrics import aggregate, effective_cost_index, mean, roc_auc
+from mnemon_langgraph.eval.report import TokenCounter, render_summary_markdown, run_metadata
+from mnemon_langgraph.types import Message
+
+__all__ = [
+    "EvalConfig",
+    "LocomoItem",
+    "judge_scores",
+    "load_locomo_items",
+    "run_locomo_eval",
+    "summarize",
+    "summarize_results_file",
+    "view_counts",
+]
+
+log = logging.getLogger(__name__)
+
+VIEW_FIELDS = (
+    "all_hit",
+    "any_hit",
+    "recall",
+    "view_chars",
+    "view_tokens",
+    "view_records",
+    "searches",
+    "s1_calls",
+    "waves",
+    "rounds",
+    "read_seconds",
+)
+BASELINE_FIELDS = ("all_hit", "any_hit", "recall", "chars", "tokens")
+
+
+@dataclass
+class EvalConfig:
+    """Settings of one evaluation run (recorded in ``summary.json``).
+
+    Attributes:
+        budget_chars: The View's character budget (``None``: the read settings' default).
+        judge: ``local``, ``llm:PROVIDER:MODEL`` or ``jev`` (recorded; the object is built
+            by the caller or :func:`run_locomo_eval`).
+        planner: ``rules`` or ``PROVIDER:MODEL``.
+        limit_questions: At most this many questions per conversation (file order).
+        conversations: Only these conversation ids.
+        baseline_ks: Turn counts for the baselines.
+        answer_model: ``PROVIDER:MODEL`` of the answer step, if any.
+        grader_model: ``PROVIDER:MODEL`` of the grader (default: the answer model).
+        plots: Whether to draw the plots.
+    """
+
+    budget_chars: int | None = None
+    judge: str = "local"
+    planner: str = "rules"
+    limit_questions: int | None = None
+    conversations: Sequence[str] | None = None
+    baseline_ks: Sequence[int] = BASELINE_KS
+    answer_model: str | None = None
+    grader_model: str | None = None
+    plots: bool = True
+
+
+@dataclass
+class LocomoItem:
+    """One conversation to evaluate: its messages (for memory) and questions (kept apart).
+
+    Attributes:
+        conversation_id: ``sample_id`` of the release, or the file's stem.
+        messages: The raw session turns as messages (``id`` = ``dia_id``).
+        qa: The question dicts exactly as in the file.
+    """
+
+    conversation_id: str
+    messages: list[Message]
+    qa: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def turn_ids(self) -> set[str]:
+        """Every message id (``dia_id``) of the conversation."""
+        return {m.id for m in self.messages if m.id is not None}
+
+    @property
+    def ask_date(self) -> datetime | None:
+        """One day after the last session (when questions are asked)."""
+        stamps = [m.timestamp for m in self.messages if m.timestamp is not None]
+        return max(stamps) + timedelta(days=1) if stamps else None
+
+
+def load_locomo_items(paths: Iterable[str | Path]) -> list[LocomoItem]:
+    """Load every conversation of every file with the package's LoCoMo loader.
+
+    The loader keeps the questions apart from the messages; only the messages are ever
+    ingested.
+    """
+    from mnemon_langgraph.sources.locomo import load_locomo
+
+    items: list[LocomoItem] = []
+    for p in paths:
+        for conv in load_locomo(Path(p)):
+            qa = [q for q in conv.qa if isinstance(q, dict)]
+            items.append(LocomoItem(conv.id, list(conv.messages), qa))
+    return items
+
+
+def view_counts(view: Any) -> dict[str, Any]:
+    """The read path's counts from a View's trace (``None`` where the trace lacks one).
+
+    ``read_seconds`` is the read path's time excluding model calls
+    (``trace["timings"]["read_path_s"]``: node time minus planner and judge time).
+    """
+    trace = getattr(view, "trace", None) or {}
+    counts = trace.get("counts") or {}
+    timings = trace.get("timings") or {}
+    return {
+        "searches": counts.get("searches"),
+        "s1_calls": counts.get("s1_calls"),
+        "waves": counts.get("waves"),
+        "rounds": counts.get("rounds"),
+        "judgments": counts.get("judgments"),
+        "pool": counts.get("pool"),
+        "read_seconds": timings.get("read_path_s"),
+        "model_seconds": timings.get("model_s"),
+    }
+
+
+def judge_scores(
+    view: Any,
+    gold_ids: Iterable[str],
+    message_ids_of: Mapping[str, Sequence[str]] | None = None,
+) -> list[tuple[str, float, bool]]:
+    """``(record id, P(needed), gold)`` per pooled record, from the View's trace.
+
+    P(needed) is the record's last ``needed`` judgment; a record that was only screened
+    (screened out, so never asked ``needed``) is scored by its ``screen`` judgment. A record
+    with neither is left out. Gold: the record holds a gold evidence turn.
+
+    Args:
+        view: The View (its ``trace`` holds ``pool`` and ``judgments``).
+        gold_ids: The question's gold message ids.
+        message_ids_of: Record id → message ids, for pool entries that do not carry them.
+    """
+    trace = getattr(view, "trace", None) or {}
+    lookup = message_ids_of or {}
+    gold = set(gold_ids)
+    needed: dict[str, float] = {}
+    screen: dict[str, float] = {}
+    for j in trace.get("judgments") or []:
+        target, prop, p = j.get("target"), str(j.get("proposition")), j.get("p")
+        if target is None or p is None:
+            continue
+        if prop == "needed":
+            needed[target] = float(p)
+        elif prop == "screen":
+            screen[target] = float(p)
+    out: list[tuple[str, float, bool]] = []
+    for rec in trace.get("pool") or []:
+        rid = rec.get("id")
+        p = needed.get(rid, screen.get(rid))
+        if p is None:
+            continue
+        mids = rec.get("message_ids") or lookup.get(rid) or ()
+        out.append((rid, p, bool(gold & set(mids))))
+    return out
+
+
+def _evidence_metrics(gold: Sequence[str], shown: Iterable[str]) -> dict[str, Any]:
+    if not gold:
+        return {"all_hit": None, "any_hit": None, "recall": None}
+    return dict(evidence_hits(gold, set(shown)))
+
+
+def run_locomo_eval(
+    files: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    graph: Any,
+    store: Any,
+    embeddings: Embeddings | None = None,
+    config: EvalConfig | None = None,
+    answer_model: BaseChatModel | None = None,
+    grader_model: BaseChatModel | None = None,
+    command: Sequence[str] | str | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Run the evaluation and write ``results.jsonl``, ``summary.json``, ``summary.md``, plots.
+
+    Args:
+        files: LoCoMo-format JSON files.
+        out_dir: Output folder (created).
+        graph: The compiled read graph (invoked with ``{"messages": [...]}`` and
+            ``context=ReadContext(namespace=..., now=...)``).
+        store: The graph's :class:`~mnemon_langgraph.store.MnemonStore` (conversations are
+            ingested into it; its journal maps pooled record ids to message ids).
+        embeddings: Embedder of the cosine baselines (default: the store's).
+        config: Run settings.
+        answer_model: Answers from the View (optional).
+        grader_model: Grades answers (default ``answer_model``).
+        command: Command line recorded in the metadata.
+        progress: Show a progress bar on stderr.
+
+    Returns:
+        The summary (also written to ``summary.json``).
+    """
+    from mnemon_langgraph.chunking import chunk_messages
+    from mnemon_langgraph.read.state import ReadContext
+
+    cfg = config or EvalConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    items = load_locomo_items(files)
+    if cfg.conversations:
+        wanted = set(cfg.conversations)
+        missing = wanted - {i.conversation_id for i in items}
+        if missing:
+            raise InputError(f"no conversation with id {sorted(missing)} in the files given")
+        items = [i for i in items if i.conversation_id in wanted]
+    grader = grader_model or answer_model
+    embedder = embeddings if embeddings is not None else store.embeddings
+    tokens = TokenCounter()
+    total_q = sum(min(len(i.qa), cfg.limit_questions or len(i.qa)) for i in items)
+    bar = _progress(total_q, progress)
+    rows: list[dict[str, Any]] = []
+    repairs: list[EvidenceRepair] = []
+    c_full: dict[str, int] = {}
+    names = baseline_names(cfg.baseline_ks)
+    read_settings: dict[str, Any] | None = None
+    started = time.perf_counter()
+    with (out / "results.jsonl").open("w", encoding="utf-8") as fh:
+        for item in items:
+            ns = ("locomo", item.conversation_id)
+            store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}")
+            message_ids_of = {r.id: r.message_ids for r in store.journal.records(ns)}
+            turns = chunk_messages(
+                item.messages,
+                namespace=("locomo-turns", item.conversation_id),
+                source=f"locomo:{item.conversation_id}",
+                pack=False,
+            )
+            index = TurnIndex.build(turns, embedder)
+            turn_tokens = [tokens.count(t) for t in index.rendered]
+            c_full[item.conversation_id] = sum(turn_tokens)
+            known = item.turn_ids
+            now = item.ask_date
+            qa = item.qa[: cfg.limit_questions] if cfg.limit_questions else item.qa
+            for q_index, q in enumerate(qa):
+                question = str(q.get("question", ""))
+                repair = repair_evidence(q.get("evidence") or [], known)
+                repairs.append(repair)
+                gold = list(repair.ids)
+                t0 = time.perf_counter()
+                state = graph.invoke(
+                    {"messages": [HumanMessage(question)]},
+                    context=ReadContext(namespace=ns, now=now),
+                )
+                wall = time.perf_counter() - t0
+                view = state["view"]
+                if read_settings is None:
+                    read_settings = (getattr(view, "trace", None) or {}).get("settings")
+                shown = list(view.message_ids)
+                row: dict[str, Any] = {
+                    "conversation": item.conversation_id,
+                    "question_index": q_index,
+                    "category": q.get("category"),
+                    "question": question,
+                    "asked_at": now.isoformat() if now else None,
+                    "answer": q.get("answer", q.get("adversarial_answer")),
+                    "gold_evidence": gold,
+                    "evidence_raw": list(q.get("evidence") or []),
+                    "evidence_issues": [asdict(i) for i in repair.issues],
+                    "view_message_ids": shown,
+                    **_evidence_metrics(gold, shown),
+                    "view_chars": len(view.text),
+                    "view_tokens": tokens.count(view.text),
+                    "view_records": len(view.records),
+                    **view_counts(view),
+                    "wall_seconds": wall,
+                    "c_full_tokens": c_full[item.conversation_id],
+                }
+                scores = judge_scores(view, gold, message_ids_of)
+                row["pool_scores"] = [[rid, p, g] for rid, p, g in scores]
+                contexts = index.contexts(question, ks=cfg.baseline_ks, view_chars=len(view.text))
+                row["baselines"] = {
+                    name: {
+                        **_evidence_metrics(gold, index.message_ids(idx)),
+                        "chars": index.chars(idx),
+                        "tokens": sum(turn_tokens[i] for i in idx),
+                        "records": len(idx),
+                    }
+                    for name, idx in contexts.items()
+                }
+                if answer_model is not None and grader is not None:
+                    generated = answer_question(
+                        answer_model,
+                        question,
+                        view.text,
+                        now=now.strftime("%d %B %Y") if now else None,
+                    )
+                    gold_answer = q.get("answer", q.get("adversarial_answer", ""))
+                    grade = grade_answer(grader, question, gold_answer, generated)
+                    row["generated_answer"] = generated
+                    row["correct"] = grade.correct
+                    row["grader_raw"] = grade.raw
+                rows.append(row)
+                fh.write(json.dumps(row, default=str) + "\n")
+                fh.flush()
+                bar(1)
+    elapsed = time.perf_counter() - started
+    summary = summarize(rows, names=names, c_full=c_full)
+    summary["evidence_repairs"] = count_issues(repairs)
+    summary["token_method"] = tokens.method
+    summary["config"] = {
+        k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()
+    }
+    summary["read_settings"] = read_settings
+    summary["metadata"] = {**run_metadata(command), "elapsed_seconds": round(elapsed, 1)}
+    summary["counts"] = {
+        "conversations": len(items),
+        "questions": len(rows),
+        "scored_questions": summary["view"]["overall"]["n"],
+        "questions_without_gold": sum(1 for r in rows if not r["gold_evidence"]),
+    }
+    if cfg.plots:
+        from mnemon_langgraph.eval.plots import plot_evidence
+
+        summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    (out / "summary.md").write_text(render_summary_markdown(summary), encoding="utf-8")
+    return summary
+
+
+def summarize(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    names: Sequence[str] | None = None,
+    c_full: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """Aggregate result rows: View, baselines, judge AUC and (if graded) answers.
+
+    Evidence metrics count only questions with at least one gold id; counts and sizes
+    count every question.
+    """
+    with_gold = [r for r in rows if r.get("gold_evidence")]
+    summary: dict[str, Any] = {"view": aggregate(with_gold, VIEW_FIELDS)}
+    summary["view_all_questions"] = aggregate(rows, VIEW_FIELDS[3:])
+    if names is None:
+        names = sorted({n for r in rows for n in (r.get("baselines") or {})})
+    summary["baselines"] = {
+        name: aggregate(
+            [
+                {"category": r.get("category"), **r["baselines"][name]}
+                for r in with_gold
+                if name in (r.get("baselines") or {})
+            ],
+            BASELINE_FIELDS,
+        )
+        for name in names
+    }
+    scored = [r for r in with_gold if r.get("category") in (1, 2, 3, 4)]
+    pooled = [(p, bool(g)) for r in scored for _, p, g in r.get("pool_scores") or []]
+    summary["judge_auc"] = {
+        "auc": roc_auc([p for p, _ in pooled], [g for _, g in pooled]),
+        "records": len(pooled),
+        "gold": sum(1 for _, g in pooled if g),
+        "questions": len(scored),
+        "note": "P(needed) per pooled record (screen p where never asked), gold = record "
+        "holds an evidence turn; pooled over scored questions (paper §6.5)",
+    }
+    graded = [r for r in rows if r.get("correct") is not None]
+    if graded:
+        answers = aggregate(graded, ("correct", "view_tokens"))
+        scored_graded = [r for r in graded if r.get("category") in (1, 2, 3, 4)]
+        acc = answers["overall"].get("correct")
+        ratio = mean(
+            r["view_tokens"] / r["c_full_tokens"] for r in scored_graded if r.get("c_full_tokens")
+        )
+        if acc is not None and ratio is not None:
+            answers["eci"] = effective_cost_index(acc, ratio, 1.0)
+        answers["c_full_tokens"] = mean(float(v) for v in (c_full or {}).values())
+        summary["answers"] = answers
+    return summary
+
+
+def _progress(total: int, enabled: bool) -> Callable[[int], None]:
+    if not enabled:
+        return lambda n: None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return lambda n: None
+    bar = tqdm(total=total, desc="questions", unit="q", dynamic_ncols=True)
+    return lambda n: bar.update(n)
+
+
+def default_store_path() -> Path:
+    """A fresh temporary journal path for a run that does not keep its store."""
+    return Path(tempfile.mkdtemp(prefix="mnemon-eval-")) / "journal.sqlite"
+
+
+def summarize_results_file(
+    out_dir: str | Path, *, plots: bool = True, command: Sequence[str] | str | None = None
+) -> dict[str, Any]:
+    """Rebuild ``summary.json``/``summary.md`` (and plots) from ``out_dir/results.jsonl``.
+
+    For a run that was interrupted, or to re-render after changing the report: everything
+    is recomputed from the per-question rows (the run's config and read settings, which the
+    rows do not hold, are left out; ``metadata.source`` says so).
+
+    Raises:
+        InputError: If ``results.jsonl`` is missing or holds no rows.
+    """
+    out = Path(out_dir)
+    path = out / "results.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InputError(f"no results.jsonl in {out}") from exc
+    rows = [json.loads(line) for line in lines if line.strip()]
+    if not rows:
+        raise InputError(f"{path} holds no rows")
+    c_full = {r["conversation"]: int(r.get("c_full_tokens") or 0) for r in rows}
+    summary = summarize(rows, c_full=c_full)
+    kinds: dict[str, int] = count_issues([])
+    for r in rows:
+        for issue in r.get("evidence_issues") or []:
+            kinds[issue["kind"]] = kinds.get(issue["kind"], 0) + 1
+    summary["evidence_repairs"] = kinds
+    summary["token_method"] = "as recorded in results.jsonl"
+    summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
+    summary["counts"] = {
+        "conversations": len(c_full),
+        "questions": len(rows),
+        "scored_questions": summary["view"]["overall"]["n"],
+        "questions_without_gold": sum(1 for r in rows if not r.get("gold_evidence")),
+    }
+    if plots:
+        from mnemon_langgraph.eval.plots import plot_evidence
+
+        summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    (out / "summary.md").write_text(render_summary_markdown(summary), encoding="utf-8")
+    return summary

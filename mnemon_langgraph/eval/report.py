@@ -1,0 +1,249 @@
+"""Token counting, run metadata and the Markdown summary of an evaluation run.
+
+Tokens are counted offline with the WordPiece tokenizer bundled for the embedder
+(``mnemon_langgraph/data/minilm-tokenizer.json``, loaded with ``tokenizers``); if it cannot
+be loaded, with the documented fallback ``ceil(chars / 4)``. Both are stand-ins for the
+answering model's tokenizer (``tiktoken`` downloads its tables, so it is not used); ratios
+such as ECI's ``c / c_full`` are counted with the same tokenizer on both sides.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "TokenCounter",
+    "render_summary_markdown",
+    "run_metadata",
+]
+
+_TOKENIZER_FILE = Path(__file__).resolve().parent.parent / "data" / "minilm-tokenizer.json"
+
+
+class TokenCounter:
+    """Counts tokens offline: bundled WordPiece tokenizer, else ``ceil(chars / 4)``.
+
+    Args:
+        tokenizer_file: A ``tokenizers`` JSON file (default: the bundled MiniLM tokenizer).
+        use_tokenizer: ``False`` forces the chars/4 fallback.
+
+    Attributes:
+        method: ``"wordpiece"`` or ``"chars/4"``, recorded in the summary.
+    """
+
+    def __init__(self, tokenizer_file: Path | None = None, *, use_tokenizer: bool = True) -> None:
+        self._tok: Any = None
+        self.method = "chars/4"
+        self._lock = threading.Lock()
+        if not use_tokenizer:
+            return
+        try:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(tokenizer_file or _TOKENIZER_FILE))
+            tok.no_truncation()
+            tok.no_padding()
+            self._tok = tok
+            self.method = "wordpiece"
+        except Exception:  # missing package or file: documented fallback
+            self._tok = None
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (no special tokens)."""
+        if not text:
+            return 0
+        if self._tok is None:
+            return math.ceil(len(text) / 4)
+        with self._lock:
+            return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("mnemon-langgraph")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
+        return "unknown"
+
+
+def run_metadata(command: Sequence[str] | str | None = None) -> dict[str, Any]:
+    """What a result file needs to be reproducible: command, machine, versions, date."""
+    if command is None:
+        command = sys.argv
+    cmd = command if isinstance(command, str) else " ".join(str(c) for c in command)
+    return {
+        "command": cmd,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "package_version": _version(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _fmt(value: Any, pct: bool = False) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if pct:
+        return f"{100 * float(value):.1f}%"
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def render_summary_markdown(summary: Mapping[str, Any]) -> str:
+    """Render ``summary.json``'s content as Markdown (tables of the headline figures)."""
+    meta = summary.get("metadata", {})
+    out = ["# LoCoMo evaluation", ""]
+    out.append(f"- command: `{meta.get('command', '')}`")
+    out.append(
+        f"- date: {meta.get('date', '')}; package {meta.get('package_version', '')}; "
+        f"{meta.get('platform', '')}, {meta.get('cpu_count', '')} CPUs"
+    )
+    cfg = summary.get("config", {})
+    if cfg:
+        out.append("- config: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
+    counts = summary.get("counts", {})
+    if counts:
+        out.append("- counts: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    repairs = summary.get("evidence_repairs")
+    if repairs:
+        out.append(
+            "- evidence ids repaired/dropped: " + ", ".join(f"{k}={v}" for k, v in repairs.items())
+        )
+    rs = summary.get("read_settings") or {}
+    if rs:
+        keys = ("view_chars", "view_records", "pool_size", "max_rounds", "page_records")
+        out.append("- read budgets: " + ", ".join(f"{k}={rs[k]}" for k in keys if k in rs))
+    out.append(f"- tokens counted with: {summary.get('token_method', '')}")
+    out.append("")
+
+    view = summary.get("view", {})
+    overall = view.get("overall", {})
+    out.append("## View (scored categories 1–4)")
+    out.append("")
+    out.extend(
+        _table(
+            [
+                "questions",
+                "all_hit",
+                "any_hit",
+                "recall",
+                "chars",
+                "tokens",
+                "searches",
+                "S1 calls",
+                "waves",
+                "rounds",
+                "read s (no models)",
+            ],
+            [
+                [
+                    _fmt(overall.get("n")),
+                    _fmt(overall.get("all_hit"), True),
+                    _fmt(overall.get("any_hit"), True),
+                    _fmt(overall.get("recall"), True),
+                    _fmt(overall.get("view_chars")),
+                    _fmt(overall.get("view_tokens")),
+                    _fmt(overall.get("searches")),
+                    _fmt(overall.get("s1_calls")),
+                    _fmt(overall.get("waves")),
+                    _fmt(overall.get("rounds")),
+                    _fmt(overall.get("read_seconds")),
+                ]
+            ],
+        )
+    )
+    out.append("")
+    out.append("### By category")
+    out.append("")
+    rows = []
+    for cat, s in view.get("by_category", {}).items():
+        rows.append(
+            [
+                f"{cat} {s.get('name', '')}",
+                _fmt(s.get("n")),
+                _fmt(s.get("all_hit"), True),
+                _fmt(s.get("any_hit"), True),
+                _fmt(s.get("recall"), True),
+                _fmt(s.get("view_chars")),
+            ]
+        )
+    out.extend(_table(["category", "questions", "all_hit", "any_hit", "recall", "chars"], rows))
+    out.append("")
+    out.append("Category 5 (adversarial) is not in the overall row.")
+    out.append("")
+
+    baselines = summary.get("baselines", {})
+    if baselines:
+        out.append("## Baselines (turn-level records, same questions)")
+        out.append("")
+        rows = []
+        for name, s in baselines.items():
+            o = s.get("overall", {})
+            rows.append(
+                [
+                    name,
+                    _fmt(o.get("all_hit"), True),
+                    _fmt(o.get("any_hit"), True),
+                    _fmt(o.get("recall"), True),
+                    _fmt(o.get("chars")),
+                    _fmt(o.get("tokens")),
+                ]
+            )
+        out.extend(_table(["baseline", "all_hit", "any_hit", "recall", "chars", "tokens"], rows))
+        out.append("")
+
+    judge = summary.get("judge_auc")
+    if judge:
+        out.append("## Judge quality (paper §6.5)")
+        out.append("")
+        out.append(
+            f"ROC AUC of P(needed) for gold evidence over pooled records: "
+            f"{_fmt(judge.get('auc'))} ({judge.get('records', 0)} records, "
+            f"{judge.get('gold', 0)} gold; {judge.get('questions', 0)} questions)."
+        )
+        out.append("")
+
+    answers = summary.get("answers")
+    if answers:
+        o = answers.get("overall", {})
+        out.append("## Answers (LLM graded)")
+        out.append("")
+        out.append(
+            f"accuracy {_fmt(o.get('correct'), True)}, context tokens/question "
+            f"{_fmt(o.get('view_tokens'))}, c_full {_fmt(answers.get('c_full_tokens'))}, "
+            f"ECI {_fmt(answers.get('eci'))}"
+        )
+        out.append("")
+        rows = [
+            [f"{cat} {s.get('name', '')}", _fmt(s.get("n")), _fmt(s.get("correct"), True)]
+            for cat, s in answers.get("by_category", {}).items()
+        ]
+        out.extend(_table(["category", "questions", "accuracy"], rows))
+        out.append("")
+
+    plots = summary.get("plots")
+    if plots:
+        out.append("## Plots")
+        out.append("")
+        out.extend(f"![{Path(p).stem}]({Path(p).name})" for p in plots)
+        out.append("")
+    return "\n".join(out)

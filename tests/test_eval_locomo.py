@@ -1,0 +1,327 @@
+"""End-to-end tests of the LoCoMo harness and the ``mnemon eval locomo`` command.
+
+Runs on conv-30 (the smallest dev conversation), a few questions, with LangChain's
+deterministic fake embeddings and the offline local judge (lexical + fake vectors).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+
+from mnemon_langgraph.cli import main
+from mnemon_langgraph.eval.locomo import EvalConfig, judge_scores, run_locomo_eval, view_counts
+from mnemon_langgraph.eval.metrics import CATEGORY_NAMES
+
+CONV30 = Path("/work/shared/data/locomo-dev/conv-30.json")
+if not CONV30.exists():  # pragma: no cover - data lives beside the repo in this workplace
+    CONV30 = Path(__file__).resolve().parents[2] / "shared/data/locomo-dev/conv-30.json"
+
+pytestmark = pytest.mark.skipif(not CONV30.exists(), reason="LoCoMo dev data not available")
+
+ROW_KEYS = {
+    "conversation",
+    "question_index",
+    "category",
+    "question",
+    "gold_evidence",
+    "view_message_ids",
+    "all_hit",
+    "any_hit",
+    "recall",
+    "view_chars",
+    "view_tokens",
+    "searches",
+    "s1_calls",
+    "waves",
+    "rounds",
+    "read_seconds",
+    "baselines",
+    "pool_scores",
+}
+
+
+def _graph_and_store(tmp_path: Path):
+    from mnemon_langgraph.judges.local import LocalDecisionModel
+    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.store import MnemonStore
+
+    emb = DeterministicFakeEmbedding(size=384)
+    store = MnemonStore(tmp_path / "journal.sqlite", embeddings=emb)
+    graph = create_read_graph(source=store, judge=LocalDecisionModel(embeddings=emb))
+    return graph, store
+
+
+def test_harness_end_to_end_with_answers(tmp_path: Path) -> None:
+    graph, store = _graph_and_store(tmp_path)
+    n = 3
+    # Scripted answer model and grader: 3 answers, then grades CORRECT, WRONG, CORRECT.
+    answer = FakeMessagesListChatModel(responses=[AIMessage(f"answer {i}") for i in range(n)])
+    grader = FakeMessagesListChatModel(
+        responses=[
+            AIMessage('{"label": "CORRECT"}'),
+            AIMessage('{"label": "WRONG"}'),
+            AIMessage('{"label": "CORRECT"}'),
+        ]
+    )
+    out = tmp_path / "out"
+    try:
+        summary = run_locomo_eval(
+            [CONV30],
+            out,
+            graph=graph,
+            store=store,
+            config=EvalConfig(limit_questions=n),
+            answer_model=answer,
+            grader_model=grader,
+        )
+    finally:
+        store.close()
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == n
+    for row in rows:
+        assert set(row) >= ROW_KEYS
+        assert row["conversation"] == "conv-30"
+        assert row["gold_evidence"], "conv-30's first questions all have evidence"
+        assert row["view_chars"] > 0 and row["view_tokens"] > 0
+        assert row["searches"] >= 1 and row["waves"] >= 1
+        # all_hit is exactly "every gold id among the View's message ids"
+        assert row["all_hit"] == (set(row["gold_evidence"]) <= set(row["view_message_ids"]))
+        assert "turns+cosine@3" in row["baselines"]
+        assert row["baselines"]["turns+cosine@3"]["records"] == 3
+        assert row["baselines"]["turns+rrf@view"]["chars"] <= row["view_chars"]
+        assert row["pool_scores"], "the local judge scored the pooled records"
+    assert [r["correct"] for r in rows] == [True, False, True]
+    assert [r["generated_answer"] for r in rows] == ["answer 0", "answer 1", "answer 2"]
+
+    assert summary["counts"]["questions"] == n
+    assert summary["view"]["overall"]["n"] == n
+    expected_all = sum(r["all_hit"] for r in rows) / n
+    assert summary["view"]["overall"]["all_hit"] == pytest.approx(expected_all)
+    assert len(summary["baselines"]) == 18
+    assert summary["judge_auc"]["records"] == sum(len(r["pool_scores"]) for r in rows)
+    answers = summary["answers"]
+    assert answers["overall"]["correct"] == pytest.approx(2 / 3)
+    ratio = sum(r["view_tokens"] / r["c_full_tokens"] for r in rows) / n
+    assert answers["eci"] == pytest.approx(1 / 3 + ratio)
+    assert rows[0]["c_full_tokens"] > 10_000  # the whole conversation
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["metadata"]["cpu_count"] >= 1
+    assert saved["evidence_repairs"]["unparseable"] == 0
+    md = (out / "summary.md").read_text()
+    assert "turns+cosine@3" in md and "ROC AUC" in md and "ECI" in md
+    for png in ("evidence_vs_chars.png", "evidence_by_category.png"):
+        data = (out / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_eval_locomo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli-out"
+    code = main(
+        [
+            "eval",
+            "locomo",
+            str(CONV30),
+            "--out",
+            str(out),
+            "--limit-questions",
+            "2",
+            "--embeddings",
+            "fake",
+            "--store",
+            str(tmp_path / "j.sqlite"),
+            "--no-progress",
+            "--budget-chars",
+            "4000",
+            "--baseline-k",
+            "3,6",
+            "--no-plots",
+            "--conversations",
+            "conv-30",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "scored questions" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["questions"] == 2
+    assert summary["config"]["budget_chars"] == 4000
+    assert summary["read_settings"]["view_chars"] == 4000
+    assert set(summary["baselines"]) == {
+        f"turns+{m}@{k}" for m in ("cosine", "bm25", "rrf") for k in ("3", "6", "view")
+    }
+    assert "--budget-chars 4000" in summary["metadata"]["command"]
+    assert not (out / "evidence_vs_chars.png").exists()
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert all(r["view_chars"] <= 4000 + 600 for r in rows)
+
+    # `mnemon eval summarize DIR` rebuilds the same aggregates from results.jsonl
+    (out / "summary.json").unlink()
+    assert main(["eval", "summarize", str(out), "--no-plots"]) == 0
+    rebuilt = json.loads((out / "summary.json").read_text())
+    assert rebuilt["view"] == summary["view"]
+    assert rebuilt["baselines"] == summary["baselines"]
+    assert rebuilt["judge_auc"] == summary["judge_auc"]
+    assert rebuilt["counts"] == summary["counts"]
+    assert main(["eval", "summarize", str(tmp_path / "nothing-here")]) == 2
+
+
+def test_cli_rejects_unknown_conversation_and_judge(tmp_path: Path) -> None:
+    args = [
+        "eval",
+        "locomo",
+        str(CONV30),
+        "--out",
+        str(tmp_path / "o"),
+        "--embeddings",
+        "fake",
+        "--store",
+        str(tmp_path / "j.sqlite"),
+        "--no-progress",
+    ]
+    assert main([*args, "--conversations", "conv-999"]) == 2
+    assert main([*args, "--judge", "oracle"]) == 2
+    assert main([*args, "--judge", "llm:no-provider"]) == 2
+    assert main([*args, "--planner", "no-provider"]) == 2
+    assert main([*args, "--baseline-k", "3,x"]) == 2
+
+
+class _FakeView:
+    def __init__(self, trace: dict) -> None:
+        self.trace = trace
+
+
+def test_judge_scores_and_counts_from_trace() -> None:
+    view = _FakeView(
+        {
+            "pool": [{"id": "a"}, {"id": "b"}, {"id": "c"}, {"id": "d"}],
+            "judgments": [
+                {"target": "a", "proposition": "screen", "p": 0.9},
+                {"target": "a", "proposition": "needed", "p": 0.8},
+                {"target": "b", "proposition": "screen", "p": 0.2},
+                {"target": "c", "proposition": "stale", "p": 0.7},
+            ],
+            "counts": {"searches": 5, "s1_calls": 3, "waves": 2, "rounds": 1},
+            "timings": {"read_path_s": 0.25, "model_s": 1.0},
+        }
+    )
+    lookup = {"a": ("D1:1",), "b": ("D1:2", "D1:3"), "c": ("D2:1",), "d": ("D3:1",)}
+    scores = judge_scores(view, ["D1:3"], lookup)
+    assert scores == [("a", 0.8, False), ("b", 0.2, True)]
+    counts = view_counts(view)
+    assert counts["searches"] == 5 and counts["waves"] == 2 and counts["read_seconds"] == 0.25
+
+
+def test_category_names() -> None:
+    assert CATEGORY_NAMES[5] == "adversarial"
+
+
+def _tiny_conversation(sample_id: str) -> dict:
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "I am learning the violin."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister moved to Lisbon."},
+            ],
+            "session_2_date_time": "10:00 am on 20 May, 2023",
+            "session_2": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "I ran a marathon in Chicago."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "Biscuit loves the beach."},
+            ],
+        },
+        "qa": [
+            {
+                "question": "What is Ann's puppy called?",
+                "answer": "Biscuit",
+                "evidence": ["D1:1; D2:2"],
+                "category": 4,
+            },
+            {
+                "question": "Where did Ann's sister move?",
+                "answer": "Lisbon",
+                "evidence": ["D:1:3", "D1:3"],
+                "category": 1,
+            },
+            {
+                "question": "Where did Bob run a marathon?",
+                "answer": "Chicago",
+                "evidence": ["D9:99", "D"],
+                "category": 2,
+            },
+            {
+                "question": "What did Bob's cat eat?",
+                "adversarial_answer": "fish",
+                "evidence": ["D2:01"],
+                "category": 5,
+            },
+        ],
+        "session_1_summary": "NEVER INGEST THIS SUMMARY",
+    }
+
+
+def test_locomo10_list_with_malformed_evidence(tmp_path: Path) -> None:
+    data = [_tiny_conversation("conv-a"), _tiny_conversation("conv-b")]
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    graph, store = _graph_and_store(tmp_path)
+    out = tmp_path / "out"
+    try:
+        summary = run_locomo_eval(
+            [path],
+            out,
+            graph=graph,
+            store=store,
+            config=EvalConfig(conversations=["conv-b"], plots=False, baseline_ks=(3,)),
+        )
+        texts = [r.text for r in store.journal.records(("locomo", "conv-b"))]
+        assert store.journal.count(("locomo", "conv-a")) == 0
+    finally:
+        store.close()
+    assert texts and not any("SUMMARY" in t for t in texts)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["conversation"] for r in rows] == ["conv-b"] * 4
+    assert rows[0]["gold_evidence"] == ["D1:1", "D2:2"]
+    assert rows[1]["gold_evidence"] == ["D1:3"]
+    assert rows[2]["gold_evidence"] == [] and rows[2]["all_hit"] is None
+    assert rows[3]["gold_evidence"] == ["D2:1"] and rows[3]["category"] == 5
+    assert summary["evidence_repairs"] == {
+        "split": 1,
+        "separator": 1,
+        "zero_padded": 1,
+        "duplicate": 1,
+        "unknown_turn": 1,
+        "unparseable": 1,
+    }
+    counts = summary["counts"]
+    assert counts["questions"] == 4 and counts["questions_without_gold"] == 1
+    # categories 1 and 4 with gold are scored; 5 is reported apart
+    assert summary["view"]["overall"]["n"] == 2
+    assert summary["view"]["unscored"]["n"] == 1
+    assert summary["view"]["by_category"]["5"]["name"] == "adversarial"
+    # the question is asked one day after the last session (20 May 2023, 10:00)
+    assert rows[0]["asked_at"] == "2023-05-21T10:00:00"
+    assert rows[0]["c_full_tokens"] > 0
+
+
+def test_build_judge_specs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemon_langgraph.cli import eval as cli_eval
+    from mnemon_langgraph.eval import answer
+    from mnemon_langgraph.judges import ChatDecisionModel, LocalDecisionModel
+
+    fake = FakeMessagesListChatModel(responses=[AIMessage("yes")])
+    monkeypatch.setattr(answer, "chat_model_from_spec", lambda spec: fake)
+    judge = cli_eval.build_judge("llm:openai:gpt-4.1-mini")
+    assert isinstance(judge, ChatDecisionModel) and judge.llm is fake
+    assert isinstance(cli_eval.build_judge("local"), LocalDecisionModel)
+    assert cli_eval.build_planner("rules") is None
+    assert cli_eval.build_planner("openai:gpt-4.1-mini") is fake

@@ -57,7 +57,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…][\"'”’)\]]) |(?<=[.!?…]) |(?<=[�
 def stable_hash(*parts: object, length: int = 32) -> str:
     """Hex SHA-256 of the JSON encoding of ``parts`` (its first ``length`` characters)."""
     data = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:length]
+    # surrogatepass: a lone surrogate (from a "\\ud800" JSON escape) must not crash hashing;
+    # the store rejects such text with an InputError before writing anything.
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
 def normalize_text(text: str) -> str:

@@ -1,0 +1,107 @@
+"""``mnemon erase``: erase one namespace from a journal and its index folder.
+
+Removes every record of the namespace, its vectors, message ids, consolidated index items,
+their links and consolidation state (every table of the journal's SQLite file with a
+``namespace`` column, see :meth:`~mnemon_langgraph.journal.Journal.erase_namespace`), then
+deletes the namespace's BM25/vector index folder (``<db>.indexes/<hash>/``), whose
+vocabulary holds words of the erased text. The audit table keeps one row saying only that an
+erase happened, when, by whom (``cli``), of which namespace and how many records.
+
+No embedder is loaded: erasing works whatever embedding model wrote the journal.
+Without ``--yes`` the command asks for confirmation on a terminal and refuses otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_arg, print_json
+
+__all__ = ["erase_namespace_files", "register", "run"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``erase`` subcommand."""
+    p = sub.add_parser(
+        "erase",
+        help="erase a namespace: records, vectors, index items, links and index files",
+        description=(
+            "Erase a namespace from the journal: its records, vectors, message ids, "
+            "consolidated index items, their links and consolidation state, and its "
+            "BM25/vector index folder. The audit table keeps one row saying only that an "
+            "erase happened, when, by whom, of which namespace and how many records. "
+            "Irreversible; no embedding model is loaded."
+        ),
+    )
+    add_db_arg(p)
+    add_namespace_arg(p)
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--actor", default="cli", help="who asks, for the audit row (default: cli)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli") -> int:
+    """Erase ``namespace`` from the journal at ``db`` and delete its index folder.
+
+    Same effect as :meth:`MnemonStore.erase_namespace
+    <mnemon_langgraph.store.MnemonStore.erase_namespace>`, without loading an embedder.
+
+    Returns:
+        Number of records erased.
+
+    Raises:
+        ConfigurationError: No journal at ``db``.
+        NamespaceError: The namespace is unusable.
+    """
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.journal import Journal
+    from mnemon_langgraph.search import NamespaceIndex, index_folder
+    from mnemon_langgraph.types import normalize_namespace
+
+    path = Path(db)
+    if not path.is_file():
+        raise ConfigurationError(f"no journal at {path}")
+    ns = normalize_namespace(namespace)
+    with Journal(path) as journal:
+        model = journal.embedding_model()
+        index = NamespaceIndex(journal, ns, index_folder(path, ns), model[1] if model else 1)
+        # Index files first: they are derived, so losing them early is harmless, and a
+        # crash after the journal commit cannot leave them behind. Again afterwards, in
+        # case a writer saved them meanwhile.
+        index.erase_files()
+        count = journal.erase_namespace(ns, actor=actor)
+        index.erase_files()
+    return count
+
+
+def _confirm(db: str, ns: tuple[str, ...]) -> bool:
+    if not sys.stdin.isatty():
+        print(
+            "mnemon: error: erase is irreversible; pass --yes to confirm (stdin is not a terminal)",
+            file=sys.stderr,
+        )
+        return False
+    answer = input(f"Erase every record of namespace {list(ns)!r} from {db}? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Erase the namespace; exit code 1 when not confirmed."""
+    ns = namespace_arg(args.namespace)
+    assert ns is not None  # --namespace is required
+    if not Path(args.db).is_file():
+        from mnemon_langgraph.errors import ConfigurationError
+
+        raise ConfigurationError(f"no journal at {args.db}")
+    if not args.yes and not _confirm(args.db, ns):
+        return 1
+    count = erase_namespace_files(args.db, ns, actor=args.actor)
+    if args.json:
+        print_json({"db": str(args.db), "namespace": list(ns), "records_erased": count})
+    else:
+        print(f"erased {count} records of namespace {list(ns)!r} from {args.db}")
+    return 0

@@ -1,0 +1,112 @@
+"""Child process of the reliability crash tests; the parent SIGKILLs it at a random moment.
+
+Usage::
+
+    python _crash_child.py ingest DB ACKS      # ingest batch after batch, forever
+    python _crash_child.py consolidate DB ACKS # consolidate the journal batch by batch
+    python _crash_child.py write DB ACKS WRITER N  # N ingests (concurrency test), then exit
+
+``ingest``: batch ``i`` holds 3 messages ``b{i}-m{j}`` whose text carries the unique word
+``ackw{i}x{j}``; after ``store.ingest`` returns (committed) and the index checkpoints are
+written (``store.flush()``, so kills also land inside index saves), the child appends
+``i`` to ACKS and fsyncs it. ``consolidate``: after each batch's ``write`` node the child
+appends the committed watermark. Both print ``ready`` on stdout once set up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _consolidation_fakes import deriving_model
+from _reliability_common import fake_embeddings
+
+from mnemon_langgraph.types import Message
+
+NS = ("crash", "user@example.com")
+BATCH = 3
+
+
+def batch_messages(i: int, *, writer: str = "b") -> list[Message]:
+    """The messages of batch ``i`` (deterministic, so the parent knows them)."""
+    return [
+        Message(
+            text=f"{writer} batch {i} line {j}: remember ack{writer}w{i}x{j} please",
+            speaker="Ada" if j % 2 == 0 else "Bo",
+            role="user",
+            id=f"{writer}{i}-m{j}",
+            timestamp=datetime(2024, 2, 1 + i % 20, 9, 0),
+            session=1 + i // 10,
+        )
+        for j in range(BATCH)
+    ]
+
+
+def _ack(fh: object, value: object) -> None:
+    fh.write(f"{value}\n")  # type: ignore[attr-defined]
+    fh.flush()  # type: ignore[attr-defined]
+    os.fsync(fh.fileno())  # type: ignore[attr-defined]
+
+
+def ingest(db: Path, acks: Path) -> None:
+    from mnemon_langgraph.store import MnemonStore
+
+    store = MnemonStore(db, fake_embeddings())
+    with open(acks, "a", encoding="utf-8") as fh:
+        print("ready", flush=True)
+        for i in range(100_000):
+            store.ingest(NS, batch_messages(i), source="crash")
+            store.flush()
+            _ack(fh, i)
+
+
+def consolidate(db: Path, acks: Path) -> None:
+    from mnemon_langgraph.consolidation import (
+        ConsolidationSettings,
+        SQLiteItemStore,
+        create_consolidation_graph,
+    )
+    from mnemon_langgraph.journal import Journal
+
+    journal = Journal(db)
+    items = SQLiteItemStore(journal, fake_embeddings())
+    graph = create_consolidation_graph(
+        model=deriving_model(), items=items, settings=ConsolidationSettings(batch_chars=400)
+    )
+    with open(acks, "a", encoding="utf-8") as fh:
+        print("ready", flush=True)
+        for update in graph.stream({"namespace": NS}, stream_mode="updates"):
+            if "write" in update:
+                _ack(fh, items.watermark(NS))
+
+
+def write(db: Path, acks: Path, writer: str, n: int) -> None:
+    from mnemon_langgraph.store import MnemonStore
+
+    store = MnemonStore(db, fake_embeddings())
+    with open(acks, "a", encoding="utf-8") as fh:
+        print("ready", flush=True)
+        for i in range(n):
+            store.ingest(NS, batch_messages(i, writer=writer), source=f"writer-{writer}")
+            _ack(fh, i)
+    store.close()
+
+
+def main() -> None:
+    mode, db, acks = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    if mode == "ingest":
+        ingest(db, acks)
+    elif mode == "consolidate":
+        consolidate(db, acks)
+    elif mode == "write":
+        write(db, acks, sys.argv[4], int(sys.argv[5]))
+    else:  # pragma: no cover
+        raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

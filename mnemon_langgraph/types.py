@@ -69,6 +69,10 @@ def normalize_namespace(namespace: str | Sequence[str]) -> Namespace:
             raise NamespaceError(f"namespace parts must be non-empty, got {parts!r}")
         if "\x00" in part:
             raise NamespaceError("namespace parts must not contain NUL characters")
+        try:
+            part.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate cannot be stored or indexed
+            raise NamespaceError(f"namespace part is not valid Unicode text: {part!r}") from exc
         if len(part) > _MAX_NAMESPACE_PART:
             raise NamespaceError(
                 f"namespace part longer than {_MAX_NAMESPACE_PART} characters: {part[:40]!r}…"

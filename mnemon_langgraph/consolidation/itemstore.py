@@ -49,6 +49,7 @@ from mnemon_langgraph.errors import (
     ConfigurationError,
     EmbeddingMismatchError,
     JournalError,
+    ModelCallError,
     SchemaVersionError,
 )
 from mnemon_langgraph.items import IndexItem, ItemKind
@@ -408,8 +409,17 @@ class SQLiteItemStore:
         """Unit-length float32 embeddings of ``items`` (one row each)."""
         if not items:
             return np.zeros((0, self._identity[1]), dtype=np.float32)
-        vectors = self.embeddings.embed_documents([item_embedding_text(it) for it in items])
-        return _unit(np.asarray(vectors, dtype=np.float32))
+        try:
+            vectors = self.embeddings.embed_documents([item_embedding_text(it) for it in items])
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except Exception as exc:  # any embedder failure is a model failure to the caller
+            raise ModelCallError(f"embedding {len(items)} index items failed: {exc}") from exc
+        if matrix.shape != (len(items), self._identity[1]) or not np.isfinite(matrix).all():
+            raise ModelCallError(
+                f"the embedder returned unusable vectors for index items (shape {matrix.shape}, "
+                f"expected ({len(items)}, {self._identity[1]}) finite values)"
+            )
+        return _unit(matrix)
 
     def commit_batch(
         self,

@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _consolidation_fakes import batch_records, deriving_model, fake_embeddings
+from _paths import LOCOMO_DEV
 
 from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.consolidation import (
@@ -20,7 +21,7 @@ from mnemon_langgraph.consolidation import (
 from mnemon_langgraph.journal import Journal
 from mnemon_langgraph.sources.locomo import load_locomo
 
-CONV = Path("/work/shared/data/locomo-dev/conv-30.json")
+CONV = LOCOMO_DEV / "conv-30.json"
 NS = ("locomo", "conv-30")
 
 

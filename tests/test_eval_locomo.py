@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _paths import LOCOMO_DEV
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
@@ -18,7 +19,7 @@ from mnemon_langgraph.cli import main
 from mnemon_langgraph.eval.locomo import EvalConfig, judge_scores, run_locomo_eval, view_counts
 from mnemon_langgraph.eval.metrics import CATEGORY_NAMES
 
-CONV30 = Path("/work/shared/data/locomo-dev/conv-30.json")
+CONV30 = LOCOMO_DEV / "conv-30.json"
 if not CONV30.exists():  # pragma: no cover - data lives beside the repo in this workplace
     CONV30 = Path(__file__).resolve().parents[2] / "shared/data/locomo-dev/conv-30.json"
 

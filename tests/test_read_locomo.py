@@ -6,16 +6,15 @@ store serves every question.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from _paths import LOCOMO_DEV
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import explain
 
-DATA = Path("/work/shared/data/locomo-dev/conv-30.json")
+DATA = LOCOMO_DEV / "conv-30.json"
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not DATA.exists(), reason="LoCoMo dev data not available"),

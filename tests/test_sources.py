@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _paths import LOCOMO_DEV
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from mnemon_langgraph.chunking import chunk_messages
@@ -22,7 +23,7 @@ from mnemon_langgraph.sources import (
     messages_from_langchain,
 )
 
-DEV = Path("/work/shared/data/locomo-dev")
+DEV = LOCOMO_DEV
 DEV_FILES = sorted(DEV.glob("conv-*.json"))
 needs_dev = pytest.mark.skipif(not DEV_FILES, reason="LoCoMo dev files not present")
 SESSION = re.compile(r"session_(\d+)")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from _paths import LOCOMO_DEV
 
 from mnemon_langgraph.cli import main
 
-DATA = Path("/work/shared/data/locomo-dev/conv-30.json")
+DATA = LOCOMO_DEV / "conv-30.json"
 pytestmark = pytest.mark.skipif(not DATA.exists(), reason="LoCoMo dev data not available")
 
 

@@ -1,0 +1,346 @@
+"""Hybrid search: BM25 and dense rankings fused by reciprocal rank fusion, per namespace.
+
+Each namespace has its own derived indexes (:class:`NamespaceIndex`) in a folder next to the
+journal, ``<db>.indexes/<sha256(namespace json)[:24]>/``:
+
+* ``bm25.npz`` — :class:`~mnemon_langgraph.bm25.BM25Index` (postings, vocabulary, per-record
+  seq/id/session/date), with its metadata inside;
+* ``vectors.json`` + ``vectors-<token>.faiss`` — :class:`~mnemon_langgraph.vectors.VectorIndex`;
+* ``namespace.json`` — which namespace the folder belongs to (for humans and ``stats``).
+
+The index files are *checkpoints* of the journal, which stays the log: each records the
+journal ``max_seq`` and ``generation`` (bumped by every deletion) it reflects. Before every
+search and after every ingest, :meth:`NamespaceIndex.sync` compares them with the journal:
+
+* same generation, journal has newer records → **catch up**: index only the records after
+  the checkpoint (text from the journal, vectors from the journal — never re-embedded);
+* other generation (a deletion, maybe by another process), or unreadable/missing files →
+  **rebuild** from the journal's records and stored vectors, then save.
+
+Checkpoints are written atomically after rebuilds and deletions, when more than
+:data:`SAVE_EVERY` records were added since the last one, and when the store closes.
+
+Fusion (:func:`fused_ranking`): reciprocal rank fusion, ``score = Σ 1 / (60 + rank)`` over the
+BM25 and dense rankings (0-based ranks), after Cormack, Clarke & Büttcher, "Reciprocal Rank
+Fusion outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009. Each
+retriever contributes its top ``depth = max(candidate_depth, offset + k)`` records, so pages
+within the first ``candidate_depth`` (default 100) records are cut from the very same fused
+ranking and concatenate to it. Filters (dates, sessions) are applied *inside* both
+retrievers (BM25 masks documents; FAISS gets an ID selector), so a filtered search still
+returns ``offset + k`` records whenever that many match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemon_langgraph.bm25 import NO_DATE, BM25Index, IndexFileError
+from mnemon_langgraph.fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.journal import Journal
+from mnemon_langgraph.types import Namespace, Record, SearchFilters
+from mnemon_langgraph.vectors import VectorIndex, normalize_rows
+
+__all__ = [
+    "CANDIDATE_DEPTH",
+    "SAVE_EVERY",
+    "NamespaceIndex",
+    "RankedSeq",
+    "date_to_epoch",
+    "index_folder",
+    "indexes_root",
+]
+
+logger = logging.getLogger(__name__)
+
+CANDIDATE_DEPTH = 100
+"""Records each retriever contributes to the fusion (raised to ``offset + k`` if larger)."""
+
+SAVE_EVERY = 5_000
+"""Records added since the last checkpoint after which the indexes are saved again."""
+
+_META_VERSION = 1
+
+
+def indexes_root(db_path: str | Path) -> Path:
+    """Folder holding every namespace's index folder: ``<db>.indexes``."""
+    p = Path(db_path)
+    return p.with_name(p.name + ".indexes")
+
+
+def index_folder(db_path: str | Path, namespace: Namespace) -> Path:
+    """``<db>.indexes/<sha256(json namespace)[:24]>``: one folder per namespace."""
+    key = json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
+    return indexes_root(db_path) / hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def date_to_epoch(value: datetime | None) -> int:
+    """Epoch seconds of ``value`` (naive datetimes are taken as UTC); ``NO_DATE`` for None."""
+    if value is None:
+        return int(NO_DATE)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return int(value.timestamp())
+
+
+@dataclass(frozen=True, slots=True)
+class RankedSeq:
+    """One entry of a fused ranking, before its record is fetched.
+
+    Attributes:
+        seq: Journal seq of the record.
+        record_id: Its id.
+        rank: 0-based fused rank.
+        score: Fused score.
+        bm25_rank: 0-based BM25 rank (``None`` if not in BM25's candidates).
+        dense_rank: 0-based dense rank (``None`` if not in the dense candidates).
+    """
+
+    seq: int
+    record_id: str
+    rank: int
+    score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+
+
+class NamespaceIndex:
+    """The BM25 and vector indexes of one namespace, kept in step with the journal.
+
+    All methods take the instance's lock, so one instance may be shared by threads; searches
+    of the same namespace run one at a time (they take milliseconds).
+
+    Args:
+        journal: The journal (source of truth).
+        namespace: The namespace.
+        folder: Its index folder.
+        dim: Vector dimension.
+        candidate_depth: See :data:`CANDIDATE_DEPTH`.
+        vector_settings: Passed to :class:`VectorIndex` (e.g. ``hnsw_threshold``).
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        namespace: Namespace,
+        folder: Path,
+        dim: int,
+        *,
+        candidate_depth: int = CANDIDATE_DEPTH,
+        vector_settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.journal = journal
+        self.namespace = namespace
+        self.folder = folder
+        self.dim = dim
+        self.candidate_depth = candidate_depth
+        self.vector_settings = dict(vector_settings or {})
+        self.lock = threading.RLock()
+        self.bm25 = BM25Index()
+        self.vectors = VectorIndex(dim, **self.vector_settings)
+        self.max_seq = 0
+        self.generation = -1  # never synced
+        self.unsaved = 0
+        self.rebuilds = 0
+        """How many times the indexes were rebuilt from the journal (tests read it)."""
+
+    # -- keeping in step with the journal --------------------------------------------------
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "version": _META_VERSION,
+            "namespace": list(self.namespace),
+            "max_seq": self.max_seq,
+            "generation": self.generation,
+        }
+
+    def _try_load(self, generation: int, journal_max: int) -> bool:
+        try:
+            bm25, bmeta = BM25Index.load(self.folder / "bm25.npz")
+            vectors, vmeta = VectorIndex.load(self.folder, **self.vector_settings)
+        except IndexFileError as exc:
+            logger.info("index of %s not loaded (%s); rebuilding", self.namespace, exc)
+            return False
+        for meta in (bmeta, vmeta):
+            if (
+                meta.get("version") != _META_VERSION
+                or meta.get("namespace") != list(self.namespace)
+                or meta.get("generation") != generation
+                or int(meta.get("max_seq", -1)) > journal_max
+            ):
+                return False
+        if bmeta["max_seq"] != vmeta["max_seq"] or vectors.dim != self.dim:
+            return False
+        self.bm25, self.vectors = bm25, vectors
+        self.max_seq, self.generation = int(bmeta["max_seq"]), generation
+        return True
+
+    def sync(self) -> None:
+        """Bring the indexes up to date with the journal (load, catch up or rebuild)."""
+        with self.lock:
+            generation = self.journal.generation(self.namespace)
+            journal_max = self.journal.max_seq(self.namespace)
+            if generation != self.generation and not self._try_load(generation, journal_max):
+                self.rebuild(generation)
+                return
+            if journal_max > self.max_seq:
+                self._catch_up()
+
+    def rebuild(self, generation: int | None = None) -> None:
+        """Rebuild both indexes from the journal (stored vectors; nothing re-embedded)."""
+        with self.lock:
+            if generation is None:
+                generation = self.journal.generation(self.namespace)
+            self.bm25 = BM25Index()
+            self.vectors = VectorIndex(self.dim, **self.vector_settings)
+            self.max_seq, self.generation = 0, generation
+            self._catch_up(save=False)
+            self.rebuilds += 1
+            self.save()
+
+    def _catch_up(self, *, save: bool | None = None) -> None:
+        after = self.max_seq
+        id_to_seq: dict[str, int] = {}
+        batch: list[Record] = []
+        for record in self.journal.records(self.namespace, after_seq=after):
+            batch.append(record)
+            id_to_seq[record.id] = record.seq
+            if len(batch) >= 4096:
+                self._add_text(batch)
+                batch = []
+        self._add_text(batch)
+        if not id_to_seq:
+            return
+        for ids, vecs in self.journal.iter_vectors(self.namespace, after_seq=after):
+            keep = [i for i, rid in enumerate(ids) if rid in id_to_seq]
+            if keep:
+                self.vectors.add([id_to_seq[ids[i]] for i in keep], normalize_rows(vecs[keep]))
+        self.max_seq = max(id_to_seq.values())
+        self.unsaved += len(id_to_seq)
+        if save or (save is None and self.unsaved >= SAVE_EVERY):
+            self.save()
+
+    def _add_text(self, records: list[Record]) -> None:
+        if records:
+            self.bm25.add(
+                [r.seq for r in records],
+                [r.id for r in records],
+                [r.text for r in records],
+                [r.session for r in records],
+                [date_to_epoch(r.date) for r in records],
+            )
+
+    def remove(self, record_ids: list[str]) -> None:
+        """Drop deleted records from both indexes and save (after a journal deletion)."""
+        with self.lock:
+            seqs = self.bm25.seqs_of_ids(record_ids)
+            self.bm25.remove(seqs)
+            self.vectors.remove(seqs)
+            self.bm25.merge(compact=True)  # the saved vocabulary keeps no deleted words
+            self.generation = self.journal.generation(self.namespace)
+            self.sync()  # also picks up anything written meanwhile
+            self.save()
+
+    def save(self) -> None:
+        """Write both checkpoints atomically (BM25 first, then vectors).
+
+        An index that never held a record is not written (and an old folder is removed), so
+        searching an erased or unknown namespace leaves no folder behind.
+        """
+        with self.lock:
+            if self.max_seq == 0 and len(self.bm25) == 0:
+                shutil.rmtree(self.folder, ignore_errors=True)
+                self.unsaved = 0
+                return
+            self.folder.mkdir(parents=True, exist_ok=True)
+            (self.folder / "namespace.json").write_text(
+                json.dumps(list(self.namespace), ensure_ascii=False), encoding="utf-8"
+            )
+            meta = self._meta()
+            self.bm25.save(self.folder / "bm25.npz", meta)
+            self.vectors.save(self.folder, meta)
+            self.unsaved = 0
+
+    def flush(self) -> None:
+        """Save if anything was added since the last checkpoint.
+
+        Not when the journal's generation moved (a deletion or an erase by another store
+        or process): the in-memory index may then hold deleted text, which must not be
+        written back; the next :meth:`sync` rebuilds it from the journal instead.
+        """
+        with self.lock:
+            if self.unsaved:
+                if self.journal.generation(self.namespace) != self.generation:
+                    self.unsaved = 0
+                    return
+                self.save()
+
+    def erase_files(self) -> None:
+        """Delete the namespace's index folder (its vocabulary contains record text)."""
+        with self.lock:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.bm25 = BM25Index()
+            self.vectors = VectorIndex(self.dim, **self.vector_settings)
+            self.max_seq, self.generation, self.unsaved = 0, -1, 0
+
+    # -- searching -------------------------------------------------------------------------
+
+    def fused_ranking(
+        self,
+        query: str,
+        query_vector: np.ndarray,
+        *,
+        k: int,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[RankedSeq]:
+        """Hits ``offset .. offset + k`` of the fused ranking (see the module docstring)."""
+        if k <= 0:
+            return []
+        with self.lock:
+            self.sync()
+            depth = max(self.candidate_depth, offset + k)
+            mask = None
+            allowed = None
+            if filters is not None and filters != SearchFilters():
+                mask = self.bm25.allowed_mask(
+                    session_from=filters.session_from,
+                    session_to=filters.session_to,
+                    date_from=None
+                    if filters.date_from is None
+                    else date_to_epoch(filters.date_from),
+                    date_to=None if filters.date_to is None else date_to_epoch(filters.date_to),
+                )
+                allowed = self.bm25.seqs_for(mask)
+                if not len(allowed):
+                    return []
+            bm_seqs, _ = self.bm25.search(query, depth, mask=mask)
+            qv = normalize_rows(query_vector)[0]
+            dn_seqs, _ = self.vectors.search(qv, depth, allowed=allowed)
+            fused = rrf_fuse([bm_seqs.tolist(), dn_seqs.tolist()], k=RRF_K)
+            page = fused[offset : offset + k]
+            ids = self.bm25.ids_for([f.key for f in page])
+            if len(ids) != len(page):  # cannot happen: both indexes hold the same seqs
+                known = set(self.bm25.seqs().tolist())
+                page = [f for f in page if f.key in known]
+                ids = self.bm25.ids_for([f.key for f in page])
+        return [
+            RankedSeq(
+                seq=int(f.key),
+                record_id=rid,
+                rank=offset + i,
+                score=f.score,
+                bm25_rank=f.ranks[0],
+                dense_rank=f.ranks[1],
+            )
+            for i, (f, rid) in enumerate(zip(page, ids, strict=True))
+        ]

@@ -1,0 +1,171 @@
+"""Tests of the incremental BM25 index and its tokenizer."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemon_langgraph.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
+
+_WORDS_TEXT = (
+    "adoption agency painting pottery camping beach lake dog beagle sock rotterdam leeds "
+    "nurse wedding sister guitar concert marathon running book library coffee tea garden "
+    "flower sunset mountain hiking cookies bread recipe vegetarian fish"
+)
+_WORDS = _WORDS_TEXT.split()
+
+
+def _corpus(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        "Speaker: " + " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 14)))
+        for _ in range(n)
+    ]
+
+
+def _index(texts: list[str], *, start: int = 1) -> BM25Index:
+    index = BM25Index()
+    index.add(
+        list(range(start, start + len(texts))),
+        [f"r{i}" for i in range(start, start + len(texts))],
+        texts,
+        [1] * len(texts),
+        [NO_DATE] * len(texts),
+    )
+    return index
+
+
+def test_tokenize_lowercases_and_drops_stopwords() -> None:
+    assert tokenize("The Dog's SOCKS, and I were in Rotterdam in 2023!") == [
+        "dog",
+        "socks",
+        "rotterdam",
+        "2023",
+    ]
+    assert "the" in STOPWORDS and "not" not in STOPWORDS
+    assert tokenize("") == []
+    assert tokenize("Ünïcode wörds") == ["ünïcode", "wörds"]
+
+
+def test_ranking_equals_bm25s_on_same_tokens() -> None:
+    bm25s = pytest.importorskip("bm25s")
+    texts = _corpus(300, seed=1)
+    ours = _index(texts)
+    ref = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    ref.index([tokenize(t) for t in texts], show_progress=False)
+    for query in ("beagle sock", "adoption agency painting", "marathon coffee lake", "tea"):
+        seqs, scores = ours.search(query, 300)
+        assert len(seqs) > 0
+        ref_scores = ref.get_scores(sorted(set(tokenize(query))))
+        got = np.zeros(len(texts))
+        got[seqs - 1] = scores
+        np.testing.assert_allclose(got, ref_scores, rtol=1e-4, atol=1e-5)
+
+
+def test_no_match_returns_nothing() -> None:
+    index = _index(_corpus(20))
+    seqs, _ = index.search("zebra xylophone", 5)
+    assert len(seqs) == 0
+    seqs, _ = index.search("the and of", 5)  # stopwords only
+    assert len(seqs) == 0
+
+
+def test_incremental_adds_equal_one_build() -> None:
+    texts = _corpus(5000, seed=2)
+    whole = _index(texts)
+    parts = BM25Index()
+    for start in range(0, 5000, 37):  # many small adds, crossing the merge threshold
+        chunk = texts[start : start + 37]
+        parts.add(
+            list(range(start + 1, start + 1 + len(chunk))),
+            [f"r{i}" for i in range(start + 1, start + 1 + len(chunk))],
+            chunk,
+            [1] * len(chunk),
+            [NO_DATE] * len(chunk),
+        )
+    assert parts._tail_docs < 5000  # merges happened
+    for query in ("beagle sock", "rotterdam nurse wedding", "fish"):
+        a_seqs, a_scores = whole.search(query, 50)
+        b_seqs, b_scores = parts.search(query, 50)
+        assert a_seqs.tolist() == b_seqs.tolist()
+        np.testing.assert_allclose(a_scores, b_scores, rtol=1e-6)
+
+
+def test_delete_equals_rebuild_without_the_documents() -> None:
+    texts = _corpus(400, seed=3)
+    index = _index(texts)
+    gone = set(range(1, 401, 3))
+    assert index.remove(gone) == len(gone)
+    assert index.remove(gone) == 0  # already gone
+    kept = [(i + 1, t) for i, t in enumerate(texts) if i + 1 not in gone]
+    fresh = BM25Index()
+    fresh.add(
+        [s for s, _ in kept],
+        [f"r{s}" for s, _ in kept],
+        [t for _, t in kept],
+        [1] * len(kept),
+        [NO_DATE] * len(kept),
+    )
+    for query in ("beagle sock", "garden flower sunset"):
+        a_seqs, a_scores = index.search(query, 100)
+        b_seqs, b_scores = fresh.search(query, 100)
+        assert len(a_seqs) > 0
+        assert not set(a_seqs.tolist()) & gone
+        assert a_seqs.tolist() == b_seqs.tolist()
+        np.testing.assert_allclose(a_scores, b_scores, rtol=1e-6)
+    index.merge(compact=True)
+    assert len(index) == len(kept)
+    assert index.search("beagle", 100)[0].tolist() == fresh.search("beagle", 100)[0].tolist()
+
+
+def test_compaction_forgets_words_of_deleted_documents() -> None:
+    index = _index(["Ada: my secret word is zanzibarian", "Ada: hello dog"])
+    assert index.remove([1]) == 1
+    index.merge(compact=True)
+    assert "zanzibarian" not in index._vocab
+    assert len(index.search("zanzibarian", 5)[0]) == 0
+    assert index.search("dog", 5)[0].tolist() == [2]
+
+
+def test_mask_filters_inside_ranking() -> None:
+    index = BM25Index()
+    index.add(
+        [1, 2, 3, 4],
+        ["a", "b", "c", "d"],
+        ["dog dog dog", "dog", "dog cat", "cat"],
+        [1, 1, 2, 3],
+        [100, 200, NO_DATE, 400],
+    )
+    mask = index.allowed_mask(session_from=2)
+    assert index.search("dog", 10, mask=mask)[0].tolist() == [3]
+    mask = index.allowed_mask(date_from=150)
+    assert index.search("dog cat", 10, mask=mask)[0].tolist() == [4, 2]
+    assert index.seqs_for(mask).tolist() == [2, 4]
+    assert index.ids_for([4, 99, 2]) == ["d", "b"]
+
+
+def test_add_rejects_out_of_order_seqs() -> None:
+    index = _index(["dog"], start=5)
+    with pytest.raises(ValueError):
+        index.add([5], ["x"], ["cat"], [1], [NO_DATE])
+
+
+def test_save_load_roundtrip_and_corruption(tmp_path: Path) -> None:
+    index = _index(_corpus(100, seed=4))
+    index.remove([3, 4])
+    path = tmp_path / "bm25.npz"
+    index.save(path, {"max_seq": 100, "generation": 7})
+    loaded, meta = BM25Index.load(path)
+    assert meta["generation"] == 7 and meta["max_seq"] == 100
+    assert len(loaded) == 98
+    for query in ("beagle", "lake coffee"):
+        assert loaded.search(query, 20)[0].tolist() == index.search(query, 20)[0].tolist()
+    assert not list(tmp_path.glob(".bm25-*"))  # no temporary file left behind
+    path.write_bytes(b"garbage")
+    with pytest.raises(IndexFileError):
+        BM25Index.load(path)
+    with pytest.raises(IndexFileError):
+        BM25Index.load(tmp_path / "missing.npz")

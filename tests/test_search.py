@@ -1,0 +1,117 @@
+"""Tests of hybrid search: fusion ranks, paging, filters, candidate depth."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from _search_fakes import HashEmbeddings
+
+from mnemon_langgraph.fusion import rrf_fuse
+from mnemon_langgraph.search import CANDIDATE_DEPTH, date_to_epoch, index_folder, indexes_root
+from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.types import Message, SearchFilters
+
+NS = ("t",)
+BASE = datetime(2024, 3, 1, 10, 0)
+
+
+def _messages(n: int) -> list[Message]:
+    words = ["garden", "tomato", "bicycle", "guitar", "piano", "ocean", "forest", "coffee"]
+    return [
+        Message(
+            text=f"{words[i % 8]} {words[(i * 3) % 8]} story number {i}",
+            speaker="Ada",
+            id=f"m{i}",
+            timestamp=BASE + timedelta(days=i // 10),
+            session=1 + i // 10,
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> MnemonStore:
+    s = MnemonStore(tmp_path_factory.mktemp("search") / "j.db", HashEmbeddings())
+    s.ingest(NS, _messages(120), source="chat", pack=False)
+    yield s
+    s.close()
+
+
+def test_hits_carry_both_ranks_and_rrf_score(store: MnemonStore) -> None:
+    hits = store.search("guitar ocean", namespace=NS, k=10)
+    assert len(hits) == 10
+    for h in hits:
+        expected = sum(1 / (60 + r) for r in (h.bm25_rank, h.dense_rank) if r is not None)
+        assert h.score == pytest.approx(expected)
+    assert any(h.bm25_rank is not None and h.dense_rank is not None for h in hits)
+    # the fused order agrees with rrf_fuse over the two retrievers' rankings
+    index = store.index(NS)
+    bm, _ = index.bm25.search("guitar ocean", CANDIDATE_DEPTH)
+    qv = store._embed_query("guitar ocean")
+    dn, _ = index.vectors.search(qv[0], CANDIDATE_DEPTH)
+    fused = rrf_fuse([bm.tolist(), dn.tolist()])
+    assert [h.record.seq for h in hits] == [f.key for f in fused[:10]]
+
+
+def test_pages_concatenate_to_the_full_ranking(store: MnemonStore) -> None:
+    full = store.search("tomato bicycle story", namespace=NS, k=63)
+    assert len(full) == 63
+    paged = []
+    for offset in range(0, 60, 7):
+        page = store.search("tomato bicycle story", namespace=NS, k=7, offset=offset)
+        assert [h.rank for h in page] == list(range(offset, offset + len(page)))
+        paged.extend(page)
+    assert [h.record.id for h in paged] == [h.record.id for h in full]
+    assert store.search("tomato", namespace=NS, k=5, offset=10_000) == []
+
+
+def test_session_filter_applies_inside_ranking(store: MnemonStore) -> None:
+    flt = SearchFilters(session_from=3, session_to=4)
+    hits = store.search("garden coffee", namespace=NS, k=50, filters=flt)
+    # sessions 3 and 4 hold 20 records; all of them can be returned even though most
+    # rank far below the top 50 of the unfiltered search.
+    assert len(hits) == 20
+    assert {h.record.session for h in hits} == {3, 4}
+    assert [h.rank for h in hits] == list(range(20))
+
+
+def test_date_filter(store: MnemonStore) -> None:
+    start = BASE + timedelta(days=5)
+    flt = SearchFilters(date_from=start, date_to=start + timedelta(days=1))
+    hits = store.search("piano forest", namespace=NS, k=100, filters=flt)
+    assert len(hits) == 20
+    assert all(start <= h.record.date <= start + timedelta(days=1) for h in hits)
+    assert store.search("piano", namespace=NS, k=5, filters=SearchFilters(session_from=99)) == []
+
+
+def test_deep_offset_with_filter_has_enough_candidates(store: MnemonStore) -> None:
+    flt = SearchFilters(session_from=2)
+    hits = store.search("ocean", namespace=NS, k=10, offset=100, filters=flt)
+    assert len(hits) == 10  # 110 records pass; ranks 100..109 exist
+    assert [h.rank for h in hits] == list(range(100, 110))
+    assert all(h.record.session >= 2 for h in hits)
+
+
+def test_records_without_date_fail_date_filters(tmp_path: Path) -> None:
+    with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as s:
+        s.ingest(NS, [Message("undated garden note", "Ada", id="x")], source="c")
+        assert len(s.search("garden", namespace=NS, k=5)) == 1
+        flt = SearchFilters(date_from=datetime(2000, 1, 1))
+        assert s.search("garden", namespace=NS, k=5, filters=flt) == []
+
+
+def test_index_folder_layout(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    folder = index_folder(db, ("users", "a/b"))
+    assert folder.parent == indexes_root(db) == tmp_path / "memory.db.indexes"
+    assert len(folder.name) == 24
+    assert index_folder(db, ("users", "a", "b")) != folder
+
+
+def test_date_to_epoch_naive_is_utc() -> None:
+    from datetime import UTC
+
+    naive = datetime(2024, 1, 1)
+    assert date_to_epoch(naive) == date_to_epoch(naive.replace(tzinfo=UTC)) == 1704067200

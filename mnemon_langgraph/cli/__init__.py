@@ -19,6 +19,15 @@ __all__ = ["build_parser", "main"]
 
 # Subcommand modules, in the order `mnemon --help` lists them.
 _COMMAND_MODULES: tuple[str, ...] = (
+    "ingest",
+    "search",
+    "view",
+    "stats",
+    "demo",
+    "bench",
+    "consolidate",
+    "eval",
+    "erase",
 )
 
 

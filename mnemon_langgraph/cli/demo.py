@@ -3,8 +3,9 @@
 The sample (``mnemon_langgraph/data/sample_conversation.jsonl``, original and invented) has
 three sessions between Noor and an assistant in which facts change: a move from Leeds to
 Rotterdam, a wedding date that moves, a diet that changes. For each demo message,
-:func:`show_for_message` prints what memory would give the agent — for now the top hybrid
-search hits; replace that one function to show the read graph's View instead.
+:func:`show_for_message` runs the read graph with the offline defaults (rule planner, local
+judge, bundled embedder) and prints the View the agent would read: its records in order, what
+the turn cost, and why the first record is there.
 """
 
 from __future__ import annotations
@@ -42,26 +43,60 @@ def register(sub: Any) -> None:
         "a few messages.",
     )
     add_db_arg(p, required=False)
-    p.add_argument("-k", type=int, default=3, metavar="N", help="hits per message (default 3)")
+    p.add_argument(
+        "-k", type=int, default=3, metavar="N", help="View records printed per message (default 3)"
+    )
+    p.add_argument(
+        "--full", action="store_true", help="print each View's whole text as the agent reads it"
+    )
     p.set_defaults(func=run)
 
 
-def show_for_message(store: Any, namespace: tuple[str, ...], message: str, *, k: int = 3) -> str:
-    """What memory gives the agent for ``message``, as printable text.
+def show_for_message(
+    graph: Any, namespace: tuple[str, ...], message: str, *, k: int = 3, full: bool = False
+) -> str:
+    """Run the read graph for ``message`` and describe its View as printable text.
 
-    Today: the top ``k`` hybrid search hits. (To be replaced by the read graph's View.)
+    Args:
+        graph: A compiled read graph (``create_read_graph``).
+        namespace: Whose memory to read.
+        message: The user's message.
+        k: How many of the View's records to print.
+        full: Print the View's whole text instead of a summary of its records.
     """
-    hits = store.search(message, namespace=namespace, k=k)
-    lines = [f"> {message}"]
-    if not hits:
-        lines.append("  (nothing found)")
-    for hit in hits:
-        lines.append(f"  [{hit.record.header}]  (rank {hit.rank}, score {hit.score:.4f})")
-        lines.extend(f"    {line}" for line in hit.record.text.splitlines())
+    from langchain_core.messages import HumanMessage
+
+    from mnemon_langgraph.read import ReadContext, explain
+
+    out = graph.invoke(
+        {"messages": [HumanMessage(message)]}, context=ReadContext(namespace=namespace)
+    )
+    view = out["view"]
+    counts = view.trace.get("counts", {})
+    lines = [
+        f"> {message}",
+        f"  View: {len(view.records)} records, {len(view.text):,} chars — "
+        f"{counts.get('searches', '?')} searches, {counts.get('s1_calls', '?')} System 1 calls "
+        f"in {counts.get('waves', '?')} waves, {counts.get('rounds', '?')} rounds",
+    ]
+    if full:
+        lines.extend(f"  | {line}" for line in view.text.splitlines())
+        return "\n".join(lines)
+    if not view.records:
+        lines.append(f"  (empty View: {view.empty_reason or 'nothing judged needed'})")
+    for rec in view.records[:k]:
+        day = str(rec.date or "undated").replace("T", " ")[:16]
+        lines.append(f"  [Session {rec.session} — {day}]  ({rec.placed_by})")
+        lines.extend(f"    {line}" for line in rec.text.splitlines())
+    if view.records:
+        why = explain(view, view.records[0].id).splitlines()
+        lines.append("  why the first record is there:")
+        lines.extend(f"    {line}" for line in why[:12])
     return "\n".join(lines)
 
 
-def _demo(db: Path, k: int) -> None:
+def _demo(db: Path, k: int, full: bool) -> None:
+    from mnemon_langgraph.read import create_read_graph
     from mnemon_langgraph.sources import load_jsonl
     from mnemon_langgraph.store import MnemonStore
 
@@ -74,16 +109,17 @@ def _demo(db: Path, k: int) -> None:
             f"Ingested {len(messages)} messages ({result.records_written} new records, one "
             f"turn each) into {db} with {store.model_name}.\n"
         )
+        graph = create_read_graph(source=store)  # rule planner + local judge: no key needed
         for message in DEMO_MESSAGES:
-            print(show_for_message(store, DEMO_NAMESPACE, message, k=k))
+            print(show_for_message(graph, DEMO_NAMESPACE, message, k=k, full=full))
             print()
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
     if args.db:
-        _demo(Path(args.db), args.k)
+        _demo(Path(args.db), args.k, args.full)
         return 0
     with tempfile.TemporaryDirectory(prefix="mnemon-demo-") as tmp:
-        _demo(Path(tmp) / "demo.db", args.k)
+        _demo(Path(tmp) / "demo.db", args.k, args.full)
     return 0

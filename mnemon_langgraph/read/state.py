@@ -90,26 +90,58 @@ class ReadOutput(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def resolve_namespace(context: Any, config: Mapping[str, Any] | None) -> Namespace:
-    """The namespace of this run: the context first, then ``configurable``.
+def _namespace_of(value: Any) -> Namespace | None:
+    """Namespace named by a context object or mapping (``namespace`` wins over ``user_id``).
+
+    Empty values count as absent: the LangGraph server fills ``configurable.user_id`` with
+    ``""`` when it has no auth, and that must not shadow a namespace given elsewhere.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        namespace, user_id = value.get("namespace"), value.get("user_id")
+    else:
+        namespace = getattr(value, "namespace", None)
+        user_id = getattr(value, "user_id", None)
+    if namespace:
+        return normalize_namespace(namespace)
+    if user_id:
+        return normalize_namespace(str(user_id))
+    return None
+
+
+# Where LangGraph keeps the Runtime inside a config (for code that only has the config).
+_RUNTIME_KEY = "__pregel_runtime"
+
+
+def resolve_namespace(
+    context: Any,
+    config: Mapping[str, Any] | None,
+    default: str | Sequence[str] | None = None,
+) -> Namespace:
+    """The namespace of this run — the one rule every surface uses.
+
+    Order: the runtime context (``namespace``, then ``user_id``), then
+    ``config["configurable"]`` (``namespace``, then ``user_id``), then the context of the
+    runtime stored in that config, then ``default``. A ``user_id`` ``"ada"`` is the one-part
+    namespace ``("ada",)``.
 
     Raises:
-        ConfigurationError: If neither names one.
+        ConfigurationError: If none of them names one.
     """
-    value: Any = None
-    if context is not None:
-        value = (
-            context.get("namespace")
-            if isinstance(context, Mapping)
-            else getattr(context, "namespace", None)
-        )
-    if value is None and config is not None:
-        conf = config.get("configurable") or {}
-        value = conf.get("namespace") or conf.get("user_id")
-    if value is None or (isinstance(value, Sequence) and not isinstance(value, str) and not value):
+    found = _namespace_of(context)
+    if found is None and config:
+        configurable = config.get("configurable") or {}
+        found = _namespace_of(configurable)
+        if found is None:
+            runtime = configurable.get(_RUNTIME_KEY)
+            found = _namespace_of(getattr(runtime, "context", None))
+    if found is None and default is not None:
+        found = normalize_namespace(default)
+    if found is None:
         raise ConfigurationError(
             "the read graph needs a namespace (whose memory to read): pass "
             "context=ReadContext(namespace='user-1') to invoke, or "
             "config={'configurable': {'namespace': 'user-1'}} (or 'user_id')"
         )
-    return normalize_namespace(value if isinstance(value, str) else tuple(value))
+    return found

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from mnemon_langgraph import fusion
 from mnemon_langgraph.types import Namespace, Record, SearchHit
 
 __all__ = ["build_first_pool", "dict_to_record", "merge_page", "record_to_dict", "take_page"]
@@ -51,16 +52,11 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
 
 
 def take_page(hits: Sequence[SearchHit], max_records: int, max_chars: int) -> list[SearchHit]:
-    """The first hits that fit ``max_records`` and ``max_chars`` (at least one hit)."""
-    out: list[SearchHit] = []
-    used = 0
-    for hit in hits[:max_records]:
-        size = len(hit.record.render())
-        if out and used + size > max_chars:
-            break
-        out.append(hit)
-        used += size
-    return out
+    """The first hits that fit ``max_records`` and ``max_chars`` (at least one hit).
+
+    A positional face of :func:`mnemon_langgraph.fusion.take_page`, the one page rule.
+    """
+    return fusion.take_page(hits, max_records=max_records, max_chars=max_chars)
 
 
 def build_first_pool(
@@ -69,7 +65,11 @@ def build_first_pool(
     cap: int,
     rrf_k: int,
 ) -> list[dict[str, Any]]:
-    """Merge the first pages into the pool.
+    """Merge the first pages into the pool, as state data.
+
+    The pool rule itself (equal quota per search, then highest summed reciprocal rank) is
+    :func:`mnemon_langgraph.fusion.build_pool`; this turns its entries into plain dicts
+    that any checkpointer can store.
 
     Args:
         pages: ``(search_index, offset, hits)`` per search.
@@ -80,33 +80,16 @@ def build_first_pool(
         Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
         ``round``: 1), in fused order (summed reciprocal rank, highest first).
     """
-    found: dict[str, list[list[int]]] = {}
-    score: dict[str, float] = {}
-    first_seen: dict[str, int] = {}
-    records: dict[str, Record] = {}
-    for search, offset, hits in pages:
-        for i, hit in enumerate(hits):
-            rid = hit.record.id
-            rank = offset + i
-            records.setdefault(rid, hit.record)
-            found.setdefault(rid, []).append([search, rank])
-            score[rid] = score.get(rid, 0.0) + 1.0 / (rrf_k + rank + 1)
-            first_seen.setdefault(rid, len(first_seen))
-    chosen: list[str] = []
-    taken: set[str] = set()
-    if pages:
-        quota = max(1, cap // len(pages))
-        for _, _, hits in pages:
-            for hit in hits[:quota]:
-                if len(chosen) >= cap:
-                    break
-                if hit.record.id not in taken:
-                    taken.add(hit.record.id)
-                    chosen.append(hit.record.id)
-    rest = sorted((r for r in score if r not in taken), key=lambda r: (-score[r], first_seen[r]))
-    chosen.extend(rest[: max(0, cap - len(chosen))])
-    chosen.sort(key=lambda r: (-score[r], first_seen[r]))
-    return [dict(record_to_dict(records[r]), found=found[r], round=1) for r in chosen]
+    search_ids = [search for search, _, _ in pages]
+    pool = fusion.build_pool([list(hits) for _, _, hits in pages], cap=cap, k=rrf_k)
+    return [
+        dict(
+            record_to_dict(entry.record),
+            found=[[search_ids[s], rank] for s, rank in sorted(entry.found_by.items())],
+            round=1,
+        )
+        for entry in pool
+    ]
 
 
 def merge_page(

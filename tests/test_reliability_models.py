@@ -186,11 +186,6 @@ def test_failing_judge_still_gives_a_view_from_the_ranking(
         assert judge.requests and len(judge.requests) > 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="read graph (H3b) writes degradations only to the trace, never to the log; "
-    "expected a WARNING per degraded step",
-)
 def test_failing_judge_is_logged(store: MnemonStore, caplog: pytest.LogCaptureFixture) -> None:
     judge = ScriptedDecisionModel(error=RuntimeError("decision model HTTP 500"))
     graph = create_read_graph(source=store, judge=judge)

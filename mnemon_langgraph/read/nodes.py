@@ -56,6 +56,7 @@ from mnemon_langgraph.read.trace import (
     _timing,
     _wave_entry,
     build_trace,
+    degraded,
 )
 from mnemon_langgraph.read.view import compose_view
 from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
@@ -125,7 +126,7 @@ class Reader(ItemsNode):
             }
         ]
         for note in plan.notes:
-            trace.append({"event": "degraded", "step": "plan", "detail": note})
+            trace.append(degraded("plan", note))
         trace.append(_timing("plan", start, plan.model_seconds))
         return {
             "namespace": list(namespace),
@@ -195,7 +196,7 @@ class Reader(ItemsNode):
             }
         )
         if errors:
-            trace.append({"event": "degraded", "step": "new_search", "detail": "; ".join(errors)})
+            trace.append(degraded("new_search", "; ".join(errors)))
         tried = {s["query"].casefold() for s in searches}
         if query and query.casefold() not in tried:
             idx = len(searches)
@@ -244,11 +245,7 @@ class Reader(ItemsNode):
             s = searches[idx]
             if isinstance(hits, BaseException):
                 trace.append(
-                    {
-                        "event": "degraded",
-                        "step": "search",
-                        "detail": f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}",
-                    }
+                    degraded("search", f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}")
                 )
                 s["exhausted"] = True
                 continue

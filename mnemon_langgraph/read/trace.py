@@ -7,6 +7,7 @@ degradations, errors, timings (read-path seconds excluding model calls) and coun
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -23,7 +24,9 @@ from mnemon_langgraph.read.state import (
     ReadState,
 )
 
-__all__ = ["build_trace"]
+logger = logging.getLogger("mnemon_langgraph.read")
+
+__all__ = ["build_trace", "degraded"]
 
 
 # --- small pure helpers -------------------------------------------------------------
@@ -102,14 +105,23 @@ def _wave_entry(
     ]
     if res.errors:
         out.append(
-            {
-                "event": "degraded",
-                "step": f"judge:{name}",
-                "detail": f"{len(res.failed_target_ids)} target(s) left unjudged; fused search "
+            degraded(
+                f"judge:{name}",
+                f"{len(res.failed_target_ids)} target(s) left unjudged; fused search "
                 "order stands in for them. " + "; ".join(res.errors)[:500],
-            }
+            )
         )
     return out
+
+
+def degraded(step: str, detail: str) -> dict[str, Any]:
+    """A trace event for a step that fell back (model error, timeout, garbage), also logged.
+
+    The View is still produced; the trace says what stood in, and the log makes the failure
+    visible to operators who never read traces.
+    """
+    logger.warning("mnemon read path degraded at %s: %s", step, detail)
+    return {"event": "degraded", "step": step, "detail": detail}
 
 
 def build_trace(

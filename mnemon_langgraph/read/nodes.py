@@ -381,6 +381,7 @@ class Reader(ItemsNode):
         return {
             "timeout_s": self.settings.judge_timeout_s,
             "max_records_per_call": self.settings.max_records_per_call,
+            # + 1: room for the date note _s1_messages puts before the last six messages.
             "max_messages": self.settings.recent_messages + 1,
         }
 

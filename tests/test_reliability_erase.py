@@ -182,8 +182,12 @@ def test_erase_by_another_process_is_not_undone_when_a_writer_closes(tmp_path: P
     server.ingest(VICTIM, tagged_messages("victim", 2, prefix="first"), source="chat")
     server.ingest(VICTIM, tagged_messages("victim", 5, extra=" ".join(MARKERS)), source="chat")
     assert server.index(VICTIM).unsaved > 0  # additions not yet checkpointed
-    assert cli_main(["erase", "--db", str(db), "--namespace", VICTIM[0], "--namespace",
-                     VICTIM[1], "--yes"]) == 0
+    assert (
+        cli_main(
+            ["erase", "--db", str(db), "--namespace", VICTIM[0], "--namespace", VICTIM[1], "--yes"]
+        )
+        == 0
+    )
     server.close()  # flushes unsaved index changes
     assert _scan(db, _needles([])) == []
     with MnemonStore(db, fake_embeddings()) as again:

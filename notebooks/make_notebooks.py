@@ -22,8 +22,9 @@ from pathlib import Path
 import mnemon_langgraph
 
 
-def find_repo(start: Path = Path.cwd()) -> Path:
+def find_repo(start: Path | None = None) -> Path:
     """The repository root (the folder holding langgraph.json), else the start folder."""
+    start = start or Path.cwd()
     for folder in [start, *start.parents]:
         if (folder / "langgraph.json").exists():
             return folder
@@ -183,6 +184,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 from mnemon_langgraph.sources import load_jsonl
 from mnemon_langgraph.store import MnemonStore
@@ -191,7 +193,7 @@ from mnemon_langgraph.store import MnemonStore
 class EchoModel(BaseChatModel):
     \"\"\"A fake chat model: remembers what it was sent, replies with a fixed sentence.\"\"\"
 
-    seen: list = []
+    seen: list = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:

@@ -124,3 +124,42 @@ def test_real_minilm_ranks_the_evidence_first() -> None:
     p = _p(judge_wave(judge, [JudgeRequest([NEEDED], LOCOMO_LIKE, [question])]))
     assert p["school"] == max(p.values()) and p["school"] >= 0.5
     assert p["camp"] < 0.5
+
+
+def _stale_of(records: list[Record], messages: list[str]) -> dict[str, float]:
+    judge = LocalDecisionModel(lexical_only=True)
+    return _p(judge_wave(judge, [JudgeRequest([STALE], records, messages)]), "stale")
+
+
+def test_a_question_with_a_change_word_changes_nothing() -> None:
+    job = rec("job", 1, "Jon: I work as a banker at Chase and dream of a dance studio.", 1)
+    assert _stale_of([job], ["When did Jon quit his job as a banker at Chase?"])["job"] < 0.5
+    # …while the same words as a statement of a change do make it stale
+    said = ["Jon: I quit my job at Chase, no longer a banker."]
+    assert _stale_of([job], said)["job"] >= 0.5
+
+
+def test_generic_overlap_or_another_speaker_is_not_a_change() -> None:
+    gym = rec("gym", 1, "Jon: Started hitting the gym last week to stay on track.", 1)
+    other_topic = rec("smoke", 3, "Jon: I quit smoking last week, feeling great.", 20)
+    assert _stale_of([gym, other_topic], ["Hi"])["gym"] < 0.5
+    studio = rec("studio", 1, "Jon: I opened my dance studio downtown in Paris.", 1)
+    gina = rec("gina", 3, "Gina: I quit the dance studio downtown in Paris.", 20)
+    jon = rec("jon", 3, "Jon: I sold my dance studio downtown in Paris.", 20)
+    assert _stale_of([studio, gina], ["Hi"])["studio"] < 0.5  # someone else's change
+    assert _stale_of([studio, jon], ["Hi"])["studio"] >= 0.5  # the same speaker's change
+
+
+def test_a_negated_change_is_not_a_change() -> None:
+    plan = rec("plan", 1, "Gina: I opened my clothing store on Main Street.", 1)
+    keep = rec("keep", 3, "Gina: The store on Main Street is hard, but I'm not giving up!", 20)
+    assert _stale_of([plan, keep], ["Hi"])["plan"] < 0.5
+
+
+def test_a_record_from_the_asked_date_ranks_higher() -> None:
+    judge = LocalDecisionModel(lexical_only=True)
+    texts = "Melanie: Here is the painting I did, a lake at sunrise."
+    same = [rec("asked", 4, texts, 13), rec("other", 2, texts, 3)]
+    question = ["What painting did Melanie share on 13 May, 2023?"]
+    p = _p(judge_wave(judge, [JudgeRequest([NEEDED], same, question)]))
+    assert p["asked"] > p["other"]

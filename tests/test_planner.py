@@ -88,8 +88,10 @@ def test_rule_planner_uses_message_keywords_and_entities() -> None:
     assert origins == ["message", "keywords", "entities"]
     assert plan.searches[0].query.startswith("When did Caroline")
     kw = plan.searches[1].query.split()
-    assert "When" not in kw and "did" not in kw and "Caroline" in kw and "support" in kw
+    assert "When" not in kw and "did" not in kw and "support" in kw
+    assert "Caroline" not in kw  # names have their own search
     assert "LGBTQ support group" in plan.searches[2].query
+    assert "Caroline" in plan.searches[2].query.split()
     assert [n.kind for n in plan.needs] == ["NEED"] and plan.calls == 0
 
 
@@ -213,3 +215,20 @@ async def test_async_plan_matches_sync_plan() -> None:
     msgs = human("When did Caroline go to the support group?")
     sp, ap = ChatPlanner(a).plan(msgs, S), await ChatPlanner(b).aplan(msgs, S)
     assert sp.searches == ap.searches and sp.needs == ap.needs
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What books has Melanie read?",
+        "Which cities has Jon visited?",
+        "In what ways is Ada active?",
+    ],
+)
+def test_rule_planner_marks_plural_what_questions_all(text: str) -> None:
+    assert [n.kind for n in RulePlanner().plan(human(text), S).needs] == ["ALL"]
+
+
+@pytest.mark.parametrize("text", ["What does Caroline do?", "What is his job?"])
+def test_rule_planner_keeps_singular_questions_need(text: str) -> None:
+    assert [n.kind for n in RulePlanner().plan(human(text), S).needs] == ["NEED"]

@@ -20,7 +20,6 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -331,6 +330,24 @@ def _parse(raw: Any, schema: type[_S]) -> _S:
     raise ValueError(f"unexpected planner output type {type(raw).__name__}")
 
 
+def _note_failure(
+    schema: type[BaseModel], exc: Exception, attempt: int, timeout: float, log: list[str]
+) -> bool:
+    """Log why a planner call failed; ``True`` when one more attempt may help.
+
+    Only output that does not parse is retried (once): a timeout or a model error would
+    most likely repeat and only delay the turn, so the rule planner takes over at once.
+    """
+    if isinstance(exc, TimeoutError):  # also concurrent.futures' (an alias since 3.11)
+        log.append(f"{schema.__name__}: timed out after {timeout:.0f}s")
+        return False
+    if isinstance(exc, (ValidationError, ValueError)):
+        log.append(f"{schema.__name__}: unparsable output (attempt {attempt}): {exc!s:.200}")
+        return True
+    log.append(f"{schema.__name__}: model error: {type(exc).__name__}: {exc!s:.200}")
+    return False
+
+
 class ChatPlanner:
     """System 2 on any LangChain chat model, falling back to :class:`RulePlanner`.
 
@@ -358,6 +375,8 @@ class ChatPlanner:
             return self.model
 
     # one call, with one retry -------------------------------------------------------
+    # The sync and async faces differ only in how they wait; what a failure means (retry
+    # unparsable output once, give up on a timeout or a model error) is _note_failure's.
     def _call(
         self, schema: type[_S], prompt: list[BaseMessage], timeout: float, log: list[str]
     ) -> tuple[_S | None, int, float]:
@@ -373,19 +392,10 @@ class ChatPlanner:
                 finally:
                     pool.shutdown(wait=False)
                 return _parse(raw, schema), calls, seconds + time.perf_counter() - start
-            except FutureTimeout:
-                seconds += time.perf_counter() - start
-                log.append(f"{schema.__name__}: timed out after {timeout:.0f}s")
-                break
-            except (ValidationError, ValueError) as exc:
-                seconds += time.perf_counter() - start
-                log.append(
-                    f"{schema.__name__}: unparsable output (attempt {attempt}): {exc!s:.200}"
-                )
             except Exception as exc:
                 seconds += time.perf_counter() - start
-                log.append(f"{schema.__name__}: model error: {type(exc).__name__}: {exc!s:.200}")
-                break
+                if not _note_failure(schema, exc, attempt, timeout, log):
+                    break
         return None, calls, seconds
 
     async def _acall(
@@ -399,19 +409,10 @@ class ChatPlanner:
             try:
                 raw = await asyncio.wait_for(runnable.ainvoke(prompt), timeout)
                 return _parse(raw, schema), calls, seconds + time.perf_counter() - start
-            except TimeoutError:
-                seconds += time.perf_counter() - start
-                log.append(f"{schema.__name__}: timed out after {timeout:.0f}s")
-                break
-            except (ValidationError, ValueError) as exc:
-                seconds += time.perf_counter() - start
-                log.append(
-                    f"{schema.__name__}: unparsable output (attempt {attempt}): {exc!s:.200}"
-                )
             except Exception as exc:
                 seconds += time.perf_counter() - start
-                log.append(f"{schema.__name__}: model error: {type(exc).__name__}: {exc!s:.200}")
-                break
+                if not _note_failure(schema, exc, attempt, timeout, log):
+                    break
         return None, calls, seconds
 
     # assembling ---------------------------------------------------------------------

@@ -425,7 +425,20 @@ class Journal(DeletionMixin):
             EmbeddingMismatchError: Vectors whose dimension differs from the journal's.
         """
         ns = normalize_namespace(namespace)
-        key = namespace_key(ns)
+        blobs = self._check_append(ns, records, vectors)
+        with self.transaction() as conn:
+            return self._append_in(conn, ns, records, blobs)
+
+    def _check_append(
+        self, ns: Namespace, records: Sequence[Record], vectors: np.ndarray | None
+    ) -> list[bytes] | None:
+        """Validate records and vectors for :meth:`_append_in`; returns the vector blobs.
+
+        Raises:
+            InputError: A record of another namespace or without message ids, or vectors
+                of the wrong shape (or before the embedding model is set).
+            EmbeddingMismatchError: Vectors whose dimension differs from the journal's.
+        """
         for rec in records:
             if tuple(rec.namespace) != ns:
                 raise InputError(
@@ -433,64 +446,76 @@ class Journal(DeletionMixin):
                 )
             if not rec.message_ids:
                 raise InputError(f"record {rec.id} has no message ids")
-        blobs: list[bytes] | None = None
-        if vectors is not None:
-            arr = np.asarray(vectors, dtype=np.float32)
-            if arr.ndim != 2 or arr.shape[0] != len(records):
-                raise InputError(
-                    f"vectors must have shape ({len(records)}, dim), got {tuple(arr.shape)}"
-                )
-            model = self.embedding_model()
-            if model is None:
-                raise InputError("call ensure_embedding_model(name, dim) before appending vectors")
-            if arr.shape[1] != model[1]:
-                raise EmbeddingMismatchError(
-                    f"journal {self.path} holds {model[1]}-dimensional vectors of {model[0]!r}; "
-                    f"got {arr.shape[1]}-dimensional vectors"
-                )
-            blobs = [np.ascontiguousarray(row).tobytes() for row in arr]
+        if vectors is None:
+            return None
+        arr = np.asarray(vectors, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(records):
+            raise InputError(
+                f"vectors must have shape ({len(records)}, dim), got {tuple(arr.shape)}"
+            )
+        model = self.embedding_model()
+        if model is None:
+            raise InputError("call ensure_embedding_model(name, dim) before appending vectors")
+        if arr.shape[1] != model[1]:
+            raise EmbeddingMismatchError(
+                f"journal {self.path} holds {model[1]}-dimensional vectors of {model[0]!r}; "
+                f"got {arr.shape[1]}-dimensional vectors"
+            )
+        return [np.ascontiguousarray(row).tobytes() for row in arr]
+
+    def _append_in(
+        self,
+        conn: sqlite3.Connection,
+        ns: Namespace,
+        records: Sequence[Record],
+        blobs: list[bytes] | None,
+    ) -> list[Record]:
+        """Write checked records (see :meth:`_check_append`) inside an open transaction.
+
+        The one write path of records, their ``messages`` rows, vectors and the seq
+        counter, shared by :meth:`append` and ``delete_messages(..., replace=...)``.
+        """
+        key = namespace_key(ns)
         written: list[Record] = []
         now = now_iso()
-        with self.transaction() as conn:
-            last = int(conn.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()[0])
-            seen: set[str] = set()
-            for i, rec in enumerate(records):
-                if rec.id in seen:
-                    continue
-                seen.add(rec.id)
-                if conn.execute("SELECT 1 FROM records WHERE id = ?", (rec.id,)).fetchone():
-                    continue
-                last += 1
+        last = int(conn.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()[0])
+        seen: set[str] = set()
+        for i, rec in enumerate(records):
+            if rec.id in seen:
+                continue
+            seen.add(rec.id)
+            if conn.execute("SELECT 1 FROM records WHERE id = ?", (rec.id,)).fetchone():
+                continue
+            last += 1
+            conn.execute(
+                f"INSERT INTO records ({RECORD_COLUMNS}, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    rec.id,
+                    last,
+                    key,
+                    rec.source,
+                    int(rec.session),
+                    rec.date.isoformat() if rec.date else None,
+                    int(rec.position),
+                    dumps(list(rec.speakers)),
+                    dumps(list(rec.message_ids)),
+                    dumps(list(rec.roles)),
+                    rec.text,
+                    now,
+                ),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO messages(namespace, message_id, record_id) VALUES (?, ?, ?)",
+                [(key, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)],
+            )
+            if blobs is not None:
                 conn.execute(
-                    f"INSERT INTO records ({RECORD_COLUMNS}, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        rec.id,
-                        last,
-                        key,
-                        rec.source,
-                        int(rec.session),
-                        rec.date.isoformat() if rec.date else None,
-                        int(rec.position),
-                        dumps(list(rec.speakers)),
-                        dumps(list(rec.message_ids)),
-                        dumps(list(rec.roles)),
-                        rec.text,
-                        now,
-                    ),
+                    "INSERT INTO vectors(record_id, namespace, vector) VALUES (?, ?, ?)",
+                    (rec.id, key, blobs[i]),
                 )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO messages(namespace, message_id, record_id) "
-                    "VALUES (?, ?, ?)",
-                    [(key, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)],
-                )
-                if blobs is not None:
-                    conn.execute(
-                        "INSERT INTO vectors(record_id, namespace, vector) VALUES (?, ?, ?)",
-                        (rec.id, key, blobs[i]),
-                    )
-                written.append(replace_seq(rec, last))
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(last),))
+            written.append(replace_seq(rec, last))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(last),))
         return written
 
     def put_vectors(

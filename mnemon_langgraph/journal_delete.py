@@ -3,6 +3,10 @@
 Mixed into :class:`mnemon_langgraph.journal.Journal`; every deletion is a real SQL
 ``DELETE`` (so ``ON DELETE CASCADE`` reaches other tables) and writes its audit row in the
 same transaction. Audit rows hold ids and counts, never the deleted text.
+
+:meth:`DeletionMixin.delete_messages` can also write the records that replace the deleted
+ones (the other messages of packed records) in that same transaction, so a crash or a
+failing embedder never loses a message nobody asked to delete.
 """
 
 from __future__ import annotations
@@ -10,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from mnemon_langgraph.errors import MnemonError, RuntimeMnemonError
 from mnemon_langgraph.journal_schema import (
     RECORD_COLUMNS,
     AuditEntry,
@@ -26,9 +33,12 @@ from mnemon_langgraph.journal_schema import (
     rebuild_messages,
     row_to_record,
 )
-from mnemon_langgraph.types import Message, Record
+from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
-__all__ = ["DeletionMixin"]
+__all__ = ["DeletionMixin", "ReplaceSurvivors"]
+
+ReplaceSurvivors = Callable[[list[Message]], tuple[Sequence[Record], np.ndarray | None]]
+"""``replace(survivors) -> (records, vectors | None)``: see ``DeletionMixin.delete_messages``."""
 
 
 class DeletionMixin:
@@ -41,6 +51,18 @@ class DeletionMixin:
         def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]: ...
 
         def checkpoint(self) -> None: ...
+
+        def _check_append(
+            self, ns: Namespace, records: Sequence[Record], vectors: np.ndarray | None
+        ) -> list[bytes] | None: ...
+
+        def _append_in(
+            self,
+            conn: sqlite3.Connection,
+            ns: Namespace,
+            records: Sequence[Record],
+            blobs: list[bytes] | None,
+        ) -> list[Record]: ...
 
     def generation(self, namespace: str | Sequence[str]) -> int:
         """A number that grows with every deletion in ``namespace`` (``0`` before any).
@@ -136,20 +158,46 @@ class DeletionMixin:
         *,
         actor: str = "api",
         reason: str = "",
+        replace: ReplaceSurvivors | None = None,
     ) -> tuple[list[str], list[Message]]:
         """Delete every record that holds any part of the given messages.
 
         A record may also hold other messages (packed short turns), and a long message may
         be split over several records. So that nothing else is lost, every record holding
         a part of an affected message is deleted too (transitively), and the *other*
-        messages of those records are returned whole, to be ingested again by the caller.
+        messages of those records are returned whole.
+
+        Without ``replace`` the caller must ingest the survivors again itself — in a later
+        transaction, so a crash in between loses them. With ``replace`` the journal calls
+        ``replace(survivors)`` *inside* the deletion's transaction (after the old records
+        are gone, so reads on this thread see them deleted) and appends the records it
+        returns, with their vectors, through the same code path as :meth:`append`: the
+        deletion, its audit row and the new records commit together or not at all.
+        ``replace`` runs while the journal's write lock is held, so it should be quick
+        (embedding a few records is); it is not called when there are no survivors.
+
+        Args:
+            namespace: The namespace.
+            message_ids: Messages to delete (unknown ids are ignored).
+            actor: Who deletes (audit).
+            reason: Why (audit).
+            replace: Optional ``replace(survivors) -> (records, vectors or None)``; the
+                records must belong to ``namespace``, ``vectors`` is
+                ``(len(records), dim)``, as for :meth:`append`.
 
         Returns:
             ``(deleted_record_ids, surviving_messages)``. Surviving messages keep their id,
             speaker, role and session; their timestamp is their record's date; a message
             split over records is rejoined with single spaces.
+
+        Raises:
+            InputError: ``replace`` returned records or vectors :meth:`append` refuses.
+            MnemonError: ``replace`` raised it (e.g. ``ModelCallError``); re-raised as is.
+            RuntimeMnemonError: ``replace`` raised any other exception (chained).
+            In every case nothing was deleted and no audit row was written.
         """
-        key = namespace_key(namespace)
+        ns = normalize_namespace(namespace)
+        key = namespace_key(ns)
         targets = set(id_list(message_ids))
         with self.transaction() as conn:
             pending = list(targets)
@@ -199,7 +247,29 @@ class DeletionMixin:
                     message_ids=sorted(targets),
                     reason=reason,
                 )
+            if survivors and replace is not None:
+                self._replace_in(conn, ns, survivors, replace)
         return deleted, survivors
+
+    def _replace_in(
+        self,
+        conn: sqlite3.Connection,
+        ns: Namespace,
+        survivors: list[Message],
+        replace: ReplaceSurvivors,
+    ) -> list[Record]:
+        """Call ``replace`` and append what it returns (inside the caller's transaction)."""
+        try:
+            records, vectors = replace(list(survivors))
+        except MnemonError:
+            raise
+        except Exception as exc:
+            raise RuntimeMnemonError(
+                f"re-writing the {len(survivors)} surviving messages failed: {exc}; "
+                "nothing was deleted"
+            ) from exc
+        blobs = self._check_append(ns, records, vectors)
+        return self._append_in(conn, ns, records, blobs)
 
     def _namespace_tables(self, conn: sqlite3.Connection) -> list[str]:
         names = [

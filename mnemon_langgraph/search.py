@@ -20,6 +20,16 @@ search and after every ingest, :meth:`NamespaceIndex.sync` compares them with th
 Checkpoints are written atomically after rebuilds and deletions, when more than
 :data:`SAVE_EVERY` records were added since the last one, and when the store closes.
 
+Leftovers: a process killed while saving leaves temp files (``.bm25-*.npz``,
+``.vectors.json-*``) or a ``vectors-*.faiss`` that ``vectors.json`` does not name. They hold
+record vocabulary and vectors — also of records deleted later — so every load and save of a
+namespace index removes them (:func:`clean_index_folder`). Saves, loads and this cleanup
+take an exclusive ``flock`` on ``<folder>/.lock``; since every writer holds it while its
+temp files exist, a leftover seen while holding it belongs to a dead process and goes at
+once. Where ``fcntl`` is missing (Windows) there is no lock, and only leftovers older than
+:data:`STALE_TEMP_SECONDS` are removed, so a concurrent save's files are never touched.
+(Erasing a namespace deletes the whole folder, lock file included, without the lock.)
+
 Fusion (:func:`fused_ranking`): reciprocal rank fusion, ``score = Σ 1 / (60 + rank)`` over the
 BM25 and dense rankings (0-based ranks), after Cormack, Clarke & Büttcher, "Reciprocal Rank
 Fusion outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009. Each
@@ -32,11 +42,15 @@ returns ``offset + k`` records whenever that many match.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 import shutil
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,11 +64,18 @@ from mnemon_langgraph.journal import Journal
 from mnemon_langgraph.types import Namespace, Record, SearchFilters
 from mnemon_langgraph.vectors import VectorIndex, normalize_rows
 
+try:  # POSIX only; without it leftovers are removed by age alone
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "CANDIDATE_DEPTH",
     "SAVE_EVERY",
+    "STALE_TEMP_SECONDS",
     "NamespaceIndex",
     "RankedSeq",
+    "clean_index_folder",
     "date_to_epoch",
     "index_folder",
     "indexes_root",
@@ -68,7 +89,12 @@ CANDIDATE_DEPTH = 100
 SAVE_EVERY = 5_000
 """Records added since the last checkpoint after which the indexes are saved again."""
 
+STALE_TEMP_SECONDS = 60.0
+"""Age after which a leftover is removed even without the folder lock (no ``fcntl``)."""
+
 _META_VERSION = 1
+_LOCK_NAME = ".lock"
+_TEMP_PREFIXES = (".bm25-", ".vectors.json-")
 
 
 def indexes_root(db_path: str | Path) -> Path:
@@ -90,6 +116,88 @@ def date_to_epoch(value: datetime | None) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return int(value.timestamp())
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[bool]:
+    """Exclusive ``flock`` on ``<folder>/.lock`` while the block runs; yields whether held.
+
+    Never creates ``folder``: a missing folder (or no ``fcntl``, or an unwritable folder)
+    yields ``False`` and nothing is locked.
+    """
+    if fcntl is None or not folder.is_dir():
+        yield False
+        return
+    try:
+        fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # also releases the lock
+
+
+def _live_vector_file(folder: Path) -> str | None:
+    try:
+        meta = json.loads((folder / "vectors.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = meta.get("file") if isinstance(meta, dict) else None
+    return Path(name).name if isinstance(name, str) else None
+
+
+def clean_index_folder(folder: Path, *, locked: bool, now: float | None = None) -> list[str]:
+    """Remove leftovers of killed saves from a namespace's index folder.
+
+    Leftovers are temp files (``.bm25-*``, ``.vectors.json-*``) and ``vectors-*.faiss``
+    files other than the one ``vectors.json`` names. Other files are never touched.
+
+    Args:
+        folder: The namespace's index folder (missing: nothing to do).
+        locked: Whether the caller holds the folder lock (see the module docstring). If
+            not, only leftovers older than :data:`STALE_TEMP_SECONDS` are removed, as a
+            younger one may belong to a save in progress in another process.
+        now: Current time (``time.time()``), for the age rule.
+
+    Returns:
+        Names of the files removed.
+    """
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    live = _live_vector_file(folder)
+    cutoff = (time.time() if now is None else now) - STALE_TEMP_SECONDS
+    removed: list[str] = []
+    for entry in entries:
+        name = entry.name
+        leftover = name.startswith(_TEMP_PREFIXES) or (
+            name.startswith("vectors-") and name.endswith(".faiss") and name != live
+        )
+        if not leftover:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if not locked and entry.stat(follow_symlinks=False).st_mtime > cutoff:
+                continue
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("cannot remove index leftover %s: %s", entry.path, exc)
+            continue
+        removed.append(name)
+    if removed:
+        logger.info("removed %d index leftover(s) in %s", len(removed), folder)
+    return removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +273,10 @@ class NamespaceIndex:
 
     def _try_load(self, generation: int, journal_max: int) -> bool:
         try:
-            bm25, bmeta = BM25Index.load(self.folder / "bm25.npz")
-            vectors, vmeta = VectorIndex.load(self.folder, **self.vector_settings)
+            with _folder_lock(self.folder) as locked:
+                clean_index_folder(self.folder, locked=locked)
+                bm25, bmeta = BM25Index.load(self.folder / "bm25.npz")
+                vectors, vmeta = VectorIndex.load(self.folder, **self.vector_settings)
         except IndexFileError as exc:
             logger.info("index of %s not loaded (%s); rebuilding", self.namespace, exc)
             return False
@@ -253,8 +363,10 @@ class NamespaceIndex:
     def save(self) -> None:
         """Write both checkpoints atomically (BM25 first, then vectors).
 
-        An index that never held a record is not written (and an old folder is removed), so
-        searching an erased or unknown namespace leaves no folder behind.
+        Holds the folder lock meanwhile and then removes leftovers of killed saves
+        (:func:`clean_index_folder`). An index that never held a record is not written (and
+        an old folder is removed), so searching an erased or unknown namespace leaves no
+        folder behind.
         """
         with self.lock:
             if self.max_seq == 0 and len(self.bm25) == 0:
@@ -262,12 +374,14 @@ class NamespaceIndex:
                 self.unsaved = 0
                 return
             self.folder.mkdir(parents=True, exist_ok=True)
-            (self.folder / "namespace.json").write_text(
-                json.dumps(list(self.namespace), ensure_ascii=False), encoding="utf-8"
-            )
             meta = self._meta()
-            self.bm25.save(self.folder / "bm25.npz", meta)
-            self.vectors.save(self.folder, meta)
+            with _folder_lock(self.folder) as locked:
+                (self.folder / "namespace.json").write_text(
+                    json.dumps(list(self.namespace), ensure_ascii=False), encoding="utf-8"
+                )
+                self.bm25.save(self.folder / "bm25.npz", meta)
+                self.vectors.save(self.folder, meta)
+                clean_index_folder(self.folder, locked=locked)
             self.unsaved = 0
 
     def flush(self) -> None:

@@ -323,25 +323,47 @@ class MnemonStore:
         """Delete messages: every record holding them goes, the other messages come back.
 
         The records that held any part of the messages are deleted from the journal and the
-        indexes; the *other* messages of those records are ingested again (re-chunked and
-        re-embedded) under ``source``, so nothing but the named messages is lost.
+        indexes; the *other* messages of those records are written again (re-chunked and
+        re-embedded) under ``source``, so nothing but the named messages is lost. The
+        deletion, its audit row and the re-written records (with their vectors) are one
+        journal transaction: if embedding the survivors fails, or the process dies, nothing
+        is deleted.
 
         Returns:
-            ``(deleted_record_ids, result_of_reingesting_the_survivors)``.
+            ``(deleted_record_ids, result_of_rewriting_the_survivors)``.
+
+        Raises:
+            ModelCallError: The embedder failed on the survivors (nothing was deleted).
         """
         ns = normalize_namespace(namespace)
         index = self.index(ns)
+        produced: list[Record] = []
+
+        def replace(survivors: list[Message]) -> tuple[list[Record], np.ndarray]:
+            # Runs inside the deletion's transaction: positions are read on this thread's
+            # connection, so they already see the old records deleted.
+            sessions = {m.session if m.session is not None else 1 for m in survivors}
+            first = {s: self.journal.next_position(ns, s) for s in sessions}
+            records = chunk_messages(survivors, namespace=ns, source=source, first_positions=first)
+            produced[:] = records
+            return records, self._embed([r.text for r in records], None)
+
         with index.lock:
             index.sync()
             deleted, survivors = self.journal.delete_messages(
-                ns, list(message_ids), actor=actor, reason=reason
+                ns, list(message_ids), actor=actor, reason=reason, replace=replace
             )
             if deleted:
-                index.remove(deleted)
-            result = (
-                self.ingest(ns, survivors, source=source) if survivors else IngestResult(0, 0, 0)
-            )
-        return deleted, result
+                index.remove(deleted)  # also catches up with the records written above
+        if not survivors:
+            return deleted, IngestResult(0, 0, 0)
+        written = self.journal.get_records(ns, [r.id for r in produced])
+        return deleted, IngestResult(
+            records_written=len(written),
+            messages_written=len({mid for r in written for mid in r.message_ids}),
+            messages_skipped=0,
+            record_ids=tuple(r.id for r in written),
+        )
 
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase a namespace from the journal and delete its index folder; returns the count."""

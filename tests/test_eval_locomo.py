@@ -315,12 +315,12 @@ def test_locomo10_list_with_malformed_evidence(tmp_path: Path) -> None:
 
 
 def test_build_judge_specs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemon_langgraph import backends
     from mnemon_langgraph.cli import eval as cli_eval
-    from mnemon_langgraph.eval import answer
     from mnemon_langgraph.judges import ChatDecisionModel, LocalDecisionModel
 
     fake = FakeMessagesListChatModel(responses=[AIMessage("yes")])
-    monkeypatch.setattr(answer, "chat_model_from_spec", lambda spec: fake)
+    monkeypatch.setattr(backends, "chat_model_from_spec", lambda spec: fake)
     judge = cli_eval.build_judge("llm:openai:gpt-4.1-mini")
     assert isinstance(judge, ChatDecisionModel) and judge.llm is fake
     assert isinstance(cli_eval.build_judge("local"), LocalDecisionModel)

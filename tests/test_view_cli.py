@@ -98,6 +98,7 @@ def test_bad_planner_spec_is_a_clean_error(db, capsys) -> None:
 def test_judge_and_planner_specs_build_backends(monkeypatch) -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+    from mnemon_langgraph import backends
     from mnemon_langgraph.cli import view as view_cli
     from mnemon_langgraph.judges.chat import ChatDecisionModel
 
@@ -107,9 +108,34 @@ def test_judge_and_planner_specs_build_backends(monkeypatch) -> None:
         built.append(spec)
         return FakeListChatModel(responses=["{}"])
 
-    monkeypatch.setattr(view_cli, "_chat_model", fake_chat)
+    monkeypatch.setattr(backends, "chat_model_from_spec", fake_chat)
     judge = view_cli.load_judge("llm:openai:gpt-4.1-mini")
     assert isinstance(judge, ChatDecisionModel) and built == ["openai:gpt-4.1-mini"]
     assert view_cli.load_planner("rules") is None
     assert view_cli.load_planner("anthropic:claude-x") is not None
     assert built[-1] == "anthropic:claude-x"
+
+
+def test_backend_names_mean_the_same_everywhere(monkeypatch) -> None:
+    # The CLI's view and eval commands and the Studio entry points resolve names through
+    # mnemon_langgraph.backends, so the same name builds the same kind of backend.
+    from mnemon_langgraph import backends
+    from mnemon_langgraph.cli import eval as cli_eval
+    from mnemon_langgraph.cli import view as view_cli
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.integrations import studio
+    from mnemon_langgraph.judges import ScriptedDecisionModel
+
+    spec = "mnemon_langgraph.judges:ScriptedDecisionModel"
+    for judge in (
+        view_cli.load_judge(spec),
+        cli_eval.build_judge(spec),
+        studio.judge_from_env({"MNEMON_JUDGE": spec}),
+    ):
+        assert isinstance(judge, ScriptedDecisionModel)
+    for bad in ("nonsense", "gpt-4.1-mini", "openai:gpt-4.1-mini", "no_such_module_xyz:thing"):
+        with pytest.raises(ConfigurationError):
+            backends.judge_from_spec(bad)
+    with pytest.raises(ConfigurationError, match="PROVIDER:MODEL"):
+        backends.chat_model_from_spec("gpt-4.1-mini")
+    assert studio.judge_from_env({"MNEMON_JUDGE": "local"}) is None

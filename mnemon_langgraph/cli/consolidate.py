@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["register", "run"]
 
@@ -74,18 +74,9 @@ def register(subparsers: Any) -> None:
 
 def _init_model(spec: str) -> Any:
     """Create the chat model named by ``spec`` (``provider:model``)."""
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError("mnemon consolidate --model", "langchain", "agents") from exc
-    try:
-        return init_chat_model(spec)
-    except ImportError as exc:
-        provider = spec.split(":", 1)[0] if ":" in spec else spec
-        package = f"langchain-{provider.split('_')[0]}"
-        raise MissingDependencyError(f"the chat model {spec!r}", package) from exc
-    except ValueError as exc:
-        raise ConfigurationError(f"cannot create the chat model {spec!r}: {exc}") from exc
+    from mnemon_langgraph.backends import chat_model_from_spec
+
+    return chat_model_from_spec(spec)
 
 
 def _embeddings(kind: str) -> Any:

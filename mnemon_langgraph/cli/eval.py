@@ -107,34 +107,23 @@ def register(subparsers: Any) -> None:
 
 
 def build_judge(spec: str, embeddings: Any = None) -> Any:
-    """The System 1 backend named by ``spec``: ``local``, ``llm:PROVIDER:MODEL`` or ``jev``.
+    """The System 1 backend named by ``spec`` (see ``backends.judge_from_spec``)."""
+    from mnemon_langgraph.backends import judge_from_spec
 
-    Raises:
-        ConfigurationError: For an unknown spec.
-    """
-    if spec == "local":
-        from mnemon_langgraph.judges.local import LocalDecisionModel
-
-        return LocalDecisionModel(embeddings=embeddings)
-    if spec == "jev":
-        from mnemon_langgraph.judges import JevDecisionModel
-
-        return JevDecisionModel()
-    if spec.startswith("llm:"):
-        from mnemon_langgraph.eval.answer import chat_model_from_spec
-        from mnemon_langgraph.judges import ChatDecisionModel
-
-        return ChatDecisionModel(llm=chat_model_from_spec(spec[4:]))
-    raise ConfigurationError(f"--judge must be local, jev or llm:PROVIDER:MODEL, got {spec!r}")
+    try:
+        return judge_from_spec(spec, embeddings=embeddings)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"--judge: {exc}") from exc
 
 
 def build_planner(spec: str) -> Any:
     """``None`` (the rule planner) for ``rules``, else a chat model from ``PROVIDER:MODEL``."""
-    if spec == "rules":
-        return None
-    from mnemon_langgraph.eval.answer import chat_model_from_spec
+    from mnemon_langgraph.backends import planner_from_spec
 
-    return chat_model_from_spec(spec)
+    try:
+        return planner_from_spec(spec)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"--planner: {exc}") from exc
 
 
 def _embeddings(kind: str) -> Any:
@@ -158,7 +147,7 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 
 
 def _run_locomo(args: argparse.Namespace) -> int:
-    from mnemon_langgraph.eval.answer import chat_model_from_spec
+    from mnemon_langgraph.backends import chat_model_from_spec
     from mnemon_langgraph.eval.locomo import EvalConfig, default_store_path, run_locomo_eval
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.settings import ReadSettings

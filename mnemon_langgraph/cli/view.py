@@ -21,7 +21,7 @@ from mnemon_langgraph.cli._common import (
     open_store,
     print_json,
 )
-from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["load_judge", "load_planner", "register"]
 
@@ -59,43 +59,24 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _chat_model(spec: str) -> Any:
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError("a chat model by name", "langchain", "agents") from exc
-    try:
-        return init_chat_model(spec)
-    except ImportError as exc:
-        raise MissingDependencyError(f"chat model {spec!r}", str(exc.name or spec)) from exc
-    except ValueError as exc:
-        raise ConfigurationError(f"cannot build chat model {spec!r}: {exc}") from exc
-
-
 def load_planner(spec: str) -> Any:
     """``rules`` → ``None`` (the rule planner); ``PROVIDER:MODEL`` → a chat model."""
-    if spec == "rules":
-        return None
-    if ":" not in spec:
-        raise ConfigurationError(f"--planner must be 'rules' or PROVIDER:MODEL, got {spec!r}")
-    return _chat_model(spec)
+    from mnemon_langgraph.backends import planner_from_spec
+
+    try:
+        return planner_from_spec(spec)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"--planner: {exc}") from exc
 
 
-def load_judge(spec: str) -> Any:
+def load_judge(spec: str, embeddings: Any = None) -> Any:
     """``local`` | ``llm:PROVIDER:MODEL`` | ``jev`` → a decision model."""
-    if spec == "local":
-        from mnemon_langgraph.judges.local import LocalDecisionModel
+    from mnemon_langgraph.backends import judge_from_spec
 
-        return LocalDecisionModel()
-    if spec.startswith("llm:"):
-        from mnemon_langgraph.judges.chat import ChatDecisionModel
-
-        return ChatDecisionModel(llm=_chat_model(spec[4:]))
-    if spec == "jev":
-        from mnemon_langgraph.judges.jev import JevDecisionModel
-
-        return JevDecisionModel()
-    raise ConfigurationError(f"--judge must be local, llm:PROVIDER:MODEL or jev, got {spec!r}")
+    try:
+        return judge_from_spec(spec, embeddings=embeddings)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"--judge: {exc}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,11 +91,7 @@ def run(args: argparse.Namespace) -> int:
     planner = load_planner(args.planner)
     store = open_store(args.db)
     try:
-        judge = (
-            load_judge(args.judge)
-            if args.judge != "local"
-            else _local_judge(getattr(store, "embeddings", None))
-        )
+        judge = load_judge(args.judge, getattr(store, "embeddings", None))
         graph = create_read_graph(source=store, judge=judge, planner=planner)
         result = graph.invoke(
             {"messages": [HumanMessage(args.message)]}, context=ReadContext(namespace=namespace)
@@ -142,9 +119,3 @@ def run(args: argparse.Namespace) -> int:
     for rid in args.explain or ():
         print("\n" + explain(view, rid))
     return 0
-
-
-def _local_judge(embeddings: Any) -> Any:
-    from mnemon_langgraph.judges.local import LocalDecisionModel
-
-    return LocalDecisionModel(embeddings=embeddings)

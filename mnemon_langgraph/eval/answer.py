@@ -18,7 +18,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError, ModelCallError
+from mnemon_langgraph.backends import chat_model_from_spec
+from mnemon_langgraph.errors import ModelCallError
 
 __all__ = [
     "ANSWER_SYSTEM_PROMPT",
@@ -82,32 +83,6 @@ class GradeResult:
 
     correct: bool
     raw: str
-
-
-def chat_model_from_spec(spec: str) -> BaseChatModel:
-    """Build a chat model from ``"PROVIDER:MODEL"`` (e.g. ``"openai:gpt-4.1-mini"``).
-
-    Raises:
-        ConfigurationError: If the spec has no ``:``.
-        MissingDependencyError: If ``langchain`` or the provider's package is missing.
-    """
-    provider, sep, model = spec.partition(":")
-    if not sep or not provider or not model:
-        raise ConfigurationError(f"chat model must be PROVIDER:MODEL, got {spec!r}")
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            "a chat model from PROVIDER:MODEL", "langchain", "agents"
-        ) from exc
-    try:
-        return init_chat_model(model, model_provider=provider, temperature=0)
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"the chat model {spec!r}", f"langchain-{provider.replace('_', '-')}"
-        ) from exc
-    except ValueError as exc:  # unknown provider, missing API key …
-        raise ConfigurationError(f"cannot build the chat model {spec!r}: {exc}") from exc
 
 
 def _text(content: Any) -> str:

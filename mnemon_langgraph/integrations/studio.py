@@ -16,7 +16,6 @@ call these functions and do nothing else. Variables:
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,7 +24,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
-from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+from mnemon_langgraph.backends import chat_model_from_spec, judge_from_spec
+from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.integrations._common import namespace_from
 
 __all__ = [
@@ -52,35 +52,7 @@ def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
 def chat_model_from_env(name: str, environ: Mapping[str, str] | None = None) -> Any:
     """The chat model named by variable ``name`` (``provider:model``), or ``None`` if unset."""
     spec = _env(environ).get(name, "").strip()
-    if not spec:
-        return None
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError as exc:  # pragma: no cover - langchain is a dev dependency
-        raise MissingDependencyError(f"{name}={spec!r}", "langchain", "agents") from exc
-    return init_chat_model(spec)
-
-
-_JUDGE_SHORTCUTS = {
-    # name in MNEMON_JUDGE -> candidate "module:attribute" factories, first importable wins
-    "jev": ("mnemon_langgraph.judges:JevDecisionModel", "mnemon_langgraph.judges.jev:JevJudge"),
-    "llm": ("mnemon_langgraph.judges:ChatDecisionModel", "mnemon_langgraph.judges.llm:LLMJudge"),
-}
-
-
-def _import_object(spec: str) -> Any:
-    module_name, _, attribute = spec.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, attribute)
-
-
-def _shortcut(name: str) -> Any:
-    for spec in _JUDGE_SHORTCUTS[name]:
-        try:
-            return _import_object(spec)
-        except (ImportError, AttributeError):
-            continue
-    raise ConfigurationError(f"MNEMON_JUDGE={name!r}: this build has no {name} judge backend")
+    return chat_model_from_spec(spec) if spec else None
 
 
 def judge_from_env(environ: Mapping[str, str] | None = None) -> Any:
@@ -94,22 +66,10 @@ def judge_from_env(environ: Mapping[str, str] | None = None) -> Any:
     spec = _env(environ).get("MNEMON_JUDGE", "").strip()
     if not spec or spec == "local":
         return None
-    if spec == "jev":
-        return _shortcut("jev")()
-    if spec.startswith("llm:"):
-        from langchain.chat_models import init_chat_model
-
-        return _shortcut("llm")(init_chat_model(spec[4:]))
-    if ":" in spec:
-        try:
-            found = _import_object(spec)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigurationError(f"MNEMON_JUDGE={spec!r}: cannot import it ({exc})") from exc
-        return found() if isinstance(found, type) or not hasattr(found, "invoke") else found
-    raise ConfigurationError(
-        f"MNEMON_JUDGE={spec!r}: expected 'local', 'jev', 'llm:<provider:model>' or "
-        "'package.module:attribute'"
-    )
+    try:
+        return judge_from_spec(spec)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"MNEMON_JUDGE={spec!r}: {exc}") from exc
 
 
 def store_from_env(environ: Mapping[str, str] | None = None) -> Any:

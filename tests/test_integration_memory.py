@@ -230,3 +230,13 @@ def test_history_docstring_quotes_the_installed_deprecation() -> None:
     assert 'deprecated "1.6.4' in base_doc and "langchain-core==2.0.0" in base_doc
     assert "deprecated since 1.6.4" in ours and "2.0.0" in ours
     assert "https://docs.langchain.com/oss/python/langchain/short-term-memory" in ours
+
+
+def test_memory_needs_an_explicit_namespace(store: Any) -> None:
+    # One memory object per user: no silent shared default that would mix users' records.
+    from pydantic import ValidationError
+
+    from mnemon_langgraph.integrations import MnemonMemory
+
+    with pytest.raises(ValidationError, match="namespace"):
+        MnemonMemory(store=store)

@@ -123,7 +123,8 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     store: Any
-    namespace: str | tuple[str, ...] = "default"
+    # Required: a shared default namespace would silently mix users' memories.
+    namespace: str | tuple[str, ...]
     memory_key: str = "history"
     input_key: str | None = None
     output_key: str | None = None

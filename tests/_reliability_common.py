@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
+import select
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
@@ -110,3 +117,33 @@ def utf16(text: str) -> bytes:
 
 
 WORD = re.compile(r"\w+")
+
+
+def start_child(script: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start a crash-test child script and wait (≤ 120 s) until it prints ``ready``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    ready, _, _ = select.select([child.stdout], [], [], 120)
+    line = child.stdout.readline() if ready else b""
+    if line.strip() != b"ready":
+        child.kill()
+        _, err = child.communicate()
+        pytest.fail(f"child not ready: {line!r} {err.decode()[-2000:]}")
+    return child
+
+
+def kill_after(child: subprocess.Popen[bytes], delay: float) -> None:
+    """SIGKILL ``child`` after ``delay`` seconds; fail if it died of anything else."""
+    time.sleep(delay)
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=60)
+    if child.returncode not in (-signal.SIGKILL, 0):  # 0: it finished first (still checked)
+        err = child.stderr.read().decode() if child.stderr else ""
+        pytest.fail(f"child ended before the kill ({child.returncode}): {err[-2000:]}")

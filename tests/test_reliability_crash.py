@@ -19,12 +19,8 @@ from __future__ import annotations
 
 import os
 import random
-import select
-import signal
 import sqlite3
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -34,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _consolidation_fakes import deriving_model, make_messages
 from _crash_child import BATCH, NS, batch_messages
-from _reliability_common import fake_embeddings
+from _reliability_common import fake_embeddings, kill_after, start_child
 
 from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.consolidation import (
@@ -47,34 +43,6 @@ from mnemon_langgraph.store import MnemonStore
 
 CHILD = Path(__file__).with_name("_crash_child.py")
 TRIALS = int(os.environ.get("MNEMON_CRASH_TRIALS", "8"))
-
-
-def _start(mode: str, db: Path, acks: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.Popen(
-        [sys.executable, str(CHILD), mode, str(db), str(acks)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stdout is not None
-    ready, _, _ = select.select([child.stdout], [], [], 120)
-    line = child.stdout.readline() if ready else b""
-    if line.strip() != b"ready":
-        child.kill()
-        _, err = child.communicate()
-        pytest.fail(f"child not ready: {line!r} {err.decode()[-2000:]}")
-    return child
-
-
-def _kill_after(child: subprocess.Popen[bytes], delay: float) -> None:
-    time.sleep(delay)
-    if child.poll() is None:
-        os.kill(child.pid, signal.SIGKILL)
-    child.wait(timeout=60)
-    if child.returncode not in (-signal.SIGKILL, 0):  # 0: it finished first (still checked)
-        err = child.stderr.read().decode() if child.stderr else ""
-        pytest.fail(f"child ended before the kill ({child.returncode}): {err[-2000:]}")
 
 
 def _acks(path: Path) -> list[int]:
@@ -144,8 +112,8 @@ def test_sigkill_during_ingest_loses_and_duplicates_nothing(tmp_path: Path) -> N
     for trial in range(TRIALS):
         db = tmp_path / f"ingest{trial}.db"
         acks = tmp_path / f"ingest{trial}.acks"
-        child = _start("ingest", db, acks)
-        _kill_after(child, rng.uniform(0.05, 1.5))
+        child = start_child(CHILD, "ingest", str(db), str(acks))
+        kill_after(child, rng.uniform(0.05, 1.5))
         acked = _acks(acks)
         total_acked += len(acked)
         present = _check_ingest_trial(db, acked)
@@ -192,8 +160,8 @@ def test_sigkill_during_consolidation_keeps_the_watermark_right(tmp_path: Path) 
         db = tmp_path / f"cons{trial}.db"
         acks = tmp_path / f"cons{trial}.acks"
         _consolidation_journal(db)
-        child = _start("consolidate", db, acks)
-        _kill_after(child, rng.uniform(0.02, 1.0))
+        child = start_child(CHILD, "consolidate", str(db), str(acks))
+        kill_after(child, rng.uniform(0.02, 1.0))
         acked = _acks(acks)
         total_acked += len(acked)
         _integrity(db)

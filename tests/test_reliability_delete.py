@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import os
 import random
-import select
-import signal
 import sqlite3
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +24,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _delete_child import NS, TARGETS, all_messages, word
+from _reliability_common import kill_after, start_child
 from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.chunking import chunk_messages
@@ -212,24 +209,6 @@ def test_replace_is_not_called_without_survivors(journal: Journal) -> None:
 # -- SIGKILL at random moments during delete_messages --------------------------------------
 
 
-def _start(db: Path, acks: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.Popen(
-        [sys.executable, str(CHILD), str(db), str(acks)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stdout is not None
-    ready, _, _ = select.select([child.stdout], [], [], 120)
-    line = child.stdout.readline() if ready else b""
-    if line.strip() != b"ready":
-        child.kill()
-        _, err = child.communicate()
-        pytest.fail(f"child not ready: {line!r} {err.decode()[-2000:]}")
-    return child
-
-
 def _acked(path: Path) -> set[str]:
     if not path.exists():
         return set()
@@ -290,14 +269,8 @@ def test_sigkill_during_delete_messages_loses_no_survivor(tmp_path: Path) -> Non
         acks = tmp_path / f"del{trial}.acks"
         with MnemonStore(db, HashEmbeddings()) as store:
             store.ingest(NS, all_messages(), source="chat")
-        child = _start(db, acks)
-        time.sleep(rng.uniform(0.05, 0.9))
-        if child.poll() is None:
-            os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
-        if child.returncode not in (-signal.SIGKILL, 0):
-            err = child.stderr.read().decode() if child.stderr else ""
-            pytest.fail(f"child failed ({child.returncode}): {err[-2000:]}")
+        child = start_child(CHILD, str(db), str(acks))
+        kill_after(child, rng.uniform(0.05, 0.9))
         audited = _check_trial(db, _acked(acks))
         deletions += len(audited)
         # a restarted process carries on with the next deletion

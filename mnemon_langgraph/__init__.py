@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         SQLiteItemStore,
         create_consolidation_graph,
     )
-    from mnemon_langgraph.embeddings import MiniLMEmbeddings
     from mnemon_langgraph.errors import (
         ConfigurationError,
         EmbeddingMismatchError,
@@ -47,8 +46,8 @@ if TYPE_CHECKING:
         add_memory,
         memory_nodes,
     )
+    from mnemon_langgraph.integrations.retriever import MnemonRetriever
     from mnemon_langgraph.items import IndexItem, ItemSource
-    from mnemon_langgraph.journal import Journal
     from mnemon_langgraph.judges import (
         ChatDecisionModel,
         JevDecisionModel,
@@ -64,7 +63,8 @@ if TYPE_CHECKING:
         create_read_graph,
         explain,
     )
-    from mnemon_langgraph.retriever import MnemonRetriever
+    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
+    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import IngestResult, MnemonStore
     from mnemon_langgraph.types import (
         Message,
@@ -78,11 +78,11 @@ if TYPE_CHECKING:
 # public name -> module that defines it
 _WHERE: dict[str, str] = {
     # storage and search
-    "Journal": "journal",
+    "Journal": "storage.journal",
     "MnemonStore": "store",
     "IngestResult": "store",
-    "MiniLMEmbeddings": "embeddings",
-    "MnemonRetriever": "retriever",
+    "MiniLMEmbeddings": "search.embeddings",
+    "MnemonRetriever": "integrations.retriever",
     "Message": "types",
     "Namespace": "types",
     "Record": "types",

@@ -26,11 +26,12 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.chunking import chunk_messages, derive_message_id
-from mnemon_langgraph.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.errors import InputError, ModelCallError
-from mnemon_langgraph.journal import Journal
-from mnemon_langgraph.search import CANDIDATE_DEPTH, NamespaceIndex, index_folder
+from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
+from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, NamespaceIndex, index_folder
+from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
+from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -39,7 +40,6 @@ from mnemon_langgraph.types import (
     SearchHit,
     normalize_namespace,
 )
-from mnemon_langgraph.vectors import normalize_rows
 
 __all__ = ["IngestResult", "MnemonStore", "load_messages"]
 
@@ -72,7 +72,7 @@ class MnemonStore:
         embeddings: Any LangChain ``Embeddings``; default :func:`default_embeddings` (the
             offline MiniLM model, or a fake when ``MNEMON_EMBEDDINGS=fake``).
         candidate_depth: Records each retriever feeds into fusion (see :mod:`.search`).
-        vector_settings: Extra :class:`~mnemon_langgraph.vectors.VectorIndex` settings
+        vector_settings: Extra :class:`~mnemon_langgraph.search.vectors.VectorIndex` settings
             (``hnsw_threshold``, ``hnsw_m``, ``ef_search`` …).
         journal: An already open journal to use instead of opening ``path``.
 
@@ -202,7 +202,7 @@ class MnemonStore:
         """Write messages to the journal as records and index them.
 
         Messages already stored (same id in this namespace) are skipped; a message without
-        an id gets a deterministic one (:func:`~mnemon_langgraph.chunking.derive_message_id`),
+        an id gets a deterministic one (:func:`~.chunking.derive_message_id`),
         so ingesting the same input twice writes nothing the second time. Records and their
         vectors are appended in one journal transaction; the indexes are then brought up to
         date incrementally.

@@ -70,7 +70,7 @@ def consolidate(db: Path, acks: Path) -> None:
         SQLiteItemStore,
         create_consolidation_graph,
     )
-    from mnemon_langgraph.journal import Journal
+    from mnemon_langgraph.storage.journal import Journal
 
     journal = Journal(db)
     items = SQLiteItemStore(journal, fake_embeddings())

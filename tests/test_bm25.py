@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemon_langgraph.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
+from mnemon_langgraph.search.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
 
 _WORDS_TEXT = (
     "adoption agency painting pottery camping beach lake dog beagle sock rotterdam leeds "

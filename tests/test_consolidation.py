@@ -42,7 +42,7 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.consolidation.itemstore import item_embedding_text
 from mnemon_langgraph.errors import ConfigurationError, EmbeddingMismatchError
 from mnemon_langgraph.items import IndexItem, ItemSource
-from mnemon_langgraph.journal import Journal
+from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
@@ -134,7 +134,7 @@ def test_fold_prompt_keeps_records_inside_delimited_data(journal: Journal) -> No
 
 
 def _record_msg(text: str) -> Record:
-    from mnemon_langgraph.chunking import chunk_messages
+    from mnemon_langgraph.storage.chunking import chunk_messages
     from mnemon_langgraph.types import Message
 
     return chunk_messages(
@@ -412,7 +412,7 @@ def test_erase_namespace_leaves_no_item(journal: Journal, store: SQLiteItemStore
 
 
 def _records_for(namespace: tuple[str, ...]) -> list[Record]:
-    from mnemon_langgraph.chunking import chunk_messages
+    from mnemon_langgraph.storage.chunking import chunk_messages
 
     return chunk_messages(
         make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, source="t"

@@ -12,14 +12,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _consolidation_fakes import batch_records, deriving_model, fake_embeddings
 from _paths import LOCOMO_DEV
 
-from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.consolidation import (
     SQLiteItemStore,
     create_consolidation_graph,
     trim_record,
 )
-from mnemon_langgraph.journal import Journal
 from mnemon_langgraph.sources.locomo import load_locomo
+from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.storage.journal import Journal
 
 CONV = LOCOMO_DEV / "conv-30.json"
 NS = ("locomo", "conv-30")

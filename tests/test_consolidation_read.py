@@ -20,13 +20,13 @@ from _consolidation_fakes import (
     tool_answer,
 )
 
-from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.consolidation import SQLiteItemStore, create_consolidation_graph
-from mnemon_langgraph.journal import Journal
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.types import Message
 
 NS = ("users", "ada")

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-from mnemon_langgraph.embeddings import (
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.search.embeddings import (
     DEFAULT_MODEL_NAME,
     MiniLMEmbeddings,
     default_embeddings,
     embedding_identity,
 )
-from mnemon_langgraph.errors import ConfigurationError
 
 DATA = Path(__file__).resolve().parent.parent / "mnemon_langgraph" / "data"
 

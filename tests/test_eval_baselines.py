@@ -6,7 +6,6 @@ from datetime import datetime
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.eval.baselines import (
     BASELINE_KS,
     TurnIndex,
@@ -14,6 +13,7 @@ from mnemon_langgraph.eval.baselines import (
     budget_prefix,
     rrf_fuse,
 )
+from mnemon_langgraph.storage.chunking import chunk_messages
 from mnemon_langgraph.types import Message
 
 TURNS = [

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemon_langgraph.fusion import build_pool, reciprocal_rank, rrf_fuse, take_page
+from mnemon_langgraph.search.fusion import build_pool, reciprocal_rank, rrf_fuse, take_page
 from mnemon_langgraph.types import Record, SearchHit
 
 

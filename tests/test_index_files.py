@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph import search
-from mnemon_langgraph.search import clean_index_folder
+from mnemon_langgraph.search import hybrid as search
+from mnemon_langgraph.search.hybrid import clean_index_folder
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
 

@@ -18,8 +18,8 @@ from pydantic import Field
 
 from mnemon_langgraph.integrations import VIEW_MESSAGE_ID, add_memory, memory_nodes
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.judges.propositions import parse_question_id
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.propositions import parse_question_id
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
 

@@ -14,8 +14,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.judges.propositions import parse_question_id
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.propositions import parse_question_id
 from mnemon_langgraph.store import MnemonStore
 
 

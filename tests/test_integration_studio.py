@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.integrations import studio
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read.propositions import parse_question_id
+from mnemon_langgraph.judges.propositions import parse_question_id
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
 

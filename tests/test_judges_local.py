@@ -8,8 +8,8 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mnemon_langgraph.judges.local import LocalDecisionModel, score_to_p
+from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, SCREEN, STALE
 from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, judge_wave
-from mnemon_langgraph.read.propositions import NEEDED, SATISFIES, SCREEN, STALE
 from mnemon_langgraph.types import Record
 
 
@@ -117,7 +117,7 @@ def test_score_to_p_is_monotone_with_midpoint() -> None:
 
 def test_real_minilm_ranks_the_evidence_first() -> None:
     pytest.importorskip("onnxruntime")
-    from mnemon_langgraph.embeddings import MiniLMEmbeddings
+    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 
     judge = LocalDecisionModel(embeddings=MiniLMEmbeddings())
     question = "What does Caroline want to study?"

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.judges.propositions import ITEM_NEEDED, NEEDED, SATISFIES, SCREEN, STALE
 from mnemon_langgraph.read.judging import (
     JudgeRequest,
     WaveResult,
@@ -20,7 +21,6 @@ from mnemon_langgraph.read.judging import (
     judge_wave,
     plan_wave,
 )
-from mnemon_langgraph.read.propositions import ITEM_NEEDED, NEEDED, SATISFIES, SCREEN, STALE
 from mnemon_langgraph.read.rules import Judgment, Need
 
 NS = ("t",)

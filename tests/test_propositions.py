@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from langchain_core.decisions import Noul
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.read.propositions import (
+from mnemon_langgraph.judges.propositions import (
     DATA_NOTE,
     ITEM_NEEDED,
     NEEDED,

@@ -32,13 +32,13 @@ from _consolidation_fakes import deriving_model, make_messages
 from _crash_child import BATCH, NS, batch_messages
 from _reliability_common import fake_embeddings, kill_after, start_child
 
-from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
     SQLiteItemStore,
     create_consolidation_graph,
 )
-from mnemon_langgraph.journal import Journal, namespace_key
+from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.storage.journal import Journal, namespace_key
 from mnemon_langgraph.store import MnemonStore
 
 CHILD = Path(__file__).with_name("_crash_child.py")

@@ -27,9 +27,9 @@ from _delete_child import NS, TARGETS, all_messages, word
 from _reliability_common import kill_after, start_child
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph.chunking import chunk_messages
 from mnemon_langgraph.errors import InputError, ModelCallError, RuntimeMnemonError
-from mnemon_langgraph.journal import Journal, namespace_key
+from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.storage.journal import Journal, namespace_key
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
 

@@ -39,10 +39,10 @@ from mnemon_langgraph.consolidation import (
     SQLiteItemStore,
     create_consolidation_graph,
 )
-from mnemon_langgraph.journal import namespace_key
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.search import index_folder, indexes_root
+from mnemon_langgraph.search.hybrid import index_folder, indexes_root
+from mnemon_langgraph.storage.journal import namespace_key
 from mnemon_langgraph.store import MnemonStore
 
 VICTIM = ("users", "victim@example.com")

@@ -34,9 +34,9 @@ from mnemon_langgraph.consolidation import (
     SQLiteItemStore,
     create_consolidation_graph,
 )
+from mnemon_langgraph.judges.propositions import DATA_NOTE
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.planner import ChatPlanner
-from mnemon_langgraph.read.propositions import DATA_NOTE
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext

@@ -12,7 +12,7 @@ from _search_fakes import HashEmbeddings
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from mnemon_langgraph.retriever import MnemonRetriever
+from mnemon_langgraph.integrations.retriever import MnemonRetriever
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchFilters
 

@@ -8,8 +8,13 @@ from pathlib import Path
 import pytest
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph.fusion import rrf_fuse
-from mnemon_langgraph.search import CANDIDATE_DEPTH, date_to_epoch, index_folder, indexes_root
+from mnemon_langgraph.search.fusion import rrf_fuse
+from mnemon_langgraph.search.hybrid import (
+    CANDIDATE_DEPTH,
+    date_to_epoch,
+    index_folder,
+    indexes_root,
+)
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchFilters
 

@@ -15,7 +15,7 @@ from _paths import LOCOMO_DEV
 from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import EmbeddingMismatchError, InputError
-from mnemon_langgraph.search import index_folder
+from mnemon_langgraph.search.hybrid import index_folder
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchSource
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemon_langgraph.bm25 import IndexFileError
-from mnemon_langgraph.vectors import VectorIndex, normalize_rows
+from mnemon_langgraph.search.bm25 import IndexFileError
+from mnemon_langgraph.search.vectors import VectorIndex, normalize_rows
 
 DIM = 16
 

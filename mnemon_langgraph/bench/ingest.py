@@ -49,7 +49,7 @@ def _files(given: list[str]) -> list[Path]:
         found = sorted(Path(folder).glob("*.json"))
         if found:
             return found
-    from mnemon_langgraph.cli.demo import SAMPLE_PATH
+    from mnemon_langgraph.sources import SAMPLE_PATH
 
     return [SAMPLE_PATH]
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark; returns its figures."""
     from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-    from mnemon_langgraph.embeddings import MiniLMEmbeddings
+    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
     from mnemon_langgraph.store import MnemonStore, load_messages
 
     files = _files(list(args.files))

@@ -121,7 +121,7 @@ def _questions(n: int, seed: int = 11) -> list[str]:
 
 def _embeddings(kind: str) -> Any:
     if kind == "minilm":
-        from mnemon_langgraph.embeddings import MiniLMEmbeddings
+        from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 
         return MiniLMEmbeddings()
     from langchain_core.embeddings import DeterministicFakeEmbedding

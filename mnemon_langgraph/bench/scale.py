@@ -153,7 +153,7 @@ def _fast_judge() -> Any:
 
 def _embeddings(kind: str) -> Any:
     if kind == "model":
-        from mnemon_langgraph.embeddings import MiniLMEmbeddings
+        from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 
         return MiniLMEmbeddings()
     from langchain_core.embeddings import DeterministicFakeEmbedding

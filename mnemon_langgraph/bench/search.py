@@ -202,10 +202,10 @@ def _p50(fn: Any, items: list[Any]) -> float:
 
 
 def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
-    from mnemon_langgraph.bm25 import BM25Index
-    from mnemon_langgraph.fusion import rrf_fuse
-    from mnemon_langgraph.search import CANDIDATE_DEPTH
-    from mnemon_langgraph.vectors import HNSW_THRESHOLD, VectorIndex
+    from mnemon_langgraph.search.bm25 import BM25Index
+    from mnemon_langgraph.search.fusion import rrf_fuse
+    from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
+    from mnemon_langgraph.search.vectors import HNSW_THRESHOLD, VectorIndex
 
     threshold = args.hnsw_threshold or HNSW_THRESHOLD
     rng = np.random.default_rng(args.seed + n)
@@ -213,7 +213,7 @@ def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     corpus = make_corpus(n, seed=args.seed)
     queries = _queries(corpus, args.queries, rng)
     if args.vectors == "model":
-        from mnemon_langgraph.embeddings import MiniLMEmbeddings
+        from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 
         model = MiniLMEmbeddings()
         vecs = model.embed_array(corpus["texts"])

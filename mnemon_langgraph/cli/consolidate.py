@@ -84,7 +84,7 @@ def _embeddings(kind: str) -> Any:
         from langchain_core.embeddings import DeterministicFakeEmbedding
 
         return DeterministicFakeEmbedding(size=384)
-    from mnemon_langgraph.embeddings import default_embeddings
+    from mnemon_langgraph.search.embeddings import default_embeddings
 
     return default_embeddings()
 
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         SQLiteItemStore,
         create_consolidation_graph,
     )
-    from mnemon_langgraph.journal import Journal
+    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.types import normalize_namespace
 
     stream = out or sys.stdout

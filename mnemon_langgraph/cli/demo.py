@@ -17,10 +17,7 @@ from typing import Any
 
 from mnemon_langgraph.cli._common import add_db_arg
 
-__all__ = ["DEMO_MESSAGES", "SAMPLE_PATH", "register", "run", "show_for_message"]
-
-SAMPLE_PATH = Path(__file__).resolve().parent.parent / "data" / "sample_conversation.jsonl"
-"""The bundled sample conversation."""
+__all__ = ["DEMO_MESSAGES", "register", "run", "show_for_message"]
 
 DEMO_MESSAGES: tuple[str, ...] = (
     "Which city do I live in these days?",
@@ -97,7 +94,7 @@ def show_for_message(
 
 def _demo(db: Path, k: int, full: bool) -> None:
     from mnemon_langgraph.read import create_read_graph
-    from mnemon_langgraph.sources import load_jsonl
+    from mnemon_langgraph.sources import SAMPLE_PATH, load_jsonl
     from mnemon_langgraph.store import MnemonStore
 
     messages = load_jsonl(SAMPLE_PATH)

@@ -2,7 +2,7 @@
 
 Removes every record of the namespace, its vectors, message ids, consolidated index items,
 their links and consolidation state (every table of the journal's SQLite file with a
-``namespace`` column, see :meth:`~mnemon_langgraph.journal.Journal.erase_namespace`), then
+``namespace`` column, see :meth:`~mnemon_langgraph.storage.journal.Journal.erase_namespace`), then
 deletes the namespace's BM25/vector index folder (``<db>.indexes/<hash>/``), whose
 vocabulary holds words of the erased text. The audit table keeps one row saying only that an
 erase happened, when, by whom (``cli``), of which namespace and how many records.
@@ -58,8 +58,8 @@ def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli")
         NamespaceError: The namespace is unusable.
     """
     from mnemon_langgraph.errors import ConfigurationError
-    from mnemon_langgraph.journal import Journal
-    from mnemon_langgraph.search import NamespaceIndex, index_folder
+    from mnemon_langgraph.search.hybrid import NamespaceIndex, index_folder
+    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.types import normalize_namespace
 
     path = Path(db)

@@ -131,7 +131,7 @@ def _embeddings(kind: str) -> Any:
         from langchain_core.embeddings import DeterministicFakeEmbedding
 
         return DeterministicFakeEmbedding(size=384)
-    from mnemon_langgraph.embeddings import MiniLMEmbeddings
+    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 
     return MiniLMEmbeddings()
 

@@ -382,7 +382,7 @@ def _resolve(
         if embeddings is None:
             embeddings = getattr(store, "embeddings", None)
     elif journal_path is not None:
-        from mnemon_langgraph.journal import Journal
+        from mnemon_langgraph.storage.journal import Journal
 
         journal = Journal(journal_path)
     return journal, SQLiteItemStore(journal, embeddings)
@@ -409,7 +409,7 @@ def create_consolidation_graph(
         journal_path: Path of the journal's SQLite file (opened here).
         store: A :class:`~mnemon_langgraph.store.MnemonStore`; its journal and embeddings
             are used.
-        journal: An open :class:`~mnemon_langgraph.journal.Journal`.
+        journal: An open :class:`~mnemon_langgraph.storage.journal.Journal`.
         items: An existing :class:`SQLiteItemStore` (its journal and embeddings are used).
         embeddings: Embeds the items as they are written (default: the store's embedder,
             else the package's offline default).

@@ -53,7 +53,7 @@ from mnemon_langgraph.errors import (
     SchemaVersionError,
 )
 from mnemon_langgraph.items import IndexItem, ItemKind
-from mnemon_langgraph.journal import namespace_key
+from mnemon_langgraph.storage.journal import namespace_key
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
 __all__ = [
@@ -80,7 +80,7 @@ class SQLiteItemStore:
     """The consolidated index in the journal's SQLite file; an :class:`ItemSource`.
 
     Args:
-        journal: The :class:`~mnemon_langgraph.journal.Journal` whose file holds the
+        journal: The :class:`~mnemon_langgraph.storage.journal.Journal` whose file holds the
             index. Writes go through ``journal.transaction()`` (so they share the journal's
             write lock); reads use a connection of the store's own (WAL lets them run beside
             writers).
@@ -92,7 +92,7 @@ class SQLiteItemStore:
     """
 
     def __init__(self, journal: Any, embeddings: Embeddings | None = None) -> None:
-        from mnemon_langgraph.embeddings import default_embeddings, embedding_identity
+        from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 
         self.journal = journal
         self.embeddings: Embeddings = (

@@ -247,8 +247,8 @@ def run_locomo_eval(
     Returns:
         The summary (also written to ``summary.json``).
     """
-    from mnemon_langgraph.chunking import chunk_messages
     from mnemon_langgraph.read.state import ReadContext
+    from mnemon_langgraph.storage.chunking import chunk_messages
 
     cfg = config or EvalConfig()
     out = Path(out_dir)

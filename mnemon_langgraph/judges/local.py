@@ -57,7 +57,7 @@ from langchain_core.decisions import (
 from pydantic import ConfigDict, PrivateAttr
 
 from mnemon_langgraph.errors import InputError, ModelCallError
-from mnemon_langgraph.read.propositions import Proposition, parse_question_id
+from mnemon_langgraph.judges.propositions import Proposition, parse_question_id
 
 __all__ = ["LocalDecisionModel", "score_to_p"]
 
@@ -235,7 +235,7 @@ class LocalDecisionModel(BaseDecisionModel):
     Attributes:
         model: Name reported in responses.
         embeddings: Any LangChain ``Embeddings``; ``None`` loads the package default
-            (``mnemon_langgraph.embeddings.default_embeddings()``) on first use.
+            (``mnemon_langgraph.search.embeddings.default_embeddings()``) on first use.
         lexical_only: Skip embeddings entirely (pure lexical evidence).
     """
 
@@ -266,7 +266,7 @@ class LocalDecisionModel(BaseDecisionModel):
             if not self._loaded:
                 self._loaded = True
                 try:
-                    from mnemon_langgraph.embeddings import default_embeddings
+                    from mnemon_langgraph.search.embeddings import default_embeddings
 
                     self._embedder = default_embeddings()
                 except Exception as error:  # offline judging must still work

@@ -34,7 +34,7 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from mnemon_langgraph.errors import ConfigurationError, InputError, ModelCallError
 from mnemon_langgraph.items import IndexItem
-from mnemon_langgraph.read.propositions import (
+from mnemon_langgraph.judges.propositions import (
     DATA_NOTE,
     Proposition,
     build_question,

@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from mnemon_langgraph.items import ItemSource
+from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.planner import ChatPlanner, PlanResult, RulePlanner, latest_text
@@ -29,7 +30,6 @@ from mnemon_langgraph.read.pooling import (
     merge_page,
     take_page,
 )
-from mnemon_langgraph.read.propositions import Proposition
 from mnemon_langgraph.read.rules import (
     Judgment,
     Need,

@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.decisions import BaseDecisionModel
 
 from mnemon_langgraph.items import IndexItem, ItemSource
+from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, ajudge_wave, judge_wave
 from mnemon_langgraph.read.planner import latest_text
-from mnemon_langgraph.read.propositions import Proposition
 from mnemon_langgraph.read.rules import (
     Judgment,
     is_yes,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from mnemon_langgraph import fusion
+from mnemon_langgraph.search import fusion
 from mnemon_langgraph.types import Namespace, Record, SearchHit
 
 __all__ = ["build_first_pool", "dict_to_record", "merge_page", "record_to_dict", "take_page"]
@@ -54,7 +54,7 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
 def take_page(hits: Sequence[SearchHit], max_records: int, max_chars: int) -> list[SearchHit]:
     """The first hits that fit ``max_records`` and ``max_chars`` (at least one hit).
 
-    A positional face of :func:`mnemon_langgraph.fusion.take_page`, the one page rule.
+    A positional face of :func:`mnemon_langgraph.search.fusion.take_page`, the one page rule.
     """
     return fusion.take_page(hits, max_records=max_records, max_chars=max_chars)
 
@@ -68,7 +68,7 @@ def build_first_pool(
     """Merge the first pages into the pool, as state data.
 
     The pool rule itself (equal quota per search, then highest summed reciprocal rank) is
-    :func:`mnemon_langgraph.fusion.build_pool`; this turns its entries into plain dicts
+    :func:`mnemon_langgraph.search.fusion.build_pool`; this turns its entries into plain dicts
     that any checkpointer can store.
 
     Args:

@@ -25,7 +25,11 @@ from mnemon_langgraph.sources.messages import messages_from_langchain
 from mnemon_langgraph.sources.transcript import load_transcript, parse_transcript
 from mnemon_langgraph.types import Message
 
+#: The bundled sample conversation (JSONL) that ``mnemon demo`` and ``bench ingest`` use.
+SAMPLE_PATH = Path(__file__).resolve().parent.parent / "data" / "sample_conversation.jsonl"
+
 __all__ = [
+    "SAMPLE_PATH",
     "LocomoConversation",
     "detect_format",
     "load_any",

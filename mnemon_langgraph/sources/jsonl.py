@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.chunking import stable_hash
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.sources._common import parse_date, parse_role, read_text
+from mnemon_langgraph.storage.chunking import stable_hash
 from mnemon_langgraph.types import Message
 
 __all__ = ["load_jsonl", "message_from_dict", "text_of_content"]

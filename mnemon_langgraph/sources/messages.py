@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from mnemon_langgraph.chunking import derive_message_id
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.sources._common import parse_date, parse_role
 from mnemon_langgraph.sources.jsonl import text_of_content
+from mnemon_langgraph.storage.chunking import derive_message_id
 from mnemon_langgraph.types import Message, Role
 
 __all__ = ["DEFAULT_SESSION_GAP", "TIMESTAMP_KEYS", "messages_from_langchain"]

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mnemon_langgraph.chunking import stable_hash
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.sources._common import parse_date, read_text, role_for_speaker
+from mnemon_langgraph.storage.chunking import stable_hash
 from mnemon_langgraph.types import Message
 
 __all__ = ["load_transcript", "parse_transcript"]

@@ -3,9 +3,9 @@
 Each namespace has its own derived indexes (:class:`NamespaceIndex`) in a folder next to the
 journal, ``<db>.indexes/<sha256(namespace json)[:24]>/``:
 
-* ``bm25.npz`` — :class:`~mnemon_langgraph.bm25.BM25Index` (postings, vocabulary, per-record
+* ``bm25.npz`` — :class:`~mnemon_langgraph.search.bm25.BM25Index` (postings, vocabulary, per-record
   seq/id/session/date), with its metadata inside;
-* ``vectors.json`` + ``vectors-<token>.faiss`` — :class:`~mnemon_langgraph.vectors.VectorIndex`;
+* ``vectors.json`` + ``vectors-<token>.faiss`` — :class:`~.vectors.VectorIndex`;
 * ``namespace.json`` — which namespace the folder belongs to (for humans and ``stats``).
 
 The index files are *checkpoints* of the journal, which stays the log: each records the
@@ -58,11 +58,11 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.bm25 import NO_DATE, BM25Index, IndexFileError
-from mnemon_langgraph.fusion import RRF_K, rrf_fuse
-from mnemon_langgraph.journal import Journal
+from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index, IndexFileError
+from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.search.vectors import VectorIndex, normalize_rows
+from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.types import Namespace, Record, SearchFilters
-from mnemon_langgraph.vectors import VectorIndex, normalize_rows
 
 try:  # POSIX only; without it leftovers are removed by age alone
     import fcntl

@@ -52,8 +52,8 @@ from mnemon_langgraph.errors import (
     JournalReadOnlyError,
     SchemaVersionError,
 )
-from mnemon_langgraph.journal_delete import DeletionMixin
-from mnemon_langgraph.journal_schema import (
+from mnemon_langgraph.storage.deletion import DeletionMixin
+from mnemon_langgraph.storage.schema import (
     MIGRATIONS,
     RECORD_COLUMNS,
     SCHEMA_VERSION,

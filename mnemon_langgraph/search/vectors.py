@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.bm25 import IndexFileError
+from mnemon_langgraph.search.bm25 import IndexFileError
 
 __all__ = ["HNSW_THRESHOLD", "VectorIndex", "normalize_rows"]
 

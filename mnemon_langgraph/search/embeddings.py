@@ -42,7 +42,7 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 """Name the journal records for vectors made by :class:`MiniLMEmbeddings`."""
 
 _DIMENSION = 384
-_TOKENIZER_FILE = Path(__file__).parent / "data" / "minilm-tokenizer.json"
+_TOKENIZER_FILE = Path(__file__).resolve().parent.parent / "data" / "minilm-tokenizer.json"
 _FAKE_ENV = "MNEMON_EMBEDDINGS"
 
 

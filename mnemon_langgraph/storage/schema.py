@@ -1,6 +1,6 @@
 """Storage layout of the journal: schema, migrations and row <-> record conversion.
 
-Kept apart from :mod:`mnemon_langgraph.journal` (which re-exports the public names) so
+Kept apart from :mod:`mnemon_langgraph.storage.journal` (which re-exports the public names) so
 both modules stay small. See that module for what each table is for.
 """
 
@@ -201,7 +201,7 @@ def _split_line(line: str, speakers: Sequence[str]) -> tuple[str, str]:
 def record_lines(record: Record) -> list[tuple[str, str, str, Role]]:
     """``(message_id, speaker, text, role)`` for each line of ``record``.
 
-    Lines, ``message_ids`` and ``roles`` are parallel (see :mod:`mnemon_langgraph.chunking`).
+    Lines, ``message_ids`` and ``roles`` are parallel (see :mod:`~.chunking`).
     """
     out: list[tuple[str, str, str, Role]] = []
     lines = record.text.split("\n")

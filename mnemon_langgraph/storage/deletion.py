@@ -1,6 +1,6 @@
 """Deletion half of the journal: delete by record or message id, erase, audit.
 
-Mixed into :class:`mnemon_langgraph.journal.Journal`; every deletion is a real SQL
+Mixed into :class:`mnemon_langgraph.storage.journal.Journal`; every deletion is a real SQL
 ``DELETE`` (so ``ON DELETE CASCADE`` reaches other tables) and writes its audit row in the
 same transaction. Audit rows hold ids and counts, never the deleted text.
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mnemon_langgraph.errors import MnemonError, RuntimeMnemonError
-from mnemon_langgraph.journal_schema import (
+from mnemon_langgraph.storage.schema import (
     RECORD_COLUMNS,
     AuditEntry,
     chunks,
@@ -42,7 +42,7 @@ ReplaceSurvivors = Callable[[list[Message]], tuple[Sequence[Record], np.ndarray 
 
 
 class DeletionMixin:
-    """Deletion, erase and audit methods of :class:`~mnemon_langgraph.journal.Journal`."""
+    """Deletion, erase and audit methods of :class:`~mnemon_langgraph.storage.journal.Journal`."""
 
     if TYPE_CHECKING:
 

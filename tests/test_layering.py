@@ -1,0 +1,102 @@
+"""The package's layers: lower layers never import higher ones, and packages form no cycle.
+
+Reading order of the code follows the write, read and consolidate paths (DESIGN.md, "Where
+things live"): base types, then the journal and search, then the store, loaders and judges,
+then the read graph, consolidation, the integration surfaces, and last the tools around them
+(eval, bench, cli). Every import counts — module level, inside functions and under
+``TYPE_CHECKING`` — because a lazy import of a higher layer is still a cycle waiting to happen.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import mnemon_langgraph
+
+PACKAGE = Path(mnemon_langgraph.__file__).parent
+
+# Lowest first. A unit may import its own layer's units and any lower layer.
+LAYERS: list[set[str]] = [
+    {"errors", "types", "items"},
+    {"storage", "search"},
+    {"store", "sources", "judges"},
+    {"backends"},
+    {"read"},
+    {"consolidation"},
+    {"integrations"},
+    {"eval"},
+    {"bench"},
+    {"cli"},
+]
+RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
+
+
+def _unit(module: str) -> str | None:
+    """``mnemon_langgraph.search.bm25`` → ``search``; the package root itself → None."""
+    parts = module.split(".")
+    if parts[0] != "mnemon_langgraph" or len(parts) < 2:
+        return None
+    return parts[1].removesuffix(".py")
+
+
+def _imports() -> dict[str, set[tuple[str, str]]]:
+    """unit → {(imported unit, "file:line")} over every import statement in the package."""
+    found: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts == ("__init__.py",):
+            continue  # the lazy public facade names every layer by design
+        unit = rel.parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+                if node.module == "mnemon_langgraph":
+                    targets = [f"mnemon_langgraph.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                other = _unit(target)
+                if other is not None and other != unit:
+                    found[unit].add((other, f"{rel}:{node.lineno}"))
+    return found
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()}
+    units = {u for u in units if not u.startswith(("_", ".")) and u not in {"data", "py"}}
+    units.discard("py.typed")
+    assert units - set(RANK) == set(), "add new top-level modules/packages to LAYERS"
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    upward = [
+        f"{where}: {unit} imports {other}"
+        for unit, edges in _imports().items()
+        for other, where in edges
+        if RANK[other] > RANK[unit]
+    ]
+    assert upward == []
+
+
+def test_packages_form_no_cycle() -> None:
+    graph = {unit: {other for other, _ in edges} for unit, edges in _imports().items()}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    cycles = sorted(u for u in graph if reaches(u, u, {u}))
+    assert cycles == []
+
+
+def test_the_checker_sees_imports() -> None:
+    # A negative control: the scan must find the imports it polices, or the tests above
+    # would pass on an empty result.
+    edges = _imports()
+    assert any(other == "errors" for other, _ in edges["storage"])
+    assert any(other == "read" for other, _ in edges["cli"])

@@ -5,7 +5,8 @@ Builds the compiled graph from environment variables and does nothing else at im
 ``MNEMON_PLANNER_MODEL`` (``provider:model``; unset: rule planner), ``MNEMON_JUDGE``
 (``local`` | ``jev`` | ``llm:<provider:model>``). Input ``{"messages": [...]}``; the View is
 the output's ``view``. A run's namespace comes from its context (``namespace`` / ``user_id``)
-or ``config["configurable"]``.
+or ``config["configurable"]``, else ``MNEMON_NAMESPACE``; with neither the run is refused
+with a message saying what to set.
 """
 
 from __future__ import annotations

@@ -12,8 +12,10 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
 from pydantic import Field
 
 from mnemon_langgraph.integrations import VIEW_MESSAGE_ID, add_memory, memory_nodes
@@ -124,10 +126,10 @@ def views_in(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 def test_subgraph_view_reaches_model_and_turn_is_journaled(store: Any, read_graph: Any) -> None:
     model = RecordingChatModel()
-    recall, remember = memory_nodes(store, read_graph=read_graph)
+    with_view, remember = memory_nodes(store, read_graph=read_graph)
     builder = StateGraph(MessagesState)
-    builder.add_sequence([("recall", recall), ("model", model_node(model)), ("remember", remember)])
-    builder.add_edge(START, "recall")
+    builder.add_sequence([("model", with_view(model_node(model))), ("remember", remember)])
+    builder.add_edge(START, "model")
     graph = builder.compile()
 
     question = HumanMessage("Which city did I move to?", id="ada-q1")
@@ -138,6 +140,7 @@ def test_subgraph_view_reaches_model_and_turn_is_journaled(store: Any, read_grap
     assert "Lisbon" in seen[0].text and "<memory_view>" in seen[0].text
     assert "Biscuit" not in seen[0].text  # another user's record never shows
     assert seen[-1].text == question.text
+    assert views_in(out["messages"]) == []  # the View went to the model, not into state
     # the turn (question and reply) is in ada's journal, the View is not
     reply_id = out["messages"][-1].id
     known = store.journal.known_message_ids(("ada",), ["ada-q1", reply_id])
@@ -146,24 +149,103 @@ def test_subgraph_view_reaches_model_and_turn_is_journaled(store: Any, read_grap
     assert store.journal.known_message_ids(("bob",), ["ada-q1", reply_id]) == set()
 
 
-def test_subgraph_replaces_view_each_turn(store: Any, read_graph: Any) -> None:
+QUESTIONS = ["Where do I live?", "What subject do I teach?", "And since when?", "Thanks!"]
+
+
+def _checkpointed(graph: Any, config: dict[str, Any]) -> list[list[BaseMessage]]:
+    """The ``messages`` of every checkpoint of the thread, oldest first."""
+    history = list(graph.get_state_history(config))
+    return [list(snap.values.get("messages", [])) for snap in reversed(history)]
+
+
+def _assert_exact_conversation(
+    graph: Any, config: dict[str, Any], model: RecordingChatModel, out: dict[str, Any]
+) -> None:
+    turns = len(QUESTIONS)
+    # the state is exactly the conversation: each question, then its reply, nothing else
+    assert [m.type for m in out["messages"]] == ["human", "ai"] * turns
+    assert [m.text for m in out["messages"][::2]] == QUESTIONS
+    # and no checkpoint of the thread ever held a View, or lost a message of an earlier turn
+    snapshots = _checkpointed(graph, config)
+    assert all(not views_in(messages) for messages in snapshots)
+    assert all(not any("memory_view" in m.text for m in ms) for ms in snapshots)
+    previous: list[str] = []
+    for messages in snapshots:
+        ids = [str(m.id) for m in messages]
+        assert ids[: len(previous)] == previous  # only appended to, never rewritten
+        previous = ids
+    # each model call saw one View, first, then the conversation so far
+    for n, call in enumerate(model.calls):
+        assert len(views_in(call)) == 1 and call[0].text.count("<memory_view>\n") == 1
+        assert [m.text for m in call[1:] if m.type == "human"] == QUESTIONS[: n + 1]
+
+
+def test_node_surface_checkpoints_hold_exactly_the_conversation(
+    store: Any, read_graph: Any
+) -> None:
     model = RecordingChatModel()
     graph = add_memory(
         StateGraph(MessagesState).add_node("model", model_node(model)), store, read_graph=read_graph
     ).compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t1", "user_id": "ada"}}
-    graph.invoke({"messages": [HumanMessage("Where do I live?")]}, config)
-    out = graph.invoke({"messages": [HumanMessage("What subject do I teach?")]}, config)
-
-    assert len(model.calls) == 2
-    second = model.calls[1]
-    assert len(views_in(second)) == 1 and second[0].id == VIEW_MESSAGE_ID
-    assert [m.type for m in second[1:]] == ["human", "ai", "human"]
-    assert len(views_in(out["messages"])) == 1
-    # both turns were written, each message once
+    config: dict[str, Any] = {"configurable": {"thread_id": "t1", "user_id": "ada"}}
+    for question in QUESTIONS:
+        out = graph.invoke({"messages": [HumanMessage(question)]}, config)
+    assert len(model.calls) == len(QUESTIONS)
+    _assert_exact_conversation(graph, config, model, out)
     texts = journal_texts(store, "ada")
-    assert texts.count("What subject do I teach?") == 1
-    assert texts.count("Where do I live?") == 1
+    assert all(texts.count(q) == 1 for q in QUESTIONS)  # each turn written once
+
+
+def test_middleware_checkpoints_hold_exactly_the_conversation(store: Any, read_graph: Any) -> None:
+    from langchain.agents import create_agent
+
+    from mnemon_langgraph.integrations import MnemonMiddleware
+
+    model = RecordingChatModel()
+    agent = create_agent(
+        model,
+        middleware=[MnemonMiddleware(store, read_graph=read_graph)],
+        checkpointer=InMemorySaver(),
+    )
+    config: dict[str, Any] = {"configurable": {"thread_id": "t2", "user_id": "ada"}}
+    for question in QUESTIONS:
+        out = agent.invoke({"messages": [HumanMessage(question)]}, config)
+    assert len(model.calls) == len(QUESTIONS)
+    _assert_exact_conversation(agent, config, model, out)
+
+
+def test_node_wrapper_keeps_config_and_returned_lists_clean(store: Any, read_graph: Any) -> None:
+    """A model node taking ``config`` and returning the whole list never stores the View."""
+    model = RecordingChatModel()
+    seen_configs: list[Any] = []
+
+    def call_model(
+        state: MessagesState, config: RunnableConfig, runtime: Runtime[UserContext]
+    ) -> dict[str, Any]:
+        # LangGraph's own injection of config and runtime still works inside the wrapper
+        seen_configs.append((config["configurable"].get("thread_id"), runtime.context.user_id))
+        return {"messages": [*state["messages"], model.invoke(state["messages"])]}
+
+    graph = add_memory(
+        StateGraph(MessagesState, context_schema=UserContext).add_node("model", call_model),
+        store,
+        read_graph=read_graph,
+    ).compile()
+    out = graph.invoke(
+        {"messages": [HumanMessage("my city?")]},
+        {"configurable": {"thread_id": "t3"}},
+        context=UserContext(user_id="ada"),
+    )
+    assert seen_configs == [("t3", "ada")]
+    assert "Lisbon" in model.calls[0][0].text  # namespace from the runtime context
+    assert views_in(out["messages"]) == [] and [m.type for m in out["messages"]] == ["human", "ai"]
+
+
+def test_add_memory_needs_the_model_node(store: Any, read_graph: Any) -> None:
+    from mnemon_langgraph.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="no node 'model'"):
+        add_memory(StateGraph(MessagesState), store, read_graph=read_graph)
 
 
 def test_one_graph_serves_two_users(store: Any, read_graph: Any) -> None:

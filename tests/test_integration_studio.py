@@ -97,8 +97,20 @@ def test_consolidation_without_model_says_what_to_set(environ: dict[str, str]) -
 def test_env_parsing_errors() -> None:
     assert studio.chat_model_from_env("MNEMON_PLANNER_MODEL", {}) is None
     assert studio.judge_from_env({"MNEMON_JUDGE": "local"}) is None
-    assert studio.default_namespace({}) == "default"
+    assert studio.default_namespace({}) is None  # no silent shared namespace
     with pytest.raises(ConfigurationError, match="MNEMON_JUDGE"):
         studio.judge_from_env({"MNEMON_JUDGE": "bogus"})
     with pytest.raises(ConfigurationError, match="cannot import"):
         studio.judge_from_env({"MNEMON_JUDGE": "no_such_module_xyz:thing"})
+
+
+def test_run_without_user_is_refused_when_no_default(environ: dict[str, str]) -> None:
+    """Without MNEMON_NAMESPACE a run naming no user is refused, never read from a shared one."""
+    environ.pop("MNEMON_NAMESPACE")
+    graph = studio.read_graph_from_env(environ)
+    for config in (None, {"configurable": {"user_id": ""}}):  # "" is the server without auth
+        with pytest.raises(ConfigurationError, match="MNEMON_NAMESPACE") as caught:
+            _view_text(graph, config)
+        assert "user_id" in str(caught.value)
+    bob = _view_text(graph, {"configurable": {"user_id": "bob"}})
+    assert "Rex" in bob and "Pixel" not in bob

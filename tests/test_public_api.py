@@ -5,29 +5,22 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import mnemon_langgraph
 
 EXPECTED = {
     "__version__",
-    # storage and search
-    "Journal", "MnemonStore", "IngestResult", "MiniLMEmbeddings", "MnemonRetriever",
-    "Message", "Namespace", "Record", "SearchFilters", "SearchHit", "SearchSource",
+    # the store (write path, hybrid search, per-user API)
+    "MnemonStore",
     # read path
     "create_read_graph", "ReadContext", "ReadSettings", "View", "explain",
-    "RulePlanner", "ChatPlanner",
     # System 1
-    "LocalDecisionModel", "ChatDecisionModel", "JevDecisionModel", "ScriptedDecisionModel",
+    "LocalDecisionModel", "ChatDecisionModel", "JevDecisionModel",
     # consolidation
-    "create_consolidation_graph", "ConsolidationSettings", "ConsolidationReport",
-    "SQLiteItemStore", "IndexItem", "ItemSource",
-    # integrations
-    "add_memory", "memory_nodes", "MnemonMiddleware", "MnemonMemory",
-    "MnemonChatMessageHistory",
-    # errors
-    "MnemonError", "SetupError", "ConfigurationError", "MissingDependencyError",
-    "EmbeddingMismatchError", "SchemaVersionError", "JournalError", "JournalLockedError",
-    "JournalReadOnlyError", "InputError", "NamespaceError", "RuntimeMnemonError",
-    "ModelCallError",
+    "create_consolidation_graph", "ConsolidationSettings", "SQLiteItemStore",
+    # agent surfaces
+    "add_memory", "MnemonMiddleware", "MnemonMemory", "create_memory_tools", "MnemonRetriever",
 }  # fmt: skip
 
 
@@ -39,6 +32,34 @@ def test_all_is_pinned() -> None:
 def test_every_public_name_resolves() -> None:
     for name in mnemon_langgraph.__all__:
         assert getattr(mnemon_langgraph, name) is not None, name
+
+
+def test_errors_live_in_their_module_not_at_the_top() -> None:
+    from mnemon_langgraph import errors
+
+    assert not set(errors.__all__) & set(mnemon_langgraph.__all__)
+    with pytest.raises(AttributeError, match=r"mnemon_langgraph\.errors"):
+        mnemon_langgraph.ConfigurationError  # noqa: B018
+
+
+def test_surfaces_take_one_read_graph_not_its_arguments() -> None:
+    """One ``read_graph`` (or the store's default), not the read graph's own keywords."""
+    import inspect
+
+    from mnemon_langgraph.integrations import memory_nodes
+
+    surfaces = [
+        mnemon_langgraph.add_memory,
+        memory_nodes,
+        mnemon_langgraph.MnemonMiddleware.__init__,
+        mnemon_langgraph.create_memory_tools,
+    ]
+    for surface in surfaces:
+        params = inspect.signature(surface).parameters
+        assert "read_graph" in params, surface
+        assert not {"judge", "planner", "items", "settings"} & set(params), surface
+        # annotations are strings (postponed evaluation): the store is typed, not Any
+        assert params["store"].annotation == "MnemonStore", surface
 
 
 def test_unknown_name_raises_attribute_error() -> None:

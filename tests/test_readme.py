@@ -45,3 +45,21 @@ def test_read_graph_quickstart_runs_as_pasted(tmp_path: Path) -> None:
     assert "<record" in out.stdout
     assert "found by" in out.stdout
     assert (tmp_path / "memory.db").exists()
+
+
+def test_studio_section_installs_from_a_clone_and_keeps_the_db_out_of_git() -> None:
+    studio = README[README.index("### LangGraph Studio") :]
+    assert "pip install '.[studio]'" in studio and "mnemon-langgraph[" not in README
+    assert "MNEMON_DB=memory.db langgraph dev" in studio and "refused" in studio
+    # the journal and its index folder the README's command writes are ignored by git
+    paths = ["memory.db", "memory.db-wal", "memory.db.indexes/x/bm25.json"]
+    out = subprocess.run(
+        ["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True, text=True
+    )
+    assert out.stdout.split() == paths, out.stderr
+
+
+def test_quickstart_imports_only_the_top_level() -> None:
+    code = _block_after("## Quickstart: the read graph")
+    imports = re.findall(r"^from (mnemon_langgraph[.\w]*) import", code, re.M)
+    assert imports == ["mnemon_langgraph"]

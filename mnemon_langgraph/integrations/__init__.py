@@ -4,11 +4,16 @@ Each surface lives in its own module and is imported on first use, so that optio
 (``langchain`` for the middleware, ``langchain-classic`` for ``BaseMemory``) are only needed by
 the surface that uses them:
 
-- :func:`memory_nodes` / :func:`add_memory` — ``recall`` and ``remember`` nodes for a graph
-  built on ``MessagesState`` (:mod:`.subgraph`);
+- :func:`add_memory` / :func:`memory_nodes` — the View in your graph's model node, and a
+  ``remember`` node (:mod:`.subgraph`);
 - :class:`MnemonMiddleware` — memory for ``langchain.agents.create_agent`` (:mod:`.middleware`);
 - :class:`MnemonMemory` — the classic ``BaseMemory`` shape (:mod:`.memory`);
-- :class:`MnemonChatMessageHistory` — a ``BaseChatMessageHistory`` (:mod:`.history`).
+- :class:`MnemonChatMessageHistory` — a ``BaseChatMessageHistory`` (:mod:`.history`);
+- :func:`create_memory_tools` — ``search_memory`` / ``remember`` / ``forget`` tools (:mod:`.tools`);
+- :class:`MnemonRetriever` — the hybrid search as a ``BaseRetriever`` (:mod:`.retriever`).
+
+Every surface finds the run's namespace by one rule (:func:`namespace_from`) and none stores
+the View in the agent's state.
 """
 
 from __future__ import annotations
@@ -17,11 +22,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.integrations._common import VIEW_MESSAGE_ID, namespace_from
+    from mnemon_langgraph.integrations._common import (
+        VIEW_MESSAGE_ID,
+        fill_namespace,
+        namespace_from,
+    )
     from mnemon_langgraph.integrations.history import MnemonChatMessageHistory
     from mnemon_langgraph.integrations.memory import MnemonMemory
     from mnemon_langgraph.integrations.middleware import MnemonMiddleware
+    from mnemon_langgraph.integrations.retriever import MnemonRetriever
     from mnemon_langgraph.integrations.subgraph import MemoryNodes, add_memory, memory_nodes
+    from mnemon_langgraph.integrations.tools import create_memory_tools
 
 __all__ = [
     "VIEW_MESSAGE_ID",
@@ -29,7 +40,10 @@ __all__ = [
     "MnemonChatMessageHistory",
     "MnemonMemory",
     "MnemonMiddleware",
+    "MnemonRetriever",
     "add_memory",
+    "create_memory_tools",
+    "fill_namespace",
     "memory_nodes",
     "namespace_from",
 ]
@@ -37,6 +51,9 @@ __all__ = [
 _WHERE = {
     "VIEW_MESSAGE_ID": "_common",
     "namespace_from": "_common",
+    "fill_namespace": "_common",
+    "create_memory_tools": "tools",
+    "MnemonRetriever": "retriever",
     "MemoryNodes": "subgraph",
     "add_memory": "subgraph",
     "memory_nodes": "subgraph",

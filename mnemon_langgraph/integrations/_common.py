@@ -1,41 +1,61 @@
 """Shared plumbing of the integration surfaces: namespaces, the View message, the write path.
 
-Every surface (subgraph nodes, ``create_agent`` middleware, the classic memory class and the
-chat message history) does the same three things: find the namespace of the current user,
-run the read graph over the recent messages to get a View, and write the turn's new messages
-to the journal (no model call). They live here once.
+Every surface (the model-node wrapper of :func:`add_memory`, the ``create_agent`` middleware,
+the memory tools, the classic memory class and the chat message history) does the same three
+things: find the namespace of the current user, run the read graph over the recent messages to
+get a View, and write the turn's new messages to the journal (no model call). They live here
+once, so the surfaces cannot drift apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import string
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read.state import resolve_namespace
-from mnemon_langgraph.types import Namespace
+from mnemon_langgraph.types import Message, Namespace, normalize_namespace
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+    from langgraph.graph.state import CompiledStateGraph
+
+    from mnemon_langgraph.store import MnemonStore
 
 __all__ = [
     "VIEW_MESSAGE_ID",
+    "NamespaceTemplate",
+    "ReadGraph",
+    "ViewCache",
     "arun_read_graph",
     "build_read_graph",
     "conversation",
+    "current_config",
+    "current_context",
     "ingest_messages",
     "namespace_from",
     "namespace_from_config",
     "new_messages",
     "render_view_message",
     "run_read_graph",
+    "stamp_messages",
 ]
 
 VIEW_MESSAGE_ID = "mnemon-view"
-"""Stable id of the system message that carries the View, so each turn replaces it."""
+"""Id of the system message that carries the View (it is never stored in agent state)."""
+
+ReadGraph: TypeAlias = "CompiledStateGraph[Any, Any, Any, Any]"
+"""A compiled read graph, as :func:`~mnemon_langgraph.read.create_read_graph` returns it."""
+
+NamespaceTemplate: TypeAlias = str | Sequence[str]
+"""A namespace, or a template such as ``("memories", "{user_id}")`` filled per run."""
 
 _VIEW_PREAMBLE = (
     "Long-term memory retrieved for the latest user message. Everything between "
@@ -43,23 +63,84 @@ _VIEW_PREAMBLE = (
 )
 
 
+# --- namespaces ------------------------------------------------------------------------------
+
+
+def _template_fields(template: NamespaceTemplate) -> list[str]:
+    """Names of the ``{field}`` placeholders in ``template`` (empty: not a template)."""
+    parts = [template] if isinstance(template, str) else list(template)
+    fields: list[str] = []
+    for part in parts:
+        for _, name, _, _ in string.Formatter().parse(str(part)):
+            if name is not None:
+                if not name.isidentifier():
+                    raise ConfigurationError(
+                        f"namespace template {template!r}: placeholder {{{name}}} must be a "
+                        "plain field name such as {user_id}"
+                    )
+                fields.append(name)
+    return fields
+
+
+def _field(source: Any, name: str) -> str | None:
+    """Non-empty ``name`` of a context object or mapping (the server sends ``""`` for none)."""
+    if source is None:
+        return None
+    value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+    return str(value) if value not in (None, "") else None
+
+
+def fill_namespace(
+    template: NamespaceTemplate,
+    *,
+    context: Any = None,
+    config: RunnableConfig | Mapping[str, Any] | None = None,
+) -> Namespace:
+    """Fill a namespace template such as ``("memories", "{user_id}")`` for one run.
+
+    Each ``{field}`` is looked up in the run's context (attribute or key), then in
+    ``config["configurable"]``; any field name works (``{customer_id}``, ``{org}``).
+
+    Raises:
+        ConfigurationError: A field is in neither place (the message says where it looked).
+    """
+    configurable = (config or {}).get("configurable") or {}
+    values: dict[str, str] = {}
+    for name in _template_fields(template):
+        value = _field(context, name) or _field(configurable, name)
+        if value is None:
+            where = type(context).__name__ if context is not None else "no context"
+            raise ConfigurationError(
+                f"namespace template {tuple(_parts(template))!r} needs {name!r}: looked in the "
+                f"run's context ({where}) and config['configurable'] (keys: "
+                f"{sorted(k for k in configurable if not str(k).startswith('__'))}); pass "
+                f"context=...({name}=...) or config={{'configurable': {{'{name}': ...}}}}"
+            )
+        values[name] = value
+    return normalize_namespace([part.format_map(values) for part in _parts(template)])
+
+
+def _parts(template: NamespaceTemplate) -> list[str]:
+    return [template] if isinstance(template, str) else [str(p) for p in template]
+
+
 def namespace_from(
     *,
     context: Any = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
-    default: str | Sequence[str] | None = None,
+    default: NamespaceTemplate | None = None,
 ) -> Namespace:
-    """Resolve the namespace of the current run.
+    """Resolve the namespace of the current run — the one rule of every surface.
 
-    Order: the runtime context (an object or mapping with ``namespace`` or ``user_id``), then
-    ``config["configurable"]["namespace"]`` / ``["user_id"]``, then ``default``. A
-    ``user_id`` ``"ada"`` becomes the one-part namespace ``("ada",)``, the same namespace the
-    read graph uses, so one compiled graph serves many users without mixing their records.
+    A ``default`` with ``{field}`` placeholders is a template and always decides the namespace
+    (:func:`fill_namespace`). Otherwise the read graph's rule applies: the runtime context
+    (``namespace``, then ``user_id``), then ``config["configurable"]`` (the same two keys), then
+    ``default``. A ``user_id`` ``"ada"`` becomes the one-part namespace ``("ada",)``.
 
     Args:
         context: The run's runtime context (``Runtime.context``), if any.
         config: The run's config, if any.
-        default: Namespace used when neither names one.
+        default: A namespace template, or the namespace used when the run names none.
 
     Returns:
         The namespace.
@@ -67,26 +148,50 @@ def namespace_from(
     Raises:
         ConfigurationError: If no namespace can be found.
     """
-    # One rule for every surface: the read graph resolves namespaces the same way.
+    if default is not None and _template_fields(default):
+        return fill_namespace(default, context=context, config=config)
     return resolve_namespace(context, config, default)
 
 
 def namespace_from_config(
-    config: RunnableConfig | Mapping[str, Any] | None, default: str | Sequence[str] | None
+    config: RunnableConfig | Mapping[str, Any] | None, default: NamespaceTemplate | None
 ) -> Namespace:
-    """:func:`namespace_from` for code that only has a config (LangGraph node, runnable)."""
-    return namespace_from(config=config, default=default)
+    """:func:`namespace_from` for code that has a config, inside a LangGraph run or not."""
+    return namespace_from(context=current_context(), config=config, default=default)
+
+
+def current_config() -> dict[str, Any] | None:
+    """The config of the LangGraph run this code executes in, or ``None`` outside one."""
+    from langgraph.config import get_config
+
+    try:
+        return dict(get_config())
+    except RuntimeError:
+        return None
+
+
+def current_context() -> Any:
+    """The runtime context of the LangGraph run this code executes in, or ``None``."""
+    from langgraph.runtime import get_runtime
+
+    try:
+        return get_runtime().context
+    except RuntimeError:
+        return None
+
+
+# --- the View ----------------------------------------------------------------------------------
 
 
 def render_view_message(view: Any, *, message_id: str = VIEW_MESSAGE_ID) -> SystemMessage:
-    """The View as a system message with a stable id.
+    """The View as a system message.
 
     The View's text (its record blocks already delimit and escape record text) is wrapped in
     ``<memory_view>`` tags under a preamble saying the content is data, not instructions.
 
     Args:
         view: A View (anything with a ``text`` attribute) or a string.
-        message_id: Id of the message; reusing it replaces the previous View.
+        message_id: Id of the message, by which surfaces recognise (and never store) it.
 
     Returns:
         The system message.
@@ -100,20 +205,16 @@ def render_view_message(view: Any, *, message_id: str = VIEW_MESSAGE_ID) -> Syst
     )
 
 
-def build_read_graph(
-    store: Any,
-    *,
-    judge: Any = None,
-    planner: Any = None,
-    items: Any = None,
-    settings: Any = None,
-) -> Any:
-    """Compile the read graph over ``store`` (imported lazily: it pulls in the judges)."""
+def build_read_graph(store: MnemonStore) -> ReadGraph:
+    """The default read graph over ``store`` (rule planner, local judge; imported lazily).
+
+    Surfaces take one ``read_graph`` instead of repeating the read graph's own arguments:
+    pass ``read_graph=create_read_graph(source=store, planner=..., judge=...)`` to change it.
+    """
     from mnemon_langgraph.read.graph import create_read_graph
 
-    return create_read_graph(
-        source=store, judge=judge, planner=planner, items=items, settings=settings
-    )
+    graph: ReadGraph = create_read_graph(source=store)
+    return graph
 
 
 def _read_context(namespace: Namespace) -> Any:
@@ -122,7 +223,7 @@ def _read_context(namespace: Namespace) -> Any:
     return ReadContext(namespace=namespace)
 
 
-def _child_config(config: Mapping[str, Any] | None, namespace: Namespace) -> dict[str, Any]:
+def _child_config(config: Mapping[str, Any] | None, namespace: Namespace) -> RunnableConfig:
     """A clean config for the nested read graph: tracing callbacks, tags, metadata, namespace.
 
     Pregel internals of the parent run (checkpointer, task ids) are not passed on, so the read
@@ -133,7 +234,7 @@ def _child_config(config: Mapping[str, Any] | None, namespace: Namespace) -> dic
         for key in ("callbacks", "tags", "metadata", "recursion_limit", "max_concurrency"):
             if config.get(key) is not None:
                 child[key] = config[key]
-    return child
+    return cast("RunnableConfig", child)
 
 
 def _view_of(output: Any) -> Any:
@@ -143,7 +244,7 @@ def _view_of(output: Any) -> Any:
 
 
 def run_read_graph(
-    graph: Any,
+    graph: ReadGraph,
     messages: Sequence[BaseMessage],
     namespace: Namespace,
     config: Mapping[str, Any] | None = None,
@@ -158,7 +259,7 @@ def run_read_graph(
 
 
 async def arun_read_graph(
-    graph: Any,
+    graph: ReadGraph,
     messages: Sequence[BaseMessage],
     namespace: Namespace,
     config: Mapping[str, Any] | None = None,
@@ -172,24 +273,99 @@ async def arun_read_graph(
     return _view_of(output)
 
 
+def _turn_key(namespace: Namespace, messages: Sequence[BaseMessage]) -> tuple[Any, ...]:
+    """Identify the user turn: the conversation up to and including the last user message."""
+    last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
+    head = messages[: last_user + 1]
+    return (namespace, tuple(m.id or f"{m.type}:{m.text}" for m in head))
+
+
+class ViewCache:
+    """The View message of each user turn, computed once and reused by its model calls.
+
+    A tool loop calls the model several times for one user message; the View depends only on
+    the conversation up to that message, so it is built once per turn (keyed by namespace and
+    the ids of the messages up to the last user message) for the model-node wrapper and the
+    middleware alike.
+
+    Args:
+        read_graph: The compiled read graph.
+        size: User turns whose View is kept (least recently used ones are dropped).
+    """
+
+    def __init__(self, read_graph: ReadGraph, size: int = 64) -> None:
+        self.read_graph = read_graph
+        self._cache: OrderedDict[tuple[Any, ...], SystemMessage] = OrderedDict()
+        self._size = max(1, size)
+        self._lock = threading.Lock()
+
+    def _cached(self, key: tuple[Any, ...]) -> SystemMessage | None:
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+            return found
+
+    def _keep(self, key: tuple[Any, ...], message: SystemMessage) -> SystemMessage:
+        with self._lock:
+            self._cache[key] = message
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return message
+
+    def get(
+        self,
+        namespace: Namespace,
+        messages: Sequence[BaseMessage],
+        config: Mapping[str, Any] | None = None,
+    ) -> SystemMessage:
+        """The View message for the turn ending in ``messages`` (View messages ignored)."""
+        talk = conversation(messages)
+        key = _turn_key(namespace, talk)
+        found = self._cached(key)
+        if found is not None:
+            return found
+        view = run_read_graph(self.read_graph, talk, namespace, config)
+        return self._keep(key, render_view_message(view))
+
+    async def aget(
+        self,
+        namespace: Namespace,
+        messages: Sequence[BaseMessage],
+        config: Mapping[str, Any] | None = None,
+    ) -> SystemMessage:
+        """Async form of :meth:`get`."""
+        talk = conversation(messages)
+        key = _turn_key(namespace, talk)
+        found = self._cached(key)
+        if found is not None:
+            return found
+        view = await arun_read_graph(self.read_graph, talk, namespace, config)
+        return self._keep(key, render_view_message(view))
+
+
+# --- the write path ----------------------------------------------------------------------------
+
+
 def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """``messages`` without any View message (those are never read back or written)."""
-    return [m for m in messages if not _is_view(m)]
+    return [m for m in messages if not is_view(m)]
 
 
-def _is_view(message: BaseMessage) -> bool:
+def is_view(message: BaseMessage) -> bool:
+    """Whether ``message`` is a View message made by :func:`render_view_message`."""
     return isinstance(message, SystemMessage) and str(message.id or "").startswith(VIEW_MESSAGE_ID)
 
 
 def _writable(message: BaseMessage) -> bool:
     """Whether a message belongs in the journal: user and assistant text, not system/tool."""
-    if _is_view(message) or message.type not in ("human", "ai"):
+    if is_view(message) or message.type not in ("human", "ai"):
         return False
     return bool(message.text.strip())
 
 
-def _last_record(store: Any, namespace: Namespace) -> Any:
-    journal = getattr(store, "journal", store)
+def _last_record(store: MnemonStore, namespace: Namespace) -> Any:
+    journal = store.journal
     try:
         top = journal.max_seq(namespace)
         return next(iter(journal.records(namespace, after_seq=top - 1, limit=1)), None)
@@ -203,54 +379,72 @@ def _gap(earlier: datetime, later: datetime) -> timedelta:
     return later - earlier
 
 
+def stamp_messages(
+    store: MnemonStore,
+    namespace: Namespace,
+    messages: Sequence[Message],
+    *,
+    now: datetime | None = None,
+) -> list[Message]:
+    """The one date rule of every surface: a message is dated when it was written.
+
+    A message that carries its own timestamp keeps it (and its session); one without is dated
+    ``now`` (UTC) and continues the namespace's last session, unless more than
+    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that session's
+    last record, when it opens the next one.
+    """
+    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+
+    last = _last_record(store, namespace)
+    session = last.session if last is not None else 1
+    stamp = now or datetime.now(UTC)
+    if last is not None and last.date is not None and _gap(last.date, stamp) > DEFAULT_SESSION_GAP:
+        session += 1
+    return [
+        m if m.timestamp is not None else dataclasses.replace(m, timestamp=stamp, session=session)
+        for m in messages
+    ]
+
+
 def new_messages(
-    store: Any,
+    store: MnemonStore,
     namespace: Namespace,
     messages: Sequence[BaseMessage],
     *,
     now: datetime | None = None,
-) -> list[Any]:
-    """The writable ``messages`` not yet in the journal, converted to mnemon Messages.
+) -> list[Message]:
+    """The writable ``messages`` not yet in the journal, converted and dated.
 
     Messages are matched by id (LangGraph gives every message in state an id), so calling this
-    on the whole history each turn writes only the turn's new messages. A message without a
-    timestamp of its own is dated ``now`` (UTC), and it continues the namespace's last session
-    unless more than :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed
-    since that session's last record, when it opens the next one.
+    on the whole history each turn writes only the turn's new messages; dates follow
+    :func:`stamp_messages`.
     """
     from mnemon_langgraph.sources import messages_from_langchain
-    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
 
     candidates = [m for m in messages if _writable(m)]
     if not candidates:
         return []
     last = _last_record(store, namespace)
-    session = last.session if last is not None else 1
-    last_date = last.date if last is not None else None
-    converted = messages_from_langchain(candidates, first_session=session, last_timestamp=last_date)
+    converted = messages_from_langchain(
+        candidates,
+        first_session=last.session if last is not None else 1,
+        last_timestamp=last.date if last is not None else None,
+    )
     ids = [m.id for m in converted if m.id]
     known = _known_ids(store, namespace, ids) if ids else set()
     fresh = [m for m in converted if not m.id or m.id not in known]
-    stamp = now or datetime.now(UTC)
-    if last_date is not None and _gap(last_date, stamp) > DEFAULT_SESSION_GAP:
-        session += 1
-    return [
-        m if m.timestamp is not None else dataclasses.replace(m, timestamp=stamp, session=session)
-        for m in fresh
-    ]
+    return stamp_messages(store, namespace, fresh, now=now)
 
 
-def _known_ids(store: Any, namespace: Namespace, ids: Sequence[str]) -> set[str]:
+def _known_ids(store: MnemonStore, namespace: Namespace, ids: Sequence[str]) -> set[str]:
     journal = getattr(store, "journal", None)
     if journal is not None and hasattr(journal, "known_message_ids"):
         return set(journal.known_message_ids(namespace, ids))
-    if hasattr(store, "known_message_ids"):
-        return set(store.known_message_ids(namespace, ids))
     return set()
 
 
 def ingest_messages(
-    store: Any, namespace: Namespace, messages: Sequence[Any], *, source: str
+    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, source: str
 ) -> int:
     """Write mnemon Messages to the store (no model call); return how many were given."""
     if not messages:

@@ -11,7 +11,7 @@ import asyncio
 import uuid
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import (
     AIMessage,
@@ -30,12 +30,10 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from langchain_core.chat_history import BaseChatMessageHistory
 
+if TYPE_CHECKING:
+    from mnemon_langgraph.store import MnemonStore
+
 __all__ = ["MnemonChatMessageHistory"]
-
-
-def _journal(store: Any) -> Any:
-    journal = getattr(store, "journal", None)
-    return journal if journal is not None else store
 
 
 def _to_langchain(message_id: str, speaker: str, text: str, role: str) -> BaseMessage:
@@ -96,7 +94,9 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
         source: ``source`` written on the records.
     """
 
-    def __init__(self, store: Any, namespace: str | Sequence[str], *, source: str = "history"):
+    def __init__(
+        self, store: MnemonStore, namespace: str | Sequence[str], *, source: str = "history"
+    ):
         self.store = store
         self.namespace: Namespace = normalize_namespace(namespace)
         self.source = source
@@ -104,7 +104,7 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The namespace's messages, in the order they were written."""
-        records = list(_journal(self.store).records(self.namespace))
+        records = self.store.list_records(self.namespace)
         return messages_from_records(records)
 
     async def aget_messages(self) -> list[BaseMessage]:

@@ -27,7 +27,9 @@ from mnemon_langgraph.integrations._common import (
     ingest_messages,
     render_view_message,
     run_read_graph,
+    stamp_messages,
 )
+from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
 __all__ = ["CLASSIC_AVAILABLE", "FallbackBaseMemory", "MnemonMemory"]
@@ -103,7 +105,7 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
 
     Example::
 
-        memory = MnemonMemory(store=store, namespace="ada")
+        memory = MnemonMemory(store=store, namespace=("users", "ada"))
         memory.save_context({"input": "I moved to Lisbon"}, {"output": "Nice!"})
         memory.load_memory_variables({"input": "Where do I live?"})["history"]
 
@@ -122,13 +124,15 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    store: Any
+    store: MnemonStore
     # Required: a shared default namespace would silently mix users' memories.
     namespace: str | tuple[str, ...]
     memory_key: str = "history"
     input_key: str | None = None
     output_key: str | None = None
     return_messages: bool = False
+    # A compiled read graph (``CompiledStateGraph``); typed Any because pydantic cannot
+    # validate a generic compiled graph, and any object with invoke/ainvoke serves.
     read_graph: Any = Field(default=None, exclude=True)
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
@@ -180,7 +184,8 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
             HumanMessage(content=question, name=self.human_prefix, id=f"{turn}-h"),
             AIMessage(content=answer, name=self.ai_prefix, id=f"{turn}-a"),
         ]
-        return list(messages_from_langchain(pair))
+        # The one date rule of every surface: dated when written (sessions continue).
+        return stamp_messages(self.store, self._ns, messages_from_langchain(pair))
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Write the user input and the reply to the journal (no model call)."""

@@ -69,6 +69,8 @@ class MnemonRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    # Any SearchSource (a runtime-checkable protocol); checked by the validator below with a
+    # message that names the protocol, rather than pydantic's generic is-instance error.
     store: Any = Field(description="A SearchSource (MnemonStore)")
     namespace: Namespace
     k: int = 4

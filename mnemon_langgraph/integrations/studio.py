@@ -3,9 +3,11 @@
 ``graphs/read_graph.py`` and ``graphs/consolidation_graph.py`` (named in ``langgraph.json``)
 call these functions and do nothing else. Variables:
 
-- ``MNEMON_DB``: path of the journal (default ``mnemon.db`` in the working directory);
-- ``MNEMON_NAMESPACE``: namespace used when a run names none in its context or config
-  (default ``default``);
+- ``MNEMON_DB``: path of the journal (default ``mnemon.db`` in the working directory; the
+  repository's ``.gitignore`` ignores ``/*.db`` and their ``.indexes`` folders);
+- ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config.
+  Unset, such a run is refused with a message saying what to set (never a silent read of
+  some shared namespace);
 - ``MNEMON_PLANNER_MODEL``: System 2 chat model for the read graph, as
   ``init_chat_model`` takes it (``openai:gpt-4.1-mini``); unset: the offline rule planner;
 - ``MNEMON_JUDGE``: System 1 backend: ``local`` (default, offline), ``jev`` (needs
@@ -26,11 +28,10 @@ from langgraph.graph import END, START, StateGraph
 
 from mnemon_langgraph.backends import chat_model_from_spec, judge_from_spec
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.integrations._common import namespace_from
+from mnemon_langgraph.integrations._common import current_context, namespace_from
 
 __all__ = [
     "DEFAULT_DB",
-    "DEFAULT_NAMESPACE",
     "MissingChatModel",
     "chat_model_from_env",
     "consolidation_graph_from_env",
@@ -42,7 +43,13 @@ __all__ = [
 ]
 
 DEFAULT_DB = "mnemon.db"
-DEFAULT_NAMESPACE = "default"
+
+_NO_NAMESPACE = (
+    "this graph reads one user's memory and the run named none: set configurable.user_id "
+    "(or namespace) in the run's config (LangGraph Studio: the assistant's configuration), pass "
+    "context={{'user_id': ...}}, or start the server with MNEMON_NAMESPACE=<namespace> to read "
+    "that namespace by default (looked in: {where})"
+)
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -79,26 +86,30 @@ def store_from_env(environ: Mapping[str, str] | None = None) -> Any:
     return MnemonStore(_env(environ).get("MNEMON_DB") or DEFAULT_DB)
 
 
-def default_namespace(environ: Mapping[str, str] | None = None) -> str:
-    """``MNEMON_NAMESPACE`` or ``"default"``."""
-    return _env(environ).get("MNEMON_NAMESPACE") or DEFAULT_NAMESPACE
+def default_namespace(environ: Mapping[str, str] | None = None) -> str | None:
+    """``MNEMON_NAMESPACE``, or ``None`` (runs must then name their user)."""
+    return _env(environ).get("MNEMON_NAMESPACE") or None
 
 
-def with_default_namespace(read_graph: Any, default: str | Sequence[str]) -> Any:
-    """Wrap a compiled read graph so that runs naming no namespace read ``default``.
+def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None) -> Any:
+    """Wrap a compiled read graph so that each run's namespace is resolved, or refused.
 
     A LangGraph server puts its authenticated user id into ``configurable.user_id`` (an empty
     string without auth), which would replace a default baked into the graph's config; so the
     namespace is resolved per run here — the run's context (``namespace`` / ``user_id``), then
     ``configurable`` (``namespace``, a non-empty ``user_id``), then ``default`` — and handed to
-    the read graph as its context. Input and output are the read graph's.
+    the read graph as its context. Without a default, a run that names no user is refused with
+    a :class:`ConfigurationError` saying what to set. Input and output are the read graph's.
     """
     from mnemon_langgraph.read.state import ReadContext, ReadInput, ReadOutput
 
     def _context(config: RunnableConfig) -> Any:
-        runtime = (config.get("configurable") or {}).get("__pregel_runtime")
-        context = getattr(runtime, "context", None)
-        namespace = namespace_from(context=context, config=config, default=default)
+        context = current_context()
+        try:
+            namespace = namespace_from(context=context, config=config, default=default)
+        except ConfigurationError as exc:
+            where = "the run's context, config['configurable'] namespace/user_id, MNEMON_NAMESPACE"
+            raise ConfigurationError(_NO_NAMESPACE.format(where=where)) from exc
         return ReadContext(namespace=namespace, now=getattr(context, "now", None))
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -123,7 +134,7 @@ def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
     """The compiled read graph over ``MNEMON_DB`` with the planner and judge of the env.
 
     Runs that name no namespace (in their context or ``configurable``) read
-    ``MNEMON_NAMESPACE`` (see :func:`with_default_namespace`).
+    ``MNEMON_NAMESPACE``, or are refused when it is unset (see :func:`with_default_namespace`).
     """
     from mnemon_langgraph.read.graph import create_read_graph
 

@@ -1,185 +1,225 @@
-"""Memory as two nodes of an existing LangGraph agent built on ``MessagesState``.
+"""Memory for a LangGraph graph of your own: :func:`add_memory` and :func:`memory_nodes`.
 
-``recall`` runs the compiled read graph over the conversation and puts the View in front of
-the model as one system message with a stable id (each turn replaces the previous View rather
-than stacking one per turn). ``remember`` writes the turn's new messages to the journal after
-the reply (the write path: chunking and one embedding, no model call). A few lines add both::
+The View reaches the model the same way as in :class:`~.middleware.MnemonMiddleware`: it is
+put in front of the messages *the model node receives*, and never written to the graph's
+state. A ``recall`` node that returned the View as a state update would have to store it in
+``messages`` (rewriting the thread's history every turn, or piling one View per turn into the
+checkpoints) or in an extra state key the user's state does not have. Wrapping the model node
+keeps the checkpointed ``messages`` exactly the conversation. ``remember`` writes the turn's
+new messages to the journal after the reply (chunking and one embedding, no model call)::
 
-    recall, remember = memory_nodes(store)
     builder = StateGraph(MessagesState)
-    builder.add_sequence([("recall", recall), ("model", call_model), ("remember", remember)])
-    builder.add_edge(START, "recall")
-    graph = builder.compile()
+    builder.add_node("model", call_model)
+    graph = add_memory(builder, store).compile()
 
-or, for a builder that already has its model node, ``add_memory(builder, store)``.
-The namespace of each run comes from the runtime context (``user_id`` / ``namespace``) or
-``config["configurable"]`` (``user_id`` / ``namespace``), so one compiled graph serves many
-users without mixing their records.
+or, for your own wiring::
+
+    with_view, remember = memory_nodes(store)
+    builder.add_node("model", with_view(call_model))
+    builder.add_node("remember", remember)
+
+The namespace of each run follows the one rule of every surface
+(:func:`~._common.namespace_from`): a template such as ``("memories", "{user_id}")`` filled
+from the run's context or ``config["configurable"]``, else the run's ``namespace`` /
+``user_id``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from langchain_core.messages import BaseMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.graph import END, START
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
 
+from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.integrations._common import (
-    VIEW_MESSAGE_ID,
-    arun_read_graph,
+    NamespaceTemplate,
+    ReadGraph,
+    ViewCache,
     build_read_graph,
     conversation,
     ingest_messages,
+    is_view,
     namespace_from_config,
     new_messages,
-    render_view_message,
-    run_read_graph,
 )
+
+if TYPE_CHECKING:
+    from mnemon_langgraph.store import MnemonStore
 
 __all__ = ["MemoryNodes", "add_memory", "memory_nodes"]
 
+Node = Runnable[Any, Any] | Callable[..., Any]
+"""A LangGraph node: a runnable or a function of the state (and optionally the config)."""
+
 
 class MemoryNodes(NamedTuple):
-    """The two nodes :func:`memory_nodes` returns (unpack as ``recall, remember``)."""
+    """What :func:`memory_nodes` returns (unpack as ``with_view, remember``).
 
-    recall: RunnableLambda
-    remember: RunnableLambda
-
-
-def _place_view(messages: Sequence[BaseMessage], view_message: BaseMessage) -> list[BaseMessage]:
-    """State update that puts ``view_message`` first and drops any earlier View.
-
-    On the first turn (no View yet, no system message in the way) the update is a rewrite of
-    the list all the same: ``add_messages`` would otherwise append the View after the user's
-    message, and a replacement by id keeps the old position. A leading system message is what
-    every chat model provider accepts.
+    Attributes:
+        with_view: Wraps a model node so that the model sees the View first.
+        remember: The node that writes the turn's new messages to the journal.
     """
-    rest = conversation(messages)
-    return [RemoveMessage(id=REMOVE_ALL_MESSAGES), view_message, *rest]
+
+    with_view: Callable[[Node], Runnable[Any, Any]]
+    remember: Runnable[Any, Any]
+
+
+def _messages_of(state: Any) -> list[BaseMessage]:
+    if isinstance(state, Mapping):
+        return list(state["messages"])
+    return list(state.messages)
+
+
+def _replace_messages(state: Any, messages: list[BaseMessage]) -> Any:
+    """A copy of ``state`` with other ``messages`` (TypedDict, pydantic or dataclass state)."""
+    if isinstance(state, Mapping):
+        return {**state, "messages": messages}
+    if isinstance(state, BaseModel):
+        return state.model_copy(update={"messages": messages})
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return dataclasses.replace(state, messages=messages)
+    raise ConfigurationError(f"add_memory: cannot pass the View in a {type(state).__name__} state")
+
+
+def _without_view(update: Any) -> Any:
+    """The node's update with any View message dropped (a node may return the whole list)."""
+    if isinstance(update, Mapping) and isinstance(update.get("messages"), list):
+        return {**update, "messages": [m for m in update["messages"] if not _is_view_like(m)]}
+    return update
+
+
+def _is_view_like(message: Any) -> bool:
+    return isinstance(message, BaseMessage) and is_view(message)
 
 
 class _Memory:
-    """Holds what both nodes share: the store, the compiled read graph, the default namespace."""
+    """What the wrapper and ``remember`` share: the store, the View cache, the namespace."""
 
     def __init__(
         self,
-        store: Any,
-        read_graph: Any,
-        namespace: str | Sequence[str] | None,
+        store: MnemonStore,
+        read_graph: ReadGraph,
+        namespace: NamespaceTemplate | None,
         source: str,
-        message_id: str,
     ) -> None:
         self.store = store
-        self.read_graph = read_graph
+        self.views = ViewCache(read_graph)
         self.namespace = namespace
         self.source = source
-        self.message_id = message_id
 
-    # --- recall -------------------------------------------------------------------------
-    def recall(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages = state["messages"]
-        namespace = namespace_from_config(config, self.namespace)
-        view = run_read_graph(self.read_graph, conversation(messages), namespace, config)
-        message = render_view_message(view, message_id=self.message_id)
-        return {"messages": _place_view(messages, message)}
+    # --- the model node, with the View in front of its messages ------------------------------
+    def with_view(self, node: Node) -> Runnable[Any, Any]:
+        inner: Runnable[Any, Any] = node if isinstance(node, Runnable) else RunnableLambda(node)
 
-    async def arecall(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages = state["messages"]
-        namespace = namespace_from_config(config, self.namespace)
-        view = await arun_read_graph(self.read_graph, conversation(messages), namespace, config)
-        message = render_view_message(view, message_id=self.message_id)
-        return {"messages": _place_view(messages, message)}
+        def call(state: Any, config: RunnableConfig) -> Any:
+            messages = conversation(_messages_of(state))
+            namespace = namespace_from_config(config, self.namespace)
+            view = self.views.get(namespace, messages, config)
+            return _without_view(inner.invoke(_replace_messages(state, [view, *messages]), config))
 
-    # --- remember -----------------------------------------------------------------------
-    def remember(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        async def acall(state: Any, config: RunnableConfig) -> Any:
+            messages = conversation(_messages_of(state))
+            namespace = namespace_from_config(config, self.namespace)
+            view = await self.views.aget(namespace, messages, config)
+            update = await inner.ainvoke(_replace_messages(state, [view, *messages]), config)
+            return _without_view(update)
+
+        return RunnableLambda(call, acall, name=f"mnemon_with_view({inner.get_name()})")
+
+    # --- remember ----------------------------------------------------------------------------
+    def remember(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         namespace = namespace_from_config(config, self.namespace)
-        fresh = new_messages(self.store, namespace, state["messages"])
+        fresh = new_messages(self.store, namespace, _messages_of(state))
         ingest_messages(self.store, namespace, fresh, source=self.source)
         return {}
 
-    async def aremember(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return await asyncio.to_thread(self.remember, state, config)
+    async def aremember(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        namespace = namespace_from_config(config, self.namespace)
+        fresh = new_messages(self.store, namespace, _messages_of(state))
+        await asyncio.to_thread(ingest_messages, self.store, namespace, fresh, source=self.source)
+        return {}
 
 
 def memory_nodes(
-    store: Any,
+    store: MnemonStore,
     *,
-    read_graph: Any = None,
-    judge: Any = None,
-    planner: Any = None,
-    items: Any = None,
-    settings: Any = None,
-    namespace: str | Sequence[str] | None = None,
+    read_graph: ReadGraph | None = None,
+    namespace: NamespaceTemplate | None = None,
     source: str = "langgraph",
-    view_message_id: str = VIEW_MESSAGE_ID,
 ) -> MemoryNodes:
-    """Build the ``recall`` and ``remember`` nodes for a ``MessagesState`` graph.
+    """Build the model-node wrapper and the ``remember`` node for a graph of your own.
 
     Args:
-        store: A ``MnemonStore`` (search source of the read graph and journal written to).
-        read_graph: A compiled read graph; built from ``store``, ``judge``, ``planner``,
-            ``items`` and ``settings`` when omitted.
-        judge: System 1 backend for the read graph (default: the local judge).
-        planner: System 2 chat model for the read graph (default: the rule planner).
-        items: Consolidated index (``ItemSource``) the View may include.
-        settings: ``ReadSettings`` budgets.
-        namespace: Namespace used when the run names none (context or config win).
+        store: The ``MnemonStore`` searched by the read graph and written by ``remember``.
+        read_graph: The compiled read graph; default ``create_read_graph(source=store)``.
+        namespace: A namespace template such as ``("memories", "{user_id}")`` (filled per run
+            from its context or ``configurable``), or the namespace used when a run names none.
         source: ``source`` written on the records of the turns remembered.
-        view_message_id: Stable id of the View's system message.
 
     Returns:
-        ``MemoryNodes(recall, remember)``: runnables with sync and async forms to pass to
-        ``StateGraph.add_node``.
+        ``MemoryNodes(with_view, remember)``.
     """
-    graph = read_graph or build_read_graph(
-        store, judge=judge, planner=planner, items=items, settings=settings
-    )
-    memory = _Memory(store, graph, namespace, source, view_message_id)
-    return MemoryNodes(
-        recall=RunnableLambda(memory.recall, memory.arecall, name="mnemon_recall"),
-        remember=RunnableLambda(memory.remember, memory.aremember, name="mnemon_remember"),
-    )
+    memory = _Memory(store, read_graph or build_read_graph(store), namespace, source)
+    remember = RunnableLambda(memory.remember, memory.aremember, name="mnemon_remember")
+    return MemoryNodes(with_view=memory.with_view, remember=remember)
 
 
 def add_memory(
-    builder: Any,
-    store: Any,
+    builder: StateGraph[Any, Any, Any, Any],
+    store: MnemonStore,
     *,
     model_node: str = "model",
     after: str | None = None,
-    recall_name: str = "recall",
     remember_name: str = "remember",
-    **kwargs: Any,
-) -> Any:
-    """Add ``recall`` before ``model_node`` and ``remember`` at the end of a ``StateGraph``.
+    read_graph: ReadGraph | None = None,
+    namespace: NamespaceTemplate | None = None,
+    source: str = "langgraph",
+) -> StateGraph[Any, Any, Any, Any]:
+    """Give the model node of ``builder`` the View, and add ``remember`` after the turn.
 
-    Adds the two nodes and the edges ``START → recall → model_node`` and
-    ``after → remember → END``. Call it on a builder whose model node exists and that has no
-    edge from ``START`` yet, then add the rest of the edges (tool loops route their "done"
-    branch to ``remember_name`` instead of ``END``).
+    The node ``model_node`` (already added) is wrapped so that the model it calls receives the
+    View as the first message; the graph's state never holds it. The edges
+    ``START → model_node`` (when ``START`` has none yet) and ``after → remember → END`` are
+    added; tool loops route their "done" branch to ``remember_name`` instead of ``END``.
 
     Args:
-        builder: A ``StateGraph`` over ``MessagesState`` (or any state with ``messages``).
+        builder: A ``StateGraph`` whose state has ``messages`` (e.g. ``MessagesState``).
         store: The ``MnemonStore``.
         model_node: Name of the node that calls the chat model.
         after: Node after which the turn is written (default: ``model_node``). Pass ``""``
             to add the ``remember`` node without wiring it.
-        recall_name: Name given to the recall node.
         remember_name: Name given to the remember node.
-        **kwargs: Passed to :func:`memory_nodes` (``judge``, ``planner``, ``namespace`` …).
+        read_graph: The compiled read graph; default ``create_read_graph(source=store)``.
+        namespace: Namespace template or default namespace (see :func:`memory_nodes`).
+        source: ``source`` written on the records of the turns remembered.
 
     Returns:
         The builder, for chaining.
+
+    Raises:
+        ConfigurationError: ``model_node`` is not a node of ``builder``.
     """
-    recall, remember = memory_nodes(store, **kwargs)
-    builder.add_node(recall_name, recall)
+    spec = builder.nodes.get(model_node)
+    if spec is None:
+        raise ConfigurationError(
+            f"add_memory: no node {model_node!r} in the graph (nodes: {sorted(builder.nodes)}); "
+            "add the model node first or pass model_node="
+        )
+    with_view, remember = memory_nodes(
+        store, read_graph=read_graph, namespace=namespace, source=source
+    )
+    # The node already added is wrapped in place: LangGraph's own coercion of the user's
+    # function (config/runtime injection) stays inside, and no public API re-adds a node.
+    builder.nodes[model_node] = dataclasses.replace(spec, runnable=with_view(spec.runnable))
     builder.add_node(remember_name, remember)
-    builder.add_edge(START, recall_name)
-    builder.add_edge(recall_name, model_node)
+    if not any(start == START for start, _ in builder.edges):
+        builder.add_edge(START, model_node)
     tail = model_node if after is None else after
     if tail:
         builder.add_edge(tail, remember_name)

@@ -44,20 +44,15 @@ from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
     ReadContext,
     ReadState,
+    judgment_entry,
+    judgments_of,
+    needs_of,
+    recent_messages,
     resolve_namespace,
+    s1_messages,
+    statuses_of,
 )
-from mnemon_langgraph.read.trace import (
-    _jdict,
-    _judgments,
-    _needs,
-    _recent,
-    _s1_messages,
-    _statuses,
-    _timing,
-    _wave_entry,
-    build_trace,
-    degraded,
-)
+from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view
 from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
 
@@ -88,7 +83,7 @@ class Reader(ItemsNode):
         self, state: ReadState, runtime: Any, config: RunnableConfig
     ) -> tuple[Namespace, list[BaseMessage], str]:
         namespace = resolve_namespace(getattr(runtime, "context", None), config)
-        recent = _recent(state, self.settings)
+        recent = recent_messages(state, self.settings)
         latest_text(recent)
         ctx = getattr(runtime, "context", None)
         now = getattr(ctx, "now", None)
@@ -127,7 +122,7 @@ class Reader(ItemsNode):
         ]
         for note in plan.notes:
             trace.append(degraded("plan", note))
-        trace.append(_timing("plan", start, plan.model_seconds))
+        trace.append(timing_event("plan", start, plan.model_seconds))
         return {
             "namespace": list(namespace),
             "now": now,
@@ -220,7 +215,7 @@ class Reader(ItemsNode):
         searches = [dict(s) for s in state.get("searches", [])]
         fetch: list[tuple[int, int]] = []
         asks: list[Need] = []
-        needs = {n.index: n for n in _needs(state)}
+        needs = {n.index: n for n in needs_of(state)}
         for action in state.get("pending", []):
             if action["kind"] == "page":
                 key = (action["search_index"], action["offset"])
@@ -249,7 +244,9 @@ class Reader(ItemsNode):
                 )
                 s["exhausted"] = True
                 continue
-            page = take_page(hits, self.settings.page_records, self.settings.page_chars)
+            page = take_page(
+                hits, max_records=self.settings.page_records, max_chars=self.settings.page_chars
+            )
             s["next_offset"] = offset + len(page)
             s["exhausted"] = len(hits) < self.settings.page_records
             pages.append((idx, offset, page))
@@ -274,7 +271,7 @@ class Reader(ItemsNode):
                 pool, new = merge_page(pool, idx, offset, page, round_no)
                 added += new
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
-        trace.append(_timing("retrieve", start, model_seconds))
+        trace.append(timing_event("retrieve", start, model_seconds))
         return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
 
     def _search(self, ns: Namespace, searches: list[dict[str, Any]], idx: int, offset: int) -> Any:
@@ -296,7 +293,7 @@ class Reader(ItemsNode):
             tried = [s["query"] for s in searches]
             if isinstance(self.planner, ChatPlanner):
                 out = self.planner.new_search(
-                    _recent(state, self.settings), need, tried, self.settings
+                    recent_messages(state, self.settings), need, tried, self.settings
                 )
             else:
                 out = (self.planner.new_search(need, tried), 0, 0.0, [])
@@ -320,7 +317,7 @@ class Reader(ItemsNode):
             tried = [s["query"] for s in searches]
             if isinstance(self.planner, ChatPlanner):
                 out = await self.planner.anew_search(
-                    _recent(state, self.settings), need, tried, self.settings
+                    recent_messages(state, self.settings), need, tried, self.settings
                 )
             else:
                 out = (self.planner.new_search(need, tried), 0, 0.0, [])
@@ -348,14 +345,14 @@ class Reader(ItemsNode):
         return JudgeRequest(
             [Proposition.SCREEN],
             targets,
-            messages=_s1_messages(state, self.settings),
-            needs=_needs(state),
+            messages=s1_messages(state, self.settings),
+            needs=needs_of(state),
             round=state.get("rounds", 0) + 1,
         )
 
     def _deep_request(self, state: ReadState, screen: Sequence[Judgment]) -> JudgeRequest | None:
         ns = tuple(state["namespace"])
-        prior = _judgments(state)
+        prior = judgments_of(state)
         alljs = [*prior, *screen]
         order = [p["id"] for p in state.get("pool", [])]
         deep = {j.target_id for j in prior if j.proposition == "needed"}
@@ -365,14 +362,14 @@ class Reader(ItemsNode):
         if not chosen:
             return None
         by_id = {p["id"]: p for p in state.get("pool", [])}
-        needs = _needs(state)
+        needs = needs_of(state)
         props = [Proposition.NEEDED, Proposition.STALE]
         if needs:
             props.append(Proposition.SATISFIES)
         return JudgeRequest(
             props,
             [dict_to_record(by_id[r], ns) for r in chosen],
-            messages=_s1_messages(state, self.settings),
+            messages=s1_messages(state, self.settings),
             needs=needs,
             round=state.get("rounds", 0) + 1,
         )
@@ -381,7 +378,7 @@ class Reader(ItemsNode):
         return {
             "timeout_s": self.settings.judge_timeout_s,
             "max_records_per_call": self.settings.max_records_per_call,
-            # + 1: room for the date note _s1_messages puts before the last six messages.
+            # + 1: room for the date note s1_messages puts before the last six messages.
             "max_messages": self.settings.recent_messages + 1,
         }
 
@@ -398,7 +395,7 @@ class Reader(ItemsNode):
             secs = time.perf_counter() - t0
             model_s += secs
             new.extend(res.judgments)
-            trace.extend(_wave_entry("screen", round_no, len(req.targets), res, secs))
+            trace.extend(wave_events("screen", round_no, len(req.targets), res, secs))
         req = self._deep_request(state, new)
         if req is not None:
             t0 = time.perf_counter()
@@ -406,9 +403,9 @@ class Reader(ItemsNode):
             secs = time.perf_counter() - t0
             model_s += secs
             new.extend(res.judgments)
-            trace.extend(_wave_entry("judge", round_no, len(req.targets), res, secs))
-        trace.append(_timing("judge", start, model_s))
-        return {"judgments": [_jdict(j) for j in new], "trace": trace}
+            trace.extend(wave_events("judge", round_no, len(req.targets), res, secs))
+        trace.append(timing_event("judge", start, model_s))
+        return {"judgments": [judgment_entry(j) for j in new], "trace": trace}
 
     async def ajudge(self, state: ReadState) -> dict[str, Any]:
         start = time.perf_counter()
@@ -423,7 +420,7 @@ class Reader(ItemsNode):
             secs = time.perf_counter() - t0
             model_s += secs
             new.extend(res.judgments)
-            trace.extend(_wave_entry("screen", round_no, len(req.targets), res, secs))
+            trace.extend(wave_events("screen", round_no, len(req.targets), res, secs))
         req = self._deep_request(state, new)
         if req is not None:
             t0 = time.perf_counter()
@@ -431,9 +428,9 @@ class Reader(ItemsNode):
             secs = time.perf_counter() - t0
             model_s += secs
             new.extend(res.judgments)
-            trace.extend(_wave_entry("judge", round_no, len(req.targets), res, secs))
-        trace.append(_timing("judge", start, model_s))
-        return {"judgments": [_jdict(j) for j in new], "trace": trace}
+            trace.extend(wave_events("judge", round_no, len(req.targets), res, secs))
+        trace.append(timing_event("judge", start, model_s))
+        return {"judgments": [judgment_entry(j) for j in new], "trace": trace}
 
     # --- act (pure) ---------------------------------------------------------------------
     def act(self, state: ReadState) -> dict[str, Any]:
@@ -446,9 +443,9 @@ class Reader(ItemsNode):
                 found.setdefault(search, {})
                 found[search][p["id"]] = min(rank, found[search].get(p["id"], rank))
         actions, statuses = decide(
-            _needs(state),
-            _statuses(state),
-            _judgments(state),
+            needs_of(state),
+            statuses_of(state),
+            judgments_of(state),
             found=found,
             next_offset={s["index"]: s["next_offset"] for s in searches},
             exhausted=[s["index"] for s in searches if s["exhausted"]],
@@ -484,7 +481,7 @@ class Reader(ItemsNode):
             needs_out.append(
                 dict(n, state=s.state, lead_step=s.lead_step, positives=list(s.positives))
             )
-        trace.append(_timing("act", start))
+        trace.append(timing_event("act", start))
         return {"needs": needs_out, "pending": pending, "rounds": round_no, "trace": trace}
 
     @staticmethod
@@ -506,7 +503,7 @@ class Reader(ItemsNode):
             )
         view = compose_view(
             pool,
-            _judgments(state),
+            judgments_of(state),
             needs_named=bool(state.get("needs")),
             index=state.get("index") or {},
             settings=self.settings,
@@ -520,4 +517,4 @@ class Reader(ItemsNode):
         view.trace["timings"]["by_node"].append(
             {"node": "compose", "seconds": elapsed, "model_seconds": 0.0}
         )
-        return {"view": view, "trace": [_timing("compose", start)]}
+        return {"view": view, "trace": [timing_event("compose", start)]}

@@ -23,7 +23,13 @@ from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
-from mnemon_langgraph.read.planner import ChatPlanner, PlanResult, RulePlanner, latest_text
+from mnemon_langgraph.read.planner import (
+    NewSearchResult,
+    Planner,
+    PlanResult,
+    RulePlanner,
+    latest_text,
+)
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
     dict_to_record,
@@ -68,7 +74,7 @@ class Reader(ItemsNode):
         self,
         source: SearchSource,
         judge: BaseDecisionModel,
-        planner: ChatPlanner | RulePlanner,
+        planner: Planner,
         items: ItemSource | None,
         settings: ReadSettings,
     ) -> None:
@@ -161,10 +167,7 @@ class Reader(ItemsNode):
         start = time.perf_counter()
         namespace, recent, now = self._plan_start(state, runtime, config)
         try:
-            if isinstance(self.planner, ChatPlanner):
-                plan = await self.planner.aplan(recent, self.settings, now or None)
-            else:
-                plan = self.planner.plan(recent, self.settings, now or None)
+            plan = await self.planner.aplan(recent, self.settings, now or None)
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
         return self._plan_finish(namespace, now, plan, start)
@@ -174,7 +177,7 @@ class Reader(ItemsNode):
         self,
         searches: list[dict[str, Any]],
         need: Need,
-        out: tuple[str | None, int, float, list[str]],
+        out: NewSearchResult,
         round_no: int,
         trace: list[dict[str, Any]],
         fetch: list[tuple[int, int]],
@@ -291,12 +294,9 @@ class Reader(ItemsNode):
         round_no = state.get("rounds", 0) + 1
         for need in asks:
             tried = [s["query"] for s in searches]
-            if isinstance(self.planner, ChatPlanner):
-                out = self.planner.new_search(
-                    recent_messages(state, self.settings), need, tried, self.settings
-                )
-            else:
-                out = (self.planner.new_search(need, tried), 0, 0.0, [])
+            out = self.planner.next_search(
+                recent_messages(state, self.settings), need, tried, self.settings
+            )
             model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
         if len(fetch) > 1:  # searches are independent: run them side by side
             with ContextThreadPoolExecutor(max_workers=min(8, len(fetch))) as pool:
@@ -315,12 +315,9 @@ class Reader(ItemsNode):
         round_no = state.get("rounds", 0) + 1
         for need in asks:
             tried = [s["query"] for s in searches]
-            if isinstance(self.planner, ChatPlanner):
-                out = await self.planner.anew_search(
-                    recent_messages(state, self.settings), need, tried, self.settings
-                )
-            else:
-                out = (self.planner.new_search(need, tried), 0, 0.0, [])
+            out = await self.planner.anext_search(
+                recent_messages(state, self.settings), need, tried, self.settings
+            )
             model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
 
         async def one(i: int, o: int) -> Any:

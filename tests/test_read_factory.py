@@ -1,4 +1,4 @@
-"""create_read_graph takes every kind of planner and judge through one resolver each."""
+"""create_read_graph takes every kind of planner and judge; callbacks see every model call."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from typing import Any
 
 import langchain.chat_models
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from test_planner import NEED_JSON, SEARCH_JSON, RoutingFakeChat
 from test_read_graph import CTX, ask, by_text, support_judge, toy_records
@@ -149,3 +151,41 @@ def test_judge_by_name_at_the_factory(fake_provider: list[tuple[str, str | None]
     view = graph.invoke({"messages": [HumanMessage("support group?")]}, context=CTX)["view"]
     assert any("RoutingFakeChat" in e or "routing-fake" in e for e in view.trace["errors"])
     assert view.records
+
+
+# --- tracing: a callback handler in config sees every model call, sync and async -------
+
+
+class _Counter(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.chat_calls = 0
+        self.runs: list[str] = []
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.chat_calls += 1
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.runs.append(str(kwargs.get("name")))
+
+
+def _never(prop: str, text: str, need: int | None) -> float:
+    return 0.1  # nothing satisfies the need: the rules page, then ask for a new search
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_callbacks_see_every_planner_and_judge_call(mode: str) -> None:
+    graph = create_read_graph(
+        source=InMemorySearchSource(toy_records()),
+        judge=ScriptedDecisionModel(answers=by_text(_never)),
+        planner=_chat(),
+    )
+    handler = _Counter()
+    config: RunnableConfig = {"callbacks": [handler]}
+    if mode == "invoke":
+        out = graph.invoke(ask(), context=CTX, config=config)
+    else:
+        out = await graph.ainvoke(ask(), context=CTX, config=config)
+    counts = out["view"].trace["counts"]
+    assert counts["s2_calls"] == 4  # search plan, need plan, a new search for each of 2 needs
+    assert handler.chat_calls == counts["s2_calls"]
+    assert handler.runs.count("ScriptedDecisionModel") == counts["s1_calls"] > 0

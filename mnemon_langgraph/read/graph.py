@@ -5,8 +5,9 @@
     plan ─► retrieve ─► judge ─► act ─┬─► retrieve …   (the round produced actions, < 3 rounds)
                                       └─► judge_items ─► compose ─► View
 
-Every node has a sync and an async implementation sharing the same pure helpers, so
-``invoke``, ``ainvoke`` and ``stream`` all work. Backends (the search source, the
+Every node is one body with a thin sync and async driver around it
+(:mod:`mnemon_langgraph.read.drive`), so ``invoke``, ``ainvoke`` and ``stream`` run the
+same logic. Backends (the search source, the
 decision model, the planner, the index) reach the nodes through closures; the state holds
 only data. The namespace comes from the runtime context (:class:`ReadContext`) or from
 ``config["configurable"]["namespace"]`` / ``["user_id"]``.
@@ -18,7 +19,7 @@ from typing import Any
 
 from langchain_core.decisions import BaseDecisionModel
 from langchain_core.language_models import BaseChatModel
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
@@ -84,14 +85,14 @@ def create_read_graph(
     builder = StateGraph(
         ReadState, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
     )
-    builder.add_node("plan", RunnableCallable(reader.plan, reader.aplan, name="plan"))
-    builder.add_node(
-        "retrieve", RunnableCallable(reader.retrieve, reader.aretrieve, name="retrieve")
-    )
-    builder.add_node("judge", RunnableCallable(reader.judge, reader.ajudge, name="judge"))
+    # One body per node, a sync and an async driver around it (read/drive.py);
+    # RunnableLambda(func, afunc) makes the pair one node for invoke and ainvoke.
+    builder.add_node("plan", RunnableLambda(reader.plan, reader.aplan, name="plan"))
+    builder.add_node("retrieve", RunnableLambda(reader.retrieve, reader.aretrieve, name="retrieve"))
+    builder.add_node("judge", RunnableLambda(reader.judge, reader.ajudge, name="judge"))
     builder.add_node("act", reader.act)
     builder.add_node(
-        "judge_items", RunnableCallable(reader.judge_items, reader.ajudge_items, name="judge_items")
+        "judge_items", RunnableLambda(reader.judge_items, reader.ajudge_items, name="judge_items")
     )
     builder.add_node("compose", reader.compose)
     builder.add_edge(START, "plan")

@@ -6,21 +6,20 @@ state). Sync and async faces share pure helpers; only the backend calls differ.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
 from langchain_core.decisions import BaseDecisionModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 from langgraph.types import Overwrite
 
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.planner import (
@@ -48,7 +47,6 @@ from mnemon_langgraph.read.rules import (
 )
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
-    ReadContext,
     ReadState,
     judgment_entry,
     judgments_of,
@@ -63,6 +61,15 @@ from mnemon_langgraph.read.view import compose_view
 from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
 
 __all__ = ["NODES", "Reader"]
+
+
+def _run_context() -> Any:
+    """The run's context (``context=`` of ``invoke``), through langgraph's public API."""
+    try:
+        return get_runtime().context
+    except (RuntimeError, KeyError, AttributeError):
+        return None
+
 
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
@@ -86,15 +93,15 @@ class Reader(ItemsNode):
 
     # --- plan -----------------------------------------------------------------------
     def _plan_start(
-        self, state: ReadState, runtime: Any, config: RunnableConfig
+        self, state: ReadState, config: RunnableConfig
     ) -> tuple[Namespace, list[BaseMessage], str]:
-        namespace = resolve_namespace(getattr(runtime, "context", None), config)
+        context = _run_context()
+        namespace = resolve_namespace(context, config)
         recent = recent_messages(state, self.settings)
         latest_text(recent)
-        ctx = getattr(runtime, "context", None)
-        now = getattr(ctx, "now", None)
-        if now is None and isinstance(ctx, dict):
-            now = ctx.get("now")
+        now = getattr(context, "now", None)
+        if now is None and isinstance(context, dict):
+            now = context.get("now")
         return namespace, recent, now.isoformat() if now is not None else ""
 
     def _plan_finish(
@@ -150,27 +157,24 @@ class Reader(ItemsNode):
         plan.notes.append(f"planner failed ({type(exc).__name__}: {exc!s:.200}); rule planner used")
         return plan
 
-    def plan(
-        self, state: ReadState, config: RunnableConfig, runtime: Runtime[ReadContext]
-    ) -> dict[str, Any]:
+    def _plan(self, state: ReadState, config: RunnableConfig) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        namespace, recent, now = self._plan_start(state, runtime, config)
+        namespace, recent, now = self._plan_start(state, config)
         try:
-            plan = self.planner.plan(recent, self.settings, now or None)
+            plan = yield Call(
+                self.planner.plan, self.planner.aplan, (recent, self.settings, now or None)
+            )
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
         return self._plan_finish(namespace, now, plan, start)
 
-    async def aplan(
-        self, state: ReadState, config: RunnableConfig, runtime: Runtime[ReadContext]
-    ) -> dict[str, Any]:
-        start = time.perf_counter()
-        namespace, recent, now = self._plan_start(state, runtime, config)
-        try:
-            plan = await self.planner.aplan(recent, self.settings, now or None)
-        except Exception as exc:
-            plan = self._safe_plan_fallback(recent, exc)
-        return self._plan_finish(namespace, now, plan, start)
+    def plan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
+        """Node ``plan`` under ``invoke``."""
+        return drive(self._plan(state, config))
+
+    async def aplan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
+        """Node ``plan`` under ``ainvoke``."""
+        return await adrive(self._plan(state, config))
 
     # --- retrieve ---------------------------------------------------------------------
     def _new_search_result(
@@ -277,60 +281,44 @@ class Reader(ItemsNode):
         trace.append(timing_event("retrieve", start, model_seconds))
         return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
 
-    def _search(self, ns: Namespace, searches: list[dict[str, Any]], idx: int, offset: int) -> Any:
-        try:
-            return self.source.search(
-                searches[idx]["query"], namespace=ns, k=self.settings.page_records, offset=offset
+    def _retrieve(self, state: ReadState) -> Body[dict[str, Any]]:
+        start = time.perf_counter()
+        ns = tuple(state["namespace"])
+        searches, fetch, asks = self._fetch_plan(state)
+        trace: list[dict[str, Any]] = []
+        model_seconds = 0.0
+        round_no = state.get("rounds", 0) + 1
+        recent = recent_messages(state, self.settings)
+        for need in asks:
+            tried = [s["query"] for s in searches]
+            out = yield Call(
+                self.planner.next_search,
+                self.planner.anext_search,
+                (recent, need, tried, self.settings),
             )
-        except Exception as exc:
-            return exc
+            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
+        # the searches are independent: they run side by side
+        results = yield Gather(
+            tuple(
+                Call(
+                    self.source.search,
+                    self.source.asearch,
+                    (searches[i]["query"],),
+                    {"namespace": ns, "k": self.settings.page_records, "offset": o},
+                )
+                for i, o in fetch
+            )
+        )
+        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
+        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
 
     def retrieve(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        ns = tuple(state["namespace"])
-        searches, fetch, asks = self._fetch_plan(state)
-        trace: list[dict[str, Any]] = []
-        model_seconds = 0.0
-        round_no = state.get("rounds", 0) + 1
-        for need in asks:
-            tried = [s["query"] for s in searches]
-            out = self.planner.next_search(
-                recent_messages(state, self.settings), need, tried, self.settings
-            )
-            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
-        if len(fetch) > 1:  # searches are independent: run them side by side
-            with ContextThreadPoolExecutor(max_workers=min(8, len(fetch))) as pool:
-                results = list(pool.map(lambda f: self._search(ns, searches, *f), fetch))
-        else:
-            results = [self._search(ns, searches, i, o) for i, o in fetch]
-        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+        """Node ``retrieve`` under ``invoke``."""
+        return drive(self._retrieve(state))
 
     async def aretrieve(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        ns = tuple(state["namespace"])
-        searches, fetch, asks = self._fetch_plan(state)
-        trace: list[dict[str, Any]] = []
-        model_seconds = 0.0
-        round_no = state.get("rounds", 0) + 1
-        for need in asks:
-            tried = [s["query"] for s in searches]
-            out = await self.planner.anext_search(
-                recent_messages(state, self.settings), need, tried, self.settings
-            )
-            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
-
-        async def one(i: int, o: int) -> Any:
-            try:
-                return await self.source.asearch(
-                    searches[i]["query"], namespace=ns, k=self.settings.page_records, offset=o
-                )
-            except Exception as exc:
-                return exc
-
-        results = await asyncio.gather(*(one(i, o) for i, o in fetch))
-        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+        """Node ``retrieve`` under ``ainvoke``."""
+        return await adrive(self._retrieve(state))
 
     # --- judge --------------------------------------------------------------------------
     def _screen_request(self, state: ReadState) -> JudgeRequest | None:
@@ -379,55 +367,41 @@ class Reader(ItemsNode):
             "max_messages": self.settings.recent_messages + 1,
         }
 
-    def judge(self, state: ReadState) -> dict[str, Any]:
+    def _wave(
+        self, name: str, req: JudgeRequest, trace: list[dict[str, Any]]
+    ) -> Generator[Step, Any, tuple[list[Judgment], float]]:
+        """One System 1 wave: its judgments and model seconds; its events go to ``trace``."""
+        t0 = time.perf_counter()
+        res = yield Call(judge_wave, ajudge_wave, (self.s1, [req]), self._wave_kwargs())
+        secs = time.perf_counter() - t0
+        trace.extend(wave_events(name, req.round, len(req.targets), res, secs))
+        return list(res.judgments), secs
+
+    def _judge(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        round_no = state.get("rounds", 0) + 1
         trace: list[dict[str, Any]] = []
         new: list[Judgment] = []
         model_s = 0.0
         req = self._screen_request(state)
         if req is not None:
-            t0 = time.perf_counter()
-            res = judge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
+            judged, secs = yield from self._wave("screen", req, trace)
+            new.extend(judged)
             model_s += secs
-            new.extend(res.judgments)
-            trace.extend(wave_events("screen", round_no, len(req.targets), res, secs))
         req = self._deep_request(state, new)
         if req is not None:
-            t0 = time.perf_counter()
-            res = judge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
+            judged, secs = yield from self._wave("judge", req, trace)
+            new.extend(judged)
             model_s += secs
-            new.extend(res.judgments)
-            trace.extend(wave_events("judge", round_no, len(req.targets), res, secs))
         trace.append(timing_event("judge", start, model_s))
         return {"judgments": [judgment_entry(j) for j in new], "trace": trace}
 
+    def judge(self, state: ReadState) -> dict[str, Any]:
+        """Node ``judge`` under ``invoke``."""
+        return drive(self._judge(state))
+
     async def ajudge(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        round_no = state.get("rounds", 0) + 1
-        trace: list[dict[str, Any]] = []
-        new: list[Judgment] = []
-        model_s = 0.0
-        req = self._screen_request(state)
-        if req is not None:
-            t0 = time.perf_counter()
-            res = await ajudge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
-            model_s += secs
-            new.extend(res.judgments)
-            trace.extend(wave_events("screen", round_no, len(req.targets), res, secs))
-        req = self._deep_request(state, new)
-        if req is not None:
-            t0 = time.perf_counter()
-            res = await ajudge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
-            model_s += secs
-            new.extend(res.judgments)
-            trace.extend(wave_events("judge", round_no, len(req.targets), res, secs))
-        trace.append(timing_event("judge", start, model_s))
-        return {"judgments": [judgment_entry(j) for j in new], "trace": trace}
+        """Node ``judge`` under ``ainvoke``."""
+        return await adrive(self._judge(state))
 
     # --- act (pure) ---------------------------------------------------------------------
     def act(self, state: ReadState) -> dict[str, Any]:

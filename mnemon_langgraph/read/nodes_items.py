@@ -7,7 +7,6 @@ standing instructions and the topic directory go to ``compose`` as plain data.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -15,6 +14,7 @@ from langchain_core.decisions import BaseDecisionModel
 
 from mnemon_langgraph.items import IndexItem, ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.drive import Body, Call, adrive, drive, in_thread
 from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, ajudge_wave, judge_wave
 from mnemon_langgraph.read.planner import latest_text
 from mnemon_langgraph.read.rules import (
@@ -119,52 +119,31 @@ class ItemsNode:
         trace.append(timing_event("judge_items", start, secs))
         return {"index": index, "judgments": [judgment_entry(j) for j in new], "trace": trace}
 
-    def judge_items(self, state: ReadState) -> dict[str, Any]:
+    def _judge_items(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
         if self.items is None:
             return {"index": {}, "trace": [timing_event("judge_items", start)]}
         ns = tuple(state["namespace"])
-        cands = self._item_candidates(state, ns)
+        cands = yield Call(self._item_candidates, in_thread(self._item_candidates), (state, ns))
         res, secs = None, 0.0
         if cands:
             t0 = time.perf_counter()
-            res = judge_wave(
-                self.s1,
-                [
-                    JudgeRequest(
-                        [Proposition.ITEM_NEEDED],
-                        cands,
-                        messages=s1_messages(state, self.settings),
-                        needs=needs_of(state),
-                        round=state.get("rounds", 1),
-                    )
-                ],
-                **self._wave_kwargs(),
+            request = JudgeRequest(
+                [Proposition.ITEM_NEEDED],
+                cands,
+                messages=s1_messages(state, self.settings),
+                needs=needs_of(state),
+                round=state.get("rounds", 1),
             )
+            res = yield Call(judge_wave, ajudge_wave, (self.s1, [request]), self._wave_kwargs())
             secs = time.perf_counter() - t0
-        return self._items_finish(state, ns, cands, res, secs, start)
+        args = (state, ns, cands, res, secs, start)
+        return (yield Call(self._items_finish, in_thread(self._items_finish), args))
+
+    def judge_items(self, state: ReadState) -> dict[str, Any]:
+        """Node ``judge_items`` under ``invoke``."""
+        return drive(self._judge_items(state))
 
     async def ajudge_items(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        if self.items is None:
-            return {"index": {}, "trace": [timing_event("judge_items", start)]}
-        ns = tuple(state["namespace"])
-        cands = await asyncio.to_thread(self._item_candidates, state, ns)
-        res, secs = None, 0.0
-        if cands:
-            t0 = time.perf_counter()
-            res = await ajudge_wave(
-                self.s1,
-                [
-                    JudgeRequest(
-                        [Proposition.ITEM_NEEDED],
-                        cands,
-                        messages=s1_messages(state, self.settings),
-                        needs=needs_of(state),
-                        round=state.get("rounds", 1),
-                    )
-                ],
-                **self._wave_kwargs(),
-            )
-            secs = time.perf_counter() - t0
-        return await asyncio.to_thread(self._items_finish, state, ns, cands, res, secs, start)
+        """Node ``judge_items`` under ``ainvoke`` (index reads in a worker thread)."""
+        return await adrive(self._judge_items(state))

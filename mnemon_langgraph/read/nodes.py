@@ -57,7 +57,7 @@ from mnemon_langgraph.read.state import (
     statuses_of,
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
-from mnemon_langgraph.read.view import compose_view
+from mnemon_langgraph.read.view import compose_view, seen_in_recent
 from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
 
 __all__ = ["NODES", "Reader"]
@@ -472,6 +472,8 @@ class Reader(ItemsNode):
                 f"no records found in namespace {tuple(state.get('namespace', []))!r}: the "
                 "journal is empty for this namespace or no search matched"
             )
+        recent = recent_messages(state, self.settings)
+        seen = seen_in_recent(pool, recent) if self.settings.leave_out_recent else []
         view = compose_view(
             pool,
             judgments_of(state),
@@ -480,6 +482,8 @@ class Reader(ItemsNode):
             settings=self.settings,
             trace=trace,
             empty_reason=reason,
+            seen=seen,
+            all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed

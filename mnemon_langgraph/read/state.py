@@ -173,8 +173,9 @@ class IndexData(TypedDict, total=False):
 class ReadState(TypedDict, total=False):
     """Everything one turn decided, as plain data.
 
-    Keys (exactly those the nodes write):
-        messages: The conversation (``add_messages``); the last ``recent_messages`` are read.
+    Keys (the input, then exactly those the nodes write):
+        messages: The conversation, the graph's input (``add_messages``); the last
+            ``recent_messages`` are read, none is written.
         namespace: The resolved namespace, as a list of strings (``plan``).
         now: ISO time the message is asked, or ``""`` (``plan``).
         plan: :class:`PlanEntry` (``plan``).

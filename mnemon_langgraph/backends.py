@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
 
 if TYPE_CHECKING:
+    from langchain_core.decisions import BaseDecisionModel
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["chat_model_from_spec", "judge_from_spec", "planner_from_spec"]
+__all__ = ["chat_model_from_spec", "judge_from_spec", "planner_from_spec", "resolve_judge"]
 
 
 def chat_model_from_spec(spec: str, **kwargs: Any) -> BaseChatModel:
@@ -100,3 +101,30 @@ def judge_from_spec(spec: str, *, embeddings: Embeddings | None = None) -> Any:
     raise ConfigurationError(
         f"judge must be local, jev, llm:PROVIDER:MODEL or package.module:attribute, got {spec!r}"
     )
+
+
+def resolve_judge(
+    judge: BaseDecisionModel | str | None, *, embeddings: Embeddings | None = None
+) -> BaseDecisionModel:
+    """The System 1 backend ``create_read_graph(judge=...)`` was given.
+
+    Args:
+        judge: ``None`` (the offline local judge), a name :func:`judge_from_spec` accepts
+            (``"local"``, ``"jev"``, ``"llm:PROVIDER:MODEL"`` …) or a decision model.
+        embeddings: Embeddings the local judge shares (e.g. the store's).
+
+    Raises:
+        ConfigurationError: For a name that names no backend, or an object that is not a
+            decision model.
+    """
+    from langchain_core.decisions import BaseDecisionModel
+
+    if judge is None:
+        judge = "local"
+    found = judge_from_spec(judge, embeddings=embeddings) if isinstance(judge, str) else judge
+    if not isinstance(found, BaseDecisionModel):
+        raise ConfigurationError(
+            "judge must be None, 'local', 'jev', 'llm:PROVIDER:MODEL', "
+            f"'package.module:attribute' or a BaseDecisionModel, got {type(found).__name__}"
+        )
+    return found

@@ -197,13 +197,13 @@ def test_structured_output_path_is_used_when_the_model_has_it() -> None:
 
 def test_new_search_uses_the_model_then_falls_back_to_rules() -> None:
     model = RoutingFakeChat(script={"new": ['{"search": "adoption agency visit"}']})
-    q, calls, _, errs = ChatPlanner(model).new_search(
+    q, calls, _, errs = ChatPlanner(model).next_search(
         human("q"), Need(0, "adoption agency"), ["q"], S
     )
     assert q == "adoption agency visit" and calls == 1 and errs == []
     assert '"adoption agency"' in model.prompts[-1]
     bad = RoutingFakeChat(script={"new": ["nope"]})
-    q, calls, _, errs = ChatPlanner(bad).new_search(
+    q, calls, _, errs = ChatPlanner(bad).next_search(
         human("q"), Need(0, "adoption agency"), ["q"], S
     )
     assert calls == 2 and len(errs) == 2 and q == "adoption agency"

@@ -160,7 +160,7 @@ def test_planner_prompts_keep_hostile_conversation_inside_the_data_section() -> 
     messages = _ask()["messages"]
     plan = planner.plan(messages, ReadSettings())
     assert plan.planner != "rules" and not plan.errors
-    planner.new_search(messages, Need(0, HOSTILE[6], "NEED"), [HOSTILE[5]], ReadSettings())
+    planner.next_search(messages, Need(0, HOSTILE[6], "NEED"), [HOSTILE[5]], ReadSettings())
     system_prompts = set()
     assert len(model.prompts) == 3
     for prompt in model.prompts:

@@ -174,3 +174,107 @@ def test_explain_in_and_out_of_the_view() -> None:
     assert "no longer current" in why_not and "pooled in round 2" in why_not
     assert "lead r1" in why_not
     assert "not in the pool" in explain(v, "r77")
+
+
+# --- no wasted budget: records the agent already sees stay out ---------------------------
+
+
+def test_records_all_in_the_recent_messages_are_left_out_by_id_or_text() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from mnemon_langgraph.read.view import seen_in_recent
+
+    pool = [
+        {"id": "a", "text": "Ann: I moved to Rotterdam", "message_ids": ["m1"]},  # id match
+        {"id": "b", "text": "Ann: my   dog is called Rex", "message_ids": ["x"]},  # text match
+        {  # one of two messages is recent: it stays
+            "id": "c",
+            "text": "Ann: I moved to Rotterdam\nBob: nice",
+            "message_ids": ["m1", "m9"],
+        },
+        {"id": "d", "text": "Bob: my dog is called Rex", "message_ids": ["y"]},  # other speaker
+        {"id": "e", "text": "assistant: Sure, noted.", "message_ids": ["z"]},  # role as speaker
+    ]
+    recent = [
+        HumanMessage("I moved to Rotterdam", name="Ann", id="m1"),
+        HumanMessage("my dog is\ncalled Rex", name="Ann", id="m2"),
+        AIMessage("Sure,  noted.", id="m3"),
+    ]
+    assert seen_in_recent(pool, recent) == ["a", "b", "e"]
+    assert seen_in_recent(pool, []) == []
+
+
+def test_seen_records_spend_no_budget_and_the_trace_says_why() -> None:
+    pool = [rec(i) for i in range(3)]
+    js = [j(f"r{i}", "needed", 0.9 - i / 10) for i in range(3)]
+    v = compose_view(pool, js, needs_named=True, index={}, settings=S, seen=["r0"])
+    assert v.record_ids == ["r1", "r2"]
+    assert "already sees" in v.trace["placement"]["r0"]
+    # without judgments (fused order) they stay out too
+    assert compose_view(
+        pool, [], needs_named=True, index={}, settings=S, seen=["r1"]
+    ).record_ids == [
+        "r0",
+        "r2",
+    ]
+
+
+def test_leave_out_recent_in_the_graph_and_its_switch() -> None:
+    from langchain_core.messages import HumanMessage
+    from test_read_graph import CTX, TEXTS, graph
+
+    from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+
+    records = [
+        make_record(f"r{i}", t, namespace=CTX.namespace, session=i + 1) for i, t in enumerate(TEXTS)
+    ]
+    speaker, _, text = TEXTS[0].partition(": ")
+    question = {
+        "messages": [
+            HumanMessage(text, name=speaker),  # the agent sees r0's message already
+            HumanMessage("When did Caroline go to the support group?"),
+        ]
+    }
+    g, _ = graph(source=InMemorySearchSource(records))
+    view = g.invoke(question, context=CTX)["view"]
+    assert "r0" not in view.record_ids and "r4" in view.record_ids
+    assert "already sees" in view.trace["placement"]["r0"]
+    g, _ = graph(
+        source=InMemorySearchSource(records), settings=ReadSettings(leave_out_recent=False)
+    )
+    assert "r0" in g.invoke(question, context=CTX)["view"].record_ids
+
+
+# --- ALL needs: one record per session before a second of the same session ----------------
+
+
+def test_all_need_covers_sessions_before_more_of_one_session() -> None:
+    # r0..r3 in session 1 rank highest; r4 (session 2) and r5 (session 3) rank lower.
+    pool = [rec(i, session=1) for i in range(4)] + [rec(4, session=2), rec(5, session=3)]
+    js = [j(f"r{i}", "needed", 0.95 - i / 100) for i in range(6)]
+    js += [j(f"r{i}", "satisfies", 0.9, need=0) for i in range(6)]
+    small = ReadSettings(view_records=3)
+    plain = compose_view(pool, js, needs_named=True, index={}, settings=small)
+    assert plain.record_ids == ["r0", "r1", "r2"]  # a NEED: ranking alone
+    v = compose_view(pool, js, needs_named=True, index={}, settings=small, all_needs=[0])
+    assert v.record_ids == ["r0", "r4", "r5"]
+    assert "one per session first" in v.records[1].placed_by
+    # a record satisfying the ALL need but not judged needed is promoted too
+    js2 = [j("r0", "needed", 0.9), j("r1", "needed", 0.8), j("r2", "needed", 0.1)]
+    js2 += [j("r2", "satisfies", 0.9, need=0)]
+    pool2 = [rec(0, session=1), rec(1, session=1), rec(2, session=4)]
+    v2 = compose_view(pool2, js2, needs_named=True, index={}, settings=small, all_needs=[0])
+    assert v2.record_ids == ["r0", "r2", "r1"]
+
+
+# --- why a record judged "no" can still fill the View -------------------------------------
+
+
+def test_ranking_placement_says_why_a_no_record_fills_the_view() -> None:
+    pool = [rec(0), rec(1)]
+    js = [j("r0", "needed", 0.9), j("r1", "screen", 0.05), j("r1", "needed", 0.1)]
+    v = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    assert v.record_ids == ["r0", "r1"]
+    assert "budget remained" in v.records[1].placed_by
+    assert "not judged needed" in v.records[1].placed_by
+    assert "budget remained" in explain(v, "r1")

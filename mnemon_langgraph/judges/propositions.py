@@ -143,6 +143,89 @@ def parse_question_id(qid: str) -> QuestionKey:
     return QuestionKey(local_id, prop)
 
 
+@dataclass(frozen=True, slots=True)
+class _Wording:
+    """How one proposition is asked: an instruction template and its two criteria.
+
+    ``instructions`` is a :meth:`str.format` template over ``ref`` (the sentence naming the
+    record), ``local_id``, ``need_index`` and ``quoted`` (the need's wording, quoted).
+    """
+
+    instructions: str
+    true: str
+    false: str
+
+
+_WORDING: dict[Proposition, _Wording] = {
+    Proposition.SCREEN: _Wording(
+        instructions=(
+            "Read {ref} against the latest message in `messages`. Should the reply to "
+            "the latest message use this record?"
+        ),
+        true=(
+            "The record states a fact, event, date, value, preference or plan that "
+            "the reply would use, even if it answers only part of the message."
+        ),
+        false=(
+            "The record shares only topic words, names or small talk with the "
+            "message, or holds nothing the reply would use."
+        ),
+    ),
+    Proposition.NEEDED: _Wording(
+        instructions=(
+            "Read the last messages in `messages` together, then {ref}. Does the reply "
+            "to the latest message need this record?"
+        ),
+        true=(
+            "Direct answer evidence, a necessary intermediate fact, or a date, "
+            "count, name or detail the reply must state or reason from."
+        ),
+        false=(
+            "Only topic overlap, a mention of the same person or thing without the "
+            "asked detail, or content unrelated to what the messages ask."
+        ),
+    ),
+    Proposition.STALE: _Wording(
+        instructions=(
+            "Is {ref} no longer current: does a later message in `messages` or a later "
+            "record in `records` (a later session or date in its header) explicitly "
+            "change, cancel or complete what this record states?"
+        ),
+        true=(
+            "A later message or record explicitly says the stated value, plan or "
+            "state changed, was cancelled, replaced, or was completed."
+        ),
+        false=(
+            "Nothing later explicitly changes it: a later mention of the same topic, "
+            "a compatible new detail, an earlier record, or time passing does not count."
+        ),
+    ),
+    Proposition.SATISFIES: _Wording(
+        instructions="Does {ref} satisfy the information need `needs[{need_index}]`{quoted}?",
+        true=(
+            "The record itself states what the need asks for, or one instance of it "
+            "when the need is of kind ALL."
+        ),
+        false=(
+            "The record is only about the same topic or person, states a different "
+            "detail, or answers another need."
+        ),
+    ),
+    Proposition.ITEM_NEEDED: _Wording(
+        instructions=(
+            'Read the entry of `items` whose id is "{local_id}" against the latest message '
+            "in `messages`. Does the reply to the latest message need this index item?"
+        ),
+        true=(
+            "The item states a fact, value, timeline event or standing instruction that "
+            "the reply needs or must follow."
+        ),
+        false="Only topic overlap, or an item the reply would not use.",
+    ),
+}
+"""The proposition vocabulary: one row per proposition, so adding one is adding a row."""
+
+
 def _record_ref(local_id: str) -> str:
     return f'the entry of `records` whose id is "{local_id}"'
 
@@ -165,90 +248,19 @@ def build_question(
 
     Returns:
         A Noul with instructions and explicit true and false criteria.
+
+    Raises:
+        InputError: If ``proposition`` is :data:`SATISFIES` and ``need_index`` is missing.
     """
     prop = Proposition(proposition)
-    ref = _record_ref(local_id)
-    if prop is Proposition.SCREEN:
-        return Noul(
-            instructions=(
-                f"Read {ref} against the latest message in `messages`. Should the reply to "
-                "the latest message use this record?"
-            ),
-            criteria=NoulCriteria(
-                true=(
-                    "The record states a fact, event, date, value, preference or plan that "
-                    "the reply would use, even if it answers only part of the message."
-                ),
-                false=(
-                    "The record shares only topic words, names or small talk with the "
-                    "message, or holds nothing the reply would use."
-                ),
-            ),
-        )
-    if prop is Proposition.NEEDED:
-        return Noul(
-            instructions=(
-                f"Read the last messages in `messages` together, then {ref}. Does the reply "
-                "to the latest message need this record?"
-            ),
-            criteria=NoulCriteria(
-                true=(
-                    "Direct answer evidence, a necessary intermediate fact, or a date, "
-                    "count, name or detail the reply must state or reason from."
-                ),
-                false=(
-                    "Only topic overlap, a mention of the same person or thing without the "
-                    "asked detail, or content unrelated to what the messages ask."
-                ),
-            ),
-        )
-    if prop is Proposition.STALE:
-        return Noul(
-            instructions=(
-                f"Is {ref} no longer current: does a later message in `messages` or a later "
-                "record in `records` (a later session or date in its header) explicitly "
-                "change, cancel or complete what this record states?"
-            ),
-            criteria=NoulCriteria(
-                true=(
-                    "A later message or record explicitly says the stated value, plan or "
-                    "state changed, was cancelled, replaced, or was completed."
-                ),
-                false=(
-                    "Nothing later explicitly changes it: a later mention of the same topic, "
-                    "a compatible new detail, an earlier record, or time passing does not count."
-                ),
-            ),
-        )
-    if prop is Proposition.SATISFIES:
-        if need_index is None:
-            raise InputError("'satisfies' needs need_index")
-        quoted = f" ({json.dumps(need_text, ensure_ascii=False)})" if need_text else ""
-        return Noul(
-            instructions=(
-                f"Does {ref} satisfy the information need `needs[{need_index}]`{quoted}?"
-            ),
-            criteria=NoulCriteria(
-                true=(
-                    "The record itself states what the need asks for, or one instance of it "
-                    "when the need is of kind ALL."
-                ),
-                false=(
-                    "The record is only about the same topic or person, states a different "
-                    "detail, or answers another need."
-                ),
-            ),
-        )
+    if prop is Proposition.SATISFIES and need_index is None:
+        raise InputError("'satisfies' needs need_index")
+    quoted = f" ({json.dumps(need_text, ensure_ascii=False)})" if need_text else ""
+    wording = _WORDING[prop]
+    instructions = wording.instructions.format(
+        ref=_record_ref(local_id), local_id=local_id, need_index=need_index, quoted=quoted
+    )
     return Noul(
-        instructions=(
-            f'Read the entry of `items` whose id is "{local_id}" against the latest message '
-            "in `messages`. Does the reply to the latest message need this index item?"
-        ),
-        criteria=NoulCriteria(
-            true=(
-                "The item states a fact, value, timeline event or standing instruction that "
-                "the reply needs or must follow."
-            ),
-            false="Only topic overlap, or an item the reply would not use.",
-        ),
+        instructions=instructions,
+        criteria=NoulCriteria(true=wording.true, false=wording.false),
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource
-    from mnemon_langgraph.read.planner import ChatPlanner, RulePlanner
+    from mnemon_langgraph.read.planner import ChatPlanner, Planner, RulePlanner
     from mnemon_langgraph.read.rules import DropNeed, Judgment, Need, NewSearch, PageSearch
     from mnemon_langgraph.read.settings import ReadSettings
     from mnemon_langgraph.read.state import ReadContext, ReadState
@@ -28,6 +28,7 @@ __all__ = [
     "Need",
     "NewSearch",
     "PageSearch",
+    "Planner",
     "ReadContext",
     "ReadSettings",
     "ReadState",
@@ -44,6 +45,7 @@ _WHERE = {
     "InMemorySearchSource": "memory",
     "ChatPlanner": "planner",
     "RulePlanner": "planner",
+    "Planner": "planner",
     "DropNeed": "rules",
     "Judgment": "rules",
     "Need": "rules",

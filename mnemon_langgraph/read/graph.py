@@ -5,8 +5,9 @@
     plan ─► retrieve ─► judge ─► act ─┬─► retrieve …   (the round produced actions, < 3 rounds)
                                       └─► judge_items ─► compose ─► View
 
-Every node has a sync and an async implementation sharing the same pure helpers, so
-``invoke``, ``ainvoke`` and ``stream`` all work. Backends (the search source, the
+Every node is one body with a thin sync and async driver around it
+(:mod:`mnemon_langgraph.read.drive`), so ``invoke``, ``ainvoke`` and ``stream`` run the
+same logic. Backends (the search source, the
 decision model, the planner, the index) reach the nodes through closures; the state holds
 only data. The namespace comes from the runtime context (:class:`ReadContext`) or from
 ``config["configurable"]["namespace"]`` / ``["user_id"]``.
@@ -18,12 +19,15 @@ from typing import Any
 
 from langchain_core.decisions import BaseDecisionModel
 from langchain_core.language_models import BaseChatModel
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 
+from mnemon_langgraph.backends import resolve_judge
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.read.nodes import NODES, Reader
-from mnemon_langgraph.read.planner import ChatPlanner, RulePlanner
+from mnemon_langgraph.read.planner import Planner, resolve_planner
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
     ReadContext,
@@ -37,29 +41,26 @@ from mnemon_langgraph.types import SearchSource
 __all__ = ["NODES", "create_read_graph", "view_of"]
 
 
-def _default_judge(source: SearchSource) -> BaseDecisionModel:
-    from mnemon_langgraph.judges.local import LocalDecisionModel  # lazy: loads the embedder
-
-    # Share the store's embedder when it has one (one model in memory, not two).
-    return LocalDecisionModel(embeddings=getattr(source, "embeddings", None))
-
-
 def create_read_graph(
     *,
     source: SearchSource,
-    judge: BaseDecisionModel | None = None,
-    planner: BaseChatModel | None = None,
+    judge: BaseDecisionModel | str | None = None,
+    planner: Planner | BaseChatModel | str | None = None,
     items: ItemSource | None = None,
     settings: ReadSettings | None = None,
-    checkpointer: Any = None,
+    checkpointer: Checkpointer = None,
     name: str = "mnemon_read",
-) -> Any:
+) -> CompiledStateGraph[ReadState, ReadContext, ReadInput, ReadOutput]:
     """Build and compile the read graph.
 
     Args:
         source: Where records come from (``MnemonStore`` or any :class:`SearchSource`).
-        judge: System 1 (a ``BaseDecisionModel``); default: the offline local judge.
-        planner: System 2 (any ``BaseChatModel``); default: the rule planner (no model).
+        judge: System 1: a ``BaseDecisionModel`` or a name (``"local"``, ``"jev"``,
+            ``"llm:provider:model"``; see :func:`mnemon_langgraph.backends.resolve_judge`);
+            default: the offline local judge, sharing the source's embedder.
+        planner: System 2: a :class:`Planner` (``RulePlanner()``, ``ChatPlanner(model)``),
+            any ``BaseChatModel``, a ``"provider:model"`` string, or ``None`` / ``"rules"``
+            for the rule planner (no model).
         items: The consolidated index; ``None``: the View has no index block.
         settings: Budgets (paper defaults).
         checkpointer: Optional LangGraph checkpointer.
@@ -69,26 +70,29 @@ def create_read_graph(
         A compiled graph: input ``{"messages": [...]}``, output ``{"view": View, ...}``.
         Pass the namespace as ``context=ReadContext(namespace=...)`` (or
         ``config={"configurable": {"namespace": ...}}``).
+
+    Raises:
+        ConfigurationError: If ``judge`` or ``planner`` names nothing this package knows.
     """
     settings = settings or ReadSettings()
     reader = Reader(
         source,
-        judge if judge is not None else _default_judge(source),
-        ChatPlanner(planner) if planner is not None else RulePlanner(),
+        resolve_judge(judge, embeddings=getattr(source, "embeddings", None)),
+        resolve_planner(planner),
         items,
         settings,
     )
     builder = StateGraph(
         ReadState, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
     )
-    builder.add_node("plan", RunnableCallable(reader.plan, reader.aplan, name="plan"))
-    builder.add_node(
-        "retrieve", RunnableCallable(reader.retrieve, reader.aretrieve, name="retrieve")
-    )
-    builder.add_node("judge", RunnableCallable(reader.judge, reader.ajudge, name="judge"))
+    # One body per node, a sync and an async driver around it (read/drive.py);
+    # RunnableLambda(func, afunc) makes the pair one node for invoke and ainvoke.
+    builder.add_node("plan", RunnableLambda(reader.plan, reader.aplan, name="plan"))
+    builder.add_node("retrieve", RunnableLambda(reader.retrieve, reader.aretrieve, name="retrieve"))
+    builder.add_node("judge", RunnableLambda(reader.judge, reader.ajudge, name="judge"))
     builder.add_node("act", reader.act)
     builder.add_node(
-        "judge_items", RunnableCallable(reader.judge_items, reader.ajudge_items, name="judge_items")
+        "judge_items", RunnableLambda(reader.judge_items, reader.ajudge_items, name="judge_items")
     )
     builder.add_node("compose", reader.compose)
     builder.add_edge(START, "plan")

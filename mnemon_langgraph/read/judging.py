@@ -11,10 +11,11 @@ Failure never leaves a wave: a call that raises, times out, or returns missing o
 answers loses *only its own* judgments (the graph falls back to the fused search order for
 those targets) and is reported in :attr:`WaveResult.errors` with the backend's name.
 
-Retries: ``retries`` defaults to **0**. A failed call already degrades gracefully, and a
-retry would put up to another full call (or timeout) on the turn's critical path — one
-System 1 wave costs ~0.3 s against seconds for a retried timeout. Pass ``retries=1`` for
-flaky backends; more than one retry is refused.
+Retries: ``retries`` defaults to **0**; a retry is LangChain's ``Runnable.with_retry`` around
+one call (the model call plus the check of its answers), not a loop of our own. A failed call
+already degrades gracefully, and a retry would put up to another full call (or timeout) on
+the turn's critical path — one System 1 wave costs ~0.3 s against seconds for a retried
+timeout. Pass ``retries=1`` for flaky backends; more than one retry is refused.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, TypeAlias
 
 from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, Noul
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from mnemon_langgraph.errors import ConfigurationError, InputError, ModelCallError
@@ -343,13 +344,6 @@ class _Outcome:
     error: str | None = None
 
 
-def _success(call: PlannedCall, response: ClassifierResponse) -> _Outcome:
-    try:
-        return _Outcome(judgments=read_answers(call, response), usage=response.usage)
-    except ModelCallError as error:
-        return _Outcome(error=f"ModelCallError: {error}")
-
-
 def _failure(error: BaseException, timeout_s: float | None) -> _Outcome:
     if isinstance(error, TimeoutError | asyncio.TimeoutError | concurrent.futures.TimeoutError):
         return _Outcome(error=f"timed out after {timeout_s} s")
@@ -386,6 +380,50 @@ def _check_retries(retries: int) -> None:
         raise ConfigurationError(f"retries must be 0 or 1, got {retries}")
 
 
+class _Attempt:
+    """One planned call as a runnable: ask the model, check every answer.
+
+    An unusable response raises :class:`ModelCallError`, so LangChain's ``with_retry`` treats
+    it like a failed call; ``count`` is how many times the model was asked (the wave's
+    ``attempts``). The async face bounds each attempt by ``timeout_s``.
+    """
+
+    def __init__(self, model: BaseDecisionModel, call: PlannedCall, timeout_s: float | None):
+        self.model, self.call, self.timeout_s = model, call, timeout_s
+        self.count = 0
+        self.usage: Mapping[str, Any] | None = None
+
+    def _checked(self, response: ClassifierResponse) -> list[Judgment]:
+        judgments = read_answers(self.call, response)
+        self.usage = response.usage
+        return judgments
+
+    def invoke(self, request: dict[str, Any], config: RunnableConfig) -> list[Judgment]:
+        self.count += 1
+        return self._checked(self.model.invoke(request, config))  # type: ignore[arg-type]
+
+    async def ainvoke(self, request: dict[str, Any], config: RunnableConfig) -> list[Judgment]:
+        self.count += 1
+        response = await asyncio.wait_for(
+            self.model.ainvoke(request, config),  # type: ignore[arg-type]
+            self.timeout_s,
+        )
+        return self._checked(response)
+
+    def runnable(self, retries: int) -> Runnable[dict[str, Any], list[Judgment]]:
+        step: Runnable[dict[str, Any], list[Judgment]] = RunnableLambda(
+            self.invoke, self.ainvoke, name="judge_call"
+        )
+        if retries:
+            step = step.with_retry(stop_after_attempt=retries + 1, wait_exponential_jitter=False)
+        return step
+
+    def outcome(self, result: list[Judgment] | BaseException) -> _Outcome:
+        if isinstance(result, BaseException):
+            return _failure(result, self.timeout_s)
+        return _Outcome(judgments=result, usage=self.usage)
+
+
 def _request(call: PlannedCall) -> dict[str, Any]:
     return {"state": call.state, "questions": call.questions}
 
@@ -393,17 +431,12 @@ def _request(call: PlannedCall) -> dict[str, Any]:
 # --- async face ------------------------------------------------------------------------
 
 
-async def _acall(
-    model: BaseDecisionModel,
-    call: PlannedCall,
-    timeout_s: float | None,
-    config: RunnableConfig | None,
-) -> _Outcome:
+async def _aoutcome(attempt: _Attempt, retries: int, config: RunnableConfig | None) -> _Outcome:
     try:
-        response = await asyncio.wait_for(model.ainvoke(_request(call), config), timeout_s)  # type: ignore[arg-type]
+        result = await attempt.runnable(retries).ainvoke(_request(attempt.call), config)
     except Exception as error:
-        return _failure(error, timeout_s)
-    return _success(call, response)
+        return attempt.outcome(error)
+    return attempt.outcome(result)
 
 
 async def ajudge_wave(
@@ -421,8 +454,8 @@ async def ajudge_wave(
     Args:
         model: Any decision model (Jev, chat judge, local judge, scripted).
         requests: The wave's requests.
-        timeout_s: Seconds each call may take; ``None`` waits as long as the backend does.
-        retries: 0 (default) or 1: failed calls are sent once more, together.
+        timeout_s: Seconds each attempt may take; ``None`` waits as long as the backend does.
+        retries: 0 (default) or 1: a failed call is sent once more (``Runnable.with_retry``).
         max_records_per_call: Targets per call (paper: 40).
         max_messages: Last messages sent with each call (paper: 6).
         config: Runnable config passed to the model (callbacks, tracing).
@@ -435,48 +468,12 @@ async def ajudge_wave(
     calls = plan_wave(
         requests, max_records_per_call=max_records_per_call, max_messages=max_messages
     )
-    outcomes = list(await asyncio.gather(*(_acall(model, c, timeout_s, config) for c in calls)))
-    attempts = len(calls)
-    for _ in range(retries):
-        failed = [i for i, o in enumerate(outcomes) if o.judgments is None]
-        if not failed:
-            break
-        again = await asyncio.gather(*(_acall(model, calls[i], timeout_s, config) for i in failed))
-        attempts += len(failed)
-        for i, outcome in zip(failed, again, strict=True):
-            outcomes[i] = outcome
-    return _collect(model, calls, outcomes, attempts)
+    attempts = [_Attempt(model, c, timeout_s) for c in calls]
+    outcomes = await asyncio.gather(*(_aoutcome(a, retries, config) for a in attempts))
+    return _collect(model, calls, outcomes, sum(a.count for a in attempts))
 
 
 # --- sync face -------------------------------------------------------------------------
-
-
-def _run_sync_round(
-    model: BaseDecisionModel,
-    calls: Sequence[PlannedCall],
-    timeout_s: float | None,
-    config: RunnableConfig | None,
-) -> list[_Outcome]:
-    if not calls:
-        return []
-    # Not a `with` block: a hung backend call must not hold the wave past its timeout.
-    # Its thread finishes in the background; its answer is discarded.
-    pool = ContextThreadPoolExecutor(max_workers=min(len(calls), _MAX_WORKERS))
-    try:
-        futures = [pool.submit(model.invoke, _request(c), config) for c in calls]  # type: ignore[arg-type]
-        concurrent.futures.wait(futures, timeout=timeout_s)
-        outcomes: list[_Outcome] = []
-        for call, future in zip(calls, futures, strict=True):
-            if not future.done():
-                future.cancel()
-                outcomes.append(_failure(TimeoutError(), timeout_s))
-            elif (error := future.exception()) is not None:
-                outcomes.append(_failure(error, timeout_s))
-            else:
-                outcomes.append(_success(call, future.result()))
-        return outcomes
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def judge_wave(
@@ -491,21 +488,34 @@ def judge_wave(
 ) -> WaveResult:
     """Synchronous :func:`ajudge_wave`: the calls run concurrently in a thread pool.
 
-    Same arguments and result. A call still running at ``timeout_s`` is reported as
-    timed out; its thread is left to finish in the background.
+    Same arguments and result. ``timeout_s`` bounds the whole call, its retry included
+    (``timeout_s * (retries + 1)``); a call still running then is reported as timed out and
+    its thread is left to finish in the background.
     """
     _check_retries(retries)
     calls = plan_wave(
         requests, max_records_per_call=max_records_per_call, max_messages=max_messages
     )
-    outcomes = _run_sync_round(model, calls, timeout_s, config)
-    attempts = len(calls)
-    for _ in range(retries):
-        failed = [i for i, o in enumerate(outcomes) if o.judgments is None]
-        if not failed:
-            break
-        again = _run_sync_round(model, [calls[i] for i in failed], timeout_s, config)
-        attempts += len(failed)
-        for i, outcome in zip(failed, again, strict=True):
-            outcomes[i] = outcome
-    return _collect(model, calls, outcomes, attempts)
+    attempts = [_Attempt(model, c, timeout_s) for c in calls]
+    if not calls:
+        return _collect(model, calls, [], 0)
+    # Not a `with` block: a hung backend call must not hold the wave past its timeout.
+    # ContextThreadPoolExecutor keeps the run's callbacks (tracing) in the worker threads.
+    pool = ContextThreadPoolExecutor(max_workers=min(len(calls), _MAX_WORKERS))
+    try:
+        futures = [
+            pool.submit(a.runnable(retries).invoke, _request(a.call), config) for a in attempts
+        ]
+        limit = None if timeout_s is None else timeout_s * (retries + 1)
+        concurrent.futures.wait(futures, timeout=limit)
+        outcomes: list[_Outcome] = []
+        for attempt, future in zip(attempts, futures, strict=True):
+            if not future.done():
+                future.cancel()
+                outcomes.append(_failure(TimeoutError(), timeout_s))
+            else:
+                error = future.exception()
+                outcomes.append(attempt.outcome(error if error is not None else future.result()))
+        return _collect(model, calls, outcomes, sum(a.count for a in attempts))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)

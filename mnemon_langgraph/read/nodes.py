@@ -6,24 +6,29 @@ state). Sync and async faces share pure helpers; only the backend calls differ.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
 from langchain_core.decisions import BaseDecisionModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 from langgraph.types import Overwrite
 
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
-from mnemon_langgraph.read.planner import ChatPlanner, PlanResult, RulePlanner, latest_text
+from mnemon_langgraph.read.planner import (
+    NewSearchResult,
+    Planner,
+    PlanResult,
+    RulePlanner,
+    latest_text,
+)
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
     dict_to_record,
@@ -42,26 +47,29 @@ from mnemon_langgraph.read.rules import (
 )
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
-    ReadContext,
     ReadState,
+    judgment_entry,
+    judgments_of,
+    needs_of,
+    recent_messages,
     resolve_namespace,
+    s1_messages,
+    statuses_of,
 )
-from mnemon_langgraph.read.trace import (
-    _jdict,
-    _judgments,
-    _needs,
-    _recent,
-    _s1_messages,
-    _statuses,
-    _timing,
-    _wave_entry,
-    build_trace,
-    degraded,
-)
-from mnemon_langgraph.read.view import compose_view
+from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
+from mnemon_langgraph.read.view import compose_view, seen_in_recent
 from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
 
 __all__ = ["NODES", "Reader"]
+
+
+def _run_context() -> Any:
+    """The run's context (``context=`` of ``invoke``), through langgraph's public API."""
+    try:
+        return get_runtime().context
+    except (RuntimeError, KeyError, AttributeError):
+        return None
+
 
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
@@ -73,7 +81,7 @@ class Reader(ItemsNode):
         self,
         source: SearchSource,
         judge: BaseDecisionModel,
-        planner: ChatPlanner | RulePlanner,
+        planner: Planner,
         items: ItemSource | None,
         settings: ReadSettings,
     ) -> None:
@@ -85,15 +93,15 @@ class Reader(ItemsNode):
 
     # --- plan -----------------------------------------------------------------------
     def _plan_start(
-        self, state: ReadState, runtime: Any, config: RunnableConfig
+        self, state: ReadState, config: RunnableConfig
     ) -> tuple[Namespace, list[BaseMessage], str]:
-        namespace = resolve_namespace(getattr(runtime, "context", None), config)
-        recent = _recent(state, self.settings)
+        context = _run_context()
+        namespace = resolve_namespace(context, config)
+        recent = recent_messages(state, self.settings)
         latest_text(recent)
-        ctx = getattr(runtime, "context", None)
-        now = getattr(ctx, "now", None)
-        if now is None and isinstance(ctx, dict):
-            now = ctx.get("now")
+        now = getattr(context, "now", None)
+        if now is None and isinstance(context, dict):
+            now = context.get("now")
         return namespace, recent, now.isoformat() if now is not None else ""
 
     def _plan_finish(
@@ -127,7 +135,7 @@ class Reader(ItemsNode):
         ]
         for note in plan.notes:
             trace.append(degraded("plan", note))
-        trace.append(_timing("plan", start, plan.model_seconds))
+        trace.append(timing_event("plan", start, plan.model_seconds))
         return {
             "namespace": list(namespace),
             "now": now,
@@ -149,37 +157,31 @@ class Reader(ItemsNode):
         plan.notes.append(f"planner failed ({type(exc).__name__}: {exc!s:.200}); rule planner used")
         return plan
 
-    def plan(
-        self, state: ReadState, config: RunnableConfig, runtime: Runtime[ReadContext]
-    ) -> dict[str, Any]:
+    def _plan(self, state: ReadState, config: RunnableConfig) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        namespace, recent, now = self._plan_start(state, runtime, config)
+        namespace, recent, now = self._plan_start(state, config)
         try:
-            plan = self.planner.plan(recent, self.settings, now or None)
+            plan = yield Call(
+                self.planner.plan, self.planner.aplan, (recent, self.settings, now or None)
+            )
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
         return self._plan_finish(namespace, now, plan, start)
 
-    async def aplan(
-        self, state: ReadState, config: RunnableConfig, runtime: Runtime[ReadContext]
-    ) -> dict[str, Any]:
-        start = time.perf_counter()
-        namespace, recent, now = self._plan_start(state, runtime, config)
-        try:
-            if isinstance(self.planner, ChatPlanner):
-                plan = await self.planner.aplan(recent, self.settings, now or None)
-            else:
-                plan = self.planner.plan(recent, self.settings, now or None)
-        except Exception as exc:
-            plan = self._safe_plan_fallback(recent, exc)
-        return self._plan_finish(namespace, now, plan, start)
+    def plan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
+        """Node ``plan`` under ``invoke``."""
+        return drive(self._plan(state, config))
+
+    async def aplan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
+        """Node ``plan`` under ``ainvoke``."""
+        return await adrive(self._plan(state, config))
 
     # --- retrieve ---------------------------------------------------------------------
     def _new_search_result(
         self,
         searches: list[dict[str, Any]],
         need: Need,
-        out: tuple[str | None, int, float, list[str]],
+        out: NewSearchResult,
         round_no: int,
         trace: list[dict[str, Any]],
         fetch: list[tuple[int, int]],
@@ -220,7 +222,7 @@ class Reader(ItemsNode):
         searches = [dict(s) for s in state.get("searches", [])]
         fetch: list[tuple[int, int]] = []
         asks: list[Need] = []
-        needs = {n.index: n for n in _needs(state)}
+        needs = {n.index: n for n in needs_of(state)}
         for action in state.get("pending", []):
             if action["kind"] == "page":
                 key = (action["search_index"], action["offset"])
@@ -249,7 +251,9 @@ class Reader(ItemsNode):
                 )
                 s["exhausted"] = True
                 continue
-            page = take_page(hits, self.settings.page_records, self.settings.page_chars)
+            page = take_page(
+                hits, max_records=self.settings.page_records, max_chars=self.settings.page_chars
+            )
             s["next_offset"] = offset + len(page)
             s["exhausted"] = len(hits) < self.settings.page_records
             pages.append((idx, offset, page))
@@ -274,69 +278,47 @@ class Reader(ItemsNode):
                 pool, new = merge_page(pool, idx, offset, page, round_no)
                 added += new
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
-        trace.append(_timing("retrieve", start, model_seconds))
+        trace.append(timing_event("retrieve", start, model_seconds))
         return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
 
-    def _search(self, ns: Namespace, searches: list[dict[str, Any]], idx: int, offset: int) -> Any:
-        try:
-            return self.source.search(
-                searches[idx]["query"], namespace=ns, k=self.settings.page_records, offset=offset
+    def _retrieve(self, state: ReadState) -> Body[dict[str, Any]]:
+        start = time.perf_counter()
+        ns = tuple(state["namespace"])
+        searches, fetch, asks = self._fetch_plan(state)
+        trace: list[dict[str, Any]] = []
+        model_seconds = 0.0
+        round_no = state.get("rounds", 0) + 1
+        recent = recent_messages(state, self.settings)
+        for need in asks:
+            tried = [s["query"] for s in searches]
+            out = yield Call(
+                self.planner.next_search,
+                self.planner.anext_search,
+                (recent, need, tried, self.settings),
             )
-        except Exception as exc:
-            return exc
+            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
+        # the searches are independent: they run side by side
+        results = yield Gather(
+            tuple(
+                Call(
+                    self.source.search,
+                    self.source.asearch,
+                    (searches[i]["query"],),
+                    {"namespace": ns, "k": self.settings.page_records, "offset": o},
+                )
+                for i, o in fetch
+            )
+        )
+        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
+        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
 
     def retrieve(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        ns = tuple(state["namespace"])
-        searches, fetch, asks = self._fetch_plan(state)
-        trace: list[dict[str, Any]] = []
-        model_seconds = 0.0
-        round_no = state.get("rounds", 0) + 1
-        for need in asks:
-            tried = [s["query"] for s in searches]
-            if isinstance(self.planner, ChatPlanner):
-                out = self.planner.new_search(
-                    _recent(state, self.settings), need, tried, self.settings
-                )
-            else:
-                out = (self.planner.new_search(need, tried), 0, 0.0, [])
-            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
-        if len(fetch) > 1:  # searches are independent: run them side by side
-            with ContextThreadPoolExecutor(max_workers=min(8, len(fetch))) as pool:
-                results = list(pool.map(lambda f: self._search(ns, searches, *f), fetch))
-        else:
-            results = [self._search(ns, searches, i, o) for i, o in fetch]
-        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+        """Node ``retrieve`` under ``invoke``."""
+        return drive(self._retrieve(state))
 
     async def aretrieve(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        ns = tuple(state["namespace"])
-        searches, fetch, asks = self._fetch_plan(state)
-        trace: list[dict[str, Any]] = []
-        model_seconds = 0.0
-        round_no = state.get("rounds", 0) + 1
-        for need in asks:
-            tried = [s["query"] for s in searches]
-            if isinstance(self.planner, ChatPlanner):
-                out = await self.planner.anew_search(
-                    _recent(state, self.settings), need, tried, self.settings
-                )
-            else:
-                out = (self.planner.new_search(need, tried), 0, 0.0, [])
-            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
-
-        async def one(i: int, o: int) -> Any:
-            try:
-                return await self.source.asearch(
-                    searches[i]["query"], namespace=ns, k=self.settings.page_records, offset=o
-                )
-            except Exception as exc:
-                return exc
-
-        results = await asyncio.gather(*(one(i, o) for i, o in fetch))
-        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+        """Node ``retrieve`` under ``ainvoke``."""
+        return await adrive(self._retrieve(state))
 
     # --- judge --------------------------------------------------------------------------
     def _screen_request(self, state: ReadState) -> JudgeRequest | None:
@@ -348,14 +330,14 @@ class Reader(ItemsNode):
         return JudgeRequest(
             [Proposition.SCREEN],
             targets,
-            messages=_s1_messages(state, self.settings),
-            needs=_needs(state),
+            messages=s1_messages(state, self.settings),
+            needs=needs_of(state),
             round=state.get("rounds", 0) + 1,
         )
 
     def _deep_request(self, state: ReadState, screen: Sequence[Judgment]) -> JudgeRequest | None:
         ns = tuple(state["namespace"])
-        prior = _judgments(state)
+        prior = judgments_of(state)
         alljs = [*prior, *screen]
         order = [p["id"] for p in state.get("pool", [])]
         deep = {j.target_id for j in prior if j.proposition == "needed"}
@@ -365,14 +347,14 @@ class Reader(ItemsNode):
         if not chosen:
             return None
         by_id = {p["id"]: p for p in state.get("pool", [])}
-        needs = _needs(state)
+        needs = needs_of(state)
         props = [Proposition.NEEDED, Proposition.STALE]
         if needs:
             props.append(Proposition.SATISFIES)
         return JudgeRequest(
             props,
             [dict_to_record(by_id[r], ns) for r in chosen],
-            messages=_s1_messages(state, self.settings),
+            messages=s1_messages(state, self.settings),
             needs=needs,
             round=state.get("rounds", 0) + 1,
         )
@@ -381,59 +363,45 @@ class Reader(ItemsNode):
         return {
             "timeout_s": self.settings.judge_timeout_s,
             "max_records_per_call": self.settings.max_records_per_call,
-            # + 1: room for the date note _s1_messages puts before the last six messages.
+            # + 1: room for the date note s1_messages puts before the last six messages.
             "max_messages": self.settings.recent_messages + 1,
         }
 
-    def judge(self, state: ReadState) -> dict[str, Any]:
+    def _wave(
+        self, name: str, req: JudgeRequest, trace: list[dict[str, Any]]
+    ) -> Generator[Step, Any, tuple[list[Judgment], float]]:
+        """One System 1 wave: its judgments and model seconds; its events go to ``trace``."""
+        t0 = time.perf_counter()
+        res = yield Call(judge_wave, ajudge_wave, (self.s1, [req]), self._wave_kwargs())
+        secs = time.perf_counter() - t0
+        trace.extend(wave_events(name, req.round, len(req.targets), res, secs))
+        return list(res.judgments), secs
+
+    def _judge(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        round_no = state.get("rounds", 0) + 1
         trace: list[dict[str, Any]] = []
         new: list[Judgment] = []
         model_s = 0.0
         req = self._screen_request(state)
         if req is not None:
-            t0 = time.perf_counter()
-            res = judge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
+            judged, secs = yield from self._wave("screen", req, trace)
+            new.extend(judged)
             model_s += secs
-            new.extend(res.judgments)
-            trace.extend(_wave_entry("screen", round_no, len(req.targets), res, secs))
         req = self._deep_request(state, new)
         if req is not None:
-            t0 = time.perf_counter()
-            res = judge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
+            judged, secs = yield from self._wave("judge", req, trace)
+            new.extend(judged)
             model_s += secs
-            new.extend(res.judgments)
-            trace.extend(_wave_entry("judge", round_no, len(req.targets), res, secs))
-        trace.append(_timing("judge", start, model_s))
-        return {"judgments": [_jdict(j) for j in new], "trace": trace}
+        trace.append(timing_event("judge", start, model_s))
+        return {"judgments": [judgment_entry(j) for j in new], "trace": trace}
+
+    def judge(self, state: ReadState) -> dict[str, Any]:
+        """Node ``judge`` under ``invoke``."""
+        return drive(self._judge(state))
 
     async def ajudge(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        round_no = state.get("rounds", 0) + 1
-        trace: list[dict[str, Any]] = []
-        new: list[Judgment] = []
-        model_s = 0.0
-        req = self._screen_request(state)
-        if req is not None:
-            t0 = time.perf_counter()
-            res = await ajudge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
-            model_s += secs
-            new.extend(res.judgments)
-            trace.extend(_wave_entry("screen", round_no, len(req.targets), res, secs))
-        req = self._deep_request(state, new)
-        if req is not None:
-            t0 = time.perf_counter()
-            res = await ajudge_wave(self.s1, [req], **self._wave_kwargs())
-            secs = time.perf_counter() - t0
-            model_s += secs
-            new.extend(res.judgments)
-            trace.extend(_wave_entry("judge", round_no, len(req.targets), res, secs))
-        trace.append(_timing("judge", start, model_s))
-        return {"judgments": [_jdict(j) for j in new], "trace": trace}
+        """Node ``judge`` under ``ainvoke``."""
+        return await adrive(self._judge(state))
 
     # --- act (pure) ---------------------------------------------------------------------
     def act(self, state: ReadState) -> dict[str, Any]:
@@ -446,9 +414,9 @@ class Reader(ItemsNode):
                 found.setdefault(search, {})
                 found[search][p["id"]] = min(rank, found[search].get(p["id"], rank))
         actions, statuses = decide(
-            _needs(state),
-            _statuses(state),
-            _judgments(state),
+            needs_of(state),
+            statuses_of(state),
+            judgments_of(state),
             found=found,
             next_offset={s["index"]: s["next_offset"] for s in searches},
             exhausted=[s["index"] for s in searches if s["exhausted"]],
@@ -484,7 +452,7 @@ class Reader(ItemsNode):
             needs_out.append(
                 dict(n, state=s.state, lead_step=s.lead_step, positives=list(s.positives))
             )
-        trace.append(_timing("act", start))
+        trace.append(timing_event("act", start))
         return {"needs": needs_out, "pending": pending, "rounds": round_no, "trace": trace}
 
     @staticmethod
@@ -504,14 +472,18 @@ class Reader(ItemsNode):
                 f"no records found in namespace {tuple(state.get('namespace', []))!r}: the "
                 "journal is empty for this namespace or no search matched"
             )
+        recent = recent_messages(state, self.settings)
+        seen = seen_in_recent(pool, recent) if self.settings.leave_out_recent else []
         view = compose_view(
             pool,
-            _judgments(state),
+            judgments_of(state),
             needs_named=bool(state.get("needs")),
             index=state.get("index") or {},
             settings=self.settings,
             trace=trace,
             empty_reason=reason,
+            seen=seen,
+            all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed
@@ -520,4 +492,4 @@ class Reader(ItemsNode):
         view.trace["timings"]["by_node"].append(
             {"node": "compose", "seconds": elapsed, "model_seconds": 0.0}
         )
-        return {"view": view, "trace": [_timing("compose", start)]}
+        return {"view": view, "trace": [timing_event("compose", start)]}

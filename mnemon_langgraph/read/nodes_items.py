@@ -7,7 +7,6 @@ standing instructions and the topic directory go to ``compose`` as plain data.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -15,6 +14,7 @@ from langchain_core.decisions import BaseDecisionModel
 
 from mnemon_langgraph.items import IndexItem, ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.drive import Body, Call, adrive, drive, in_thread
 from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, ajudge_wave, judge_wave
 from mnemon_langgraph.read.planner import latest_text
 from mnemon_langgraph.read.rules import (
@@ -25,16 +25,13 @@ from mnemon_langgraph.read.rules import (
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
     ReadState,
+    judgment_entry,
+    judgments_of,
+    needs_of,
+    recent_messages,
+    s1_messages,
 )
-from mnemon_langgraph.read.trace import (
-    _jdict,
-    _judgments,
-    _needs,
-    _recent,
-    _s1_messages,
-    _timing,
-    _wave_entry,
-)
+from mnemon_langgraph.read.trace import timing_event, wave_events
 from mnemon_langgraph.types import Namespace
 
 __all__ = ["ItemsNode"]
@@ -53,8 +50,8 @@ class ItemsNode:
     # --- judge_items ----------------------------------------------------------------------
     def _item_candidates(self, state: ReadState, ns: Namespace) -> list[IndexItem]:
         assert self.items is not None
-        judged = [j.target_id for j in _judgments(state) if j.proposition == "needed"]
-        text = latest_text(_recent(state, self.settings))
+        judged = [j.target_id for j in judgments_of(state) if j.proposition == "needed"]
+        text = latest_text(recent_messages(state, self.settings))
         cands: dict[str, IndexItem] = {}
         for it in self.items.linked_items(ns, judged):
             cands.setdefault(it.id, it)
@@ -76,7 +73,7 @@ class ItemsNode:
         new: list[Judgment] = []
         if res is not None:
             new = list(res.judgments)
-            trace.extend(_wave_entry("items", state.get("rounds", 1), len(cands), res, secs))
+            trace.extend(wave_events("items", state.get("rounds", 1), len(cands), res, secs))
         by_id = {it.id: it for it in cands}
         needed = [rid for rid, p in rank_by(new, "item_needed", order=list(by_id)) if is_yes(p)]
         groups: list[dict[str, Any]] = []
@@ -119,55 +116,34 @@ class ItemsNode:
             "groups": groups,
             "candidates": [it.id for it in cands],
         }
-        trace.append(_timing("judge_items", start, secs))
-        return {"index": index, "judgments": [_jdict(j) for j in new], "trace": trace}
+        trace.append(timing_event("judge_items", start, secs))
+        return {"index": index, "judgments": [judgment_entry(j) for j in new], "trace": trace}
+
+    def _judge_items(self, state: ReadState) -> Body[dict[str, Any]]:
+        start = time.perf_counter()
+        if self.items is None:
+            return {"index": {}, "trace": [timing_event("judge_items", start)]}
+        ns = tuple(state["namespace"])
+        cands = yield Call(self._item_candidates, in_thread(self._item_candidates), (state, ns))
+        res, secs = None, 0.0
+        if cands:
+            t0 = time.perf_counter()
+            request = JudgeRequest(
+                [Proposition.ITEM_NEEDED],
+                cands,
+                messages=s1_messages(state, self.settings),
+                needs=needs_of(state),
+                round=state.get("rounds", 1),
+            )
+            res = yield Call(judge_wave, ajudge_wave, (self.s1, [request]), self._wave_kwargs())
+            secs = time.perf_counter() - t0
+        args = (state, ns, cands, res, secs, start)
+        return (yield Call(self._items_finish, in_thread(self._items_finish), args))
 
     def judge_items(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        if self.items is None:
-            return {"index": {}, "trace": [_timing("judge_items", start)]}
-        ns = tuple(state["namespace"])
-        cands = self._item_candidates(state, ns)
-        res, secs = None, 0.0
-        if cands:
-            t0 = time.perf_counter()
-            res = judge_wave(
-                self.s1,
-                [
-                    JudgeRequest(
-                        [Proposition.ITEM_NEEDED],
-                        cands,
-                        messages=_s1_messages(state, self.settings),
-                        needs=_needs(state),
-                        round=state.get("rounds", 1),
-                    )
-                ],
-                **self._wave_kwargs(),
-            )
-            secs = time.perf_counter() - t0
-        return self._items_finish(state, ns, cands, res, secs, start)
+        """Node ``judge_items`` under ``invoke``."""
+        return drive(self._judge_items(state))
 
     async def ajudge_items(self, state: ReadState) -> dict[str, Any]:
-        start = time.perf_counter()
-        if self.items is None:
-            return {"index": {}, "trace": [_timing("judge_items", start)]}
-        ns = tuple(state["namespace"])
-        cands = await asyncio.to_thread(self._item_candidates, state, ns)
-        res, secs = None, 0.0
-        if cands:
-            t0 = time.perf_counter()
-            res = await ajudge_wave(
-                self.s1,
-                [
-                    JudgeRequest(
-                        [Proposition.ITEM_NEEDED],
-                        cands,
-                        messages=_s1_messages(state, self.settings),
-                        needs=_needs(state),
-                        round=state.get("rounds", 1),
-                    )
-                ],
-                **self._wave_kwargs(),
-            )
-            secs = time.perf_counter() - t0
-        return await asyncio.to_thread(self._items_finish, state, ns, cands, res, secs, start)
+        """Node ``judge_items`` under ``ainvoke`` (index reads in a worker thread)."""
+        return await adrive(self._judge_items(state))

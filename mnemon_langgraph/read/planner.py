@@ -17,17 +17,21 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel, Field, ValidationError
 
-from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.backends import planner_from_spec
+from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
 
@@ -35,12 +39,15 @@ __all__ = [
     "ChatPlanner",
     "NeedPlan",
     "NewSearchPlan",
+    "NewSearchResult",
     "PlanResult",
+    "Planner",
     "RulePlanner",
     "SearchPlan",
     "SearchSpec",
     "latest_text",
     "message_text",
+    "resolve_planner",
 ]
 
 _S = TypeVar("_S", bound=BaseModel)
@@ -235,6 +242,32 @@ class RulePlanner:
 
     name = "rules"
 
+    async def aplan(
+        self, messages: Sequence[BaseMessage], settings: ReadSettings, now: str | None = None
+    ) -> PlanResult:
+        """:meth:`plan` (no I/O, so nothing to await)."""
+        return self.plan(messages, settings, now)
+
+    def next_search(
+        self,
+        messages: Sequence[BaseMessage],
+        need: Need,
+        tried: Sequence[str],
+        settings: ReadSettings,
+    ) -> NewSearchResult:
+        """The :class:`Planner` face of :meth:`new_search` (no model call)."""
+        return NewSearchResult(self.new_search(need, tried), 0, 0.0, [])
+
+    async def anext_search(
+        self,
+        messages: Sequence[BaseMessage],
+        need: Need,
+        tried: Sequence[str],
+        settings: ReadSettings,
+    ) -> NewSearchResult:
+        """Async :meth:`next_search`."""
+        return self.next_search(messages, need, tried, settings)
+
     def plan(
         self, messages: Sequence[BaseMessage], settings: ReadSettings, now: str | None = None
     ) -> PlanResult:
@@ -330,26 +363,118 @@ def _parse(raw: Any, schema: type[_S]) -> _S:
     raise ValueError(f"unexpected planner output type {type(raw).__name__}")
 
 
-def _note_failure(
-    schema: type[BaseModel], exc: Exception, attempt: int, timeout: float, log: list[str]
-) -> bool:
-    """Log why a planner call failed; ``True`` when one more attempt may help.
+# One pool for the sync face's timeouts, shared by every planner: a call that hangs past
+# its timeout keeps a worker until the provider gives up, but no call starts a pool of its
+# own. ContextThreadPoolExecutor copies the caller's context into the worker, so the run's
+# callbacks (tracing) see every model call under a sync ``invoke`` too.
+_POOL: ContextThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
 
-    Only output that does not parse is retried (once): a timeout or a model error would
-    most likely repeat and only delay the turn, so the rule planner takes over at once.
+
+def _pool() -> ContextThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ContextThreadPoolExecutor(max_workers=16, thread_name_prefix="mnemon-plan")
+        return _POOL
+
+
+class _Unparsable(Exception):
+    """A planner reply that does not parse: the one failure worth a retry."""
+
+
+class _Attempts:
+    """What one planner call did: model replies parsed (or not), and why it failed."""
+
+    def __init__(self, schema: type[BaseModel], log: list[str]) -> None:
+        self.schema = schema
+        self.log = log
+        self.replies = 0
+
+    def parse(self, raw: Any) -> Any:
+        """Parse one reply; an unparsable one is logged and raised as :class:`_Unparsable`."""
+        self.replies += 1
+        try:
+            return _parse(raw, self.schema)
+        except (ValidationError, ValueError) as exc:
+            self.log.append(
+                f"{self.schema.__name__}: unparsable output (attempt {self.replies}): {exc!s:.200}"
+            )
+            raise _Unparsable(str(exc)) from exc
+
+    def failed(self, exc: BaseException, timeout: float) -> int:
+        """Log a call that gave up; returns the model calls it made."""
+        if isinstance(exc, _Unparsable):
+            return self.replies  # already logged, attempt by attempt
+        if isinstance(exc, TimeoutError):  # also concurrent.futures' (an alias since 3.11)
+            self.log.append(f"{self.schema.__name__}: timed out after {timeout:.0f}s")
+        else:
+            self.log.append(
+                f"{self.schema.__name__}: model error: {type(exc).__name__}: {exc!s:.200}"
+            )
+        return self.replies + 1
+
+
+class NewSearchResult(NamedTuple):
+    """One new search for an unmet need, with an account of how it was found."""
+
+    query: str | None
+    calls: int
+    model_seconds: float
+    errors: list[str]
+
+
+@runtime_checkable
+class Planner(Protocol):
+    """System 2 as the read graph calls it: the same sync and async faces for every planner.
+
+    :class:`RulePlanner` (no model) and :class:`ChatPlanner` (any chat model) implement
+    it; so can any object with these methods, passed as ``create_read_graph(planner=...)``.
+    A planner never raises for a model failure: it falls back and says so in ``notes``
+    / ``errors``.
     """
-    if isinstance(exc, TimeoutError):  # also concurrent.futures' (an alias since 3.11)
-        log.append(f"{schema.__name__}: timed out after {timeout:.0f}s")
-        return False
-    if isinstance(exc, (ValidationError, ValueError)):
-        log.append(f"{schema.__name__}: unparsable output (attempt {attempt}): {exc!s:.200}")
-        return True
-    log.append(f"{schema.__name__}: model error: {type(exc).__name__}: {exc!s:.200}")
-    return False
+
+    name: str
+
+    def plan(
+        self, messages: Sequence[BaseMessage], settings: ReadSettings, now: str | None = None
+    ) -> PlanResult:
+        """The turn's searches and needs."""
+        ...
+
+    async def aplan(
+        self, messages: Sequence[BaseMessage], settings: ReadSettings, now: str | None = None
+    ) -> PlanResult:
+        """Async :meth:`plan`."""
+        ...
+
+    def next_search(
+        self,
+        messages: Sequence[BaseMessage],
+        need: Need,
+        tried: Sequence[str],
+        settings: ReadSettings,
+    ) -> NewSearchResult:
+        """One new search for a need the searches so far did not meet."""
+        ...
+
+    async def anext_search(
+        self,
+        messages: Sequence[BaseMessage],
+        need: Need,
+        tried: Sequence[str],
+        settings: ReadSettings,
+    ) -> NewSearchResult:
+        """Async :meth:`next_search`."""
+        ...
 
 
 class ChatPlanner:
     """System 2 on any LangChain chat model, falling back to :class:`RulePlanner`.
+
+    Each call is one chain, ``prompt → model → parse``, with LangChain's ``with_retry``
+    retrying only output that does not parse (once): a timeout or a model error would most
+    likely repeat and only delay the turn, so the rule planner takes over at once.
 
     Args:
         model: The chat model.
@@ -366,7 +491,7 @@ class ChatPlanner:
         )
         self._structured = structured
 
-    def _runnable(self, schema: type[BaseModel]) -> Any:
+    def _runnable(self, schema: type[BaseModel]) -> Runnable[Any, Any]:
         if self._structured is False:
             return self.model
         try:
@@ -374,46 +499,47 @@ class ChatPlanner:
         except (NotImplementedError, AttributeError, ValueError):
             return self.model
 
-    # one call, with one retry -------------------------------------------------------
-    # The sync and async faces differ only in how they wait; what a failure means (retry
-    # unparsable output once, give up on a timeout or a model error) is _note_failure's.
+    def _chain(self, attempts: _Attempts) -> Runnable[Any, Any]:
+        chain = self._runnable(attempts.schema) | RunnableLambda(attempts.parse, name="parse")
+        return chain.with_retry(
+            retry_if_exception_type=(_Unparsable,),
+            stop_after_attempt=2,
+            wait_exponential_jitter=False,
+        )
+
+    # one call: the sync and async faces differ only in how they wait ------------------
+    def _submit(
+        self, schema: type[_S], prompt: list[BaseMessage], log: list[str]
+    ) -> tuple[_Attempts, Future[Any], float]:
+        attempts = _Attempts(schema, log)
+        return attempts, _pool().submit(self._chain(attempts).invoke, prompt), time.monotonic()
+
+    @staticmethod
+    def _wait(
+        call: tuple[_Attempts, Future[Any], float], timeout: float
+    ) -> tuple[Any | None, int, float]:
+        attempts, future, start = call
+        try:
+            out = future.result(timeout=max(0.0, start + timeout - time.monotonic()))
+        except Exception as exc:
+            return None, attempts.failed(exc, timeout), time.monotonic() - start
+        return out, attempts.replies, time.monotonic() - start
+
     def _call(
         self, schema: type[_S], prompt: list[BaseMessage], timeout: float, log: list[str]
     ) -> tuple[_S | None, int, float]:
-        runnable = self._runnable(schema)
-        calls, seconds = 0, 0.0
-        for attempt in (1, 2):
-            calls += 1
-            start = time.perf_counter()
-            try:
-                pool = ThreadPoolExecutor(max_workers=1)
-                try:
-                    raw = pool.submit(runnable.invoke, prompt).result(timeout=timeout)
-                finally:
-                    pool.shutdown(wait=False)
-                return _parse(raw, schema), calls, seconds + time.perf_counter() - start
-            except Exception as exc:
-                seconds += time.perf_counter() - start
-                if not _note_failure(schema, exc, attempt, timeout, log):
-                    break
-        return None, calls, seconds
+        return self._wait(self._submit(schema, prompt, log), timeout)
 
     async def _acall(
         self, schema: type[_S], prompt: list[BaseMessage], timeout: float, log: list[str]
     ) -> tuple[_S | None, int, float]:
-        runnable = self._runnable(schema)
-        calls, seconds = 0, 0.0
-        for attempt in (1, 2):
-            calls += 1
-            start = time.perf_counter()
-            try:
-                raw = await asyncio.wait_for(runnable.ainvoke(prompt), timeout)
-                return _parse(raw, schema), calls, seconds + time.perf_counter() - start
-            except Exception as exc:
-                seconds += time.perf_counter() - start
-                if not _note_failure(schema, exc, attempt, timeout, log):
-                    break
-        return None, calls, seconds
+        attempts = _Attempts(schema, log)
+        start = time.monotonic()
+        try:
+            out = await asyncio.wait_for(self._chain(attempts).ainvoke(prompt), timeout)
+        except Exception as exc:
+            return None, attempts.failed(exc, timeout), time.monotonic() - start
+        return out, attempts.replies, time.monotonic() - start
 
     # assembling ---------------------------------------------------------------------
     def _assemble(
@@ -458,16 +584,14 @@ class ChatPlanner:
     def plan(
         self, messages: Sequence[BaseMessage], settings: ReadSettings, now: str | None = None
     ) -> PlanResult:
-        """Run the search plan and the need plan in parallel (threads)."""
+        """Run the search plan and the need plan in parallel (the shared context pool)."""
         latest_text(messages)
         log: list[str] = []
         sp = _prompt(_SEARCH_TASK.format(n=settings.searches_per_plan), messages, SearchPlan, now)
         np_ = _prompt(_NEED_TASK.format(n=settings.max_needs), messages, NeedPlan, now)
         t = settings.planner_timeout_s
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            fs = pool.submit(self._call, SearchPlan, sp, t, log)
-            fn = pool.submit(self._call, NeedPlan, np_, t, log)
-            search, need = fs.result(), fn.result()
+        calls = self._submit(SearchPlan, sp, log), self._submit(NeedPlan, np_, log)
+        search, need = self._wait(calls[0], t), self._wait(calls[1], t)
         return self._assemble(messages, settings, search, need, log)
 
     async def aplan(
@@ -490,34 +614,67 @@ class ChatPlanner:
         task = _NEW_SEARCH_TASK.format(need=_json_data(need.text), tried=_json_data(list(tried)))
         return _prompt(task, messages, NewSearchPlan)
 
-    def new_search(
+    def _new_search_result(
         self,
-        messages: Sequence[BaseMessage],
         need: Need,
         tried: Sequence[str],
-        settings: ReadSettings,
-    ) -> tuple[str | None, int, float, list[str]]:
-        """One new search for ``need``: (query or None, calls, model seconds, errors)."""
-        log: list[str] = []
-        out, calls, secs = self._call(
-            NewSearchPlan, self._new_prompt(messages, need, tried), settings.planner_timeout_s, log
-        )
-        if out is None or not out.search.strip():
-            return self.rules.new_search(need, tried), calls, secs, log
-        return out.search.strip(), calls, secs, log
+        out: tuple[NewSearchPlan | None, int, float],
+        log: list[str],
+    ) -> NewSearchResult:
+        plan, calls, secs = out
+        if plan is None or not plan.search.strip():
+            return NewSearchResult(self.rules.new_search(need, tried), calls, secs, log)
+        return NewSearchResult(plan.search.strip(), calls, secs, log)
 
-    async def anew_search(
+    def next_search(
         self,
         messages: Sequence[BaseMessage],
         need: Need,
         tried: Sequence[str],
         settings: ReadSettings,
-    ) -> tuple[str | None, int, float, list[str]]:
-        """Async :meth:`new_search`."""
+    ) -> NewSearchResult:
+        """One new search for ``need``; the rule planner's when the model gives none."""
         log: list[str] = []
-        out, calls, secs = await self._acall(
-            NewSearchPlan, self._new_prompt(messages, need, tried), settings.planner_timeout_s, log
-        )
-        if out is None or not out.search.strip():
-            return self.rules.new_search(need, tried), calls, secs, log
-        return out.search.strip(), calls, secs, log
+        prompt = self._new_prompt(messages, need, tried)
+        out = self._call(NewSearchPlan, prompt, settings.planner_timeout_s, log)
+        return self._new_search_result(need, tried, out, log)
+
+    async def anext_search(
+        self,
+        messages: Sequence[BaseMessage],
+        need: Need,
+        tried: Sequence[str],
+        settings: ReadSettings,
+    ) -> NewSearchResult:
+        """Async :meth:`next_search`."""
+        log: list[str] = []
+        prompt = self._new_prompt(messages, need, tried)
+        out = await self._acall(NewSearchPlan, prompt, settings.planner_timeout_s, log)
+        return self._new_search_result(need, tried, out, log)
+
+
+def resolve_planner(planner: Planner | BaseChatModel | str | None = None) -> Planner:
+    """The planner ``create_read_graph(planner=...)`` was given, as a :class:`Planner`.
+
+    Args:
+        planner: ``None`` or ``"rules"`` (the offline rule planner), a chat model, a
+            ``"provider:model"`` string (built by :mod:`mnemon_langgraph.backends`, the one
+            place names become models), or any :class:`Planner`.
+
+    Raises:
+        ConfigurationError: For anything else, or a name the provider rejects.
+        MissingDependencyError: If the provider's package is missing.
+    """
+    if planner is None:
+        return RulePlanner()
+    if isinstance(planner, str):
+        model = planner_from_spec(planner)
+        return RulePlanner() if model is None else ChatPlanner(model)
+    if isinstance(planner, BaseChatModel):
+        return ChatPlanner(planner)
+    if isinstance(planner, Planner):
+        return planner
+    raise ConfigurationError(
+        "planner must be None, 'rules', 'provider:model', a BaseChatModel or a Planner "
+        f"(plan/aplan/next_search/anext_search), got {type(planner).__name__}"
+    )

@@ -1,4 +1,4 @@
-"""Pure helpers of the ``retrieve`` node: pages and the pool (Mnemon §4.2, "Retrieve").
+"""The pool, in one place: pages, the first pool and later pages (Mnemon §4.2, "Retrieve").
 
 Records live in the graph's state as plain dicts (see :func:`record_to_dict`), so any
 checkpointer can store them. The first pool gives each search an equal quota of its top
@@ -8,17 +8,18 @@ ordered by summed reciprocal rank (the *fused order* the View falls back on).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from mnemon_langgraph.search import fusion
+from mnemon_langgraph.read.state import PoolRecord
+from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
 from mnemon_langgraph.types import Namespace, Record, SearchHit
 
 __all__ = ["build_first_pool", "dict_to_record", "merge_page", "record_to_dict", "take_page"]
 
 
-def record_to_dict(record: Record) -> dict[str, Any]:
+def record_to_dict(record: Record) -> PoolRecord:
     """A record as state data (dates as ISO strings)."""
     return {
         "id": record.id,
@@ -51,60 +52,148 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
     )
 
 
-def take_page(hits: Sequence[SearchHit], max_records: int, max_chars: int) -> list[SearchHit]:
-    """The first hits that fit ``max_records`` and ``max_chars`` (at least one hit).
+def _rendered(hit: SearchHit) -> str:
+    return hit.record.render()
 
-    A positional face of :func:`mnemon_langgraph.search.fusion.take_page`, the one page rule.
+
+def take_page(
+    hits: Sequence[SearchHit],
+    *,
+    max_records: int = 20,
+    max_chars: int = 12_000,
+    render: Callable[[SearchHit], str] = _rendered,
+) -> list[SearchHit]:
+    """The leading hits that fit a page: ``max_records`` or ``max_chars``, whichever first.
+
+    Characters are counted over ``render(hit)`` (the record with its header). The first hit
+    is always taken, even if it alone is longer than ``max_chars``, so a page is never
+    empty while hits remain (paper §4.2: 20 records or 12,000 characters).
+
+    Args:
+        hits: Hits in ranking order.
+        max_records: Most records on a page (paper: 20).
+        max_chars: Most characters of rendered text on a page (paper: 12,000).
+        render: How a hit is shown (default ``hit.record.render()``).
+
+    Returns:
+        A prefix of ``hits`` (empty only when ``hits`` is).
     """
-    return fusion.take_page(hits, max_records=max_records, max_chars=max_chars)
+    page: list[SearchHit] = []
+    used = 0
+    for hit in hits:
+        if len(page) >= max(1, max_records):
+            break
+        size = len(render(hit))
+        if page and used + size > max_chars:
+            break
+        page.append(hit)
+        used += size
+    return page
+
+
+def _found_by(pages: Sequence[Sequence[SearchHit]]) -> dict[str, dict[int, int]]:
+    """Record id → {page position → best rank in that page}, in first-seen order."""
+    found: dict[str, dict[int, int]] = {}
+    for s, page in enumerate(pages):
+        for hit in page:
+            ranks = found.setdefault(hit.record.id, {})
+            if s not in ranks or hit.rank < ranks[s]:
+                ranks[s] = hit.rank
+    return found
+
+
+def _quota_then_fused(
+    pages: Sequence[Sequence[SearchHit]],
+    found: Mapping[str, Mapping[int, int]],
+    score: Mapping[str, float],
+    cap: int,
+) -> dict[str, int]:
+    """Record id → selection order: each search's quota first, then summed reciprocal rank."""
+    chosen: dict[str, int] = {}
+    quota = cap // len(pages)
+    for page in pages:
+        added = 0
+        for hit in page:
+            if added >= quota or len(chosen) >= cap:
+                break
+            if hit.record.id not in chosen:
+                chosen[hit.record.id] = len(chosen)
+                added += 1
+    if len(chosen) < cap:
+        first_seen = {rid: i for i, rid in enumerate(found)}
+        rest = sorted(
+            (rid for rid in found if rid not in chosen),
+            key=lambda rid: (-score[rid], min(found[rid].values()), first_seen[rid]),
+        )
+        for rid in rest[: cap - len(chosen)]:
+            chosen[rid] = len(chosen)
+    return chosen
 
 
 def build_first_pool(
     pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
     *,
     cap: int,
-    rrf_k: int,
-) -> list[dict[str, Any]]:
-    """Merge the first pages into the pool, as state data.
+    rrf_k: int = RRF_K,
+) -> list[PoolRecord]:
+    """Merge the first pages of the turn's searches into a pool of at most ``cap`` records.
 
-    The pool rule itself (equal quota per search, then highest summed reciprocal rank) is
-    :func:`mnemon_langgraph.search.fusion.build_pool`; this turns its entries into plain dicts
-    that any checkpointer can store.
+    1. Quota: each search in turn (in the given order) adds its top results that are not in
+       the pool yet, until it has added ``cap // len(pages)`` records or its page is spent.
+    2. The remaining slots go to the other records by highest summed reciprocal rank
+       ``Σ 1 / (k + rank)`` across the searches that found them (``rank`` = ``hit.rank``).
+
+    The quota keeps one strong search from filling the pool alone; the fused order is
+    what the View falls back on when System 1 gives no judgment.
 
     Args:
         pages: ``(search_index, offset, hits)`` per search.
-        cap: Pool size.
-        rrf_k: Reciprocal rank constant.
+        cap: Pool size (paper: 48).
+        rrf_k: Reciprocal rank constant (paper: 60).
 
     Returns:
         Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
-        ``round``: 1), in fused order (summed reciprocal rank, highest first).
+        ``round``: 1) by summed reciprocal rank, then best rank, then selection order.
     """
+    hits = [list(page) for _, _, page in pages]
+    found = _found_by(hits)
+    if cap <= 0 or not found:
+        return []
+    score = {
+        rid: sum(reciprocal_rank(r, rrf_k) for r in ranks.values()) for rid, ranks in found.items()
+    }
+    chosen = _quota_then_fused(hits, found, score, cap)
+    first: dict[str, Record] = {}  # the record as the first page that found it holds it
+    for page in hits:
+        for hit in page:
+            first.setdefault(hit.record.id, hit.record)
+    ordered = sorted(chosen, key=lambda rid: (-score[rid], min(found[rid].values()), chosen[rid]))
     search_ids = [search for search, _, _ in pages]
-    pool = fusion.build_pool([list(hits) for _, _, hits in pages], cap=cap, k=rrf_k)
     return [
-        dict(
-            record_to_dict(entry.record),
-            found=[[search_ids[s], rank] for s, rank in sorted(entry.found_by.items())],
+        PoolRecord(
+            **record_to_dict(first[rid]),
+            found=[[search_ids[s], rank] for s, rank in sorted(found[rid].items())],
             round=1,
         )
-        for entry in pool
+        for rid in ordered
     ]
 
 
 def merge_page(
-    pool: Sequence[Mapping[str, Any]],
+    pool: Sequence[PoolRecord],
     search: int,
     offset: int,
     hits: Sequence[SearchHit],
     round_no: int,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[PoolRecord], int]:
     """Add a later page to the pool: new records appended, provenance updated.
 
     Returns:
         The new pool and how many records were new.
     """
-    out = [dict(p, found=[list(f) for f in p.get("found", [])]) for p in pool]
+    out: list[PoolRecord] = [
+        cast(PoolRecord, {**p, "found": [list(f) for f in p.get("found", [])]}) for p in pool
+    ]
     index = {p["id"]: i for i, p in enumerate(out)}
     new = 0
     for i, hit in enumerate(hits):
@@ -115,6 +204,6 @@ def merge_page(
                 out[index[rid]]["found"].append(pair)
             continue
         index[rid] = len(out)
-        out.append(dict(record_to_dict(hit.record), found=[pair], round=round_no))
+        out.append(PoolRecord(**record_to_dict(hit.record), found=[pair], round=round_no))
         new += 1
     return out, new

@@ -181,6 +181,79 @@ def _best_search(
     return None if best is None else (best[2], best[0])
 
 
+@dataclass(frozen=True, slots=True)
+class _Searches:
+    """What the rules know of the searches: who found what at which rank, and what is left."""
+
+    found: Mapping[int, Mapping[str, int]]
+    next_offset: Mapping[int, int]
+    exhausted: set[int]
+
+    def best(self, ids: Sequence[str]) -> tuple[int, int] | None:
+        return _best_search(ids, self.found, self.exhausted)
+
+
+def _follow_positives(
+    need: Need,
+    status: NeedStatus,
+    positives: Sequence[str],
+    new: Sequence[str],
+    searches: _Searches,
+) -> tuple[Action | None, NeedStatus]:
+    """A need some record satisfies: met, or page the search that found new positives."""
+    seen = status.positives + tuple(new)
+    many = need.kind == "ALL" or len(positives) >= 2
+    choice = searches.best(new) if many else None
+    if choice is None:
+        return None, replace(status, state="met", positives=seen)
+    search, rank = choice
+    why = "ALL need" if need.kind == "ALL" else "two records satisfy it"
+    action = PageSearch(
+        search,
+        searches.next_offset.get(search, 0),
+        need.index,
+        f"need {need.index} ({why}): search {search} found {len(new)} new "
+        f"positive(s), best at rank {rank}; page it",
+    )
+    return action, replace(status, positives=seen)
+
+
+def _follow_lead(
+    need: Need,
+    status: NeedStatus,
+    ranked: Sequence[tuple[str, float]],
+    searches: _Searches,
+) -> tuple[Action, NeedStatus]:
+    """A need no record satisfies: page its lead's search, then a new search, then drop."""
+    step = status.lead_step
+    if step == 0:
+        lead = ranked[0][0] if ranked else None
+        choice = searches.best([lead]) if lead is not None else None
+        if choice is not None:
+            search, rank = choice
+            action = PageSearch(
+                search,
+                searches.next_offset.get(search, 0),
+                need.index,
+                f"need {need.index} unmet: its lead {lead} was ranked {rank} by "
+                f"search {search}; page that search",
+            )
+            return action, replace(status, lead_step=1)
+        step = 1
+    if step == 1:
+        why = (
+            "after paging its lead's search"
+            if status.lead_step == 1
+            else "and it has no lead in a search with pages left"
+        )
+        ask = NewSearch(
+            need.index, f"need {need.index} unmet {why}; ask the planner for one new search"
+        )
+        return ask, replace(status, lead_step=2)
+    drop = DropNeed(need.index, f"need {need.index} unmet after a page and a new search")
+    return drop, replace(status, state="dropped", lead_step=3)
+
+
 def decide(
     needs: Sequence[Need],
     statuses: Sequence[NeedStatus],
@@ -205,7 +278,7 @@ def decide(
     Returns:
         The actions (at most one per open need) and the updated statuses.
     """
-    done = set(exhausted)
+    searches = _Searches(found, next_offset, set(exhausted))
     by_index = {s.index: s for s in statuses}
     actions: list[Action] = []
     out: list[NeedStatus] = []
@@ -217,66 +290,13 @@ def decide(
         ranked = rank_by(judgments, "satisfies", need_index=need.index, order=order)
         positives = [rid for rid, p in ranked if is_yes(p)]
         new = [rid for rid in positives if rid not in status.positives]
-        seen = status.positives + tuple(new)
         if positives:
-            many = need.kind == "ALL" or len(positives) >= 2
-            if not many:
-                out.append(replace(status, state="met", positives=seen))
-                continue
-            choice = _best_search(new, found, done)
-            if choice is None:
-                out.append(replace(status, state="met", positives=seen))
-                continue
-            search, rank = choice
-            why = "ALL need" if need.kind == "ALL" else "two records satisfy it"
-            actions.append(
-                PageSearch(
-                    search,
-                    next_offset.get(search, 0),
-                    need.index,
-                    f"need {need.index} ({why}): search {search} found {len(new)} new "
-                    f"positive(s), best at rank {rank}; page it",
-                )
-            )
-            out.append(replace(status, positives=seen))
-            continue
-        # No record satisfies the need: follow its lead.
-        step = status.lead_step
-        if step == 0:
-            lead = ranked[0][0] if ranked else None
-            choice = _best_search([lead], found, done) if lead is not None else None
-            if choice is not None:
-                search, rank = choice
-                actions.append(
-                    PageSearch(
-                        search,
-                        next_offset.get(search, 0),
-                        need.index,
-                        f"need {need.index} unmet: its lead {lead} was ranked {rank} by "
-                        f"search {search}; page that search",
-                    )
-                )
-                out.append(replace(status, lead_step=1, positives=seen))
-                continue
-            step = 1
-        if step == 1:
-            why = (
-                "after paging its lead's search"
-                if status.lead_step == 1
-                else "and it has no lead in a search with pages left"
-            )
-            actions.append(
-                NewSearch(
-                    need.index,
-                    f"need {need.index} unmet {why}; ask the planner for one new search",
-                )
-            )
-            out.append(replace(status, lead_step=2, positives=seen))
-            continue
-        actions.append(
-            DropNeed(need.index, f"need {need.index} unmet after a page and a new search")
-        )
-        out.append(replace(status, state="dropped", lead_step=3, positives=seen))
+            action, status = _follow_positives(need, status, positives, new, searches)
+        else:
+            action, status = _follow_lead(need, status, ranked, searches)
+        if action is not None:
+            actions.append(action)
+        out.append(status)
     return actions, out
 
 

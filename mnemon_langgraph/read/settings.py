@@ -37,6 +37,10 @@ class ReadSettings:
             so a miscalibrated judge still fills the need table (default: ``view_records``).
         planner_timeout_s: Seconds before a System 2 call is abandoned (rule planner then).
         judge_timeout_s: Seconds before a System 1 wave is abandoned (fused order then).
+        leave_out_recent: Leave out of the View the records whose every message is among
+            the ``recent_messages`` the agent already sees (matched by message id, else by
+            speaker and text); the trace's ``placement`` says so for each. ``False`` puts
+            them in like any other record.
     """
 
     max_needs: int = 3
@@ -57,10 +61,13 @@ class ReadSettings:
     candidates_floor: int = 16
     planner_timeout_s: float = 60.0
     judge_timeout_s: float = 30.0
+    leave_out_recent: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, bool):
+                continue  # a switch, not a budget
             if f.name.endswith("_share"):
                 if not 0.0 <= value <= 1.0:
                     raise ConfigurationError(
@@ -75,6 +82,6 @@ class ReadSettings:
         if total > 1.0:
             raise ConfigurationError(f"index shares add up to {total:.2f} > 1 of the View")
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | bool]:
         """The settings as a JSON-able dict (recorded in the trace)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -13,16 +13,40 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph.message import add_messages
+from langgraph.runtime import get_runtime
 from typing_extensions import TypedDict
 
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read.rules import Judgment, Need, NeedKind, NeedStatus
+from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
-__all__ = ["ReadContext", "ReadInput", "ReadOutput", "ReadState", "resolve_namespace"]
+__all__ = [
+    "IndexData",
+    "IndexGroup",
+    "IndexLine",
+    "JudgmentEntry",
+    "NeedEntry",
+    "PendingAction",
+    "PlanEntry",
+    "PoolRecord",
+    "ReadContext",
+    "ReadInput",
+    "ReadOutput",
+    "ReadState",
+    "SearchEntry",
+    "judgment_entry",
+    "judgments_of",
+    "needs_of",
+    "recent_messages",
+    "resolve_namespace",
+    "s1_messages",
+    "statuses_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,39 +70,138 @@ class ReadInput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
+class SearchEntry(TypedDict, total=False):
+    """One search of the turn (written by ``plan`` and ``retrieve``)."""
+
+    index: int
+    query: str
+    origin: str
+    next_offset: int
+    exhausted: bool
+    round: int
+    need_index: int  # only for searches the planner wrote for an unmet need
+
+
+class PoolRecord(TypedDict, total=False):
+    """A pooled record as plain data (see :mod:`mnemon_langgraph.read.pooling`).
+
+    ``found`` lists ``[search_index, rank]`` for every search page that returned it;
+    ``round`` is the round that first pooled it.
+    """
+
+    id: str
+    session: int
+    date: str | None
+    position: int
+    speakers: list[str]
+    message_ids: list[str]
+    text: str
+    source: str
+    seq: int
+    header: str
+    found: list[list[int]]
+    round: int
+
+
+class JudgmentEntry(TypedDict):
+    """One System 1 judgment, as plain data (see :class:`~.rules.Judgment`)."""
+
+    target: str
+    proposition: str
+    p: float
+    need_index: int | None
+    round: int
+
+
+class NeedEntry(TypedDict):
+    """A need of the plan and where it stands (see :class:`~.rules.NeedStatus`)."""
+
+    index: int
+    text: str
+    kind: NeedKind
+    state: Literal["open", "met", "dropped"]
+    lead_step: int
+    positives: list[str]
+
+
+class PendingAction(TypedDict, total=False):
+    """An action ``act`` decided and the next ``retrieve`` runs (``page`` or ``new_search``)."""
+
+    kind: str
+    need_index: int
+    round: int
+    reason: str
+    executed: bool
+    search_index: int
+    offset: int
+
+
+class PlanEntry(TypedDict):
+    """Who planned the turn, and notes on any fallback."""
+
+    planner: str
+    notes: list[str]
+
+
+class IndexLine(TypedDict):
+    """An index item as the View shows it."""
+
+    id: str
+    kind: str
+    text: str
+    line: str
+    record_ids: list[str]
+
+
+class IndexGroup(TypedDict):
+    """A timeline (events) or value history judged needed, with its members."""
+
+    kind: str
+    title: str
+    items: list[IndexLine]
+
+
+class IndexData(TypedDict, total=False):
+    """What ``judge_items`` found; empty when the graph has no index."""
+
+    instructions: list[IndexLine]
+    topics: list[str]
+    groups: list[IndexGroup]
+    candidates: list[str]
+
+
 class ReadState(TypedDict, total=False):
     """Everything one turn decided, as plain data.
 
-    Keys:
-        messages: The conversation (``add_messages``); the last ``recent_messages`` are read.
-        namespace: The resolved namespace, as a list of strings.
-        now: ISO time the message is asked.
-        plan: ``{"planner", "needs": [...], "notes": [...]}``.
-        searches: Each search: ``{"index", "query", "origin", "next_offset", "exhausted",
-            "pages": [...]}``.
-        pool: Pooled records, in pool order: ``{"id", "session", "date", "position",
-            "speakers", "message_ids", "text", "found": [[search, rank], ...], "round"}``.
-        judgments: ``{"target", "proposition", "p", "need_index", "round"}``, in order made.
-        needs: The needs' statuses: ``{"index", "text", "kind", "state", "lead_step",
-            "positives"}``.
-        pending: Actions the next ``retrieve`` runs.
-        rounds: Rounds of ``act`` done.
-        index: What ``judge_items`` found: instructions, topics, groups, judged items.
-        trace: Append-only trace entries (``operator.add``).
-        view: The composed :class:`~mnemon_langgraph.read.view.View`.
+    Keys (the input, then exactly those the nodes write):
+        messages: The conversation, the graph's input (``add_messages``); the last
+            ``recent_messages`` are read, none is written.
+        namespace: The resolved namespace, as a list of strings (``plan``).
+        now: ISO time the message is asked, or ``""`` (``plan``).
+        plan: :class:`PlanEntry` (``plan``).
+        searches: :class:`SearchEntry` per search (``plan``, ``retrieve``).
+        pool: :class:`PoolRecord` per pooled record, in pool order (``retrieve``).
+        judgments: :class:`JudgmentEntry` in the order made (``judge``, ``judge_items``;
+            ``operator.add``, reset by ``plan``).
+        needs: :class:`NeedEntry` per need (``plan``, ``act``).
+        pending: :class:`PendingAction` the next ``retrieve`` runs (``plan``, ``act``).
+        rounds: Rounds of ``act`` done (``plan``, ``act``).
+        index: :class:`IndexData` (``plan`` resets it, ``judge_items``).
+        trace: Append-only trace events (``operator.add``, reset by ``plan``).
+        view: The composed :class:`~mnemon_langgraph.read.view.View` (``compose``).
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
     namespace: list[str]
     now: str
-    plan: dict[str, Any]
-    searches: list[dict[str, Any]]
-    pool: list[dict[str, Any]]
-    judgments: Annotated[list[dict[str, Any]], operator.add]
-    needs: list[dict[str, Any]]
-    pending: list[dict[str, Any]]
+    plan: PlanEntry
+    searches: list[SearchEntry]
+    pool: list[PoolRecord]
+    judgments: Annotated[list[JudgmentEntry], operator.add]
+    needs: list[NeedEntry]
+    pending: list[PendingAction]
     rounds: int
-    index: dict[str, Any]
+    index: IndexData
     trace: Annotated[list[dict[str, Any]], operator.add]
     view: Any
 
@@ -110,8 +233,16 @@ def _namespace_of(value: Any) -> Namespace | None:
     return None
 
 
-# Where LangGraph keeps the Runtime inside a config (for code that only has the config).
-_RUNTIME_KEY = "__pregel_runtime"
+def _runtime_context() -> Any:
+    """The context of the graph run this code executes in, or ``None`` outside one.
+
+    Uses langgraph's public :func:`~langgraph.runtime.get_runtime`, which reads the run's
+    config from the context variable LangChain sets for every runnable call.
+    """
+    try:
+        return getattr(get_runtime(), "context", None)
+    except (RuntimeError, KeyError, AttributeError, TypeError):
+        return None
 
 
 def resolve_namespace(
@@ -123,8 +254,8 @@ def resolve_namespace(
 
     Order: the runtime context (``namespace``, then ``user_id``), then
     ``config["configurable"]`` (``namespace``, then ``user_id``), then the context of the
-    runtime stored in that config, then ``default``. A ``user_id`` ``"ada"`` is the one-part
-    namespace ``("ada",)``.
+    graph run this is called in (``get_runtime()``), then ``default``. A ``user_id``
+    ``"ada"`` is the one-part namespace ``("ada",)``.
 
     Raises:
         ConfigurationError: If none of them names one.
@@ -133,9 +264,8 @@ def resolve_namespace(
     if found is None and config:
         configurable = config.get("configurable") or {}
         found = _namespace_of(configurable)
-        if found is None:
-            runtime = configurable.get(_RUNTIME_KEY)
-            found = _namespace_of(getattr(runtime, "context", None))
+    if found is None:
+        found = _namespace_of(_runtime_context())
     if found is None and default is not None:
         found = normalize_namespace(default)
     if found is None:
@@ -145,3 +275,57 @@ def resolve_namespace(
             "config={'configurable': {'namespace': 'user-1'}} (or 'user_id')"
         )
     return found
+
+
+# --- accessors: the state's plain data as the rules' types ----------------------------
+
+
+def judgments_of(state: ReadState) -> list[Judgment]:
+    """Every judgment of the turn, in the order made."""
+    return [
+        Judgment(j["target"], j["proposition"], j["p"], j.get("need_index"), j.get("round", 1))
+        for j in state.get("judgments", [])
+    ]
+
+
+def judgment_entry(j: Judgment) -> JudgmentEntry:
+    """A judgment as state data."""
+    return {
+        "target": j.target_id,
+        "proposition": j.proposition,
+        "p": j.p,
+        "need_index": j.need_index,
+        "round": j.round,
+    }
+
+
+def needs_of(state: ReadState) -> list[Need]:
+    """The planner's needs."""
+    return [Need(n["index"], n["text"], n["kind"]) for n in state.get("needs", [])]
+
+
+def statuses_of(state: ReadState) -> list[NeedStatus]:
+    """Where each need stands, in need order."""
+    return [
+        NeedStatus(n["index"], n["state"], n["lead_step"], tuple(n["positives"]))
+        for n in state.get("needs", [])
+    ]
+
+
+def recent_messages(state: ReadState, settings: ReadSettings) -> list[BaseMessage]:
+    """The last ``settings.recent_messages`` messages: what the planner and System 1 read."""
+    messages: list[BaseMessage] = list(state.get("messages", []))
+    return messages[-settings.recent_messages :]
+
+
+def s1_messages(state: ReadState, settings: ReadSettings) -> list[Any]:
+    """The messages System 1 reads: the recent ones, after a date note when ``now`` is known."""
+    recent: list[Any] = list(recent_messages(state, settings))
+    now = state.get("now")
+    if now:
+        note = {
+            "role": "system",
+            "text": f"The latest message is asked on {now[:16].replace('T', ' ')}.",
+        }
+        return [note, *recent]
+    return recent

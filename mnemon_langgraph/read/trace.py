@@ -1,4 +1,4 @@
-"""The read graph's trace: small pure helpers over state, and the View's trace dict.
+"""The read graph's trace: the events nodes append, and the View's trace dict.
 
 Nodes append trace *events* to the state (``operator.add``); :func:`build_trace` turns
 them, with the state, into the View's ``trace``: searches, pool, judgments, actions,
@@ -11,74 +11,20 @@ import logging
 import time
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-
 from mnemon_langgraph.read.judging import WaveResult
-from mnemon_langgraph.read.rules import (
-    Judgment,
-    Need,
-    NeedStatus,
-)
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.state import (
-    ReadState,
-)
+from mnemon_langgraph.read.state import ReadState
 
 logger = logging.getLogger("mnemon_langgraph.read")
 
-__all__ = ["build_trace", "degraded"]
+__all__ = ["build_trace", "degraded", "timing_event", "wave_events"]
 
 
-# --- small pure helpers -------------------------------------------------------------
+# --- trace events -------------------------------------------------------------------
 
 
-def _judgments(state: ReadState) -> list[Judgment]:
-    return [
-        Judgment(j["target"], j["proposition"], j["p"], j.get("need_index"), j.get("round", 1))
-        for j in state.get("judgments", [])
-    ]
-
-
-def _jdict(j: Judgment) -> dict[str, Any]:
-    return {
-        "target": j.target_id,
-        "proposition": j.proposition,
-        "p": j.p,
-        "need_index": j.need_index,
-        "round": j.round,
-    }
-
-
-def _needs(state: ReadState) -> list[Need]:
-    return [Need(n["index"], n["text"], n["kind"]) for n in state.get("needs", [])]
-
-
-def _statuses(state: ReadState) -> list[NeedStatus]:
-    return [
-        NeedStatus(n["index"], n["state"], n["lead_step"], tuple(n["positives"]))
-        for n in state.get("needs", [])
-    ]
-
-
-def _recent(state: ReadState, settings: ReadSettings) -> list[BaseMessage]:
-    messages: list[BaseMessage] = list(state.get("messages", []))
-    return messages[-settings.recent_messages :]
-
-
-def _s1_messages(state: ReadState, settings: ReadSettings) -> list[Any]:
-    """The messages System 1 reads: the recent ones, after a date note when ``now`` is known."""
-    recent: list[Any] = list(_recent(state, settings))
-    now = state.get("now")
-    if now:
-        note = {
-            "role": "system",
-            "text": f"The latest message is asked on {now[:16].replace('T', ' ')}.",
-        }
-        return [note, *recent]
-    return recent
-
-
-def _timing(node: str, start: float, model_seconds: float = 0.0) -> dict[str, Any]:
+def timing_event(node: str, start: float, model_seconds: float = 0.0) -> dict[str, Any]:
+    """How long ``node`` took since ``start`` (``perf_counter``), model calls among it."""
     return {
         "event": "timing",
         "node": node,
@@ -87,9 +33,10 @@ def _timing(node: str, start: float, model_seconds: float = 0.0) -> dict[str, An
     }
 
 
-def _wave_entry(
+def wave_events(
     name: str, round_no: int, tasks: int, res: WaveResult, secs: float
 ) -> list[dict[str, Any]]:
+    """The trace events of one System 1 wave (and a degradation when calls failed)."""
     out: list[dict[str, Any]] = [
         {
             "event": "wave",

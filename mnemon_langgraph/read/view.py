@@ -20,10 +20,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+
+from mnemon_langgraph.read.planner import message_text
 from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
 from mnemon_langgraph.read.settings import ReadSettings
 
-__all__ = ["PREAMBLE", "View", "ViewRecord", "compose_view", "escape_data", "explain"]
+__all__ = [
+    "PREAMBLE",
+    "View",
+    "ViewRecord",
+    "compose_view",
+    "escape_data",
+    "explain",
+    "seen_in_recent",
+]
 
 PREAMBLE = (
     "Memory: the blocks below are quoted from this user's earlier conversations and from an "
@@ -201,64 +212,160 @@ def _view_record(rec: Mapping[str, Any], placed_by: str) -> ViewRecord:
     )
 
 
-def compose_view(
-    pool: Sequence[Mapping[str, Any]],
-    judgments: Sequence[Judgment],
-    *,
-    needs_named: bool,
-    index: Mapping[str, Any] | None,
-    settings: ReadSettings,
-    trace: dict[str, Any] | None = None,
-    empty_reason: str | None = None,
-) -> View:
-    """Compose the View from the pool, the judgments and the index (pure).
+_BY_RANKING = (
+    "System 1 ranking (planner named a need): not judged needed, but budget remained and "
+    "the need may still use it"
+)
+_SEEN = "left out: all its messages are among the recent messages the agent already sees"
+
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_MIN_PIECE_MATCH = 80
+"""A line shorter than a whole message matches it only from this many characters on: the
+journal splits a message too long for one record into pieces, and a long piece of the same
+speaker's recent message is that message, while a short one ("yes") may be chance."""
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _recent_lines(messages: Sequence[BaseMessage]) -> tuple[set[str], dict[str, list[str]]]:
+    """Ids of the recent messages, and their texts by speaker as the journal writes them."""
+    ids: set[str] = set()
+    texts: dict[str, list[str]] = {}
+    for m in messages:
+        if m.id:
+            ids.add(str(m.id))
+        speaker = _normalized(m.name or "") or _ROLE_OF_TYPE.get(m.type, m.type)
+        text = _normalized(message_text(m))
+        if text:
+            texts.setdefault(speaker, []).append(text)
+    return ids, texts
+
+
+def _line_seen(line: str, mid: str | None, ids: set[str], texts: dict[str, list[str]]) -> bool:
+    if mid is not None and mid in ids:
+        return True
+    speaker, sep, piece = line.partition(": ")
+    if not sep:
+        return False
+    speaker, piece = _normalized(speaker), _normalized(piece)
+    return any(
+        piece == text or (len(piece) >= _MIN_PIECE_MATCH and piece in text)
+        for text in texts.get(speaker, ())
+    )
+
+
+def seen_in_recent(pool: Sequence[Mapping[str, Any]], messages: Sequence[BaseMessage]) -> list[str]:
+    """Pooled records whose every message is among ``messages`` (what the agent already sees).
+
+    A record's line is one of the recent messages when the message ids match (the journal
+    stored the LangChain message's own id), else when speaker and normalized text match
+    the way the journal writes a line (``speaker: text``, whitespace collapsed).
 
     Args:
-        pool: Pooled records in fused pool order (dicts as kept in the graph's state).
-        judgments: Every judgment of the turn.
-        needs_named: Whether the planner named at least one need (then the rest of the
-            pool fills the budget in System 1's ranking).
-        index: ``{"instructions": [...], "topics": [...], "groups": [...]}`` or ``None``.
-        settings: Budgets.
-        trace: Trace dict to attach (``placement`` is added to it).
-        empty_reason: Reason to report when no record enters.
+        pool: Pooled records (``id``, ``text``, ``message_ids`` parallel to the lines).
+        messages: The recent messages of the conversation.
 
     Returns:
-        The View.
+        Their ids, in pool order.
     """
-    order = [r["id"] for r in pool]
-    by_id = {r["id"]: r for r in pool}
-    record_props = {"screen", "needed", "stale", "satisfies"}
-    judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
-    stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    placement: dict[str, str] = {}
-    for rid in stale:
-        placement[rid] = "left out: judged no longer current (p >= 1/2 on 'stale')"
+    ids, texts = _recent_lines(messages)
+    if not ids and not texts:
+        return []
+    out: list[str] = []
+    for rec in pool:
+        lines = [ln for ln in str(rec.get("text", "")).split("\n") if ln.strip()]
+        mids = list(rec.get("message_ids") or ())
+        if lines and all(
+            _line_seen(ln, mids[i] if i < len(mids) else None, ids, texts)
+            for i, ln in enumerate(lines)
+        ):
+            out.append(rec["id"])
+    return out
 
-    candidates: list[tuple[str, str]] = []
+
+def _one_per_session_first(ids: Sequence[str], session_of: Mapping[str, int]) -> list[str]:
+    """``ids`` reordered so each session's first record comes before any session's second.
+
+    Within a rank (first, second … of its session) the given order stands.
+    """
+    taken: dict[int, int] = {}
+    keyed: list[tuple[int, int, str]] = []
+    for pos, rid in enumerate(ids):
+        session = session_of.get(rid, -1)
+        keyed.append((taken.get(session, 0), pos, rid))
+        taken[session] = taken.get(session, 0) + 1
+    return [rid for _, _, rid in sorted(keyed)]
+
+
+def _all_block(
+    needed_yes: Sequence[str],
+    judged: Sequence[Judgment],
+    order: Sequence[str],
+    skip: set[str],
+    all_needs: Sequence[int],
+    session_of: Mapping[str, int],
+) -> list[tuple[str, str]]:
+    """The lead block when a need asks for every instance: needed records and the records
+    satisfying an ``ALL`` need, one per session first, so the View covers the instances
+    across sessions before it adds more of one session."""
+    why: dict[str, str] = {rid: "judged needed (p >= 1/2)" for rid in needed_yes}
+    for n in all_needs:
+        for rid, p in rank_by(judged, "satisfies", need_index=n, order=order):
+            if is_yes(p) and rid not in skip:
+                why.setdefault(rid, f"satisfies ALL need {n} (p >= 1/2)")
+    ids = _one_per_session_first(list(why), session_of)
+    return [(rid, why[rid] + "; one per session first") for rid in ids]
+
+
+def _candidates(
+    order: Sequence[str],
+    judged: Sequence[Judgment],
+    skip: set[str],
+    needs_named: bool,
+    placement: dict[str, str],
+    all_needs: Sequence[int] = (),
+    session_of: Mapping[str, int] | None = None,
+) -> list[tuple[str, str]]:
+    """The records that may enter, best first, each with the rule that ranks it.
+
+    ``skip`` (judged no longer current, or already in the recent messages) never enter;
+    records left out here get their reason in ``placement``.
+    """
     if not judged:
-        for rid in order:
-            candidates.append((rid, "fused order (no System 1 judgments)"))
+        return [(rid, "fused order (no System 1 judgments)") for rid in order if rid not in skip]
+    needed = rank_by(judged, "needed", order=order)
+    screen = rank_by(judged, "screen", order=order)
+    needed_yes = [rid for rid, p in needed if is_yes(p) and rid not in skip]
+    if all_needs:
+        candidates = _all_block(needed_yes, judged, order, skip, all_needs, session_of or {})
     else:
-        needed = rank_by(judged, "needed", order=order)
-        screen = rank_by(judged, "screen", order=order)
-        needed_yes = [rid for rid, p in needed if is_yes(p) and rid not in stale]
-        candidates.extend((rid, "judged needed (p >= 1/2)") for rid in needed_yes)
-        if needs_named:
-            taken = set(needed_yes) | stale
-            rest = [rid for rid, _ in needed if rid not in taken]
-            rest += [rid for rid, _ in screen if rid not in taken and rid not in set(rest)]
-            have = taken | set(rest)
-            unjudged = [rid for rid in order if rid not in have]
-            candidates.extend((rid, "System 1 ranking (planner named a need)") for rid in rest)
-            candidates.extend((rid, "fused order (System 1 gave no judgment)") for rid in unjudged)
-        else:
-            for rid in order:
-                if rid not in placement and rid not in set(needed_yes):
-                    placement[rid] = "left out: not judged needed, and the planner named no need"
+        candidates = [(rid, "judged needed (p >= 1/2)") for rid in needed_yes]
+    lead = {rid for rid, _ in candidates}
+    if not needs_named:
+        for rid in order:
+            if rid not in placement and rid not in lead:
+                placement[rid] = "left out: not judged needed, and the planner named no need"
+        return candidates
+    taken = lead | skip
+    rest = [rid for rid, _ in needed if rid not in taken]
+    rest += [rid for rid, _ in screen if rid not in taken and rid not in set(rest)]
+    have = taken | set(rest)
+    unjudged = [rid for rid in order if rid not in have]
+    candidates.extend((rid, _BY_RANKING) for rid in rest)
+    candidates.extend((rid, "fused order (System 1 gave no judgment)") for rid in unjudged)
+    return candidates
 
-    index_text, shown_items = _index_block(index or {}, settings)
-    budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
+
+def _fill(
+    candidates: Sequence[tuple[str, str]],
+    by_id: Mapping[str, Mapping[str, Any]],
+    budget: int,
+    settings: ReadSettings,
+    placement: dict[str, str],
+) -> list[ViewRecord]:
+    """Take candidates in order until the View's records or characters run out."""
     chosen: list[ViewRecord] = []
     used = 0
     for pos, (rid, why) in enumerate(candidates):
@@ -279,6 +386,54 @@ def compose_view(
         chosen.append(vr)
         used += size
         placement[rid] = f"in the View, position {len(chosen)}: {why}"
+    return chosen
+
+
+def compose_view(
+    pool: Sequence[Mapping[str, Any]],
+    judgments: Sequence[Judgment],
+    *,
+    needs_named: bool,
+    index: Mapping[str, Any] | None,
+    settings: ReadSettings,
+    trace: dict[str, Any] | None = None,
+    empty_reason: str | None = None,
+    seen: Sequence[str] = (),
+    all_needs: Sequence[int] = (),
+) -> View:
+    """Compose the View from the pool, the judgments and the index (pure).
+
+    Args:
+        pool: Pooled records in fused pool order (dicts as kept in the graph's state).
+        judgments: Every judgment of the turn.
+        needs_named: Whether the planner named at least one need (then the rest of the
+            pool fills the budget in System 1's ranking).
+        index: ``{"instructions": [...], "topics": [...], "groups": [...]}`` or ``None``.
+        settings: Budgets.
+        trace: Trace dict to attach (``placement`` is added to it).
+        empty_reason: Reason to report when no record enters.
+        seen: Records the agent already sees in its recent messages
+            (:func:`seen_in_recent`): left out, so they spend no budget.
+        all_needs: Indices of the needs of kind ``ALL``: the records satisfying them
+            enter one per session before a second from the same session.
+
+    Returns:
+        The View.
+    """
+    order = [r["id"] for r in pool]
+    by_id = {r["id"]: r for r in pool}
+    record_props = {"screen", "needed", "stale", "satisfies"}
+    judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
+    stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
+    placement = {rid: "left out: judged no longer current (p >= 1/2 on 'stale')" for rid in stale}
+    for rid in seen:
+        placement.setdefault(rid, _SEEN)
+    skip = stale | set(seen)
+    session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
+    candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
+    index_text, shown_items = _index_block(index or {}, settings)
+    budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
+    chosen = _fill(candidates, by_id, budget, settings, placement)
     for rid in order:
         placement.setdefault(rid, "left out")
 

@@ -1,0 +1,109 @@
+"""Tests of the read path's one pool module: pages, the first pool, later pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from mnemon_langgraph.read.pooling import (
+    build_first_pool,
+    dict_to_record,
+    merge_page,
+    record_to_dict,
+    take_page,
+)
+from mnemon_langgraph.types import Record, SearchHit
+
+
+def _rec(rid: str, text: str = "x") -> Record:
+    return Record(
+        id=rid,
+        namespace=("t",),
+        session=1,
+        date=datetime(2024, 1, 1),
+        position=0,
+        speakers=("a",),
+        message_ids=(rid,),
+        text=text,
+    )
+
+
+def _hits(ids: list[str], *, text: str = "x") -> list[SearchHit]:
+    return [SearchHit(_rec(i, text), rank=r, score=1.0 / (60 + r)) for r, i in enumerate(ids)]
+
+
+def _pages(*pages: list[SearchHit]) -> list[tuple[int, int, list[SearchHit]]]:
+    return [(i, 0, page) for i, page in enumerate(pages)]
+
+
+def test_take_page_record_limit() -> None:
+    page = take_page(_hits([f"r{i}" for i in range(30)]))
+    assert [h.record.id for h in page] == [f"r{i}" for i in range(20)]
+
+
+def test_take_page_char_limit_and_at_least_one() -> None:
+    hits = _hits(["a", "b", "c"], text="y" * 5000)
+    size = len(hits[0].record.render())
+    page = take_page(hits, max_chars=2 * size)
+    assert [h.record.id for h in page] == ["a", "b"]
+    page = take_page(hits, max_chars=10)
+    assert [h.record.id for h in page] == ["a"]
+    assert take_page([]) == []
+
+
+def test_first_pool_quota_then_summed_rr() -> None:
+    s0 = _hits([f"a{i}" for i in range(10)])
+    s1 = _hits([f"b{i}" for i in range(10)])
+    # "a5" also appears at rank 0 of a third search, so its summed RR is highest of the rest.
+    s2 = _hits(["a5", "c1", "c2"])
+    pool = build_first_pool(_pages(s0, s1, s2), cap=7)
+    ids = [p["id"] for p in pool]
+    assert len(ids) == 7
+    # Quota 7 // 3 = 2: a0, a1 from s0; b0, b1 from s1; a5, c1 from s2; then 1 by summed RR.
+    assert {"a0", "a1", "b0", "b1", "a5", "c1"} <= set(ids)
+    extra = (set(ids) - {"a0", "a1", "b0", "b1", "a5", "c1"}).pop()
+    # a2, b2 and c2 tie (one search each, rank 2): first appearance picks a2.
+    assert extra == "a2"
+    # a5 (found by two searches) leads the fused order; found lists both.
+    assert ids[0] == "a5"
+    assert pool[0]["found"] == [[0, 5], [2, 0]]
+    assert all(p["round"] == 1 for p in pool)
+
+
+def test_first_pool_reports_the_searches_own_indices() -> None:
+    pool = build_first_pool([(3, 0, _hits(["x"])), (7, 0, _hits(["y", "x"]))], cap=4)
+    assert {p["id"]: p["found"] for p in pool} == {"x": [[3, 0], [7, 1]], "y": [[7, 0]]}
+
+
+def test_first_pool_skips_duplicates_in_quota() -> None:
+    s0 = _hits(["x", "y", "z"])
+    s1 = _hits(["x", "y", "w", "v"])
+    pool = build_first_pool(_pages(s0, s1), cap=4)
+    # s0 takes x, y; s1's quota of 2 skips x and y (already pooled) and takes w, v.
+    assert {p["id"] for p in pool} == {"x", "y", "w", "v"}
+    assert next(p for p in pool if p["id"] == "x")["found"] == [[0, 0], [1, 0]]
+
+
+def test_first_pool_cap_and_empty() -> None:
+    pages = _pages(*[_hits([f"s{s}-{i}" for i in range(40)]) for s in range(5)])
+    pool = build_first_pool(pages, cap=48)
+    assert len(pool) == 48
+    assert len({p["id"] for p in pool}) == 48
+    assert build_first_pool([], cap=48) == []
+    assert build_first_pool(_pages([], []), cap=48) == []
+    # deterministic
+    assert [p["id"] for p in build_first_pool(pages, cap=48)] == [p["id"] for p in pool]
+
+
+def test_merge_page_appends_new_and_records_provenance() -> None:
+    pool = build_first_pool(_pages(_hits(["a", "b"])), cap=4)
+    merged, new = merge_page(pool, 0, 2, _hits(["b", "c"]), round_no=2)
+    assert new == 1
+    assert [p["id"] for p in merged] == ["a", "b", "c"]
+    assert merged[1]["found"] == [[0, 1], [0, 2]]
+    assert merged[2]["found"] == [[0, 3]] and merged[2]["round"] == 2
+    assert pool[1]["found"] == [[0, 1]]  # the input pool is not changed
+
+
+def test_record_round_trips_through_state_data() -> None:
+    rec = _rec("r1", "ada: hello")
+    assert dict_to_record(record_to_dict(rec), ("t",)) == rec

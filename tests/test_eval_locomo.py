@@ -326,3 +326,72 @@ def test_build_judge_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(cli_eval.build_judge("local"), LocalDecisionModel)
     assert cli_eval.build_planner("rules") is None
     assert cli_eval.build_planner("openai:gpt-4.1-mini") is fake
+
+
+def test_missing_matplotlib_warns_before_work_and_summary_is_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Plots are a bonus: no matplotlib → a warning up front, and summary.json/.md anyway."""
+    import sys
+
+    import mnemon_langgraph.eval.locomo as locomo
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    warned_before_ingest: list[bool] = []
+    real_prepare = locomo._prepare
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        warned_before_ingest.append("matplotlib is not installed" in caplog.text)
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(locomo, "_prepare", spy)
+    graph, store = _graph_and_store(tmp_path)
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="mnemon_langgraph.eval.locomo"):
+        try:
+            summary = run_locomo_eval(
+                [CONV30],
+                out,
+                graph=graph,
+                store=store,
+                config=EvalConfig(limit_questions=1, baseline_ks=(3,)),
+                progress=True,
+            )
+        finally:
+            store.close()
+    assert warned_before_ingest == [True]
+    assert "plots" not in summary
+    assert json.loads((out / "summary.json").read_text())["counts"]["questions"] == 1
+    assert (out / "summary.md").read_text().startswith("# LoCoMo evaluation")
+    assert not list(out.glob("*.png"))
+    # ingest is its own progress step, finished before the questions' bar starts
+    err = capsys.readouterr().err
+    assert "ingest conv-30" in err and "questions" in err
+    assert err.index("ingest conv-30") < err.index("questions")
+
+
+def test_failed_plot_still_writes_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mnemon_langgraph.eval.plots as plots
+
+    def broken(summary: object, out_dir: object) -> list[Path]:
+        raise ValueError("'yerr' must not contain negative values")
+
+    monkeypatch.setattr(plots, "plot_evidence", broken)
+    graph, store = _graph_and_store(tmp_path)
+    out = tmp_path / "out"
+    try:
+        run_locomo_eval(
+            [CONV30],
+            out,
+            graph=graph,
+            store=store,
+            config=EvalConfig(limit_questions=1, baseline_ks=(3,)),
+        )
+    finally:
+        store.close()
+    saved = json.loads((out / "summary.json").read_text())
+    assert "yerr" in saved["plots_error"]
+    assert "No plots: ValueError" in (out / "summary.md").read_text()

@@ -355,6 +355,26 @@ def _question_row(
     return row, view, repair
 
 
+def _full_row(
+    graph: Any,
+    prep: _Prepared,
+    q_index: int,
+    q: Mapping[str, Any],
+    tokens: TokenCounter,
+    cfg: EvalConfig,
+    answer_model: BaseChatModel | None,
+    grader: BaseChatModel | None,
+) -> tuple[dict[str, Any], EvidenceRepair, dict[str, Any] | None]:
+    """One question's complete row (View, baselines, answer), its repair, the read settings."""
+    row, view, repair = _question_row(graph, prep, q_index, q, tokens)
+    row["baselines"] = _baseline_rows(
+        prep, row["question"], row["gold_evidence"], len(view.text), cfg.baseline_ks
+    )
+    if answer_model is not None and grader is not None:
+        row.update(_answer_fields(answer_model, grader, q, view, prep.item.ask_date))
+    return row, repair, (getattr(view, "trace", None) or {}).get("settings")
+
+
 def run_locomo_eval(
     files: Sequence[str | Path],
     out_dir: str | Path,
@@ -370,10 +390,9 @@ def run_locomo_eval(
 ) -> dict[str, Any]:
     """Run the evaluation and write ``results.jsonl``, ``summary.json``, ``summary.md``, plots.
 
-    Every conversation is ingested first (one progress step each), then the questions are
-    asked (one progress bar), so the questions' time estimate does not include ingest. Plots
-    are a bonus: a missing matplotlib is reported before any work and a failed plot is
-    reported at the end; the summary files are written either way.
+    Every conversation is ingested first (its own progress bar), then the questions are asked
+    (one bar), so the questions' time estimate excludes ingest. Plots are a bonus: a missing
+    matplotlib is reported before any work, a failed plot at the end; the summary is written.
 
     Args:
         files: LoCoMo-format JSON files.
@@ -412,14 +431,10 @@ def run_locomo_eval(
     ):
         for prep in prepared:
             for q_index, q in enumerate(_questions(prep.item, cfg)):
-                row, view, repair = _question_row(graph, prep, q_index, q, tokens)
-                if read_settings is None:
-                    read_settings = (getattr(view, "trace", None) or {}).get("settings")
-                row["baselines"] = _baseline_rows(
-                    prep, row["question"], row["gold_evidence"], len(view.text), cfg.baseline_ks
+                row, repair, settings = _full_row(
+                    graph, prep, q_index, q, tokens, cfg, answer_model, grader
                 )
-                if answer_model is not None and grader is not None:
-                    row.update(_answer_fields(answer_model, grader, q, view, prep.item.ask_date))
+                read_settings = read_settings or settings
                 repairs.append(repair)
                 rows.append(row)
                 fh.write(json.dumps(row, default=str) + "\n")
@@ -427,15 +442,17 @@ def run_locomo_eval(
                 bar.update(1)
     c_full = {p.item.conversation_id: p.c_full for p in prepared}
     summary = summarize(rows, names=baseline_names(cfg.baseline_ks), c_full=c_full)
-    summary["evidence_repairs"] = count_issues(repairs)
-    summary["token_method"] = tokens.method
-    summary["config"] = {
-        k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()
-    }
-    summary["read_settings"] = read_settings
-    elapsed = round(time.perf_counter() - started, 1)
-    summary["metadata"] = {**run_metadata(command), "elapsed_seconds": elapsed}
-    summary["counts"] = _counts(rows, summary, len(items))
+    summary.update(
+        evidence_repairs=count_issues(repairs),
+        token_method=tokens.method,
+        config={k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()},
+        read_settings=read_settings,
+        metadata={
+            **run_metadata(command),
+            "elapsed_seconds": round(time.perf_counter() - started, 1),
+        },
+        counts=_counts(rows, summary, len(items)),
+    )
     _write_summary(summary, out, plots=plots)
     return summary
 

@@ -395,3 +395,28 @@ def test_failed_plot_still_writes_summary(tmp_path: Path, monkeypatch: pytest.Mo
     saved = json.loads((out / "summary.json").read_text())
     assert "yerr" in saved["plots_error"]
     assert "No plots: ValueError" in (out / "summary.md").read_text()
+
+
+def test_cli_eval_with_unreachable_planner_says_so_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The read path falls back per question; the run still exits 1 with one clear line."""
+    import socket
+
+    pytest.importorskip("langchain_openai")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+    out = tmp_path / "o"
+    argv = ["eval", "locomo", str(CONV30), "--out", str(out), "--limit-questions", "1"]
+    argv += ["--embeddings", "fake", "--store", str(tmp_path / "j.sqlite"), "--no-progress"]
+    assert main([*argv, "--no-plots", "--planner", "openai:gpt-4.1-mini"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "model calls failed on 1 of 1 questions" in err[0], err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["questions_with_model_errors"] == 1
+    row = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert row["model_errors"] >= 1

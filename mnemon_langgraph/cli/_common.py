@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from mnemon_langgraph.types import Namespace, normalize_namespace
@@ -31,6 +33,7 @@ __all__ = [
     "open_store",
     "planner",
     "print_json",
+    "quiet_read_path",
     "require_journal",
     "resolve_backend",
 ]
@@ -181,6 +184,23 @@ def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type name when it has none)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+@contextmanager
+def quiet_read_path(verbose: bool) -> Iterator[None]:
+    """Hold back the read path's per-failure warnings (the command sums them up in one line).
+
+    The logger's level is restored afterwards, so callers of ``main`` in-process (tests,
+    notebooks) keep their logging as it was.
+    """
+    logger = logging.getLogger("mnemon_langgraph.read")
+    level = logger.level
+    if not verbose:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def print_json(data: Any) -> None:

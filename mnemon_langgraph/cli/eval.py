@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.cli import _common
-from mnemon_langgraph.cli._common import add_embeddings_arg, chat_model, embeddings_for
+from mnemon_langgraph.cli._common import (
+    add_embeddings_arg,
+    chat_model,
+    embeddings_for,
+    quiet_read_path,
+)
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["build_judge", "build_planner", "register"]
@@ -166,18 +172,19 @@ def _run_locomo(args: argparse.Namespace) -> int:
     store = MnemonStore(store_path, embeddings=embeddings)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
-        summary = run_locomo_eval(
-            args.files,
-            args.out,
-            graph=graph,
-            embeddings=embeddings,
-            store=store,
-            config=config,
-            answer_model=answer,
-            grader_model=grader,
-            command=_command(args),
-            progress=not args.no_progress,
-        )
+        with quiet_read_path(args.verbose):  # failures are summed up in one line below
+            summary = run_locomo_eval(
+                args.files,
+                args.out,
+                graph=graph,
+                embeddings=embeddings,
+                store=store,
+                config=config,
+                answer_model=answer,
+                grader_model=grader,
+                command=_command(args),
+                progress=not args.no_progress,
+            )
     finally:
         close = getattr(store, "close", None)
         if callable(close):
@@ -189,6 +196,15 @@ def _run_locomo(args: argparse.Namespace) -> int:
         f"View {overall.get('view_chars') or 0:,.0f} chars; judge AUC "
         f"{_num(summary['judge_auc']['auc'])}; wrote {args.out}/summary.md"
     )
+    failed = summary["counts"].get("questions_with_model_errors", 0)
+    if failed:
+        print(
+            f"mnemon: error: model calls failed on {failed} of {summary['counts']['questions']} "
+            "questions (the read path fell back to its offline defaults there); see "
+            "results.jsonl, or rerun with -v for each failure",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -12,7 +12,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from mnemon_langgraph.cli._common import (
     namespace_arg,
     open_store,
     print_json,
+    quiet_read_path,
 )
 
 __all__ = ["load_judge", "load_planner", "register"]
@@ -101,18 +101,15 @@ def _read(args: argparse.Namespace) -> Any:
     namespace = namespace_arg(args.namespace)
     planner = load_planner(args.planner)
     store = open_store(args.db)
-    quiet = logging.getLogger("mnemon_langgraph.read")
-    level = quiet.level
-    if not args.verbose:  # the failures are summed up in one line after the View
-        quiet.setLevel(logging.ERROR)
     try:
         judge = load_judge(args.judge, getattr(store, "embeddings", None))
         graph = create_read_graph(source=store, judge=judge, planner=planner)
-        result = graph.invoke(
-            {"messages": [HumanMessage(args.message)]}, context=ReadContext(namespace=namespace)
-        )
+        with quiet_read_path(args.verbose):  # failures are summed up in one line after the View
+            result = graph.invoke(
+                {"messages": [HumanMessage(args.message)]},
+                context=ReadContext(namespace=namespace),
+            )
     finally:
-        quiet.setLevel(level)
         close = getattr(store, "close", None)
         if callable(close):
             close()

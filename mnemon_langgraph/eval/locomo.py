@@ -152,7 +152,8 @@ def view_counts(view: Any) -> dict[str, Any]:
     """The read path's counts from a View's trace (``None`` where the trace lacks one).
 
     ``read_seconds`` is the read path's time excluding model calls
-    (``trace["timings"]["read_path_s"]``: node time minus planner and judge time).
+    (``trace["timings"]["read_path_s"]``: node time minus planner and judge time);
+    ``model_errors`` counts the model calls that failed (the read path fell back).
     """
     trace = getattr(view, "trace", None) or {}
     counts = trace.get("counts") or {}
@@ -166,6 +167,7 @@ def view_counts(view: Any) -> dict[str, Any]:
         "pool": counts.get("pool"),
         "read_seconds": timings.get("read_path_s"),
         "model_seconds": timings.get("model_s"),
+        "model_errors": len(trace.get("errors") or []),
     }
 
 
@@ -469,6 +471,8 @@ def _counts(
         "questions": len(rows),
         "scored_questions": summary["view"]["overall"]["n"],
         "questions_without_gold": sum(1 for r in rows if not r.get("gold_evidence")),
+        # a failed planner/judge call degrades the read path; the run must say so
+        "questions_with_model_errors": sum(1 for r in rows if r.get("model_errors")),
     }
 
 

@@ -1,9 +1,10 @@
-"""Write the notebooks of this folder from the cell sources below (outputs left empty).
+"""Write the notebooks of this folder from the cell sources below, executed.
 
-Run ``python notebooks/make_notebooks.py`` after editing a cell; the ``.ipynb`` files are
-generated, so edit them here rather than in Jupyter. Every notebook runs top to bottom offline
-(the bundled MiniLM embedder, the local judge, fake or scripted chat models); a cell that
-would use a real model runs only when its API key is set.
+Run ``python notebooks/make_notebooks.py --execute`` after editing a cell (the notebooks are
+committed with their outputs, so a reader on GitHub sees the Views and figures); the
+``.ipynb`` files are generated, so edit them here rather than in Jupyter. Every notebook runs
+top to bottom offline (the bundled MiniLM embedder, the local judge, fake or scripted chat
+models); a cell that would use a real model runs only when its API key is set.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 
 FIND_DATA = '''\
+import os
 import tempfile
 from pathlib import Path
-
-import mnemon_langgraph
 
 
 def find_repo(start: Path | None = None) -> Path:
@@ -32,11 +32,12 @@ def find_repo(start: Path | None = None) -> Path:
 
 
 REPO = find_repo()
-LOCOMO_DIR = REPO.parent / "shared" / "data" / "locomo-dev"  # ../shared/data/locomo-dev
-# the small conversation bundled with the package
-SAMPLE = Path(next(iter(mnemon_langgraph.__path__))) / "data" / "sample_conversation.jsonl"
+# LoCoMo dev data: $MNEMON_LOCOMO_DEV, else ../shared/data/locomo-dev beside the repository
+LOCOMO_DIR = Path(os.environ.get("MNEMON_LOCOMO_DEV") or REPO.parent / "shared/data/locomo-dev")
+# an invented year-long conversation (LoCoMo layout) shipped with the notebooks
+LONG_SAMPLE = REPO / "notebooks" / "data" / "allotment_year.json"
 WORKDIR = Path(tempfile.mkdtemp(prefix="mnemon-notebook-"))
-print("LoCoMo dev data:", LOCOMO_DIR if LOCOMO_DIR.exists() else "absent (bundled sample)")'''
+print("LoCoMo dev data:", LOCOMO_DIR if LOCOMO_DIR.exists() else "absent")'''
 
 
 def _nb(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
@@ -61,31 +62,23 @@ QUICKSTART = [
 
 mnemon-langgraph keeps conversations as raw, dated **records** in a journal and, for each user
 message, composes a small **View** of the records the reply needs (plan → retrieve → judge →
-act → compose). This notebook ingests one LoCoMo dev conversation (or the bundled sample when
-the dataset is absent), looks at the Views for a few of its questions and asks why a record is
-in a View. Everything runs offline: the bundled MiniLM embedder, the rule planner and the
-local judge.""",
+act → compose). This notebook ingests a year of chat between two friends (an invented
+conversation shipped in `notebooks/data/`, ten sessions, 600 turns — far more than a View
+holds), looks at the Views for a few questions and asks why a record is in a View. Everything
+runs offline: the bundled MiniLM embedder, the rule planner and the local judge.""",
     ),
     ("code", FIND_DATA),
     (
         "code",
         """\
-from mnemon_langgraph.sources import load_jsonl, load_locomo
+from mnemon_langgraph.sources import load_locomo
 
-locomo_file = LOCOMO_DIR / "conv-26.json"
-if locomo_file.exists():
-    conversation = load_locomo(locomo_file)[0]
-    messages, source = conversation.messages, conversation.source
-    # a few answerable questions (category 5 is adversarial: no answer in the conversation)
-    questions = [q for q in conversation.qa if q.get("category") != 5][:2]
-else:
-    messages = load_jsonl(SAMPLE)
-    source = "sample"
-    questions = [
-        {"question": "Where does Noor live?", "evidence": []},
-        {"question": "How should answers be written for Noor?", "evidence": []},
-    ]
-print(len(messages), "messages;", messages[0])""",
+conversation = load_locomo(LONG_SAMPLE)[0]
+messages, source = conversation.messages, conversation.source
+# questions written with the sample, with the turns that answer them (category 5 has none)
+questions = [q for q in conversation.qa if q.get("category") != 5][:4]
+print(len(messages), "messages in", len({m.session for m in messages}), "sessions")
+print(messages[0])""",
     ),
     (
         "md",
@@ -108,7 +101,8 @@ print(next(iter(store.journal.records(NAMESPACE))).render())""",
         """\
 ## The read path: a View per question
 
-The namespace (whose memory) is given per run, so one compiled graph serves every user.""",
+The namespace (whose memory) is given per run, so one compiled graph serves every user. Each
+View holds a few of the journal's records: is the turn that answers the question among them?""",
     ),
     (
         "code",
@@ -117,6 +111,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
 
 read_graph = create_read_graph(source=store)
+total = store.journal.count(NAMESPACE)
 views = []
 for q in questions:
     out = read_graph.invoke(
@@ -125,9 +120,11 @@ for q in questions:
     view = out["view"]
     views.append(view)
     shown = set(view.message_ids)
-    found = [e for e in q.get("evidence", []) if e in shown]
-    print(f"Q: {q['question']}\\n   {len(view.records)} records in the View; "
-          f"gold evidence shown: {found} of {q.get('evidence', [])}")""",
+    found = [e for e in q["evidence"] if e in shown]
+    print(
+        f"Q: {q['question']}\\n   {len(view.records)} of {total} records in the View; "
+        f"answering turns shown: {len(found)} of {len(q['evidence'])} {q['evidence']}"
+    )""",
     ),
     (
         "code",
@@ -140,7 +137,8 @@ print(views[0].text[:2000])""",
 ## Why is this record in the View?
 
 `explain(view, record_id)` reads the View's trace: the searches that found the record, every
-System 1 judgment about it and the rules that placed it.""",
+System 1 judgment about it (the judge's probability that the record is worth a look, needed,
+or replaced by a later one) and the rule that placed it.""",
     ),
     (
         "code",
@@ -208,7 +206,9 @@ class EchoModel(BaseChatModel):
         return self
 
 
-sample = load_jsonl(SAMPLE)
+from mnemon_langgraph.sources import SAMPLE_PATH
+
+sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
 store.ingest(("noor",), sample, source="sample")
 print(store.journal.count(("noor",)), "records for noor")""",
@@ -340,7 +340,9 @@ class ScriptedFolder(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
 
-sample = load_jsonl(SAMPLE)
+from mnemon_langgraph.sources import SAMPLE_PATH
+
+sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
 store.ingest(("noor",), sample, source="sample")""",
     ),
@@ -415,79 +417,52 @@ EVAL = [
 # 04 · Evaluation results
 
 What matters first is **evidence in the View**: the share of questions whose gold evidence
-turns reach the View, by LoCoMo question category. This notebook reads `results.jsonl` rows
-(one per question, as `mnemon eval` writes them) when a file is given in `MNEMON_RESULTS`, and
-otherwise makes a small run here on a few questions of one dev conversation (offline: rule
-planner, local judge), then draws the results.""",
+turns reach the View, by question category. This notebook reads the `results.jsonl` of a
+`mnemon eval locomo` run when one is given in `MNEMON_RESULTS`; otherwise it makes a small run
+here with the same harness (`run_locomo_eval`, offline: rule planner, local judge) on the first
+questions of LoCoMo's conv-26 when the dev data is present (`MNEMON_LOCOMO_DEV`), else on the
+invented conversation shipped in `notebooks/data/`. Category 5 (adversarial: the answer is not
+in the conversation) has no evidence to find and is left out, as in the harness's scores.""",
     ),
     ("code", FIND_DATA),
     (
         "code",
         """\
 import json
-import os
-import re
 
 RESULTS = os.environ.get("MNEMON_RESULTS")
-N_QUESTIONS = 4  # one per category; raise it for a real look
-SESSIONS = 5  # sessions of the conversation ingested by the small run
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}""",
+N_QUESTIONS = 12  # questions of the small run; raise it for a real look
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+LOCOMO_FILE = LOCOMO_DIR / "conv-26.json"
+DATA = LOCOMO_FILE if LOCOMO_FILE.exists() else LONG_SAMPLE
+print("small run on:", DATA.name)""",
     ),
     (
         "code",
         """\
+from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.sources import load_jsonl, load_locomo
 from mnemon_langgraph.store import MnemonStore
 
 
-def small_run() -> list[dict]:
-    \"\"\"Views for a few questions; each row says how much gold evidence reached the View.\"\"\"
-    locomo_file = LOCOMO_DIR / "conv-26.json"
-    if locomo_file.exists():
-        conv = load_locomo(locomo_file)[0]
-        # the first sessions only, and questions whose evidence lies in them: a quick run
-        messages = [m for m in conv.messages if (m.session or 1) <= SESSIONS]
-        source = conv.source
-
-        def in_range(q: dict) -> bool:
-            sessions = [int(n) for e in q["evidence"] for n in re.findall(r"D(\\d+):", e)]
-            return bool(sessions) and max(sessions) <= SESSIONS
-
-        per_category = max(1, N_QUESTIONS // len(CATEGORIES))
-        qa = [q for cat in CATEGORIES
-              for q in [q for q in conv.qa if q.get("category") == cat and in_range(q)][
-                  :per_category]]
-    else:
-        messages, source = load_jsonl(SAMPLE), "sample"
-        qa = [{"question": "Where does Noor live?", "evidence": ["s1-03"], "category": 4},
-              {"question": "How should answers be written?", "evidence": ["s1-01"], "category": 4}]
-    store = MnemonStore(WORKDIR / "journal.db")
-    store.ingest(("eval",), messages, source=source)
-    graph = create_read_graph(source=store)
-    rows = []
-    for q in qa:
-        view = graph.invoke({"messages": [("user", q["question"])]},
-                            context=ReadContext(namespace="eval"))["view"]
-        gold, shown = list(q["evidence"]), set(view.message_ids)
-        hit = [g for g in gold if g in shown]
-        rows.append({
-            "question": q["question"],
-            "category": q["category"],
-            "evidence_any": bool(hit),
-            "evidence_all": bool(gold) and len(hit) == len(gold),
-            "view_records": len(view.records),
-        })
-    store.close()
-    return rows
+def small_run(out_dir: Path) -> Path:
+    \"\"\"Run the evaluation harness on a few questions; returns its results.jsonl.\"\"\"
+    with MnemonStore(WORKDIR / "journal.db") as store:
+        run_locomo_eval(
+            [DATA],
+            out_dir,
+            graph=create_read_graph(source=store),
+            store=store,
+            config=EvalConfig(limit_questions=N_QUESTIONS, baseline_ks=(6, 20), plots=False),
+        )
+    return out_dir / "results.jsonl"
 
 
-if RESULTS and Path(RESULTS).exists():
-    rows = [json.loads(line) for line in Path(RESULTS).read_text().splitlines() if line.strip()]
-else:
-    rows = small_run()
-print(len(rows), "questions")""",
+path = Path(RESULTS) if RESULTS else small_run(WORKDIR / "eval")
+rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+# the fields `mnemon eval locomo` writes: any_hit / all_hit per question (None: no gold)
+scored = [r for r in rows if r.get("category") in CATEGORIES and r.get("all_hit") is not None]
+print(len(rows), "questions,", len(scored), "scored (categories 1-4 with gold evidence)")""",
     ),
     (
         "code",
@@ -495,39 +470,37 @@ print(len(rows), "questions")""",
 from collections import defaultdict
 
 
-def share(rows: list[dict], key: str) -> dict[str, float]:
+def share(rows: list[dict], key: str) -> dict[str, tuple[float, int]]:
+    \"\"\"Per category: the share of questions where ``key`` is true, and how many.\"\"\"
     by_cat = defaultdict(list)
     for row in rows:
-        by_cat[CATEGORIES.get(row.get("category"), str(row.get("category")))].append(
-            bool(row.get(key)))
-    return {cat: sum(v) / len(v) for cat, v in sorted(by_cat.items())}
+        by_cat[CATEGORIES[row["category"]]].append(bool(row[key]))
+    return {cat: (sum(v) / len(v), len(v)) for cat, v in sorted(by_cat.items())}
 
 
-any_share, all_share = share(rows, "evidence_any"), share(rows, "evidence_all")
-for cat in any_share:
-    print(f"{cat:12s} any: {any_share[cat]:.2f}  all: {all_share[cat]:.2f}")""",
+any_share, all_share = share(scored, "any_hit"), share(scored, "all_hit")
+for cat, (value, n) in any_share.items():
+    print(f"{cat:12s} n={n:3d}  any: {value:.2f}  all: {all_share[cat][0]:.2f}")""",
     ),
     (
         "code",
         """\
-import matplotlib
-
-matplotlib.use("Agg")  # no display needed; the figure is shown inline and saved
 import matplotlib.pyplot as plt
 
 cats = list(any_share)
 xs = range(len(cats))
 fig, ax = plt.subplots(figsize=(6, 3))
-ax.bar([x - 0.2 for x in xs], [any_share[c] for c in cats], width=0.4, label="any evidence")
-ax.bar([x + 0.2 for x in xs], [all_share[c] for c in cats], width=0.4, label="all evidence")
-ax.set_xticks(list(xs), cats)
+ax.bar([x - 0.2 for x in xs], [any_share[c][0] for c in cats], width=0.4, label="any evidence")
+ax.bar([x + 0.2 for x in xs], [all_share[c][0] for c in cats], width=0.4, label="all evidence")
+ax.set_xticks(list(xs), [f"{c}\\n(n={any_share[c][1]})" for c in cats])
 ax.set_ylim(0, 1)
 ax.set_ylabel("share of questions")
-ax.set_title(f"Gold evidence in the View ({len(rows)} questions)")
+ax.set_title(f"Gold evidence in the View ({len(scored)} scored questions)")
 ax.legend()
 fig.tight_layout()
 fig.savefig(WORKDIR / "evidence.png")
-print("saved", WORKDIR / "evidence.png")""",
+print("saved", WORKDIR / "evidence.png")
+plt.show()  # shown inline, below""",
     ),
 ]
 
@@ -539,10 +512,35 @@ NOTEBOOKS = {
 }
 
 
-def main() -> None:
-    """Write every notebook next to this script."""
+def execute(nb: nbformat.NotebookNode, *, timeout: int = 600) -> nbformat.NotebookNode:
+    """Run ``nb`` top to bottom in a fresh kernel (from this folder) and return it."""
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}
+    ).execute()
+    return nb
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Write every notebook next to this script; ``--execute`` stores them with outputs.
+
+    The notebooks are committed executed (figures and Views visible on GitHub): run
+    ``python notebooks/make_notebooks.py --execute`` after editing a cell.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--execute", action="store_true", help="run each notebook and keep outputs")
+    parser.add_argument("names", nargs="*", help="only these notebooks (default: all)")
+    args = parser.parse_args(argv)
     for name, cells in NOTEBOOKS.items():
-        nbformat.write(_nb(cells), HERE / name)
+        if args.names and name not in args.names:
+            continue
+        nb = _nb(cells)
+        if args.execute:
+            nb = execute(nb)
+        nbformat.write(nb, HERE / name)
         print("wrote", HERE / name)
 
 

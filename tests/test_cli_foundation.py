@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,26 @@ def test_demo_with_fake_embeddings(fake_env: None, capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "Ingested 40 messages" in out
     assert out.count("> ") >= 4 and "Session" in out
+    # the temporary journal is named as such, and truncation is said
+    assert "temporary journal" in out and "deleted when the demo ends" in out
+    assert re.search(r"showing 2 of \d+ records", out)
+    # plain words: no jargon of the read path's trace without --explain
+    for jargon in ("waves", "1 rounds", "System 1", "p=", "planner named a need"):
+        assert jargon not in out, jargon
+    assert "in the View because" in out
+
+
+def test_demo_keeps_db_and_explains(
+    fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "demo.db"
+    assert main(["demo", "-k", "1", "--db", str(db), "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert f"into {db} (kept)" in out and db.exists()
+    assert "How to read the demo" in out and "why the first record is there" in out
+    assert main(["stats", "--db", str(db), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["namespaces"][0]["records"] == 40
 
 
 def test_search_with_real_embedder(

@@ -326,3 +326,97 @@ def test_build_judge_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(cli_eval.build_judge("local"), LocalDecisionModel)
     assert cli_eval.build_planner("rules") is None
     assert cli_eval.build_planner("openai:gpt-4.1-mini") is fake
+
+
+def test_missing_matplotlib_warns_before_work_and_summary_is_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Plots are a bonus: no matplotlib → a warning up front, and summary.json/.md anyway."""
+    import sys
+
+    import mnemon_langgraph.eval.locomo as locomo
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    warned_before_ingest: list[bool] = []
+    real_prepare = locomo._prepare
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        warned_before_ingest.append("matplotlib is not installed" in caplog.text)
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(locomo, "_prepare", spy)
+    graph, store = _graph_and_store(tmp_path)
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="mnemon_langgraph.eval.locomo"):
+        try:
+            summary = run_locomo_eval(
+                [CONV30],
+                out,
+                graph=graph,
+                store=store,
+                config=EvalConfig(limit_questions=1, baseline_ks=(3,)),
+                progress=True,
+            )
+        finally:
+            store.close()
+    assert warned_before_ingest == [True]
+    assert "plots" not in summary
+    assert json.loads((out / "summary.json").read_text())["counts"]["questions"] == 1
+    assert (out / "summary.md").read_text().startswith("# LoCoMo evaluation")
+    assert not list(out.glob("*.png"))
+    # ingest is its own progress step, finished before the questions' bar starts
+    err = capsys.readouterr().err
+    assert "ingest conv-30" in err and "questions" in err
+    assert err.index("ingest conv-30") < err.index("questions")
+
+
+def test_failed_plot_still_writes_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mnemon_langgraph.eval.plots as plots
+
+    def broken(summary: object, out_dir: object) -> list[Path]:
+        raise ValueError("'yerr' must not contain negative values")
+
+    monkeypatch.setattr(plots, "plot_evidence", broken)
+    graph, store = _graph_and_store(tmp_path)
+    out = tmp_path / "out"
+    try:
+        run_locomo_eval(
+            [CONV30],
+            out,
+            graph=graph,
+            store=store,
+            config=EvalConfig(limit_questions=1, baseline_ks=(3,)),
+        )
+    finally:
+        store.close()
+    saved = json.loads((out / "summary.json").read_text())
+    assert "yerr" in saved["plots_error"]
+    assert "No plots: ValueError" in (out / "summary.md").read_text()
+
+
+def test_cli_eval_with_unreachable_planner_says_so_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The read path falls back per question; the run still exits 1 with one clear line."""
+    import socket
+
+    pytest.importorskip("langchain_openai")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+    out = tmp_path / "o"
+    argv = ["eval", "locomo", str(CONV30), "--out", str(out), "--limit-questions", "1"]
+    argv += ["--embeddings", "fake", "--store", str(tmp_path / "j.sqlite"), "--no-progress"]
+    assert main([*argv, "--no-plots", "--planner", "openai:gpt-4.1-mini"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "model calls failed on 1 of 1 questions" in err[0], err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["questions_with_model_errors"] == 1
+    row = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert row["model_errors"] >= 1

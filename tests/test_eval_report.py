@@ -64,3 +64,32 @@ def test_plots_written(tmp_path: Path) -> None:
     files = plot_evidence(SUMMARY, tmp_path)
     assert [f.name for f in files] == ["evidence_vs_chars.png", "evidence_by_category.png"]
     assert all(f.read_bytes()[:4] == b"\x89PNG" for f in files)
+
+
+def test_error_bars_clip_a_perfect_rate() -> None:
+    """A 100% rate whose Wilson bound rounds to just below 1 gives no negative error."""
+    from mnemon_langgraph.eval.plots import error_bars
+
+    below, above = error_bars([(100.0, 1.0, 0.72, 0.9999999999999999), (50.0, 0.0, -1e-17, 0.3)])
+    assert below == pytest.approx([0.28, 0.0])
+    assert above == pytest.approx([0.0, 0.3])
+    assert min(below + above) >= 0.0
+
+
+def test_plots_of_a_perfect_category(tmp_path: Path) -> None:
+    """The README's run died here: a category at 100% with hi = 0.9999999999999999."""
+    perfect = {"n": 3, "all_hit": 1.0, "all_hit_ci95": [0.44, 0.9999999999999999]}
+    summary = {
+        "view": {
+            "overall": {**perfect, "view_chars": 800.0},
+            "by_category": {"4": {**perfect, "name": "open-domain", "view_chars": 800.0}},
+        },
+        "baselines": {
+            "turns+bm25@3": {
+                "overall": {**perfect, "chars": 300},
+                "by_category": {"4": {**perfect, "chars": 300}},
+            }
+        },
+    }
+    files = plot_evidence(summary, tmp_path)
+    assert len(files) == 2 and all(f.stat().st_size > 1000 for f in files)

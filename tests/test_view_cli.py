@@ -42,7 +42,7 @@ def test_view_prints_delimited_records(db, capsys) -> None:
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("<record id=") >= 1 and out.count("<record id=") == out.count("</record>")
-    assert "S1 calls" in out and "rounds" in out
+    assert "judge (System 1) calls" in out and "planner (System 2) calls" in out
 
 
 def test_view_json_has_the_documented_keys_and_explains(db, capsys) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -45,7 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``mnemon`` command line; returns the process exit code."""
+    """Run the ``mnemon`` command line; returns the process exit code.
+
+    Exit codes: 0 done, 1 the command failed (its own report, or an unexpected error shown as
+    one line; ``-v`` shows the traceback), 2 bad setup or input (a typed error: one line),
+    130 interrupted, 141 the reader of stdout went away (``mnemon view … | head``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -54,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
+    except BrokenPipeError:
+        _detach_stdout()
+        return 141
     except MnemonError as exc:
         # Typed errors carry a message meant for the user; no traceback.
         print(f"mnemon: error: {exc}", file=sys.stderr)
@@ -61,7 +71,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mnemon: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if args.verbose:
+            raise
+        # A provider or network error from a model call (an unreachable model …): one line.
+        text = str(exc).strip().splitlines()
+        print(
+            f"mnemon: error: {type(exc).__name__}: {text[0] if text else ''} "
+            "(run with -v for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return int(code or 0)
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again.
+
+    This is the recipe of Python's ``signal`` documentation (note on SIGPIPE); under a test
+    harness whose stdout has no file descriptor there is nothing to detach.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - captured stdout
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

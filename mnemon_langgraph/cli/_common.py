@@ -10,18 +10,38 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
+T = TypeVar("T")
+
 __all__ = [
+    "EMBEDDING_CHOICES",
     "add_db_arg",
+    "add_embeddings_arg",
     "add_namespace_arg",
+    "chat_model",
+    "embeddings_for",
+    "first_line",
+    "judge",
     "namespace_arg",
     "open_store",
+    "planner",
     "print_json",
+    "quiet_read_path",
+    "require_journal",
+    "resolve_backend",
 ]
+
+EMBEDDING_CHOICES: tuple[str, ...] = ("minilm", "fake")
+"""The one spelling of ``--embeddings`` in every command (the benches use it too)."""
+
+_EMBEDDING_ALIASES = {"model": "minilm"}  # the spelling of earlier versions still works
 
 
 def add_namespace_arg(
@@ -54,14 +74,133 @@ def namespace_arg(value: list[str] | str | None) -> Namespace | None:
     return normalize_namespace([value] if isinstance(value, str) else list(value))
 
 
-def open_store(db: str, **kwargs: Any) -> Any:
+def add_embeddings_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """Add ``--embeddings {model,fake}`` (``what``: what the embedder is used for)."""
+    parser.add_argument(
+        "--embeddings",
+        choices=EMBEDDING_CHOICES,
+        type=lambda value: _EMBEDDING_ALIASES.get(value, value),
+        default="minilm",
+        help=f"{what}: minilm = the bundled MiniLM (default); fake = deterministic hash "
+        "vectors (smoke tests only, meaningless for search quality)",
+    )
+
+
+def embeddings_for(choice: str) -> Any:
+    """The embedder named by an ``--embeddings`` choice."""
+    if choice == "fake":
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+
+        return DeterministicFakeEmbedding(size=384)
+    from mnemon_langgraph.search.embeddings import default_embeddings
+
+    return default_embeddings()
+
+
+def require_journal(db: str) -> None:
+    """Refuse a journal path that does not exist, so a reading command never creates one.
+
+    A mistyped ``--db`` would otherwise open (and create) an empty journal and answer
+    "no records" with exit code 0. Database URLs (``postgresql://…``) are left to the store.
+
+    Raises:
+        ConfigurationError: Nothing exists at ``db``.
+    """
+    from pathlib import Path
+
+    from mnemon_langgraph.errors import ConfigurationError
+
+    if "://" not in db and not Path(db).exists():
+        raise ConfigurationError(
+            f"no journal at {db} (check --db; `mnemon ingest` writes a new one)"
+        )
+
+
+def open_store(db: str, *, create: bool = False, **kwargs: Any) -> Any:
     """Open a :class:`~mnemon_langgraph.store.MnemonStore` with the default embedder.
 
     ``MNEMON_EMBEDDINGS=fake`` (for tests and CI only) swaps in a fast fake embedder.
+
+    Args:
+        db: The journal's path (or a database URL).
+        create: Whether a missing journal may be created (only writing commands say so).
+        **kwargs: Passed to the store.
+
+    Raises:
+        ConfigurationError: ``create`` is false and there is no journal at ``db``.
     """
     from mnemon_langgraph.store import MnemonStore
 
+    if not create:
+        require_journal(db)
     return MnemonStore(db, **kwargs)
+
+
+def resolve_backend(flag: str, spec: str, build: Callable[[], T]) -> T:
+    """Run ``build`` (which makes the backend ``spec`` names) and give one clear error.
+
+    Provider packages raise their own exceptions at construction (``openai.OpenAIError`` for
+    a missing ``OPENAI_API_KEY``), which the backends resolver does not translate; here they
+    become a :class:`ConfigurationError` naming the option, so the command prints one line.
+
+    Raises:
+        ConfigurationError: The spec is malformed or the provider refused it.
+        MissingDependencyError: The provider's package is not installed.
+    """
+    from mnemon_langgraph.errors import ConfigurationError, MnemonError
+
+    try:
+        return build()
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{flag}: {exc}") from exc
+    except MnemonError:
+        raise  # already one clear line (e.g. MissingDependencyError with its pip hint)
+    except Exception as exc:  # provider-specific errors (missing key, bad settings)
+        raise ConfigurationError(f"{flag} {spec}: {first_line(exc)}") from exc
+
+
+def chat_model(spec: str, flag: str) -> Any:
+    """The chat model ``PROVIDER:MODEL`` for the option ``flag`` (see :func:`resolve_backend`)."""
+    from mnemon_langgraph.backends import chat_model_from_spec
+
+    return resolve_backend(flag, spec, lambda: chat_model_from_spec(spec))
+
+
+def planner(spec: str) -> Any:
+    """``--planner``: ``None`` for ``rules`` (the rule planner), else a chat model."""
+    from mnemon_langgraph.backends import planner_from_spec
+
+    return resolve_backend("--planner", spec, lambda: planner_from_spec(spec))
+
+
+def judge(spec: str, embeddings: Any = None) -> Any:
+    """``--judge``: ``local`` | ``llm:PROVIDER:MODEL`` | ``jev`` → a decision model."""
+    from mnemon_langgraph.backends import judge_from_spec
+
+    return resolve_backend("--judge", spec, lambda: judge_from_spec(spec, embeddings=embeddings))
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+@contextmanager
+def quiet_read_path(verbose: bool) -> Iterator[None]:
+    """Hold back the read path's per-failure warnings (the command sums them up in one line).
+
+    The logger's level is restored afterwards, so callers of ``main`` in-process (tests,
+    notebooks) keep their logging as it was.
+    """
+    logger = logging.getLogger("mnemon_langgraph.read")
+    level = logger.level
+    if not verbose:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def print_json(data: Any) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mnemon_langgraph.cli._common import add_embeddings_arg, embeddings_for
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["register", "run"]
@@ -49,9 +50,23 @@ def register(subparsers: Any) -> None:
         metavar="PROVIDER:MODEL",
         help="chat model for init_chat_model, e.g. openai:gpt-4.1-mini",
     )
-    p.add_argument("--max-batches", type=int, default=None, metavar="N", help="stop after N")
-    p.add_argument("--batch-chars", type=int, default=10_000, metavar="N")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="per fold call")
+    p.add_argument(
+        "--max-batches", type=int, default=None, metavar="N", help="stop after N batches"
+    )
+    p.add_argument(
+        "--batch-chars",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="characters of records per batch, i.e. per model call (default 10000)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time limit of one model call folding a batch, in seconds (default: none)",
+    )
     p.add_argument(
         "--skip-failed",
         action="store_true",
@@ -62,31 +77,16 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="drop the namespace's index and watermark first, then fold from the start",
     )
-    p.add_argument(
-        "--embeddings",
-        choices=("model", "fake"),
-        default="model",
-        help="item embedder: the bundled model (default) or a deterministic fake (tests)",
-    )
+    add_embeddings_arg(p, what="embedder of the consolidated items")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def _init_model(spec: str) -> Any:
     """Create the chat model named by ``spec`` (``provider:model``)."""
-    from mnemon_langgraph.backends import chat_model_from_spec
+    from mnemon_langgraph.cli._common import chat_model
 
-    return chat_model_from_spec(spec)
-
-
-def _embeddings(kind: str) -> Any:
-    if kind == "fake":
-        from langchain_core.embeddings import DeterministicFakeEmbedding
-
-        return DeterministicFakeEmbedding(size=384)
-    from mnemon_langgraph.search.embeddings import default_embeddings
-
-    return default_embeddings()
+    return chat_model(spec, "--model")
 
 
 def run(args: argparse.Namespace, *, out: Any = None) -> int:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
     model = _init_model(args.model)
     journal = Journal(args.db)
     try:
-        items = SQLiteItemStore(journal, _embeddings(args.embeddings))
+        items = SQLiteItemStore(journal, embeddings_for(args.embeddings))
         if args.rebuild:
             dropped = items.drop_index(namespace)
             print(f"dropped {dropped} items; rebuilding from the records", file=stream)

@@ -5,7 +5,8 @@ three sessions between Noor and an assistant in which facts change: a move from 
 Rotterdam, a wedding date that moves, a diet that changes. For each demo message,
 :func:`show_for_message` runs the read graph with the offline defaults (rule planner, local
 judge, bundled embedder) and prints the View the agent would read: its records in order, what
-the turn cost, and why the first record is there.
+the turn cost and, in plain words, why each record is there (``--explain`` adds a glossary and
+the read path's own trace).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_db_arg
-
-__all__ = ["DEMO_MESSAGES", "register", "run", "show_for_message"]
+__all__ = ["DEMO_MESSAGES", "GLOSSARY", "plain_placement", "register", "run", "show_for_message"]
 
 DEMO_MESSAGES: tuple[str, ...] = (
     "Which city do I live in these days?",
@@ -30,27 +29,88 @@ DEMO_MESSAGES: tuple[str, ...] = (
 DEMO_NAMESPACE = ("demo", "noor")
 
 
+GLOSSARY = """\
+How to read the demo (--explain):
+  View      the short list of records the agent reads before it replies.
+  search    one hybrid search (keywords + meaning) of the whole memory.
+  judge     a small offline model that gives each record found a probability (p) for
+            yes/no questions: screen = "is this worth a closer look?", needed = "does the
+            reply need this?", stale = "has a later record replaced this?".
+  batch     the judge is asked about many records at once; a batch waits for the one
+            before it (the paper calls batches "waves").
+  round     plan → search → judge; a second round runs when the first left a need open.
+  placed    why a record is in the View, at that position (see 'why' below each message)."""
+
+_PLAIN_PLACEMENT = (
+    ("judged needed", "the judge said the reply needs it"),
+    (
+        "System 1 ranking",
+        "not judged needed, but ranked high for what the question asks (fills room left "
+        "in the View)",
+    ),
+    ("fused order", "search order (the judge gave it no score)"),
+)
+
+
+def plain_placement(placed_by: str) -> str:
+    """The read path's placement rule in words a newcomer knows."""
+    for prefix, words in _PLAIN_PLACEMENT:
+        if placed_by.startswith(prefix):
+            return words
+    return placed_by
+
+
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith(('ch', 's')) else 's'}"
+
+
 def register(sub: Any) -> None:
     """Add the ``demo`` subcommand."""
     p = sub.add_parser(
         "demo",
         help="offline demo on a bundled sample conversation",
-        description="Ingest a small bundled conversation into a journal (a temporary one "
-        "unless --db is given) with the offline embedder, then show what memory finds for "
-        "a few messages.",
+        description="Ingest a small bundled conversation into a journal (a temporary one, "
+        "deleted at the end, unless --db is given) with the offline embedder, then show what "
+        "memory finds for a few messages.",
     )
-    add_db_arg(p, required=False)
+    p.add_argument(
+        "--db",
+        metavar="PATH",
+        help="keep the demo's journal in this SQLite file (default: a temporary one, deleted)",
+    )
     p.add_argument(
         "-k", type=int, default=3, metavar="N", help="View records printed per message (default 3)"
     )
     p.add_argument(
         "--full", action="store_true", help="print each View's whole text as the agent reads it"
     )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="explain the terms (View, judge, batch, round) and why the first record is there",
+    )
     p.set_defaults(func=run)
 
 
+def _summary_lines(message: str, view: Any) -> list[str]:
+    counts = view.trace.get("counts", {})
+    searches, batches, rounds = (counts.get(k, "?") for k in ("searches", "waves", "rounds"))
+    return [
+        f"> {message}",
+        f"  View: {_plural(len(view.records), 'record')}, {len(view.text):,} characters. "
+        f"To build it memory ran {_plural(searches, 'search')} and asked the judge about the "
+        f"records found in {_plural(batches, 'batch')} over {_plural(rounds, 'round')}.",
+    ]
+
+
 def show_for_message(
-    graph: Any, namespace: tuple[str, ...], message: str, *, k: int = 3, full: bool = False
+    graph: Any,
+    namespace: tuple[str, ...],
+    message: str,
+    *,
+    k: int = 3,
+    full: bool = False,
+    explain_first: bool = False,
 ) -> str:
     """Run the read graph for ``message`` and describe its View as printable text.
 
@@ -60,6 +120,7 @@ def show_for_message(
         message: The user's message.
         k: How many of the View's records to print.
         full: Print the View's whole text instead of a summary of its records.
+        explain_first: Add the read path's own account of why the first record is there.
     """
     from langchain_core.messages import HumanMessage
 
@@ -69,30 +130,33 @@ def show_for_message(
         {"messages": [HumanMessage(message)]}, context=ReadContext(namespace=namespace)
     )
     view = out["view"]
-    counts = view.trace.get("counts", {})
-    lines = [
-        f"> {message}",
-        f"  View: {len(view.records)} records, {len(view.text):,} chars — "
-        f"{counts.get('searches', '?')} searches, {counts.get('s1_calls', '?')} System 1 calls "
-        f"in {counts.get('waves', '?')} waves, {counts.get('rounds', '?')} rounds",
-    ]
+    lines = _summary_lines(message, view)
     if full:
         lines.extend(f"  | {line}" for line in view.text.splitlines())
         return "\n".join(lines)
     if not view.records:
         lines.append(f"  (empty View: {view.empty_reason or 'nothing judged needed'})")
-    for rec in view.records[:k]:
+    shown = view.records[:k]
+    if len(shown) < len(view.records):
+        lines.append(
+            f"  showing {len(shown)} of {len(view.records)} records (-k N shows more, "
+            "--full the whole View):"
+        )
+    for rec in shown:
         day = str(rec.date or "undated").replace("T", " ")[:16]
-        lines.append(f"  [Session {rec.session} — {day}]  ({rec.placed_by})")
+        lines.append(
+            f"  [Session {rec.session} — {day}]  in the View because "
+            f"{plain_placement(rec.placed_by)}"
+        )
         lines.extend(f"    {line}" for line in rec.text.splitlines())
-    if view.records:
+    if explain_first and view.records:
         why = explain(view, view.records[0].id).splitlines()
-        lines.append("  why the first record is there:")
+        lines.append("  why the first record is there (the read path's trace):")
         lines.extend(f"    {line}" for line in why[:12])
     return "\n".join(lines)
 
 
-def _demo(db: Path, k: int, full: bool) -> None:
+def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool) -> None:
     from mnemon_langgraph.read import create_read_graph
     from mnemon_langgraph.sources import SAMPLE_PATH, load_jsonl
     from mnemon_langgraph.store import MnemonStore
@@ -102,21 +166,33 @@ def _demo(db: Path, k: int, full: bool) -> None:
         # One turn per record: with 40 short turns, packing would leave only a handful of
         # records and the demo would show little of how search picks among them.
         result = store.ingest(DEMO_NAMESPACE, messages, source="sample_conversation", pack=False)
+        where = (
+            f"into {db} (kept)"
+            if kept
+            else f"into a temporary journal ({db}), deleted when the demo ends; --db PATH keeps it"
+        )
         print(
             f"Ingested {len(messages)} messages ({result.records_written} new records, one "
-            f"turn each) into {db} with {store.model_name}.\n"
+            f"turn each) {where}. Embedder: {store.model_name}.\n"
         )
+        if explain_first:
+            print(GLOSSARY + "\n")
         graph = create_read_graph(source=store)  # rule planner + local judge: no key needed
         for message in DEMO_MESSAGES:
-            print(show_for_message(graph, DEMO_NAMESPACE, message, k=k, full=full))
+            print(
+                show_for_message(
+                    graph, DEMO_NAMESPACE, message, k=k, full=full, explain_first=explain_first
+                )
+            )
             print()
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
+    options = {"k": args.k, "full": args.full, "explain_first": args.explain}
     if args.db:
-        _demo(Path(args.db), args.k, args.full)
+        _demo(Path(args.db), kept=True, **options)
         return 0
     with tempfile.TemporaryDirectory(prefix="mnemon-demo-") as tmp:
-        _demo(Path(tmp) / "demo.db", args.k, args.full)
+        _demo(Path(tmp) / "demo.db", kept=False, **options)
     return 0

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
+from mnemon_langgraph.cli import _common
+from mnemon_langgraph.cli._common import (
+    add_embeddings_arg,
+    chat_model,
+    embeddings_for,
+    quiet_read_path,
+)
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["build_judge", "build_planner", "register"]
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``eval`` command and its ``locomo`` subcommand."""
+    """Add the ``eval`` command and its ``locomo`` and ``summarize`` subcommands."""
     parser = subparsers.add_parser(
         "eval",
         help="evaluate the read path on a benchmark",
@@ -26,8 +34,24 @@ def register(subparsers: Any) -> None:
         description="Ingest each conversation's raw sessions into its own namespace, ask every "
         "question through the read graph, and score the View against the gold evidence, "
         "beside turn-level baselines (cosine, BM25, RRF). Writes results.jsonl, summary.json, "
-        "summary.md and plots to --out.",
+        "summary.md and, when matplotlib is installed (the [eval] extra), plots to --out.",
     )
+    _add_locomo_inputs(loc)
+    _add_locomo_models(loc)
+    loc.set_defaults(func=_run_locomo)
+    summ = sub.add_parser(
+        "summarize",
+        help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",
+        description="Rebuild summary.json, summary.md and the plots of a LoCoMo run from its "
+        "results.jsonl (e.g. after an interrupted run).",
+    )
+    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    summ.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    summ.set_defaults(func=_run_summarize)
+
+
+def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
+    """What to evaluate and where to write: files, output, selection, budgets, baselines."""
     loc.add_argument("files", nargs="+", metavar="FILE", help="LoCoMo-format JSON files")
     loc.add_argument("--out", required=True, metavar="DIR", help="output folder")
     loc.add_argument(
@@ -36,18 +60,6 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="N",
         help="the View's character budget (default: 12000)",
-    )
-    loc.add_argument(
-        "--judge",
-        default="local",
-        metavar="SPEC",
-        help="System 1: local (offline, default), llm:PROVIDER:MODEL or jev",
-    )
-    loc.add_argument(
-        "--planner",
-        default="rules",
-        metavar="SPEC",
-        help="System 2: rules (offline, default) or PROVIDER:MODEL",
     )
     loc.add_argument(
         "--limit-questions",
@@ -69,6 +81,31 @@ def register(subparsers: Any) -> None:
         help="turn counts of the baselines (default 3,6,20,30,48)",
     )
     loc.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="journal to ingest into (default: a fresh temporary one)",
+    )
+    add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
+    loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    loc.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _add_locomo_models(loc: argparse.ArgumentParser) -> None:
+    """Which backends read and (optionally) answer and grade."""
+    loc.add_argument(
+        "--judge",
+        default="local",
+        metavar="SPEC",
+        help="System 1 (the per-record judge): local (offline, default), llm:PROVIDER:MODEL or jev",
+    )
+    loc.add_argument(
+        "--planner",
+        default="rules",
+        metavar="SPEC",
+        help="System 2 (the planner): rules (offline, default) or PROVIDER:MODEL",
+    )
+    loc.add_argument(
         "--answer-model",
         default=None,
         metavar="PROVIDER:MODEL",
@@ -80,60 +117,16 @@ def register(subparsers: Any) -> None:
         metavar="PROVIDER:MODEL",
         help="grader (default: the answer model)",
     )
-    loc.add_argument(
-        "--store",
-        default=None,
-        metavar="PATH",
-        help="journal to ingest into (default: a fresh temporary one)",
-    )
-    loc.add_argument(
-        "--embeddings",
-        choices=("model", "fake"),
-        default="model",
-        help="model: bundled MiniLM (default); fake: deterministic hash vectors (smoke tests only)",
-    )
-    loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    loc.add_argument("--no-progress", action="store_true", help="no progress bar")
-    loc.set_defaults(func=_run_locomo)
-    summ = sub.add_parser(
-        "summarize",
-        help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",
-        description="Rebuild summary.json, summary.md and the plots of a LoCoMo run from its "
-        "results.jsonl (e.g. after an interrupted run).",
-    )
-    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
-    summ.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    summ.set_defaults(func=_run_summarize)
 
 
 def build_judge(spec: str, embeddings: Any = None) -> Any:
     """The System 1 backend named by ``spec`` (see ``backends.judge_from_spec``)."""
-    from mnemon_langgraph.backends import judge_from_spec
-
-    try:
-        return judge_from_spec(spec, embeddings=embeddings)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"--judge: {exc}") from exc
+    return _common.judge(spec, embeddings)
 
 
 def build_planner(spec: str) -> Any:
     """``None`` (the rule planner) for ``rules``, else a chat model from ``PROVIDER:MODEL``."""
-    from mnemon_langgraph.backends import planner_from_spec
-
-    try:
-        return planner_from_spec(spec)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"--planner: {exc}") from exc
-
-
-def _embeddings(kind: str) -> Any:
-    if kind == "fake":
-        from langchain_core.embeddings import DeterministicFakeEmbedding
-
-        return DeterministicFakeEmbedding(size=384)
-    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-
-    return MiniLMEmbeddings()
+    return _common.planner(spec)
 
 
 def _ints(text: str, flag: str) -> tuple[int, ...]:
@@ -147,7 +140,6 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 
 
 def _run_locomo(args: argparse.Namespace) -> int:
-    from mnemon_langgraph.backends import chat_model_from_spec
     from mnemon_langgraph.eval.locomo import EvalConfig, default_store_path, run_locomo_eval
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.settings import ReadSettings
@@ -170,28 +162,29 @@ def _run_locomo(args: argparse.Namespace) -> int:
         grader_model=args.grader_model,
         plots=not args.no_plots,
     )
-    embeddings = _embeddings(args.embeddings)
+    embeddings = embeddings_for(args.embeddings)
     judge = build_judge(args.judge, embeddings)
     planner = build_planner(args.planner)
-    answer = chat_model_from_spec(args.answer_model) if args.answer_model else None
-    grader = chat_model_from_spec(args.grader_model) if args.grader_model else None
+    answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
+    grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
     settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
     store_path = Path(args.store) if args.store else default_store_path()
     store = MnemonStore(store_path, embeddings=embeddings)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
-        summary = run_locomo_eval(
-            args.files,
-            args.out,
-            graph=graph,
-            embeddings=embeddings,
-            store=store,
-            config=config,
-            answer_model=answer,
-            grader_model=grader,
-            command=_command(args),
-            progress=not args.no_progress,
-        )
+        with quiet_read_path(args.verbose):  # failures are summed up in one line below
+            summary = run_locomo_eval(
+                args.files,
+                args.out,
+                graph=graph,
+                embeddings=embeddings,
+                store=store,
+                config=config,
+                answer_model=answer,
+                grader_model=grader,
+                command=_command(args),
+                progress=not args.no_progress,
+            )
     finally:
         close = getattr(store, "close", None)
         if callable(close):
@@ -203,6 +196,15 @@ def _run_locomo(args: argparse.Namespace) -> int:
         f"View {overall.get('view_chars') or 0:,.0f} chars; judge AUC "
         f"{_num(summary['judge_auc']['auc'])}; wrote {args.out}/summary.md"
     )
+    failed = summary["counts"].get("questions_with_model_errors", 0)
+    if failed:
+        print(
+            f"mnemon: error: model calls failed on {failed} of {summary['counts']['questions']} "
+            "questions (the read path fell back to its offline defaults there); see "
+            "results.jsonl, or rerun with -v for each failure",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

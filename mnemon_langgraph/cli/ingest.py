@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     namespace = namespace_arg(args.namespace)
     assert namespace is not None
     loaded = [(path, load_messages(path, format=args.format)) for path in args.files]
-    with open_store(args.db) as store:
+    with open_store(args.db, create=True) as store:
         for path, parts in loaded:
             for source, messages in parts:
                 with tqdm(

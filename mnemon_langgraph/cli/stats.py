@@ -18,7 +18,13 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     """Add the ``stats`` subcommand."""
-    p = sub.add_parser("stats", help="record counts and index state per namespace")
+    p = sub.add_parser(
+        "stats",
+        help="record counts and index state per namespace",
+        description="Show what a journal holds: its embedding model and, per namespace, the "
+        "records, the last sequence number and generation, and how many records the BM25 and "
+        "vector indexes cover. Reads only; a missing journal is an error.",
+    )
     add_db_arg(p)
     add_namespace_arg(p, required=False, help_suffix="; default: every namespace")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -27,12 +33,6 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the statistics."""
-    from pathlib import Path
-
-    from mnemon_langgraph.errors import ConfigurationError
-
-    if not Path(args.db).exists():
-        raise ConfigurationError(f"no journal at {args.db}")
     with open_store(args.db) as store:
         data = store.stats(namespace_arg(args.namespace))
     if args.json:

@@ -12,16 +12,19 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from typing import Any
 
+from mnemon_langgraph.cli import _common
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
     namespace_arg,
     open_store,
     print_json,
+    quiet_read_path,
 )
-from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["load_judge", "load_planner", "register"]
 
@@ -61,31 +64,39 @@ def register(sub: Any) -> None:
 
 def load_planner(spec: str) -> Any:
     """``rules`` → ``None`` (the rule planner); ``PROVIDER:MODEL`` → a chat model."""
-    from mnemon_langgraph.backends import planner_from_spec
-
-    try:
-        return planner_from_spec(spec)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"--planner: {exc}") from exc
+    return _common.planner(spec)
 
 
 def load_judge(spec: str, embeddings: Any = None) -> Any:
     """``local`` | ``llm:PROVIDER:MODEL`` | ``jev`` → a decision model."""
-    from mnemon_langgraph.backends import judge_from_spec
-
-    try:
-        return judge_from_spec(spec, embeddings=embeddings)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"--judge: {exc}") from exc
+    return _common.judge(spec, embeddings)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the read path once; print the View (text or JSON)."""
+    """Run the read path once; print the View (text or JSON).
+
+    Returns 1 when a model call failed: the read path then falls back (rule planner, local
+    screening) and still prints a View, but a command run to try a model must not look as if
+    the model worked.
+    """
+    from mnemon_langgraph.read.view import explain
+
+    view = _read(args)
+    if args.json:
+        data = view.to_dict()
+        if args.explain:
+            data["explain"] = {rid: explain(view, rid) for rid in args.explain}
+        print_json(data)
+    else:
+        _print_text(view, args.explain or ())
+    return _report_model_errors(view)
+
+
+def _read(args: argparse.Namespace) -> Any:
     from langchain_core.messages import HumanMessage
 
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.state import ReadContext
-    from mnemon_langgraph.read.view import explain
 
     namespace = namespace_arg(args.namespace)
     planner = load_planner(args.planner)
@@ -93,29 +104,41 @@ def run(args: argparse.Namespace) -> int:
     try:
         judge = load_judge(args.judge, getattr(store, "embeddings", None))
         graph = create_read_graph(source=store, judge=judge, planner=planner)
-        result = graph.invoke(
-            {"messages": [HumanMessage(args.message)]}, context=ReadContext(namespace=namespace)
-        )
+        with quiet_read_path(args.verbose):  # failures are summed up in one line after the View
+            result = graph.invoke(
+                {"messages": [HumanMessage(args.message)]},
+                context=ReadContext(namespace=namespace),
+            )
     finally:
         close = getattr(store, "close", None)
         if callable(close):
             close()
-    view = result["view"]
-    if args.json:
-        data = view.to_dict()
-        if args.explain:
-            data["explain"] = {rid: explain(view, rid) for rid in args.explain}
-        print_json(data)
-        return 0
+    return result["view"]
+
+
+def _print_text(view: Any, explain_ids: Sequence[str]) -> None:
+    from mnemon_langgraph.read.view import explain
+
     print(view.text)
     if view.empty_reason:
         print(f"\n(empty View: {view.empty_reason})")
     counts = view.trace.get("counts", {})
     print(
-        f"\n-- {len(view.records)} records, {len(view.text)} chars; searches "
-        f"{counts.get('searches')}, S1 calls {counts.get('s1_calls')}, waves "
-        f"{counts.get('waves')}, rounds {counts.get('rounds')}, S2 calls {counts.get('s2_calls')}"
+        f"\n-- {len(view.records)} records, {len(view.text):,} chars; "
+        f"{counts.get('searches')} searches, {counts.get('s1_calls')} judge (System 1) calls, "
+        f"{counts.get('s2_calls')} planner (System 2) calls"
     )
-    for rid in args.explain or ():
+    for rid in explain_ids:
         print("\n" + explain(view, rid))
-    return 0
+
+
+def _report_model_errors(view: Any) -> int:
+    errors = [str(e) for e in (view.trace.get("errors") or [])]
+    if not errors:
+        return 0
+    print(
+        f"mnemon: error: {len(errors)} model call(s) failed, the View fell back to the "
+        f"offline defaults; first: {errors[0]}",
+        file=sys.stderr,
+    )
+    return 1

@@ -26,7 +26,7 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -152,7 +152,8 @@ def view_counts(view: Any) -> dict[str, Any]:
     """The read path's counts from a View's trace (``None`` where the trace lacks one).
 
     ``read_seconds`` is the read path's time excluding model calls
-    (``trace["timings"]["read_path_s"]``: node time minus planner and judge time).
+    (``trace["timings"]["read_path_s"]``: node time minus planner and judge time);
+    ``model_errors`` counts the model calls that failed (the read path fell back).
     """
     trace = getattr(view, "trace", None) or {}
     counts = trace.get("counts") or {}
@@ -166,6 +167,7 @@ def view_counts(view: Any) -> dict[str, Any]:
         "pool": counts.get("pool"),
         "read_seconds": timings.get("read_path_s"),
         "model_seconds": timings.get("model_s"),
+        "model_errors": len(trace.get("errors") or []),
     }
 
 
@@ -215,6 +217,166 @@ def _evidence_metrics(gold: Sequence[str], shown: Iterable[str]) -> dict[str, An
     return dict(evidence_hits(gold, set(shown)))
 
 
+@dataclass
+class _Prepared:
+    """One conversation after ingest: its namespace, baseline index and token counts."""
+
+    item: LocomoItem
+    namespace: tuple[str, str]
+    index: TurnIndex
+    turn_tokens: list[int]
+    message_ids_of: dict[str, Sequence[str]]
+
+    @property
+    def c_full(self) -> int:
+        """Tokens of the whole conversation (ECI's ``c_full``)."""
+        return sum(self.turn_tokens)
+
+
+def _select_items(files: Sequence[str | Path], cfg: EvalConfig) -> list[LocomoItem]:
+    items = load_locomo_items(files)
+    if not cfg.conversations:
+        return items
+    wanted = set(cfg.conversations)
+    missing = wanted - {i.conversation_id for i in items}
+    if missing:
+        raise InputError(f"no conversation with id {sorted(missing)} in the files given")
+    return [i for i in items if i.conversation_id in wanted]
+
+
+def _plots_wanted(requested: bool) -> bool:
+    """Plots are a bonus: without matplotlib, warn now (before the long work) and skip them."""
+    from mnemon_langgraph.eval.plots import plotting_available
+
+    if requested and not plotting_available():
+        log.warning(
+            "plots skipped: matplotlib is not installed (pip install 'mnemon-langgraph[eval]'); "
+            "summary.json and summary.md are still written"
+        )
+        return False
+    return requested
+
+
+def _prepare(
+    item: LocomoItem, store: Any, embedder: Embeddings, tokens: TokenCounter, progress: bool
+) -> _Prepared:
+    """Ingest one conversation's raw turns and build its turn-level baseline index."""
+    from mnemon_langgraph.storage.chunking import chunk_messages
+
+    ns = ("locomo", item.conversation_id)
+    with _bar(f"ingest {item.conversation_id}", "record", progress) as bar:
+
+        def advance(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}", progress=advance)
+    turns = chunk_messages(
+        item.messages,
+        namespace=("locomo-turns", item.conversation_id),
+        source=f"locomo:{item.conversation_id}",
+        pack=False,
+    )
+    index = TurnIndex.build(turns, embedder)
+    return _Prepared(
+        item=item,
+        namespace=ns,
+        index=index,
+        turn_tokens=[tokens.count(t) for t in index.rendered],
+        message_ids_of={r.id: r.message_ids for r in store.journal.records(ns)},
+    )
+
+
+def _baseline_rows(
+    prep: _Prepared, question: str, gold: Sequence[str], view_chars: int, ks: Sequence[int]
+) -> dict[str, dict[str, Any]]:
+    index = prep.index
+    contexts = index.contexts(question, ks=ks, view_chars=view_chars)
+    return {
+        name: {
+            **_evidence_metrics(gold, index.message_ids(idx)),
+            "chars": index.chars(idx),
+            "tokens": sum(prep.turn_tokens[i] for i in idx),
+            "records": len(idx),
+        }
+        for name, idx in contexts.items()
+    }
+
+
+def _answer_fields(
+    answer_model: BaseChatModel, grader: BaseChatModel, q: Mapping[str, Any], view: Any, now: Any
+) -> dict[str, Any]:
+    question = str(q.get("question", ""))
+    generated = answer_question(
+        answer_model, question, view.text, now=now.strftime("%d %B %Y") if now else None
+    )
+    gold_answer = q.get("answer", q.get("adversarial_answer", ""))
+    grade = grade_answer(grader, question, gold_answer, generated)
+    return {"generated_answer": generated, "correct": grade.correct, "grader_raw": grade.raw}
+
+
+def _question_row(
+    graph: Any, prep: _Prepared, q_index: int, q: Mapping[str, Any], tokens: TokenCounter
+) -> tuple[dict[str, Any], Any, EvidenceRepair]:
+    """Ask one question through the read graph; the row without baselines and answers."""
+    from mnemon_langgraph.read.state import ReadContext
+
+    question = str(q.get("question", ""))
+    now = prep.item.ask_date
+    repair = repair_evidence(q.get("evidence") or [], prep.item.turn_ids)
+    gold = list(repair.ids)
+    t0 = time.perf_counter()
+    state = graph.invoke(
+        {"messages": [HumanMessage(question)]},
+        context=ReadContext(namespace=prep.namespace, now=now),
+    )
+    wall = time.perf_counter() - t0
+    view = state["view"]
+    shown = list(view.message_ids)
+    row: dict[str, Any] = {
+        "conversation": prep.item.conversation_id,
+        "question_index": q_index,
+        "category": q.get("category"),
+        "question": question,
+        "asked_at": now.isoformat() if now else None,
+        "answer": q.get("answer", q.get("adversarial_answer")),
+        "gold_evidence": gold,
+        "evidence_raw": list(q.get("evidence") or []),
+        "evidence_issues": [asdict(i) for i in repair.issues],
+        "view_message_ids": shown,
+        **_evidence_metrics(gold, shown),
+        "view_chars": len(view.text),
+        "view_tokens": tokens.count(view.text),
+        "view_records": len(view.records),
+        **view_counts(view),
+        "wall_seconds": wall,
+        "c_full_tokens": prep.c_full,
+    }
+    scores = judge_scores(view, gold, prep.message_ids_of)
+    row["pool_scores"] = [[rid, p, g] for rid, p, g in scores]
+    return row, view, repair
+
+
+def _full_row(
+    graph: Any,
+    prep: _Prepared,
+    q_index: int,
+    q: Mapping[str, Any],
+    tokens: TokenCounter,
+    cfg: EvalConfig,
+    answer_model: BaseChatModel | None,
+    grader: BaseChatModel | None,
+) -> tuple[dict[str, Any], EvidenceRepair, dict[str, Any] | None]:
+    """One question's complete row (View, baselines, answer), its repair, the read settings."""
+    row, view, repair = _question_row(graph, prep, q_index, q, tokens)
+    row["baselines"] = _baseline_rows(
+        prep, row["question"], row["gold_evidence"], len(view.text), cfg.baseline_ks
+    )
+    if answer_model is not None and grader is not None:
+        row.update(_answer_fields(answer_model, grader, q, view, prep.item.ask_date))
+    return row, repair, (getattr(view, "trace", None) or {}).get("settings")
+
+
 def run_locomo_eval(
     files: Sequence[str | Path],
     out_dir: str | Path,
@@ -230,6 +392,10 @@ def run_locomo_eval(
 ) -> dict[str, Any]:
     """Run the evaluation and write ``results.jsonl``, ``summary.json``, ``summary.md``, plots.
 
+    Every conversation is ingested first (its own progress bar), then the questions are asked
+    (one bar), so the questions' time estimate excludes ingest. Plots are a bonus: a missing
+    matplotlib is reported before any work, a failed plot at the end; the summary is written.
+
     Args:
         files: LoCoMo-format JSON files.
         out_dir: Output folder (created).
@@ -242,136 +408,86 @@ def run_locomo_eval(
         answer_model: Answers from the View (optional).
         grader_model: Grades answers (default ``answer_model``).
         command: Command line recorded in the metadata.
-        progress: Show a progress bar on stderr.
+        progress: Show progress bars on stderr.
 
     Returns:
         The summary (also written to ``summary.json``).
     """
-    from mnemon_langgraph.read.state import ReadContext
-    from mnemon_langgraph.storage.chunking import chunk_messages
-
     cfg = config or EvalConfig()
+    plots = _plots_wanted(cfg.plots)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    items = load_locomo_items(files)
-    if cfg.conversations:
-        wanted = set(cfg.conversations)
-        missing = wanted - {i.conversation_id for i in items}
-        if missing:
-            raise InputError(f"no conversation with id {sorted(missing)} in the files given")
-        items = [i for i in items if i.conversation_id in wanted]
+    items = _select_items(files, cfg)
     grader = grader_model or answer_model
     embedder = embeddings if embeddings is not None else store.embeddings
     tokens = TokenCounter()
-    total_q = sum(min(len(i.qa), cfg.limit_questions or len(i.qa)) for i in items)
-    bar = _progress(total_q, progress)
+    started = time.perf_counter()
+    prepared = [_prepare(item, store, embedder, tokens, progress) for item in items]
     rows: list[dict[str, Any]] = []
     repairs: list[EvidenceRepair] = []
-    c_full: dict[str, int] = {}
-    names = baseline_names(cfg.baseline_ks)
     read_settings: dict[str, Any] | None = None
-    started = time.perf_counter()
-    with (out / "results.jsonl").open("w", encoding="utf-8") as fh:
-        for item in items:
-            ns = ("locomo", item.conversation_id)
-            store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}")
-            message_ids_of = {r.id: r.message_ids for r in store.journal.records(ns)}
-            turns = chunk_messages(
-                item.messages,
-                namespace=("locomo-turns", item.conversation_id),
-                source=f"locomo:{item.conversation_id}",
-                pack=False,
-            )
-            index = TurnIndex.build(turns, embedder)
-            turn_tokens = [tokens.count(t) for t in index.rendered]
-            c_full[item.conversation_id] = sum(turn_tokens)
-            known = item.turn_ids
-            now = item.ask_date
-            qa = item.qa[: cfg.limit_questions] if cfg.limit_questions else item.qa
-            for q_index, q in enumerate(qa):
-                question = str(q.get("question", ""))
-                repair = repair_evidence(q.get("evidence") or [], known)
-                repairs.append(repair)
-                gold = list(repair.ids)
-                t0 = time.perf_counter()
-                state = graph.invoke(
-                    {"messages": [HumanMessage(question)]},
-                    context=ReadContext(namespace=ns, now=now),
+    total_q = sum(len(_questions(p.item, cfg)) for p in prepared)
+    with (
+        (out / "results.jsonl").open("w", encoding="utf-8") as fh,
+        _bar("questions", "q", progress, total=total_q) as bar,
+    ):
+        for prep in prepared:
+            for q_index, q in enumerate(_questions(prep.item, cfg)):
+                row, repair, settings = _full_row(
+                    graph, prep, q_index, q, tokens, cfg, answer_model, grader
                 )
-                wall = time.perf_counter() - t0
-                view = state["view"]
-                if read_settings is None:
-                    read_settings = (getattr(view, "trace", None) or {}).get("settings")
-                shown = list(view.message_ids)
-                row: dict[str, Any] = {
-                    "conversation": item.conversation_id,
-                    "question_index": q_index,
-                    "category": q.get("category"),
-                    "question": question,
-                    "asked_at": now.isoformat() if now else None,
-                    "answer": q.get("answer", q.get("adversarial_answer")),
-                    "gold_evidence": gold,
-                    "evidence_raw": list(q.get("evidence") or []),
-                    "evidence_issues": [asdict(i) for i in repair.issues],
-                    "view_message_ids": shown,
-                    **_evidence_metrics(gold, shown),
-                    "view_chars": len(view.text),
-                    "view_tokens": tokens.count(view.text),
-                    "view_records": len(view.records),
-                    **view_counts(view),
-                    "wall_seconds": wall,
-                    "c_full_tokens": c_full[item.conversation_id],
-                }
-                scores = judge_scores(view, gold, message_ids_of)
-                row["pool_scores"] = [[rid, p, g] for rid, p, g in scores]
-                contexts = index.contexts(question, ks=cfg.baseline_ks, view_chars=len(view.text))
-                row["baselines"] = {
-                    name: {
-                        **_evidence_metrics(gold, index.message_ids(idx)),
-                        "chars": index.chars(idx),
-                        "tokens": sum(turn_tokens[i] for i in idx),
-                        "records": len(idx),
-                    }
-                    for name, idx in contexts.items()
-                }
-                if answer_model is not None and grader is not None:
-                    generated = answer_question(
-                        answer_model,
-                        question,
-                        view.text,
-                        now=now.strftime("%d %B %Y") if now else None,
-                    )
-                    gold_answer = q.get("answer", q.get("adversarial_answer", ""))
-                    grade = grade_answer(grader, question, gold_answer, generated)
-                    row["generated_answer"] = generated
-                    row["correct"] = grade.correct
-                    row["grader_raw"] = grade.raw
+                read_settings = read_settings or settings
+                repairs.append(repair)
                 rows.append(row)
                 fh.write(json.dumps(row, default=str) + "\n")
                 fh.flush()
-                bar(1)
-    elapsed = time.perf_counter() - started
-    summary = summarize(rows, names=names, c_full=c_full)
-    summary["evidence_repairs"] = count_issues(repairs)
-    summary["token_method"] = tokens.method
-    summary["config"] = {
-        k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()
-    }
-    summary["read_settings"] = read_settings
-    summary["metadata"] = {**run_metadata(command), "elapsed_seconds": round(elapsed, 1)}
-    summary["counts"] = {
-        "conversations": len(items),
+                bar.update(1)
+    c_full = {p.item.conversation_id: p.c_full for p in prepared}
+    summary = summarize(rows, names=baseline_names(cfg.baseline_ks), c_full=c_full)
+    summary.update(
+        evidence_repairs=count_issues(repairs),
+        token_method=tokens.method,
+        config={k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()},
+        read_settings=read_settings,
+        metadata={
+            **run_metadata(command),
+            "elapsed_seconds": round(time.perf_counter() - started, 1),
+        },
+        counts=_counts(rows, summary, len(items)),
+    )
+    _write_summary(summary, out, plots=plots)
+    return summary
+
+
+def _questions(item: LocomoItem, cfg: EvalConfig) -> list[dict[str, Any]]:
+    return item.qa[: cfg.limit_questions] if cfg.limit_questions else item.qa
+
+
+def _counts(
+    rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], conversations: int
+) -> dict[str, int]:
+    return {
+        "conversations": conversations,
         "questions": len(rows),
         "scored_questions": summary["view"]["overall"]["n"],
-        "questions_without_gold": sum(1 for r in rows if not r["gold_evidence"]),
+        "questions_without_gold": sum(1 for r in rows if not r.get("gold_evidence")),
+        # a failed planner/judge call degrades the read path; the run must say so
+        "questions_with_model_errors": sum(1 for r in rows if r.get("model_errors")),
     }
-    if cfg.plots:
+
+
+def _write_summary(summary: dict[str, Any], out: Path, *, plots: bool) -> None:
+    """Draw the plots (a bonus: a failure is logged and recorded), then write the summary."""
+    if plots:
         from mnemon_langgraph.eval.plots import plot_evidence
 
-        summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
+        try:
+            summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
+        except Exception as exc:  # plots must never cost the run its summary
+            log.warning("plots skipped: %s: %s", type(exc).__name__, exc)
+            summary["plots_error"] = f"{type(exc).__name__}: {exc}"
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     (out / "summary.md").write_text(render_summary_markdown(summary), encoding="utf-8")
-    return summary
 
 
 def summarize(
@@ -426,15 +542,11 @@ def summarize(
     return summary
 
 
-def _progress(total: int, enabled: bool) -> Callable[[int], None]:
-    if not enabled:
-        return lambda n: None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return lambda n: None
-    bar = tqdm(total=total, desc="questions", unit="q", dynamic_ncols=True)
-    return lambda n: bar.update(n)
+def _bar(desc: str, unit: str, enabled: bool, total: int | None = None) -> Any:
+    """A tqdm progress bar on stderr (disabled: a bar that draws nothing)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, disable=not enabled)
 
 
 def default_store_path() -> Path:
@@ -472,16 +584,6 @@ def summarize_results_file(
     summary["evidence_repairs"] = kinds
     summary["token_method"] = "as recorded in results.jsonl"
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
-    summary["counts"] = {
-        "conversations": len(c_full),
-        "questions": len(rows),
-        "scored_questions": summary["view"]["overall"]["n"],
-        "questions_without_gold": sum(1 for r in rows if not r.get("gold_evidence")),
-    }
-    if plots:
-        from mnemon_langgraph.eval.plots import plot_evidence
-
-        summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    (out / "summary.md").write_text(render_summary_markdown(summary), encoding="utf-8")
+    summary["counts"] = _counts(rows, summary, len(c_full))
+    _write_summary(summary, out, plots=_plots_wanted(plots))
     return summary

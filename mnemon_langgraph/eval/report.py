@@ -108,8 +108,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def render_summary_markdown(summary: Mapping[str, Any]) -> str:
-    """Render ``summary.json``'s content as Markdown (tables of the headline figures)."""
+def _header_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The run's command, machine, config, counts and budgets as a bullet list."""
     meta = summary.get("metadata", {})
     out = ["# LoCoMo evaluation", ""]
     out.append(f"- command: `{meta.get('command', '')}`")
@@ -117,12 +117,10 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
         f"- date: {meta.get('date', '')}; package {meta.get('package_version', '')}; "
         f"{meta.get('platform', '')}, {meta.get('cpu_count', '')} CPUs"
     )
-    cfg = summary.get("config", {})
-    if cfg:
-        out.append("- config: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
-    counts = summary.get("counts", {})
-    if counts:
-        out.append("- counts: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    for label, key in (("config", "config"), ("counts", "counts")):
+        data = summary.get(key) or {}
+        if data:
+            out.append(f"- {label}: " + ", ".join(f"{k}={v}" for k, v in data.items()))
     repairs = summary.get("evidence_repairs")
     if repairs:
         out.append(
@@ -134,116 +132,113 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
         out.append("- read budgets: " + ", ".join(f"{k}={rs[k]}" for k in keys if k in rs))
     out.append(f"- tokens counted with: {summary.get('token_method', '')}")
     out.append("")
+    return out
 
-    view = summary.get("view", {})
+
+_VIEW_COLUMNS = (
+    ("questions", "n", False),
+    ("all_hit", "all_hit", True),
+    ("any_hit", "any_hit", True),
+    ("recall", "recall", True),
+    ("chars", "view_chars", False),
+    ("tokens", "view_tokens", False),
+    ("searches", "searches", False),
+    ("S1 calls", "s1_calls", False),
+    ("waves", "waves", False),
+    ("rounds", "rounds", False),
+    ("read s (no models)", "read_seconds", False),
+)
+"""(column header, summary key, shown as a percentage) of the View's overall table."""
+
+
+def _view_lines(view: Mapping[str, Any]) -> list[str]:
     overall = view.get("overall", {})
-    out.append("## View (scored categories 1–4)")
-    out.append("")
-    out.extend(
-        _table(
-            [
-                "questions",
-                "all_hit",
-                "any_hit",
-                "recall",
-                "chars",
-                "tokens",
-                "searches",
-                "S1 calls",
-                "waves",
-                "rounds",
-                "read s (no models)",
-            ],
-            [
-                [
-                    _fmt(overall.get("n")),
-                    _fmt(overall.get("all_hit"), True),
-                    _fmt(overall.get("any_hit"), True),
-                    _fmt(overall.get("recall"), True),
-                    _fmt(overall.get("view_chars")),
-                    _fmt(overall.get("view_tokens")),
-                    _fmt(overall.get("searches")),
-                    _fmt(overall.get("s1_calls")),
-                    _fmt(overall.get("waves")),
-                    _fmt(overall.get("rounds")),
-                    _fmt(overall.get("read_seconds")),
-                ]
-            ],
-        )
-    )
-    out.append("")
-    out.append("### By category")
-    out.append("")
-    rows = []
-    for cat, s in view.get("by_category", {}).items():
-        rows.append(
-            [
-                f"{cat} {s.get('name', '')}",
-                _fmt(s.get("n")),
-                _fmt(s.get("all_hit"), True),
-                _fmt(s.get("any_hit"), True),
-                _fmt(s.get("recall"), True),
-                _fmt(s.get("view_chars")),
-            ]
-        )
-    out.extend(_table(["category", "questions", "all_hit", "any_hit", "recall", "chars"], rows))
-    out.append("")
-    out.append("Category 5 (adversarial) is not in the overall row.")
-    out.append("")
-
-    baselines = summary.get("baselines", {})
-    if baselines:
-        out.append("## Baselines (turn-level records, same questions)")
-        out.append("")
-        rows = []
-        for name, s in baselines.items():
-            o = s.get("overall", {})
-            rows.append(
-                [
-                    name,
-                    _fmt(o.get("all_hit"), True),
-                    _fmt(o.get("any_hit"), True),
-                    _fmt(o.get("recall"), True),
-                    _fmt(o.get("chars")),
-                    _fmt(o.get("tokens")),
-                ]
-            )
-        out.extend(_table(["baseline", "all_hit", "any_hit", "recall", "chars", "tokens"], rows))
-        out.append("")
-
-    judge = summary.get("judge_auc")
-    if judge:
-        out.append("## Judge quality (paper §6.5)")
-        out.append("")
-        out.append(
-            f"ROC AUC of P(needed) for gold evidence over pooled records: "
-            f"{_fmt(judge.get('auc'))} ({judge.get('records', 0)} records, "
-            f"{judge.get('gold', 0)} gold; {judge.get('questions', 0)} questions)."
-        )
-        out.append("")
-
-    answers = summary.get("answers")
-    if answers:
-        o = answers.get("overall", {})
-        out.append("## Answers (LLM graded)")
-        out.append("")
-        out.append(
-            f"accuracy {_fmt(o.get('correct'), True)}, context tokens/question "
-            f"{_fmt(o.get('view_tokens'))}, c_full {_fmt(answers.get('c_full_tokens'))}, "
-            f"ECI {_fmt(answers.get('eci'))}"
-        )
-        out.append("")
-        rows = [
-            [f"{cat} {s.get('name', '')}", _fmt(s.get("n")), _fmt(s.get("correct"), True)]
-            for cat, s in answers.get("by_category", {}).items()
+    out = ["## View (scored categories 1–4)", ""]
+    row = [_fmt(overall.get(key), pct) for _, key, pct in _VIEW_COLUMNS]
+    out.extend(_table([header for header, _, _ in _VIEW_COLUMNS], [row]))
+    out += ["", "### By category", ""]
+    rows = [
+        [
+            f"{cat} {s.get('name', '')}",
+            _fmt(s.get("n")),
+            _fmt(s.get("all_hit"), True),
+            _fmt(s.get("any_hit"), True),
+            _fmt(s.get("recall"), True),
+            _fmt(s.get("view_chars")),
         ]
-        out.extend(_table(["category", "questions", "accuracy"], rows))
-        out.append("")
+        for cat, s in view.get("by_category", {}).items()
+    ]
+    out.extend(_table(["category", "questions", "all_hit", "any_hit", "recall", "chars"], rows))
+    out += ["", "Category 5 (adversarial) is not in the overall row.", ""]
+    return out
 
+
+def _baseline_lines(baselines: Mapping[str, Any]) -> list[str]:
+    if not baselines:
+        return []
+    out = ["## Baselines (turn-level records, same questions)", ""]
+    rows = []
+    for name, s in baselines.items():
+        o = s.get("overall", {})
+        rows.append(
+            [name]
+            + [_fmt(o.get(k), True) for k in ("all_hit", "any_hit", "recall")]
+            + [_fmt(o.get("chars")), _fmt(o.get("tokens"))]
+        )
+    out.extend(_table(["baseline", "all_hit", "any_hit", "recall", "chars", "tokens"], rows))
+    out.append("")
+    return out
+
+
+def _judge_lines(judge: Mapping[str, Any] | None) -> list[str]:
+    if not judge:
+        return []
+    return [
+        "## Judge quality (paper §6.5)",
+        "",
+        f"ROC AUC of P(needed) for gold evidence over pooled records: "
+        f"{_fmt(judge.get('auc'))} ({judge.get('records', 0)} records, "
+        f"{judge.get('gold', 0)} gold; {judge.get('questions', 0)} questions).",
+        "",
+    ]
+
+
+def _answer_lines(answers: Mapping[str, Any] | None) -> list[str]:
+    if not answers:
+        return []
+    o = answers.get("overall", {})
+    out = [
+        "## Answers (LLM graded)",
+        "",
+        f"accuracy {_fmt(o.get('correct'), True)}, context tokens/question "
+        f"{_fmt(o.get('view_tokens'))}, c_full {_fmt(answers.get('c_full_tokens'))}, "
+        f"ECI {_fmt(answers.get('eci'))}",
+        "",
+    ]
+    rows = [
+        [f"{cat} {s.get('name', '')}", _fmt(s.get("n")), _fmt(s.get("correct"), True)]
+        for cat, s in answers.get("by_category", {}).items()
+    ]
+    out.extend(_table(["category", "questions", "accuracy"], rows))
+    out.append("")
+    return out
+
+
+def _plot_lines(summary: Mapping[str, Any]) -> list[str]:
     plots = summary.get("plots")
     if plots:
-        out.append("## Plots")
-        out.append("")
-        out.extend(f"![{Path(p).stem}]({Path(p).name})" for p in plots)
-        out.append("")
+        return ["## Plots", "", *(f"![{Path(p).stem}]({Path(p).name})" for p in plots), ""]
+    if summary.get("plots_error"):
+        return ["## Plots", "", f"No plots: {summary['plots_error']}", ""]
+    return []
+
+
+def render_summary_markdown(summary: Mapping[str, Any]) -> str:
+    """Render ``summary.json``'s content as Markdown (tables of the headline figures)."""
+    out = _header_lines(summary)
+    out += _view_lines(summary.get("view", {}))
+    out += _baseline_lines(summary.get("baselines", {}))
+    out += _judge_lines(summary.get("judge_auc"))
+    out += _answer_lines(summary.get("answers"))
+    out += _plot_lines(summary)
     return "\n".join(out)

@@ -198,7 +198,7 @@ def load_locomo(
     if isinstance(data, str | os.PathLike):
         path = Path(data)
         where = str(path)
-        stem = path.stem
+        stem = os.fsencode(path.stem).decode("utf-8", "backslashreplace")  # valid text
         parsed = loads_json(read_text(path), where=str(path))
     if isinstance(parsed, Mapping):
         return [_conversation(parsed, where=where, default_id=stem)]

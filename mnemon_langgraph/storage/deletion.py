@@ -271,7 +271,8 @@ class Deletions:
         blobs = self._journal._check_append(ns, records, vectors)
         return self._journal._append_in(conn, ns, records, blobs)
 
-    def _namespace_tables(self, conn: sqlite3.Connection) -> list[str]:
+    @staticmethod
+    def _namespace_tables(conn: sqlite3.Connection) -> list[str]:
         names = [
             r[0]
             for r in conn.execute(
@@ -285,6 +286,19 @@ class Deletions:
             if "namespace" in cols:
                 out.append(quoted)
         return out
+
+    def holds(self, namespace: str | Sequence[str]) -> bool:
+        """Whether any table but ``audit`` has a row of ``namespace`` (what erase removes)."""
+        key = namespace_key(namespace)
+        conn = self._journal._conn
+        for table in self._namespace_tables(conn):
+            if table == '"audit"':
+                continue
+            if conn.execute(
+                f"SELECT 1 FROM {table} WHERE namespace = ? LIMIT 1", (key,)
+            ).fetchone():
+                return True
+        return False
 
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase a namespace: every row of it in every table with a ``namespace`` column.

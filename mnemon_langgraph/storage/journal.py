@@ -786,6 +786,10 @@ class Journal:
         """Erase every row of a namespace; see :meth:`Deletions.erase_namespace`."""
         return self._deletions.erase_namespace(namespace, actor=actor)
 
+    def holds_namespace(self, namespace: str | Sequence[str]) -> bool:
+        """Whether the journal has any row of ``namespace`` (records, items, state …)."""
+        return self._deletions.holds(namespace)
+
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
         """Audited deletions, oldest first; see :meth:`Deletions.audit_log`."""
         return self._deletions.audit_log(namespace)

@@ -337,6 +337,16 @@ class NamespaceIndex:
         self.load_problem = None
         return True
 
+    def checkpoint_problem(self) -> str | None:
+        """Load the saved checkpoints and say why they are unusable (``None``: loaded).
+
+        For ``mnemon doctor``: damaged files, wrong field types, a failed checksum, or a
+        checkpoint of another journal state all come back as one readable reason.
+        """
+        with self.lock:
+            generation = self.journal.generation(self.namespace)
+            return self._load_problem(generation, self.journal.max_seq(self.namespace))
+
     def _load_problem(self, generation: int, journal_max: int) -> str | None:
         """Load the checkpoints; returns why they cannot be used (``None``: loaded)."""
         try:

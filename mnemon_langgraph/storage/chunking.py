@@ -57,7 +57,8 @@ DEFAULT_MAX_MESSAGE_CHARS = MAX_MESSAGE_CHARS
 
 Every record line repeats its speaker (at most ``MAX_SPEAKER_CHARS`` = 100 characters) and
 a piece is at least ~500 characters of text, so the records of one message cost at most
-about 1.25 times its text: one message cannot amplify into many times its size."""
+about 1.4 times its text (measured: 1.41 for a 100k message of a 100-character speaker):
+one message cannot amplify into many times its size."""
 
 _MIN_PIECE = 40  # a speaker name never squeezes a piece budget below this
 # A sentence ends with . ! ? … (optionally followed by closing quotes/brackets) and a space,

@@ -92,13 +92,16 @@ def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) 
 
 def _orphans(journal: Any, db: Path, repair: bool) -> list[NamespaceReport]:
     """Index folders of namespaces with no rows left in the journal."""
-    from mnemon_langgraph.search.hybrid import indexes_root, remove_index_folder
+    from mnemon_langgraph.search.hybrid import index_folder, indexes_root, remove_index_folder
 
     root = indexes_root(db)
     if not root.is_dir():
         return []
     reports = []
+    live = {index_folder(db, ns).name for ns in journal.namespaces()}
     for folder in sorted(root.iterdir()):
+        if folder.name in live:
+            continue  # a namespace with records: checked (and repaired) by _check_namespace
         try:
             ns = json.loads((folder / "namespace.json").read_text(encoding="utf-8"))
             ns = [str(x) for x in ns] if isinstance(ns, list) and ns else None

@@ -383,14 +383,8 @@ class BM25Index:
             "dates": self._dates,
             "alive": self._alive,
         }
-        info = dict(
-            meta,
-            format=_FORMAT,
-            k1=self.k1,
-            b=self.b,
-            stemmer=self.stemmer,
-            sha256=_arrays_digest(arrays),
-        )
+        info = dict(meta, format=_FORMAT, k1=self.k1, b=self.b, stemmer=self.stemmer)
+        info["sha256"] = _arrays_digest(arrays, info)
         info_blob = np.frombuffer(json.dumps(info).encode("utf-8"), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bm25-", suffix=".npz")
@@ -414,14 +408,14 @@ class BM25Index:
                 or was built with other settings (format, stemming) than this process uses.
         """
         info, data = _read_npz(path)
-        try:
-            index = cls(k1=float(info.get("k1", 1.5)), b=float(info.get("b", 0.75)))
-        except (TypeError, ValueError) as exc:
-            raise IndexFileError(f"BM25 index {path} has unusable settings: {exc}") from exc
+        if info.get("sha256") != _arrays_digest(data, info):
+            raise IndexFileError(f"BM25 index {path} fails its checksum")
+        k1, b = info.get("k1"), info.get("b")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (k1, b)):
+            raise IndexFileError(f"BM25 index {path} has unusable settings k1={k1!r}, b={b!r}")
+        index = cls(k1=float(k1), b=float(b))  # type: ignore[arg-type]
         if info.get("format") != _FORMAT or info.get("stemmer") != index.stemmer:
             raise IndexFileError(f"BM25 index {path} was built with other settings")
-        if info.get("sha256") != _arrays_digest(data):
-            raise IndexFileError(f"BM25 index {path} fails its checksum")
         try:
             index._fill(data)
         except (KeyError, IndexError, TypeError, ValueError, UnicodeDecodeError) as exc:
@@ -477,9 +471,12 @@ def _read_npz(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return info, data
 
 
-def _arrays_digest(arrays: dict[str, np.ndarray]) -> str:
-    """SHA-256 over every array's name, dtype, shape and bytes (in name order)."""
+def _arrays_digest(arrays: dict[str, np.ndarray], info: dict[str, Any]) -> str:
+    """SHA-256 over the metadata (but its own ``sha256``) and every array's name, dtype,
+    shape and bytes, in name order: a field or byte changed after saving is detected."""
     digest = hashlib.sha256()
+    fields = {k: v for k, v in info.items() if k != "sha256"}
+    digest.update(json.dumps(fields, sort_keys=True, default=str).encode("utf-8"))
     for name in sorted(arrays):
         arr = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())

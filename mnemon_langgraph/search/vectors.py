@@ -315,13 +315,13 @@ class VectorIndex:
             meta,
             format=_FORMAT,
             file=filename,
-            sha256=_file_digest(folder / filename),
             kind=self.kind,
             dim=self.dim,
             ntotal=int(self._index.ntotal),
             max_seq=self._max_seq,
             tombstones=sorted(self._tombstones),
         )
+        info["sha256"] = _digest(folder / filename, info)
         _write_json_atomic(sidecar, info)
         if old and isinstance(old.get("file"), str) and old["file"] != filename:
             (folder / Path(old["file"]).name).unlink(missing_ok=True)
@@ -332,7 +332,8 @@ class VectorIndex:
     ) -> tuple[VectorIndex, dict[str, Any]]:
         """Read an index written by :meth:`save`; returns it with its metadata.
 
-        Every metadata field is type-checked, the FAISS file must match its SHA-256, and
+        Every metadata field is type-checked, the sidecar and the FAISS file must match
+        their SHA-256, and
         the index kind is taken from the file itself (a flat index labelled ``hnsw`` is
         refused), so a sidecar that parses but lies is rebuilt rather than trusted.
 
@@ -343,7 +344,7 @@ class VectorIndex:
         fields = _checked_fields(info, folder)
         path = folder / Path(fields["file"]).name
         try:
-            if _file_digest(path) != fields["sha256"]:
+            if _digest(path, fields) != fields["sha256"]:
                 raise IndexFileError(f"vector index in {folder} fails its checksum")
         except OSError as exc:
             raise IndexFileError(f"cannot read vector index in {folder}: {exc}") from exc
@@ -396,9 +397,11 @@ def _checked_fields(info: dict[str, Any] | None, folder: Path) -> dict[str, Any]
     return info
 
 
-def _file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+def _digest(path: Path, info: dict[str, Any]) -> str:
+    """SHA-256 of the sidecar's fields (but ``sha256``) and the index file's bytes."""
     digest = hashlib.sha256()
+    fields = {k: v for k, v in info.items() if k != "sha256"}
+    digest.update(json.dumps(fields, sort_keys=True, default=str).encode("utf-8"))
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)

@@ -77,8 +77,8 @@ VECTOR_FIELDS = ["dim", "max_seq", "ntotal", "tombstones", "kind", "file", "sha2
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    field=st.sampled_from(VECTOR_FIELDS + ["generation", "namespace", "version"]),
-    value=st.sampled_from(WRONG + ["<missing>"]),
+    field=st.sampled_from([*VECTOR_FIELDS, "generation", "namespace", "version"]),
+    value=st.sampled_from([*WRONG, "<missing>"]),
 )
 def test_every_vector_metadata_field_with_a_wrong_type_is_rebuilt(
     seeded: Any, tmp_path_factory: pytest.TempPathFactory, field: str, value: object
@@ -103,7 +103,7 @@ def test_every_vector_metadata_field_with_a_wrong_type_is_rebuilt(
 )
 @given(
     field=st.sampled_from(["format", "k1", "b", "stemmer", "sha256", "max_seq", "generation"]),
-    value=st.sampled_from(WRONG + ["<missing>"]),
+    value=st.sampled_from([*WRONG, "<missing>"]),
 )
 def test_every_bm25_metadata_field_with_a_wrong_type_is_rebuilt(
     seeded: Any, tmp_path_factory: pytest.TempPathFactory, field: str, value: object

@@ -334,3 +334,27 @@ def test_delete_records_does_not_resave_the_index_per_call(
     assert len(saves) == 1  # one compacted checkpoint on close
     ranking, rebuilds = _ranking_and_rebuilds(db)
     assert rebuilds == 0 and len(ranking) == 5
+
+
+def test_a_record_the_index_cannot_take_leaves_the_rest_searchable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "m.db"
+    real = BM25Index.add
+
+    def picky(self: BM25Index, seqs: Any, ids: Any, texts: Any, *rest: Any) -> None:
+        if any("Poison" in t for t in texts):
+            raise OverflowError("Python int too large to convert to C int")
+        real(self, seqs, ids, texts, *rest)
+
+    monkeypatch.setattr(BM25Index, "add", picky)
+    with MnemonStore(db, fake_embeddings()) as store:
+        store.ingest(NS, tagged_messages("Pine", 4), source="a", pack=False)
+        result = store.ingest(NS, [Message("Poison pill", "Ada", id="p")], source="b")
+        assert result.records_written == 1  # committed; the index degrades, not the write
+        assert len(store.search("Pine", namespace=NS, k=10)) == 4
+        assert store.stats()["namespaces"][0]["records"] == 5
+        assert store.index(NS).skipped == set(result.record_ids)
+    assert "cannot be indexed" in caplog.text
+    [report] = diagnose(db, repair=False)
+    assert report.problems == ["1 records missing from the index"]

@@ -74,6 +74,8 @@ def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) 
         report.problems.append(f"index files unusable: {problem}")
     elif index.max_seq < journal_max:
         report.problems.append(f"index behind the journal (seq {index.max_seq} < {journal_max})")
+    elif len(index.bm25) < report.records:
+        report.problems.append(f"{report.records - len(index.bm25)} records missing from the index")
     elif index.vectors.needs_conversion:
         report.problems.append("flat vector index past the HNSW threshold")
     bad = sum(1 for r in journal.records(ns) if not 1 <= r.session <= MAX_SESSION)
@@ -83,6 +85,8 @@ def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) 
         )
     if repair and report.problems:
         index.rebuild(generation)
+        if index.skipped:
+            report.problems.append(f"{len(index.skipped)} records the index cannot take")
         if index.save_problem:
             report.repaired.append(f"rebuilt in memory only; cannot save: {index.save_problem}")
         else:

@@ -313,6 +313,8 @@ class NamespaceIndex:
         """Why the saved checkpoints were last refused (``mnemon doctor`` reports it)."""
         self.save_problem: str | None = None
         """Why the last save failed, while the indexes are served from memory."""
+        self.skipped: set[str] = set()
+        """Ids of committed records the index could not take (see :meth:`_add_text`)."""
         self._compact_pending = False
         self._converting = False
         self._convert_thread: threading.Thread | None = None
@@ -395,6 +397,7 @@ class NamespaceIndex:
             self.bm25 = BM25Index()
             self.vectors = VectorIndex(self.dim, **self.vector_settings)
             self.max_seq, self.generation = 0, generation
+            self.skipped = set()
             self._catch_up(save=False, convert=True)  # not a write path: convert here
             self.rebuilds += 1
             self.save()
@@ -413,17 +416,42 @@ class NamespaceIndex:
         if not id_to_seq:
             return
         for ids, vecs in self.journal.iter_vectors(self.namespace, after_seq=after):
-            keep = [i for i, rid in enumerate(ids) if rid in id_to_seq]
+            keep = [i for i, rid in enumerate(ids) if rid in id_to_seq and rid not in self.skipped]
             if keep:
                 self.vectors.add(
                     [id_to_seq[ids[i]] for i in keep], normalize_rows(vecs[keep]), convert=convert
                 )
         self.max_seq = max(id_to_seq.values())
+        self.vectors.advance(self.max_seq)
         self.unsaved += len(id_to_seq)
         if save or (save is None and self.unsaved >= SAVE_EVERY):
             self.save()
 
     def _add_text(self, records: list[Record]) -> None:
+        """Index records' text; a record the index cannot take is skipped, visibly.
+
+        The journal has committed these records, so one the index refuses (a value out
+        of its range, from a journal written before validation) must not make the rest
+        of the namespace unsearchable: it is left out with a warning, listed in
+        :attr:`skipped`, and reported by ``mnemon doctor``.
+        """
+        try:
+            self._add_text_batch(records)
+        except (ValueError, OverflowError, TypeError) as exc:
+            if len(records) > 1:
+                for record in records:
+                    self._add_text([record])
+                return
+            self.skipped.add(records[0].id)
+            logger.warning(
+                "record %s of namespace %s cannot be indexed (%s); searches leave it out, "
+                "see `mnemon doctor`",
+                records[0].id,
+                list(self.namespace),
+                exc,
+            )
+
+    def _add_text_batch(self, records: list[Record]) -> None:
         if not records:
             return
         sessions = [r.session for r in records]

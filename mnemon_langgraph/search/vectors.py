@@ -174,6 +174,14 @@ class VectorIndex:
             self._index.add_with_ids(vecs, ids)
         self._max_seq = int(ids[-1])
 
+    def advance(self, seq: int) -> None:
+        """Record that every seq up to ``seq`` was seen, also those without a vector.
+
+        Keeps :attr:`max_seq` equal to the BM25 index's (their checkpoints must agree) when
+        the last records had no vector or could not be indexed.
+        """
+        self._max_seq = max(self._max_seq, int(seq))
+
     @property
     def needs_conversion(self) -> bool:
         """Whether a flat index has reached :attr:`hnsw_threshold` (see :meth:`add`)."""

@@ -17,8 +17,15 @@ search and after every ingest, :meth:`NamespaceIndex.sync` compares them with th
 * other generation (a deletion, maybe by another process), or unreadable/missing files →
   **rebuild** from the journal's records and stored vectors, then save.
 
-Checkpoints are written atomically after rebuilds and deletions, when more than
-:data:`SAVE_EVERY` records were added since the last one, and when the store closes.
+Checkpoints are written atomically after rebuilds, when more than :data:`SAVE_EVERY`
+records were added since the last one, and when the store closes. A deletion unlinks the
+checkpoint files at once (they hold the deleted words) instead of rewriting them per call;
+the next save writes a compacted one. Each checkpoint carries a SHA-256 of its contents and
+metadata and is rebuilt when it fails it. When the folder cannot be written (read-only,
+disk full) the indexes are served from memory with one warning: a save never fails the
+write that triggered it. Records the index cannot take (a journal written before input
+validation) are left out with a warning rather than making the namespace unsearchable, and
+the flat → HNSW conversion runs in a background thread, never inside a write.
 
 Leftovers: a process killed while saving leaves temp files (``.bm25-*.npz``,
 ``.vectors.json-*``) or a ``vectors-*.faiss`` that ``vectors.json`` does not name. They hold

@@ -2,10 +2,11 @@
 
 Usage::
 
-    python _erase_child.py DB STEP
+    python _erase_child.py DB STEP [store|cli]
 
 The parent has ingested the victim namespace. The child opens the store, prints
-``ready``, then runs ``MnemonStore.erase_namespace``. Each step of the erase is wrapped:
+``ready``, then runs ``MnemonStore.erase_namespace`` (or, with ``cli``, the
+``mnemon erase`` code path, which loads no embedder). Each step of the erase is wrapped:
 when the child reaches step ``STEP`` it prints ``at STEP`` and sleeps until the parent
 SIGKILLs it, so every step boundary is interrupted deterministically. Steps, in order:
 
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings
 
+from mnemon_langgraph.cli.erase import erase_namespace_files
 from mnemon_langgraph.search.hybrid import NamespaceIndex
 from mnemon_langgraph.storage.deletion import Deletions
 from mnemon_langgraph.storage.journal import Journal
@@ -44,6 +46,7 @@ def _stop(step: str, target: str) -> None:
 
 def main() -> None:
     db, target = Path(sys.argv[1]), sys.argv[2]
+    via = sys.argv[3] if len(sys.argv) > 3 else "store"
     calls = {"files": 0, "erasing": False}
     erase_files = NamespaceIndex.erase_files
     erase_rows = Journal.erase_namespace
@@ -77,7 +80,11 @@ def main() -> None:
     store = MnemonStore(db, fake_embeddings())
     store.index(NS).sync()
     print("ready", flush=True)
-    store.erase_namespace(NS)
+    if via == "cli":
+        store.close()
+        erase_namespace_files(db, NS)
+    else:
+        store.erase_namespace(NS)
     print("done", flush=True)
     time.sleep(600)
 

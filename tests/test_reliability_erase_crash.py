@@ -59,14 +59,15 @@ def _residue(root: Path) -> list[str]:
     return files_containing(all_files(root), _needles())
 
 
+@pytest.mark.parametrize("via", ["store", "cli"])
 @pytest.mark.parametrize("step", STEPS)
 def test_erase_killed_at_every_step_leaves_all_or_nothing_after_reopen(
-    tmp_path: Path, step: str
+    tmp_path: Path, step: str, via: str
 ) -> None:
     db = tmp_path / "m.db"
     _seed(db)
     assert _residue(tmp_path), "the scan must see the marker before the erase"
-    child = start_child(CHILD, str(db), step)
+    child = start_child(CHILD, str(db), step, via)
     assert child.stdout is not None
     # Blocking read (not select): start_child's buffered readline may already hold it;
     # a child that dies instead gives EOF (b"") and fails the assertion.

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings, tagged_messages
 
+from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.cli.doctor import diagnose
 from mnemon_langgraph.errors import JournalReadOnlyError
 from mnemon_langgraph.search.bm25 import BM25Index
@@ -187,12 +188,18 @@ def test_damaged_contents_are_reported_by_doctor_and_rebuilt(
     assert after.healthy, after.problems
 
 
-def test_doctor_repairs_without_an_embedder(seeded: Any, tmp_path: Path) -> None:
+def test_doctor_repairs_without_an_embedder(
+    seeded: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = _copy(seeded, tmp_path)
     _damage("flipped faiss bytes", index_folder(db, NS))
+    assert cli_main(["doctor", "--db", str(db), "--check"]) == 1
+    assert "checksum" in capsys.readouterr().out
     [report] = diagnose(db)
     assert report.repaired and "rebuilt" in report.repaired[0]
     assert _ranking_and_rebuilds(db) == (seeded[1], 0)
+    assert cli_main(["doctor", "--db", str(db), "--check"]) == 0
+    assert ": 30 records; ok" in capsys.readouterr().out
 
 
 # --- unwritable and full disks ---------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationError",
     "EmbeddingMismatchError",
+    "EraseError",
     "InputError",
     "JournalError",
     "JournalLockedError",
@@ -94,3 +95,11 @@ class RuntimeMnemonError(MnemonError, RuntimeError):
 
 class ModelCallError(RuntimeMnemonError):
     """A chat model, decision model or embedder failed, timed out or returned garbage."""
+
+
+class EraseError(RuntimeMnemonError):
+    """An erase could not remove something (an index file, a folder); it says what.
+
+    Index files are removed before the journal's rows, so when this is raised the
+    namespace's records are still there and the erase can simply be run again.
+    """

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -28,9 +29,14 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import InputError, ModelCallError
+from mnemon_langgraph.errors import InputError, JournalReadOnlyError, ModelCallError
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
-from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, NamespaceIndex, index_folder
+from mnemon_langgraph.search.hybrid import (
+    CANDIDATE_DEPTH,
+    NamespaceIndex,
+    all_index_folders,
+    index_folder,
+)
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.journal import Journal
@@ -41,12 +47,15 @@ from mnemon_langgraph.types import (
     SearchFilters,
     SearchHit,
     as_naive_utc,
+    check_count,
     normalize_namespace,
 )
 
 __all__ = ["IngestResult", "MnemonStore", "load_messages"]
 
 _EMBED_BATCH = 64
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +103,7 @@ class MnemonStore:
     ) -> None:
         self.path = Path(path)
         self._owns_journal = journal is None
-        self.journal = journal if journal is not None else Journal(self.path)
+        self.journal = journal if journal is not None else _open_journal(self.path)
         self.embeddings = embeddings if embeddings is not None else default_embeddings()
         self.model_name, self.dimension = embedding_identity(self.embeddings)
         self.journal.ensure_embedding_model(self.model_name, self.dimension)
@@ -247,7 +256,8 @@ class MnemonStore:
         return IngestResult(
             records_written=len(written),
             messages_written=len({mid for r in written for mid in r.message_ids}),
-            messages_skipped=len(given) - len(fresh),
+            # Messages of records another process stored first were skipped too.
+            messages_skipped=len(given) - len({mid for r in written for mid in r.message_ids}),
             record_ids=tuple(r.id for r in written),
         )
 
@@ -309,7 +319,7 @@ class MnemonStore:
         index = self.index(ns)
         with index.lock:
             index.sync()
-            deleted = self.journal.delete_records(ns, list(ids), actor=actor, reason=reason)
+            deleted = self.journal.delete_records(ns, ids, actor=actor, reason=reason)
             if deleted:
                 index.remove(deleted)
         return deleted
@@ -354,7 +364,7 @@ class MnemonStore:
         with index.lock:
             index.sync()
             deleted, survivors = self.journal.delete_messages(
-                ns, list(message_ids), actor=actor, reason=reason, replace=replace
+                ns, message_ids, actor=actor, reason=reason, replace=replace
             )
             if deleted:
                 index.remove(deleted)  # also catches up with the records written above
@@ -372,9 +382,14 @@ class MnemonStore:
         """Erase a namespace from the journal and delete its index folder; returns the count."""
         ns = normalize_namespace(namespace)
         index = self.index(ns)
+        extra = all_index_folders(self.path, ns)[1:]
         with index.lock:
+            # Index files first (derived; an EraseError here leaves the rows, so the erase
+            # can be rerun), then the rows, then the files again in case another process
+            # saved them meanwhile: no interruption leaves erased words on disk.
+            index.erase_files(extra)
             count = self.journal.erase_namespace(ns, actor=actor)
-            index.erase_files()
+            index.erase_files(extra)
         return count
 
     # -- reading ---------------------------------------------------------------------------
@@ -406,7 +421,8 @@ class MnemonStore:
             rank, fused score, BM25 rank and dense rank.
         """
         ns = normalize_namespace(namespace)
-        if k <= 0 or offset < 0:
+        _check_query(query, k, offset)
+        if k <= 0:
             return []
         query_vector = self._embed_query(query)
         ranked = self.index(ns).fused_ranking(
@@ -577,6 +593,35 @@ def _record_json(record: Record) -> dict[str, Any]:
     return _jsonable(dataclasses.asdict(record))  # type: ignore[no-any-return]
 
 
+def _open_journal(path: Path) -> Journal:
+    """Open the journal for writing, or read-only (with one warning) if it cannot be written.
+
+    A journal on a read-only disk or owned by someone else still serves searches and
+    Views; every write then raises :class:`JournalReadOnlyError`.
+    """
+    try:
+        return Journal(path)
+    except JournalReadOnlyError as exc:
+        if not path.is_file():
+            raise
+        logger.warning("%s; opened read-only: searches work, writes will fail", exc)
+        return Journal(path, read_only=True)
+
+
+def _check_query(query: object, k: object, offset: object) -> None:
+    """Raise :class:`InputError` for a query that is not valid text or a bad page."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string, got {type(query).__name__}")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"query is not valid Unicode text (a lone surrogate at position {exc.start})"
+        ) from None
+    check_count(k, what="k")
+    check_count(offset, what="offset")
+
+
 def _check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
     """Raise :class:`InputError` for text that cannot be stored as UTF-8 (lone surrogates).
 
@@ -619,6 +664,9 @@ def load_messages(
     from mnemon_langgraph import sources
 
     p = Path(path)
+    # A file name that is not valid UTF-8 (surrogate-escaped bytes) would be refused as a
+    # source name; its bytes are kept readable as \\xNN escapes instead.
+    name = os.fsencode(p.name).decode("utf-8", "backslashreplace")
     if format not in _FORMATS:
         raise InputError(f"unknown format {format!r}: use {', '.join(_FORMATS)}")
     fmt = sources.detect_format(p) if format == "auto" else format
@@ -630,12 +678,12 @@ def load_messages(
                 "own namespace (their turn ids collide)"
             )
         conv = conversations[0]
-        return [(conv.source or p.name, list(conv.messages))]
+        return [(conv.source or name, list(conv.messages))]
     if fmt == "jsonl":
-        return [(p.name, list(sources.load_jsonl(p)))]
+        return [(name, list(sources.load_jsonl(p, source=name)))]
     if fmt == "transcript":
-        return [(p.name, list(sources.load_transcript(p)))]
-    return [(p.name, list(sources.load_any(p)))]
+        return [(name, list(sources.load_transcript(p, source=name)))]
+    return [(name, list(sources.load_any(p)))]
 
 
 _FORMATS = ("auto", "locomo", "jsonl", "transcript")

@@ -16,9 +16,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-from mnemon_langgraph.errors import NamespaceError
+from mnemon_langgraph.errors import InputError, NamespaceError
 
 __all__ = [
+    "MAX_MESSAGE_CHARS",
+    "MAX_SESSION",
+    "MAX_SPEAKER_CHARS",
+    "ROLES",
     "Message",
     "Namespace",
     "Record",
@@ -27,6 +31,8 @@ __all__ = [
     "SearchHit",
     "SearchSource",
     "as_naive_utc",
+    "check_count",
+    "check_session",
     "normalize_namespace",
 ]
 
@@ -37,6 +43,21 @@ Role: TypeAlias = Literal["user", "assistant", "system", "tool"]
 """Who a message came from. Both speakers of a human-to-human conversation are ``user``."""
 
 _MAX_NAMESPACE_PART = 512
+
+ROLES: frozenset[str] = frozenset(("user", "assistant", "system", "tool"))
+"""The values :data:`Role` allows (checked at run time by :class:`Message`)."""
+
+MAX_SESSION = 2**31 - 1
+"""Largest session number: every index stores sessions as int32 (BM25 filters, SQLite)."""
+
+MAX_SPEAKER_CHARS = 100
+"""Longest speaker name. Every record line repeats its speaker, so an unbounded name
+would multiply the bytes one message costs (a 10k-character name made a 100k-character
+message 25 MB of records)."""
+
+MAX_MESSAGE_CHARS = 100_000
+"""Longest message text accepted anywhere (a longer one is an :class:`InputError`, never
+truncated: split it yourself, e.g. into paragraphs)."""
 
 
 def normalize_namespace(namespace: str | Sequence[str]) -> Namespace:
@@ -55,9 +76,15 @@ def normalize_namespace(namespace: str | Sequence[str]) -> Namespace:
     Raises:
         NamespaceError: If the namespace is empty or a part is not a usable string.
     """
-    parts: tuple[object, ...] = (
-        (namespace,) if isinstance(namespace, str) else tuple(namespace)  # type: ignore[arg-type]
-    )
+    if isinstance(namespace, str):
+        parts: tuple[object, ...] = (namespace,)
+    elif isinstance(namespace, Sequence):
+        parts = tuple(namespace)
+    else:
+        raise NamespaceError(
+            "namespace must be a string or a tuple of strings, "
+            f"got {type(namespace).__name__}: {namespace!r}"
+        )
     if not parts:
         raise NamespaceError("namespace must have at least one part, got an empty tuple")
     for part in parts:
@@ -86,10 +113,73 @@ def as_naive_utc(value: datetime | None) -> datetime | None:
     Sources disagree: LoCoMo and transcripts give local wall-clock dates without a zone,
     epoch and ``Z`` timestamps are aware. Comparing the two raises ``TypeError``, so every
     date the package stores or compares goes through this one rule.
+
+    Raises:
+        InputError: ``value`` is not a datetime, or its UTC time falls outside years
+            1..9999 (e.g. ``0001-01-01T00:00+05:00``).
     """
-    if value is None or value.tzinfo is None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InputError(f"expected a datetime, got {type(value).__name__}: {value!r}")
+    if value.tzinfo is None:
         return value
-    return value.astimezone(UTC).replace(tzinfo=None)
+    try:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    except (OverflowError, ValueError) as exc:
+        raise InputError(
+            f"date {value.isoformat()} is out of range in UTC (years 1..9999)"
+        ) from exc
+
+
+def check_session(value: object, *, what: str = "session") -> int:
+    """Return ``value`` if it is a usable session number, else raise :class:`InputError`.
+
+    One rule for every entry point (API, JSONL, transcripts, LoCoMo, LangChain): a real
+    ``int`` (not a bool, not ``"3"``) in ``1..MAX_SESSION``, the range every index holds.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{what} must be an integer, got {type(value).__name__}: {value!r}")
+    if not 1 <= value <= MAX_SESSION:
+        raise InputError(f"{what} must be between 1 and {MAX_SESSION}, got {value}")
+    return value
+
+
+def check_count(value: object, *, what: str, minimum: int = 0) -> int:
+    """Return ``value`` if it is an ``int`` ≥ ``minimum`` (not a bool/float), else raise.
+
+    Raises:
+        InputError: Naming ``what`` (e.g. ``"k"``) and the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{what} must be an integer, got {type(value).__name__}: {value!r}")
+    if value < minimum:
+        raise InputError(f"{what} must be at least {minimum}, got {value}")
+    return value
+
+
+def _check_message(msg: Message) -> None:
+    """The one validation rule of a message (see :class:`Message`)."""
+    if not isinstance(msg.text, str):
+        raise InputError(f"message text must be a string, got {type(msg.text).__name__}")
+    if len(msg.text) > MAX_MESSAGE_CHARS:
+        raise InputError(
+            f"message {msg.id!r} has {len(msg.text):,} characters, more than "
+            f"{MAX_MESSAGE_CHARS:,}; split it (e.g. into paragraphs) before storing it"
+        )
+    if not isinstance(msg.speaker, str):
+        raise InputError(f"speaker must be a string, got {type(msg.speaker).__name__}")
+    if len(msg.speaker) > MAX_SPEAKER_CHARS:
+        raise InputError(
+            f"speaker name has {len(msg.speaker):,} characters, more than {MAX_SPEAKER_CHARS}: "
+            f"{msg.speaker[:40]!r}…"
+        )
+    if msg.role not in ROLES:
+        raise InputError(f"role must be one of {sorted(ROLES)}, got {msg.role!r}")
+    if msg.id is not None and not isinstance(msg.id, str):
+        raise InputError(f"message id must be a string, got {type(msg.id).__name__}")
+    if msg.session is not None:
+        check_session(msg.session)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +193,14 @@ class Message:
         id: Stable id of the message in its source (LoCoMo ``dia_id``, a LangChain message id).
             When ``None``, the ingester derives a content hash so re-ingesting is idempotent.
         timestamp: When it was said, if known.
-        session: Session number, if the source has sessions (1-based).
+        session: Session number, if the source has sessions (``1..MAX_SESSION``).
+
+    Raises:
+        InputError: On construction, for a value no index could hold: a session that is
+            not an int in ``1..MAX_SESSION``, a role outside :data:`ROLES`, a speaker
+            longer than :data:`MAX_SPEAKER_CHARS`, text longer than
+            :data:`MAX_MESSAGE_CHARS`, a date outside years 1..9999 in UTC. Every loader
+            builds messages, so this is the one rule for every entry point.
     """
 
     text: str
@@ -114,6 +211,7 @@ class Message:
     session: int | None = None
 
     def __post_init__(self) -> None:
+        _check_message(self)
         object.__setattr__(self, "timestamp", as_naive_utc(self.timestamp))
 
 
@@ -181,6 +279,10 @@ class SearchFilters:
     def __post_init__(self) -> None:
         object.__setattr__(self, "date_from", as_naive_utc(self.date_from))
         object.__setattr__(self, "date_to", as_naive_utc(self.date_to))
+        for name in ("session_from", "session_to"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InputError(f"{name} must be an integer, got {value!r}")
 
     def accepts(self, record: Record) -> bool:
         """Whether ``record`` passes every bound that is set."""

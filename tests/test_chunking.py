@@ -140,10 +140,14 @@ def test_missing_ids_are_derived_deterministically() -> None:
 
 
 def test_oversized_message_is_an_error_naming_the_id() -> None:
-    msgs = [Message(text="x " * 60_000, speaker="A", id="huge-1")]
-    with pytest.raises(InputError, match="huge-1"):
-        chunk_messages(msgs, namespace=NS, source="t")
-    recs = chunk_messages(msgs, namespace=NS, source="t", max_message_chars=200_000)
+    # Above the package-wide bound, the message itself is refused (one rule everywhere).
+    with pytest.raises(InputError, match=r"huge-1.*100,000"):
+        Message(text="x " * 60_000, speaker="A", id="huge-1")
+    # chunk_messages may set a lower bound of its own.
+    msgs = [Message(text="x " * 40_000, speaker="A", id="big-1")]
+    with pytest.raises(InputError, match="big-1"):
+        chunk_messages(msgs, namespace=NS, source="t", max_message_chars=50_000)
+    recs = chunk_messages(msgs, namespace=NS, source="t")
     assert len(recs) > 100
 
 

@@ -97,6 +97,13 @@ def test_two_writer_processes_and_readers_share_one_journal(tmp_path: Path) -> N
     records = list(reader_store.journal.records(NS))
     per_message = Counter(m for r in records for m in r.message_ids)
     assert all(c == 1 for c in per_message.values())
+    # Both writers append to the same sessions: (session, position) stays unique, and
+    # positions follow the commit (seq) order inside each session.
+    keys = [(r.session, r.position) for r in records]
+    assert len(keys) == len(set(keys)), Counter(keys).most_common(3)
+    for session in {r.session for r in records}:
+        in_seq = [r.position for r in records if r.session == session]  # records: seq order
+        assert in_seq == sorted(in_seq)
     for name in writers:
         for i in range(PER_WRITER):
             for j in range(BATCH):

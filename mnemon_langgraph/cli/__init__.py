@@ -29,6 +29,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "consolidate",
     "eval",
     "erase",
+    "doctor",
 )
 
 

@@ -49,6 +49,10 @@ def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli")
 
     Same effect as :meth:`MnemonStore.erase_namespace
     <mnemon_langgraph.store.MnemonStore.erase_namespace>`, without loading an embedder.
+    Crash order: index files (under the journal's real path and the path as given, a
+    symlinked folder's target included), then the journal's rows in one transaction
+    followed by a WAL checkpoint, then the index files again. A kill at any point leaves
+    either the namespace whole (rerun the erase) or no trace after the next open.
 
     Returns:
         Number of records erased.
@@ -56,26 +60,42 @@ def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli")
     Raises:
         ConfigurationError: No journal at ``db``.
         NamespaceError: The namespace is unusable.
+        EraseError: An index file could not be removed (nothing was erased from the
+            journal then).
     """
-    from mnemon_langgraph.errors import ConfigurationError
-    from mnemon_langgraph.search.hybrid import NamespaceIndex, index_folder
+    from mnemon_langgraph.search.hybrid import NamespaceIndex, all_index_folders
     from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.types import normalize_namespace
 
     path = Path(db)
-    if not path.is_file():
-        raise ConfigurationError(f"no journal at {path}")
+    _require_journal(path)
     ns = normalize_namespace(namespace)
     with Journal(path) as journal:
         model = journal.embedding_model()
-        index = NamespaceIndex(journal, ns, index_folder(path, ns), model[1] if model else 1)
-        # Index files first: they are derived, so losing them early is harmless, and a
-        # crash after the journal commit cannot leave them behind. Again afterwards, in
-        # case a writer saved them meanwhile.
-        index.erase_files()
+        folders = all_index_folders(path, ns)
+        index = NamespaceIndex(journal, ns, folders[0], model[1] if model else 1)
+        index.erase_files(folders[1:])
         count = journal.erase_namespace(ns, actor=actor)
-        index.erase_files()
+        index.erase_files(folders[1:])
     return count
+
+
+def _require_journal(path: Path) -> None:
+    from mnemon_langgraph.errors import ConfigurationError
+
+    if not path.is_file():
+        raise ConfigurationError(f"no journal at {path}")
+
+
+def _namespace_exists(db: str | Path, ns: tuple[str, ...]) -> bool:
+    """Whether the journal holds any row of ``ns``, or an index folder of it is left."""
+    from mnemon_langgraph.search.hybrid import all_index_folders
+    from mnemon_langgraph.storage.journal import Journal
+
+    with Journal(db, read_only=True) as journal:
+        if journal.holds_namespace(ns):
+            return True
+    return any(f.exists() or f.is_symlink() for f in all_index_folders(db, ns))
 
 
 def _confirm(db: str, ns: tuple[str, ...]) -> bool:
@@ -86,17 +106,23 @@ def _confirm(db: str, ns: tuple[str, ...]) -> bool:
         )
         return False
     answer = input(f"Erase every record of namespace {list(ns)!r} from {db}? [y/N] ")
-    return answer.strip().lower() in ("y", "yes")
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    print("nothing erased")
+    return False
 
 
 def run(args: argparse.Namespace) -> int:
-    """Erase the namespace; exit code 1 when not confirmed."""
+    """Erase the namespace; exit code 1 when not confirmed or when it does not exist."""
     ns = namespace_arg(args.namespace)
     assert ns is not None  # --namespace is required
-    if not Path(args.db).is_file():
-        from mnemon_langgraph.errors import ConfigurationError
-
-        raise ConfigurationError(f"no journal at {args.db}")
+    _require_journal(Path(args.db))
+    if not _namespace_exists(args.db, ns):
+        print(
+            f"mnemon: error: namespace {list(ns)!r} does not exist in {args.db}; nothing erased",
+            file=sys.stderr,
+        )
+        return 1
     if not args.yes and not _confirm(args.db, ns):
         return 1
     count = erase_namespace_files(args.db, ns, actor=args.actor)

@@ -38,6 +38,7 @@ into place with :func:`os.replace`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -46,7 +47,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -360,32 +361,36 @@ class BM25Index:
     # -- persistence -----------------------------------------------------------------------
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
-        """Write the index (tail merged first) and ``meta`` atomically to ``path``."""
+        """Write the index (tail merged first) and ``meta`` atomically to ``path``.
+
+        The metadata carries a SHA-256 of every array (:func:`_arrays_digest`), so a file
+        whose bytes were changed after writing (a flipped bit, negative postings that still
+        parse) is detected on load and rebuilt instead of silently ranking wrong.
+        """
         if self._tail:
             self.merge()
         vocab = sorted(self._vocab, key=self._vocab.__getitem__)
-        blob = np.frombuffer("\n".join(vocab).encode("utf-8"), dtype=np.uint8)
+        arrays: dict[str, np.ndarray] = {
+            "vocab": np.frombuffer("\n".join(vocab).encode("utf-8"), dtype=np.uint8),
+            "vocab_size": np.asarray([len(vocab)], dtype=np.int64),
+            "indptr": self._indptr,
+            "post_doc": self._post_doc,
+            "post_tf": self._post_tf,
+            "seqs": self._seqs,
+            "ids": self._ids,
+            "lengths": self._lengths,
+            "sessions": self._sessions,
+            "dates": self._dates,
+            "alive": self._alive,
+        }
         info = dict(meta, format=_FORMAT, k1=self.k1, b=self.b, stemmer=self.stemmer)
+        info["sha256"] = _arrays_digest(arrays, info)
         info_blob = np.frombuffer(json.dumps(info).encode("utf-8"), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bm25-", suffix=".npz")
         try:
             with os.fdopen(fd, "wb") as fh:
-                np.savez(
-                    fh,
-                    meta=info_blob,
-                    vocab=blob,
-                    vocab_size=np.asarray([len(vocab)], dtype=np.int64),
-                    indptr=self._indptr,
-                    post_doc=self._post_doc,
-                    post_tf=self._post_tf,
-                    seqs=self._seqs,
-                    ids=self._ids,
-                    lengths=self._lengths,
-                    sessions=self._sessions,
-                    dates=self._dates,
-                    alive=self._alive,
-                )
+                np.savez(fh, meta=info_blob, **cast(dict[str, Any], arrays))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -398,48 +403,82 @@ class BM25Index:
         """Read an index written by :meth:`save`; returns it with its ``meta``.
 
         Raises:
-            IndexFileError: If the file is missing, unreadable, inconsistent, or was built
-                with other settings (format, stemming) than this process uses.
+            IndexFileError: If the file is missing, unreadable, fails its checksum, holds
+                wrong contents (any field of the wrong type or shape, negative postings),
+                or was built with other settings (format, stemming) than this process uses.
         """
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                info = json.loads(z["meta"].tobytes().decode("utf-8"))
-                data = {key: z[key] for key in z.files if key != "meta"}
-        except Exception as exc:  # zipfile, OSError, ValueError, JSON …
-            raise IndexFileError(f"cannot read BM25 index {path}: {exc}") from exc
-        index = cls(k1=float(info.get("k1", 1.5)), b=float(info.get("b", 0.75)))
+        info, data = _read_npz(path)
+        if info.get("sha256") != _arrays_digest(data, info):
+            raise IndexFileError(f"BM25 index {path} fails its checksum")
+        k1, b = info.get("k1"), info.get("b")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (k1, b)):
+            raise IndexFileError(f"BM25 index {path} has unusable settings k1={k1!r}, b={b!r}")
+        index = cls(k1=float(k1), b=float(b))  # type: ignore[arg-type]
         if info.get("format") != _FORMAT or info.get("stemmer") != index.stemmer:
             raise IndexFileError(f"BM25 index {path} was built with other settings")
         try:
-            text = data["vocab"].tobytes().decode("utf-8")
-            vocab = text.split("\n") if text else []
-            if len(vocab) != int(data["vocab_size"][0]):
-                raise ValueError("vocabulary size")
-            index._vocab = {term: i for i, term in enumerate(vocab)}
-            index._indptr = data["indptr"].astype(np.int64)
-            index._post_doc = data["post_doc"].astype(np.int32)
-            index._post_tf = data["post_tf"].astype(np.float32)
-            index._seqs = data["seqs"].astype(np.int64)
-            index._ids = data["ids"]
-            if index._ids.dtype.kind != "S":
-                raise ValueError("ids")
-            index._lengths = data["lengths"].astype(np.float32)
-            index._sessions = data["sessions"].astype(np.int32)
-            index._dates = data["dates"].astype(np.int64)
-            index._alive = data["alive"].astype(bool)
-            n = len(index._seqs)
-            if (
-                len(index._indptr) != len(vocab) + 1
-                or int(index._indptr[-1]) != len(index._post_doc)
-                or len(index._post_tf) != len(index._post_doc)
-                or any(
-                    len(a) != n for a in (index._ids, index._lengths, index._sessions, index._dates)
-                )
-                or len(index._alive) != n
-                or (len(index._post_doc) and int(index._post_doc.max()) >= n)
-                or (n > 1 and np.any(np.diff(index._seqs) <= 0))
-            ):
-                raise ValueError("array shapes disagree")
-        except (KeyError, ValueError, UnicodeDecodeError) as exc:
+            index._fill(data)
+        except (KeyError, IndexError, TypeError, ValueError, UnicodeDecodeError) as exc:
             raise IndexFileError(f"BM25 index {path} is inconsistent: {exc}") from exc
         return index, info
+
+    def _fill(self, data: dict[str, np.ndarray]) -> None:
+        """Take the arrays of a loaded file, checking every shape and value range."""
+        text = data["vocab"].tobytes().decode("utf-8")
+        vocab = text.split("\n") if text else []
+        if len(vocab) != int(data["vocab_size"][0]):
+            raise ValueError("vocabulary size")
+        self._vocab = {term: i for i, term in enumerate(vocab)}
+        self._indptr = data["indptr"].astype(np.int64)
+        self._post_doc = data["post_doc"].astype(np.int32)
+        self._post_tf = data["post_tf"].astype(np.float32)
+        self._seqs = data["seqs"].astype(np.int64)
+        self._ids = data["ids"]
+        if self._ids.dtype.kind != "S":
+            raise ValueError("ids")
+        self._lengths = data["lengths"].astype(np.float32)
+        self._sessions = data["sessions"].astype(np.int32)
+        self._dates = data["dates"].astype(np.int64)
+        self._alive = data["alive"].astype(bool)
+        n = len(self._seqs)
+        if (
+            len(self._indptr) != len(vocab) + 1
+            or int(self._indptr[0]) != 0
+            or int(self._indptr[-1]) != len(self._post_doc)
+            or (len(self._indptr) > 1 and np.any(np.diff(self._indptr) < 0))
+            or len(self._post_tf) != len(self._post_doc)
+            or any(len(a) != n for a in (self._ids, self._lengths, self._sessions, self._dates))
+            or len(self._alive) != n
+            or (len(self._post_doc) and int(self._post_doc.max()) >= n)
+            or (len(self._post_doc) and int(self._post_doc.min()) < 0)
+            or (len(self._post_tf) and not bool(np.all(self._post_tf > 0)))
+            or (n and not bool(np.all(self._lengths >= 0)))
+            or (n > 1 and np.any(np.diff(self._seqs) <= 0))
+        ):
+            raise ValueError("array shapes or values disagree")
+
+
+def _read_npz(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The metadata dict and arrays of a saved index, or :class:`IndexFileError`."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            info = json.loads(z["meta"].tobytes().decode("utf-8"))
+            data = {key: z[key] for key in z.files if key != "meta"}
+    except Exception as exc:  # zipfile, OSError (a directory, no permission), JSON …
+        raise IndexFileError(f"cannot read BM25 index {path}: {exc}") from exc
+    if not isinstance(info, dict):
+        raise IndexFileError(f"BM25 index {path}: metadata is not an object")
+    return info, data
+
+
+def _arrays_digest(arrays: dict[str, np.ndarray], info: dict[str, Any]) -> str:
+    """SHA-256 over the metadata (but its own ``sha256``) and every array's name, dtype,
+    shape and bytes, in name order: a field or byte changed after saving is detected."""
+    digest = hashlib.sha256()
+    fields = {k: v for k, v in info.items() if k != "sha256"}
+    digest.update(json.dumps(fields, sort_keys=True, default=str).encode("utf-8"))
+    for name in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()

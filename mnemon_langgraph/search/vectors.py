@@ -26,6 +26,7 @@ removed. A crash at any point leaves either the old or the new pair, never a mix
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -145,15 +146,24 @@ class VectorIndex:
             return ids, np.zeros((0, self.dim), dtype=np.float32)
         return ids, self._index.index.reconstruct_n(0, len(ids))
 
-    def add(self, seqs: Iterable[int], vectors: np.ndarray) -> None:
-        """Add unit vectors under ids ``seqs`` (ascending, above :attr:`max_seq`)."""
+    def add(self, seqs: Iterable[int], vectors: np.ndarray, *, convert: bool = True) -> None:
+        """Add unit vectors under ids ``seqs`` (ascending, above :attr:`max_seq`).
+
+        Args:
+            seqs: Ids, ascending, above :attr:`max_seq`.
+            vectors: One unit row per id.
+            convert: Switch to HNSW here when the threshold is crossed. The write path
+                passes ``False`` (the conversion takes tens of seconds at 50k vectors and
+                must not run under the namespace lock); it then converts off the write
+                path with :meth:`hnsw_from` / :meth:`catch_up_from`.
+        """
         ids = np.asarray(list(seqs), dtype=np.int64)
         if not len(ids):
             return
         vecs = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
         if ids[0] <= self._max_seq or np.any(np.diff(ids) <= 0):
             raise ValueError("VectorIndex.add needs ascending seqs above the current max_seq")
-        if self.kind == "flat" and len(self) + len(ids) >= self.hnsw_threshold:
+        if convert and self.kind == "flat" and len(self) + len(ids) >= self.hnsw_threshold:
             old_ids, old_vecs = self._all()
             self.kind = "hnsw"
             self._index = self._new_hnsw()
@@ -163,6 +173,57 @@ class VectorIndex:
         with _bulk_threads(self._faiss, len(ids)):
             self._index.add_with_ids(vecs, ids)
         self._max_seq = int(ids[-1])
+
+    def advance(self, seq: int) -> None:
+        """Record that every seq up to ``seq`` was seen, also those without a vector.
+
+        Keeps :attr:`max_seq` equal to the BM25 index's (their checkpoints must agree) when
+        the last records had no vector or could not be indexed.
+        """
+        self._max_seq = max(self._max_seq, int(seq))
+
+    @property
+    def needs_conversion(self) -> bool:
+        """Whether a flat index has reached :attr:`hnsw_threshold` (see :meth:`add`)."""
+        return self.kind == "flat" and len(self) >= self.hnsw_threshold
+
+    def live_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of every live ``(seqs, vectors)`` (tombstones left out)."""
+        ids, vecs = self._all()
+        if self._tombstones:
+            keep = ~np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))
+            ids, vecs = ids[keep], vecs[keep]
+        return ids.copy(), np.array(vecs, dtype=np.float32, copy=True)
+
+    @classmethod
+    def hnsw_from(
+        cls, dim: int, seqs: np.ndarray, vectors: np.ndarray, **settings: Any
+    ) -> VectorIndex:
+        """A new HNSW index over ``(seqs, vectors)`` (slow; call it without any lock held)."""
+        index = cls(dim, **settings)
+        index.kind = "hnsw"
+        index._index = index._new_hnsw()
+        if len(seqs):
+            with _bulk_threads(index._faiss, len(seqs)):
+                index._index.add_with_ids(np.ascontiguousarray(vectors), seqs)
+            index._max_seq = int(seqs.max())
+        return index
+
+    def catch_up_from(self, newer: VectorIndex, built: np.ndarray) -> None:
+        """Apply what changed in ``newer`` since ``built`` (its seqs) were snapshotted.
+
+        Vectors ``newer`` gained above the snapshot are added; snapshot seqs it no longer
+        holds (deleted meanwhile) are removed. Runs under the caller's lock: quick.
+        """
+        seqs, vecs = newer.live_vectors()
+        top = int(built.max()) if len(built) else 0
+        later = seqs > top
+        if later.any():
+            self.add(seqs[later].tolist(), vecs[later], convert=False)
+        gone = np.setdiff1d(built, seqs, assume_unique=True)
+        if len(gone):
+            self.remove(gone.tolist())
+        self._max_seq = max(self._max_seq, newer.max_seq)
 
     def remove(self, seqs: Iterable[int]) -> int:
         """Delete vectors by ``seq`` (tombstones on HNSW); returns how many were live."""
@@ -249,7 +310,10 @@ class VectorIndex:
     # -- persistence -----------------------------------------------------------------------
 
     def save(self, folder: Path, meta: dict[str, Any], *, name: str = "vectors") -> None:
-        """Write the index to ``folder`` atomically (see the module docstring)."""
+        """Write the index to ``folder`` atomically (see the module docstring).
+
+        The sidecar records the SHA-256 of the FAISS file, checked on load.
+        """
         folder.mkdir(parents=True, exist_ok=True)
         sidecar = folder / f"{name}.json"
         old = _read_json(sidecar)
@@ -265,6 +329,7 @@ class VectorIndex:
             max_seq=self._max_seq,
             tombstones=sorted(self._tombstones),
         )
+        info["sha256"] = _digest(folder / filename, info)
         _write_json_atomic(sidecar, info)
         if old and isinstance(old.get("file"), str) and old["file"] != filename:
             (folder / Path(old["file"]).name).unlink(missing_ok=True)
@@ -275,28 +340,80 @@ class VectorIndex:
     ) -> tuple[VectorIndex, dict[str, Any]]:
         """Read an index written by :meth:`save`; returns it with its metadata.
 
+        Every metadata field is type-checked, the sidecar and the FAISS file must match
+        their SHA-256, and
+        the index kind is taken from the file itself (a flat index labelled ``hnsw`` is
+        refused), so a sidecar that parses but lies is rebuilt rather than trusted.
+
         Raises:
-            IndexFileError: Missing, unreadable or inconsistent files.
+            IndexFileError: Missing, unreadable, tampered or inconsistent files.
         """
         info = _read_json(folder / f"{name}.json")
-        if not info or info.get("format") != _FORMAT or not isinstance(info.get("file"), str):
-            raise IndexFileError(f"no usable vector index metadata in {folder}")
-        index = cls(int(info["dim"]), **settings)
+        fields = _checked_fields(info, folder)
+        path = folder / Path(fields["file"]).name
         try:
-            raw = index._faiss.read_index(str(folder / Path(info["file"]).name))
+            if _digest(path, fields) != fields["sha256"]:
+                raise IndexFileError(f"vector index in {folder} fails its checksum")
+        except OSError as exc:
+            raise IndexFileError(f"cannot read vector index in {folder}: {exc}") from exc
+        index = cls(fields["dim"], **settings)
+        try:
+            raw = index._faiss.read_index(str(path))
         except Exception as exc:  # faiss raises RuntimeError for unreadable files
             raise IndexFileError(f"cannot read vector index in {folder}: {exc}") from exc
-        if int(raw.ntotal) != int(info["ntotal"]) or int(raw.d) != index.dim:
+        if int(raw.ntotal) != fields["ntotal"] or int(raw.d) != index.dim:
             raise IndexFileError(f"vector index in {folder} disagrees with its metadata")
-        index._index = raw  # read_index already returns the concrete (owning) class
-        if not hasattr(index._index, "id_map"):
+        if not hasattr(raw, "id_map"):
             raise IndexFileError(f"vector index in {folder} has no id map")
-        index.kind = str(info["kind"])
-        index._tombstones = {int(s) for s in info.get("tombstones", [])}
-        index._max_seq = int(info["max_seq"])
+        inner = index._faiss.downcast_index(raw.index)
+        actual = "hnsw" if hasattr(inner, "hnsw") else "flat"
+        if actual != fields["kind"]:
+            raise IndexFileError(f"vector index in {folder} is {actual}, labelled {fields['kind']}")
+        index._index = raw  # read_index already returns the concrete (owning) class
+        index.kind = actual
+        index._tombstones = set(fields["tombstones"])
+        index._max_seq = fields["max_seq"]
         if index.kind == "hnsw":
-            index._faiss.downcast_index(index._index.index).hnsw.efSearch = index.ef_search
+            inner.hnsw.efSearch = index.ef_search
+        assert info is not None
         return index, info
+
+
+def _checked_fields(info: dict[str, Any] | None, folder: Path) -> dict[str, Any]:
+    """The sidecar's fields, each of the right type, or :class:`IndexFileError`."""
+    if not info or info.get("format") != _FORMAT:
+        raise IndexFileError(f"no usable vector index metadata in {folder}")
+
+    def is_int(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    checks: dict[str, Any] = {
+        "file": lambda v: isinstance(v, str) and bool(v),
+        "sha256": lambda v: isinstance(v, str),
+        "kind": lambda v: v in ("flat", "hnsw"),
+        "dim": lambda v: is_int(v) and v > 0,
+        "ntotal": lambda v: is_int(v) and v >= 0,
+        "max_seq": lambda v: is_int(v) and v >= 0,
+        "tombstones": lambda v: isinstance(v, list) and all(is_int(x) for x in v),
+    }
+    for key, ok in checks.items():
+        if not ok(info.get(key)):
+            raise IndexFileError(
+                f"vector index metadata in {folder}: field {key!r} is missing or has the "
+                f"wrong type ({type(info.get(key)).__name__})"
+            )
+    return info
+
+
+def _digest(path: Path, info: dict[str, Any]) -> str:
+    """SHA-256 of the sidecar's fields (but ``sha256``) and the index file's bytes."""
+    digest = hashlib.sha256()
+    fields = {k: v for k, v in info.items() if k != "sha256"}
+    digest.update(json.dumps(fields, sort_keys=True, default=str).encode("utf-8"))
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import parse_date, read_text
+from mnemon_langgraph.sources._common import loads_json, parse_date, read_text, split_lines
 from mnemon_langgraph.sources.jsonl import load_jsonl, message_from_dict
 from mnemon_langgraph.sources.locomo import LocomoConversation, is_locomo, load_locomo
 from mnemon_langgraph.sources.messages import messages_from_langchain
@@ -47,12 +47,12 @@ _TEXT_EXT = {".txt", ".md", ".transcript", ".log"}
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in split_lines(text) if line.strip()]
     if len(lines) < 2 or not lines[0].lstrip().startswith("{"):
         return False
     try:
         json.loads(lines[0])
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return True
 
@@ -73,6 +73,8 @@ def detect_format(path: str | os.PathLike[str], text: str | None = None) -> str:
     if ext == ".json" or stripped[:1] in ("[", "{"):
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise InputError(f"{p}: JSON nested too deeply to read") from None
         except json.JSONDecodeError as exc:
             if _looks_like_jsonl(text):
                 return "jsonl"
@@ -83,7 +85,7 @@ def detect_format(path: str | os.PathLike[str], text: str | None = None) -> str:
             return "locomo"
         if isinstance(data, list):
             return "json"
-        if isinstance(data, dict) and len(text.strip().splitlines()) == 1:
+        if isinstance(data, dict) and len(split_lines(text.strip())) == 1:
             return "jsonl"  # a one-line JSONL file
         raise InputError(
             f"{p}: JSON holds neither a LoCoMo conversation nor a list of message objects"
@@ -107,7 +109,7 @@ def load_any(path: str | os.PathLike[str]) -> list[Message]:
         return load_jsonl(p)
     if kind == "transcript":
         return load_transcript(p)
-    data = json.loads(text)
+    data = loads_json(text, where=str(p))
     if kind == "locomo":
         conversations = load_locomo(p)
         if len(conversations) != 1:
@@ -118,6 +120,7 @@ def load_any(path: str | os.PathLike[str]) -> list[Message]:
         return conversations[0].messages
     messages: list[Message] = []
     seen: set[str] = set()
+    assert isinstance(data, list)  # detect_format said "json": a list of message objects
     for i, obj in enumerate(data):
         msg = message_from_dict(obj, where=f"{p}: item {i}", source=p.name, index=i)
         assert msg.id is not None

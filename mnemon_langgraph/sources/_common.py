@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -9,9 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Role
+from mnemon_langgraph.types import Message, Role, as_naive_utc
 
-__all__ = ["parse_date", "parse_role", "read_text"]
+__all__ = ["loads_json", "make_message", "parse_date", "parse_role", "read_text", "split_lines"]
 
 _ROLE_ALIASES: dict[str, Role] = {
     "user": "user",
@@ -113,6 +114,45 @@ def read_text(path: str | os.PathLike[str]) -> str:
     return text.removeprefix("\ufeff")
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines of ``text`` split on ``\\n`` only (a trailing ``\\r`` is dropped).
+
+    Not :meth:`str.splitlines`: that also splits on U+2028, U+0085, U+001E … which
+    ``json.dumps(ensure_ascii=False)`` writes raw inside strings, so a valid JSONL line
+    would be cut in the middle of a string.
+    """
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def loads_json(text: str, *, where: str) -> object:
+    """``json.loads`` with every failure as an :class:`InputError` naming ``where``.
+
+    Catches ``RecursionError`` too: JSON nested tens of thousands deep exhausts the
+    parser's stack, which must read as bad input, not a traceback.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{where}: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from exc
+    except RecursionError:
+        raise InputError(f"{where}: JSON nested too deeply to read") from None
+
+
+def make_message(where: str, **fields: object) -> Message:
+    """Build a :class:`Message`; its validation errors are prefixed with ``where``.
+
+    :class:`Message` holds the one validation rule for every entry point (session range,
+    role, speaker and text bounds, dates); loaders call this so the error also names the
+    file, line or turn.
+    """
+    try:
+        return Message(**fields)  # type: ignore[arg-type]
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
 def parse_date(value: object, *, where: str) -> datetime:
     """Parse a timestamp: ISO 8601, epoch seconds (or milliseconds), or a written date.
 
@@ -127,6 +167,15 @@ def parse_date(value: object, *, where: str) -> datetime:
     Raises:
         InputError: The value cannot be read as a date.
     """
+    parsed = _parse_date(value, where=where)
+    try:
+        as_naive_utc(parsed)  # a zoned date near year 1 or 9999 has no UTC equivalent
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return parsed
+
+
+def _parse_date(value: object, *, where: str) -> datetime:
     if isinstance(value, datetime):
         return value
     if isinstance(value, bool):
@@ -143,7 +192,7 @@ def parse_date(value: object, *, where: str) -> datetime:
         raise InputError(f"{where}: timestamp must be a non-empty string, got {value!r}")
     text = re.sub(r"\s+", " ", value.strip())
     if re.fullmatch(r"-?\d+(\.\d+)?", text):
-        return parse_date(float(text), where=where)
+        return _parse_date(float(text), where=where)
     try:
         return datetime.fromisoformat(text)
     except ValueError:

@@ -18,14 +18,20 @@ Blank lines are skipped. Every line is validated before anything is returned.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import parse_date, parse_role, read_text
+from mnemon_langgraph.sources._common import (
+    loads_json,
+    make_message,
+    parse_date,
+    parse_role,
+    read_text,
+    split_lines,
+)
 from mnemon_langgraph.storage.chunking import stable_hash
 from mnemon_langgraph.types import Message
 
@@ -100,18 +106,14 @@ def message_from_dict(obj: Mapping[str, Any], *, where: str, source: str, index:
         raise InputError(f"{where}: 'id' must be a non-empty string")
     raw_time = _first(obj, _TIME_KEYS)
     timestamp = None if raw_time is None else parse_date(raw_time, where=where)
-    session = obj.get("session")
-    if session is not None and (
-        isinstance(session, bool) or not isinstance(session, int) or session < 1
-    ):
-        raise InputError(f"{where}: 'session' must be a positive integer, got {session!r}")
-    return Message(
+    return make_message(
+        where,
         text=text,
         speaker=speaker.strip(),
         role=role,
         id=mid,
         timestamp=timestamp,
-        session=session,
+        session=obj.get("session"),
     )
 
 
@@ -133,14 +135,11 @@ def load_jsonl(path: str | os.PathLike[str], *, source: str | None = None) -> li
     src = source or p.name
     messages: list[Message] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(read_text(p).splitlines(), start=1):
+    for lineno, line in enumerate(split_lines(read_text(p)), start=1):
         if not line.strip():
             continue
         where = f"{p}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: invalid JSON: {exc.msg}") from exc
+        obj = cast(Mapping[str, Any], loads_json(line, where=where))  # checked next
         msg = message_from_dict(obj, where=where, source=src, index=lineno)
         assert msg.id is not None
         if msg.id in seen:

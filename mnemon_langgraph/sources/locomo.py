@@ -18,7 +18,6 @@ session's date. A shared image's ``blip_caption`` is kept as part of the turn's 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -28,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import parse_date, read_text
-from mnemon_langgraph.types import Message
+from mnemon_langgraph.sources._common import loads_json, make_message, parse_date, read_text
+from mnemon_langgraph.types import Message, check_session
 
 __all__ = ["LocomoConversation", "is_locomo", "load_locomo", "turn_text"]
 
@@ -80,6 +79,29 @@ def is_locomo(data: object) -> bool:
     return "speaker_a" in data and any(_SESSION_KEY.fullmatch(k) for k in data)
 
 
+def _session_keys(conv: Mapping[str, Any], *, where: str) -> dict[int, str]:
+    """Session number → its key (``session_1`` or ``session_01``), validated.
+
+    Raises:
+        InputError: Two keys name the same session (``session_1`` and ``session_01``), or a
+            number no index can hold (0, ≥ 2**31).
+    """
+    keys: dict[int, str] = {}
+    for key in conv:
+        match = _SESSION_KEY.fullmatch(key)
+        if match is None:
+            continue
+        n = int(match.group(1))
+        try:
+            check_session(n, what=f"session number of {key!r}")
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        if n in keys:
+            raise InputError(f"{where}: both {keys[n]!r} and {key!r} name session {n}")
+        keys[n] = key
+    return keys
+
+
 def _conversation(entry: Mapping[str, Any], *, where: str, default_id: str) -> LocomoConversation:
     if isinstance(entry.get("conversation"), Mapping):
         conv: Mapping[str, Any] = entry["conversation"]
@@ -97,32 +119,28 @@ def _conversation(entry: Mapping[str, Any], *, where: str, default_id: str) -> L
         speakers.append(value.strip())
     if not isinstance(qa, list):
         raise InputError(f"{where}: 'qa' must be a list, got {type(qa).__name__}")
-    numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.fullmatch(k)) is not None)
+    keys = _session_keys(conv, where=where)
     source = f"locomo:{cid}"
     messages: list[Message] = []
     sessions: dict[int, datetime | None] = {}
     seen: set[str] = set()
-    for n in numbers:
-        turns = conv[f"session_{n}"]
+    for n, key in sorted(keys.items()):
+        turns = conv[key]
         if not isinstance(turns, list):
-            raise InputError(f"{where}: session_{n} must be a list of turns")
+            raise InputError(f"{where}: {key} must be a list of turns")
         if not turns:
             continue
-        raw_date = conv.get(f"session_{n}_date_time")
-        date = (
-            None
-            if raw_date is None
-            else parse_date(raw_date, where=f"{where}: session_{n}_date_time")
-        )
+        raw_date = conv.get(f"{key}_date_time")
+        date = None if raw_date is None else parse_date(raw_date, where=f"{where}: {key}_date_time")
         sessions[n] = date
         for i, turn in enumerate(turns):
-            at = f"{where}: session_{n} turn {i}"
+            at = f"{where}: {key} turn {i}"
             if not isinstance(turn, Mapping):
                 raise InputError(f"{at}: a turn must be an object, got {type(turn).__name__}")
             dia_id = turn.get("dia_id")
             if not isinstance(dia_id, str) or not dia_id.strip():
                 raise InputError(f"{at}: missing 'dia_id'")
-            at = f"{where}: session_{n} turn {dia_id}"
+            at = f"{where}: {key} turn {dia_id}"
             if dia_id in seen:
                 raise InputError(f"{at}: duplicate dia_id")
             seen.add(dia_id)
@@ -135,7 +153,8 @@ def _conversation(entry: Mapping[str, Any], *, where: str, default_id: str) -> L
             if not text:
                 raise InputError(f"{at}: empty text")
             messages.append(
-                Message(
+                make_message(
+                    at,
                     text=text,
                     speaker=speaker.strip(),
                     role="user",
@@ -179,11 +198,8 @@ def load_locomo(
     if isinstance(data, str | os.PathLike):
         path = Path(data)
         where = str(path)
-        stem = path.stem
-        try:
-            parsed = json.loads(read_text(path))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from exc
+        stem = os.fsencode(path.stem).decode("utf-8", "backslashreplace")  # valid text
+        parsed = loads_json(read_text(path), where=str(path))
     if isinstance(parsed, Mapping):
         return [_conversation(parsed, where=where, default_id=stem)]
     if isinstance(parsed, list):

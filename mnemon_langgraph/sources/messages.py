@@ -21,15 +21,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import parse_date, parse_role
+from mnemon_langgraph.sources._common import make_message, parse_date, parse_role
 from mnemon_langgraph.sources.jsonl import text_of_content
 from mnemon_langgraph.storage.chunking import derive_message_id
-from mnemon_langgraph.types import Message, Role
+from mnemon_langgraph.types import Message, Role, check_session
 
 __all__ = ["DEFAULT_SESSION_GAP", "TIMESTAMP_KEYS", "messages_from_langchain"]
 
@@ -88,10 +89,9 @@ def messages_from_langchain(
         InputError: A message without text (unless ``skip_empty``), an unknown type, a bad
             timestamp, an invalid session — naming the message index and id.
     """
-    if session is not None and (isinstance(session, bool) or session < 1):
-        raise InputError(f"session must be a positive integer, got {session!r}")
-    if first_session < 1:
-        raise InputError(f"first_session must be a positive integer, got {first_session!r}")
+    if session is not None:
+        check_session(session)
+    check_session(first_session, what="first_session")
     out: list[Message] = []
     current = first_session
     previous = last_timestamp
@@ -115,8 +115,10 @@ def messages_from_langchain(
             number = session
         elif extra.get("session") is not None:
             number = extra["session"]
-            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-                raise InputError(f"{where}: session must be a positive integer, got {number!r}")
+            try:
+                check_session(number, what="additional_kwargs['session']")
+            except InputError as exc:
+                raise InputError(f"{where}: {exc}") from None
         else:
             if (
                 timestamp is not None
@@ -127,17 +129,10 @@ def messages_from_langchain(
             number = current
         if timestamp is not None:
             previous = timestamp
-        base = Message(text=text, speaker=speaker, role=role, timestamp=timestamp, session=number)
+        base = make_message(
+            where, text=text, speaker=speaker, role=role, timestamp=timestamp, session=number
+        )
         if not (isinstance(mid, str) and mid.strip()):
             mid = derive_message_id(base, source=source, index=index)
-        out.append(
-            Message(
-                text=text,
-                speaker=speaker,
-                role=role,
-                id=mid,
-                timestamp=timestamp,
-                session=number,
-            )
-        )
+        out.append(dataclasses.replace(base, id=mid))
     return out

@@ -34,9 +34,15 @@ from datetime import datetime
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import parse_date, read_text, role_for_speaker
+from mnemon_langgraph.sources._common import (
+    make_message,
+    parse_date,
+    read_text,
+    role_for_speaker,
+    split_lines,
+)
 from mnemon_langgraph.storage.chunking import stable_hash
-from mnemon_langgraph.types import Message
+from mnemon_langgraph.types import Message, check_session
 
 __all__ = ["load_transcript", "parse_transcript"]
 
@@ -57,6 +63,96 @@ class _Turn:
     lines: list[str] = field(default_factory=list)
 
 
+class _Parser:
+    """Line-by-line state of :func:`parse_transcript` (kept apart so each step is small)."""
+
+    def __init__(self, label: str, known: set[str] | None) -> None:
+        self.label = label
+        self.known = known
+        self.turns: list[_Turn] = []
+        self.session: int | None = None
+        self.date: datetime | None = None
+
+    def feed(self, lineno: int, raw: str) -> None:
+        """Consume one line: a blank, a session header, a turn start or a continuation."""
+        line = raw.strip()
+        where = f"{self.label}:{lineno}"
+        if not line:
+            if self.turns:
+                self.turns[-1].lines.append("")
+            return
+        if self._header(line, lineno, where):
+            return
+        if _HEADING.fullmatch(line):
+            raise InputError(
+                f"{where}: unrecognised heading {line[:60]!r} (expected '## Session N — date')"
+            )
+        match = _TURN.fullmatch(line)
+        name = match.group("speaker").strip() if match else ""
+        starts_turn = bool(match) and len(name.split()) <= 4 and "//" not in name
+        if self.known is not None:
+            starts_turn = starts_turn and name in self.known
+        if starts_turn:
+            assert match is not None
+            self.turns.append(_Turn(name, lineno, self.session, self.date))
+            self.turns[-1].lines.append(match.group("text") or "")
+            return
+        if not self.turns or not self.turns[-1].speaker:
+            raise InputError(f"{where}: text before the first 'Speaker: text' line: {line[:60]!r}")
+        self.turns[-1].lines.append(line)
+
+    def _header(self, line: str, lineno: int, where: str) -> bool:
+        """Handle a session header line; returns whether ``line`` was one."""
+        header = _SESSION_HEADER.fullmatch(line)
+        dashes = None if header else _DASH_HEADER.fullmatch(line)
+        if header:
+            self.session = check_session_at(int(header.group(1)), where)
+            raw_date = header.group("date")
+        elif dashes:
+            self.session = check_session_at((self.session or 0) + 1, where)
+            raw_date = dashes.group("date")
+            if not raw_date:
+                raise InputError(f"{where}: '--- <date> ---' header without a date")
+        else:
+            return False
+        self.date = parse_date(raw_date, where=where) if raw_date else None
+        self.turns.append(_Turn(speaker="", lineno=lineno, session=self.session, date=self.date))
+        return True
+
+    def messages(self, source: str) -> list[Message]:
+        """The parsed turns as messages (validated by :class:`Message`)."""
+        messages: list[Message] = []
+        for turn in self.turns:
+            if not turn.speaker:
+                continue
+            body = "\n".join(turn.lines).strip()
+            where = f"{self.label}:{turn.lineno}"
+            if not body:
+                raise InputError(f"{where}: empty turn of {turn.speaker!r}")
+            messages.append(
+                make_message(
+                    where,
+                    text=body,
+                    speaker=turn.speaker,
+                    role=role_for_speaker(turn.speaker),
+                    id="m-" + stable_hash(source, turn.lineno, body, length=24),
+                    timestamp=turn.date,
+                    session=turn.session,
+                )
+            )
+        if not messages:
+            raise InputError(f"{self.label}: no 'Speaker: text' lines")
+        return messages
+
+
+def check_session_at(number: int, where: str) -> int:
+    """:func:`~mnemon_langgraph.types.check_session` with ``where`` in the error."""
+    try:
+        return check_session(number, what="session number")
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
 def parse_transcript(
     text: str,
     *,
@@ -66,6 +162,8 @@ def parse_transcript(
 ) -> list[Message]:
     """Parse transcript text (see the module docstring).
 
+    Lines are split on ``\\n`` only, so a U+2028 inside a turn stays part of it.
+
     Args:
         text: The transcript.
         source: Name used in error messages and derived ids.
@@ -73,75 +171,15 @@ def parse_transcript(
         label: Name of the input in error messages (default: ``source``).
 
     Raises:
-        InputError: Text before the first turn, an empty turn, an unknown heading or an
-            unparsable date — naming the source and line.
+        InputError: Text before the first turn, an empty turn, an unknown heading, an
+            unparsable date or a session number outside ``1..2**31-1`` — naming the
+            source and line.
     """
-    label = label or source
     known = {s.strip() for s in speakers} if speakers is not None else None
-    turns: list[_Turn] = []
-    session: int | None = None
-    date: datetime | None = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        where = f"{label}:{lineno}"
-        if not line:
-            if turns:
-                turns[-1].lines.append("")
-            continue
-        header = _SESSION_HEADER.fullmatch(line)
-        dashes = None if header else _DASH_HEADER.fullmatch(line)
-        if header or dashes:
-            if header:
-                session = int(header.group(1))
-                if session < 1:
-                    raise InputError(f"{where}: session numbers start at 1")
-                raw_date = header.group("date")
-            else:
-                assert dashes is not None
-                session = (session or 0) + 1
-                raw_date = dashes.group("date")
-                if not raw_date:
-                    raise InputError(f"{where}: '--- <date> ---' header without a date")
-            date = parse_date(raw_date, where=where) if raw_date else None
-            turns.append(_Turn(speaker="", lineno=lineno, session=session, date=date))
-            continue
-        if _HEADING.fullmatch(line):
-            raise InputError(
-                f"{where}: unrecognised heading {line[:60]!r} (expected '## Session N — date')"
-            )
-        match = _TURN.fullmatch(line)
-        name = match.group("speaker").strip() if match else ""
-        starts_turn = bool(match) and len(name.split()) <= 4 and "//" not in name
-        if known is not None:
-            starts_turn = starts_turn and name in known
-        if starts_turn:
-            assert match is not None
-            turns.append(_Turn(speaker=name, lineno=lineno, session=session, date=date))
-            turns[-1].lines.append(match.group("text") or "")
-            continue
-        if not turns or not turns[-1].speaker:
-            raise InputError(f"{where}: text before the first 'Speaker: text' line: {line[:60]!r}")
-        turns[-1].lines.append(line)
-    messages: list[Message] = []
-    for turn in turns:
-        if not turn.speaker:
-            continue
-        body = "\n".join(turn.lines).strip()
-        if not body:
-            raise InputError(f"{label}:{turn.lineno}: empty turn of {turn.speaker!r}")
-        messages.append(
-            Message(
-                text=body,
-                speaker=turn.speaker,
-                role=role_for_speaker(turn.speaker),
-                id="m-" + stable_hash(source, turn.lineno, body, length=24),
-                timestamp=turn.date,
-                session=turn.session,
-            )
-        )
-    if not messages:
-        raise InputError(f"{label}: no 'Speaker: text' lines")
-    return messages
+    parser = _Parser(label or source, known)
+    for lineno, raw in enumerate(split_lines(text), start=1):
+        parser.feed(lineno, raw)
+    return parser.messages(source)
 
 
 def load_transcript(

@@ -1,20 +1,21 @@
 """Deletion half of the journal: delete by record or message id, erase, audit.
 
-Mixed into :class:`mnemon_langgraph.storage.journal.Journal`; every deletion is a real SQL
+:class:`Deletions` is a helper object the :class:`~mnemon_langgraph.storage.journal.Journal`
+owns and delegates to (composition, not a mixin: it calls the journal it is given, so
+nothing has to be re-declared for the type checker). Every deletion is a real SQL
 ``DELETE`` (so ``ON DELETE CASCADE`` reaches other tables) and writes its audit row in the
 same transaction. Audit rows hold ids and counts, never the deleted text.
 
-:meth:`DeletionMixin.delete_messages` can also write the records that replace the deleted
+:meth:`Deletions.delete_messages` can also write the records that replace the deleted
 ones (the other messages of packed records) in that same transaction, so a crash or a
 failing embedder never loses a message nobody asked to delete.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,34 +36,27 @@ from mnemon_langgraph.storage.schema import (
 )
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
-__all__ = ["DeletionMixin", "ReplaceSurvivors"]
+if TYPE_CHECKING:
+    from mnemon_langgraph.storage.journal import Journal
+
+__all__ = ["Deletions", "ReplaceSurvivors"]
 
 ReplaceSurvivors = Callable[[list[Message]], tuple[Sequence[Record], np.ndarray | None]]
-"""``replace(survivors) -> (records, vectors | None)``: see ``DeletionMixin.delete_messages``."""
+"""``replace(survivors) -> (records, vectors | None)``: see ``Deletions.delete_messages``."""
 
 
-class DeletionMixin:
-    """Deletion, erase and audit methods of :class:`~mnemon_langgraph.storage.journal.Journal`."""
+class Deletions:
+    """Deletion, erase and audit operations on one journal.
 
-    if TYPE_CHECKING:
+    Args:
+        journal: The journal whose rows are deleted. Its storage-internal ``_read``,
+            ``_check_append`` and ``_append_in`` are used on purpose: they are the one
+            read and write path of the journal, and this class is part of the same
+            ``storage`` package (not an outside caller).
+    """
 
-        def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
-
-        def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]: ...
-
-        def checkpoint(self) -> None: ...
-
-        def _check_append(
-            self, ns: Namespace, records: Sequence[Record], vectors: np.ndarray | None
-        ) -> list[bytes] | None: ...
-
-        def _append_in(
-            self,
-            conn: sqlite3.Connection,
-            ns: Namespace,
-            records: Sequence[Record],
-            blobs: list[bytes] | None,
-        ) -> list[Record]: ...
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
 
     def generation(self, namespace: str | Sequence[str]) -> int:
         """A number that grows with every deletion in ``namespace`` (``0`` before any).
@@ -70,7 +64,7 @@ class DeletionMixin:
         It is the id of the namespace's latest audit row, so it keeps growing even across
         an erase. Derived indexes store it and rebuild when it changed.
         """
-        row = self._read(
+        row = self._journal._read(
             "SELECT MAX(id) FROM audit WHERE namespace = ?", (namespace_key(namespace),)
         )[0]
         return int(row[0] or 0)
@@ -137,7 +131,7 @@ class DeletionMixin:
             Ids actually deleted (ids not in the namespace are ignored).
         """
         key = namespace_key(namespace)
-        with self.transaction() as conn:
+        with self._journal.transaction() as conn:
             deleted = self._delete_ids(conn, key, id_list(ids))
             if deleted:
                 self._audit(
@@ -199,41 +193,8 @@ class DeletionMixin:
         ns = normalize_namespace(namespace)
         key = namespace_key(ns)
         targets = set(id_list(message_ids))
-        with self.transaction() as conn:
-            pending = list(targets)
-            seen_msgs: set[str] = set(pending)
-            record_ids: set[str] = set()
-            while pending:
-                next_msgs: list[str] = []
-                for part in chunks(pending):
-                    marks = ",".join("?" * len(part))
-                    rows = conn.execute(
-                        f"SELECT DISTINCT record_id FROM messages WHERE namespace = ? "
-                        f"AND message_id IN ({marks})",
-                        [key, *part],
-                    ).fetchall()
-                    new_records = [r[0] for r in rows if r[0] not in record_ids]
-                    record_ids.update(new_records)
-                    for rpart in chunks(new_records):
-                        rmarks = ",".join("?" * len(rpart))
-                        for (mid,) in conn.execute(
-                            f"SELECT message_id FROM messages WHERE record_id IN ({rmarks})",
-                            list(rpart),
-                        ):
-                            if mid not in seen_msgs:
-                                seen_msgs.add(mid)
-                                next_msgs.append(mid)
-                pending = next_msgs
-            records: list[Record] = []
-            for part in chunks(sorted(record_ids)):
-                marks = ",".join("?" * len(part))
-                records.extend(
-                    row_to_record(row)
-                    for row in conn.execute(
-                        f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({marks})", list(part)
-                    )
-                )
-            records.sort(key=lambda r: (r.session, r.position, r.seq))
+        with self._journal.transaction() as conn:
+            records = self._affected_records(conn, key, targets)
             survivors = rebuild_messages(records, exclude=targets)
             deleted = self._delete_ids(conn, key, [r.id for r in records])
             if deleted:
@@ -250,6 +211,45 @@ class DeletionMixin:
             if survivors and replace is not None:
                 self._replace_in(conn, ns, survivors, replace)
         return deleted, survivors
+
+    @staticmethod
+    def _affected_records(conn: sqlite3.Connection, key: str, targets: set[str]) -> list[Record]:
+        """Every record holding a part of ``targets``, closed over shared messages.
+
+        A record packed with another message, and that message's other records, are
+        affected too (transitively), so the survivors can be rebuilt whole. Ordered by
+        ``(session, position, seq)``.
+        """
+        pending = list(targets)
+        seen_msgs: set[str] = set(pending)
+        record_ids: set[str] = set()
+        while pending:
+            next_msgs: list[str] = []
+            for part in chunks(pending):
+                marks = ",".join("?" * len(part))
+                rows = conn.execute(
+                    f"SELECT DISTINCT record_id FROM messages WHERE namespace = ? "
+                    f"AND message_id IN ({marks})",
+                    [key, *part],
+                ).fetchall()
+                new_records = [r[0] for r in rows if r[0] not in record_ids]
+                record_ids.update(new_records)
+                for mid in _message_ids_of(conn, new_records):
+                    if mid not in seen_msgs:
+                        seen_msgs.add(mid)
+                        next_msgs.append(mid)
+            pending = next_msgs
+        records: list[Record] = []
+        for part in chunks(sorted(record_ids)):
+            marks = ",".join("?" * len(part))
+            records.extend(
+                row_to_record(row)
+                for row in conn.execute(
+                    f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({marks})", list(part)
+                )
+            )
+        records.sort(key=lambda r: (r.session, r.position, r.seq))
+        return records
 
     def _replace_in(
         self,
@@ -268,10 +268,11 @@ class DeletionMixin:
                 f"re-writing the {len(survivors)} surviving messages failed: {exc}; "
                 "nothing was deleted"
             ) from exc
-        blobs = self._check_append(ns, records, vectors)
-        return self._append_in(conn, ns, records, blobs)
+        blobs = self._journal._check_append(ns, records, vectors)
+        return self._journal._append_in(conn, ns, records, blobs)
 
-    def _namespace_tables(self, conn: sqlite3.Connection) -> list[str]:
+    @staticmethod
+    def _namespace_tables(conn: sqlite3.Connection) -> list[str]:
         names = [
             r[0]
             for r in conn.execute(
@@ -286,6 +287,19 @@ class DeletionMixin:
                 out.append(quoted)
         return out
 
+    def holds(self, namespace: str | Sequence[str]) -> bool:
+        """Whether any table but ``audit`` has a row of ``namespace`` (what erase removes)."""
+        key = namespace_key(namespace)
+        conn = self._journal._conn
+        for table in self._namespace_tables(conn):
+            if table == '"audit"':
+                continue
+            if conn.execute(
+                f"SELECT 1 FROM {table} WHERE namespace = ? LIMIT 1", (key,)
+            ).fetchone():
+                return True
+        return False
+
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase a namespace: every row of it in every table with a ``namespace`` column.
 
@@ -299,7 +313,7 @@ class DeletionMixin:
             Number of records erased.
         """
         key = namespace_key(namespace)
-        with self.transaction() as conn:
+        with self._journal.transaction() as conn:
             conn.execute("PRAGMA defer_foreign_keys = ON")
             count = int(
                 conn.execute("SELECT COUNT(*) FROM records WHERE namespace = ?", (key,)).fetchone()[
@@ -312,7 +326,7 @@ class DeletionMixin:
             for table in tables:
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (key,))
             self._audit(conn, actor=actor, action="erase_namespace", key=key, count=count)
-        self.checkpoint()
+        self._journal.checkpoint()
         return count
 
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
@@ -325,7 +339,7 @@ class DeletionMixin:
         if namespace is not None:
             sql += " WHERE namespace = ?"
             params = (namespace_key(namespace),)
-        rows = self._read(sql + " ORDER BY id", params)
+        rows = self._journal._read(sql + " ORDER BY id", params)
         return [
             AuditEntry(
                 id=r[0],
@@ -340,3 +354,17 @@ class DeletionMixin:
             )
             for r in rows
         ]
+
+
+def _message_ids_of(conn: sqlite3.Connection, record_ids: Sequence[str]) -> list[str]:
+    """Message ids held by ``record_ids`` (in the ``messages`` table)."""
+    out: list[str] = []
+    for part in chunks(list(record_ids)):
+        marks = ",".join("?" * len(part))
+        out.extend(
+            r[0]
+            for r in conn.execute(
+                f"SELECT message_id FROM messages WHERE record_id IN ({marks})", list(part)
+            )
+        )
+    return out

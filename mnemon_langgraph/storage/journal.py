@@ -32,6 +32,7 @@ transaction: it commits whole or not at all.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import tempfile
@@ -52,7 +53,7 @@ from mnemon_langgraph.errors import (
     JournalReadOnlyError,
     SchemaVersionError,
 )
-from mnemon_langgraph.storage.deletion import DeletionMixin
+from mnemon_langgraph.storage.deletion import Deletions, ReplaceSurvivors
 from mnemon_langgraph.storage.schema import (
     MIGRATIONS,
     RECORD_COLUMNS,
@@ -68,7 +69,15 @@ from mnemon_langgraph.storage.schema import (
     replace_seq,
     row_to_record,
 )
-from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import (
+    MAX_SESSION,
+    Message,
+    Namespace,
+    Record,
+    check_count,
+    check_session,
+    normalize_namespace,
+)
 
 __all__ = ["SCHEMA_VERSION", "AuditEntry", "Journal", "namespace_key", "record_lines"]
 
@@ -99,7 +108,7 @@ class _Connection(sqlite3.Connection):
     """A connection that can be weakly referenced (closed when its thread goes away)."""
 
 
-class Journal(DeletionMixin):
+class Journal:
     """Durable, append-only, namespaced store of records in one SQLite file.
 
     Safe to share between threads (one connection per thread) and processes (WAL).
@@ -129,6 +138,7 @@ class Journal(DeletionMixin):
         # Weak, so a finished thread's connection is closed when its thread-local goes.
         self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._closed = False
+        self._deletions = Deletions(self)
         if not read_only:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +160,7 @@ class Journal(DeletionMixin):
                 f"{where} is locked by another writer (waited {self.busy_timeout:g}s) while {doing}"
             )
         if "readonly" in msg or "read-only" in msg or (self.read_only and "write" in msg):
-            return JournalReadOnlyError(f"{where} is read-only; cannot {doing}")
+            return JournalReadOnlyError(f"{where} is read-only (while {doing})")
         if "unable to open" in msg:
             if not _writable(self.path):
                 return JournalReadOnlyError(f"{where} (or its folder) is read-only: {exc}")
@@ -162,20 +172,7 @@ class Journal(DeletionMixin):
     def _connect(self) -> sqlite3.Connection:
         if self._closed:
             raise JournalError(f"journal {self.path} is closed")
-        target = str(self.path)
-        if self.read_only:
-            target = f"file:{urllib.parse.quote(self.path.resolve().as_posix())}?mode=ro"
-        try:
-            conn = sqlite3.connect(
-                target,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-                uri=self.read_only,
-                factory=_Connection,
-            )
-        except sqlite3.Error as exc:
-            raise self._error(exc, "opening it") from exc
+        conn = self._open_connection()
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -187,6 +184,36 @@ class Journal(DeletionMixin):
         with self._lock:
             self._connections.add(conn)
         return conn
+
+    def _open_connection(self) -> _Connection:
+        """Open the SQLite file: read-write, or read-only with an ``immutable`` fallback.
+
+        ``mode=ro`` still needs the WAL's ``-shm`` file, which a read-only folder cannot
+        hold; then the file is opened ``immutable=1`` (SQLite reads it without locking:
+        right for a journal nobody can write anyway).
+        """
+        targets = [(str(self.path), False)]
+        if self.read_only:
+            base = f"file:{urllib.parse.quote(self.path.resolve().as_posix())}"
+            targets = [(f"{base}?mode=ro", True), (f"{base}?immutable=1", True)]
+        for n, (target, uri) in enumerate(targets, start=1):
+            try:
+                conn = sqlite3.connect(
+                    target,
+                    timeout=self.busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    uri=uri,
+                    factory=_Connection,
+                )
+                if self.read_only:
+                    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            except sqlite3.Error as exc:
+                if n < len(targets):
+                    continue
+                raise self._error(exc, "opening it") from exc
+            return cast(_Connection, conn)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -235,6 +262,10 @@ class Journal(DeletionMixin):
                         f"{SCHEMA_VERSION}) but was opened read-only"
                     )
                 self._migrate()
+            if not self.read_only:
+                # Completes the scrub of an erase killed before its checkpoint: erased
+                # text may still sit in the WAL or in pages the WAL has not yet replaced.
+                self.checkpoint()
         except sqlite3.Error as exc:
             self.close()
             raise self._error(exc, "opening it") from exc
@@ -378,6 +409,8 @@ class Journal(DeletionMixin):
                 f"embedding model needs a name and a positive dimension, got {name!r}, {dim}"
             )
         current = self.embedding_model()
+        if current is None and self.read_only:
+            return  # nothing stored yet, and nothing can be: any model can read it
         if current is None:
             with self.transaction() as conn:
                 row = conn.execute(
@@ -446,6 +479,10 @@ class Journal(DeletionMixin):
                 )
             if not rec.message_ids:
                 raise InputError(f"record {rec.id} has no message ids")
+            check_session(rec.session, what=f"record {rec.id} session")
+            check_count(rec.position, what=f"record {rec.id} position")
+            if rec.position > MAX_SESSION:
+                raise InputError(f"record {rec.id} position {rec.position} is out of range")
         if vectors is None:
             return None
         arr = np.asarray(vectors, dtype=np.float32)
@@ -480,12 +517,15 @@ class Journal(DeletionMixin):
         now = now_iso()
         last = int(conn.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()[0])
         seen: set[str] = set()
+        fresh: list[tuple[int, Record]] = []
         for i, rec in enumerate(records):
             if rec.id in seen:
                 continue
             seen.add(rec.id)
             if conn.execute("SELECT 1 FROM records WHERE id = ?", (rec.id,)).fetchone():
                 continue
+            fresh.append((i, rec))
+        for i, rec in self._rebase_positions(conn, key, fresh):
             last += 1
             conn.execute(
                 f"INSERT INTO records ({RECORD_COLUMNS}, created_at) "
@@ -517,6 +557,35 @@ class Journal(DeletionMixin):
             written.append(replace_seq(rec, last))
         conn.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(last),))
         return written
+
+    @staticmethod
+    def _rebase_positions(
+        conn: sqlite3.Connection, key: str, fresh: list[tuple[int, Record]]
+    ) -> list[tuple[int, Record]]:
+        """Shift positions so each session's new records follow its stored ones.
+
+        Callers compute positions (:meth:`next_position`) before the write lock is taken,
+        so two processes appending to one session could pick the same ones. Re-reading
+        the session's highest position here, under ``BEGIN IMMEDIATE``, keeps
+        ``(session, position)`` unique and ordered whatever ran in between.
+        """
+        lowest: dict[int, int] = {}
+        for _, rec in fresh:
+            lowest[rec.session] = min(rec.position, lowest.get(rec.session, rec.position))
+        shift: dict[int, int] = {}
+        for session, low in lowest.items():
+            row = conn.execute(
+                "SELECT MAX(position) FROM records WHERE namespace = ? AND session = ?",
+                (key, session),
+            ).fetchone()
+            start = 0 if row[0] is None else int(row[0]) + 1
+            shift[session] = max(0, start - low)
+        return [
+            (i, dataclasses.replace(rec, position=rec.position + shift[rec.session]))
+            if shift[rec.session]
+            else (i, rec)
+            for i, rec in fresh
+        ]
 
     def put_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str], vectors: np.ndarray
@@ -681,3 +750,46 @@ class Journal(DeletionMixin):
         """Copy the WAL into the main file and truncate it (best effort)."""
         with contextlib.suppress(sqlite3.Error):
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    # -- deleting (delegated to storage.deletion.Deletions) --------------------------------
+
+    def generation(self, namespace: str | Sequence[str]) -> int:
+        """A number that grows with every deletion in ``namespace`` (see :class:`Deletions`)."""
+        return self._deletions.generation(namespace)
+
+    def delete_records(
+        self,
+        namespace: str | Sequence[str],
+        ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+    ) -> list[str]:
+        """Delete records and what references them; see :meth:`Deletions.delete_records`."""
+        return self._deletions.delete_records(namespace, ids, actor=actor, reason=reason)
+
+    def delete_messages(
+        self,
+        namespace: str | Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+        replace: ReplaceSurvivors | None = None,
+    ) -> tuple[list[str], list[Message]]:
+        """Delete every record holding the messages; see :meth:`Deletions.delete_messages`."""
+        return self._deletions.delete_messages(
+            namespace, message_ids, actor=actor, reason=reason, replace=replace
+        )
+
+    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+        """Erase every row of a namespace; see :meth:`Deletions.erase_namespace`."""
+        return self._deletions.erase_namespace(namespace, actor=actor)
+
+    def holds_namespace(self, namespace: str | Sequence[str]) -> bool:
+        """Whether the journal has any row of ``namespace`` (records, items, state …)."""
+        return self._deletions.holds(namespace)
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+        """Audited deletions, oldest first; see :meth:`Deletions.audit_log`."""
+        return self._deletions.audit_log(namespace)

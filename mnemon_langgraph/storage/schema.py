@@ -158,6 +158,10 @@ def id_list(ids: Iterable[str] | str) -> list[str]:
     """Ids as a de-duplicated list; a single string is one id (not its characters)."""
     if isinstance(ids, str):
         return [ids]
+    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
+        raise InputError(
+            f"ids must be a list of id strings, got {type(ids).__name__}: {ids!r}"[:200]
+        )
     out = list(dict.fromkeys(ids))
     for value in out:
         if not isinstance(value, str):

@@ -63,3 +63,9 @@ def test_one_month_table() -> None:
     assert text.month_number("monday") is None
     assert text.MONTH_PATTERN.split("|") == list(text.MONTH_NAMES)
     assert len(text.MONTH_NAMES) == 12
+
+
+def test_pieces_split_at_apostrophes_hyphens_and_underscores() -> None:
+    assert text.pieces("Caroline's self-care snake_case Ünï") == [
+        "caroline", "s", "self", "care", "snake", "case", "ünï",
+    ]  # fmt: skip

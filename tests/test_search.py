@@ -120,3 +120,22 @@ def test_date_to_epoch_naive_is_utc() -> None:
 
     naive = datetime(2024, 1, 1)
     assert date_to_epoch(naive) == date_to_epoch(naive.replace(tzinfo=UTC)) == 1704067200
+
+
+def test_record_fetch_is_a_primary_key_lookup_not_a_namespace_scan(store: MnemonStore) -> None:
+    """Issue 15: the page fetch must cost the same at 870 and 1M records in a namespace."""
+    from mnemon_langgraph.storage.journal import GET_RECORDS_SQL
+
+    # 20 ids (a default page): with fewer, SQLite's no-statistics estimate already prefers the
+    # primary key, and the test would pass on the old namespace-first query too.
+    hits = store.search("guitar ocean", namespace=NS, k=20)
+    ids = [h.record.id for h in hits]
+    assert len(ids) == 20
+    sql = "EXPLAIN QUERY PLAN " + GET_RECORDS_SQL.format(marks=",".join("?" * len(ids)))
+    plan = " | ".join(row[-1] for row in store.journal._read(sql, [*ids, "t"]))
+    assert "sqlite_autoindex_records_1 (id=?)" in plan or "PRIMARY KEY" in plan, plan
+    assert "records_ns_" not in plan, plan
+    assert "SCAN" not in plan, plan
+    # and the lookup still honours the namespace and the order of the ids asked for
+    assert [r.id for r in store.journal.get_records(NS, ids[::-1])] == ids[::-1]
+    assert store.journal.get_records(("other",), ids) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _search_fakes import HashEmbeddings
@@ -139,3 +140,62 @@ def test_record_fetch_is_a_primary_key_lookup_not_a_namespace_scan(store: Mnemon
     # and the lookup still honours the namespace and the order of the ids asked for
     assert [r.id for r in store.journal.get_records(NS, ids[::-1])] == ids[::-1]
     assert store.journal.get_records(("other",), ids) == []
+
+
+@pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "hnsw"])
+def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, threshold: int) -> None:
+    """Issue 15: a deletion elsewhere costs the searcher no rebuild, and erased text is gone."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    ns = ("x", "searcher")
+    here = Path(__file__).parent
+    settings = {"hnsw_threshold": threshold}
+    with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as writer:
+        msgs = _messages(60)
+        msgs[7] = Message("the secret pistachio recipe", "Ada", id="secret", session=1)
+        writer.ingest(ns, msgs, source="chat", pack=False)
+    child = subprocess.Popen(
+        [sys.executable, str(here / "_search_child.py"), str(tmp_path / "j.db"), str(threshold)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+
+        def ask(query: str) -> dict[str, Any]:
+            child.stdin.write(query + "\n")
+            child.stdin.flush()
+            return json.loads(child.stdout.readline())
+
+        before = ask("secret pistachio recipe")
+        assert any("pistachio" in t for t in before["texts"])
+        assert before["kind"] == ("hnsw" if threshold == 20 else "flat")
+        victim = next(
+            i for i, t in zip(before["ids"], before["texts"], strict=True) if "pistachio" in t
+        )
+        other, third = before["ids"][-1], before["ids"][-2]
+        with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as w:
+            assert w.delete_records(ns, [victim, other]) == [victim, other]
+            w.delete_messages(ns, ["m8"])  # a second deletion, one audit row more
+            # journal only, index files untouched: the searcher cannot load a current checkpoint
+            assert w.journal.delete_records(ns, [third]) == [third]
+        after = ask("secret pistachio recipe")
+        assert after["rebuilds"] == before["rebuilds"]  # nothing rebuilt …
+        assert after["deletions_applied"] == before["deletions_applied"] + 3  # … applied in place
+        assert not any("pistachio" in t for t in after["texts"])
+        assert not {victim, other, third} & set(after["ids"])
+        assert not any(t.endswith("story number 8") for t in after["texts"])
+        everything = ask("story number garden tomato bicycle guitar piano ocean forest coffee")
+        assert len(everything["ids"]) == 50
+        assert not {victim, other, third} & set(everything["ids"])
+    finally:
+        child.stdin.write("\n")
+        child.stdin.flush()
+        child.wait(timeout=60)
+    assert child.returncode == 0

@@ -199,3 +199,26 @@ def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, thresho
         child.stdin.flush()
         child.wait(timeout=60)
     assert child.returncode == 0
+
+
+def test_bench_search_times_the_whole_call_and_its_parts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``mnemon bench search`` at tiny sizes: whole call, parts, ratios, efSearch trade-off."""
+    import json
+
+    from mnemon_langgraph.cli import main
+
+    assert main(["bench", "search", "--records", "400,800", "--queries", "6", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    small, large = result["sizes"]
+    assert [small["records"], large["records"]] == [400, 800]
+    for row in (small, large):
+        # the whole call includes ranking and fetch, so it cannot be faster than either
+        assert row["search_p50_ms"] >= max(row["fetch_p50_ms"], row["ranking_p50_ms"]) > 0
+        grid = row["ef_tradeoff"]
+        assert [t["ef_search"] for t in grid] == [64, 128, 256, 512]
+        assert all(0.0 < t["recall"] <= 1.0 for t in grid)
+        reached = [t["ef_search"] for t in grid if t["recall"] >= 0.98]
+        assert row["ef_for_goal"] == (reached[0] if reached else None)
+    assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0

@@ -10,6 +10,7 @@ from _paths import LOCOMO_DEV
 
 from mnemon_langgraph.cli import build_parser, main
 from mnemon_langgraph.cli._common import namespace_arg
+from mnemon_langgraph.search.embeddings import DEFAULT_MODEL_NAME
 from mnemon_langgraph.sources import SAMPLE_PATH
 
 LOCOMO = LOCOMO_DEV / "conv-26.json"
@@ -125,7 +126,7 @@ def test_search_with_real_embedder(
     hits = json.loads(capsys.readouterr().out)
     assert "Rotterdam" in hits[0]["text"] and hits[0]["dense_rank"] == 0
     assert main(["stats", "--db", db, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert json.loads(capsys.readouterr().out)["embedding_model"] == DEFAULT_MODEL_NAME
 
 
 def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

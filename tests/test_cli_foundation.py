@@ -135,7 +135,8 @@ def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixtu
         main(["bench", "ingest", str(SAMPLE_PATH), "--embeddings", "fake", "--out", str(out)]) == 0
     )
     result = json.loads(out.read_text())
-    assert result["messages"] == 40 and result["messages_per_second"] > 0
+    fake = result["runs"]["fake"]
+    assert fake["messages"] == 40 and fake["messages_per_second"] > 0
     assert "messages/s" in capsys.readouterr().out
     assert main(["bench", "search", "--records", "500,1000", "--queries", "5", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -222,3 +222,25 @@ def test_bench_search_times_the_whole_call_and_its_parts(
         reached = [t["ef_search"] for t in grid if t["recall"] >= 0.98]
         assert row["ef_for_goal"] == (reached[0] if reached else None)
     assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0
+
+
+def test_bench_peers_runs_all_three_on_the_same_records(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``mnemon bench peers``: mnemon, EnsembleRetriever and InMemoryStore side by side."""
+    import json
+
+    pytest.importorskip("langchain_community")
+    pytest.importorskip("rank_bm25")
+    pytest.importorskip("langchain_classic")
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.sources import SAMPLE_PATH
+
+    argv = ["bench", "peers", str(SAMPLE_PATH), "--embeddings", "fake", "--sizes", "0,300"]
+    assert main([*argv, "--queries", "4", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    small, large = result["sizes"]
+    assert 0 < small["records"] < 300 == large["records"]
+    for row in (small, large):
+        assert row["mnemon_p50_ms"] > 0 and row["ensemble_p50_ms"] > 0
+        assert row["inmemory_p50_ms"] > 0

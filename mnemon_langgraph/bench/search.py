@@ -325,7 +325,7 @@ def _index_latency(bm25: Any, vindex: Any, data: dict[str, Any]) -> dict[str, An
         "dense_p50_ms": _p50(lambda i: vindex.search(qvecs[i], CANDIDATE_DEPTH), idx),
         "hybrid_p50_ms": _p50(hybrid, idx),
         "vector_index": vindex.kind,
-        "ef_search": vindex.ef_search if vindex.kind == "hnsw" else None,
+        "ef_search": vindex.effective_ef_search if vindex.kind == "hnsw" else None,
     }
 
 
@@ -344,6 +344,7 @@ def _ef_tradeoff(vindex: Any, seqs: np.ndarray, data: dict[str, Any], k: int) ->
         vindex.add(seqs, vecs)
     exact = [set(seqs[np.argsort(-(vecs @ v), kind="stable")[:k]].tolist()) for v in qvecs]
     chosen, before, rows = None, vindex.ef_search, []
+    own_ef = vindex.effective_ef_search
     idx = list(range(len(qvecs)))
     for ef in _EF_GRID:
         vindex.ef_search = ef
@@ -358,7 +359,7 @@ def _ef_tradeoff(vindex: Any, seqs: np.ndarray, data: dict[str, Any], k: int) ->
         if chosen is None and recall >= _RECALL_GOAL:
             chosen = ef
     vindex.ef_search = before
-    own = next((r for r in rows if r["ef_search"] == before), None)
+    own = next((r for r in rows if r["ef_search"] == own_ef), None)
     return {
         "hnsw_recall_at_k": own["recall"] if own else None,
         "recall_k": k,
@@ -425,7 +426,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         gc.collect()
     base = rows[0] if rows else None
     for row in rows:
-        for key in ("search", "fetch", "bm25", "dense", "hybrid"):
+        for key in ("search", "search_cpu", "fetch", "bm25", "dense", "hybrid"):
             b = base[f"{key}_p50_ms"] if base else 0
             row[f"{key}_ratio"] = round(row[f"{key}_p50_ms"] / b, 2) if b else None
     return {
@@ -443,12 +444,13 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         f"search benchmark ({result['vectors']} vectors, {result['queries']} queries, "
         f"{result['cpu_count']} CPUs); p50 ms (ratio to smallest size)",
-        f"{'records':>9} {'store.search':>16} {'ranking':>8} {'fetch':>14} {'bm25':>8} "
+        f"{'records':>9} {'store.search':>16} {'cpu':>6} {'ranking':>8} {'fetch':>14} {'bm25':>8} "
         f"{'dense':>8} {'index':>5} {'ef':>4} {'recall':>7} {'peak MiB':>9}",
     ]
     for r in result["sizes"]:
         lines.append(
             f"{r['records']:>9} {r['search_p50_ms']:>8} ({r['search_ratio']:>5}) "
+            f"{r['search_cpu_p50_ms']:>6} "
             f"{r['ranking_p50_ms']:>8} {r['fetch_p50_ms']:>6} ({r['fetch_ratio']:>5}) "
             f"{r['bm25_p50_ms']:>8} {r['dense_p50_ms']:>8} {r['vector_index']:>5} "
             f"{r['ef_search'] or '-':>4} {r['hnsw_recall_at_k'] or '-':>7} {r['peak_rss_mib']:>9}"

@@ -222,6 +222,7 @@ def test_bench_search_times_the_whole_call_and_its_parts(
         reached = [t["ef_search"] for t in grid if t["recall"] >= 0.98]
         assert row["ef_for_goal"] == (reached[0] if reached else None)
     assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0
+    assert large["reopen_rebuilds"] == 0 and large["reopen_first_search_s"] > 0  # loaded
 
 
 def test_bench_peers_runs_all_three_on_the_same_records(

@@ -307,6 +307,21 @@ def _whole_call(store: Any, data: dict[str, Any], rounds: int = 3) -> dict[str, 
     return {f"{k}_p50_ms": round(statistics.median(v) * 1000, 3) for k, v in times.items()}
 
 
+def _reopen(closed: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """Seconds from opening the closed store again to its first answer (indexes loaded)."""
+    from mnemon_langgraph.store import MnemonStore
+
+    t0 = time.perf_counter()
+    store = MnemonStore(closed.path, closed.embeddings, vector_settings=closed.vector_settings)
+    try:
+        store.search(data["queries"][0], namespace=_NAMESPACE, k=20)
+        seconds = time.perf_counter() - t0
+        rebuilt = store.index(_NAMESPACE).rebuilds
+    finally:
+        store.close()
+    return {"reopen_first_search_s": round(seconds, 2), "reopen_rebuilds": rebuilt}
+
+
 def _index_latency(bm25: Any, vindex: Any, data: dict[str, Any]) -> dict[str, Any]:
     """p50 of BM25, dense and fused search over the indexes alone."""
     from mnemon_langgraph.search.fusion import rrf_fuse
@@ -409,6 +424,7 @@ def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             row.update(_ef_tradeoff(index.vectors, seqs, data, args.recall_k))
         finally:
             store.close()
+        row.update(_reopen(store, data))
     row.update(
         peak_rss_mib=round(peak_rss_mib(), 1),
         generate_s=round(data["generate_s"], 1),
@@ -461,5 +477,12 @@ def render(result: dict[str, Any]) -> str:
             f"ef {t['ef_search']}: {t['recall']} / {t['dense_p50_ms']}" for t in r["ef_tradeoff"]
         )
         lines.append(f"{r['records']:>9}  {cells}  → smallest ef ≥ 0.98: {r['ef_for_goal']}")
+    lines.append(
+        "reopen → first answer (s, indexes rebuilt): "
+        + ", ".join(
+            f"{r['records']}: {r['reopen_first_search_s']} ({r['reopen_rebuilds']})"
+            for r in result["sizes"]
+        )
+    )
     lines.append(f"goal: {result['goal']}")
     return "\n".join(lines)

@@ -191,6 +191,10 @@ def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, thresho
         assert not any("pistachio" in t for t in after["texts"])
         assert not {victim, other, third} & set(after["ids"])
         assert not any(t.endswith("story number 8") for t in after["texts"])
+        with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as fresh:
+            fresh.index(ns).rebuild()  # what a rebuild from the journal ranks: the same
+            rebuilt = fresh.search("secret pistachio recipe", namespace=ns, k=50)
+            assert [h.record.id for h in rebuilt] == after["ids"]
         everything = ask("story number garden tomato bicycle guitar piano ocean forest coffee")
         assert len(everything["ids"]) == 50
         assert not {victim, other, third} & set(everything["ids"])

@@ -230,7 +230,7 @@ def test_bench_search_times_the_whole_call_and_its_parts(
 
 
 def test_bench_peers_runs_all_three_on_the_same_records(
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``mnemon bench peers``: mnemon, EnsembleRetriever and InMemoryStore side by side."""
     import json
@@ -240,12 +240,18 @@ def test_bench_peers_runs_all_three_on_the_same_records(
     pytest.importorskip("langchain_classic")
     from mnemon_langgraph.cli import main
     from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.store import load_messages
 
-    argv = ["bench", "peers", str(SAMPLE_PATH), "--embeddings", "fake", "--sizes", "0,300"]
-    assert main([*argv, "--queries", "4", "--json"]) == 0
+    with MnemonStore(tmp_path / "one.db", HashEmbeddings()) as one:
+        for source, msgs in load_messages(SAMPLE_PATH):
+            one.ingest(NS, msgs, source=source)
+        per_file = one.journal.count(NS)
+    # the same file twice: message ids repeat across files, yet both copies are searched
+    argv = ["bench", "peers", str(SAMPLE_PATH), str(SAMPLE_PATH), "--embeddings", "fake"]
+    assert main([*argv, "--sizes", "0,300", "--queries", "4", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     small, large = result["sizes"]
-    assert 0 < small["records"] < 300 == large["records"]
+    assert small["records"] == 2 * per_file > 0 and large["records"] == 300
     for row in (small, large):
         assert row["mnemon_p50_ms"] > 0 and row["ensemble_p50_ms"] > 0
         assert row["inmemory_p50_ms"] > 0

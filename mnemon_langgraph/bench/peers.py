@@ -21,6 +21,7 @@ Install the peers with ``pip install "mnemon-langgraph[peers]"``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -84,19 +85,24 @@ def _real_records(files: list[Path], embedder: str, queries: list[str]) -> dict[
     from mnemon_langgraph.store import MnemonStore, load_messages
 
     embeddings = _embedder(embedder)
+    records: list[Any] = []
+    by_id: dict[str, np.ndarray] = {}
     with (
         tempfile.TemporaryDirectory(prefix="mnemon-peers-") as tmp,
         MnemonStore(Path(tmp) / "src.db", embeddings) as store,
     ):
         for i, f in enumerate(files):
+            ns = ("src", str(i))  # one namespace per file: message ids repeat across files
             for source, msgs in load_messages(f):
-                store.ingest(_NS, msgs, source=f"{i}-{source}", pack=True)
-        records = list(store.journal.records(_NS))
-        by_id = {
-            rid: vec
-            for ids, arr in store.journal.iter_vectors(_NS)
-            for rid, vec in zip(ids, arr, strict=True)
-        }
+                store.ingest(ns, msgs, source=source, pack=True)
+            # all records then go to the one namespace the three systems search (ids made
+            # unique per file: a record id does not depend on the namespace)
+            records += [
+                dataclasses.replace(r, namespace=_NS, id=f"{i}-{r.id}")
+                for r in store.journal.records(ns)
+            ]
+            for ids, arr in store.journal.iter_vectors(ns):
+                by_id.update((f"{i}-{rid}", vec) for rid, vec in zip(ids, arr, strict=True))
         qvecs = np.asarray(embeddings.embed_documents(queries), dtype=np.float32)
     vecs = np.stack([by_id[r.id] for r in records]).astype(np.float32)
     return {"records": records, "vecs": vecs, "qvecs": qvecs, "queries": queries}
@@ -167,12 +173,17 @@ def _inmemory(corpus: dict[str, Any], table: Any) -> Any:
     store = InMemoryStore(
         index={"dims": corpus["vecs"].shape[1], "embed": table, "fields": ["text"]}
     )
-    store.batch(
-        [
-            _put(("peers",), rid, {"text": text})
-            for rid, text in zip(corpus["ids"], corpus["texts"], strict=True)
-        ]
-    )
+    # InMemoryStore.batch embeds each distinct text once and then fails on repeated texts
+    # ("Number of embeddings … does not match number of indices"): batches of distinct texts.
+    batch: list[Any] = []
+    seen: set[str] = set()
+    for rid, text in zip(corpus["ids"], corpus["texts"], strict=True):
+        if text in seen:
+            store.batch(batch)
+            batch, seen = [], set()
+        batch.append(_put(("peers",), rid, {"text": text}))
+        seen.add(text)
+    store.batch(batch)
     return store
 
 

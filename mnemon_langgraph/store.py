@@ -104,7 +104,10 @@ class MnemonStore:
         self.path = Path(path)
         self._owns_journal = journal is None
         self.journal = journal if journal is not None else _open_journal(self.path)
-        self.embeddings = embeddings if embeddings is not None else default_embeddings()
+        if embeddings is None:  # an old journal keeps the MiniLM variant it was written with
+            recorded = self.journal.embedding_model()
+            embeddings = default_embeddings(recorded[0] if recorded else None)
+        self.embeddings = embeddings
         self.model_name, self.dimension = embedding_identity(self.embeddings)
         self.journal.ensure_embedding_model(self.model_name, self.dimension)
         self.candidate_depth = candidate_depth

@@ -11,6 +11,7 @@ from _paths import LOCOMO_DEV
 
 from mnemon_langgraph.cli import build_parser, main
 from mnemon_langgraph.cli._common import namespace_arg
+from mnemon_langgraph.search.embeddings import DEFAULT_MODEL_NAME
 from mnemon_langgraph.sources import SAMPLE_PATH
 
 LOCOMO = LOCOMO_DEV / "conv-26.json"
@@ -146,7 +147,7 @@ def test_search_with_real_embedder(
     hits = json.loads(capsys.readouterr().out)
     assert "Rotterdam" in hits[0]["text"] and hits[0]["dense_rank"] == 0
     assert main(["stats", "--db", db, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert json.loads(capsys.readouterr().out)["embedding_model"] == DEFAULT_MODEL_NAME
 
 
 def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,7 +156,8 @@ def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixtu
         main(["bench", "ingest", str(SAMPLE_PATH), "--embeddings", "fake", "--out", str(out)]) == 0
     )
     result = json.loads(out.read_text())
-    assert result["messages"] == 40 and result["messages_per_second"] > 0
+    fake = result["runs"]["fake"]
+    assert fake["messages"] == 40 and fake["messages_per_second"] > 0
     assert "messages/s" in capsys.readouterr().out
     assert main(["bench", "search", "--records", "500,1000", "--queries", "5", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -23,7 +23,14 @@ DATA = Path(__file__).resolve().parent.parent / "mnemon_langgraph" / "data"
 
 @pytest.fixture(scope="module")
 def model() -> MiniLMEmbeddings:
-    return MiniLMEmbeddings(batch_size=3)
+    return MiniLMEmbeddings()
+
+
+@pytest.fixture(scope="module")
+def legacy() -> MiniLMEmbeddings:
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
+
+    return MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME, batch_size=3)
 
 
 def test_construction_is_lazy() -> None:
@@ -53,13 +60,15 @@ def test_unit_vectors_and_paraphrase_property(model: MiniLMEmbeddings) -> None:
     assert sim[0, 1] > max(sim[0, 2], sim[1, 2], sim[4, 2])
 
 
-def test_batches_keep_input_order(model: MiniLMEmbeddings) -> None:
+@pytest.mark.parametrize("which", ["model", "legacy"])
+def test_batches_keep_input_order(which: str, request: pytest.FixtureRequest) -> None:
+    emb: MiniLMEmbeddings = request.getfixturevalue(which)
     texts = ["short", "a somewhat longer sentence about dogs and cats", "mid length text", ""]
-    together = model.embed_array(texts)  # batch_size=3: sorted by length, two batches
+    together = emb.embed_array(texts)  # legacy batch_size=3: sorted by length, two batches
     for i, text in enumerate(texts):
-        np.testing.assert_allclose(together[i], model.embed_array([text])[0], atol=1e-4)
-    np.testing.assert_allclose(model.embed_query("short"), together[0], atol=1e-4)
-    assert model.embed_array([]).shape == (0, 384)
+        np.testing.assert_allclose(together[i], emb.embed_array([text])[0], atol=1e-4)
+    np.testing.assert_allclose(emb.embed_query("short"), together[0], atol=1e-4)
+    assert emb.embed_array([]).shape == (0, 384)
 
 
 def test_long_text_is_truncated_not_rejected(model: MiniLMEmbeddings) -> None:
@@ -103,3 +112,69 @@ def test_bundled_tokenizer_matches_notice() -> None:
     notice = (DATA / "NOTICE.md").read_text(encoding="utf-8")
     assert digest in notice
     assert "Apache" in notice and "sentence-transformers/all-MiniLM-L6-v2" in notice
+
+
+_TURNS = [
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: That's awesome! I painted a sunrise over the lake last week.",
+    "Caroline: I'm looking into adoption agencies, I want to give kids a loving home.",
+    "Melanie: We took the kids camping in the mountains, they loved roasting marshmallows.",
+    "Jon: I lost my job at the bank so I'm opening my own dance studio.",
+    "Gina: My online clothing store finally launched after months of work!",
+    "",
+]
+
+
+def test_default_model_is_genuinely_int8_and_close_to_the_legacy_one(
+    model: MiniLMEmbeddings, legacy: MiniLMEmbeddings
+) -> None:
+    """Issue 15: int8 compute (MatMulInteger), vectors within cosine ~0.98 of the float model."""
+    import onnx
+
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, quantized_model_path
+
+    ops = {n.op_type for n in onnx.load(str(quantized_model_path())).graph.node}
+    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
+    assert embedding_identity(legacy) == (LEGACY_MODEL_NAME, 384) != embedding_identity(model)
+    new, old = model.embed_array(_TURNS), legacy.embed_array(_TURNS)
+    cos = (new * old).sum(axis=1)
+    assert cos.min() > 0.97 and cos.mean() > 0.985, cos
+    assert not np.allclose(new, old, atol=1e-4)  # really another computation
+
+
+def test_quantized_file_is_derived_once_and_deterministically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.search.embeddings import quantized_model_path
+
+    shared = quantized_model_path()  # the default cache (made by another test or run)
+    monkeypatch.setenv("MNEMON_CACHE_DIR", str(tmp_path / "cache"))
+    made = quantized_model_path()
+    assert made.parent == tmp_path / "cache" and made.name == shared.name
+    assert made.read_bytes() == shared.read_bytes()  # same recipe, same bytes
+    stamp = made.stat().st_mtime_ns
+    assert quantized_model_path() == made and made.stat().st_mtime_ns == stamp  # reused
+    assert [p.name for p in made.parent.iterdir()] == [made.name]  # no temp files left
+    made.write_bytes(b"not a model")  # a damaged cache file is derived again
+    vec = MiniLMEmbeddings().embed_query("hello there")
+    assert len(vec) == 384 and made.read_bytes() == shared.read_bytes()
+
+
+def test_old_journal_keeps_its_legacy_model(tmp_path: Path) -> None:
+    """A journal written with the shipped file's variant opens with that variant."""
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
+    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.types import Message
+
+    legacy = MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME)
+    with MnemonStore(tmp_path / "old.db", legacy) as old:
+        old.ingest(("u",), [Message("I adopted a beagle named Pepper", "Ada")], source="chat")
+    with MnemonStore(tmp_path / "old.db") as again:  # default embedder, old journal
+        assert again.model_name == LEGACY_MODEL_NAME
+        assert "Pepper" in again.search("my dog", namespace=("u",), k=1)[0].record.text
+    with MnemonStore(tmp_path / "new.db") as fresh:
+        assert fresh.model_name == DEFAULT_MODEL_NAME
+    with pytest.raises(ConfigurationError):
+        MiniLMEmbeddings(model_name="something-else")
+    with pytest.raises(ConfigurationError, match="one text per call"):
+        MiniLMEmbeddings(batch_size=8)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _search_fakes import HashEmbeddings
@@ -120,3 +121,137 @@ def test_date_to_epoch_naive_is_utc() -> None:
 
     naive = datetime(2024, 1, 1)
     assert date_to_epoch(naive) == date_to_epoch(naive.replace(tzinfo=UTC)) == 1704067200
+
+
+def test_record_fetch_is_a_primary_key_lookup_not_a_namespace_scan(store: MnemonStore) -> None:
+    """Issue 15: the page fetch must cost the same at 870 and 1M records in a namespace."""
+    from mnemon_langgraph.storage.journal import GET_RECORDS_SQL
+
+    # 20 ids (a default page): with fewer, SQLite's no-statistics estimate already prefers the
+    # primary key, and the test would pass on the old namespace-first query too.
+    hits = store.search("guitar ocean", namespace=NS, k=20)
+    ids = [h.record.id for h in hits]
+    assert len(ids) == 20
+    sql = "EXPLAIN QUERY PLAN " + GET_RECORDS_SQL.format(marks=",".join("?" * len(ids)))
+    plan = " | ".join(row[-1] for row in store.journal._read(sql, [*ids, "t"]))
+    assert "sqlite_autoindex_records_1 (id=?)" in plan or "PRIMARY KEY" in plan, plan
+    assert "records_ns_" not in plan, plan
+    assert "SCAN" not in plan, plan
+    # and the lookup still honours the namespace and the order of the ids asked for
+    assert [r.id for r in store.journal.get_records(NS, ids[::-1])] == ids[::-1]
+    assert store.journal.get_records(("other",), ids) == []
+
+
+@pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "hnsw"])
+def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, threshold: int) -> None:
+    """Issue 15: a deletion elsewhere costs the searcher no rebuild, and erased text is gone."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    ns = ("x", "searcher")
+    here = Path(__file__).parent
+    settings = {"hnsw_threshold": threshold}
+    with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as writer:
+        msgs = _messages(60)
+        msgs[7] = Message("the secret pistachio recipe", "Ada", id="secret", session=1)
+        writer.ingest(ns, msgs, source="chat", pack=False)
+    child = subprocess.Popen(
+        [sys.executable, str(here / "_search_child.py"), str(tmp_path / "j.db"), str(threshold)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+
+        def ask(query: str) -> dict[str, Any]:
+            child.stdin.write(query + "\n")
+            child.stdin.flush()
+            return json.loads(child.stdout.readline())
+
+        before = ask("secret pistachio recipe")
+        assert any("pistachio" in t for t in before["texts"])
+        assert before["kind"] == ("hnsw" if threshold == 20 else "flat")
+        victim = next(
+            i for i, t in zip(before["ids"], before["texts"], strict=True) if "pistachio" in t
+        )
+        other, third = before["ids"][-1], before["ids"][-2]
+        with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as w:
+            assert w.delete_records(ns, [victim, other]) == [victim, other]
+            w.delete_messages(ns, ["m8"])  # a second deletion, one audit row more
+            # journal only, index files untouched: the searcher cannot load a current checkpoint
+            assert w.journal.delete_records(ns, [third]) == [third]
+        after = ask("secret pistachio recipe")
+        assert after["rebuilds"] == before["rebuilds"]  # nothing rebuilt …
+        assert after["deletions_applied"] == before["deletions_applied"] + 3  # … applied in place
+        assert not any("pistachio" in t for t in after["texts"])
+        assert not {victim, other, third} & set(after["ids"])
+        assert not any(t.endswith("story number 8") for t in after["texts"])
+        with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as fresh:
+            fresh.index(ns).rebuild()  # what a rebuild from the journal ranks: the same
+            rebuilt = fresh.search("secret pistachio recipe", namespace=ns, k=50)
+            assert [h.record.id for h in rebuilt] == after["ids"]
+        everything = ask("story number garden tomato bicycle guitar piano ocean forest coffee")
+        assert len(everything["ids"]) == 50
+        assert not {victim, other, third} & set(everything["ids"])
+    finally:
+        child.stdin.write("\n")
+        child.stdin.flush()
+        child.wait(timeout=60)
+    assert child.returncode == 0
+
+
+def test_bench_search_times_the_whole_call_and_its_parts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``mnemon bench search`` at tiny sizes: whole call, parts, ratios, efSearch trade-off."""
+    import json
+
+    from mnemon_langgraph.cli import main
+
+    assert main(["bench", "search", "--records", "400,800", "--queries", "6", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    small, large = result["sizes"]
+    assert [small["records"], large["records"]] == [400, 800]
+    for row in (small, large):
+        # the whole call includes ranking and fetch, so it cannot be faster than either
+        assert row["search_p50_ms"] >= max(row["fetch_p50_ms"], row["ranking_p50_ms"]) > 0
+        grid = row["ef_tradeoff"]
+        assert [t["ef_search"] for t in grid] == [64, 128, 256, 512]
+        assert all(0.0 < t["recall"] <= 1.0 for t in grid)
+        reached = [t["ef_search"] for t in grid if t["recall"] >= 0.98]
+        assert row["ef_for_goal"] == (reached[0] if reached else None)
+    assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0
+    assert large["reopen_rebuilds"] == 0 and large["reopen_first_search_s"] > 0  # loaded
+
+
+def test_bench_peers_runs_all_three_on_the_same_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mnemon bench peers``: mnemon, EnsembleRetriever and InMemoryStore side by side."""
+    import json
+
+    pytest.importorskip("langchain_community")
+    pytest.importorskip("rank_bm25")
+    pytest.importorskip("langchain_classic")
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.store import load_messages
+
+    with MnemonStore(tmp_path / "one.db", HashEmbeddings()) as one:
+        for source, msgs in load_messages(SAMPLE_PATH):
+            one.ingest(NS, msgs, source=source)
+        per_file = one.journal.count(NS)
+    # the same file twice: message ids repeat across files, yet both copies are searched
+    argv = ["bench", "peers", str(SAMPLE_PATH), str(SAMPLE_PATH), "--embeddings", "fake"]
+    assert main([*argv, "--sizes", "0,300", "--queries", "4", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    small, large = result["sizes"]
+    assert small["records"] == 2 * per_file > 0 and large["records"] == 300
+    for row in (small, large):
+        assert row["mnemon_p50_ms"] > 0 and row["ensemble_p50_ms"] > 0
+        assert row["inmemory_p50_ms"] > 0

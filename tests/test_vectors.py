@@ -103,3 +103,18 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
         VectorIndex.load(tmp_path)
     with pytest.raises(IndexFileError):
         VectorIndex.load(tmp_path / "nowhere")
+
+
+def test_ef_search_grows_with_the_index_unless_given() -> None:
+    """Issue 15: efSearch 128 loses recall at 1M (0.91), so larger indexes search wider."""
+    from mnemon_langgraph.search.vectors import EF_SEARCH_LARGE, ef_search_for
+
+    sizes = [1, 50_000, 200_000, 200_001, 500_001, 1_000_000, 10_000_000]
+    efs = [ef_search_for(n) for n in sizes]
+    assert efs == sorted(efs) and efs[0] == 128 and efs[-1] == EF_SEARCH_LARGE > 128
+    auto = VectorIndex(8, hnsw_threshold=1)
+    rng = np.random.default_rng(0)
+    auto.add(range(1, 101), normalize_rows(rng.standard_normal((100, 8))))
+    assert auto.kind == "hnsw" and auto.effective_ef_search == ef_search_for(100)
+    fixed = VectorIndex(8, hnsw_threshold=1, ef_search=40)
+    assert fixed.effective_ef_search == 40

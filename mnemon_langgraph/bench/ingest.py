@@ -1,11 +1,15 @@
 """``mnemon bench ingest``: end-to-end write-path throughput (messages per second).
 
 Loads conversation files, then times ``MnemonStore.ingest`` into a fresh temporary journal:
-chunking, embedding (the real offline MiniLM model unless ``--embeddings fake``), the journal
-transaction and the incremental index update, then closing the store (index checkpoints).
-Goal: ≥ 250 messages/s on the LoCoMo dev conversations with the real embedder. Messages per
-CPU-second are reported too, since wall-clock figures on a shared machine mostly measure the
-other processes.
+chunking, embedding, the journal transaction and the incremental index update, then closing
+the store (index checkpoints). Goal: ≥ 250 messages/s on the LoCoMo dev conversations with
+the real embedder. Messages per CPU-second are reported too, since wall-clock figures on a
+shared machine mostly measure the other processes.
+
+``--embeddings`` lists the embedders to run one after the other in the same process, for
+ratios measured under the same load: ``legacy`` (the shipped MiniLM file as is: float32
+compute, batches of 64 — the path before issue 15), ``minilm`` (the default: dynamically
+quantized int8, one text per call) and ``fake`` (no model, to see the rest of the path).
 
 Files: the positional arguments, else every ``*.json`` in ``$MNEMON_LOCOMO_DEV``, else the
 bundled sample conversation.
@@ -34,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--embeddings",
-        choices=("minilm", "fake"),
-        default="minilm",
-        help="embedder (default: the offline MiniLM model)",
+        default="legacy,minilm",
+        metavar="NAME,…",
+        help="embedders to compare, of legacy, minilm, fake (default: legacy,minilm)",
     )
     parser.add_argument("--one-turn-per-record", action="store_true", help="one record per message")
 
@@ -54,30 +58,34 @@ def _files(given: list[str]) -> list[Path]:
     return [SAMPLE_PATH]
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the benchmark; returns its figures."""
-    from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+def _embedder(name: str) -> Any:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-    from mnemon_langgraph.store import MnemonStore, load_messages
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, MiniLMEmbeddings
 
-    files = _files(list(args.files))
-    batches = [(i, source, msgs) for i, f in enumerate(files) for source, msgs in load_messages(f)]
-    embeddings: Embeddings = (
-        DeterministicFakeEmbedding(size=384) if args.embeddings == "fake" else MiniLMEmbeddings()
-    )
-    if isinstance(embeddings, MiniLMEmbeddings):
+    if name == "fake":
+        return DeterministicFakeEmbedding(size=384)
+    if name == "legacy":
+        return MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME, batch_size=64)
+    if name == "minilm":
+        return MiniLMEmbeddings()
+    raise ConfigurationError(f"--embeddings: unknown embedder {name!r} (legacy, minilm, fake)")
+
+
+def _ingest_once(batches: list[Any], embeddings: Any, *, pack: bool) -> dict[str, Any]:
+    """Ingest every batch into a fresh temporary store; wall and CPU time of the whole."""
+    from mnemon_langgraph.store import MnemonStore
+
+    if hasattr(embeddings, "embed_query"):
         embeddings.embed_query("warm up")  # load the model outside the timed part
     per_file: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mnemon-bench-") as tmp:
         store = MnemonStore(Path(tmp) / "bench.db", embeddings)
-        start = time.perf_counter()
-        cpu_start = time.process_time()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for i, source, messages in batches:
             t0 = time.perf_counter()
-            result = store.ingest(
-                ("bench", str(i)), messages, source=source, pack=not args.one_turn_per_record
-            )
+            result = store.ingest(("bench", str(i)), messages, source=source, pack=pack)
             per_file.append(
                 {
                     "source": source,
@@ -87,15 +95,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 }
             )
         store.close()
-        elapsed = time.perf_counter() - start
-        cpu = time.process_time() - cpu_start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     n_messages = sum(int(f["messages"]) for f in per_file)
     n_records = sum(int(f["records"]) for f in per_file)
     return {
-        "benchmark": "ingest",
-        "embeddings": args.embeddings,
-        "cpu_count": os.cpu_count(),
-        "files": len(files),
         "messages": n_messages,
         "records": n_records,
         "seconds": round(elapsed, 3),
@@ -104,22 +107,49 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_seconds": round(cpu, 3),
         "messages_per_cpu_second": round(n_messages / cpu, 1) if cpu else None,
         "load_average_1min": round(os.getloadavg()[0], 2),
-        "goal_messages_per_second": 250,
-        "peak_rss_mib": round(peak_rss_mib(), 1),
         "per_file": per_file,
     }
 
 
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the benchmark for each embedder asked for; returns its figures."""
+    from mnemon_langgraph.store import load_messages
+
+    files = _files(list(args.files))
+    batches = [(i, source, msgs) for i, f in enumerate(files) for source, msgs in load_messages(f)]
+    names = [n.strip() for n in str(args.embeddings).split(",") if n.strip()]
+    runs = {
+        name: _ingest_once(batches, _embedder(name), pack=not args.one_turn_per_record)
+        for name in names
+    }
+    first = runs[names[0]] if names else None
+    for row in runs.values():
+        for key in ("messages_per_second", "messages_per_cpu_second"):
+            base = first[key] if first else None
+            row[f"{key}_ratio"] = round(row[key] / base, 2) if base and row[key] else None
+    return {
+        "benchmark": "ingest",
+        "embeddings": args.embeddings,
+        "cpu_count": os.cpu_count(),
+        "files": len(files),
+        "goal_messages_per_second": 250,
+        "runs": runs,
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+    }
+
+
 def render(result: dict[str, Any]) -> str:
-    """Human-readable report."""
+    """Human-readable report: one line per embedder, ratios to the first."""
     lines = [
-        f"ingest benchmark ({result['embeddings']} embeddings, {result['cpu_count']} CPUs)",
-        f"  {result['messages']} messages → {result['records']} records "
-        f"from {result['files']} files in {result['seconds']} s",
-        f"  {result['messages_per_second']} messages/s, {result['records_per_second']} "
-        f"records/s (goal ≥ {result['goal_messages_per_second']} messages/s)",
-        f"  {result['cpu_seconds']} CPU-seconds: {result['messages_per_cpu_second']} "
-        f"messages per CPU-second (load average {result['load_average_1min']})",
-        f"  peak memory {result['peak_rss_mib']} MiB",
+        f"ingest benchmark ({result['files']} files, {result['cpu_count']} CPUs; "
+        f"goal ≥ {result['goal_messages_per_second']} messages/s)",
     ]
+    for name, r in result["runs"].items():
+        lines.append(
+            f"  {name:>7}: {r['messages']} messages → {r['records']} records in {r['seconds']} s"
+            f" = {r['messages_per_second']} messages/s (×{r['messages_per_second_ratio']}),"
+            f" {r['messages_per_cpu_second']} per CPU-second"
+            f" (×{r['messages_per_cpu_second_ratio']}), load average {r['load_average_1min']}"
+        )
+    lines.append(f"  peak memory {result['peak_rss_mib']} MiB")
     return "\n".join(lines)

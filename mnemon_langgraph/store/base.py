@@ -1,0 +1,320 @@
+"""The seam between "the store" and "a backend": :class:`StoreBackend` and :class:`MnemonStore`.
+
+Every surface (read graph, consolidation, retriever, integrations, CLI, eval, benches) needs
+the same few things from a store; :class:`StoreBackend` names them, so a surface never
+reaches into one backend's internals (the SQLite journal, the index folders, a connection
+pool). Two implementations sit beside this module:
+
+* :class:`~mnemon_langgraph.store.embedded.EmbeddedStore`: one SQLite journal file plus
+  per-namespace index folders (the default, one machine).
+* :class:`~mnemon_langgraph.store.postgres.PostgresStore`: everything in PostgreSQL
+  (pgvector, BM25 computed in SQL), shared by any number of processes on any number of hosts.
+
+:class:`MnemonStore` is the one public class: ``MnemonStore("memory.db")`` builds an
+``EmbeddedStore``, ``MnemonStore("postgresql://…")`` a ``PostgresStore``. Both subclass it,
+so ``isinstance(store, MnemonStore)`` holds for either, and the code both need (embedding
+with its checks, the input checks, file ingest) lives here once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from mnemon_langgraph.errors import InputError, ModelCallError
+from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.types import Message, Namespace, Record, SearchFilters, SearchHit
+
+if TYPE_CHECKING:
+    from mnemon_langgraph.storage.schema import AuditEntry
+
+__all__ = ["IngestResult", "MnemonStore", "StoreBackend", "is_postgres_url"]
+
+_EMBED_BATCH = 64
+_URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+
+
+def is_postgres_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL server (a ``postgresql://`` URL) and not a file."""
+    return isinstance(target, str) and target.startswith(_URL_PREFIXES)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What an ingest wrote.
+
+    Attributes:
+        records_written: Records appended to the journal.
+        messages_written: Messages that went into those records.
+        messages_skipped: Messages already in the journal (same id), left alone.
+        record_ids: Ids of the records written, in order.
+    """
+
+    records_written: int
+    messages_written: int
+    messages_skipped: int
+    record_ids: tuple[str, ...] = field(default=())
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """What every surface may use of a store, whatever holds the data.
+
+    Writes (:meth:`ingest`, deletions, :meth:`erase_namespace`) are atomic and idempotent;
+    reads never return a record of another namespace. ``seq`` numbers grow with every
+    record written to a namespace, so ``records(ns, after_seq=w)`` is a watermark read.
+    """
+
+    embeddings: Embeddings
+    model_name: str
+    dimension: int
+
+    def ingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult: ...
+
+    async def aingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+    ) -> IngestResult: ...
+
+    def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str | Sequence[str],
+        format: str = "auto",
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult: ...
+
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]: ...
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]: ...
+
+    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]: ...
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]: ...
+
+    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]: ...
+
+    def max_seq(self, namespace: str | Sequence[str]) -> int: ...
+
+    def count(self, namespace: str | Sequence[str]) -> int: ...
+
+    def namespaces(self) -> list[Namespace]: ...
+
+    def delete_records(
+        self,
+        namespace: str | Sequence[str],
+        ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+    ) -> list[str]: ...
+
+    def delete_messages(
+        self,
+        namespace: str | Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+        source: str = "reingest",
+    ) -> tuple[list[str], IngestResult]: ...
+
+    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int: ...
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]: ...
+
+    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MnemonStore:
+    """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
+
+    A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
+    URL gives the PostgreSQL backend (needs the ``[postgres]`` extra). Settings not known
+    to the chosen backend raise ``TypeError`` as for any constructor.
+
+    Implements :class:`StoreBackend` through the two subclasses; this class holds the
+    code they share.
+    """
+
+    embeddings: Embeddings
+    model_name: str
+    dimension: int
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> MnemonStore:
+        # Python calls the chosen subclass's ``__init__`` with the same arguments, once.
+        if cls is MnemonStore:
+            target = args[0] if args else kwargs.get("path", kwargs.get("url"))
+            if is_postgres_url(target):
+                from mnemon_langgraph.store.postgres import PostgresStore
+
+                return super().__new__(PostgresStore)
+            from mnemon_langgraph.store.embedded import EmbeddedStore
+
+            return super().__new__(EmbeddedStore)
+        return super().__new__(cls)
+
+    @classmethod
+    def open(cls, target: Any, embeddings: Embeddings | None = None, **kwargs: Any) -> MnemonStore:
+        """Same as ``MnemonStore(target, embeddings, **kwargs)``."""
+        return cls(target, embeddings, **kwargs)
+
+    def __enter__(self) -> MnemonStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # pragma: no cover - every backend overrides it
+        """Release files, connections and threads."""
+        raise NotImplementedError
+
+    # -- embedding (shared: both backends store vectors normalised the same way) ----------
+
+    def _embed(self, texts: list[str], progress: Callable[[int, int], None] | None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), _EMBED_BATCH):
+            chunk = texts[start : start + _EMBED_BATCH]
+            try:
+                vecs = np.asarray(self.embeddings.embed_documents(chunk), dtype=np.float32)
+            except ModelCallError:
+                raise
+            except Exception as exc:
+                raise ModelCallError(f"embedding model failed: {exc}") from exc
+            if vecs.shape != (len(chunk), self.dimension):
+                raise ModelCallError(
+                    f"embedding model returned shape {vecs.shape}, "
+                    f"expected ({len(chunk)}, {self.dimension})"
+                )
+            if not np.isfinite(vecs).all():
+                raise ModelCallError("embedding model returned NaN or infinite values")
+            out[start : start + len(chunk)] = normalize_rows(vecs)
+            if progress is not None:
+                progress(start + len(chunk), len(texts))
+        return out
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        try:
+            vec = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
+        except Exception as exc:
+            raise ModelCallError(f"embedding model failed on the query: {exc}") from exc
+        if vec.shape != (self.dimension,) or not np.isfinite(vec).all():
+            raise ModelCallError(
+                f"embedding model returned an unusable query vector (shape {vec.shape}, "
+                f"expected ({self.dimension},), finite values)"
+            )
+        return normalize_rows(vec)
+
+    # -- shared write helpers ---------------------------------------------------------------
+
+    def ingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult:  # pragma: no cover - every backend overrides it
+        """Write messages as records (see the backends)."""
+        raise NotImplementedError
+
+    def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str | Sequence[str],
+        format: str = "auto",
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult:
+        """Ingest a LoCoMo JSON, JSONL or transcript file (see :func:`load_messages`).
+
+        A LoCoMo file's QA pairs, summaries and observations are never ingested.
+
+        Args:
+            path: The file.
+            namespace: Where the records go.
+            format: ``auto``, ``locomo``, ``jsonl`` or ``transcript``.
+            pack: See ``ingest``.
+            progress: See ``ingest``.
+        """
+        from mnemon_langgraph.store.embedded import load_messages
+
+        messages_by_source = load_messages(path, format=format)
+        total = IngestResult(0, 0, 0)
+        for source, messages in messages_by_source:
+            result = self.ingest(namespace, messages, source=source, pack=pack, progress=progress)
+            total = IngestResult(
+                total.records_written + result.records_written,
+                total.messages_written + result.messages_written,
+                total.messages_skipped + result.messages_skipped,
+                total.record_ids + result.record_ids,
+            )
+        return total
+
+
+def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
+    """Raise :class:`InputError` for text that cannot be stored as UTF-8 (lone surrogates).
+
+    Such strings come from ``json.loads`` of ``"\\ud800"`` escapes or badly decoded input;
+    the database, the embedder and the hashers would otherwise fail on them with a bare
+    ``UnicodeEncodeError`` halfway through an ingest.
+    """
+
+    def check(value: object, what: str) -> None:
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
+                ) from None
+
+    for part in namespace:
+        check(part, f"namespace part {part!r}")
+    check(source, "source")
+    for i, m in enumerate(messages):
+        for name in ("text", "speaker", "id"):
+            check(getattr(m, name, None), f"message {i} ({name})")

@@ -880,6 +880,31 @@ class PostgresStore(MnemonStore):
             )
         return hits
 
+    def lexical_ranking(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = CANDIDATE_DEPTH,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        """The BM25 half of :meth:`search` alone: ``(record_id, score)``, best first.
+
+        For inspection and for checking that the SQL BM25 equals the embedded one.
+        """
+        return self._loop.run(self._lexical(normalize_namespace(namespace), query, k, filters))
+
+    async def _lexical(
+        self, ns: Namespace, query: str, k: int, filters: SearchFilters | None
+    ) -> list[tuple[str, float]]:
+        async with self._pool.connection() as conn:
+            nsid = await self._nsid(conn, ns)
+            if nsid is None:
+                return []
+            return [
+                (rid, score) for _, rid, score in await self._bm25(conn, nsid, query, k, filters)
+            ]
+
     async def _bm25(
         self, conn: Any, nsid: int, query: str, k: int, filters: SearchFilters | None
     ) -> list[tuple[int, str, float]]:

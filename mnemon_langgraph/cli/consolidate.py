@@ -100,9 +100,15 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         create_consolidation_graph,
     )
     from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
 
     stream = out or sys.stdout
+    if is_postgres_url(args.db):
+        raise ConfigurationError(
+            "mnemon consolidate runs on the embedded (SQLite) backend only for now: the "
+            "PostgreSQL backend keeps no consolidated items yet"
+        )
     if not Path(args.db).exists():
         raise ConfigurationError(f"no journal at {args.db} (ingest something first)")
     namespace = normalize_namespace(tuple(args.namespace))

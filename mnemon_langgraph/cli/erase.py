@@ -60,8 +60,14 @@ def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli")
     from mnemon_langgraph.errors import ConfigurationError
     from mnemon_langgraph.search.hybrid import NamespaceIndex, index_folder
     from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
 
+    if is_postgres_url(db):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.for_maintenance(str(db)) as store:
+            return store.erase_namespace(normalize_namespace(namespace), actor=actor)
     path = Path(db)
     if not path.is_file():
         raise ConfigurationError(f"no journal at {path}")
@@ -93,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     """Erase the namespace; exit code 1 when not confirmed."""
     ns = namespace_arg(args.namespace)
     assert ns is not None  # --namespace is required
-    if not Path(args.db).is_file():
+    from mnemon_langgraph.store import is_postgres_url
+
+    if not is_postgres_url(args.db) and not Path(args.db).is_file():
         from mnemon_langgraph.errors import ConfigurationError
 
         raise ConfigurationError(f"no journal at {args.db}")

@@ -30,10 +30,17 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.store import is_postgres_url
 
-    if not Path(args.db).exists():
+    if is_postgres_url(args.db):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        opened: Any = PostgresStore.for_maintenance(args.db)  # no embedder needed
+    elif not Path(args.db).exists():
         raise ConfigurationError(f"no journal at {args.db}")
-    with open_store(args.db) as store:
+    else:
+        opened = open_store(args.db)
+    with opened as store:
         data = store.stats(namespace_arg(args.namespace))
     if args.json:
         print_json(data)

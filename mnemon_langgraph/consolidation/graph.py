@@ -376,11 +376,17 @@ def _resolve(
             "or items="
         )
     if store is not None:
-        journal = getattr(store, "journal", None)
-        if journal is None:
-            raise ConfigurationError("store= must be a MnemonStore (it has no .journal)")
+        # The store's backend says where its items live (StoreBackend.item_store).
+        item_store = getattr(store, "item_store", None)
+        made = item_store() if item_store is not None else None
+        if made is None:
+            raise ConfigurationError(
+                "store= must be a MnemonStore whose backend keeps consolidated items "
+                "(the embedded SQLite backend; PostgreSQL does not keep them yet)"
+            )
         if embeddings is None:
-            embeddings = getattr(store, "embeddings", None)
+            return made.journal, made
+        journal = made.journal
     elif journal_path is not None:
         from mnemon_langgraph.storage.journal import Journal
 

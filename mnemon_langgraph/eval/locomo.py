@@ -275,7 +275,7 @@ def run_locomo_eval(
         for item in items:
             ns = ("locomo", item.conversation_id)
             store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}")
-            message_ids_of = {r.id: r.message_ids for r in store.journal.records(ns)}
+            message_ids_of = {r.id: r.message_ids for r in store.records(ns)}
             turns = chunk_messages(
                 item.messages,
                 namespace=("locomo-turns", item.conversation_id),

@@ -189,7 +189,7 @@ def _writable(message: BaseMessage) -> bool:
 
 
 def _last_record(store: Any, namespace: Namespace) -> Any:
-    journal = getattr(store, "journal", store)
+    journal = store if hasattr(store, "records") else getattr(store, "journal", store)
     try:
         top = journal.max_seq(namespace)
         return next(iter(journal.records(namespace, after_seq=top - 1, limit=1)), None)
@@ -241,11 +241,11 @@ def new_messages(
 
 
 def _known_ids(store: Any, namespace: Namespace, ids: Sequence[str]) -> set[str]:
+    if hasattr(store, "known_message_ids"):  # StoreBackend (either backend) or a Journal
+        return set(store.known_message_ids(namespace, ids))
     journal = getattr(store, "journal", None)
     if journal is not None and hasattr(journal, "known_message_ids"):
         return set(journal.known_message_ids(namespace, ids))
-    if hasattr(store, "known_message_ids"):
-        return set(store.known_message_ids(namespace, ids))
     return set()
 
 

@@ -34,8 +34,9 @@ __all__ = ["MnemonChatMessageHistory"]
 
 
 def _journal(store: Any) -> Any:
-    journal = getattr(store, "journal", None)
-    return journal if journal is not None else store
+    # A store of either backend reads its own records (StoreBackend.records); a bare
+    # Journal does too. Never reach through a store to its SQLite journal.
+    return store if hasattr(store, "records") else getattr(store, "journal", store)
 
 
 def _to_langchain(message_id: str, speaker: str, text: str, role: str) -> BaseMessage:

@@ -138,9 +138,8 @@ def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
 
 
 def _items(store: Any) -> Any:
-    from mnemon_langgraph.consolidation import SQLiteItemStore
-
-    return SQLiteItemStore(store.journal, embeddings=store.embeddings)
+    # The backend says where its consolidated items live (None: it keeps none yet).
+    return store.item_store()
 
 
 class MissingChatModel(BaseChatModel):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     from mnemon_langgraph.storage.schema import AuditEntry
 
 __all__ = ["IngestResult", "MnemonStore", "StoreBackend", "is_postgres_url"]
+
+
+def _abstract(store: object) -> NoReturn:
+    # A call, not ``...``: the protocol's members then count as implemented defaults, so
+    # ``MnemonStore`` can subclass the protocol explicitly (and be instantiated, choosing
+    # a backend in ``__new__``) while every backend still overrides each member.
+    raise NotImplementedError(f"{type(store).__name__} does not implement this")
+
 
 _EMBED_BATCH = 64
 _URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
@@ -82,7 +90,8 @@ class StoreBackend(Protocol):
         source: str,
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult: ...
+    ) -> IngestResult:
+        return _abstract(self)
 
     async def aingest(
         self,
@@ -91,7 +100,8 @@ class StoreBackend(Protocol):
         *,
         source: str,
         pack: bool = True,
-    ) -> IngestResult: ...
+    ) -> IngestResult:
+        return _abstract(self)
 
     def ingest_file(
         self,
@@ -101,7 +111,8 @@ class StoreBackend(Protocol):
         format: str = "auto",
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult: ...
+    ) -> IngestResult:
+        return _abstract(self)
 
     def search(
         self,
@@ -111,7 +122,8 @@ class StoreBackend(Protocol):
         k: int = 20,
         offset: int = 0,
         filters: SearchFilters | None = None,
-    ) -> list[SearchHit]: ...
+    ) -> list[SearchHit]:
+        return _abstract(self)
 
     async def asearch(
         self,
@@ -121,21 +133,28 @@ class StoreBackend(Protocol):
         k: int = 20,
         offset: int = 0,
         filters: SearchFilters | None = None,
-    ) -> list[SearchHit]: ...
+    ) -> list[SearchHit]:
+        return _abstract(self)
 
-    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]: ...
+    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
+        return _abstract(self)
 
     def records(
         self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Record]: ...
+    ) -> Iterator[Record]:
+        return _abstract(self)
 
-    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]: ...
+    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
+        return _abstract(self)
 
-    def max_seq(self, namespace: str | Sequence[str]) -> int: ...
+    def max_seq(self, namespace: str | Sequence[str]) -> int:
+        return _abstract(self)
 
-    def count(self, namespace: str | Sequence[str]) -> int: ...
+    def count(self, namespace: str | Sequence[str]) -> int:
+        return _abstract(self)
 
-    def namespaces(self) -> list[Namespace]: ...
+    def namespaces(self) -> list[Namespace]:
+        return _abstract(self)
 
     def delete_records(
         self,
@@ -144,7 +163,8 @@ class StoreBackend(Protocol):
         *,
         actor: str = "api",
         reason: str = "",
-    ) -> list[str]: ...
+    ) -> list[str]:
+        return _abstract(self)
 
     def delete_messages(
         self,
@@ -154,20 +174,30 @@ class StoreBackend(Protocol):
         actor: str = "api",
         reason: str = "",
         source: str = "reingest",
-    ) -> tuple[list[str], IngestResult]: ...
+    ) -> tuple[list[str], IngestResult]:
+        return _abstract(self)
 
-    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int: ...
+    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+        return _abstract(self)
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]: ...
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+        return _abstract(self)
 
-    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]: ...
+    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
+        return _abstract(self)
 
-    def flush(self) -> None: ...
+    def item_store(self) -> Any:
+        """The consolidation item store of this backend, or ``None`` when it keeps none."""
+        return _abstract(self)
 
-    def close(self) -> None: ...
+    def flush(self) -> None:
+        _abstract(self)
+
+    def close(self) -> None:
+        _abstract(self)
 
 
-class MnemonStore:
+class MnemonStore(StoreBackend):
     """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
 
     A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
@@ -206,10 +236,6 @@ class MnemonStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:  # pragma: no cover - every backend overrides it
-        """Release files, connections and threads."""
-        raise NotImplementedError
-
     # -- embedding (shared: both backends store vectors normalised the same way) ----------
 
     def _embed(self, texts: list[str], progress: Callable[[int, int], None] | None) -> np.ndarray:
@@ -247,18 +273,6 @@ class MnemonStore:
         return normalize_rows(vec)
 
     # -- shared write helpers ---------------------------------------------------------------
-
-    def ingest(
-        self,
-        namespace: str | Sequence[str],
-        messages: Iterable[Message],
-        *,
-        source: str,
-        pack: bool = True,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult:  # pragma: no cover - every backend overrides it
-        """Write messages as records (see the backends)."""
-        raise NotImplementedError
 
     def ingest_file(
         self,

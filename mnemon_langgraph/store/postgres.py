@@ -159,6 +159,19 @@ def _import_driver() -> tuple[Any, Any, Any]:
     return psycopg, psycopg_pool, register_vector_async
 
 
+class _NoEmbeddings(Embeddings):
+    """The embedder of a maintenance-only store: declares no model and refuses to embed."""
+
+    model_name = "none (maintenance)"
+    dimension = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise ConfigurationError("this store was opened for maintenance, without an embedder")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise ConfigurationError("this store was opened for maintenance, without an embedder")
+
+
 class PostgresStore(MnemonStore):
     """The store on PostgreSQL (see the module docstring).
 
@@ -235,6 +248,19 @@ class PostgresStore(MnemonStore):
             yield store
         finally:
             await asyncio.to_thread(store.close)
+
+    @classmethod
+    def for_maintenance(cls, url: str, **kwargs: Any) -> PostgresStore:
+        """Open ``url`` without an embedder and without setup: erase, stats, audit, reads.
+
+        ``mnemon erase`` and ``mnemon stats`` use it so they work whatever model wrote the
+        vectors (and load none). Ingest and search raise :class:`ConfigurationError`.
+        """
+        return cls(url, _NoEmbeddings(), setup=False, **kwargs)
+
+    def item_store(self) -> None:
+        """``None``: consolidation items are not kept on PostgreSQL yet (see the README)."""
+        return None
 
     def setup(self) -> int:
         """Create or migrate the schema; record the version and embedding model identity."""
@@ -970,6 +996,7 @@ class PostgresStore(MnemonStore):
         else:
             sql += " WHERE n.docs > 0"
         rows = await self._read(sql + " ORDER BY n.namespace", params)
+        meta = dict(await self._read("SELECT key, value FROM mnemon_meta"))
         out = [
             {
                 "namespace": list(ns_from_key(key)),
@@ -997,8 +1024,9 @@ class PostgresStore(MnemonStore):
             ]
         return {
             "path": self.path,
-            "embedding_model": self.model_name,
-            "dimension": self.dimension,
+            "embedding_model": meta.get("embedding_model", self.model_name),
+            "dimension": int(meta.get("embedding_dim", self.dimension)),
+            "schema_version": int(meta.get("schema_version", 0)),
             "namespaces": out,
             "tables": list(TABLES),
         }

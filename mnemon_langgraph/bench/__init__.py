@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "scale": "mnemon_langgraph.bench.scale",
     "read": "mnemon_langgraph.bench.read",
     "load": "mnemon_langgraph.bench.load",
+    "backend": "mnemon_langgraph.bench.backend",
 }
 """``mnemon bench`` subcommand → module implementing it."""
 

@@ -52,7 +52,7 @@ from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
-from mnemon_langgraph.store.postgres_bm25 import BM25_B, BM25_K1, BM25_SQL, term_counts
+from mnemon_langgraph.store.postgres_bm25 import bm25_sql, term_counts
 from mnemon_langgraph.store.postgres_bm25 import lexical_terms as _terms
 from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema
 from mnemon_langgraph.types import (
@@ -68,7 +68,7 @@ __all__ = ["EXACT_BELOW", "PostgresStore"]
 
 T = TypeVar("T")
 
-EXACT_BELOW = 20_000
+EXACT_BELOW = 5_000
 """Namespaces with fewer records are searched exactly (a scan is as fast and has recall 1)."""
 
 NO_DATE = int(np.iinfo(np.int64).min)
@@ -198,7 +198,7 @@ class PostgresStore(MnemonStore):
         *,
         candidate_depth: int = CANDIDATE_DEPTH,
         exact_below: int = EXACT_BELOW,
-        ef_search: int = 100,
+        ef_search: int = 400,
         pool_size: int = 8,
         setup: bool = True,
     ) -> None:
@@ -931,6 +931,39 @@ class PostgresStore(MnemonStore):
                 (rid, score) for _, rid, score in await self._bm25(conn, nsid, query, k, filters)
             ]
 
+    def dense_ranking(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = CANDIDATE_DEPTH,
+        exact: bool | None = None,
+    ) -> list[str]:
+        """The dense half of :meth:`search` alone: record ids, nearest first.
+
+        Args:
+            query: Free text (embedded like a search query).
+            namespace: The namespace.
+            k: How many.
+            exact: ``True``: exact scan; ``False``: the HNSW index (iterative scan);
+                ``None``: as :meth:`search` chooses (by ``exact_below``). The benchmark
+                compares the two to measure recall.
+        """
+        return self._loop.run(self._dense_only(query, normalize_namespace(namespace), k, exact))
+
+    async def _dense_only(self, query: str, ns: Namespace, k: int, exact: bool | None) -> list[str]:
+        qv = await asyncio.to_thread(self._embed_query, query)
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s",
+                (namespace_key(ns),),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return []
+            docs = int(row[1]) if exact is None else (-1 if exact else self.exact_below)
+            return [rid for _, rid in await self._dense(conn, int(row[0]), docs, qv, k, None)]
+
     async def _bm25(
         self, conn: Any, nsid: int, query: str, k: int, filters: SearchFilters | None
     ) -> list[tuple[int, str, float]]:
@@ -939,7 +972,8 @@ class PostgresStore(MnemonStore):
         if not terms or k <= 0:
             return []
         params: dict[str, Any] = {"terms": terms, "nsid": nsid, "k": int(k)}
-        sql = BM25_SQL.format(k1=BM25_K1, b=BM25_B, filters=_filter_sql(filters, params))
+        params.update({f"t{i}": t for i, t in enumerate(terms)})
+        sql = bm25_sql(len(terms), _filter_sql(filters, params))
         cur = await conn.execute(sql, params)
         return [(int(s), rid, float(score)) for s, rid, score in await cur.fetchall()]
 
@@ -957,11 +991,20 @@ class PostgresStore(MnemonStore):
         where = _filter_sql(filters, params)
         if docs < self.exact_below:
             # "+ 0" keeps the planner off the HNSW index: an exact scan of the namespace.
-            sql = (
-                "SELECT r.seq, r.id FROM mnemon_vectors v JOIN mnemon_records r "
-                f"ON r.id = v.record_id WHERE v.nsid = %(nsid)s {where} "
-                "ORDER BY (v.embedding <=> %(q)s) + 0, r.seq LIMIT %(k)s"
-            )
+            # Without filters the vectors are ranked alone and only the top k joined.
+            if where:
+                sql = (
+                    "SELECT r.seq, r.id FROM mnemon_vectors v JOIN mnemon_records r "
+                    f"ON r.id = v.record_id WHERE v.nsid = %(nsid)s {where} "
+                    "ORDER BY (v.embedding <=> %(q)s) + 0, r.seq LIMIT %(k)s"
+                )
+            else:
+                sql = (
+                    "WITH c AS MATERIALIZED (SELECT record_id, (embedding <=> %(q)s) + 0 AS d "
+                    "FROM mnemon_vectors WHERE nsid = %(nsid)s ORDER BY d LIMIT %(k)s) "
+                    "SELECT r.seq, r.id FROM c JOIN mnemon_records r ON r.id = c.record_id "
+                    "ORDER BY c.d, r.seq"
+                )
             cur = await conn.execute(sql, params)
             return [(int(s), rid) for s, rid in await cur.fetchall()]
         async with conn.transaction():

@@ -83,8 +83,8 @@ def register(subparsers: Any) -> None:
     loc.add_argument(
         "--store",
         default=None,
-        metavar="PATH",
-        help="journal to ingest into (default: a fresh temporary one)",
+        metavar="PATH|URL",
+        help="journal (or postgresql:// URL) to ingest into (default: a fresh temporary one)",
     )
     loc.add_argument(
         "--embeddings",
@@ -176,7 +176,11 @@ def _run_locomo(args: argparse.Namespace) -> int:
     answer = chat_model_from_spec(args.answer_model) if args.answer_model else None
     grader = chat_model_from_spec(args.grader_model) if args.grader_model else None
     settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
-    store_path = Path(args.store) if args.store else default_store_path()
+    from mnemon_langgraph.store import is_postgres_url
+
+    store_path: Path | str = default_store_path()
+    if args.store:  # a journal path, or a postgresql:// URL (then the eval runs on it)
+        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
     store = MnemonStore(store_path, embeddings=embeddings)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)

@@ -44,8 +44,6 @@ def test_cli_ingest_search_stats_erase_on_a_url(
     assert json.loads(capsys.readouterr().out)
     assert main(["erase", "--db", postgres_url, *ns, "--yes", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["records_erased"] == records
-    assert main(["consolidate", "--db", postgres_url, *ns, "--model", "fake"]) != 0
-    assert "PostgreSQL backend keeps no consolidated items" in capsys.readouterr().err
 
 
 def test_read_graph_and_retriever_on_postgres(postgres_url: str) -> None:

@@ -200,6 +200,7 @@ def test_erase_leaves_nothing_of_the_namespace_in_any_table(target: str) -> None
         store.ingest(("users", "victim"), victim, source="chat")
         store.ingest(("users", "victi"), [Message("KeepMeOmega5512", "Ann")], source="c")
         store.delete_records(("users", "victim"), [], reason="noop")
+        _consolidate(store, ("users", "victim"))  # items, links, watermark of the victim too
         store.flush()
         before = _holding(target, markers)
         assert before, "the scan must find the markers before the erase"
@@ -269,3 +270,77 @@ def test_four_processes_write_and_read_without_loss_or_duplicates(
             own = Counter(m for r in store.records(("own", w)) for m in r.message_ids)
             assert set(own) == {f"{w}{i}-m{j}" for i in range(n) for j in range(BATCH)}
             assert set(own.values()) == {1}
+
+
+# --- consolidation: watermark, items, two jobs ------------------------------------------
+
+
+def _consolidate(store: MnemonStore, ns: tuple[str, ...]) -> Any:
+    from _consolidation_fakes import deriving_model
+
+    from mnemon_langgraph.consolidation import ConsolidationSettings, create_consolidation_graph
+
+    graph = create_consolidation_graph(
+        model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=400)
+    )
+    return graph.invoke({"namespace": ns})["report"]
+
+
+def test_consolidation_folds_every_record_once_and_moves_the_watermark(
+    store: MnemonStore,
+) -> None:
+    from mnemon_langgraph.consolidation import item_store_for
+    from mnemon_langgraph.consolidation.schema import item_embedding_text
+
+    store.ingest(ADA, tagged_messages("fold", 24), source="chat", pack=False)
+    report = _consolidate(store, ADA)
+    items = item_store_for(store)
+    assert report.stop_reason == "caught_up" and len(report.batches) >= 2
+    assert items.watermark(ADA) == store.max_seq(ADA)
+    events = items.all_items(ADA, "event")
+    linked = Counter(r for it in events for r in it.record_ids)
+    assert set(linked) == {r.id for r in store.records(ADA)}  # every record folded …
+    assert set(linked.values()) == {1}  # … once
+    probe = item_embedding_text(events[0])  # the text its embedding was made from
+    assert items.nearest_items(probe, namespace=ADA, k=1)[0].id == events[0].id
+    assert items.linked_items(ADA, [events[0].record_ids[0]])[0].id == events[0].id
+    again = _consolidate(store, ADA)
+    assert again.batches == () and items.count(ADA) == len(items.all_items(ADA))
+    # deleting a record deletes its links; an item left without links goes, audited
+    store.delete_records(ADA, [events[0].record_ids[0]])
+    assert items.get_items(ADA, [events[0].id]) == []
+    assert "delete_item" in [a.action for a in store.audit_log(ADA)]
+
+
+def test_two_consolidation_jobs_never_fold_the_same_records_twice(target: str) -> None:
+    from mnemon_langgraph.consolidation import item_store_for
+    from mnemon_langgraph.errors import JournalError
+
+    with MnemonStore(target, fake_embeddings()) as store:
+        store.ingest(ADA, tagged_messages("race", 40), source="chat", pack=False)
+    outcomes: list[str] = []
+
+    def job() -> None:
+        with MnemonStore(target, fake_embeddings()) as mine:
+            try:
+                _consolidate(mine, ADA)
+                outcomes.append("done")
+            except JournalError:
+                outcomes.append("moved")  # the other job moved the watermark first
+
+    threads = [threading.Thread(target=job) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(outcomes) == 2
+    with MnemonStore(target, fake_embeddings()) as store:
+        items = item_store_for(store)
+        linked = Counter(r for it in items.all_items(ADA, "event") for r in it.record_ids)
+        assert set(linked) == {r.id for r in store.records(ADA)}
+        assert set(linked.values()) == {1}, "a record was folded twice"
+        assert items.watermark(ADA) == store.max_seq(ADA)
+        # item ids may repeat across folds, so count folded batches against one lone job
+        store.ingest(BO, tagged_messages("race", 40), source="chat", pack=False)
+        alone = _consolidate(store, BO)
+        assert items.state(ADA).batches == items.state(BO).batches == len(alone.batches)

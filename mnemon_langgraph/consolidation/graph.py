@@ -360,6 +360,24 @@ def _after_write(state: ConsolidationGraphState) -> Literal["load", "finish"]:
     return "finish" if state.get("stop_reason") == "failed" else "load"
 
 
+def item_store_for(store: Any, embeddings: Embeddings | None = None) -> Any:
+    """The item store beside ``store``'s records: SQLite file or PostgreSQL database.
+
+    Raises:
+        ConfigurationError: ``store`` is not a ``MnemonStore`` of a known backend.
+    """
+    from mnemon_langgraph.store import EmbeddedStore, PostgresStore
+
+    embeddings = embeddings if embeddings is not None else getattr(store, "embeddings", None)
+    if isinstance(store, EmbeddedStore):
+        return SQLiteItemStore(store.journal, embeddings)
+    if isinstance(store, PostgresStore):
+        from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
+
+        return PostgresItemStore(store, embeddings)
+    raise ConfigurationError(f"store= must be a MnemonStore, got {type(store).__name__}")
+
+
 def _resolve(
     journal_path: str | Path | None,
     store: Any,
@@ -376,17 +394,8 @@ def _resolve(
             "or items="
         )
     if store is not None:
-        # The store's backend says where its items live (StoreBackend.item_store).
-        item_store = getattr(store, "item_store", None)
-        made = item_store() if item_store is not None else None
-        if made is None:
-            raise ConfigurationError(
-                "store= must be a MnemonStore whose backend keeps consolidated items "
-                "(the embedded SQLite backend; PostgreSQL does not keep them yet)"
-            )
-        if embeddings is None:
-            return made.journal, made
-        journal = made.journal
+        made = item_store_for(store, embeddings)
+        return made.journal, made
     elif journal_path is not None:
         from mnemon_langgraph.storage.journal import Journal
 

@@ -138,8 +138,9 @@ def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
 
 
 def _items(store: Any) -> Any:
-    # The backend says where its consolidated items live (None: it keeps none yet).
-    return store.item_store()
+    from mnemon_langgraph.consolidation.graph import item_store_for
+
+    return item_store_for(store)
 
 
 class MissingChatModel(BaseChatModel):
@@ -173,33 +174,5 @@ def consolidation_graph_from_env(environ: Mapping[str, str] | None = None) -> An
     from mnemon_langgraph.consolidation import create_consolidation_graph
 
     store = store_from_env(environ)
-    if store.item_store() is None:
-        return _refusing_consolidation_graph(type(store).__name__)
     model = chat_model_from_env("MNEMON_CONSOLIDATION_MODEL", environ) or MissingChatModel()
     return create_consolidation_graph(model=model, store=store)
-
-
-def _refusing_consolidation_graph(backend: str) -> Any:
-    """A one-node graph whose runs say the backend keeps no consolidated items.
-
-    The server still starts and lists the graph (langgraph.json names it), and a run fails
-    with a clear error instead of the whole server failing at import.
-    """
-    from typing import TypedDict
-
-    from langgraph.graph import END, START, StateGraph
-
-    class _State(TypedDict, total=False):
-        namespace: Any
-
-    def refuse(state: _State) -> _State:
-        raise ConfigurationError(
-            f"consolidation needs a backend that keeps consolidated items; {backend} "
-            "does not yet (use the embedded SQLite backend for consolidation)"
-        )
-
-    graph = StateGraph(_State)
-    graph.add_node("refuse", refuse)
-    graph.add_edge(START, "refuse")
-    graph.add_edge("refuse", END)
-    return graph.compile(name="mnemon_consolidation")

@@ -186,10 +186,6 @@ class StoreBackend(Protocol):
     def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
         return _abstract(self)
 
-    def item_store(self) -> Any:
-        """The consolidation item store of this backend, or ``None`` when it keeps none."""
-        return _abstract(self)
-
     def flush(self) -> None:
         _abstract(self)
 

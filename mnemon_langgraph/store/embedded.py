@@ -308,12 +308,6 @@ class EmbeddedStore(MnemonStore):
         """Audited deletions, oldest first, of one namespace or of all."""
         return self.journal.audit_log(namespace)
 
-    def item_store(self) -> Any:
-        """The consolidation item store kept beside this journal (same SQLite file)."""
-        from mnemon_langgraph.consolidation import SQLiteItemStore
-
-        return SQLiteItemStore(self.journal, embeddings=self.embeddings)
-
     def search(
         self,
         query: str,

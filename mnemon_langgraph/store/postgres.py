@@ -258,10 +258,6 @@ class PostgresStore(MnemonStore):
         """
         return cls(url, _NoEmbeddings(), setup=False, **kwargs)
 
-    def item_store(self) -> None:
-        """``None``: consolidation items are not kept on PostgreSQL yet (see the README)."""
-        return None
-
     def setup(self) -> int:
         """Create or migrate the schema; record the version and embedding model identity."""
         return self._loop.run(self._setup())
@@ -309,6 +305,30 @@ class PostgresStore(MnemonStore):
 
     def flush(self) -> None:
         """Nothing to flush: every write is committed when its method returns."""
+
+    # -- for components keeping their own tables in this database (the item store) --------
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of this store's async core and wait for it (sync callers)."""
+        return self._loop.run(coro)
+
+    def connection(self) -> Any:
+        """``async with store.connection() as conn``: a pooled async connection (autocommit;
+        open ``conn.transaction()`` to write). Only inside coroutines given to :meth:`run`."""
+        return self._pool.connection()
+
+    async def fetch(self, sql: str, params: Any = None) -> list[Any]:
+        """All rows of one read query."""
+        return await self._read(sql, params)
+
+    @staticmethod
+    def key(namespace: str | Sequence[str]) -> str:
+        """The stored form of a namespace (``mnemon_namespaces.namespace``)."""
+        return namespace_key(namespace)
+
+    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
+        """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
+        return await self._nsid(conn, ns, create=create)
 
     # -- namespace ids and locks ---------------------------------------------------------------
 

@@ -906,9 +906,9 @@ class PostgresStore(MnemonStore):
             nsid, docs = int(row[0]), int(row[1])
             lexical = await self._bm25(conn, nsid, query, depth, filters)
             dense = await self._dense(conn, nsid, docs, qv, depth, filters)
-        fused = rrf_fuse([[s for s, _, _ in lexical], [s for s, _ in dense]], k=RRF_K)
+        fused = rrf_fuse([[s for s, _, _ in lexical], [s for s, _, _ in dense]], k=RRF_K)
         page = fused[offset : offset + k]
-        ids_by_seq = {s: rid for s, rid, _ in lexical} | {s: rid for s, rid in dense}
+        ids_by_seq = {s: rid for s, rid, _ in lexical} | {s: rid for s, rid, _ in dense}
         records = {r.id: r for r in await self._get(ns, [ids_by_seq[f.key] for f in page])}
         hits = []
         for i, f in enumerate(page):
@@ -958,8 +958,9 @@ class PostgresStore(MnemonStore):
         namespace: Namespace | str | Sequence[str],
         k: int = CANDIDATE_DEPTH,
         exact: bool | None = None,
-    ) -> list[str]:
-        """The dense half of :meth:`search` alone: record ids, nearest first.
+    ) -> list[tuple[str, float]]:
+        """The dense half of :meth:`search` alone: ``(record_id, cosine distance)``, nearest
+        first.
 
         Args:
             query: Free text (embedded like a search query).
@@ -971,7 +972,9 @@ class PostgresStore(MnemonStore):
         """
         return self._loop.run(self._dense_only(query, normalize_namespace(namespace), k, exact))
 
-    async def _dense_only(self, query: str, ns: Namespace, k: int, exact: bool | None) -> list[str]:
+    async def _dense_only(
+        self, query: str, ns: Namespace, k: int, exact: bool | None
+    ) -> list[tuple[str, float]]:
         qv = await asyncio.to_thread(self._embed_query, query)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
@@ -982,7 +985,8 @@ class PostgresStore(MnemonStore):
             if row is None:
                 return []
             docs = int(row[1]) if exact is None else (-1 if exact else self.exact_below)
-            return [rid for _, rid in await self._dense(conn, int(row[0]), docs, qv, k, None)]
+            ranked = await self._dense(conn, int(row[0]), docs, qv, k, None)
+            return [(rid, d) for _, rid, d in ranked]
 
     async def _bm25(
         self, conn: Any, nsid: int, query: str, k: int, filters: SearchFilters | None
@@ -1005,8 +1009,8 @@ class PostgresStore(MnemonStore):
         qv: np.ndarray,
         k: int,
         filters: SearchFilters | None,
-    ) -> list[tuple[int, str]]:
-        """``(seq, id)`` of the ``k`` nearest vectors (cosine), exact or HNSW by size."""
+    ) -> list[tuple[int, str, float]]:
+        """``(seq, id, cosine distance)`` of the ``k`` nearest vectors, exact or HNSW by size."""
         params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
         where = _filter_sql(filters, params)
         if docs < self.exact_below:
@@ -1014,7 +1018,8 @@ class PostgresStore(MnemonStore):
             # Without filters the vectors are ranked alone and only the top k joined.
             if where:
                 sql = (
-                    "SELECT r.seq, r.id FROM mnemon_vectors v JOIN mnemon_records r "
+                    "SELECT r.seq, r.id, v.embedding <=> %(q)s FROM mnemon_vectors v "
+                    "JOIN mnemon_records r "
                     f"ON r.id = v.record_id WHERE v.nsid = %(nsid)s {where} "
                     "ORDER BY (v.embedding <=> %(q)s) + 0, r.seq LIMIT %(k)s"
                 )
@@ -1022,11 +1027,11 @@ class PostgresStore(MnemonStore):
                 sql = (
                     "WITH c AS MATERIALIZED (SELECT record_id, (embedding <=> %(q)s) + 0 AS d "
                     "FROM mnemon_vectors WHERE nsid = %(nsid)s ORDER BY d LIMIT %(k)s) "
-                    "SELECT r.seq, r.id FROM c JOIN mnemon_records r ON r.id = c.record_id "
+                    "SELECT r.seq, r.id, c.d FROM c JOIN mnemon_records r ON r.id = c.record_id "
                     "ORDER BY c.d, r.seq"
                 )
             cur = await conn.execute(sql, params)
-            return [(int(s), rid) for s, rid in await cur.fetchall()]
+            return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
         async with conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, int(k))}")
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -1034,10 +1039,10 @@ class PostgresStore(MnemonStore):
                 "WITH c AS MATERIALIZED (SELECT r.seq, r.id, v.embedding <=> %(q)s AS d "
                 "FROM mnemon_vectors v JOIN mnemon_records r ON r.id = v.record_id "
                 f"WHERE v.nsid = %(nsid)s {where} ORDER BY v.embedding <=> %(q)s "
-                "LIMIT %(k)s) SELECT seq, id FROM c ORDER BY d, seq"
+                "LIMIT %(k)s) SELECT seq, id, d FROM c ORDER BY d, seq"
             )
             cur = await conn.execute(sql, params)
-            return [(int(s), rid) for s, rid in await cur.fetchall()]
+            return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
 
     # -- stats --------------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _prefill(db: Path) -> None:
+def _prefill(db: Path | str) -> None:
     from mnemon_langgraph.store import MnemonStore
     from mnemon_langgraph.types import Message
 
@@ -73,8 +73,10 @@ def _prefill(db: Path) -> None:
         close()
 
 
-@pytest.fixture
-def dev_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def dev_server(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
     exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which(
         "langgraph"
     )
@@ -82,7 +84,10 @@ def dev_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         pytest.skip("langgraph-cli[inmem] is not installed")
     # small deterministic backends: this test is about serving the graphs, not about quality
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
-    db = tmp_path / "journal.db"
+    # MNEMON_DB is a file path, or the URL of the test PostgreSQL server (tests/conftest.py)
+    db: Path | str = tmp_path / "journal.db"
+    if request.param == "postgres":
+        db = str(request.getfixturevalue("postgres_url"))
     _prefill(db)
     port = _free_port()
     env = {

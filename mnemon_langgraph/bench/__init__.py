@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "read": "mnemon_langgraph.bench.read",
     "load": "mnemon_langgraph.bench.load",
     "peers": "mnemon_langgraph.bench.peers",
+    "backend": "mnemon_langgraph.bench.backend",
 }
 """``mnemon bench`` subcommand → module implementing it."""
 

@@ -136,11 +136,11 @@ def build_journal(store: Any, records: int, *, batch: int = 5000) -> float:
         Seconds spent.
     """
     start = time.perf_counter()
-    have = store.journal.count(NAMESPACE)
+    have = store.count(NAMESPACE)
     while have < records:
         n = min(batch, records - have)
         store.ingest(NAMESPACE, synthetic_messages(n, start=have), source="synthetic", pack=False)
-        have = store.journal.count(NAMESPACE)
+        have = store.count(NAMESPACE)
     store.flush()
     return time.perf_counter() - start
 
@@ -162,7 +162,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="local",
         help="System 1: the offline local judge (default) or a constant scripted one",
     )
-    parser.add_argument("--db", metavar="PATH", help="journal to build or reuse (default: temp)")
+    parser.add_argument(
+        "--db",
+        metavar="PATH|URL",
+        help="journal (or postgresql:// URL) to build or reuse (default: temp file)",
+    )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -226,21 +230,23 @@ def _serve(graph: Any, questions: list[str], concurrency: int) -> dict[str, Any]
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Build the journal, serve the Views, return the figures."""
     from mnemon_langgraph.read.graph import create_read_graph
-    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.store import EmbeddedStore, MnemonStore, is_postgres_url
 
     embeddings = _embeddings(args.embeddings)
     with tempfile.TemporaryDirectory(prefix="mnemon-load-") as tmp:
-        db = Path(args.db) if args.db else Path(tmp) / "load.db"
+        # --db may be a postgresql:// URL: the same bench then measures that backend
+        db = args.db if is_postgres_url(args.db) else Path(args.db or Path(tmp) / "load.db")
         store = MnemonStore(db, embeddings)
         try:
             build_s = build_journal(store, args.records)
             index_s = time.perf_counter()
-            store.index(NAMESPACE).sync()
+            if isinstance(store, EmbeddedStore):  # load its index files before timing
+                store.index(NAMESPACE).sync()
             index_s = time.perf_counter() - index_s
             graph = create_read_graph(source=store, judge=_judge(args.judge, embeddings))
             warm = _serve(graph, _questions(1, seed=3), 1)  # load and warm up, not counted
             served = _serve(graph, _questions(args.requests), args.concurrency)
-            records = store.journal.count(NAMESPACE)
+            records = store.count(NAMESPACE)
         finally:
             store.close()
     lat = served["latencies"]

@@ -28,7 +28,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from langchain_core.documents import Document
@@ -82,14 +82,15 @@ def _questions(files: list[Path], limit: int) -> list[str]:
 def _real_records(files: list[Path], embedder: str, queries: list[str]) -> dict[str, Any]:
     """The conversations' records and vectors (one ingest), and the queries' vectors."""
     from mnemon_langgraph.bench.ingest import _embedder
-    from mnemon_langgraph.store import MnemonStore, load_messages
+    from mnemon_langgraph.store import load_messages
+    from mnemon_langgraph.store.embedded import EmbeddedStore
 
     embeddings = _embedder(embedder)
     records: list[Any] = []
     by_id: dict[str, np.ndarray] = {}
     with (
         tempfile.TemporaryDirectory(prefix="mnemon-peers-") as tmp,
-        MnemonStore(Path(tmp) / "src.db", embeddings) as store,
+        EmbeddedStore(Path(tmp) / "src.db", embeddings) as store,
     ):
         for i, f in enumerate(files):
             ns = ("src", str(i))  # one namespace per file: message ids repeat across files
@@ -98,10 +99,9 @@ def _real_records(files: list[Path], embedder: str, queries: list[str]) -> dict[
             # all records then go to the one namespace the three systems search (ids made
             # unique per file: a record id does not depend on the namespace)
             records += [
-                dataclasses.replace(r, namespace=_NS, id=f"{i}-{r.id}")
-                for r in store.journal.records(ns)
+                dataclasses.replace(r, namespace=_NS, id=f"{i}-{r.id}") for r in store.records(ns)
             ]
-            for ids, arr in store.journal.iter_vectors(ns):
+            for ids, arr in cast(EmbeddedStore, store).journal.iter_vectors(ns):
                 by_id.update((f"{i}-{rid}", vec) for rid, vec in zip(ids, arr, strict=True))
         qvecs = np.asarray(embeddings.embed_documents(queries), dtype=np.float32)
     vecs = np.stack([by_id[r.id] for r in records]).astype(np.float32)
@@ -135,10 +135,10 @@ def _p50(fn: Any, queries: list[str]) -> float:
 
 def _mnemon(real: dict[str, Any], corpus: dict[str, Any], table: Any, folder: Path) -> Any:
     """A MnemonStore holding the real records (as written) and the synthetic ones."""
-    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.store.embedded import EmbeddedStore
     from mnemon_langgraph.types import Message
 
-    store = MnemonStore(folder / "peers.db", table)
+    store = EmbeddedStore(folder / "peers.db", table)
     n_real = len(real["records"])
     store.journal.append(_NS, real["records"], real["vecs"])
     extra = corpus["texts"][n_real:]

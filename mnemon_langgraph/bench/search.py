@@ -256,13 +256,13 @@ def _dataset(n: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def _build_store(data: dict[str, Any], folder: Path, threshold: int) -> tuple[Any, float]:
     """A real store holding the records (ingested in batches, one record per message)."""
-    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.store.embedded import EmbeddedStore
     from mnemon_langgraph.types import Message
 
     texts, vecs = data["texts"], data["vecs"]
     table = dict(zip(texts, vecs, strict=True))
     table.update(zip(data["queries"], data["qvecs"], strict=True))
-    store = MnemonStore(
+    store = EmbeddedStore(
         folder / "bench.db",
         _LookupEmbeddings(table, vecs.shape[1]),
         vector_settings={"hnsw_threshold": threshold},
@@ -309,10 +309,10 @@ def _whole_call(store: Any, data: dict[str, Any], rounds: int = 3) -> dict[str, 
 
 def _reopen(closed: Any, data: dict[str, Any]) -> dict[str, Any]:
     """Seconds from opening the closed store again to its first answer (indexes loaded)."""
-    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.store.embedded import EmbeddedStore
 
     t0 = time.perf_counter()
-    store = MnemonStore(closed.path, closed.embeddings, vector_settings=closed.vector_settings)
+    store = EmbeddedStore(closed.path, closed.embeddings, vector_settings=closed.vector_settings)
     try:
         store.search(data["queries"][0], namespace=_NAMESPACE, k=20)
         seconds = time.perf_counter() - t0

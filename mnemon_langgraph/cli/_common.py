@@ -60,7 +60,12 @@ def add_namespace_arg(
 
 def add_db_arg(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     """Add ``--db PATH`` (the journal's SQLite file)."""
-    parser.add_argument("--db", required=required, metavar="PATH", help="the journal's SQLite file")
+    parser.add_argument(
+        "--db",
+        required=required,
+        metavar="PATH|URL",
+        help="the journal's SQLite file, or a postgresql:// URL",
+    )
 
 
 def namespace_arg(value: list[str] | str | None) -> Namespace | None:

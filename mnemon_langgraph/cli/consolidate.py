@@ -100,10 +100,11 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         create_consolidation_graph,
     )
     from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
 
     stream = out or sys.stdout
-    if not Path(args.db).exists():
+    if not is_postgres_url(args.db) and not Path(args.db).exists():
         raise ConfigurationError(f"no journal at {args.db} (ingest something first)")
     namespace = normalize_namespace(tuple(args.namespace))
     settings = ConsolidationSettings(
@@ -113,9 +114,20 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         fold_timeout_s=args.timeout,
     )
     model = _init_model(args.model)
-    journal = Journal(args.db)
+    journal: Any
+    if is_postgres_url(args.db):  # records and items in PostgreSQL (PostgresItemStore)
+        from mnemon_langgraph.consolidation.graph import item_store_for
+        from mnemon_langgraph.store import MnemonStore
+
+        journal = MnemonStore(args.db, embeddings_for(args.embeddings))
+    else:
+        journal = Journal(args.db)
     try:
-        items = SQLiteItemStore(journal, embeddings_for(args.embeddings))
+        items = (
+            item_store_for(journal)
+            if is_postgres_url(args.db)
+            else SQLiteItemStore(journal, embeddings_for(args.embeddings))
+        )
         if args.rebuild:
             dropped = items.drop_index(namespace)
             print(f"dropped {dropped} items; rebuilding from the records", file=stream)

@@ -65,8 +65,14 @@ def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli")
     """
     from mnemon_langgraph.search.hybrid import NamespaceIndex, all_index_folders
     from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
 
+    if is_postgres_url(db):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.for_maintenance(str(db)) as store:
+            return store.erase_namespace(normalize_namespace(namespace), actor=actor)
     path = Path(db)
     _require_journal(path)
     ns = normalize_namespace(namespace)
@@ -116,13 +122,17 @@ def run(args: argparse.Namespace) -> int:
     """Erase the namespace; exit code 1 when not confirmed or when it does not exist."""
     ns = namespace_arg(args.namespace)
     assert ns is not None  # --namespace is required
-    _require_journal(Path(args.db))
-    if not _namespace_exists(args.db, ns):
-        print(
-            f"mnemon: error: namespace {list(ns)!r} does not exist in {args.db}; nothing erased",
-            file=sys.stderr,
-        )
-        return 1
+    from mnemon_langgraph.store import is_postgres_url
+
+    if not is_postgres_url(args.db):
+        _require_journal(Path(args.db))
+        if not _namespace_exists(args.db, ns):
+            print(
+                f"mnemon: error: namespace {list(ns)!r} does not exist in {args.db}; "
+                "nothing erased",
+                file=sys.stderr,
+            )
+            return 1
     if not args.yes and not _confirm(args.db, ns):
         return 1
     count = erase_namespace_files(args.db, ns, actor=args.actor)

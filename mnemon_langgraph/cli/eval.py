@@ -168,7 +168,11 @@ def _run_locomo(args: argparse.Namespace) -> int:
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
     settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
-    store_path = Path(args.store) if args.store else default_store_path()
+    from mnemon_langgraph.store import is_postgres_url
+
+    store_path: Path | str = default_store_path()
+    if args.store:  # a journal path, or a postgresql:// URL (then the eval runs on it)
+        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
     store = MnemonStore(store_path, embeddings=embeddings)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)

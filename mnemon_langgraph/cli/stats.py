@@ -33,7 +33,20 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the statistics."""
-    with open_store(args.db) as store:
+    from pathlib import Path
+
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.store import is_postgres_url
+
+    if is_postgres_url(args.db):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        opened: Any = PostgresStore.for_maintenance(args.db)  # no embedder needed
+    elif not Path(args.db).exists():
+        raise ConfigurationError(f"no journal at {args.db}")
+    else:
+        opened = open_store(args.db)
+    with opened as store:
         data = store.stats(namespace_arg(args.namespace))
     if args.json:
         print_json(data)

@@ -21,6 +21,7 @@ from mnemon_langgraph.consolidation.graph import (
     ConsolidationGraphState,
     ConsolidationReport,
     create_consolidation_graph,
+    item_store_for,
 )
 from mnemon_langgraph.consolidation.itemstore import (
     FailureRow,
@@ -28,6 +29,7 @@ from mnemon_langgraph.consolidation.itemstore import (
     ItemUpdate,
     SQLiteItemStore,
 )
+from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 
 __all__ = [
@@ -45,9 +47,11 @@ __all__ = [
     "InstructionOut",
     "ItemUpdate",
     "ItemUpdateOut",
+    "PostgresItemStore",
     "SQLiteItemStore",
     "ValueOut",
     "create_consolidation_graph",
     "cut_batch",
+    "item_store_for",
     "trim_record",
 ]

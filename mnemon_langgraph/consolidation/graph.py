@@ -360,6 +360,24 @@ def _after_write(state: ConsolidationGraphState) -> Literal["load", "finish"]:
     return "finish" if state.get("stop_reason") == "failed" else "load"
 
 
+def item_store_for(store: Any, embeddings: Embeddings | None = None) -> Any:
+    """The item store beside ``store``'s records: SQLite file or PostgreSQL database.
+
+    Raises:
+        ConfigurationError: ``store`` is not a ``MnemonStore`` of a known backend.
+    """
+    from mnemon_langgraph.store import EmbeddedStore, PostgresStore
+
+    embeddings = embeddings if embeddings is not None else getattr(store, "embeddings", None)
+    if isinstance(store, EmbeddedStore):
+        return SQLiteItemStore(store.journal, embeddings)
+    if isinstance(store, PostgresStore):
+        from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
+
+        return PostgresItemStore(store, embeddings)
+    raise ConfigurationError(f"store= must be a MnemonStore, got {type(store).__name__}")
+
+
 def _resolve(
     journal_path: str | Path | None,
     store: Any,
@@ -376,11 +394,8 @@ def _resolve(
             "or items="
         )
     if store is not None:
-        journal = getattr(store, "journal", None)
-        if journal is None:
-            raise ConfigurationError("store= must be a MnemonStore (it has no .journal)")
-        if embeddings is None:
-            embeddings = getattr(store, "embeddings", None)
+        made = item_store_for(store, embeddings)
+        return made.journal, made
     elif journal_path is not None:
         from mnemon_langgraph.storage.journal import Journal
 

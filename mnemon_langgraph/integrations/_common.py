@@ -365,12 +365,8 @@ def _writable(message: BaseMessage) -> bool:
 
 
 def _last_record(store: MnemonStore, namespace: Namespace) -> Any:
-    journal = store.journal
-    try:
-        top = journal.max_seq(namespace)
-        return next(iter(journal.records(namespace, after_seq=top - 1, limit=1)), None)
-    except AttributeError:
-        return None
+    top = store.max_seq(namespace)
+    return next(iter(store.records(namespace, after_seq=top - 1, limit=1)), None)
 
 
 def _gap(earlier: datetime, later: datetime) -> timedelta:
@@ -437,10 +433,7 @@ def new_messages(
 
 
 def _known_ids(store: MnemonStore, namespace: Namespace, ids: Sequence[str]) -> set[str]:
-    journal = getattr(store, "journal", None)
-    if journal is not None and hasattr(journal, "known_message_ids"):
-        return set(journal.known_message_ids(namespace, ids))
-    return set()
+    return set(store.known_message_ids(namespace, ids))
 
 
 def ingest_messages(

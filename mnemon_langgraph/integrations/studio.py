@@ -149,9 +149,9 @@ def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
 
 
 def _items(store: Any) -> Any:
-    from mnemon_langgraph.consolidation import SQLiteItemStore
+    from mnemon_langgraph.consolidation.graph import item_store_for
 
-    return SQLiteItemStore(store.journal, embeddings=store.embeddings)
+    return item_store_for(store)
 
 
 class MissingChatModel(BaseChatModel):

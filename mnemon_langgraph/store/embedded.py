@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import InputError, JournalReadOnlyError, ModelCallError
+from mnemon_langgraph.errors import InputError, JournalReadOnlyError
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.hybrid import (
     CANDIDATE_DEPTH,
@@ -37,46 +34,29 @@ from mnemon_langgraph.search.hybrid import (
     all_index_folders,
     index_folder,
 )
-from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.journal import Journal
+from mnemon_langgraph.storage.schema import AuditEntry
+from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.types import (
     Message,
     Namespace,
     Record,
     SearchFilters,
     SearchHit,
-    as_naive_utc,
     check_count,
     normalize_namespace,
 )
 
-__all__ = ["IngestResult", "MnemonStore", "load_messages"]
-
-_EMBED_BATCH = 64
+__all__ = ["EmbeddedStore", "load_messages"]
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    """What an ingest wrote.
+class EmbeddedStore(MnemonStore):
+    """Journal + embedder + hybrid indexes (the embedded backend). Implements ``SearchSource``.
 
-    Attributes:
-        records_written: Records appended to the journal.
-        messages_written: Messages that went into those records.
-        messages_skipped: Messages already in the journal (same id), left alone.
-        record_ids: Ids of the records written, in order.
-    """
-
-    records_written: int
-    messages_written: int
-    messages_skipped: int
-    record_ids: tuple[str, ...] = field(default=())
-
-
-class MnemonStore:
-    """Journal + embedder + hybrid indexes. Implements ``SearchSource``.
+    Built by ``MnemonStore(path)``; see :class:`~mnemon_langgraph.store.base.StoreBackend`.
 
     Args:
         path: The SQLite journal file (created if missing). Indexes live in
@@ -116,19 +96,6 @@ class MnemonStore:
         self._lock = threading.Lock()
         self._closed = False
 
-    @classmethod
-    def open(
-        cls, path: str | os.PathLike[str], embeddings: Embeddings | None = None, **kwargs: Any
-    ) -> MnemonStore:
-        """Same as ``MnemonStore(path, embeddings, **kwargs)``."""
-        return cls(path, embeddings, **kwargs)
-
-    def __enter__(self) -> MnemonStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         """Save unsaved index changes and close the journal (if the store opened it)."""
         if self._closed:
@@ -167,42 +134,6 @@ class MnemonStore:
                 self._indexes[ns] = index
         return index
 
-    # -- embedding -------------------------------------------------------------------------
-
-    def _embed(self, texts: list[str], progress: Callable[[int, int], None] | None) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), _EMBED_BATCH):
-            chunk = texts[start : start + _EMBED_BATCH]
-            try:
-                vecs = np.asarray(self.embeddings.embed_documents(chunk), dtype=np.float32)
-            except ModelCallError:
-                raise
-            except Exception as exc:
-                raise ModelCallError(f"embedding model failed: {exc}") from exc
-            if vecs.shape != (len(chunk), self.dimension):
-                raise ModelCallError(
-                    f"embedding model returned shape {vecs.shape}, "
-                    f"expected ({len(chunk)}, {self.dimension})"
-                )
-            if not np.isfinite(vecs).all():
-                raise ModelCallError("embedding model returned NaN or infinite values")
-            out[start : start + len(chunk)] = normalize_rows(vecs)
-            if progress is not None:
-                progress(start + len(chunk), len(texts))
-        return out
-
-    def _embed_query(self, query: str) -> np.ndarray:
-        try:
-            vec = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
-        except Exception as exc:
-            raise ModelCallError(f"embedding model failed on the query: {exc}") from exc
-        if vec.shape != (self.dimension,) or not np.isfinite(vec).all():
-            raise ModelCallError(
-                f"embedding model returned an unusable query vector (shape {vec.shape}, "
-                f"expected ({self.dimension},), finite values)"
-            )
-        return normalize_rows(vec)
-
     # -- writing ---------------------------------------------------------------------------
 
     def ingest(
@@ -235,7 +166,7 @@ class MnemonStore:
         """
         ns = normalize_namespace(namespace)
         given = list(messages)
-        _check_unicode(ns, source, given)
+        check_unicode(ns, source, given)
         with_ids = [
             m
             if m.id is not None
@@ -276,38 +207,6 @@ class MnemonStore:
         return await asyncio.to_thread(
             self.ingest, namespace, list(messages), source=source, pack=pack
         )
-
-    def ingest_file(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        namespace: str | Sequence[str],
-        format: str = "auto",
-        pack: bool = True,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult:
-        """Ingest a LoCoMo JSON, JSONL or transcript file (see :func:`load_messages`).
-
-        A LoCoMo file's QA pairs, summaries and observations are never ingested.
-
-        Args:
-            path: The file.
-            namespace: Where the records go.
-            format: ``auto``, ``locomo``, ``jsonl`` or ``transcript``.
-            pack: See :meth:`ingest`.
-            progress: See :meth:`ingest`.
-        """
-        messages_by_source = load_messages(path, format=format)
-        total = IngestResult(0, 0, 0)
-        for source, messages in messages_by_source:
-            result = self.ingest(namespace, messages, source=source, pack=pack, progress=progress)
-            total = IngestResult(
-                total.records_written + result.records_written,
-                total.messages_written + result.messages_written,
-                total.messages_skipped + result.messages_skipped,
-                total.record_ids + result.record_ids,
-            )
-        return total
 
     def delete_records(
         self,
@@ -400,6 +299,32 @@ class MnemonStore:
     def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
         """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
         return self.journal.get_records(normalize_namespace(namespace), list(ids))
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]:
+        """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads)."""
+        return self.journal.records(namespace, after_seq=after_seq, limit=limit)
+
+    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
+        """The subset of ``ids`` already stored in ``namespace``."""
+        return self.journal.known_message_ids(namespace, ids)
+
+    def max_seq(self, namespace: str | Sequence[str]) -> int:
+        """Highest seq of ``namespace`` (``0`` when empty)."""
+        return self.journal.max_seq(namespace)
+
+    def count(self, namespace: str | Sequence[str]) -> int:
+        """Number of records in ``namespace``."""
+        return self.journal.count(namespace)
+
+    def namespaces(self) -> list[Namespace]:
+        """Every namespace that holds at least one record, sorted."""
+        return self.journal.namespaces()
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+        """Audited deletions, oldest first, of one namespace or of all."""
+        return self.journal.audit_log(namespace)
 
     def search(
         self,
@@ -494,107 +419,6 @@ class MnemonStore:
             "namespaces": rows,
         }
 
-    # =======================================================================================
-    # Plain per-user API, for application code that is not an agent (mem0-style). Built on
-    # the public methods above (ingest, search, delete_records, get_records) and the journal's
-    # public reading interface (records, max_seq, audit_log), so it works over any backend.
-    # A ``user`` is a namespace: "ada" is ("ada",); ("users", "ada") works too.
-    # =======================================================================================
-
-    def add_messages(
-        self,
-        user: str | Sequence[str],
-        messages: Sequence[Any],
-        *,
-        source: str = "api",
-        now: datetime | None = None,
-    ) -> IngestResult:
-        """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
-        ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
-
-        The one date rule of every surface: a message is dated when it was written (``now``,
-        default the current UTC time) unless it carries its own timestamp; undated messages
-        continue the user's last session unless more than four hours passed since it.
-
-        Returns:
-            What was written (messages already stored, by id, are skipped).
-
-        Raises:
-            InputError: A message that cannot be converted (unknown role, no text).
-        """
-        from langchain_core.messages import convert_to_messages
-
-        from mnemon_langgraph.sources import messages_from_langchain
-        from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
-
-        ns = normalize_namespace(user)
-        ours = [m for m in messages if isinstance(m, Message)]
-        theirs = [m for m in messages if not isinstance(m, Message)]
-        if ours and theirs:
-            raise InputError("add_messages: pass Message objects or chat messages, not both")
-        try:
-            given = ours or messages_from_langchain(convert_to_messages(theirs))
-        except (ValueError, NotImplementedError) as exc:
-            raise InputError(f"add_messages: {exc}") from exc
-        last = next(iter(self.journal.records(ns, after_seq=self.journal.max_seq(ns) - 1)), None)
-        stamp = as_naive_utc(now or datetime.now(UTC))
-        session = last.session if last is not None else 1
-        if last is not None and last.date and stamp and stamp - last.date > DEFAULT_SESSION_GAP:
-            session += 1
-        dated = [
-            m
-            if m.timestamp is not None
-            else dataclasses.replace(m, timestamp=stamp, session=session)
-            for m in given
-        ]
-        return self.ingest(ns, dated, source=source)
-
-    def list_records(self, user: str | Sequence[str], *, limit: int | None = None) -> list[Record]:
-        """A user's records, oldest first (at most ``limit``)."""
-        return list(self.journal.records(normalize_namespace(user), limit=limit))
-
-    def delete(
-        self, user: str | Sequence[str], record_ids: Sequence[str], *, reason: str = ""
-    ) -> list[str]:
-        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
-
-        Ids of other users' records are never deleted: deletion is scoped to ``user``.
-        """
-        if isinstance(record_ids, str):
-            raise InputError("delete: pass a list of record ids, not one string")
-        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
-
-    def export(self, user: str | Sequence[str]) -> str:
-        """Everything stored for a user as JSON (records, then the audit trail of deletions).
-
-        For data-access requests: the records with their dates, sessions, speakers and message
-        ids, and the journal's audit entries for the namespace. Embeddings are not exported
-        (they are derived from the text).
-        """
-        ns = normalize_namespace(user)
-        records = [_record_json(r) for r in self.journal.records(ns)]
-        audit = [_jsonable(dataclasses.asdict(e)) for e in self.journal.audit_log(ns)]
-        return json.dumps(
-            {"namespace": list(ns), "records": records, "audit": audit},
-            ensure_ascii=False,
-            indent=2,
-        )
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with datetimes as ISO 8601 and tuples as lists (for :meth:`MnemonStore.export`)."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def _record_json(record: Record) -> dict[str, Any]:
-    return _jsonable(dataclasses.asdict(record))  # type: ignore[no-any-return]
-
 
 def _open_journal(path: Path) -> Journal:
     """Open the journal for writing, or read-only (with one warning) if it cannot be written.
@@ -623,31 +447,6 @@ def _check_query(query: object, k: object, offset: object) -> None:
         ) from None
     check_count(k, what="k")
     check_count(offset, what="offset")
-
-
-def _check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
-    """Raise :class:`InputError` for text that cannot be stored as UTF-8 (lone surrogates).
-
-    Such strings come from ``json.loads`` of ``"\\ud800"`` escapes or badly decoded input;
-    SQLite, the embedder and the hashers would otherwise fail on them with a bare
-    ``UnicodeEncodeError`` halfway through an ingest.
-    """
-
-    def check(value: object, what: str) -> None:
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InputError(
-                    f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
-                ) from None
-
-    for part in namespace:
-        check(part, f"namespace part {part!r}")
-    check(source, "source")
-    for i, m in enumerate(messages):
-        for name in ("text", "speaker", "id"):
-            check(getattr(m, name, None), f"message {i} ({name})")
 
 
 def load_messages(

@@ -1,0 +1,152 @@
+"""``mnemon bench backend``: one backend's write and search figures, and pgvector recall.
+
+``mnemon bench backend --db postgresql://… --records 10000,100000`` (or ``--db DIR`` for the
+embedded backend, one journal per size in that folder) writes, per size ``N``, ``N``
+synthetic LoCoMo-like records (:func:`~mnemon_langgraph.bench.scale.synthetic_messages`,
+stand-in random vectors) into namespace ``("bench", "big-N")`` and ``N // 100`` into
+``("bench", "small-N")``, then measures:
+
+* ingest: messages per second (one turn per record, batches of ``--batch``);
+* hybrid search (BM25 + dense, fused) on the big namespace: p50 / p95 latency;
+* PostgreSQL only: recall@48 of the HNSW index (iterative scan) against an exact scan,
+  for the big namespace (all ``N`` rows of its own) and for the small one (about 1% of
+  the table, so the namespace filter matters), and both latencies.
+
+Use a fresh database (or folder): sizes already there are not written twice (ingest is
+idempotent), and the write rate would then mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HELP", "add_arguments", "render", "run"]
+
+HELP = "one backend (SQLite folder or postgresql:// URL): ingest msgs/s, search p50/p95, recall"
+TOP = 48
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def _timed(fn: Any, queries: list[str]) -> tuple[list[Any], list[float]]:
+    out, ms = [], []
+    for q in queries:
+        t = time.perf_counter()
+        out.append(fn(q))
+        ms.append(1000 * (time.perf_counter() - t))
+    return out, ms
+
+
+def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
+    exact, exact_ms = _timed(
+        lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
+    )
+    approx, hnsw_ms = _timed(
+        lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=False), queries
+    )
+    # Tie-aware recall: a hit counts when it is as near as the exact 48th (synthetic texts
+    # repeat, so many records share one vector and "which 48 of the tied" is arbitrary).
+    recalls = []
+    for a, e in zip(approx, exact, strict=True):
+        if not e:
+            continue
+        bound = e[-1][1] + 1e-6
+        recalls.append(sum(1 for _, d in a if d <= bound) / len(e))
+    return {
+        "recall_at_48": round(statistics.mean(recalls), 4),
+        "recall_min": round(min(recalls), 4),
+        "distinct_rankings": len({tuple(x for x, _ in e) for e in exact}),
+        "exact_ms_p50": round(_pct(exact_ms, 0.5), 2),
+        "hnsw_ms_p50": round(_pct(hnsw_ms, 0.5), 2),
+        "hnsw_ms_p95": round(_pct(hnsw_ms, 0.95), 2),
+    }
+
+
+def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from mnemon_langgraph.bench.scale import PROBE_QUESTIONS, synthetic_messages
+    from mnemon_langgraph.store import MnemonStore, PostgresStore, is_postgres_url
+    from mnemon_langgraph.types import Message
+
+    big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
+    messages = synthetic_messages(n, seed=args.seed)
+    with MnemonStore(target, DeterministicFakeEmbedding(size=384)) as store:
+        t0 = time.perf_counter()
+        written = 0
+        for i in range(0, n, args.batch):
+            written += store.ingest(
+                big, messages[i : i + args.batch], source="bench", pack=False
+            ).messages_written
+        ingest_s = time.perf_counter() - t0
+        few = [
+            Message(m.text, m.speaker, id=f"s{i}", timestamp=m.timestamp, session=m.session)
+            for i, m in enumerate(synthetic_messages(max(1, n // 100), seed=args.seed + 1))
+        ]
+        store.ingest(small, few, source="bench", pack=False)
+        queries = [q for q in PROBE_QUESTIONS for _ in range(max(1, args.queries // 10))]
+        store.search(queries[0], namespace=big, k=20)  # warm up
+        _, search_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
+        row: dict[str, Any] = {
+            "records": n,
+            "backend": "postgres" if is_postgres_url(target) else "embedded",
+            "messages_written": written,
+            "ingest_msgs_per_s": round(written / ingest_s, 1) if ingest_s > 0 else None,
+            "hybrid_ms_p50": round(_pct(search_ms, 0.5), 2),
+            "hybrid_ms_p95": round(_pct(search_ms, 0.95), 2),
+        }
+        if isinstance(store, PostgresStore):
+            probes = [f"recall probe {i} about {q}" for i, q in enumerate(queries)]
+            row["dense_big"] = _recall(store, big, probes)
+            row["dense_small_1pct"] = _recall(store, small, probes)
+    return row
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--db`` (URL or folder), ``--records``, ``--batch``, ``--queries``, ``--seed``."""
+    parser.add_argument(
+        "--db", required=True, metavar="URL|DIR", help="postgresql:// URL or a folder"
+    )
+    parser.add_argument("--records", default="10000", metavar="N,...", help="sizes (records)")
+    parser.add_argument("--batch", type=int, default=2000, help="messages per ingest call")
+    parser.add_argument("--queries", type=int, default=40, help="timed queries per figure")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic turns")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Measure every size, smallest first; returns ``{"sizes": [...], "settings": {...}}``."""
+    from mnemon_langgraph.store import is_postgres_url
+
+    sizes = sorted(int(x.replace("_", "")) for x in str(args.records).split(",") if x.strip())
+    rows = []
+    for n in sizes:
+        target = args.db if is_postgres_url(args.db) else str(Path(args.db) / f"backend-{n}.db")
+        rows.append(_measure(target, n, args))
+    return {
+        "sizes": rows,
+        "settings": {"batch": args.batch, "queries": args.queries, "vectors": "random 384-d"},
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    """A plain-text table of the figures."""
+    lines = [f"{'records':>9} {'backend':>9} {'msgs/s':>8} {'p50 ms':>7} {'p95 ms':>7}  recall"]
+    for r in result["sizes"]:
+        recall = ""
+        if "dense_big" in r:
+            recall = (
+                f"big {r['dense_big']['recall_at_48']:.3f}, "
+                f"1% {r['dense_small_1pct']['recall_at_48']:.3f}"
+            )
+        lines.append(
+            f"{r['records']:>9,} {r['backend']:>9} {r['ingest_msgs_per_s'] or 0:>8,.0f} "
+            f"{r['hybrid_ms_p50']:>7.2f} {r['hybrid_ms_p95']:>7.2f}  {recall}"
+        )
+    return "\n".join(lines)

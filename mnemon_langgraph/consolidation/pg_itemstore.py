@@ -1,0 +1,510 @@
+"""The consolidated index in PostgreSQL: :class:`PostgresItemStore`, beside ``SQLiteItemStore``.
+
+Same interface and the same guarantees as :class:`~.itemstore.SQLiteItemStore`, in the
+database of a :class:`~mnemon_langgraph.store.postgres.PostgresStore` (its pool, its loop):
+
+* ``mnemon_items`` (with ``nsid``, so an erase reaches them), ``mnemon_item_links``
+  (``record_id REFERENCES mnemon_records ON DELETE CASCADE``) and a trigger that deletes an
+  item left without links and writes a ``delete_item`` audit row, in the deleting
+  transaction;
+* ``mnemon_consolidation_state``: the watermark, moved in the same transaction as the batch's
+  items. :meth:`PostgresItemStore.commit_batch` reads it ``FOR UPDATE``: a second job on the
+  same namespace waits for the first to commit, then finds the watermark moved and writes
+  nothing (``JournalError``), so two jobs never fold the same records twice;
+* ``mnemon_consolidation_failures``.
+
+Nearest-item search is brute-force cosine in numpy, as in the SQLite store (a few items per
+10,000 characters of history; see that module for the reasoning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from mnemon_langgraph.consolidation.schema import (
+    FailureRow,
+    IndexStatus,
+    ItemUpdate,
+    group_key_text,
+    item_embedding_text,
+)
+from mnemon_langgraph.errors import JournalError, ModelCallError
+from mnemon_langgraph.items import IndexItem, ItemKind
+from mnemon_langgraph.store.postgres import PostgresStore
+from mnemon_langgraph.types import Namespace, normalize_namespace
+
+__all__ = ["PostgresItemStore"]
+
+_DDL = [
+    "CREATE SEQUENCE IF NOT EXISTS mnemon_item_seq",
+    """CREATE TABLE IF NOT EXISTS mnemon_items (
+        id text PRIMARY KEY,
+        nsid bigint NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('event', 'value', 'instruction')),
+        text text NOT NULL,
+        topic text, subject text, attribute text, value text,
+        group_key text NOT NULL,
+        date timestamp,
+        contradicts boolean NOT NULL DEFAULT false,
+        seq bigint NOT NULL,
+        embedding real[],
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now())""",
+    "CREATE INDEX IF NOT EXISTS mnemon_items_kind ON mnemon_items (nsid, kind, seq)",
+    "CREATE INDEX IF NOT EXISTS mnemon_items_group ON mnemon_items (nsid, group_key, seq)",
+    """CREATE TABLE IF NOT EXISTS mnemon_item_links (
+        item_id text NOT NULL REFERENCES mnemon_items(id) ON DELETE CASCADE,
+        record_id text NOT NULL REFERENCES mnemon_records(id) ON DELETE CASCADE,
+        nsid bigint NOT NULL,
+        PRIMARY KEY (item_id, record_id))""",
+    "CREATE INDEX IF NOT EXISTS mnemon_item_links_record ON mnemon_item_links (record_id)",
+    """CREATE TABLE IF NOT EXISTS mnemon_consolidation_state (
+        nsid bigint PRIMARY KEY,
+        watermark bigint NOT NULL DEFAULT 0,
+        batches bigint NOT NULL DEFAULT 0,
+        items_added bigint NOT NULL DEFAULT 0,
+        items_updated bigint NOT NULL DEFAULT 0,
+        model_calls bigint NOT NULL DEFAULT 0,
+        input_tokens bigint NOT NULL DEFAULT 0,
+        output_tokens bigint NOT NULL DEFAULT 0,
+        updated_at timestamptz NOT NULL DEFAULT now())""",
+    """CREATE TABLE IF NOT EXISTS mnemon_consolidation_failures (
+        id bigserial PRIMARY KEY,
+        nsid bigint NOT NULL,
+        batch_start_seq bigint NOT NULL,
+        batch_end_seq bigint NOT NULL,
+        error text NOT NULL,
+        attempts integer NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        skipped boolean NOT NULL DEFAULT false,
+        resolved boolean NOT NULL DEFAULT false)""",
+    """CREATE OR REPLACE FUNCTION mnemon_item_links_orphan() RETURNS trigger AS $$
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM mnemon_item_links WHERE item_id = OLD.item_id)
+           AND EXISTS (SELECT 1 FROM mnemon_items WHERE id = OLD.item_id) THEN
+            INSERT INTO mnemon_audit (actor, action, namespace, count, record_ids, reason)
+            SELECT 'consolidation', 'delete_item', n.namespace, 1,
+                   jsonb_build_array(OLD.record_id),
+                   'index item ' || OLD.item_id || ' lost its last linked record'
+            FROM mnemon_items i JOIN mnemon_namespaces n ON n.nsid = i.nsid
+            WHERE i.id = OLD.item_id;
+            DELETE FROM mnemon_items WHERE id = OLD.item_id;
+        END IF;
+        RETURN NULL;
+    END $$ LANGUAGE plpgsql""",
+    "DROP TRIGGER IF EXISTS mnemon_item_links_orphan ON mnemon_item_links",
+    "CREATE TRIGGER mnemon_item_links_orphan AFTER DELETE ON mnemon_item_links "
+    "FOR EACH ROW EXECUTE FUNCTION mnemon_item_links_orphan()",
+]
+
+_COLUMNS = "id, kind, text, topic, subject, attribute, value, date, contradicts, seq"
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32)
+
+
+class PostgresItemStore:
+    """The consolidated index in PostgreSQL; an :class:`~mnemon_langgraph.items.ItemSource`.
+
+    Args:
+        store: The :class:`PostgresStore` whose database holds the index; ``journal``
+            (read by the consolidation graph) is that store.
+        embeddings: Embeds items and queries; default the store's embedder.
+    """
+
+    def __init__(self, store: PostgresStore, embeddings: Embeddings | None = None) -> None:
+        self.journal = store
+        self.store = store
+        self.embeddings = embeddings if embeddings is not None else store.embeddings
+        self.dimension = store.dimension
+        self.read_only = False
+        store.run(self._setup())
+
+    async def _setup(self) -> None:
+        async with self.store.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x4D4E4954,))
+            for statement in _DDL:
+                await conn.execute(statement)
+
+    def close(self) -> None:
+        """Nothing to close: the store owns the connections."""
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[Any]:
+        return self.store.run(self.store.fetch(sql, params))
+
+    def _items(
+        self, namespace: Namespace, where: str, params: dict[str, Any], *, links: bool = True
+    ) -> list[IndexItem]:
+        ns = normalize_namespace(namespace)
+        params = {**params, "ns": self.store.key(ns)}
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM mnemon_items WHERE nsid = (SELECT nsid FROM "
+            f"mnemon_namespaces WHERE namespace = %(ns)s) AND {where} ORDER BY seq",
+            params,
+        )
+        linked: dict[str, list[str]] = {}
+        if links and rows:
+            for item_id, record_id in self._rows(
+                "SELECT item_id, record_id FROM mnemon_item_links WHERE item_id = ANY(%s) "
+                "ORDER BY record_id",
+                ([r[0] for r in rows],),
+            ):
+                linked.setdefault(item_id, []).append(record_id)
+        return [
+            IndexItem(
+                id=r[0],
+                namespace=ns,
+                kind=r[1],
+                text=r[2],
+                record_ids=tuple(sorted(linked.get(r[0], []))),
+                topic=r[3],
+                subject=r[4],
+                attribute=r[5],
+                value=r[6],
+                date=r[7],
+                contradicts=bool(r[8]),
+                seq=int(r[9]),
+            )
+            for r in rows
+        ]
+
+    def get_items(self, namespace: Namespace, ids: Sequence[str]) -> list[IndexItem]:
+        """The items of ``namespace`` with the given ids (unknown ids are left out)."""
+        return self._items(namespace, "id = ANY(%(ids)s)", {"ids": list(dict.fromkeys(ids))})
+
+    def all_items(self, namespace: Namespace, kind: ItemKind | None = None) -> list[IndexItem]:
+        """Every item of ``namespace`` (of one ``kind`` if given), in write order."""
+        if kind is None:
+            return self._items(namespace, "true", {})
+        return self._items(namespace, "kind = %(kind)s", {"kind": kind})
+
+    def context_items(self, namespace: Namespace) -> list[IndexItem]:
+        """Every item of ``namespace`` without its links, in write order (cheap)."""
+        return self._items(namespace, "true", {}, links=False)
+
+    def count(self, namespace: Namespace) -> int:
+        """Number of items in ``namespace``."""
+        rows = self._rows(
+            "SELECT count(*) FROM mnemon_items i JOIN mnemon_namespaces n ON n.nsid = i.nsid "
+            "WHERE n.namespace = %s",
+            (self.store.key(namespace),),
+        )
+        return int(rows[0][0])
+
+    def linked_items(self, namespace: Namespace, record_ids: Sequence[str]) -> list[IndexItem]:
+        """Items of ``namespace`` linked to any of ``record_ids``, in write order."""
+        return self._items(
+            namespace,
+            "id IN (SELECT item_id FROM mnemon_item_links WHERE record_id = ANY(%(rids)s))",
+            {"rids": list(dict.fromkeys(record_ids))},
+        )
+
+    def nearest_items(self, query: str, *, namespace: Namespace, k: int = 12) -> list[IndexItem]:
+        """The ``k`` items of ``namespace`` whose embeddings are nearest ``query`` (cosine)."""
+        if k <= 0 or not query.strip():
+            return []
+        rows = self._rows(
+            "SELECT i.id, i.embedding FROM mnemon_items i JOIN mnemon_namespaces n "
+            "ON n.nsid = i.nsid WHERE n.namespace = %s AND i.embedding IS NOT NULL "
+            "ORDER BY i.seq",
+            (self.store.key(namespace),),
+        )
+        if not rows:
+            return []
+        matrix = np.asarray([r[1] for r in rows], dtype=np.float32)
+        q = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
+        scores = matrix @ (q / (float(np.linalg.norm(q)) or 1.0))
+        chosen = [rows[i][0] for i in np.argsort(-scores, kind="stable")[:k]]
+        by_id = {item.id: item for item in self.get_items(namespace, chosen)}
+        return [by_id[i] for i in chosen if i in by_id]
+
+    def instructions(self, namespace: Namespace) -> list[IndexItem]:
+        """Every standing instruction and preference of ``namespace``, oldest first."""
+        return self.all_items(namespace, "instruction")
+
+    def topics(self, namespace: Namespace) -> list[str]:
+        """Names of every topic timeline of ``namespace``, in order of first appearance."""
+        rows = self._rows(
+            "SELECT min(i.topic), min(i.seq) AS first FROM mnemon_items i JOIN "
+            "mnemon_namespaces n ON n.nsid = i.nsid WHERE n.namespace = %s AND "
+            "i.kind = 'event' GROUP BY i.group_key ORDER BY first",
+            (self.store.key(namespace),),
+        )
+        return [r[0] for r in rows if r[0]]
+
+    def group(self, namespace: Namespace, item: IndexItem) -> list[IndexItem]:
+        """The whole timeline or value history of ``item``, oldest first (by date, then seq)."""
+        items = self._items(
+            namespace,
+            "kind = %(kind)s AND group_key = %(g)s",
+            {"kind": item.kind, "g": group_key_text(item)},
+        )
+        return sorted(items, key=lambda it: (it.date is None, it.date or datetime.min, it.seq))
+
+    def state(self, namespace: Namespace) -> IndexStatus:
+        """Watermark and running totals of ``namespace`` (zeros before any run)."""
+        ns = normalize_namespace(namespace)
+        rows = self._rows(
+            "SELECT watermark, batches, items_added, items_updated, model_calls, input_tokens, "
+            "output_tokens FROM mnemon_consolidation_state s JOIN mnemon_namespaces n "
+            "ON n.nsid = s.nsid WHERE n.namespace = %s",
+            (self.store.key(ns),),
+        )
+        return IndexStatus(ns, *(int(v) for v in rows[0])) if rows else IndexStatus(namespace=ns)
+
+    def watermark(self, namespace: Namespace) -> int:
+        """The last record ``seq`` folded into the index of ``namespace``."""
+        return self.state(namespace).watermark
+
+    def failures(self, namespace: Namespace, *, unresolved_only: bool = False) -> list[FailureRow]:
+        """Recorded batch failures of ``namespace``, oldest first."""
+        ns = normalize_namespace(namespace)
+        rows = self._rows(
+            "SELECT batch_start_seq, batch_end_seq, error, attempts, at, skipped, resolved "
+            "FROM mnemon_consolidation_failures f JOIN mnemon_namespaces n ON n.nsid = f.nsid "
+            "WHERE n.namespace = %s"
+            + (" AND NOT resolved" if unresolved_only else "")
+            + " ORDER BY f.id",
+            (self.store.key(ns),),
+        )
+        return [
+            FailureRow(ns, int(a), int(b), str(e), int(n), at.astimezone(UTC).isoformat(), s, r)
+            for a, b, e, n, at, s, r in rows
+        ]
+
+    # --- writes --------------------------------------------------------------------------
+
+    def embed_items(self, items: Sequence[IndexItem]) -> np.ndarray:
+        """Unit-length float32 embeddings of ``items`` (one row each)."""
+        if not items:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        try:
+            vectors = self.embeddings.embed_documents([item_embedding_text(it) for it in items])
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except Exception as exc:
+            raise ModelCallError(f"embedding {len(items)} index items failed: {exc}") from exc
+        if matrix.shape != (len(items), self.dimension) or not np.isfinite(matrix).all():
+            raise ModelCallError(
+                f"the embedder returned unusable vectors for index items (shape {matrix.shape})"
+            )
+        return _unit(matrix)
+
+    async def _locked_watermark(self, conn: Any, nsid: int) -> int:
+        """The namespace's watermark, row-locked until the transaction ends."""
+        await conn.execute(
+            "INSERT INTO mnemon_consolidation_state (nsid) VALUES (%s) ON CONFLICT DO NOTHING",
+            (nsid,),
+        )
+        cur = await conn.execute(
+            "SELECT watermark FROM mnemon_consolidation_state WHERE nsid = %s FOR UPDATE", (nsid,)
+        )
+        row = await cur.fetchone()
+        return int(row[0])
+
+    def commit_batch(
+        self,
+        namespace: Namespace,
+        *,
+        expected_watermark: int,
+        new_watermark: int,
+        new_items: Sequence[IndexItem],
+        new_vectors: np.ndarray | None,
+        updates: Sequence[ItemUpdate] = (),
+        update_vectors: np.ndarray | None = None,
+        model_calls: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> tuple[int, int]:
+        """Write a folded batch's items and move the watermark, in ONE transaction.
+
+        Same contract as ``SQLiteItemStore.commit_batch``: links to records deleted since
+        the batch was read are dropped, an item left with no link is not written, and if the
+        watermark is no longer ``expected_watermark`` nothing is written.
+
+        Raises:
+            JournalError: If the watermark moved under this run (another job).
+        """
+        return self.store.run(
+            self._commit(
+                normalize_namespace(namespace),
+                expected_watermark,
+                new_watermark,
+                list(new_items),
+                new_vectors,
+                list(updates),
+                update_vectors,
+                (model_calls, input_tokens, output_tokens),
+            )
+        )
+
+    async def _commit(
+        self,
+        ns: Namespace,
+        expected: int,
+        new_watermark: int,
+        new_items: list[IndexItem],
+        new_vectors: np.ndarray | None,
+        updates: list[ItemUpdate],
+        update_vectors: np.ndarray | None,
+        usage: tuple[int, int, int],
+    ) -> tuple[int, int]:
+        added = updated = 0
+        async with self.store.connection() as conn, conn.transaction():
+            nsid = await self.store.namespace_id(conn, ns, create=True)
+            current = await self._locked_watermark(conn, nsid)
+            if current != expected:
+                raise JournalError(
+                    f"the consolidation watermark of {ns!r} moved from {expected} to "
+                    f"{current} during this run (another run?)"
+                )
+            wanted = list(
+                {r for it in new_items for r in it.record_ids}
+                | {r for up in updates for r in up.record_ids}
+            )
+            cur = await conn.execute(
+                "SELECT id FROM mnemon_records WHERE nsid = %s AND id = ANY(%s)", (nsid, wanted)
+            )
+            alive = {r[0] for r in await cur.fetchall()}
+            for i, item in enumerate(new_items):
+                links = [r for r in dict.fromkeys(item.record_ids) if r in alive]
+                if not links:
+                    continue
+                vector = None if new_vectors is None else new_vectors[i].tolist()
+                cur = await conn.execute(
+                    "INSERT INTO mnemon_items (id, nsid, kind, text, topic, subject, attribute, "
+                    "value, group_key, date, contradicts, seq, embedding) VALUES (%s, %s, %s, "
+                    "%s, %s, %s, %s, %s, %s, %s, %s, nextval('mnemon_item_seq'), %s) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING id",
+                    (item.id, nsid, item.kind, item.text, item.topic, item.subject,
+                     item.attribute, item.value, group_key_text(item), item.date,
+                     bool(item.contradicts), vector),
+                )  # fmt: skip
+                if await cur.fetchone() is None:
+                    continue
+                await self._link(conn, nsid, item.id, links)
+                added += 1
+            for i, up in enumerate(updates):
+                vector = None if update_vectors is None else update_vectors[i].tolist()
+                cur = await conn.execute(
+                    "UPDATE mnemon_items SET text = %s, seq = nextval('mnemon_item_seq'), "
+                    "updated_at = now(), embedding = COALESCE(%s, embedding) "
+                    "WHERE id = %s AND nsid = %s RETURNING id",
+                    (up.text, vector, up.item_id, nsid),
+                )
+                if await cur.fetchone() is None:
+                    continue
+                await self._link(conn, nsid, up.item_id, [r for r in up.record_ids if r in alive])
+                updated += 1
+            await self._advance(conn, nsid, new_watermark, 1, added, updated, usage)
+            await conn.execute(
+                "UPDATE mnemon_consolidation_failures SET resolved = true WHERE nsid = %s "
+                "AND batch_start_seq > %s AND batch_start_seq <= %s",
+                (nsid, expected, new_watermark),
+            )
+        return added, updated
+
+    @staticmethod
+    async def _link(conn: Any, nsid: int, item_id: str, record_ids: list[str]) -> None:
+        if record_ids:
+            await conn.execute(
+                "INSERT INTO mnemon_item_links (item_id, record_id, nsid) "
+                "SELECT %s, r, %s FROM unnest(%s::text[]) AS r ON CONFLICT DO NOTHING",
+                (item_id, nsid, record_ids),
+            )
+
+    @staticmethod
+    async def _advance(
+        conn: Any,
+        nsid: int,
+        watermark: int | None,
+        batches: int,
+        added: int,
+        updated: int,
+        usage: tuple[int, int, int],
+    ) -> None:
+        await conn.execute(
+            "UPDATE mnemon_consolidation_state SET watermark = COALESCE(%s, watermark), "
+            "batches = batches + %s, items_added = items_added + %s, "
+            "items_updated = items_updated + %s, model_calls = model_calls + %s, "
+            "input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
+            "updated_at = now() WHERE nsid = %s",
+            (watermark, batches, added, updated, *usage, nsid),
+        )
+
+    def record_failure(
+        self,
+        namespace: Namespace,
+        *,
+        batch_start_seq: int,
+        batch_end_seq: int,
+        error: str,
+        attempts: int,
+        skip: bool,
+        expected_watermark: int,
+        model_calls: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> None:
+        """Record that a batch failed; with ``skip`` also move the watermark past it."""
+        self.store.run(
+            self._failure(
+                normalize_namespace(namespace),
+                (batch_start_seq, batch_end_seq, error[:2000], attempts, skip),
+                expected_watermark,
+                (model_calls, input_tokens, output_tokens),
+            )
+        )
+
+    async def _failure(
+        self,
+        ns: Namespace,
+        batch: tuple[int, int, str, int, bool],
+        expected: int,
+        usage: tuple[int, int, int],
+    ) -> None:
+        start, end, error, attempts, skip = batch
+        async with self.store.connection() as conn, conn.transaction():
+            nsid = await self.store.namespace_id(conn, ns, create=True)
+            current = await self._locked_watermark(conn, nsid)
+            cur = await conn.execute(
+                "UPDATE mnemon_consolidation_failures SET batch_end_seq = %s, error = %s, "
+                "attempts = attempts + %s, at = now(), skipped = %s WHERE id = (SELECT id "
+                "FROM mnemon_consolidation_failures WHERE nsid = %s AND batch_start_seq = %s "
+                "AND NOT resolved ORDER BY id DESC LIMIT 1) RETURNING id",
+                (end, error, attempts, skip, nsid, start),
+            )
+            if await cur.fetchone() is None:
+                await conn.execute(
+                    "INSERT INTO mnemon_consolidation_failures (nsid, batch_start_seq, "
+                    "batch_end_seq, error, attempts, skipped) VALUES (%s, %s, %s, %s, %s, %s)",
+                    (nsid, start, end, error, attempts, skip),
+                )
+            if skip and current != expected:
+                raise JournalError(f"the consolidation watermark of {ns!r} moved during this run")
+            await self._advance(conn, nsid, end if skip else None, 0, 0, 0, usage)
+
+    def drop_index(self, namespace: Namespace) -> int:
+        """Delete every item, link, failure and the watermark of ``namespace``."""
+        return self.store.run(self._drop(normalize_namespace(namespace)))
+
+    async def _drop(self, ns: Namespace) -> int:
+        async with self.store.connection() as conn, conn.transaction():
+            nsid = await self.store.namespace_id(conn, ns)
+            if nsid is None:
+                return 0
+            # items first: their links go by cascade, and the orphan trigger finds no item
+            cur = await conn.execute("DELETE FROM mnemon_items WHERE nsid = %s", (nsid,))
+            n = cur.rowcount
+            await conn.execute("DELETE FROM mnemon_consolidation_state WHERE nsid = %s", (nsid,))
+            await conn.execute("DELETE FROM mnemon_consolidation_failures WHERE nsid = %s", (nsid,))
+        return int(n)

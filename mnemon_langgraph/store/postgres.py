@@ -1,0 +1,1100 @@
+"""``PostgresStore``: the whole store in PostgreSQL (pgvector, BM25 in SQL), shared by many hosts.
+
+Built by ``MnemonStore("postgresql://…")`` or, in the style of
+``langgraph-checkpoint-postgres``, by :meth:`PostgresStore.from_conn_string` (a context
+manager) and :meth:`PostgresStore.afrom_conn_string` (its async twin). Nothing is kept on
+local disk: records, messages, vectors, BM25 statistics, index items, consolidation state,
+the audit trail, the schema version and the embedding model identity are all rows.
+
+**One async core.** Every operation is one coroutine using psycopg's async API over a
+``psycopg_pool.AsyncConnectionPool``. The pool lives on one event loop in a daemon thread
+owned by the store; sync methods submit the coroutine there and wait, async methods submit
+it and ``await`` without blocking the caller's loop. So sync and async paths are the same
+code and the pool is never used from two loops (which psycopg forbids).
+
+**Writes.** An ingest takes a transaction-level advisory lock on its namespace, inserts with
+``ON CONFLICT DO NOTHING`` (record ids and message ids are unique), and updates the
+namespace's BM25 statistics in the same transaction. The lock makes ``seq`` numbers of one
+namespace commit in order, so a watermark reader (consolidation) never skips a record that
+commits late; two hosts ingesting the same messages write them once.
+
+**Search.** BM25 in SQL (:mod:`.postgres_bm25`) and pgvector cosine search, fused in Python
+by the same :func:`~mnemon_langgraph.search.fusion.rrf_fuse` as the embedded backend. Dense
+search is exact (a sequential scan of the namespace's vectors) below ``exact_below``
+records and uses the HNSW index with ``hnsw.iterative_scan = relaxed_order`` above, so a
+namespace filter keeps recall (the index scan continues until enough rows of the namespace
+were found).
+
+**Erase** deletes every row of the namespace in every table in one transaction with its
+audit row, then ``VACUUM``\\ s the touched tables so dead tuples holding the text are
+reclaimed. WAL segments, replicas and backups can still hold it: see the README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC
+from typing import Any, TypeVar
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from mnemon_langgraph.errors import ConfigurationError, InputError, MissingDependencyError
+from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
+from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
+from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
+from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
+from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
+from mnemon_langgraph.store.postgres_bm25 import bm25_sql, term_counts
+from mnemon_langgraph.store.postgres_bm25 import lexical_terms as _terms
+from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema
+from mnemon_langgraph.types import (
+    Message,
+    Namespace,
+    Record,
+    SearchFilters,
+    SearchHit,
+    normalize_namespace,
+)
+
+__all__ = ["EXACT_BELOW", "PostgresStore"]
+
+T = TypeVar("T")
+
+EXACT_BELOW = 5_000
+"""Namespaces with fewer records are searched exactly (a scan is as fast and has recall 1)."""
+
+NO_DATE = int(np.iinfo(np.int64).min)
+_NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
+_RECORD_SQL = (
+    "SELECT id, seq, source, session, date, position, speakers, message_ids, roles, text "
+    "FROM mnemon_records"
+)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for stats and error messages)."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def _row_to_record(row: Sequence[Any], ns: Namespace) -> Record:
+    rid, seq, source, session, date, position, speakers, mids, roles, text = row
+    return Record(
+        id=rid,
+        namespace=ns,
+        session=session,
+        date=date,
+        position=position,
+        speakers=tuple(speakers),
+        message_ids=tuple(mids),
+        text=text,
+        source=source,
+        seq=seq,
+        roles=tuple(roles),
+    )
+
+
+def _filter_sql(filters: SearchFilters | None, params: dict[str, Any]) -> str:
+    """SQL conditions on ``r`` for ``filters`` (inclusive bounds, as the embedded mask)."""
+    if filters is None:
+        return ""
+    out = []
+    if filters.session_from is not None:
+        out.append("r.session >= %(s_from)s")
+        params["s_from"] = int(filters.session_from)
+    if filters.session_to is not None:
+        out.append("r.session <= %(s_to)s")
+        params["s_to"] = int(filters.session_to)
+    if filters.date_from is not None or filters.date_to is not None:
+        out.append(f"r.date_epoch <> {NO_DATE}")
+        if filters.date_from is not None:
+            out.append("r.date_epoch >= %(d_from)s")
+            params["d_from"] = date_to_epoch(filters.date_from)
+        if filters.date_to is not None:
+            out.append("r.date_epoch <= %(d_to)s")
+            params["d_to"] = date_to_epoch(filters.date_to)
+    return "".join(f" AND {c}" for c in out)
+
+
+class _LoopThread:
+    """An event loop in a daemon thread: where the store's async core and its pool live."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError("a sync PostgresStore method was called from its own loop")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+def _import_driver() -> tuple[Any, Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+        from pgvector.psycopg import register_vector_async
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependencyError(
+            "a postgresql:// store", exc.name or "psycopg", "postgres"
+        ) from exc
+    return psycopg, psycopg_pool, register_vector_async
+
+
+class _NoEmbeddings(Embeddings):
+    """The embedder of a maintenance-only store: declares no model and refuses to embed."""
+
+    model_name = "none (maintenance)"
+    dimension = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise ConfigurationError("this store was opened for maintenance, without an embedder")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise ConfigurationError("this store was opened for maintenance, without an embedder")
+
+
+class PostgresStore(MnemonStore):
+    """The store on PostgreSQL (see the module docstring).
+
+    Args:
+        url: A ``postgresql://`` connection string.
+        embeddings: Any LangChain ``Embeddings``; default :func:`default_embeddings`.
+        candidate_depth: Records each retriever feeds into fusion.
+        exact_below: Namespaces with fewer records use exact dense search.
+        ef_search: ``hnsw.ef_search`` for HNSW searches.
+        pool_size: Most connections this process opens.
+        setup: Create or migrate the schema on open (``False``: call :meth:`setup`).
+
+    Raises:
+        MissingDependencyError: psycopg / psycopg_pool / pgvector are not installed.
+        ConfigurationError: The server cannot be reached.
+        EmbeddingMismatchError: The database holds vectors of another model or dimension.
+        SchemaVersionError: The database was set up by a newer version of this package.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        embeddings: Embeddings | None = None,
+        *,
+        candidate_depth: int = CANDIDATE_DEPTH,
+        exact_below: int = EXACT_BELOW,
+        ef_search: int = 400,
+        pool_size: int = 8,
+        setup: bool = True,
+    ) -> None:
+        self._psycopg, pool_mod, self._register_vector = _import_driver()
+        self.url = url
+        self.path = redact(url)
+        self.embeddings = embeddings if embeddings is not None else default_embeddings()
+        self.model_name, self.dimension = embedding_identity(self.embeddings)
+        self.candidate_depth = candidate_depth
+        self.exact_below = int(exact_below)
+        self.ef_search = int(ef_search)
+        self._loop = _LoopThread()
+        self._closed = False
+        self._pool_cls = pool_mod.AsyncConnectionPool
+        self._pool_size = max(1, int(pool_size))
+        self._pool: Any = None
+        try:
+            if setup:
+                self.setup()
+            self._loop.run(self._open_pool())
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, url: str, embeddings: Embeddings | None = None, **kwargs: Any
+    ) -> Iterator[PostgresStore]:
+        """A store on ``url``, closed on exit (like ``PostgresSaver.from_conn_string``)."""
+        store = cls(url, embeddings, **kwargs)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    @classmethod
+    @asynccontextmanager
+    async def afrom_conn_string(
+        cls, url: str, embeddings: Embeddings | None = None, **kwargs: Any
+    ) -> AsyncIterator[PostgresStore]:
+        """Async :meth:`from_conn_string`: opening and closing do not block the caller's loop."""
+        store = await asyncio.to_thread(cls, url, embeddings, **kwargs)
+        try:
+            yield store
+        finally:
+            await asyncio.to_thread(store.close)
+
+    @classmethod
+    def for_maintenance(cls, url: str, **kwargs: Any) -> PostgresStore:
+        """Open ``url`` without an embedder and without setup: erase, stats, audit, reads.
+
+        ``mnemon erase`` and ``mnemon stats`` use it so they work whatever model wrote the
+        vectors (and load none). Ingest and search raise :class:`ConfigurationError`.
+        """
+        return cls(url, _NoEmbeddings(), setup=False, **kwargs)
+
+    def setup(self) -> int:
+        """Create or migrate the schema; record the version and embedding model identity."""
+        return self._loop.run(self._setup())
+
+    async def asetup(self) -> int:
+        """Async :meth:`setup`."""
+        return await self._loop.submit(self._setup())
+
+    async def _connect(self, *, autocommit: bool = False) -> Any:
+        try:
+            return await self._psycopg.AsyncConnection.connect(self.url, autocommit=autocommit)
+        except self._psycopg.OperationalError as exc:
+            raise ConfigurationError(
+                f"cannot connect to PostgreSQL at {self.path}: {exc}".strip()
+            ) from exc
+
+    async def _setup(self) -> int:
+        conn = await self._connect()
+        try:
+            return await setup_schema(conn, self.model_name, self.dimension)
+        finally:
+            await conn.close()
+
+    async def _open_pool(self) -> None:
+        async def configure(conn: Any) -> None:
+            await self._register_vector(conn)
+            await conn.set_autocommit(True)  # reads need no transaction; writes open one
+
+        self._pool = self._pool_cls(
+            self.url, min_size=1, max_size=self._pool_size, open=False, configure=configure
+        )
+        try:
+            await self._pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            raise ConfigurationError(f"cannot open a pool to {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the pool and stop the store's loop thread."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._pool is not None:
+            self._loop.run(self._pool.close())
+        self._loop.stop()
+
+    def flush(self) -> None:
+        """Nothing to flush: every write is committed when its method returns."""
+
+    # -- for components keeping their own tables in this database (the item store) --------
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of this store's async core and wait for it (sync callers)."""
+        return self._loop.run(coro)
+
+    def connection(self) -> Any:
+        """``async with store.connection() as conn``: a pooled async connection (autocommit;
+        open ``conn.transaction()`` to write). Only inside coroutines given to :meth:`run`."""
+        return self._pool.connection()
+
+    async def fetch(self, sql: str, params: Any = None) -> list[Any]:
+        """All rows of one read query."""
+        return await self._read(sql, params)
+
+    @staticmethod
+    def key(namespace: str | Sequence[str]) -> str:
+        """The stored form of a namespace (``mnemon_namespaces.namespace``)."""
+        return namespace_key(namespace)
+
+    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
+        """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
+        return await self._nsid(conn, ns, create=create)
+
+    # -- namespace ids and locks ---------------------------------------------------------------
+
+    async def _nsid(self, conn: Any, ns: Namespace, *, create: bool = False) -> int | None:
+        key = namespace_key(ns)
+        if create:
+            await conn.execute(
+                "INSERT INTO mnemon_namespaces(namespace) VALUES (%s) "
+                "ON CONFLICT (namespace) DO NOTHING",
+                (key,),
+            )
+        cur = await conn.execute("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (key,))
+        row = await cur.fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    async def _lock_namespace(conn: Any, ns: Namespace) -> None:
+        """Serialise writers of one namespace until the transaction ends (any host)."""
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NS_LOCK, namespace_key(ns))
+        )
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult:
+        """Write messages as records, idempotently (see ``EmbeddedStore.ingest``)."""
+        return self._loop.run(self._ingest(namespace, list(messages), source, pack, progress))
+
+    async def aingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+    ) -> IngestResult:
+        """Async :meth:`ingest` (psycopg async; the caller's loop is never blocked)."""
+        return await self._loop.submit(self._ingest(namespace, list(messages), source, pack, None))
+
+    async def _ingest(
+        self,
+        namespace: str | Sequence[str],
+        given: list[Message],
+        source: str,
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> IngestResult:
+        ns = normalize_namespace(namespace)
+        check_unicode(ns, source, given)
+        with_ids = [
+            m
+            if m.id is not None
+            else dataclasses.replace(m, id=derive_message_id(m, source=source, index=i))
+            for i, m in enumerate(given)
+        ]
+        known = await self._known(ns, [m.id for m in with_ids if m.id])
+        fresh = [m for m in with_ids if m.id not in known]
+        if not fresh:
+            return IngestResult(0, 0, len(given))
+        sessions = {m.session if m.session is not None else 1 for m in fresh}
+        first = {s: await self._next_position(ns, s) for s in sessions}
+        records = chunk_messages(
+            fresh, namespace=ns, source=source, pack=pack, first_positions=first
+        )
+        vectors = await asyncio.to_thread(self._embed, [r.text for r in records], progress)
+        async with self._pool.connection() as conn, conn.transaction():
+            await self._lock_namespace(conn, ns)
+            nsid = await self._nsid(conn, ns, create=True)
+            assert nsid is not None
+            written = await self._write(conn, nsid, records, vectors)
+        return IngestResult(
+            records_written=len(written),
+            messages_written=len({mid for r in written for mid in r.message_ids}),
+            messages_skipped=len(given) - len(fresh),
+            record_ids=tuple(r.id for r in written),
+        )
+
+    async def _write(
+        self, conn: Any, nsid: int, records: Sequence[Record], vectors: np.ndarray
+    ) -> list[Record]:
+        """Insert records, their message ids, vectors and BM25 statistics (caller's tx)."""
+        rows: list[tuple[Any, ...]] = []
+        order: list[int] = []
+        lexical: list[tuple[list[str], int]] = []  # (namespaced terms, length) per row
+        seen: set[str] = set()
+        for i, rec in enumerate(records):
+            if rec.id in seen:
+                continue
+            seen.add(rec.id)
+            terms, tfs, length = term_counts(nsid, rec.text)
+            lists = [json.dumps(list(x)) for x in (rec.speakers, rec.message_ids, rec.roles)]
+            rows.append(
+                (
+                    rec.id,
+                    nsid,
+                    rec.source,
+                    int(rec.session),
+                    rec.date,
+                    date_to_epoch(rec.date),
+                    int(rec.position),
+                    *lists,
+                    rec.text,
+                    terms,
+                    tfs,
+                    length,
+                )
+            )
+            order.append(i)
+            lexical.append((terms, length))
+        written: list[Record] = []
+        cur = conn.cursor()
+        await cur.executemany(
+            "INSERT INTO mnemon_records (id, seq, nsid, source, session, date, date_epoch, "
+            "position, speakers, message_ids, roles, text, terms, tfs, length) VALUES "
+            "(%s, nextval('mnemon_record_seq'), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "%s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
+            rows,
+            returning=True,
+        )
+        inserted: list[tuple[int, int]] = []  # (index into rows, seq)
+        for j in range(len(rows)):
+            got = await cur.fetchone()
+            if got is not None:
+                inserted.append((j, int(got[0])))
+            if not cur.nextset():
+                break
+        if not inserted:
+            return written
+        df: dict[str, int] = {}
+        total_len = 0
+        msg_rows, vec_rows = [], []
+        for j, seq in inserted:
+            rec = records[order[j]]
+            written.append(dataclasses.replace(rec, seq=seq))
+            msg_rows += [(nsid, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)]
+            vec_rows.append((rec.id, nsid, vectors[order[j]]))
+            for term in lexical[j][0]:
+                df[term] = df.get(term, 0) + 1
+            total_len += lexical[j][1]
+        await cur.executemany(
+            "INSERT INTO mnemon_messages(nsid, message_id, record_id) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            msg_rows,
+        )
+        await cur.executemany(
+            "INSERT INTO mnemon_vectors(record_id, nsid, embedding) VALUES (%s, %s, %s)",
+            vec_rows,
+        )
+        await self._adjust_stats(conn, nsid, df, len(inserted), total_len)
+        return written
+
+    @staticmethod
+    async def _adjust_stats(
+        conn: Any, nsid: int, df: dict[str, int], docs: int, total_len: int
+    ) -> None:
+        """Add (or, with negative counts, remove) documents to the namespace's BM25 stats."""
+        terms = sorted(df)  # one lock order for every writer
+        await conn.execute(
+            "INSERT INTO mnemon_terms(term, nsid, df) "
+            "SELECT t, %s, d FROM unnest(%s::text[], %s::int[]) AS x(t, d) ORDER BY t "
+            "ON CONFLICT (term) DO UPDATE SET df = mnemon_terms.df + excluded.df",
+            (nsid, terms, [df[t] for t in terms]),
+        )
+        if any(df[t] < 0 for t in terms):
+            await conn.execute(
+                "DELETE FROM mnemon_terms WHERE term = ANY(%s) AND df <= 0", (terms,)
+            )
+        await conn.execute(
+            "UPDATE mnemon_namespaces SET docs = docs + %s, total_len = total_len + %s "
+            "WHERE nsid = %s",
+            (docs, total_len, nsid),
+        )
+
+    async def _audit(
+        self,
+        conn: Any,
+        *,
+        actor: str,
+        action: str,
+        ns: Namespace,
+        count: int,
+        record_ids: Sequence[str] = (),
+        message_ids: Sequence[str] = (),
+        reason: str = "",
+    ) -> None:
+        await conn.execute(
+            "INSERT INTO mnemon_audit(actor, action, namespace, count, record_ids, "
+            "message_ids, reason) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (
+                str(actor),
+                action,
+                namespace_key(ns),
+                int(count),
+                json.dumps(list(record_ids)),
+                json.dumps(list(message_ids)),
+                str(reason),
+            ),
+        )
+
+    async def _delete_ids(self, conn: Any, nsid: int, ids: Sequence[str]) -> list[str]:
+        cur = await conn.execute(
+            "DELETE FROM mnemon_records WHERE nsid = %s AND id = ANY(%s) "
+            "RETURNING id, seq, terms, length",
+            (nsid, list(dict.fromkeys(ids))),
+        )
+        rows = sorted(await cur.fetchall(), key=lambda r: r[1])
+        df: dict[str, int] = {}
+        for row in rows:
+            for term in row[2]:
+                df[term] = df.get(term, 0) - 1
+        if rows:
+            await self._adjust_stats(conn, nsid, df, -len(rows), -sum(r[3] for r in rows))
+        return [r[0] for r in rows]
+
+    def delete_records(
+        self,
+        namespace: str | Sequence[str],
+        ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+    ) -> list[str]:
+        """Delete records (vectors and message rows go with them); one tx with its audit row."""
+        return self._loop.run(self._delete_records(namespace, ids, actor, reason))
+
+    async def _delete_records(
+        self, namespace: str | Sequence[str], ids: Sequence[str], actor: str, reason: str
+    ) -> list[str]:
+        ns = normalize_namespace(namespace)
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        async with self._pool.connection() as conn, conn.transaction():
+            await self._lock_namespace(conn, ns)
+            nsid = await self._nsid(conn, ns)
+            if nsid is None or not wanted:
+                return []
+            deleted = await self._delete_ids(conn, nsid, wanted)
+            if deleted:
+                await self._audit(
+                    conn,
+                    actor=actor,
+                    action="delete_records",
+                    ns=ns,
+                    count=len(deleted),
+                    record_ids=deleted,
+                    reason=reason,
+                )
+        return deleted
+
+    def delete_messages(
+        self,
+        namespace: str | Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+        source: str = "reingest",
+    ) -> tuple[list[str], IngestResult]:
+        """Delete messages; the other messages of their records are re-written, same tx.
+
+        See ``EmbeddedStore.delete_messages``: if embedding the survivors fails nothing is
+        deleted.
+        """
+        return self._loop.run(self._delete_messages(namespace, message_ids, actor, reason, source))
+
+    async def _holding_records(self, conn: Any, nsid: int, targets: set[str]) -> list[str]:
+        """Every record holding part of ``targets``, transitively through shared messages."""
+        record_ids: set[str] = set()
+        seen, pending = set(targets), list(targets)
+        while pending:
+            cur = await conn.execute(
+                "SELECT DISTINCT m2.record_id, m2.message_id FROM mnemon_messages m1 "
+                "JOIN mnemon_messages m2 ON m2.record_id = m1.record_id "
+                "WHERE m1.nsid = %s AND m1.message_id = ANY(%s)",
+                (nsid, pending),
+            )
+            pending = []
+            for rid, mid in await cur.fetchall():
+                record_ids.add(rid)
+                if mid not in seen:
+                    seen.add(mid)
+                    pending.append(mid)
+        return sorted(record_ids)
+
+    async def _delete_messages(
+        self,
+        namespace: str | Sequence[str],
+        message_ids: Sequence[str],
+        actor: str,
+        reason: str,
+        source: str,
+    ) -> tuple[list[str], IngestResult]:
+        ns = normalize_namespace(namespace)
+        targets = {message_ids} if isinstance(message_ids, str) else set(message_ids)
+        async with self._pool.connection() as conn, conn.transaction():
+            await self._lock_namespace(conn, ns)
+            nsid = await self._nsid(conn, ns)
+            if nsid is None or not targets:
+                return [], IngestResult(0, 0, 0)
+            ids = await self._holding_records(conn, nsid, targets)
+            cur = await conn.execute(_RECORD_SQL + " WHERE id = ANY(%s)", (ids,))
+            old = [_row_to_record(r, ns) for r in await cur.fetchall()]
+            old.sort(key=lambda r: (r.session, r.position, r.seq))
+            survivors = rebuild_messages(old, exclude=targets)
+            deleted = await self._delete_ids(conn, nsid, ids)
+            if deleted:
+                await self._audit(
+                    conn,
+                    actor=actor,
+                    action="delete_messages",
+                    ns=ns,
+                    count=len(deleted),
+                    record_ids=deleted,
+                    message_ids=sorted(targets),
+                    reason=reason,
+                )
+            written: list[Record] = []
+            if survivors:
+                sessions = {m.session if m.session is not None else 1 for m in survivors}
+                first = {s: await self._next_position(ns, s, conn) for s in sessions}
+                new = chunk_messages(survivors, namespace=ns, source=source, first_positions=first)
+                vectors = await asyncio.to_thread(self._embed, [r.text for r in new], None)
+                written = await self._write(conn, nsid, new, vectors)
+        return deleted, IngestResult(
+            records_written=len(written),
+            messages_written=len({mid for r in written for mid in r.message_ids}),
+            messages_skipped=0,
+            record_ids=tuple(r.id for r in written),
+        )
+
+    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+        """Erase every row of the namespace in every table, then ``VACUUM`` them.
+
+        One transaction deletes the records (vectors and message rows cascade), the BM25
+        statistics, index items and consolidation state, the namespace's earlier audit rows
+        and its id, and writes one audit row (who, when, which namespace, how many).
+
+        Returns:
+            Number of records erased.
+        """
+        return self._loop.run(self._erase(namespace, actor))
+
+    async def _erase(self, namespace: str | Sequence[str], actor: str) -> int:
+        ns = normalize_namespace(namespace)
+        key = namespace_key(ns)
+        async with self._pool.connection() as conn, conn.transaction():
+            await self._lock_namespace(conn, ns)
+            nsid = await self._nsid(conn, ns)
+            count = 0
+            if nsid is not None:
+                cur = await conn.execute(
+                    "SELECT count(*) FROM mnemon_records WHERE nsid = %s", (nsid,)
+                )
+                row = await cur.fetchone()
+                count = int(row[0]) if row else 0
+                for table in await self._nsid_tables(conn):
+                    await conn.execute(f"DELETE FROM {table} WHERE nsid = %s", (nsid,))
+            await conn.execute("DELETE FROM mnemon_audit WHERE namespace = %s", (key,))
+            await conn.execute("DELETE FROM mnemon_namespaces WHERE namespace = %s", (key,))
+            await self._audit(conn, actor=actor, action="erase_namespace", ns=ns, count=count)
+        await self._vacuum()
+        return count
+
+    @staticmethod
+    async def _nsid_tables(conn: Any) -> list[str]:
+        """Every mnemon table with an ``nsid`` column, records first (so cascades run)."""
+        cur = await conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE column_name = 'nsid' "
+            "AND table_schema = current_schema() AND table_name LIKE 'mnemon%%' "
+            "AND table_name <> 'mnemon_namespaces'"
+        )
+        names = sorted(r[0] for r in await cur.fetchall())
+        names.sort(key=lambda t: t != "mnemon_records")
+        return ['"' + n.replace('"', '""') + '"' for n in names]
+
+    async def _vacuum(self) -> None:
+        """``VACUUM`` every mnemon table so dead tuples of erased rows are reclaimed now."""
+        conn = await self._connect(autocommit=True)
+        try:
+            cur = await conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE "
+                "table_schema = current_schema() AND table_name LIKE 'mnemon%%' "
+                "AND table_type = 'BASE TABLE'"
+            )
+            for (name,) in await cur.fetchall():
+                await conn.execute(f'VACUUM "{name}"')
+        finally:
+            await conn.close()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def _read(self, sql: str, params: Any = None) -> list[Any]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return list(await cur.fetchall())
+
+    async def _known(self, ns: Namespace, ids: Sequence[str]) -> set[str]:
+        rows = await self._read(
+            "SELECT DISTINCT m.message_id FROM mnemon_messages m JOIN mnemon_namespaces n "
+            "ON n.nsid = m.nsid WHERE n.namespace = %s AND m.message_id = ANY(%s)",
+            (namespace_key(ns), list(ids)),
+        )
+        return {r[0] for r in rows}
+
+    async def _next_position(self, ns: Namespace, session: int, conn: Any = None) -> int:
+        sql = (
+            "SELECT max(r.position) FROM mnemon_records r JOIN mnemon_namespaces n "
+            "ON n.nsid = r.nsid WHERE n.namespace = %s AND r.session = %s"
+        )
+        params = (namespace_key(ns), int(session))
+        if conn is not None:
+            cur = await conn.execute(sql, params)
+            rows = [await cur.fetchone()]
+        else:
+            rows = await self._read(sql, params)
+        value = rows[0][0] if rows and rows[0] else None
+        return 0 if value is None else int(value) + 1
+
+    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
+        """The subset of ``ids`` already stored in ``namespace``."""
+        wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
+        for value in wanted:
+            if not isinstance(value, str):
+                raise InputError(f"ids must be strings, got {type(value).__name__}: {value!r}")
+        return self._loop.run(self._known(normalize_namespace(namespace), wanted))
+
+    async def _get(self, ns: Namespace, ids: list[str]) -> list[Record]:
+        rows = await self._read(
+            _RECORD_SQL + " r WHERE r.nsid = (SELECT nsid FROM mnemon_namespaces "
+            "WHERE namespace = %s) AND r.id = ANY(%s)",
+            (namespace_key(ns), ids),
+        )
+        found = {r[0]: _row_to_record(r, ns) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
+        """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
+        wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
+        return self._loop.run(self._get(normalize_namespace(namespace), wanted))
+
+    async def _page(self, ns: Namespace, after: int, size: int) -> list[Record]:
+        rows = await self._read(
+            _RECORD_SQL + " r WHERE r.nsid = (SELECT nsid FROM mnemon_namespaces "
+            "WHERE namespace = %s) AND r.seq > %s ORDER BY r.seq LIMIT %s",
+            (namespace_key(ns), int(after), int(size)),
+        )
+        return [_row_to_record(r, ns) for r in rows]
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]:
+        """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads)."""
+        ns = normalize_namespace(namespace)
+        last, left = int(after_seq), limit
+        while left is None or left > 0:
+            size = 1000 if left is None else min(1000, left)
+            page = self._loop.run(self._page(ns, last, size))
+            yield from page
+            if len(page) < size:
+                return
+            last = page[-1].seq
+            if left is not None:
+                left -= len(page)
+
+    async def _scalar(self, sql: str, params: Any = None) -> Any:
+        rows = await self._read(sql, params)
+        return rows[0][0] if rows else None
+
+    def max_seq(self, namespace: str | Sequence[str]) -> int:
+        """Highest seq of ``namespace`` (``0`` when empty)."""
+        value = self._loop.run(
+            self._scalar(
+                "SELECT max(r.seq) FROM mnemon_records r JOIN mnemon_namespaces n "
+                "ON n.nsid = r.nsid WHERE n.namespace = %s",
+                (namespace_key(namespace),),
+            )
+        )
+        return int(value or 0)
+
+    def count(self, namespace: str | Sequence[str]) -> int:
+        """Number of records in ``namespace``."""
+        value = self._loop.run(
+            self._scalar(
+                "SELECT docs FROM mnemon_namespaces WHERE namespace = %s",
+                (namespace_key(namespace),),
+            )
+        )
+        return int(value or 0)
+
+    def namespaces(self) -> list[Namespace]:
+        """Every namespace that holds at least one record, sorted."""
+        rows = self._loop.run(self._read("SELECT namespace FROM mnemon_namespaces WHERE docs > 0"))
+        return sorted(ns_from_key(r[0]) for r in rows)
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+        """Audited deletions, oldest first, of one namespace or of all."""
+        sql = (
+            "SELECT id, at, actor, action, namespace, count, record_ids, message_ids, reason "
+            "FROM mnemon_audit"
+        )
+        params: tuple[Any, ...] = ()
+        if namespace is not None:
+            sql += " WHERE namespace = %s"
+            params = (namespace_key(namespace),)
+        rows = self._loop.run(self._read(sql + " ORDER BY id", params))
+        return [
+            AuditEntry(
+                id=r[0],
+                at=r[1].astimezone(UTC),
+                actor=r[2],
+                action=r[3],
+                namespace=ns_from_key(r[4]),
+                count=r[5],
+                record_ids=tuple(r[6]),
+                message_ids=tuple(r[7]),
+                reason=r[8],
+            )
+            for r in rows
+        ]
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """Hybrid search (BM25 in SQL + pgvector, RRF k=60) within one namespace."""
+        return self._loop.run(self._search(query, namespace, k, offset, filters))
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """Async :meth:`search`."""
+        return await self._loop.submit(self._search(query, namespace, k, offset, filters))
+
+    async def _search(
+        self,
+        query: str,
+        namespace: Namespace | str | Sequence[str],
+        k: int,
+        offset: int,
+        filters: SearchFilters | None,
+    ) -> list[SearchHit]:
+        ns = normalize_namespace(namespace)
+        if k <= 0 or offset < 0:
+            return []
+        qv = await asyncio.to_thread(self._embed_query, query)
+        depth = max(self.candidate_depth, offset + k)
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s",
+                (namespace_key(ns),),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return []
+            nsid, docs = int(row[0]), int(row[1])
+            lexical = await self._bm25(conn, nsid, query, depth, filters)
+            dense = await self._dense(conn, nsid, docs, qv, depth, filters)
+        fused = rrf_fuse([[s for s, _, _ in lexical], [s for s, _, _ in dense]], k=RRF_K)
+        page = fused[offset : offset + k]
+        ids_by_seq = {s: rid for s, rid, _ in lexical} | {s: rid for s, rid, _ in dense}
+        records = {r.id: r for r in await self._get(ns, [ids_by_seq[f.key] for f in page])}
+        hits = []
+        for i, f in enumerate(page):
+            record = records.get(ids_by_seq[f.key])
+            if record is None:
+                continue  # deleted between ranking and fetching
+            hits.append(
+                SearchHit(
+                    record=record,
+                    rank=offset + i,
+                    score=f.score,
+                    bm25_rank=f.ranks[0],
+                    dense_rank=f.ranks[1],
+                )
+            )
+        return hits
+
+    def lexical_ranking(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = CANDIDATE_DEPTH,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        """The BM25 half of :meth:`search` alone: ``(record_id, score)``, best first.
+
+        For inspection and for checking that the SQL BM25 equals the embedded one.
+        """
+        return self._loop.run(self._lexical(normalize_namespace(namespace), query, k, filters))
+
+    async def _lexical(
+        self, ns: Namespace, query: str, k: int, filters: SearchFilters | None
+    ) -> list[tuple[str, float]]:
+        async with self._pool.connection() as conn:
+            nsid = await self._nsid(conn, ns)
+            if nsid is None:
+                return []
+            return [
+                (rid, score) for _, rid, score in await self._bm25(conn, nsid, query, k, filters)
+            ]
+
+    def dense_ranking(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = CANDIDATE_DEPTH,
+        exact: bool | None = None,
+    ) -> list[tuple[str, float]]:
+        """The dense half of :meth:`search` alone: ``(record_id, cosine distance)``, nearest
+        first.
+
+        Args:
+            query: Free text (embedded like a search query).
+            namespace: The namespace.
+            k: How many.
+            exact: ``True``: exact scan; ``False``: the HNSW index (iterative scan);
+                ``None``: as :meth:`search` chooses (by ``exact_below``). The benchmark
+                compares the two to measure recall.
+        """
+        return self._loop.run(self._dense_only(query, normalize_namespace(namespace), k, exact))
+
+    async def _dense_only(
+        self, query: str, ns: Namespace, k: int, exact: bool | None
+    ) -> list[tuple[str, float]]:
+        qv = await asyncio.to_thread(self._embed_query, query)
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s",
+                (namespace_key(ns),),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return []
+            docs = int(row[1]) if exact is None else (-1 if exact else self.exact_below)
+            ranked = await self._dense(conn, int(row[0]), docs, qv, k, None)
+            return [(rid, d) for _, rid, d in ranked]
+
+    async def _bm25(
+        self, conn: Any, nsid: int, query: str, k: int, filters: SearchFilters | None
+    ) -> list[tuple[int, str, float]]:
+        """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older)."""
+        terms = sorted({f"{nsid}:{t}" for t in _terms(query)})
+        if not terms or k <= 0:
+            return []
+        params: dict[str, Any] = {"terms": terms, "nsid": nsid, "k": int(k)}
+        params.update({f"t{i}": t for i, t in enumerate(terms)})
+        sql = bm25_sql(len(terms), _filter_sql(filters, params))
+        cur = await conn.execute(sql, params)
+        return [(int(s), rid, float(score)) for s, rid, score in await cur.fetchall()]
+
+    async def _dense(
+        self,
+        conn: Any,
+        nsid: int,
+        docs: int,
+        qv: np.ndarray,
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[tuple[int, str, float]]:
+        """``(seq, id, cosine distance)`` of the ``k`` nearest vectors, exact or HNSW by size."""
+        params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
+        where = _filter_sql(filters, params)
+        if docs < self.exact_below:
+            # "+ 0" keeps the planner off the HNSW index: an exact scan of the namespace.
+            # Without filters the vectors are ranked alone and only the top k joined.
+            if where:
+                sql = (
+                    "SELECT r.seq, r.id, v.embedding <=> %(q)s FROM mnemon_vectors v "
+                    "JOIN mnemon_records r "
+                    f"ON r.id = v.record_id WHERE v.nsid = %(nsid)s {where} "
+                    "ORDER BY (v.embedding <=> %(q)s) + 0, r.seq LIMIT %(k)s"
+                )
+            else:
+                sql = (
+                    "WITH c AS MATERIALIZED (SELECT record_id, (embedding <=> %(q)s) + 0 AS d "
+                    "FROM mnemon_vectors WHERE nsid = %(nsid)s ORDER BY d LIMIT %(k)s) "
+                    "SELECT r.seq, r.id, c.d FROM c JOIN mnemon_records r ON r.id = c.record_id "
+                    "ORDER BY c.d, r.seq"
+                )
+            cur = await conn.execute(sql, params)
+            return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, int(k))}")
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            sql = (
+                "WITH c AS MATERIALIZED (SELECT r.seq, r.id, v.embedding <=> %(q)s AS d "
+                "FROM mnemon_vectors v JOIN mnemon_records r ON r.id = v.record_id "
+                f"WHERE v.nsid = %(nsid)s {where} ORDER BY v.embedding <=> %(q)s "
+                "LIMIT %(k)s) SELECT seq, id, d FROM c ORDER BY d, seq"
+            )
+            cur = await conn.execute(sql, params)
+            return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
+
+    # -- stats --------------------------------------------------------------------------------
+
+    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
+        """Counts per namespace (same keys as the embedded store's)."""
+        return self._loop.run(self._stats(namespace))
+
+    async def _stats(self, namespace: str | Sequence[str] | None) -> dict[str, Any]:
+        sql = (
+            "SELECT n.namespace, n.docs, (SELECT max(seq) FROM mnemon_records r "
+            "WHERE r.nsid = n.nsid), (SELECT count(*) FROM mnemon_vectors v "
+            "WHERE v.nsid = n.nsid), (SELECT max(id) FROM mnemon_audit a "
+            "WHERE a.namespace = n.namespace) FROM mnemon_namespaces n"
+        )
+        params: tuple[Any, ...] = ()
+        if namespace is not None:
+            sql += " WHERE n.namespace = %s"
+            params = (namespace_key(namespace),)
+        else:
+            sql += " WHERE n.docs > 0"
+        rows = await self._read(sql + " ORDER BY n.namespace", params)
+        meta = dict(await self._read("SELECT key, value FROM mnemon_meta"))
+        out = [
+            {
+                "namespace": list(ns_from_key(key)),
+                "records": int(docs),
+                "max_seq": int(top or 0),
+                "generation": int(gen or 0),
+                "indexed": int(docs),
+                "vectors": int(vecs),
+                "vector_index": "exact" if int(docs) < self.exact_below else "hnsw",
+            }
+            for key, docs, top, vecs, gen in rows
+        ]
+        if namespace is not None and not out:
+            ns = normalize_namespace(namespace)
+            out = [
+                {
+                    "namespace": list(ns),
+                    "records": 0,
+                    "max_seq": 0,
+                    "generation": 0,
+                    "indexed": 0,
+                    "vectors": 0,
+                    "vector_index": "exact",
+                }
+            ]
+        return {
+            "path": self.path,
+            "embedding_model": meta.get("embedding_model", self.model_name),
+            "dimension": int(meta.get("embedding_dim", self.dimension)),
+            "schema_version": int(meta.get("schema_version", 0)),
+            "namespaces": out,
+            "tables": list(TABLES),
+        }

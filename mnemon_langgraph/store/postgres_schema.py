@@ -1,0 +1,185 @@
+"""PostgreSQL layout of the store: tables, indexes, migrations, schema version, model identity.
+
+Every table starts with ``mnemon_`` so the store can share a database with LangGraph's own
+``PostgresSaver`` / ``PostgresStore`` tables. Every row that belongs to a namespace carries
+its ``nsid`` (a small integer from ``mnemon_namespaces``), which is what an erase deletes by
+and what a Citus distribution column or hash partitioning would shard by
+(``docs/scale-out.md``).
+
+Why these shapes:
+
+* ``mnemon_records.terms`` holds the record's *distinct* BM25 terms, each prefixed with the
+  namespace id (``"17:lyon"``), with ``tfs`` parallel to it. The prefix makes the GIN index
+  namespace-specific: a query's candidate lookup touches only its own namespace's postings,
+  however many tenants share the table.
+* ``mnemon_terms`` (document frequency per namespaced term) and the ``docs`` / ``total_len``
+  columns of ``mnemon_namespaces`` are the BM25 statistics; they are updated in the same
+  transaction as the records, so a query always sees statistics matching the rows.
+* Vectors live in ``mnemon_vectors`` (pgvector, cosine HNSW index), created by
+  :func:`setup` once the embedding dimension is known.
+
+Migrations only add (``CREATE … IF NOT EXISTS``, new columns); they never drop data. The
+version and the embedding model identity are rows of ``mnemon_meta``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnemon_langgraph.errors import EmbeddingMismatchError, SchemaVersionError
+
+__all__ = ["SCHEMA_VERSION", "TABLES", "setup_schema"]
+
+SCHEMA_VERSION = 1
+
+TABLES = (
+    "mnemon_meta",
+    "mnemon_namespaces",
+    "mnemon_records",
+    "mnemon_messages",
+    "mnemon_terms",
+    "mnemon_vectors",
+    "mnemon_audit",
+)
+"""Every table the store writes (the erase and its residue test cover all of them)."""
+
+_SETUP_LOCK = 0x4D4E454D  # advisory lock key: one process migrates at a time
+
+_V1 = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TABLE IF NOT EXISTS mnemon_meta (key text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS mnemon_namespaces (
+        nsid bigserial PRIMARY KEY,
+        namespace text NOT NULL UNIQUE,
+        docs bigint NOT NULL DEFAULT 0,
+        total_len bigint NOT NULL DEFAULT 0)""",
+    "CREATE SEQUENCE IF NOT EXISTS mnemon_record_seq",
+    """CREATE TABLE IF NOT EXISTS mnemon_records (
+        id text PRIMARY KEY,
+        seq bigint NOT NULL UNIQUE,
+        nsid bigint NOT NULL REFERENCES mnemon_namespaces(nsid),
+        source text NOT NULL DEFAULT '',
+        session integer NOT NULL,
+        date timestamp,
+        date_epoch bigint NOT NULL,
+        position integer NOT NULL,
+        speakers jsonb NOT NULL,
+        message_ids jsonb NOT NULL,
+        roles jsonb NOT NULL,
+        text text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        terms text[] NOT NULL,
+        tfs real[] NOT NULL,
+        length integer NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS mnemon_records_ns_seq ON mnemon_records (nsid, seq)",
+    "CREATE INDEX IF NOT EXISTS mnemon_records_ns_session "
+    "ON mnemon_records (nsid, session, position)",
+    "CREATE INDEX IF NOT EXISTS mnemon_records_terms ON mnemon_records USING gin (terms)",
+    """CREATE TABLE IF NOT EXISTS mnemon_messages (
+        nsid bigint NOT NULL,
+        message_id text NOT NULL,
+        record_id text NOT NULL REFERENCES mnemon_records(id) ON DELETE CASCADE,
+        PRIMARY KEY (nsid, message_id, record_id))""",
+    "CREATE INDEX IF NOT EXISTS mnemon_messages_record ON mnemon_messages (record_id)",
+    """CREATE TABLE IF NOT EXISTS mnemon_terms (
+        term text PRIMARY KEY,
+        nsid bigint NOT NULL,
+        df integer NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS mnemon_terms_ns ON mnemon_terms (nsid)",
+    """CREATE TABLE IF NOT EXISTS mnemon_audit (
+        id bigserial PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now(),
+        actor text NOT NULL,
+        action text NOT NULL,
+        namespace text NOT NULL,
+        count integer NOT NULL,
+        record_ids jsonb NOT NULL DEFAULT '[]',
+        message_ids jsonb NOT NULL DEFAULT '[]',
+        reason text NOT NULL DEFAULT '')""",
+    "CREATE INDEX IF NOT EXISTS mnemon_audit_ns ON mnemon_audit (namespace, id)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1]
+"""Entry ``i`` brings a schema from version ``i`` to ``i + 1``; only ever adds."""
+
+
+def _vector_ddl(dim: int) -> list[str]:
+    return [
+        f"""CREATE TABLE IF NOT EXISTS mnemon_vectors (
+            record_id text PRIMARY KEY REFERENCES mnemon_records(id) ON DELETE CASCADE,
+            nsid bigint NOT NULL,
+            embedding vector({int(dim)}) NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS mnemon_vectors_ns ON mnemon_vectors (nsid)",
+        "CREATE INDEX IF NOT EXISTS mnemon_vectors_hnsw ON mnemon_vectors "
+        "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
+    ]
+
+
+async def _meta(conn: Any, key: str) -> str | None:
+    cur = await conn.execute(
+        "SELECT value FROM mnemon_meta WHERE key = %s",
+        (key,),
+    )
+    row = await cur.fetchone()
+    return None if row is None else str(row[0])
+
+
+async def _table_exists(conn: Any, name: str) -> bool:
+    cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,))
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+async def setup_schema(conn: Any, model_name: str, dim: int) -> int:
+    """Create or migrate the schema and record (or check) the embedding model identity.
+
+    Runs in one transaction under an advisory lock, so processes starting together
+    migrate once. Safe to call on every start.
+
+    Args:
+        conn: An async psycopg connection (autocommit off or on; a transaction is opened).
+        model_name: Identity of the embedding model that writes the vectors.
+        dim: Its dimension (fixes the ``vector(dim)`` column on first setup).
+
+    Returns:
+        The schema version now in place.
+
+    Raises:
+        SchemaVersionError: The database was set up by a newer version of this package.
+        EmbeddingMismatchError: The database holds vectors of another model or dimension.
+    """
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
+        version = 0
+        if await _table_exists(conn, "mnemon_meta"):
+            version = int(await _meta(conn, "schema_version") or 0)
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the database's mnemon schema is version {version}; this package "
+                f"understands up to {SCHEMA_VERSION}: upgrade mnemon-langgraph"
+            )
+        for step in MIGRATIONS[version:]:
+            for statement in step:
+                await conn.execute(statement)
+        await conn.execute(
+            "INSERT INTO mnemon_meta(key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
+        stored = await _meta(conn, "embedding_model")
+        stored_dim = await _meta(conn, "embedding_dim")
+        if stored is None:
+            await conn.execute(
+                "INSERT INTO mnemon_meta(key, value) VALUES ('embedding_model', %s), "
+                "('embedding_dim', %s)",
+                (model_name, str(int(dim))),
+            )
+        elif stored != model_name or int(stored_dim or 0) != int(dim):
+            raise EmbeddingMismatchError(
+                f"the database holds {stored_dim}-dimensional vectors of {stored!r}; this "
+                f"store embeds with {model_name!r} ({dim} dimensions). Use the same model, "
+                "or another database."
+            )
+        for statement in _vector_ddl(int(stored_dim or dim)):
+            await conn.execute(statement)
+    return SCHEMA_VERSION

@@ -153,7 +153,7 @@ def test_search_with_real_embedder(
 def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "ingest.json"
     assert (
-        main(["bench", "ingest", str(SAMPLE_PATH), "--embeddings", "fake", "--out", str(out)]) == 0
+        main(["bench", "ingest", str(SAMPLE_PATH), "--embedders", "fake", "--out", str(out)]) == 0
     )
     result = json.loads(out.read_text())
     fake = result["runs"]["fake"]

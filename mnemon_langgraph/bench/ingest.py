@@ -6,7 +6,7 @@ the store (index checkpoints). Goal: ≥ 250 messages/s on the LoCoMo dev conver
 the real embedder. Messages per CPU-second are reported too, since wall-clock figures on a
 shared machine mostly measure the other processes.
 
-``--embeddings`` lists the embedders to run one after the other in the same process, for
+``--embedders`` lists the embedders to run one after the other in the same process, for
 ratios measured under the same load: ``legacy`` (the shipped MiniLM file as is: float32
 compute, batches of 64 — the path before issue 15), ``minilm`` (the default: dynamically
 quantized int8, one text per call) and ``fake`` (no model, to see the rest of the path).
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files", nargs="*", metavar="FILE", help="default: $MNEMON_LOCOMO_DEV/*.json"
     )
     parser.add_argument(
-        "--embeddings",
+        "--embedders",
         default="legacy,minilm",
         metavar="NAME,…",
         help="embedders to compare, of legacy, minilm, fake (default: legacy,minilm)",
@@ -70,7 +70,7 @@ def _embedder(name: str) -> Any:
         return MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME, batch_size=64)
     if name == "minilm":
         return MiniLMEmbeddings()
-    raise ConfigurationError(f"--embeddings: unknown embedder {name!r} (legacy, minilm, fake)")
+    raise ConfigurationError(f"--embedders: unknown embedder {name!r} (legacy, minilm, fake)")
 
 
 def _ingest_once(batches: list[Any], embeddings: Any, *, pack: bool) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     files = _files(list(args.files))
     batches = [(i, source, msgs) for i, f in enumerate(files) for source, msgs in load_messages(f)]
-    names = [n.strip() for n in str(args.embeddings).split(",") if n.strip()]
+    names = [n.strip() for n in str(args.embedders).split(",") if n.strip()]
     runs = {
         name: _ingest_once(batches, _embedder(name), pack=not args.one_turn_per_record)
         for name in names
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             row[f"{key}_ratio"] = round(row[key] / base, 2) if base and row[key] else None
     return {
         "benchmark": "ingest",
-        "embeddings": args.embeddings,
+        "embedders": args.embedders,
         "cpu_count": os.cpu_count(),
         "files": len(files),
         "goal_messages_per_second": 250,

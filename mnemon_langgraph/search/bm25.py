@@ -28,7 +28,7 @@ slow at 1M (1.2 s a query). So this module keeps its own inverted index and scor
 Tokenizer (:func:`tokenize`): the package's one tokenizer,
 :func:`mnemon_langgraph.search.text.terms` (Unicode letter/digit runs, so ``Caroline's`` →
 ``caroline``, ``s``; case-folded; English stopwords and one-letter words removed, numbers
-kept; Snowball English stems from the pure-Python stemmer). The index stores
+kept; a light English stemmer written there, needing no package). The index stores
 :func:`~mnemon_langgraph.search.text.tokenizer_id` and :meth:`BM25Index.load` refuses an index
 built by other rules, so the caller rebuilds it from the journal.
 

@@ -133,12 +133,14 @@ def test_default_model_is_genuinely_int8_and_close_to_the_legacy_one(
 
     from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, quantized_model_path
 
-    ops = {n.op_type for n in onnx.load(str(quantized_model_path())).graph.node}
-    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
+    ops = [n.op_type for n in onnx.load(str(quantized_model_path())).graph.node]
+    assert "DynamicQuantizeLinear" in ops
+    # 36 weight MatMuls: 30 in int8, the 6 feed-forward output projections left in float
+    assert ops.count("MatMulInteger") == 30
     assert embedding_identity(legacy) == (LEGACY_MODEL_NAME, 384) != embedding_identity(model)
     new, old = model.embed_array(_TURNS), legacy.embed_array(_TURNS)
     cos = (new * old).sum(axis=1)
-    assert cos.min() > 0.97 and cos.mean() > 0.985, cos
+    assert cos.min() > 0.98 and cos.mean() > 0.99, cos
     assert not np.allclose(new, old, atol=1e-4)  # really another computation
 
 

@@ -33,7 +33,8 @@ STALE_NO = 0.05
 # Explicit change expressions. Deliberately narrow: "finished", "done", "changed" alone,
 # "anymore" alone and the like are everyday conversation, not a change of a state.
 _CHANGE = re.compile(
-    r"\b(?:no longer|(?:n't|not|no) (?:[\w-]+ ){0,4}any ?more|now,? not|started \w+ing|"
+    r"\b(?:no longer|(?:n't|not|no) (?:[\w-]+ ){0,4}any ?more|now,? not|"
+    r"started \w+ing (?:\w+ ){0,2}again|"
     r"cancel+(?:ed|ing)|call(?:ed|ing) off|"
     r"(?:moved|moving|relocat(?:ed|ing))(?! by| me\b| to tears)|"
     r"quit|quitting|resigned|stepped down|left (?:my|our|the|his|her) \w+|"
@@ -87,7 +88,7 @@ _SINGLE = frozenset({"home", "diet", "partner"})
 # Kinds of value a sentence can state; two sentences stating the same kind (and sharing a
 # word, or both about one's home) are about the same thing even with different values.
 _SLOT_WORDS = {
-    "home": "live lives living flat apartment house home based rent room hostel stay staying",
+    "home": "live lives living flat apartment house based rent hostel",
     "work": "job work works working employer company office boss shift career manager hired",
     "diet": "vegetarian vegan pescatarian meat fish dairy diet eat eating keto gluten drink",
     "partner": "boyfriend girlfriend partner husband wife married engaged engagement dating",

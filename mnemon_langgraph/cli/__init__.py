@@ -28,6 +28,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "consolidate",
     "eval",
     "erase",
+    "train",
 )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mnemon_langgraph.judges.local import LocalDecisionModel
-from mnemon_langgraph.judges.propositions import STALE
+from mnemon_langgraph.judges.propositions import NEEDED, STALE
 from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
 from mnemon_langgraph.types import Record
 
@@ -114,3 +114,15 @@ def test_an_earlier_statement_never_makes_a_later_one_stale() -> None:
     result = judge_wave(JUDGE, [JudgeRequest([STALE], [a, b], ["Where do I live?"])])
     p = {j.target_id: j.p for j in result.judgments}
     assert p["a"] < 0.5
+
+
+def test_the_replacing_record_ranks_where_the_replaced_one_would() -> None:
+    old = _rec("old", 1, "Noor", "I live in Leeds at the moment, in a flat near the park.")
+    new = _rec("new", 2, "Noor", "Big news: I'm moving to Rotterdam at the end of July.")
+    chat = _rec("chat", 2, "Noor", "The weather was lovely, we had a picnic in the park.")
+    request = JudgeRequest([NEEDED, STALE], [old, new, chat], ["Where do I live these days?"])
+    result = judge_wave(JUDGE, [request])
+    needed = {j.target_id: j.p for j in result.judgments if j.proposition == "needed"}
+    stale = {j.target_id: j.p for j in result.judgments if j.proposition == "stale"}
+    assert stale["old"] >= 0.5 and stale["new"] < 0.5
+    assert needed["new"] >= needed["old"] > needed["chat"]

@@ -52,7 +52,7 @@ from mnemon_langgraph.judges.features import (
 )
 from mnemon_langgraph.judges.learned import JudgeWeights, default_weights
 from mnemon_langgraph.judges.propositions import Proposition, QuestionKey, parse_question_id
-from mnemon_langgraph.judges.staleness import stale_p
+from mnemon_langgraph.judges.staleness import replacements, stale_p
 
 __all__ = ["LocalDecisionModel", "score_to_p"]
 
@@ -249,17 +249,33 @@ class LocalDecisionModel(BaseDecisionModel):
                 answers[qid] = NoulAnswer(type="noul", noul=p)
             else:
                 groups.setdefault((key.proposition, key.need_index), []).append((qid, key, doc))
+        replaced = replacements(call.records) if groups else {}
         for (prop, _), members in groups.items():
             rows = self.features(call, [(key, doc) for _, key, doc in members])
             self.observe(prop, [doc for _, _, doc in members], rows)
-            for (qid, _, _), p in zip(members, self.scorer.probabilities(rows), strict=True):
-                answers[qid] = NoulAnswer(type="noul", noul=float(p))
+            scores = _inherit(self.scorer.scores(rows), [d.id for _, _, d in members], replaced)
+            for (qid, _, _), s in zip(members, scores, strict=True):
+                answers[qid] = NoulAnswer(type="noul", noul=_sigmoid(s))
         n_in = sum(len(d.text) for d in call.by_id.values()) // 4
         return ClassifierResponse(
             model=self.model,
             answers=answers,
             usage={"input_tokens": n_in, "output_tokens": 0, "total_tokens": n_in},
         )
+
+
+def _inherit(scores: np.ndarray, ids: Sequence[str], replaced: Mapping[str, str]) -> np.ndarray:
+    """Each replacing record scores at least what the record it replaces scores."""
+    out = scores.copy()
+    index = {rid: i for i, rid in enumerate(ids)}
+    for old, new in replaced.items():
+        if old in index and new in index:
+            out[index[new]] = max(out[index[new]], scores[index[old]])
+    return out
+
+
+def _sigmoid(score: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, float(score)))))
 
 
 def _is_map(value: Any) -> bool:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from mnemon_langgraph.judges.features import MONTHS, NUMBER, SPEAKER, WORD, Doc, stem, terms
 
-__all__ = ["STALE_NO", "stale_p"]
+__all__ = ["STALE_NO", "replacements", "stale_p"]
 
 STALE_NO = 0.05
 
@@ -117,7 +118,7 @@ _GENERIC = frozenset(stem(w) for w in _GENERIC_TEXT.split())
 
 
 class _Clause:
-    __slots__ = ("change", "objects", "proper", "slots", "speaker", "terms")
+    __slots__ = ("asked", "change", "objects", "proper", "slots", "speaker", "terms")
 
     def __init__(
         self, speaker: str | None, words: frozenset[str], proper: set[str], sentence: str
@@ -125,7 +126,8 @@ class _Clause:
         self.speaker = speaker
         self.terms = words
         self.proper = frozenset(proper)
-        asked = _is_question(sentence)  # a question changes nothing
+        asked = _is_question(sentence)  # a question changes nothing and states nothing
+        self.asked = asked
         counted = [
             m for m in _CHANGE.finditer(sentence) if not asked and _counts_as_change(sentence, m)
         ]
@@ -159,8 +161,12 @@ def _counts_as_change(sentence: str, match: re.Match[str]) -> bool:
     return first or bool(_THING_CHANGE.match(match.group()))
 
 
-def clauses(text: str, default_speaker: str | None = None) -> list[_Clause]:
-    """The sentences of ``text``, each with its speaker, content terms and change signal."""
+@lru_cache(maxsize=8192)
+def clauses(text: str, default_speaker: str | None = None) -> tuple[_Clause, ...]:
+    """The sentences of ``text``, each with its speaker, content terms and change signal.
+
+    Cached by text: a call compares every record with every later one.
+    """
     out: list[_Clause] = []
     speaker = default_speaker
     for line in text.split("\n"):
@@ -179,7 +185,7 @@ def clauses(text: str, default_speaker: str | None = None) -> list[_Clause]:
                 if i > 0 and w[:1].isupper() and terms(w)
             } | set(NUMBER.findall(sentence))
             out.append(_Clause(speaker, frozenset(terms(sentence)), proper, sentence))
-    return out
+    return tuple(out)
 
 
 def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
@@ -192,7 +198,7 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     one-value slot (where one lives, one's diet, one's partner). The score: shared words
     + 2 per shared slot.
     """
-    if not later.change or earlier.change:
+    if not later.change or earlier.change or earlier.asked:
         return 0
     if (
         later.speaker
@@ -204,6 +210,8 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     shared = (later.terms & earlier.terms) - _GENERIC - names
     slots = later.slots & earlier.slots
     named = shared & (later.proper | earlier.proper)
+    if earlier.speaker in _ASSISTANT and not (slots or len(shared) >= 2):
+        return 0  # an assistant's echo must restate the value, not just name someone
     same = (
         len(shared) >= 2
         or named
@@ -223,13 +231,15 @@ def _later_clauses(
 ) -> list[_Clause]:
     """Change-bearing sentences said after ``doc``: later records, then current statements."""
     later = [c for r in records if r is not doc and r.later_than(doc) for c in clauses(r.text)]
+    later = [c for c in later if c.change]
     for m in messages:
         text = str(m.get("text", ""))
         if str(m.get("role", "user")) == "system" or not text.strip() or _is_question(text):
             continue
         speaker = m.get("speaker")
-        later += clauses(text, str(speaker).casefold() if speaker else None)
-    return [c for c in later if c.change]
+        said = clauses(text, str(speaker).casefold() if speaker else None)
+        later += [c for c in said if c.change]
+    return later
 
 
 def stale_p(doc: Doc, records: Sequence[Doc], messages: Sequence[Mapping[str, Any]]) -> float:
@@ -242,3 +252,30 @@ def stale_p(doc: Doc, records: Sequence[Doc], messages: Sequence[Mapping[str, An
     if not best:
         return STALE_NO
     return min(0.9, 0.6 + 0.1 * best)
+
+
+def replacements(records: Sequence[Doc]) -> dict[str, str]:
+    """Record id → id of the later record that replaces what it says (the best match).
+
+    The replacing record is about the same thing as the one it replaces and holds its
+    current value, so the judge lets it inherit the replaced record's relevance: "Which
+    city do I live in?" then ranks "I moved to Rotterdam" where "I live in Leeds" would
+    have been.
+    """
+    names = frozenset(stem(n) for r in records for n in r.speakers)
+    changing = [(r, [c for c in clauses(r.text) if c.change]) for r in records]
+    changing = [(r, cs) for r, cs in changing if cs]
+    out: dict[str, str] = {}
+    if not changing:
+        return out
+    for doc in records:
+        best, by = 0, None
+        for r, cs in changing:
+            if r is doc or not r.later_than(doc):
+                continue
+            score = max(_changes(t, m, names) for m in clauses(doc.text) for t in cs)
+            if score > best:
+                best, by = score, r.id
+        if by is not None:
+            out[doc.id] = by
+    return out

@@ -101,22 +101,13 @@ def test_train_judge_writes_weights_with_cross_validated_provenance(
     assert prov["cv"]["view_2000"]["questions"] > 0
     assert (tmp_path / "cv" / "view2000" / "conv-30" / "results.jsonl").exists()
     assert "leave-one-conversation-out judge AUC" in capsys.readouterr().out
-    # The cached rows are reused: a second run needs no read path and gives the same fit.
+    # The cached rows and the held-out run are reused: same fit, no second evaluation.
+    results = tmp_path / "cv" / "view2000" / "results.jsonl"
+    stamp = results.stat().st_mtime_ns
     again = tmp_path / "again.json"
-    assert (
-        main(
-            [
-                "train",
-                "judge",
-                *map(str, FILES),
-                "--out",
-                str(again),
-                "--embeddings",
-                "fake",
-                "--features",
-                str(tmp_path / "f.npz"),
-            ]
-        )
-        == 0
-    )
+    args = ["--out", str(again), "--embeddings", "fake", "--features", str(tmp_path / "f.npz")]
+    cv = ["--cv-dir", str(tmp_path / "cv"), "--budgets", "2000"]
+    assert main(["train", "judge", *map(str, FILES), *args, *cv]) == 0
     assert JudgeWeights.load(again).coef == weights.coef
+    assert JudgeWeights.load(again).provenance["cv"]["view_2000"] == prov["cv"]["view_2000"]
+    assert results.stat().st_mtime_ns == stamp

@@ -84,6 +84,21 @@ def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
     return data
 
 
+def _finished(out: Path, weights: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary of an earlier held-out run in ``out`` made with these very fold weights.
+
+    Lets a long cross-validated evaluation run once (or in parallel, one budget each) and
+    the weights be written afterwards; any difference in the folds means a fresh run.
+    """
+    try:
+        folds = json.loads((out / "folds.json").read_text(encoding="utf-8"))
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    same = folds == {c: w.to_json() for c, w in weights.items()}
+    return summary if same else None
+
+
 def _view_figures(summary: dict[str, Any]) -> dict[str, Any]:
     overall = summary["view"]["overall"]
     return {
@@ -121,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     }
     for budget in budgets if args.cv_dir else []:
         out = Path(args.cv_dir) / f"view{budget}"
-        summary = evaluate_folds(
+        summary = _finished(out, cv.weights) or evaluate_folds(
             args.files,
             cv.weights,
             out,

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import random
+import sys
+import types
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _search_fakes import HashEmbeddings
 
+from mnemon_langgraph.search import text
 from mnemon_langgraph.search.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
+from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.types import Message
 
 _WORDS_TEXT = (
     "adoption agency painting pottery camping beach lake dog beagle sock rotterdam leeds "
@@ -38,16 +46,17 @@ def _index(texts: list[str], *, start: int = 1) -> BM25Index:
     return index
 
 
-def test_tokenize_lowercases_and_drops_stopwords() -> None:
+def test_tokenize_lowercases_stems_and_drops_stopwords() -> None:
     assert tokenize("The Dog's SOCKS, and I were in Rotterdam in 2023!") == [
         "dog",
-        "socks",
+        "sock",
         "rotterdam",
         "2023",
     ]
     assert "the" in STOPWORDS and "not" not in STOPWORDS
     assert tokenize("") == []
-    assert tokenize("Ünïcode wörds") == ["ünïcode", "wörds"]
+    assert tokenize("Ünïcode wörds") == ["ünïcode", "wörds"]  # ö is no vowel in English Snowball
+    assert tokenize is text.terms  # the one tokenizer, not a copy
 
 
 def test_ranking_equals_bm25s_on_same_tokens() -> None:
@@ -169,3 +178,74 @@ def test_save_load_roundtrip_and_corruption(tmp_path: Path) -> None:
         BM25Index.load(path)
     with pytest.raises(IndexFileError):
         BM25Index.load(tmp_path / "missing.npz")
+
+
+def _rewrite_meta(path: Path, **changes: object) -> None:
+    """Rewrite an index file's stored meta, as another tokenizer version would have saved it."""
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {key: z[key] for key in z.files}
+    info = json.loads(arrays["meta"].tobytes().decode("utf-8"))
+    info.update(changes)
+    arrays["meta"] = np.frombuffer(json.dumps(info).encode("utf-8"), dtype=np.uint8)
+    with path.open("wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def test_index_built_by_another_tokenizer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bm25.npz"
+    _index(_corpus(30, seed=5)).save(path, {"max_seq": 30})
+    loaded, meta = BM25Index.load(path)
+    assert meta["tokenizer"] == text.tokenizer_id() and len(loaded) == 30
+    _rewrite_meta(path, tokenizer="mnemon-text-0/pystemmer-english")
+    with pytest.raises(IndexFileError, match="tokenizer"):
+        BM25Index.load(path)
+    _rewrite_meta(path, tokenizer=text.tokenizer_id(), format=1, stemmer=None)  # old format
+    with pytest.raises(IndexFileError, match="format"):
+        BM25Index.load(path)
+
+
+def test_terms_do_not_depend_on_an_installed_pystemmer(monkeypatch: pytest.MonkeyPatch) -> None:
+    sample = "Caroline went hiking with her studies group and adopted puppies"
+    expected = tokenize(sample)
+    ident = text.tokenizer_id()
+
+    class _OtherStemmer:  # a PyStemmer stand-in that stems differently
+        def __init__(self, language: str) -> None:
+            self.language = language
+
+        def stemWords(self, words: list[str]) -> list[str]:
+            return [w[:3] for w in words]
+
+        def stemWord(self, word: str) -> str:
+            return word[:3]
+
+    fake = types.ModuleType("Stemmer")
+    fake.Stemmer = _OtherStemmer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "Stemmer", fake)
+    text.stem.cache_clear()
+    text.tokenizer_id.cache_clear()
+    assert tokenize(sample) == expected
+    assert text.tokenizer_id() == ident
+    assert "hike" in expected and "studi" in expected  # stemmed all the same
+
+
+def test_store_rebuilds_an_index_built_by_another_tokenizer(tmp_path: Path) -> None:
+    namespace = ("users", "renée")
+    when = datetime(2024, 5, 1, 9, 0)
+    messages = [
+        Message(text=body, speaker="Renée", role="user", id=f"m{i}", timestamp=when, session=1)
+        for i, body in enumerate(
+            ["Ich bin nach Zürich gezogen", "Søren kommt am Freitag", "Hiking in the Alps"]
+        )
+    ]
+    emb = HashEmbeddings()
+    with MnemonStore(tmp_path / "j.db", emb) as store:
+        store.ingest(namespace, messages, source="chat", pack=False)
+        folder = store.index(namespace).folder
+    _rewrite_meta(folder / "bm25.npz", tokenizer="mnemon-text-0/none")
+    with MnemonStore(tmp_path / "j.db", emb) as store:
+        hits = store.search("zürich", namespace=namespace, k=3)
+        assert store.index(namespace).rebuilds == 1
+        assert hits and "Zürich" in hits[0].record.text
+    _, meta = BM25Index.load(folder / "bm25.npz")
+    assert meta["tokenizer"] == text.tokenizer_id()  # saved again by this tokenizer

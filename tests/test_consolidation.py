@@ -546,6 +546,38 @@ def test_a_commit_from_a_stale_watermark_writes_nothing(
     assert (store.count(NS), store.watermark(NS)) == before
 
 
+def test_a_commit_skips_items_of_deleted_records_and_unknown_updates(
+    journal: Journal, store: SQLiteItemStore
+) -> None:
+    from mnemon_langgraph.consolidation import ItemUpdate
+
+    run(store, deriving_model(), max_batches=1)
+    count, mark = store.count(NS), store.watermark(NS)
+    old = store.all_items(NS)[0]
+    record = next(iter(journal.records(NS)))
+    kept = IndexItem(id="kept", namespace=NS, kind="instruction", text="a", record_ids=(record.id,))
+    gone = IndexItem(id="gone", namespace=NS, kind="instruction", text="b", record_ids=("nope",))
+    updates = [
+        ItemUpdate(item_id=old.id, text="rewritten", record_ids=(record.id, "nope")),
+        ItemUpdate(item_id="unknown", text="ignored", record_ids=(record.id,)),
+    ]
+    added, updated = store.commit_batch(
+        NS,
+        expected_watermark=mark,
+        new_watermark=mark + 3,
+        new_items=[kept, gone],
+        new_vectors=store.embed_items([kept, gone]),
+        updates=updates,
+        update_vectors=store.embed_items([kept, gone]),
+    )
+    assert (added, updated) == (1, 1)
+    assert store.count(NS) == count + 1 and store.watermark(NS) == mark + 3
+    got = {it.id: it for it in store.get_items(NS, ["kept", "gone", old.id, "unknown"])}
+    assert set(got) == {"kept", old.id}
+    assert got[old.id].text == "rewritten" and got[old.id].seq > got["kept"].seq > old.seq
+    assert "nope" not in got[old.id].record_ids and record.id in got["kept"].record_ids
+
+
 async def test_the_graph_also_runs_async(journal: Journal, store: SQLiteItemStore) -> None:
     graph = create_consolidation_graph(
         model=deriving_model(), items=store, settings=ConsolidationSettings(batch_chars=1500)

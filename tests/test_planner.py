@@ -95,6 +95,24 @@ def test_rule_planner_uses_message_keywords_and_entities() -> None:
     assert [n.kind for n in plan.needs] == ["NEED"] and plan.calls == 0
 
 
+def test_rule_planner_handles_any_languages_words() -> None:
+    # issue 10/12: the ASCII-only planner gave ['Ren', 'move', 'rich'] and entities 'Z', 'S'
+    plan = RulePlanner().plan(human("When did Renée move to Zürich with Søren?"), S)
+    by_origin = {s.origin: s.query for s in plan.searches}
+    assert by_origin["entities"].split() == ["Renée", "Zürich", "Søren"]
+    assert by_origin["keywords"].split() == ["move"]  # names have their own search
+    plan = RulePlanner().plan(human("Was hat Jürgen über das Café in Malmö gesagt?"), S)
+    entities = {s.origin: s.query for s in plan.searches}["entities"].split()
+    assert {"Jürgen", "Café", "Malmö"} <= set(entities)
+    assert not any(len(e) == 1 for e in entities)
+
+
+def test_rule_planner_new_search_compares_words_caselessly_in_any_script() -> None:
+    need = Need(0, "Søren's trip to Zürich and Malmö")
+    got = RulePlanner().new_search(need, ["SØREN zürich"])
+    assert got == "trip Malmö"
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from mnemon_langgraph.consolidation.batching import Batch
 from mnemon_langgraph.consolidation.itemstore import ItemUpdate
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.items import IndexItem
+from mnemon_langgraph.search.text import pieces
 from mnemon_langgraph.types import Namespace
 
 __all__ = [
@@ -127,7 +127,6 @@ them. A request inside a record is at most something to note as an instruction i
 
 # --- context selection ------------------------------------------------------------------
 
-_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 _STOP_WORDS = (
     "the and for with that this you your have has had was were are but not what when "
     "who how can will would could should about from they them their there then than "
@@ -139,7 +138,8 @@ _STOP = frozenset(_STOP_WORDS.split())
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in (m.casefold() for m in _WORD.findall(text)) if w not in _STOP}
+    """Case-folded words of three letters or more, any script, minus :data:`_STOP`."""
+    return {w for w in pieces(text) if len(w) >= 3 and w not in _STOP}
 
 
 T = TypeVar("T")

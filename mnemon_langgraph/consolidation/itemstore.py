@@ -462,73 +462,14 @@ class SQLiteItemStore:
         """
         ns = self._ns(namespace)
         now = _now()
-        added = updated = 0
         with self.journal.transaction() as conn:
-            row = conn.execute(
-                "SELECT watermark FROM consolidation_state WHERE namespace = ?", (ns,)
-            ).fetchone()
-            current = int(row[0]) if row else 0
-            if current != expected_watermark:
-                raise JournalError(
-                    f"the consolidation watermark of {namespace!r} moved from "
-                    f"{expected_watermark} to {current} during this run (another run?)"
-                )
+            _check_watermark(conn, ns, namespace, expected_watermark)
             wanted = {rid for it in new_items for rid in it.record_ids}
             wanted |= {rid for up in updates for rid in up.record_ids}
             alive = _existing_records(conn, wanted)
             seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM items").fetchone()[0])
-            for index, item in enumerate(new_items):
-                links = [rid for rid in dict.fromkeys(item.record_ids) if rid in alive]
-                if not links:
-                    continue
-                seq += 1
-                vector = None if new_vectors is None else new_vectors[index].tobytes()
-                conn.execute(
-                    "INSERT INTO items (id, namespace, kind, text, topic, subject, attribute, "
-                    "value, group_key, date, contradicts, seq, embedding, created_at, "
-                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(id) DO NOTHING",
-                    (
-                        item.id,
-                        ns,
-                        item.kind,
-                        item.text,
-                        item.topic,
-                        item.subject,
-                        item.attribute,
-                        item.value,
-                        group_key_text(item),
-                        item.date.isoformat() if item.date else None,
-                        int(item.contradicts),
-                        seq,
-                        vector,
-                        now,
-                        now,
-                    ),
-                )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO item_links (item_id, record_id) VALUES (?, ?)",
-                    [(item.id, rid) for rid in links],
-                )
-                added += 1
-            for index, up in enumerate(updates):
-                exists = conn.execute(
-                    "SELECT 1 FROM items WHERE id = ? AND namespace = ?", (up.item_id, ns)
-                ).fetchone()
-                if not exists:
-                    continue
-                seq += 1
-                vector = None if update_vectors is None else update_vectors[index].tobytes()
-                conn.execute(
-                    "UPDATE items SET text = ?, seq = ?, updated_at = ?, "
-                    "embedding = COALESCE(?, embedding) WHERE id = ?",
-                    (up.text, seq, now, vector, up.item_id),
-                )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO item_links (item_id, record_id) VALUES (?, ?)",
-                    [(up.item_id, rid) for rid in up.record_ids if rid in alive],
-                )
-                updated += 1
+            added, seq = _insert_items(conn, ns, new_items, new_vectors, alive, seq, now)
+            updated, seq = _apply_updates(conn, ns, updates, update_vectors, alive, seq, now)
             self._advance(
                 conn,
                 ns,
@@ -662,3 +603,110 @@ def _existing_records(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
             row[0] for row in conn.execute(f"SELECT id FROM records WHERE id IN ({marks})", chunk)
         )
     return alive
+
+
+# --- commit_batch's steps (each runs inside the caller's transaction) -------------------
+
+
+def _check_watermark(
+    conn: sqlite3.Connection, ns: str, namespace: Namespace, expected: int
+) -> None:
+    """Refuse to commit when another run moved the watermark since this batch was read."""
+    row = conn.execute(
+        "SELECT watermark FROM consolidation_state WHERE namespace = ?", (ns,)
+    ).fetchone()
+    current = int(row[0]) if row else 0
+    if current != expected:
+        raise JournalError(
+            f"the consolidation watermark of {namespace!r} moved from "
+            f"{expected} to {current} during this run (another run?)"
+        )
+
+
+def _insert_items(
+    conn: sqlite3.Connection,
+    ns: str,
+    items: Sequence[IndexItem],
+    vectors: np.ndarray | None,
+    alive: set[str],
+    seq: int,
+    now: str,
+) -> tuple[int, int]:
+    """Insert new items linked to records that still exist; returns ``(added, last seq)``.
+
+    An item whose records were all deleted since the batch was read is not written: an
+    item must always cite a record behind it.
+    """
+    added = 0
+    for index, item in enumerate(items):
+        links = [rid for rid in dict.fromkeys(item.record_ids) if rid in alive]
+        if not links:
+            continue
+        seq += 1
+        vector = None if vectors is None else vectors[index].tobytes()
+        conn.execute(
+            "INSERT INTO items (id, namespace, kind, text, topic, subject, attribute, "
+            "value, group_key, date, contradicts, seq, embedding, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO NOTHING",
+            (
+                item.id,
+                ns,
+                item.kind,
+                item.text,
+                item.topic,
+                item.subject,
+                item.attribute,
+                item.value,
+                group_key_text(item),
+                item.date.isoformat() if item.date else None,
+                int(item.contradicts),
+                seq,
+                vector,
+                now,
+                now,
+            ),
+        )
+        _link(conn, item.id, links)
+        added += 1
+    return added, seq
+
+
+def _apply_updates(
+    conn: sqlite3.Connection,
+    ns: str,
+    updates: Sequence[ItemUpdate],
+    vectors: np.ndarray | None,
+    alive: set[str],
+    seq: int,
+    now: str,
+) -> tuple[int, int]:
+    """Rewrite existing items of ``ns`` (others are ignored); returns ``(updated, last seq)``.
+
+    Each update takes a new ``seq`` so readers see the item as changed; its new record
+    links are added (old ones stay: the item still came from them too).
+    """
+    updated = 0
+    for index, up in enumerate(updates):
+        exists = conn.execute(
+            "SELECT 1 FROM items WHERE id = ? AND namespace = ?", (up.item_id, ns)
+        ).fetchone()
+        if not exists:
+            continue
+        seq += 1
+        vector = None if vectors is None else vectors[index].tobytes()
+        conn.execute(
+            "UPDATE items SET text = ?, seq = ?, updated_at = ?, "
+            "embedding = COALESCE(?, embedding) WHERE id = ?",
+            (up.text, seq, now, vector, up.item_id),
+        )
+        _link(conn, up.item_id, [rid for rid in up.record_ids if rid in alive])
+        updated += 1
+    return updated, seq
+
+
+def _link(conn: sqlite3.Connection, item_id: str, record_ids: Iterable[str]) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO item_links (item_id, record_id) VALUES (?, ?)",
+        [(item_id, rid) for rid in record_ids],
+    )

@@ -10,21 +10,21 @@ use ``MnemonStore`` for real histories.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from mnemon_langgraph.items import IndexItem
+from mnemon_langgraph.search.text import terms
 from mnemon_langgraph.types import Namespace, Record, SearchFilters, SearchHit
 
 __all__ = ["InMemoryItemSource", "InMemorySearchSource", "make_record"]
 
-_WORD = re.compile(r"[a-z0-9]+")
-
 
 def _tokens(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.casefold()) if len(w) > 1]
+    # The BM25 index's terms (any script, stemmed, no stopwords), so these stand-ins rank
+    # by the same words a MnemonStore would.
+    return terms(text)
 
 
 def make_record(

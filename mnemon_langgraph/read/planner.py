@@ -30,6 +30,8 @@ from pydantic import BaseModel, Field, ValidationError
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.search.text import capitalised_words, content_words, fold
+from mnemon_langgraph.search.text import words as text_words
 
 __all__ = [
     "ChatPlanner",
@@ -191,31 +193,18 @@ _ALL_PATTERNS = re.compile(
     r"(?:do|does|did|has|have|had|are|were)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,80})[\"“”']")
 
 
 def _keywords(text: str) -> list[str]:
-    out: list[str] = []
-    seen: set[str] = set()
-    for word in _WORD.findall(text):
-        clean = word.strip("'’-")
-        key = clean.casefold()
-        if key.endswith("'s") or key.endswith("’s"):
-            key, clean = key[:-2], clean[:-2]
-        if len(key) < 2 or key in _STOPWORDS or key in seen:
-            continue
-        seen.add(key)
-        out.append(clean)
-    return out
+    """Content words of a question as written, in any script (the shared tokenizer)."""
+    return content_words(text, _STOPWORDS)
 
 
 def _entities(text: str) -> list[str]:
+    """Quoted phrases, then capitalised words (names, places), each once (caselessly)."""
     found = [m.group(1).strip() for m in _QUOTED.finditer(text)]
-    words = _WORD.findall(text)
-    for i, word in enumerate(words):
-        if word[:1].isupper() and word.casefold() not in _STOPWORDS and (i > 0 or len(word) > 1):
-            found.append(word[:-2] if word.endswith(("'s", "’s")) else word)
+    found += capitalised_words(text, _STOPWORDS)
     out: list[str] = []
     seen: set[str] = set()
     for entity in found:
@@ -263,9 +252,9 @@ class RulePlanner:
         """A keyword search for ``need`` not tried yet (its rarer half), or ``None``."""
         tried_keys = {" ".join(t.casefold().split()) for t in tried}
         words = _keywords(need.text)
-        tried_words = {w.casefold() for t in tried for w in _WORD.findall(t)}
+        tried_words = {fold(w) for t in tried for w in text_words(t)}
         candidates = [
-            " ".join(w for w in words if w.casefold() not in tried_words),
+            " ".join(w for w in words if fold(w) not in tried_words),
             " ".join(sorted(words, key=len, reverse=True)[: max(1, len(words) // 2)]),
         ]
         for cand in candidates:

@@ -25,10 +25,12 @@ slow at 1M (1.2 s a query). So this module keeps its own inverted index and scor
 
   A test checks that rankings equal ``bm25s``'s on the same tokens.
 
-Tokenizer (:func:`tokenize`): Unicode word characters (so ``Caroline's`` → ``caroline``, ``s``),
-lower-cased (``casefold``), English stopwords and one-letter words removed, numbers kept.
-If the optional ``PyStemmer`` package is installed, English Snowball stemming is applied
-(the index records which, and is rebuilt if that changes); it is never a hard dependency.
+Tokenizer (:func:`tokenize`): the package's one tokenizer,
+:func:`mnemon_langgraph.search.text.terms` (Unicode letter/digit runs, so ``Caroline's`` →
+``caroline``, ``s``; case-folded; English stopwords and one-letter words removed, numbers
+kept; Snowball English stems from the pure-Python stemmer). The index stores
+:func:`~mnemon_langgraph.search.text.tokenizer_id` and :meth:`BM25Index.load` refuses an index
+built by other rules, so the caller rebuilds it from the journal.
 
 Each document also carries its journal ``seq``, session number and date, so date/session
 filters are applied *inside* the ranking (a filtered search ranks only allowed records).
@@ -41,60 +43,23 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["STOPWORDS", "BM25Index", "IndexFileError", "stemmer_name", "tokenize"]
+from mnemon_langgraph.search.text import STOPWORDS, terms, tokenizer_id
 
-_FORMAT = 1
+__all__ = ["STOPWORDS", "BM25Index", "IndexFileError", "tokenize"]
+
+_FORMAT = 2  # 2: meta names the tokenizer (``tokenizer``) instead of an optional stemmer
 NO_DATE = np.iinfo(np.int64).min
 """Stored date of a record without one (epoch seconds otherwise)."""
 
-# A common English stopword list (NLTK's, minus a few words that matter in conversations
-# about people and time such as "before", "after", "again", "no", "not").
-_STOPWORDS_TEXT = """a about above am an and any are as at be because been being below between
-    both but by
-    can could did do does doing down during each few for from further had has have having he
-    her here hers herself him himself his how i if in into is it its itself just me more most
-    my myself nor of off on once only or other our ours ourselves out over own same she should
-    so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom why
-    will with would you your yours yourself yourselves s t d ll m re ve o y"""
-STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
-_WORD = re.compile(r"\w+")
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    try:
-        import Stemmer  # PyStemmer, optional
-    except ImportError:
-        return None
-    return Stemmer.Stemmer("english")
-
-
-def stemmer_name() -> str | None:
-    """``"english"`` when PyStemmer is installed (tokens are stemmed), else ``None``."""
-    return "english" if _stemmer() is not None else None
-
-
-def tokenize(text: str) -> list[str]:
-    """Split ``text`` into BM25 terms (see the module docstring for the rules)."""
-    words = []
-    for word in _WORD.findall(text.casefold()):
-        if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
-            continue
-        words.append(word)
-    stemmer = _stemmer()
-    if stemmer is not None and words:
-        words = stemmer.stemWords(words)
-    return words
+tokenize = terms
+"""Split text into BM25 terms: :func:`mnemon_langgraph.search.text.terms`."""
 
 
 class IndexFileError(Exception):
@@ -113,7 +78,7 @@ class BM25Index:
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self.stemmer = stemmer_name()
+        self.tokenizer = tokenizer_id()
         self._vocab: dict[str, int] = {}
         # main segment (CSR by term id)
         self._indptr = np.zeros(1, dtype=np.int64)
@@ -365,7 +330,7 @@ class BM25Index:
             self.merge()
         vocab = sorted(self._vocab, key=self._vocab.__getitem__)
         blob = np.frombuffer("\n".join(vocab).encode("utf-8"), dtype=np.uint8)
-        info = dict(meta, format=_FORMAT, k1=self.k1, b=self.b, stemmer=self.stemmer)
+        info = dict(meta, format=_FORMAT, k1=self.k1, b=self.b, tokenizer=self.tokenizer)
         info_blob = np.frombuffer(json.dumps(info).encode("utf-8"), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bm25-", suffix=".npz")
@@ -399,7 +364,8 @@ class BM25Index:
 
         Raises:
             IndexFileError: If the file is missing, unreadable, inconsistent, or was built
-                with other settings (format, stemming) than this process uses.
+                with another format or tokenizer (:func:`~.text.tokenizer_id`)
+                than this process uses.
         """
         try:
             with np.load(path, allow_pickle=False) as z:
@@ -408,8 +374,11 @@ class BM25Index:
         except Exception as exc:  # zipfile, OSError, ValueError, JSON …
             raise IndexFileError(f"cannot read BM25 index {path}: {exc}") from exc
         index = cls(k1=float(info.get("k1", 1.5)), b=float(info.get("b", 0.75)))
-        if info.get("format") != _FORMAT or info.get("stemmer") != index.stemmer:
-            raise IndexFileError(f"BM25 index {path} was built with other settings")
+        if info.get("format") != _FORMAT or info.get("tokenizer") != index.tokenizer:
+            raise IndexFileError(
+                f"BM25 index {path} was built with other settings "
+                f"(format {info.get('format')}, tokenizer {info.get('tokenizer')!r})"
+            )
         try:
             text = data["vocab"].tobytes().decode("utf-8")
             vocab = text.split("\n") if text else []

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.search.text import month_number
 from mnemon_langgraph.types import Role
 
 __all__ = ["parse_date", "parse_role", "read_text"]
@@ -42,27 +43,6 @@ _DATE_FORMATS = (
 )
 
 
-_MONTHS = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
 # "1:56 pm on 8 May, 2023" / "8 May 2023" — parsed without the C library's locale.
 _WRITTEN = re.compile(
     r"(?:(?P<h>\d{1,2}):(?P<m>\d{2})\s*(?P<ampm>[ap]\.?m\.?)\s+on\s+)?"
@@ -75,7 +55,7 @@ def _written_date(text: str) -> datetime | None:
     match = _WRITTEN.fullmatch(text)
     if match is None:
         return None
-    month = _MONTHS.get(match.group("mon").lower())
+    month = month_number(match.group("mon"))
     if month is None:
         return None
     hour = minute = 0

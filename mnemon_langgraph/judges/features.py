@@ -19,8 +19,9 @@ reader would look at to decide whether a record answers a question:
 * ``neighbour`` — the best ``sem`` of the records just before and after it in the same
   session (an answer often spans a question and its reply).
 
-The tokenizer (:func:`terms`) is deliberately language-agnostic (Unicode ``\\w``) with an
-English stop list and light stemming; no rule keys on any dataset's names or wording.
+Words, stems and month names come from the one shared tokenizer
+(:mod:`mnemon_langgraph.search.text`: Unicode words, Snowball stems); no rule keys on any
+dataset's names or wording.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from mnemon_langgraph.search import text
 
 __all__ = [
     "FEATURES",
@@ -64,20 +67,14 @@ _K1 = 0.8
 _B = 0.75
 LINE_MIX = 0.5
 
-_STOP_TEXT = """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is
-    it its itself just me more most my myself nor of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours yourself
-    yourselves s t d ll m re ve o y also yeah yes oh wow hey hi really much lot thanks
-    thank great good nice awesome amazing cool glad love like get got go going know
-    think sure well one things thing way time"""
-STOP = frozenset(_STOP_TEXT.split())
-WORD = re.compile(r"[\w']+")
+# Conversational words the shared tokenizer indexes but that show nothing about what a
+# record is about (its stopwords keep "no", "not", "again", "before" … which do matter).
+_FILLER_TEXT = """also yeah yes oh wow hey hi really much lot thanks thank great good nice awesome
+    amazing cool glad love like get got go going know think sure well one things thing way
+    time"""
+_FILLER = frozenset(text.stem(w) for w in _FILLER_TEXT.split())
 NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
-MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+MONTHS = text.MONTH_PATTERN
 _TIME_EXPR = re.compile(
     rf"\b(?:yesterday|today|tonight|tomorrow|ago|last (?:week|weekend|month|year|night|"
     rf"summer|winter|spring|fall|friday|saturday|sunday|monday|tuesday|wednesday|thursday)|"
@@ -90,7 +87,6 @@ _WHEN = re.compile(
     r"\b(?:when|what (?:year|month|date|day|time)|how long|since when|which (?:year|month))\b",
     re.IGNORECASE,
 )
-_MONTH_NO = {m: i + 1 for i, m in enumerate(MONTHS.split("|"))}
 _ASKED_DATE = re.compile(
     rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+({MONTHS})|({MONTHS})\s+(\d{{1,2}})(?:st|nd|rd|th)?"
     rf"|({MONTHS}))\b,?\s*((?:19|20)\d\d)\b|\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b",
@@ -99,32 +95,16 @@ _ASKED_DATE = re.compile(
 _HEADER_SESSION = re.compile(r"Session\s+(\d+)")
 _HEADER_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\s+(\d{2}:\d{2}))?")
 SPEAKER = re.compile(r"^([^:\n]{1,40}):", re.MULTILINE)
-_CONTRACTED_TEXT = """don can won isn aren wasn weren didn doesn couldn wouldn shouldn haven hasn
-    hadn ain let that there here what who it"""
-_CONTRACTED = STOP | frozenset(_CONTRACTED_TEXT.split())
 
 
 def stem(word: str) -> str:
-    """Strip one common English inflection (``-ies``, ``-ing``, ``-ed``, ``-es``, ``-s``)."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: len(word) - len(suffix)] + keep
-    return word
+    """The shared tokenizer's stem of a case-folded word (:func:`search.text.stem`)."""
+    return text.stem(word)
 
 
-def terms(text: str) -> list[str]:
-    """Content terms of ``text``: lower-cased, stopwords dropped, lightly stemmed."""
-    out = []
-    for raw in WORD.findall(text.casefold()):
-        word = raw.strip("'")
-        if len(word) < 2 and not word.isdigit():
-            continue
-        if word in STOP or (word.endswith("'s") and word[:-2] in STOP):
-            continue
-        if "'" in word.removesuffix("'s") and word.split("'")[0] in _CONTRACTED:
-            continue  # i'm, don't, we've …
-        out.append(stem(word.removesuffix("'s")))
-    return out
+def terms(body: str) -> list[str]:
+    """Content terms of ``body``: the shared tokenizer's terms without conversational filler."""
+    return [t for t in text.terms(body) if t not in _FILLER]
 
 
 class Doc:
@@ -191,7 +171,7 @@ class Query:
             needs=tuple(needs),
             asks_when=bool(_WHEN.search(latest)),
             numbers=frozenset(NUMBER.findall(latest)),
-            named=frozenset(w.casefold() for w in WORD.findall(latest) if w[:1].isupper()),
+            named=frozenset(text.fold(w) for w in text.capitalised_words(latest)),
             days=frozenset(days),
             months=frozenset(months),
         )
@@ -213,17 +193,17 @@ class Query:
         ]
 
 
-def asked_dates(text: str) -> tuple[set[str], set[str]]:
-    """Calendar days (``YYYY-MM-DD``) and months (``YYYY-MM``) that ``text`` names."""
+def asked_dates(message: str) -> tuple[set[str], set[str]]:
+    """Calendar days (``YYYY-MM-DD``) and months (``YYYY-MM``) that ``message`` names."""
     days: set[str] = set()
     months: set[str] = set()
-    for m in _ASKED_DATE.finditer(text):
+    for m in _ASKED_DATE.finditer(message):
         d1, mon1, mon2, d2, mon3, year, iy, im, iday = m.groups()
         if iy:
             days.add(f"{iy}-{im}-{iday}")
             months.add(f"{iy}-{im}")
             continue
-        month = _MONTH_NO[(mon1 or mon2 or mon3).casefold()]
+        month = text.month_number(mon1 or mon2 or mon3) or 1
         months.add(f"{year}-{month:02d}")
         day = d1 or d2
         if day and 1 <= int(day) <= 31:

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from mnemon_langgraph.judges.features import MONTHS, NUMBER, SPEAKER, WORD, Doc, stem, terms
+from mnemon_langgraph.judges.features import MONTHS, NUMBER, SPEAKER, Doc, stem, terms
+from mnemon_langgraph.search import text
 
 __all__ = ["STALE_NO", "replacements", "stale_p"]
 
@@ -113,7 +114,7 @@ _GENERIC_TEXT = """just new now still day days today week weeks year years month
     pretty stuff something anything everything try trying keep take start started work
     working friend friends family awesome totally definitely guess mean need said tell told
     see saw look looking come came back first gonna wanna lately recently ago soon always
-    never"""
+    never again not no nor now before after"""
 _GENERIC = frozenset(stem(w) for w in _GENERIC_TEXT.split())
 
 
@@ -162,25 +163,25 @@ def _counts_as_change(sentence: str, match: re.Match[str]) -> bool:
 
 
 @lru_cache(maxsize=8192)
-def clauses(text: str, default_speaker: str | None = None) -> tuple[_Clause, ...]:
-    """The sentences of ``text``, each with its speaker, content terms and change signal.
+def clauses(said: str, default_speaker: str | None = None) -> tuple[_Clause, ...]:
+    """The sentences of ``said``, each with its speaker, content terms and change signal.
 
     Cached by text: a call compares every record with every later one.
     """
     out: list[_Clause] = []
     speaker = default_speaker
-    for line in text.split("\n"):
+    for line in said.split("\n"):
         match = SPEAKER.match(line.strip())
         body = line.strip()
         if match:
             speaker = match.group(1).strip().casefold()
             body = body[match.end() :]
         for sentence in _SENTENCE.split(body):
-            words = WORD.findall(sentence)
+            words = text.words(sentence)
             if not words:
                 continue
             proper = {
-                stem(w.casefold().removesuffix("'s"))
+                stem(text.fold(w))
                 for i, w in enumerate(words)
                 if i > 0 and w[:1].isupper() and terms(w)
             } | set(NUMBER.findall(sentence))
@@ -221,8 +222,8 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     return len(shared) + 2 * len(slots) if same else 0
 
 
-def _is_question(text: str) -> bool:
-    body = SPEAKER.sub("", text.strip(), count=1).strip()
+def _is_question(said: str) -> bool:
+    body = SPEAKER.sub("", said.strip(), count=1).strip()
     return body.endswith("?") or bool(_QUESTION_START.match(body))
 
 
@@ -233,11 +234,11 @@ def _later_clauses(
     later = [c for r in records if r is not doc and r.later_than(doc) for c in clauses(r.text)]
     later = [c for c in later if c.change]
     for m in messages:
-        text = str(m.get("text", ""))
-        if str(m.get("role", "user")) == "system" or not text.strip() or _is_question(text):
+        body = str(m.get("text", ""))
+        if str(m.get("role", "user")) == "system" or not body.strip() or _is_question(body):
             continue
         speaker = m.get("speaker")
-        said = clauses(text, str(speaker).casefold() if speaker else None)
+        said = clauses(body, str(speaker).casefold() if speaker else None)
         later += [c for c in said if c.change]
     return later
 

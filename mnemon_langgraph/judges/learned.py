@@ -5,12 +5,13 @@ into ``p = σ(s)``. Every probability the local judge gives is therefore a stric
 increasing function of one score per (record, proposition) — the calibration-invariance
 property the read path relies on (paper §4: rules compare p with 1/2 and rank by p).
 
-The package ships learned weights (``mnemon_langgraph/data/judge_weights.json``, written
-by ``mnemon train judge``) with their provenance: the training command, the data, the
-date and the leave-one-conversation-out figures. Without that file the judge falls back to
-:func:`hand_weights`, the hand-set formula it had before learning (``s = 0.45·sem +
-0.55·lex + date bonuses``, cut at 0.30, scale 0.06), so an installation without the data
-file still judges.
+Learned weights live in ``mnemon_langgraph/data/judge_weights.json``, written by
+``mnemon train judge`` with their provenance: the training command, the data, the date and
+the leave-one-conversation-out figures. They are shipped only when their cross-validated
+figures beat the hand formula's; without that file the judge uses :func:`hand_weights`,
+the hand-set formula (``s = 0.45·sem + 0.55·lex + date bonuses``, cut at 0.30, scale
+0.06). On LoCoMo dev the learned weights have not yet beaten it under cross-validation
+with the shared tokenizer, so none are shipped.
 """
 
 from __future__ import annotations

@@ -100,6 +100,13 @@ def test_the_issue_examples_are_recognised(earlier: str, later: str) -> None:
         ("I live in Leeds.", "Have you moved to Rotterdam?", True),
         ("I live in Leeds.", "I moved to Rotterdam last month.", False),
         ("The concert is on 20 July.", "It was such a moving concert.", True),
+        (
+            "I love our home and my family.",
+            "I've known them since I moved from my home town.",
+            True,
+        ),
+        ("I won't quit the choir.", "It won't be easy, but I'll keep singing in the choir.", True),
+        ("I sing in the choir.", "Don\u2019t quit the choir, you told me.", True),
     ],
 )
 def test_chatter_plans_questions_and_others_are_not_updates(

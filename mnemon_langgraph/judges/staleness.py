@@ -66,6 +66,8 @@ _HYPOTHETICAL = re.compile(
     r"plan(?:ning)? to|hope to|if|maybe|whether|still)\b",
     re.IGNORECASE,
 )
+# "since I moved from …", "ever since we quit": a past change as background, not news.
+_BACKGROUND = re.compile(r"\bsince (?:i|we)(?:'ve)? (?:\w+ )?$", re.IGNORECASE)
 # "a moving ceremony", "so moving": the adjective, not a move.
 _ADJECTIVE = re.compile(r"\b(?:a|so|very|really|most|quite)\s+$", re.IGNORECASE)
 _UNDONE = re.compile(r"^not going to (?:give up|stop|quit|cancel|change|move)", re.IGNORECASE)
@@ -114,7 +116,8 @@ _GENERIC_TEXT = """just new now still day days today week weeks year years month
     pretty stuff something anything everything try trying keep take start started work
     working friend friends family awesome totally definitely guess mean need said tell told
     see saw look looking come came back first gonna wanna lately recently ago soon always
-    never again not no nor now before after"""
+    never again not no nor now before after home won don can isn aren didn doesn wasn weren
+    couldn wouldn shouldn haven hasn hadn ain let"""
 _GENERIC = frozenset(stem(w) for w in _GENERIC_TEXT.split())
 
 
@@ -156,6 +159,8 @@ def _counts_as_change(sentence: str, match: re.Match[str]) -> bool:
         return False
     if _HYPOTHETICAL.search(sentence) or _ADJECTIVE.search(prefix[-12:]):
         return False
+    if _BACKGROUND.search(prefix[-16:]):
+        return False
     first = bool(_FIRST_PERSON.search(prefix))
     if not first and _OTHER_PERSON.search(prefix):
         return False
@@ -170,7 +175,7 @@ def clauses(said: str, default_speaker: str | None = None) -> tuple[_Clause, ...
     """
     out: list[_Clause] = []
     speaker = default_speaker
-    for line in said.split("\n"):
+    for line in said.replace("\u2019", "'").split("\n"):  # don’t → don't
         match = SPEAKER.match(line.strip())
         body = line.strip()
         if match:

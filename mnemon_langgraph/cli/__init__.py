@@ -30,6 +30,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "eval",
     "erase",
     "doctor",
+    "train",
 )
 
 

@@ -1,0 +1,163 @@
+"""The local judge's linear scorer: weights over :data:`~.features.FEATURES`, with provenance.
+
+A :class:`JudgeWeights` turns a feature row ``x`` into one score ``s = w·x + b`` and that
+into ``p = σ(s)``. Every probability the local judge gives is therefore a strictly
+increasing function of one score per (record, proposition) — the calibration-invariance
+property the read path relies on (paper §4: rules compare p with 1/2 and rank by p).
+
+Learned weights live in ``mnemon_langgraph/data/judge_weights.json``, written by
+``mnemon train judge`` with their provenance: the training command, the data, the date and
+the leave-one-conversation-out figures. They are shipped only when their cross-validated
+figures beat the hand formula's; without that file the judge uses :func:`hand_weights`,
+the hand-set formula (``s = 0.45·sem + 0.55·lex + date bonuses``, cut at 0.30, scale
+0.06). On LoCoMo dev the learned weights have not yet beaten it under cross-validation
+with the shared tokenizer, so none are shipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.judges.features import FEATURES
+
+__all__ = ["JudgeWeights", "default_weights", "fit_logistic", "hand_weights"]
+
+WEIGHTS_PATH = Path(__file__).resolve().parent.parent / "data" / "judge_weights.json"
+
+
+@dataclass(frozen=True)
+class JudgeWeights:
+    """A linear score over named features and the sigmoid that makes it a probability.
+
+    Attributes:
+        features: Column names (must be :data:`FEATURES`, in order).
+        coef: One weight per feature.
+        intercept: The bias ``b``.
+        provenance: How the weights were made (command, data, date, CV figures).
+    """
+
+    features: tuple[str, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if tuple(self.features) != FEATURES:
+            raise ConfigurationError(
+                f"judge weights name features {list(self.features)}, this version computes "
+                f"{list(FEATURES)}; retrain with `mnemon train judge`"
+            )
+        if len(self.coef) != len(FEATURES) or not all(math.isfinite(c) for c in self.coef):
+            raise ConfigurationError("judge weights: one finite weight per feature expected")
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        """``w·x + b`` per row."""
+        return rows @ np.asarray(self.coef, dtype=np.float64) + self.intercept
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        """``σ(w·x + b)`` per row (clipped so that it never overflows)."""
+        return 1.0 / (1.0 + np.exp(-np.clip(self.scores(rows), -60.0, 60.0)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form written as package data."""
+        return {
+            "features": list(self.features),
+            "coef": [round(c, 6) for c in self.coef],
+            "intercept": round(self.intercept, 6),
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JudgeWeights:
+        """Parse :meth:`to_json` output; a malformed file is a :class:`ConfigurationError`."""
+        try:
+            return cls(
+                features=tuple(str(f) for f in data["features"]),
+                coef=tuple(float(c) for c in data["coef"]),
+                intercept=float(data["intercept"]),
+                provenance=dict(data.get("provenance") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigurationError(f"judge weights: malformed ({exc})") from exc
+
+    @classmethod
+    def load(cls, path: str | Path) -> JudgeWeights:
+        """Read a weights file written by ``mnemon train judge``."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"judge weights {path}: cannot read ({exc})") from exc
+        return cls.from_json(data)
+
+
+def hand_weights() -> JudgeWeights:
+    """The hand-set formula as weights: ``σ((0.45·sem + 0.55·lex + bonuses − 0.30) / 0.06)``."""
+    scale = 0.06
+    by_name = {"sem": 0.45, "lex": 0.55, "date_day": 0.15, "date_month": 0.05}
+    return JudgeWeights(
+        features=FEATURES,
+        coef=tuple(by_name.get(f, 0.0) / scale for f in FEATURES),
+        intercept=-0.30 / scale,
+        provenance={"source": "hand-set formula (no training)"},
+    )
+
+
+def default_weights() -> JudgeWeights:
+    """The packaged learned weights, or :func:`hand_weights` when none are installed."""
+    path = WEIGHTS_PATH
+    if not path.is_file():
+        return hand_weights()
+    return JudgeWeights.load(path)
+
+
+def fit_logistic(
+    rows: np.ndarray,
+    labels: Sequence[bool] | np.ndarray,
+    *,
+    l2: float = 1.0,
+    balanced: bool = True,
+    iterations: int = 50,
+) -> tuple[np.ndarray, float]:
+    """L2-regularised logistic regression by Newton's method (IRLS), in numpy.
+
+    Written here rather than imported because the project keeps heavy dependencies
+    (scikit-learn, scipy) out of the runtime, and ten features need nothing more.
+
+    Args:
+        rows: ``n × d`` feature matrix.
+        labels: ``n`` booleans.
+        l2: Ridge penalty on the weights (not on the intercept).
+        balanced: Weigh the classes equally, so ``p = 1/2`` is the balanced cut (the
+            read path's yes/no threshold) rather than the base rate's.
+        iterations: At most this many Newton steps.
+
+    Returns:
+        ``(coef, intercept)``.
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    if rows.shape[0] != y.shape[0] or y.min(initial=1.0) == y.max(initial=0.0):
+        raise ValueError("fit_logistic needs rows matching labels and both classes present")
+    x = np.hstack([rows, np.ones((rows.shape[0], 1))])
+    pos = y.sum()
+    sample = np.where(y > 0, len(y) / (2 * pos), len(y) / (2 * (len(y) - pos))) if balanced else 1
+    sample = np.broadcast_to(np.asarray(sample, dtype=np.float64), y.shape)
+    penalty = np.full(x.shape[1], l2)
+    penalty[-1] = 0.0
+    w = np.zeros(x.shape[1])
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -60, 60)))
+        grad = x.T @ (sample * (p - y)) + penalty * w
+        hess = (x * (sample * p * (1 - p))[:, None]).T @ x + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return w[:-1], float(w[-1])

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mnemon_langgraph.cli._common import add_embeddings_arg, embeddings_for
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["register"]
@@ -24,7 +25,12 @@ __all__ = ["register"]
 
 def register(sub: Any) -> None:
     """Add the ``train`` command (one model for now: ``judge``)."""
-    p = sub.add_parser("train", help="learn model weights from labelled data")
+    p = sub.add_parser(
+        "train",
+        help="learn model weights from labelled data",
+        description="Learn model weights from labelled data, chosen by leave-one-conversation-"
+        "out cross-validation (one model for now: the local judge).",
+    )
     what = p.add_subparsers(dest="model", metavar="MODEL", required=True)
     j = what.add_parser(
         "judge",
@@ -43,18 +49,8 @@ def register(sub: Any) -> None:
     j.add_argument(
         "--budgets", default="12000,2000", help="View budgets of the --cv-dir evals (chars)"
     )
-    j.add_argument("--embeddings", choices=("model", "fake"), default="model")
+    add_embeddings_arg(j, what="embedder of the training journal and the judge")
     j.set_defaults(func=run)
-
-
-def _embeddings(kind: str) -> Any:
-    if kind == "fake":
-        from langchain_core.embeddings import DeterministicFakeEmbedding
-
-        return DeterministicFakeEmbedding(size=384)
-    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-
-    return MiniLMEmbeddings()
 
 
 def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
@@ -120,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     except ValueError as exc:
         raise ConfigurationError(f"--budgets: comma-separated integers ({exc})") from exc
-    embeddings = _embeddings(args.embeddings)
+    embeddings = embeddings_for(args.embeddings)
     data = _datasets(args, embeddings)
     if len(data) < 2:
         raise ConfigurationError("train judge needs at least two conversations (one held out)")

@@ -87,10 +87,11 @@ def test_every_vector_metadata_field_with_a_wrong_type_is_rebuilt(
     db = _copy(seeded, tmp_path_factory.mktemp("vec"))
     sidecar = index_folder(db, NS) / "vectors.json"
     meta = json.loads(sidecar.read_text())
+    assert field in meta, f"the sidecar no longer has {field!r}: update the field list"
     if value == meta.get(field):
         return  # not a wrong value for this field
     if value == "<missing>":
-        meta.pop(field, None)
+        meta.pop(field)
     else:
         meta[field] = value
     sidecar.write_text(json.dumps(meta))
@@ -103,7 +104,7 @@ def test_every_vector_metadata_field_with_a_wrong_type_is_rebuilt(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    field=st.sampled_from(["format", "k1", "b", "stemmer", "sha256", "max_seq", "generation"]),
+    field=st.sampled_from(["format", "k1", "b", "tokenizer", "sha256", "max_seq", "generation"]),
     value=st.sampled_from([*WRONG, "<missing>"]),
 )
 def test_every_bm25_metadata_field_with_a_wrong_type_is_rebuilt(
@@ -114,10 +115,11 @@ def test_every_bm25_metadata_field_with_a_wrong_type_is_rebuilt(
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
     meta = json.loads(arrays["meta"].tobytes())
+    assert field in meta, f"the checkpoint no longer has {field!r}: update the field list"
     if value == meta.get(field):
         return
     if value == "<missing>":
-        meta.pop(field, None)
+        meta.pop(field)
     else:
         meta[field] = value
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)

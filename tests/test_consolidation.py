@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -605,3 +607,43 @@ def test_zoned_and_naive_dates_mix_in_one_history(journal: Journal, store: SQLit
     history = store.group(NS, values[0])
     assert [it.value for it in history] == ["C1", "C0"]  # by date, not by write order
     assert history[0].contradicts and history[1].date == datetime(2024, 3, 1, 8, 0)
+
+
+# --- tracing: a callback handler in config sees every fold call, retries included ----------
+
+
+class _ChatCounter(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.chat_calls = 0
+        self.runs: list[str] = []
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.chat_calls += 1
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.runs.append(str(kwargs.get("name")))
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_callbacks_see_every_fold_call(
+    journal: Journal, store: SQLiteItemStore, mode: str, timeout: float | None
+) -> None:
+    # call 0 does not parse and is retried: two model calls for the first batch
+    model = deriving_model(garbage_calls=(0,))
+    graph = create_consolidation_graph(
+        model=model,
+        items=store,
+        settings=ConsolidationSettings(batch_chars=1500, max_batches=2, fold_timeout_s=timeout),
+    )
+    handler = _ChatCounter()
+    config: RunnableConfig = {"callbacks": [handler]}
+    if mode == "invoke":
+        out = graph.invoke({"namespace": NS}, config=config)
+    else:
+        out = await graph.ainvoke({"namespace": NS}, config=config)
+    report = out["report"]
+    assert report.model_calls == len(model.calls) == 3 and not report.failures
+    assert handler.chat_calls == report.model_calls
+    assert handler.runs.count("fold_attempt") == 3  # a child run per attempt
+    assert handler.runs.count("fold_with_retry") == len(report.batches) == 2

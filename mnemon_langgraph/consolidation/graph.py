@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -41,6 +41,7 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.consolidation.itemstore import SQLiteItemStore
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read.workers import shared_pool
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -178,6 +179,84 @@ def _records_after(journal: Any, namespace: Namespace, after: int) -> Generator[
     yield from journal.records(namespace, after_seq=after)
 
 
+class _Unparsable(Exception):
+    """A fold answer with no structured output: a failed attempt, like a model error."""
+
+
+@dataclass
+class _FoldAttempts:
+    """One batch's fold attempts: makes each, and counts calls and tokens across retries.
+
+    ``with_retry`` only sees an attempt's result or exception; the usage (every call costs,
+    failed ones too) and the last error's text for the failure row are kept here.
+    """
+
+    structured: Runnable[Any, Any]
+    timeout: float | None
+    batch: Batch
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+
+    def usage(self) -> dict[str, int]:
+        """The usage entry of the graph state."""
+        return {
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+    def attempt(self, messages: list[Any], config: RunnableConfig) -> FoldOutput:
+        """One call to the structured model.
+
+        Raises:
+            _Unparsable: The answer has no parsed ``FoldOutput``.
+            Exception: Whatever the model raised, or ``TimeoutError``.
+        """
+        self.calls += 1
+        try:
+            out = self._invoke(messages, config)
+        except Exception as exc:  # a model error of any kind is a failed attempt
+            self._failed(f"{type(exc).__name__}: {exc}")
+            raise
+        raw = out.get("raw") if isinstance(out, dict) else None
+        parsed = out.get("parsed") if isinstance(out, dict) else out
+        i, o = _usage(raw)
+        self.input_tokens, self.output_tokens = self.input_tokens + i, self.output_tokens + o
+        if isinstance(parsed, FoldOutput):
+            return parsed
+        perr = out.get("parsing_error") if isinstance(out, dict) else None
+        self._failed(
+            f"output did not parse: {type(perr).__name__}: {perr}"
+            if perr is not None
+            else "output did not parse: the model returned no structured answer"
+        )
+        raise _Unparsable(self.error)
+
+    def _invoke(self, messages: list[Any], config: RunnableConfig) -> Any:
+        if self.timeout is None:
+            return self.structured.invoke(messages, config)
+        # The shared context-copying pool: no pool per call, and the worker's call stays
+        # a child run of this attempt for tracing.
+        future = shared_pool().submit(self.structured.invoke, messages, config)
+        try:
+            return future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError as exc:
+            future.cancel()
+            raise TimeoutError(f"fold call took longer than {self.timeout:g}s") from exc
+
+    def _failed(self, error: str) -> None:
+        self.error = error
+        log.warning(
+            "fold of seq %s..%s failed (attempt %d): %s",
+            self.batch.start_seq,
+            self.batch.end_seq,
+            self.calls,
+            error,
+        )
+
+
 class _Nodes:
     """The graph's nodes, bound to one journal, item store, model and settings."""
 
@@ -213,70 +292,31 @@ class _Nodes:
             return {**update, "batch": None, "stop_reason": "caught_up"}
         return {**update, "batch": batch, "error": None}
 
-    def _call(self, messages: list[Any]) -> Any:
-        timeout = self.settings.fold_timeout_s
-        if timeout is None:
-            return self.structured.invoke(messages)
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        try:
-            future = pool.submit(self.structured.invoke, messages)
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError as exc:
-            raise TimeoutError(f"fold call took longer than {timeout:g}s") from exc
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    def fold(self, state: ConsolidationGraphState) -> dict[str, Any]:
+    def fold(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
         ns = normalize_namespace(state["namespace"])
         batch = state["batch"]
         assert batch is not None
         context = select_context(self.items.context_items(ns), batch, self.settings)
         messages, rmap = build_fold_messages(batch, context)
-        calls = tin = tout = 0
-        error: str | None = None
-        for attempt in range(1 + self.settings.retries):
-            calls += 1
-            try:
-                out = self._call(messages)
-            except Exception as exc:  # a model error of any kind is a failed attempt
-                error = f"{type(exc).__name__}: {exc}"
-                log.warning(
-                    "fold of seq %s..%s failed (attempt %d): %s",
-                    batch.start_seq,
-                    batch.end_seq,
-                    attempt + 1,
-                    error,
-                )
-                continue
-            raw = out.get("raw") if isinstance(out, dict) else None
-            parsed = out.get("parsed") if isinstance(out, dict) else out
-            i, o = _usage(raw)
-            tin, tout = tin + i, tout + o
-            if isinstance(parsed, FoldOutput):
-                result = apply_fold(parsed, namespace=ns, batch=batch, rmap=rmap, context=context)
-                return {
-                    "fold": result,
-                    "error": None,
-                    "usage": {"calls": calls, "input_tokens": tin, "output_tokens": tout},
-                }
-            perr = out.get("parsing_error") if isinstance(out, dict) else None
-            error = (
-                f"output did not parse: {type(perr).__name__}: {perr}"
-                if perr is not None
-                else "output did not parse: the model returned no structured answer"
-            )
-            log.warning(
-                "fold of seq %s..%s: %s (attempt %d)",
-                batch.start_seq,
-                batch.end_seq,
-                error,
-                attempt + 1,
-            )
-        return {
-            "fold": None,
-            "error": error or "fold failed",
-            "usage": {"calls": calls, "input_tokens": tin, "output_tokens": tout},
-        }
+        attempts = _FoldAttempts(self.structured, self.settings.fold_timeout_s, batch)
+        # LangChain's retry, not a loop of our own: any failure (a model error, a timeout,
+        # an answer that does not parse) is one failed attempt, and each attempt is a
+        # child run of this node, so callbacks in ``config`` see every model call.
+        chain = (
+            RunnableLambda(attempts.attempt, name="fold_attempt")
+            .with_retry(stop_after_attempt=1 + self.settings.retries, wait_exponential_jitter=False)
+            .with_config(run_name="fold_with_retry")
+        )
+        try:
+            parsed = chain.invoke(messages, config)
+        except Exception:  # already logged and recorded per attempt by _FoldAttempts
+            return {
+                "fold": None,
+                "error": attempts.error or "fold failed",
+                "usage": attempts.usage(),
+            }
+        result = apply_fold(parsed, namespace=ns, batch=batch, rmap=rmap, context=context)
+        return {"fold": result, "error": None, "usage": attempts.usage()}
 
     def write(self, state: ConsolidationGraphState) -> dict[str, Any]:
         ns = normalize_namespace(state["namespace"])

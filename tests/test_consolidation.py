@@ -647,3 +647,57 @@ async def test_callbacks_see_every_fold_call(
     assert handler.chat_calls == report.model_calls
     assert handler.runs.count("fold_attempt") == 3  # a child run per attempt
     assert handler.runs.count("fold_with_retry") == len(report.batches) == 2
+
+
+# --- a journal written with the legacy embedder consolidates with it ----------------------
+
+
+def _legacy_journal(tmp_path: Path) -> Path:
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
+
+    path = tmp_path / "legacy.db"
+    j = make_journal(path, NS, make_messages(12))
+    j.ensure_embedding_model(LEGACY_MODEL_NAME, 384)
+    j.close()
+    return path
+
+
+def test_item_store_follows_the_journals_legacy_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, embedding_identity
+
+    monkeypatch.delenv("MNEMON_EMBEDDINGS", raising=False)  # the real default, not the fake
+    j = Journal(_legacy_journal(tmp_path))
+    try:
+        items = SQLiteItemStore(j)
+        assert embedding_identity(items.embeddings) == (LEGACY_MODEL_NAME, 384)
+        report = run(items, deriving_model())["report"]
+        assert report.stop_reason == "caught_up" and not report.failures
+        assert items.count(NS) > 0
+        # the index's own record of its embedder is the legacy one, and a reopen agrees
+        items.close()
+        again = SQLiteItemStore(j)
+        assert embedding_identity(again.embeddings) == (LEGACY_MODEL_NAME, 384)
+        assert again.nearest_items("cat", namespace=NS, k=1)  # no EmbeddingMismatchError
+        again.close()
+    finally:
+        j.close()
+
+
+def test_cli_consolidates_a_legacy_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.cli import consolidate as cli_consolidate
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
+
+    monkeypatch.delenv("MNEMON_EMBEDDINGS", raising=False)
+    monkeypatch.setattr(cli_consolidate, "_init_model", lambda spec: deriving_model())
+    path = _legacy_journal(tmp_path)
+    argv = ["consolidate", "--db", str(path), "--namespace", NS[0], "--namespace", NS[1]]
+    assert main([*argv, "--model", "scripted:fold", "--no-progress"]) == 0, capsys.readouterr()
+    with sqlite3.connect(path) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM consolidation_meta").fetchall())
+        count = conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+    assert meta["embedding_model"] == LEGACY_MODEL_NAME and count > 0

@@ -33,7 +33,7 @@ from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.workers import shared_pool
-from mnemon_langgraph.search.text import capitalised_words, content_words, fold
+from mnemon_langgraph.search.text import PIECE_PATTERN, capitalised_words, content_words, fold
 from mnemon_langgraph.search.text import words as text_words
 
 __all__ = [
@@ -195,7 +195,10 @@ _ALL_PATTERNS = re.compile(
     r"\btotal\b|\bcount\b|\bwhich\b.{0,60}\bhave\b|\bin what ways\b|"
     # "what books has …", "which cities did …": a plural noun asked about is a list
     r"\b(?:what|which)\s+(?:[\w+'’-]+\s+){0,2}?"
-    r"(?!(?:is|was|does|has|this|his|its|yes|us|pass)\b)[a-z+-]*[^s\W]s\s+"
+    r"(?!(?:is|was|does|has|this|his|its|yes|us|pass)\b)"
+    # the noun: letters of any script (the shared tokenizer's pieces, joined by - or an
+    # apostrophe), ending in a letter other than s and then s ("cafés", "piñatas")
+    rf"(?:{PIECE_PATTERN}['’+-])*[^\W_]*[^s\W_]s\s+"
     r"(?:do|does|did|has|have|had|are|were)\b",
     re.IGNORECASE,
 )

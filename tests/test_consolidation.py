@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -613,15 +614,20 @@ def test_zoned_and_naive_dates_mix_in_one_history(journal: Journal, store: SQLit
 
 
 class _ChatCounter(BaseCallbackHandler):
+    run_inline = True  # called in the thread of the run it reports, even under ainvoke
+
     def __init__(self) -> None:
         self.chat_calls = 0
         self.runs: list[str] = []
+        self.attempt_threads: set[str] = set()
 
     def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
         self.chat_calls += 1
 
     def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
         self.runs.append(str(kwargs.get("name")))
+        if kwargs.get("name") == "fold_attempt":
+            self.attempt_threads.add(threading.current_thread().name)
 
 
 @pytest.mark.parametrize("timeout", [None, 30.0])
@@ -647,6 +653,30 @@ async def test_callbacks_see_every_fold_call(
     assert handler.chat_calls == report.model_calls
     assert handler.runs.count("fold_attempt") == 3  # a child run per attempt
     assert handler.runs.count("fold_with_retry") == len(report.batches) == 2
+    if mode == "ainvoke":  # the async face: attempts run on the event loop, not in workers
+        assert handler.attempt_threads == {threading.current_thread().name}
+
+
+async def test_async_fold_times_out_as_a_failed_attempt(
+    journal: Journal, store: SQLiteItemStore
+) -> None:
+    import asyncio
+
+    class _Slow(ScriptedFoldModel):
+        async def _agenerate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(5)
+            raise AssertionError("not reached")
+
+    model = _Slow(script=lambda messages, index: tool_answer(derive_fold(messages)))
+    graph = create_consolidation_graph(
+        model=model,
+        items=store,
+        settings=ConsolidationSettings(batch_chars=1500, max_batches=1, fold_timeout_s=0.2),
+    )
+    report = (await graph.ainvoke({"namespace": NS}))["report"]
+    failure = report.failures[0]
+    assert "TimeoutError: fold call took longer than 0.2s" in (failure.error or "")
+    assert failure.model_calls == 2 and store.watermark(NS) == 0
 
 
 # --- a journal written with the legacy embedder consolidates with it ----------------------

@@ -15,23 +15,25 @@ therefore loses nothing, and a rerun starts at the first batch not written.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import operator
 from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from mnemon_langgraph.consolidation.batching import Batch, cut_batch
 from mnemon_langgraph.consolidation.fold import (
+    FoldContext,
     FoldOutput,
     FoldResult,
     apply_fold,
@@ -220,6 +222,22 @@ class _FoldAttempts:
         except Exception as exc:  # a model error of any kind is a failed attempt
             self._failed(f"{type(exc).__name__}: {exc}")
             raise
+        return self._accept(out)
+
+    async def aattempt(self, messages: list[Any], config: RunnableConfig) -> FoldOutput:
+        """:meth:`attempt` for ``ainvoke``: the model's own async call, timed by asyncio."""
+        self.calls += 1
+        try:
+            out = await asyncio.wait_for(self.structured.ainvoke(messages, config), self.timeout)
+        except Exception as exc:  # a model error of any kind is a failed attempt
+            if isinstance(exc, TimeoutError):
+                exc = TimeoutError(f"fold call took longer than {self.timeout:g}s")
+            self._failed(f"{type(exc).__name__}: {exc}")
+            raise exc from None
+        return self._accept(out)
+
+    def _accept(self, out: Any) -> FoldOutput:
+        """Count the answer's tokens; its parsed fold, or :class:`_Unparsable`."""
         raw = out.get("raw") if isinstance(out, dict) else None
         parsed = out.get("parsed") if isinstance(out, dict) else out
         i, o = _usage(raw)
@@ -257,6 +275,17 @@ class _FoldAttempts:
         )
 
 
+class _FoldInput(NamedTuple):
+    """What one fold needs, built once for the sync and the async node."""
+
+    namespace: Namespace
+    batch: Batch
+    context: FoldContext
+    messages: list[BaseMessage]
+    rmap: dict[str, str]
+    attempts: _FoldAttempts
+
+
 class _Nodes:
     """The graph's nodes, bound to one journal, item store, model and settings."""
 
@@ -292,31 +321,52 @@ class _Nodes:
             return {**update, "batch": None, "stop_reason": "caught_up"}
         return {**update, "batch": batch, "error": None}
 
-    def fold(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
+    def _retrying(self, attempts: _FoldAttempts) -> Runnable[Any, FoldOutput]:
+        # LangChain's retry, not a loop of our own: any failure (a model error, a timeout,
+        # an answer that does not parse) is one failed attempt, and each attempt is a
+        # child run of the fold node, so callbacks in ``config`` see every model call.
+        attempt = RunnableLambda(attempts.attempt, afunc=attempts.aattempt, name="fold_attempt")
+        return attempt.with_retry(
+            stop_after_attempt=1 + self.settings.retries, wait_exponential_jitter=False
+        ).with_config(run_name="fold_with_retry")
+
+    def _fold_input(self, state: ConsolidationGraphState) -> _FoldInput:
         ns = normalize_namespace(state["namespace"])
         batch = state["batch"]
         assert batch is not None
         context = select_context(self.items.context_items(ns), batch, self.settings)
         messages, rmap = build_fold_messages(batch, context)
         attempts = _FoldAttempts(self.structured, self.settings.fold_timeout_s, batch)
-        # LangChain's retry, not a loop of our own: any failure (a model error, a timeout,
-        # an answer that does not parse) is one failed attempt, and each attempt is a
-        # child run of this node, so callbacks in ``config`` see every model call.
-        chain = (
-            RunnableLambda(attempts.attempt, name="fold_attempt")
-            .with_retry(stop_after_attempt=1 + self.settings.retries, wait_exponential_jitter=False)
-            .with_config(run_name="fold_with_retry")
+        return _FoldInput(ns, batch, context, messages, rmap, attempts)
+
+    @staticmethod
+    def _fold_update(job: _FoldInput, parsed: FoldOutput | None) -> dict[str, Any]:
+        usage = job.attempts.usage()
+        if parsed is None:  # the failure is already logged and recorded by _FoldAttempts
+            return {"fold": None, "error": job.attempts.error or "fold failed", "usage": usage}
+        result = apply_fold(
+            parsed, namespace=job.namespace, batch=job.batch, rmap=job.rmap, context=job.context
         )
+        return {"fold": result, "error": None, "usage": usage}
+
+    def fold(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
+        job = self._fold_input(state)
         try:
-            parsed = chain.invoke(messages, config)
-        except Exception:  # already logged and recorded per attempt by _FoldAttempts
-            return {
-                "fold": None,
-                "error": attempts.error or "fold failed",
-                "usage": attempts.usage(),
-            }
-        result = apply_fold(parsed, namespace=ns, batch=batch, rmap=rmap, context=context)
-        return {"fold": result, "error": None, "usage": attempts.usage()}
+            parsed: FoldOutput | None = self._retrying(job.attempts).invoke(job.messages, config)
+        except Exception:  # every attempt failed
+            parsed = None
+        return self._fold_update(job, parsed)
+
+    async def afold(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
+        """:meth:`fold` under ``ainvoke``: async model calls, no worker thread."""
+        job = self._fold_input(state)
+        try:
+            parsed: FoldOutput | None = await self._retrying(job.attempts).ainvoke(
+                job.messages, config
+            )
+        except Exception:  # every attempt failed
+            parsed = None
+        return self._fold_update(job, parsed)
 
     def write(self, state: ConsolidationGraphState) -> dict[str, Any]:
         ns = normalize_namespace(state["namespace"])
@@ -489,7 +539,8 @@ def create_consolidation_graph(
     nodes = _Nodes(journal, item_store, structured, settings)
     graph = StateGraph(ConsolidationGraphState)
     graph.add_node("load", nodes.load)
-    graph.add_node("fold", nodes.fold)
+    # One node, two faces: LangGraph runs ``fold`` under invoke and ``afold`` under ainvoke.
+    graph.add_node("fold", RunnableLambda(nodes.fold, afunc=nodes.afold, name="fold"))
     graph.add_node("write", nodes.write)
     graph.add_node("finish", nodes.finish)
     graph.add_edge(START, "load")

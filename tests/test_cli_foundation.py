@@ -159,8 +159,12 @@ def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixtu
     fake = result["runs"]["fake"]
     assert fake["messages"] == 40 and fake["messages_per_second"] > 0
     assert "messages/s" in capsys.readouterr().out
-    assert main(["bench", "search", "--records", "500,1000", "--queries", "5", "--json"]) == 0
+    argv = ["bench", "search", "--records", "500,1000", "--queries", "5", "--hnsw-threshold", "800"]
+    assert main([*argv, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert [r["records"] for r in result["sizes"]] == [500, 1000]
-    row = result["sizes"][1]
+    flat, row = result["sizes"]
+    # the store's own HNSW recall only where the store searches HNSW
+    assert flat["vector_index"] == "flat" and flat["hnsw_recall_at_k"] is None
+    assert row["vector_index"] == "hnsw"
     assert 0.5 <= row["hnsw_recall_at_k"] <= 1.0 and row["hybrid_ratio"] > 0

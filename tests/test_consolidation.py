@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -605,3 +608,126 @@ def test_zoned_and_naive_dates_mix_in_one_history(journal: Journal, store: SQLit
     history = store.group(NS, values[0])
     assert [it.value for it in history] == ["C1", "C0"]  # by date, not by write order
     assert history[0].contradicts and history[1].date == datetime(2024, 3, 1, 8, 0)
+
+
+# --- tracing: a callback handler in config sees every fold call, retries included ----------
+
+
+class _ChatCounter(BaseCallbackHandler):
+    run_inline = True  # called in the thread of the run it reports, even under ainvoke
+
+    def __init__(self) -> None:
+        self.chat_calls = 0
+        self.runs: list[str] = []
+        self.attempt_threads: set[str] = set()
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.chat_calls += 1
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.runs.append(str(kwargs.get("name")))
+        if kwargs.get("name") == "fold_attempt":
+            self.attempt_threads.add(threading.current_thread().name)
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_callbacks_see_every_fold_call(
+    journal: Journal, store: SQLiteItemStore, mode: str, timeout: float | None
+) -> None:
+    # call 0 does not parse and is retried: two model calls for the first batch
+    model = deriving_model(garbage_calls=(0,))
+    graph = create_consolidation_graph(
+        model=model,
+        items=store,
+        settings=ConsolidationSettings(batch_chars=1500, max_batches=2, fold_timeout_s=timeout),
+    )
+    handler = _ChatCounter()
+    config: RunnableConfig = {"callbacks": [handler]}
+    if mode == "invoke":
+        out = graph.invoke({"namespace": NS}, config=config)
+    else:
+        out = await graph.ainvoke({"namespace": NS}, config=config)
+    report = out["report"]
+    assert report.model_calls == len(model.calls) == 3 and not report.failures
+    assert handler.chat_calls == report.model_calls
+    assert handler.runs.count("fold_attempt") == 3  # a child run per attempt
+    assert handler.runs.count("fold_with_retry") == len(report.batches) == 2
+    if mode == "ainvoke":  # the async face: attempts run on the event loop, not in workers
+        assert handler.attempt_threads == {threading.current_thread().name}
+
+
+async def test_async_fold_times_out_as_a_failed_attempt(
+    journal: Journal, store: SQLiteItemStore
+) -> None:
+    import asyncio
+
+    class _Slow(ScriptedFoldModel):
+        async def _agenerate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(5)
+            raise AssertionError("not reached")
+
+    model = _Slow(script=lambda messages, index: tool_answer(derive_fold(messages)))
+    graph = create_consolidation_graph(
+        model=model,
+        items=store,
+        settings=ConsolidationSettings(batch_chars=1500, max_batches=1, fold_timeout_s=0.2),
+    )
+    report = (await graph.ainvoke({"namespace": NS}))["report"]
+    failure = report.failures[0]
+    assert "TimeoutError: fold call took longer than 0.2s" in (failure.error or "")
+    assert failure.model_calls == 2 and store.watermark(NS) == 0
+
+
+# --- a journal written with the legacy embedder consolidates with it ----------------------
+
+
+def _legacy_journal(tmp_path: Path) -> Path:
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
+
+    path = tmp_path / "legacy.db"
+    j = make_journal(path, NS, make_messages(12))
+    j.ensure_embedding_model(LEGACY_MODEL_NAME, 384)
+    j.close()
+    return path
+
+
+def test_item_store_follows_the_journals_legacy_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, embedding_identity
+
+    monkeypatch.delenv("MNEMON_EMBEDDINGS", raising=False)  # the real default, not the fake
+    j = Journal(_legacy_journal(tmp_path))
+    try:
+        items = SQLiteItemStore(j)
+        assert embedding_identity(items.embeddings) == (LEGACY_MODEL_NAME, 384)
+        report = run(items, deriving_model())["report"]
+        assert report.stop_reason == "caught_up" and not report.failures
+        assert items.count(NS) > 0
+        # the index's own record of its embedder is the legacy one, and a reopen agrees
+        items.close()
+        again = SQLiteItemStore(j)
+        assert embedding_identity(again.embeddings) == (LEGACY_MODEL_NAME, 384)
+        assert again.nearest_items("cat", namespace=NS, k=1)  # no EmbeddingMismatchError
+        again.close()
+    finally:
+        j.close()
+
+
+def test_cli_consolidates_a_legacy_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.cli import consolidate as cli_consolidate
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
+
+    monkeypatch.delenv("MNEMON_EMBEDDINGS", raising=False)
+    monkeypatch.setattr(cli_consolidate, "_init_model", lambda spec: deriving_model())
+    path = _legacy_journal(tmp_path)
+    argv = ["consolidate", "--db", str(path), "--namespace", NS[0], "--namespace", NS[1]]
+    assert main([*argv, "--model", "scripted:fold", "--no-progress"]) == 0, capsys.readouterr()
+    with sqlite3.connect(path) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM consolidation_meta").fetchall())
+        count = conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+    assert meta["embedding_model"] == LEGACY_MODEL_NAME and count > 0

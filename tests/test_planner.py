@@ -241,12 +241,18 @@ async def test_async_plan_matches_sync_plan() -> None:
         "What books has Melanie read?",
         "Which cities has Jon visited?",
         "In what ways is Ada active?",
+        # nouns with letters outside ASCII are plurals too
+        "Which résumés did Ana send out?",
+        "What piñatas did they buy for the party?",
+        "Which Bücher-lists has Jörg kept?",
     ],
 )
 def test_rule_planner_marks_plural_what_questions_all(text: str) -> None:
     assert [n.kind for n in RulePlanner().plan(human(text), S).needs] == ["ALL"]
 
 
-@pytest.mark.parametrize("text", ["What does Caroline do?", "What is his job?"])
+@pytest.mark.parametrize(
+    "text", ["What does Caroline do?", "What is his job?", "Which café does Jörg like?"]
+)
 def test_rule_planner_keeps_singular_questions_need(text: str) -> None:
     assert [n.kind for n in RulePlanner().plan(human(text), S).needs] == ["NEED"]

@@ -227,6 +227,20 @@ def test_bench_search_times_the_whole_call_and_its_parts(
         assert row["ef_for_goal"] == (reached[0] if reached else None)
     assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0
     assert large["reopen_rebuilds"] == 0 and large["reopen_first_search_s"] > 0  # loaded
+    # exact rows report no HNSW recall of their own, and no 1M goal line without 1M
+    from mnemon_langgraph.bench.search import render
+
+    assert small["vector_index"] == "flat" and small["hnsw_recall_at_k"] is None
+    text = render(result)
+    table = text.splitlines()[2:4]
+    assert [line.split()[0] for line in table] == ["400", "800"]
+    assert all(line.split()[-2:-1] == ["-"] for line in table), table  # recall column
+    assert "goal" not in text
+    # with 10k and 1M measured, the goal line carries the measured ratio
+    sized = {**result, "sizes": [{**small, "records": 10_000}, {**large, "records": 1_000_000}]}
+    goal = [line for line in render(sized).splitlines() if line.startswith("goal:")]
+    ratio = round(large["search_p50_ms"] / small["search_p50_ms"], 2)
+    assert len(goal) == 1 and f"1M / 10k = {ratio}" in goal[0]
 
 
 def test_bench_peers_runs_all_three_on_the_same_records(

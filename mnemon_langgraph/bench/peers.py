@@ -53,7 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N,…",
         help="total records (0: the conversations' records only; default 0,10000)",
     )
-    parser.add_argument("--queries", type=int, default=100, metavar="N")
+    parser.add_argument(
+        "--queries",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the first N LoCoMo questions of the files are the queries (default 100)",
+    )
     parser.add_argument(
         "--embeddings", choices=("minilm", "fake"), default="minilm", help="embedder of the records"
     )

@@ -53,7 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stand-in random vectors (default) or the real MiniLM model",
     )
     parser.add_argument("--repeat", type=int, default=2, help="runs of each probe question")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic journal (default 0)"
+    )
 
 
 def _judge(kind: str, embeddings: Any) -> Any:

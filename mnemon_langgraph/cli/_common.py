@@ -91,15 +91,23 @@ def add_embeddings_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
     )
 
 
-def embeddings_for(choice: str) -> Any:
-    """The embedder named by an ``--embeddings`` choice."""
+def embeddings_for(choice: str, recorded: str | None = None) -> Any:
+    """The embedder named by an ``--embeddings`` choice.
+
+    Args:
+        choice: ``minilm`` or ``fake``.
+        recorded: The model name the journal already records (``Journal.embedding_model``),
+            if any: ``minilm`` then keeps a journal's legacy MiniLM variant, so its old
+            vectors and new ones stay comparable instead of failing with an
+            ``EmbeddingMismatchError``.
+    """
     if choice == "fake":
         from langchain_core.embeddings import DeterministicFakeEmbedding
 
         return DeterministicFakeEmbedding(size=384)
     from mnemon_langgraph.search.embeddings import default_embeddings
 
-    return default_embeddings()
+    return default_embeddings(recorded)
 
 
 def require_journal(db: str) -> None:

@@ -21,7 +21,12 @@ def register(sub: Any) -> None:
     """Add ``bench`` and one sub-subcommand per registered benchmark."""
     from mnemon_langgraph.bench import BENCHMARKS
 
-    p = sub.add_parser("bench", help="benchmarks (ingest speed, search scaling, …)")
+    p = sub.add_parser(
+        "bench",
+        help="benchmarks (ingest speed, search scaling, …)",
+        description="Benchmarks of the package, one per NAME below, on synthetic or LoCoMo "
+        "records. Each prints a table, or its figures as JSON with --json.",
+    )
     bench_sub = p.add_subparsers(dest="bench", metavar="NAME", required=True)
     for name, module_name in BENCHMARKS.items():
         module = importlib.import_module(module_name)

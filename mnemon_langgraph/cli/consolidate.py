@@ -99,6 +99,7 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         SQLiteItemStore,
         create_consolidation_graph,
     )
+    from mnemon_langgraph.consolidation.itemstore import recorded_model
     from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         items = (
             item_store_for(journal)
             if is_postgres_url(args.db)
-            else SQLiteItemStore(journal, embeddings_for(args.embeddings))
+            else SQLiteItemStore(journal, embeddings_for(args.embeddings, recorded_model(journal)))
         )
         if args.rebuild:
             dropped = items.drop_index(namespace)

@@ -15,23 +15,25 @@ therefore loses nothing, and a rerun starts at the first batch not written.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import operator
 from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from mnemon_langgraph.consolidation.batching import Batch, cut_batch
 from mnemon_langgraph.consolidation.fold import (
+    FoldContext,
     FoldOutput,
     FoldResult,
     apply_fold,
@@ -41,6 +43,7 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.consolidation.itemstore import SQLiteItemStore
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read.workers import shared_pool
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -178,6 +181,111 @@ def _records_after(journal: Any, namespace: Namespace, after: int) -> Generator[
     yield from journal.records(namespace, after_seq=after)
 
 
+class _Unparsable(Exception):
+    """A fold answer with no structured output: a failed attempt, like a model error."""
+
+
+@dataclass
+class _FoldAttempts:
+    """One batch's fold attempts: makes each, and counts calls and tokens across retries.
+
+    ``with_retry`` only sees an attempt's result or exception; the usage (every call costs,
+    failed ones too) and the last error's text for the failure row are kept here.
+    """
+
+    structured: Runnable[Any, Any]
+    timeout: float | None
+    batch: Batch
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+
+    def usage(self) -> dict[str, int]:
+        """The usage entry of the graph state."""
+        return {
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+    def attempt(self, messages: list[Any], config: RunnableConfig) -> FoldOutput:
+        """One call to the structured model.
+
+        Raises:
+            _Unparsable: The answer has no parsed ``FoldOutput``.
+            Exception: Whatever the model raised, or ``TimeoutError``.
+        """
+        self.calls += 1
+        try:
+            out = self._invoke(messages, config)
+        except Exception as exc:  # a model error of any kind is a failed attempt
+            self._failed(f"{type(exc).__name__}: {exc}")
+            raise
+        return self._accept(out)
+
+    async def aattempt(self, messages: list[Any], config: RunnableConfig) -> FoldOutput:
+        """:meth:`attempt` for ``ainvoke``: the model's own async call, timed by asyncio."""
+        self.calls += 1
+        try:
+            out = await asyncio.wait_for(self.structured.ainvoke(messages, config), self.timeout)
+        except Exception as exc:  # a model error of any kind is a failed attempt
+            if isinstance(exc, TimeoutError):
+                exc = TimeoutError(f"fold call took longer than {self.timeout:g}s")
+            self._failed(f"{type(exc).__name__}: {exc}")
+            raise exc from None
+        return self._accept(out)
+
+    def _accept(self, out: Any) -> FoldOutput:
+        """Count the answer's tokens; its parsed fold, or :class:`_Unparsable`."""
+        raw = out.get("raw") if isinstance(out, dict) else None
+        parsed = out.get("parsed") if isinstance(out, dict) else out
+        i, o = _usage(raw)
+        self.input_tokens, self.output_tokens = self.input_tokens + i, self.output_tokens + o
+        if isinstance(parsed, FoldOutput):
+            return parsed
+        perr = out.get("parsing_error") if isinstance(out, dict) else None
+        self._failed(
+            f"output did not parse: {type(perr).__name__}: {perr}"
+            if perr is not None
+            else "output did not parse: the model returned no structured answer"
+        )
+        raise _Unparsable(self.error)
+
+    def _invoke(self, messages: list[Any], config: RunnableConfig) -> Any:
+        if self.timeout is None:
+            return self.structured.invoke(messages, config)
+        # The shared context-copying pool: no pool per call, and the worker's call stays
+        # a child run of this attempt for tracing.
+        future = shared_pool().submit(self.structured.invoke, messages, config)
+        try:
+            return future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError as exc:
+            future.cancel()
+            raise TimeoutError(f"fold call took longer than {self.timeout:g}s") from exc
+
+    def _failed(self, error: str) -> None:
+        self.error = error
+        log.warning(
+            "fold of seq %s..%s failed (attempt %d): %s",
+            self.batch.start_seq,
+            self.batch.end_seq,
+            self.calls,
+            error,
+        )
+
+
+class _FoldInput(NamedTuple):
+    """What one fold needs, built once for the sync and the async node."""
+
+    namespace: Namespace
+    batch: Batch
+    context: FoldContext
+    messages: list[BaseMessage]
+    rmap: dict[str, str]
+    attempts: _FoldAttempts
+
+
 class _Nodes:
     """The graph's nodes, bound to one journal, item store, model and settings."""
 
@@ -213,70 +321,52 @@ class _Nodes:
             return {**update, "batch": None, "stop_reason": "caught_up"}
         return {**update, "batch": batch, "error": None}
 
-    def _call(self, messages: list[Any]) -> Any:
-        timeout = self.settings.fold_timeout_s
-        if timeout is None:
-            return self.structured.invoke(messages)
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        try:
-            future = pool.submit(self.structured.invoke, messages)
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError as exc:
-            raise TimeoutError(f"fold call took longer than {timeout:g}s") from exc
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+    def _retrying(self, attempts: _FoldAttempts) -> Runnable[Any, FoldOutput]:
+        # LangChain's retry, not a loop of our own: any failure (a model error, a timeout,
+        # an answer that does not parse) is one failed attempt, and each attempt is a
+        # child run of the fold node, so callbacks in ``config`` see every model call.
+        attempt = RunnableLambda(attempts.attempt, afunc=attempts.aattempt, name="fold_attempt")
+        return attempt.with_retry(
+            stop_after_attempt=1 + self.settings.retries, wait_exponential_jitter=False
+        ).with_config(run_name="fold_with_retry")
 
-    def fold(self, state: ConsolidationGraphState) -> dict[str, Any]:
+    def _fold_input(self, state: ConsolidationGraphState) -> _FoldInput:
         ns = normalize_namespace(state["namespace"])
         batch = state["batch"]
         assert batch is not None
         context = select_context(self.items.context_items(ns), batch, self.settings)
         messages, rmap = build_fold_messages(batch, context)
-        calls = tin = tout = 0
-        error: str | None = None
-        for attempt in range(1 + self.settings.retries):
-            calls += 1
-            try:
-                out = self._call(messages)
-            except Exception as exc:  # a model error of any kind is a failed attempt
-                error = f"{type(exc).__name__}: {exc}"
-                log.warning(
-                    "fold of seq %s..%s failed (attempt %d): %s",
-                    batch.start_seq,
-                    batch.end_seq,
-                    attempt + 1,
-                    error,
-                )
-                continue
-            raw = out.get("raw") if isinstance(out, dict) else None
-            parsed = out.get("parsed") if isinstance(out, dict) else out
-            i, o = _usage(raw)
-            tin, tout = tin + i, tout + o
-            if isinstance(parsed, FoldOutput):
-                result = apply_fold(parsed, namespace=ns, batch=batch, rmap=rmap, context=context)
-                return {
-                    "fold": result,
-                    "error": None,
-                    "usage": {"calls": calls, "input_tokens": tin, "output_tokens": tout},
-                }
-            perr = out.get("parsing_error") if isinstance(out, dict) else None
-            error = (
-                f"output did not parse: {type(perr).__name__}: {perr}"
-                if perr is not None
-                else "output did not parse: the model returned no structured answer"
+        attempts = _FoldAttempts(self.structured, self.settings.fold_timeout_s, batch)
+        return _FoldInput(ns, batch, context, messages, rmap, attempts)
+
+    @staticmethod
+    def _fold_update(job: _FoldInput, parsed: FoldOutput | None) -> dict[str, Any]:
+        usage = job.attempts.usage()
+        if parsed is None:  # the failure is already logged and recorded by _FoldAttempts
+            return {"fold": None, "error": job.attempts.error or "fold failed", "usage": usage}
+        result = apply_fold(
+            parsed, namespace=job.namespace, batch=job.batch, rmap=job.rmap, context=job.context
+        )
+        return {"fold": result, "error": None, "usage": usage}
+
+    def fold(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
+        job = self._fold_input(state)
+        try:
+            parsed: FoldOutput | None = self._retrying(job.attempts).invoke(job.messages, config)
+        except Exception:  # every attempt failed
+            parsed = None
+        return self._fold_update(job, parsed)
+
+    async def afold(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
+        """:meth:`fold` under ``ainvoke``: async model calls, no worker thread."""
+        job = self._fold_input(state)
+        try:
+            parsed: FoldOutput | None = await self._retrying(job.attempts).ainvoke(
+                job.messages, config
             )
-            log.warning(
-                "fold of seq %s..%s: %s (attempt %d)",
-                batch.start_seq,
-                batch.end_seq,
-                error,
-                attempt + 1,
-            )
-        return {
-            "fold": None,
-            "error": error or "fold failed",
-            "usage": {"calls": calls, "input_tokens": tin, "output_tokens": tout},
-        }
+        except Exception:  # every attempt failed
+            parsed = None
+        return self._fold_update(job, parsed)
 
     def write(self, state: ConsolidationGraphState) -> dict[str, Any]:
         ns = normalize_namespace(state["namespace"])
@@ -449,7 +539,8 @@ def create_consolidation_graph(
     nodes = _Nodes(journal, item_store, structured, settings)
     graph = StateGraph(ConsolidationGraphState)
     graph.add_node("load", nodes.load)
-    graph.add_node("fold", nodes.fold)
+    # One node, two faces: LangGraph runs ``fold`` under invoke and ``afold`` under ainvoke.
+    graph.add_node("fold", RunnableLambda(nodes.fold, afunc=nodes.afold, name="fold"))
     graph.add_node("write", nodes.write)
     graph.add_node("finish", nodes.finish)
     graph.add_edge(START, "load")

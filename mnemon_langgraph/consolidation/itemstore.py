@@ -63,6 +63,7 @@ __all__ = [
     "ItemUpdate",
     "SQLiteItemStore",
     "item_embedding_text",
+    "recorded_model",
 ]
 
 
@@ -74,6 +75,18 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32)
+
+
+def recorded_model(journal: Any) -> str | None:
+    """The embedding model name ``journal`` records, or None (none yet, or no such record).
+
+    The default embedder must follow it: a journal written with the legacy MiniLM variant
+    keeps that variant for its items too, or the items and the records' queries would be
+    embedded by different models.
+    """
+    getter = getattr(journal, "embedding_model", None)
+    recorded = getter() if callable(getter) else None
+    return str(recorded[0]) if recorded else None
 
 
 class SQLiteItemStore:
@@ -96,7 +109,7 @@ class SQLiteItemStore:
 
         self.journal = journal
         self.embeddings: Embeddings = (
-            embeddings if embeddings is not None else (default_embeddings())
+            embeddings if embeddings is not None else default_embeddings(recorded_model(journal))
         )
         self._identity = embedding_identity(self.embeddings)
         self._lock = threading.RLock()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -27,14 +26,14 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar, runtime_checkabl
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableLambda
-from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel, Field, ValidationError
 
 from mnemon_langgraph.backends import planner_from_spec
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.search.text import capitalised_words, content_words, fold
+from mnemon_langgraph.read.workers import shared_pool
+from mnemon_langgraph.search.text import PIECE_PATTERN, capitalised_words, content_words, fold
 from mnemon_langgraph.search.text import words as text_words
 
 __all__ = [
@@ -196,7 +195,10 @@ _ALL_PATTERNS = re.compile(
     r"\btotal\b|\bcount\b|\bwhich\b.{0,60}\bhave\b|\bin what ways\b|"
     # "what books has …", "which cities did …": a plural noun asked about is a list
     r"\b(?:what|which)\s+(?:[\w+'’-]+\s+){0,2}?"
-    r"(?!(?:is|was|does|has|this|his|its|yes|us|pass)\b)[a-z+-]*[^s\W]s\s+"
+    r"(?!(?:is|was|does|has|this|his|its|yes|us|pass)\b)"
+    # the noun: letters of any script (the shared tokenizer's pieces, joined by - or an
+    # apostrophe), ending in a letter other than s and then s ("cafés", "piñatas")
+    rf"(?:{PIECE_PATTERN}['’+-])*[^\W_]*[^s\W_]s\s+"
     r"(?:do|does|did|has|have|had|are|were)\b",
     re.IGNORECASE,
 )
@@ -352,22 +354,6 @@ def _parse(raw: Any, schema: type[_S]) -> _S:
     raise ValueError(f"unexpected planner output type {type(raw).__name__}")
 
 
-# One pool for the sync face's timeouts, shared by every planner: a call that hangs past
-# its timeout keeps a worker until the provider gives up, but no call starts a pool of its
-# own. ContextThreadPoolExecutor copies the caller's context into the worker, so the run's
-# callbacks (tracing) see every model call under a sync ``invoke`` too.
-_POOL: ContextThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ContextThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ContextThreadPoolExecutor(max_workers=16, thread_name_prefix="mnemon-plan")
-        return _POOL
-
-
 class _Unparsable(Exception):
     """A planner reply that does not parse: the one failure worth a retry."""
 
@@ -501,7 +487,11 @@ class ChatPlanner:
         self, schema: type[_S], prompt: list[BaseMessage], log: list[str]
     ) -> tuple[_Attempts, Future[Any], float]:
         attempts = _Attempts(schema, log)
-        return attempts, _pool().submit(self._chain(attempts).invoke, prompt), time.monotonic()
+        return (
+            attempts,
+            shared_pool().submit(self._chain(attempts).invoke, prompt),
+            time.monotonic(),
+        )
 
     @staticmethod
     def _wait(

@@ -44,6 +44,7 @@ __all__ = [
     "MONTHS",
     "MONTH_NAMES",
     "MONTH_PATTERN",
+    "PIECE_PATTERN",
     "STOPWORDS",
     "capitalised_words",
     "content_words",
@@ -61,7 +62,9 @@ __all__ = [
 TEXT_RULES_VERSION = 1
 """Bumped whenever :func:`terms` would split, fold, filter or stem differently."""
 
-_PIECE = r"[^\W_]+"
+PIECE_PATTERN = r"[^\W_]+"
+"""A run of letters or digits in any script: the pieces :func:`pieces` and :func:`words` find."""
+_PIECE = PIECE_PATTERN
 _PIECE_RE = re.compile(_PIECE)
 # Without an underscore in the text, ``\w+`` finds the same runs and is faster (measured ~25%).
 _PIECE_FAST_RE = re.compile(r"\w+")

@@ -52,7 +52,7 @@ from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
-from mnemon_langgraph.store.postgres_bm25 import bm25_sql, term_counts
+from mnemon_langgraph.store.postgres_bm25 import bm25_sql, prune_split, term_counts
 from mnemon_langgraph.store.postgres_bm25 import lexical_terms as _terms
 from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema
 from mnemon_langgraph.types import (
@@ -210,6 +210,7 @@ class PostgresStore(MnemonStore):
         self.candidate_depth = candidate_depth
         self.exact_below = int(exact_below)
         self.ef_search = int(ef_search)
+        self.bm25_prune = True  # the bench turns it off to measure what pruning saves
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -991,15 +992,47 @@ class PostgresStore(MnemonStore):
     async def _bm25(
         self, conn: Any, nsid: int, query: str, k: int, filters: SearchFilters | None
     ) -> list[tuple[int, str, float]]:
-        """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older)."""
+        """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
+
+        With :attr:`bm25_prune`, records holding only common query terms are left out of
+        the candidates when that provably cannot change the top ``k`` (:func:`prune_split`);
+        else, or when the check fails, every record holding a query term is scored.
+        """
         terms = sorted({f"{nsid}:{t}" for t in _terms(query)})
         if not terms or k <= 0:
             return []
         params: dict[str, Any] = {"terms": terms, "nsid": nsid, "k": int(k)}
         params.update({f"t{i}": t for i, t in enumerate(terms)})
-        sql = bm25_sql(len(terms), _filter_sql(filters, params))
+        where = _filter_sql(filters, params)
+        split = await self._prune_split(conn, nsid, terms) if self.bm25_prune else None
+        if split is not None:
+            params["rare"], bound = split
+            rows = await self._bm25_rows(conn, bm25_sql(len(terms), where, "rare"), params)
+            # Strictly above the bound (with float slack): no record left out can reach it.
+            if len(rows) == k and rows[-1][2] > bound * (1 + 1e-9) + 1e-12:
+                return rows
+        return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
+
+    @staticmethod
+    async def _bm25_rows(
+        conn: Any, sql: str, params: dict[str, Any]
+    ) -> list[tuple[int, str, float]]:
         cur = await conn.execute(sql, params)
         return [(int(s), rid, float(score)) for s, rid, score in await cur.fetchall()]
+
+    @staticmethod
+    async def _prune_split(
+        conn: Any, nsid: int, terms: list[str]
+    ) -> tuple[list[str], float] | None:
+        cur = await conn.execute(
+            "SELECT t.term, t.df, n.docs FROM mnemon_namespaces n "
+            "JOIN mnemon_terms t ON t.term = ANY(%s) WHERE n.nsid = %s",
+            (terms, nsid),
+        )
+        rows = await cur.fetchall()
+        if not rows:
+            return None
+        return prune_split(int(rows[0][2]), {t: int(df) for t, df, _ in rows})
 
     async def _dense(
         self,

@@ -143,7 +143,8 @@ def _analyze(url: str) -> None:
 
 def _ef_tradeoff(store: Any, big: Any, small: Any, probes: list[str]) -> dict[str, Any]:
     """Recall and latency of HNSW per ``ef_search``; the smallest meeting the goal on both."""
-    saved, table = store.ef_search, []
+    saved = store.ef_search
+    table: list[dict[str, Any]] = []
     try:
         for ef in EF_CHOICES:
             store.ef_search = ef

@@ -165,13 +165,52 @@ def _ef_tradeoff(store: Any, big: Any, small: Any, probes: list[str]) -> dict[st
     return {"tradeoff": table, "chosen_ef_search": good[0] if good else None}
 
 
-def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
-    from mnemon_langgraph.bench.scale import PROBE_QUESTIONS, synthetic_messages
-    from mnemon_langgraph.store import MnemonStore, PostgresStore, is_postgres_url
+def _messages(texts: list[str], id_prefix: str) -> list[Any]:
+    """One turn per text, LoCoMo-like: two speakers, sessions of 20 turns, dated."""
+    from datetime import datetime, timedelta
+
     from mnemon_langgraph.types import Message
 
+    start, out = datetime(2023, 1, 1, 10, 0), []
+    for i, text in enumerate(texts):
+        session, turn = divmod(i, 20)
+        speaker, _, body = text.partition(": ")
+        out.append(
+            Message(
+                body,
+                speaker,
+                id=f"{id_prefix}{session + 1}:{turn + 1}",
+                timestamp=start + timedelta(days=3 * session, minutes=turn),
+                session=session + 1,
+            )
+        )
+    return out
+
+
+def _workload(n: int, seed: int, count: int) -> tuple[list[Any], list[Any], list[str]]:
+    """Big and 1% message lists and the queries, from ``bench search``'s corpus.
+
+    Distinct texts (Zipf vocabulary, 256 topics, common English words): unlike
+    :func:`~.bench.scale.synthetic_messages` (586 distinct texts, so ~170 copies of each
+    vector at 100k, which disconnects an HNSW graph). Queries are questions about a topic
+    and a speaker, so they hold common words (what BM25 pruning is for).
+    """
+    from mnemon_langgraph.bench.search import _NAMES, _queries, make_corpus
+
+    corpus = make_corpus(n, seed=seed)
+    small = make_corpus(max(1, n // 100), seed=seed + 1)
+    asked = _queries(corpus, count, corpus["rng"])
+    queries = [
+        f"what did {_NAMES[i % len(_NAMES)]} say about {q}" for i, (q, _) in enumerate(asked)
+    ]
+    return _messages(corpus["texts"], "D"), _messages(small["texts"], "S"), queries
+
+
+def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    from mnemon_langgraph.store import MnemonStore, PostgresStore, is_postgres_url
+
     big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
-    messages = synthetic_messages(n, seed=args.seed)
+    messages, few, queries = _workload(n, args.seed, args.queries)
     with MnemonStore(target, WordMixEmbeddings(384)) as store:
         t0 = time.perf_counter()
         written = 0
@@ -180,12 +219,7 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
                 big, messages[i : i + args.batch], source="bench", pack=False
             ).messages_written
         ingest_s = time.perf_counter() - t0
-        few = [
-            Message(m.text, m.speaker, id=f"s{i}", timestamp=m.timestamp, session=m.session)
-            for i, m in enumerate(synthetic_messages(max(1, n // 100), seed=args.seed + 1))
-        ]
         store.ingest(small, few, source="bench", pack=False)
-        queries = [q for q in PROBE_QUESTIONS for _ in range(max(1, args.queries // 10))]
         store.search(queries[0], namespace=big, k=20)  # warm up
         _, search_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
         row: dict[str, Any] = {
@@ -203,10 +237,9 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
             store.bm25_prune = True
             row["hybrid_unpruned_ms_p50"] = round(_pct(unpruned_ms, 0.5), 2)
             row["hybrid_unpruned_ms_p95"] = round(_pct(unpruned_ms, 0.95), 2)
-            probes = [f"recall probe {i} about {q}" for i, q in enumerate(queries)]
-            row["dense_big"] = _recall(store, big, probes)
-            row["dense_small_1pct"] = _recall(store, small, probes)
-            row["ef"] = _ef_tradeoff(store, big, small, probes)
+            row["dense_big"] = _recall(store, big, queries)
+            row["dense_small_1pct"] = _recall(store, small, queries)
+            row["ef"] = _ef_tradeoff(store, big, small, queries)
     return row
 
 

@@ -64,12 +64,32 @@ from mnemon_langgraph.types import (
     normalize_namespace,
 )
 
-__all__ = ["EXACT_BELOW", "PostgresStore"]
+__all__ = ["EF_SEARCH_BY_SIZE", "EF_SEARCH_LARGE", "EXACT_BELOW", "PostgresStore", "ef_search_for"]
 
 T = TypeVar("T")
 
 EXACT_BELOW = 5_000
 """Namespaces with fewer records are searched exactly (a scan is as fast and has recall 1)."""
+
+EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((20_000, 48), (200_000, 400))
+"""``(namespace records up to, hnsw.ef_search)``; larger namespaces use :data:`EF_SEARCH_LARGE`.
+
+Chosen from ``mnemon bench backend`` (recall@48 against exact search, word-mix stand-in
+vectors, m = 16, iterative scan ``relaxed_order``), the smallest ``ef_search`` with recall
+≥ 0.98 both for the namespace itself and for a namespace holding 1% of the table; see the
+README for the measured trade-off.
+"""
+
+EF_SEARCH_LARGE = 400
+
+
+def ef_search_for(docs: int) -> int:
+    """``hnsw.ef_search`` for a namespace of ``docs`` records (:data:`EF_SEARCH_BY_SIZE`)."""
+    for limit, ef in EF_SEARCH_BY_SIZE:
+        if docs <= limit:
+            return ef
+    return EF_SEARCH_LARGE
+
 
 NO_DATE = int(np.iinfo(np.int64).min)
 _NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
@@ -180,7 +200,8 @@ class PostgresStore(MnemonStore):
         embeddings: Any LangChain ``Embeddings``; default :func:`default_embeddings`.
         candidate_depth: Records each retriever feeds into fusion.
         exact_below: Namespaces with fewer records use exact dense search.
-        ef_search: ``hnsw.ef_search`` for HNSW searches.
+        ef_search: ``hnsw.ef_search`` for HNSW searches; ``None`` (default) chooses it by
+            the namespace's size (:func:`ef_search_for`).
         pool_size: Most connections this process opens.
         setup: Create or migrate the schema on open (``False``: call :meth:`setup`).
 
@@ -198,7 +219,7 @@ class PostgresStore(MnemonStore):
         *,
         candidate_depth: int = CANDIDATE_DEPTH,
         exact_below: int = EXACT_BELOW,
-        ef_search: int = 400,
+        ef_search: int | None = None,
         pool_size: int = 8,
         setup: bool = True,
     ) -> None:
@@ -209,7 +230,7 @@ class PostgresStore(MnemonStore):
         self.model_name, self.dimension = embedding_identity(self.embeddings)
         self.candidate_depth = candidate_depth
         self.exact_below = int(exact_below)
-        self.ef_search = int(ef_search)
+        self.ef_search = None if ef_search is None else int(ef_search)
         self.bm25_prune = True  # the bench turns it off to measure what pruning saves
         self._loop = _LoopThread()
         self._closed = False
@@ -985,8 +1006,7 @@ class PostgresStore(MnemonStore):
             row = await cur.fetchone()
             if row is None:
                 return []
-            docs = int(row[1]) if exact is None else (-1 if exact else self.exact_below)
-            ranked = await self._dense(conn, int(row[0]), docs, qv, k, None)
+            ranked = await self._dense(conn, int(row[0]), int(row[1]), qv, k, None, exact)
             return [(rid, d) for _, rid, d in ranked]
 
     async def _bm25(
@@ -1042,11 +1062,12 @@ class PostgresStore(MnemonStore):
         qv: np.ndarray,
         k: int,
         filters: SearchFilters | None,
+        exact: bool | None = None,
     ) -> list[tuple[int, str, float]]:
         """``(seq, id, cosine distance)`` of the ``k`` nearest vectors, exact or HNSW by size."""
         params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
         where = _filter_sql(filters, params)
-        if docs < self.exact_below:
+        if exact if exact is not None else docs < self.exact_below:
             # "+ 0" keeps the planner off the HNSW index: an exact scan of the namespace.
             # Without filters the vectors are ranked alone and only the top k joined.
             if where:
@@ -1066,7 +1087,8 @@ class PostgresStore(MnemonStore):
             cur = await conn.execute(sql, params)
             return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
         async with conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, int(k))}")
+            ef = self.ef_search if self.ef_search is not None else ef_search_for(docs)
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(ef, int(k))}")
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             sql = (
                 "WITH c AS MATERIALIZED (SELECT r.seq, r.id, v.embedding <=> %(q)s AS d "

@@ -109,3 +109,48 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
                 assert len(a) == TOP and a == b, query
                 compared += 1
     assert compared == 80
+
+
+def test_prune_split_bounds_common_terms_by_their_idf() -> None:
+    """Common terms (df above the share) leave the candidates; their IDF sum is the bound."""
+    from mnemon_langgraph.store.postgres_bm25 import idf, prune_split
+
+    split = prune_split(1000, {"a": 600, "b": 3, "c": 0, "d": 200}, share=0.1)
+    assert split is not None
+    rare, bound = split
+    assert rare == ["b"]
+    assert bound == pytest.approx(idf(1000, 600) + idf(1000, 200))
+    assert prune_split(1000, {"a": 600}, share=0.1) is None  # nothing rare: full query
+    assert prune_split(1000, {"b": 3, "e": 5}, share=0.1) is None  # nothing common
+
+
+def test_pruned_bm25_equals_full_bm25_and_falls_back(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pruned ranking is the full one; a failed bound check reruns the full query."""
+    from mnemon_langgraph.types import Message
+
+    msgs = [Message(f"shared words here note{i % 30} n{i}", "A", id=f"m{i}") for i in range(300)]
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.ingest(("t",), msgs, source="test", pack=False)
+        calls: list[str] = []
+        real = PostgresStore._bm25_rows
+
+        async def spy(conn: object, sql: str, params: dict[str, object]) -> object:
+            calls.append("rare" if "%(rare)s" in sql else "full")
+            return await real(conn, sql, params)
+
+        monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
+        for query, k, expected_calls in (
+            ("shared note3", 5, ["rare"]),  # 10 records hold note3: the 5th beats the bound
+            ("shared note3", 48, ["rare", "full"]),  # fewer than k rare matches: full query
+        ):
+            calls.clear()
+            pruned = pg.lexical_ranking(query, namespace=("t",), k=k)
+            assert calls == expected_calls
+            pg.bm25_prune = False
+            full = pg.lexical_ranking(query, namespace=("t",), k=k)
+            pg.bm25_prune = True
+            assert pruned == full and len(full) == k
+        # the 10 records holding the rare term outrank the 38 that hold only common ones
+        assert full[9][1] > 2 * full[10][1] and full[10][1] == pytest.approx(full[-1][1])

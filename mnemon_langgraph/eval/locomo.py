@@ -283,7 +283,7 @@ def _prepare(
         namespace=ns,
         index=index,
         turn_tokens=[tokens.count(t) for t in index.rendered],
-        message_ids_of={r.id: r.message_ids for r in store.journal.records(ns)},
+        message_ids_of={r.id: r.message_ids for r in store.records(ns)},
     )
 
 

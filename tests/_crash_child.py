@@ -2,15 +2,12 @@
 
 Usage::
 
-    python _crash_child.py ingest DB ACKS      # ingest batch after batch, forever
     python _crash_child.py consolidate DB ACKS # consolidate the journal batch by batch
     python _crash_child.py write DB ACKS WRITER N  # N ingests (concurrency test), then exit
 
-``ingest``: batch ``i`` holds 3 messages ``b{i}-m{j}`` whose text carries the unique word
-``ackw{i}x{j}``; after ``store.ingest`` returns (committed) and the index checkpoints are
-written (``store.flush()``, so kills also land inside index saves), the child appends
-``i`` to ACKS and fsyncs it. ``consolidate``: after each batch's ``write`` node the child
-appends the committed watermark. Both print ``ready`` on stdout once set up.
+``consolidate``: after each batch's ``write`` node the child appends the committed watermark;
+``write``: batch ``i`` holds 3 messages ``b{i}-m{j}`` (see :func:`batch_messages`), acked once
+``store.ingest`` returned. Both print ``ready`` on stdout once set up.
 """
 
 from __future__ import annotations
@@ -52,18 +49,6 @@ def _ack(fh: object, value: object) -> None:
     os.fsync(fh.fileno())  # type: ignore[attr-defined]
 
 
-def ingest(db: Path, acks: Path) -> None:
-    from mnemon_langgraph.store import MnemonStore
-
-    store = MnemonStore(db, fake_embeddings())
-    with open(acks, "a", encoding="utf-8") as fh:
-        print("ready", flush=True)
-        for i in range(100_000):
-            store.ingest(NS, batch_messages(i), source="crash")
-            store.flush()
-            _ack(fh, i)
-
-
 def consolidate(db: Path, acks: Path) -> None:
     from mnemon_langgraph.consolidation import (
         ConsolidationSettings,
@@ -98,9 +83,7 @@ def write(db: Path, acks: Path, writer: str, n: int) -> None:
 
 def main() -> None:
     mode, db, acks = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
-    if mode == "ingest":
-        ingest(db, acks)
-    elif mode == "consolidate":
+    if mode == "consolidate":
         consolidate(db, acks)
     elif mode == "write":
         write(db, acks, sys.argv[4], int(sys.argv[5]))

@@ -6,7 +6,8 @@ Usage::
     python _store_child.py mixed TARGET ACKS WRITER N  # N batches into two namespaces + reads
 
 ``ingest``: batch ``i`` holds 3 messages ``b{i}-m{j}`` carrying the unique word
-``ackbw{i}x{j}``; after ``store.ingest`` returns (committed) the child appends ``i`` to ACKS
+``ackbw{i}x{j}``; after ``store.ingest`` returns (committed) and ``store.flush()`` wrote the index
+checkpoints (so kills also land inside index saves), the child appends ``i`` to ACKS
 and fsyncs it. ``mixed``: writer ``W`` writes batch ``i`` to namespace ``("shared",)`` and to
 ``("own", W)``, searches the shared namespace after each, and acks ``i``. Both print
 ``ready`` once the store is open.

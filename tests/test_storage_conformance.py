@@ -12,7 +12,9 @@ once.
 
 from __future__ import annotations
 
+import os
 import random
+import sqlite3
 import sys
 import threading
 from collections import Counter
@@ -38,6 +40,8 @@ from mnemon_langgraph.store import MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.types import Message, SearchFilters
 
 CHILD = Path(__file__).parent / "_store_child.py"
+# SIGKILL trials per backend (crash tests are bounded for CI; raise it for a soak).
+TRIALS = int(os.environ.get("MNEMON_CRASH_TRIALS", "4"))
 ADA = ("users", "ada")
 BO = ("users", "bo")
 
@@ -215,7 +219,25 @@ def test_erase_leaves_nothing_of_the_namespace_in_any_table(target: str) -> None
     assert _holding(target, ["KeepMeOmega5512"])
 
 
+def _file_integrity(target: str) -> None:
+    """On the embedded backend: the SQLite file is intact and no record lacks its vector."""
+    if is_postgres_url(target):
+        return  # PostgreSQL's own WAL recovery; the checks below are about the file format
+    conn = sqlite3.connect(target)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        orphans = conn.execute(
+            "SELECT COUNT(*) FROM records r LEFT JOIN vectors v ON v.record_id = r.id "
+            "WHERE v.record_id IS NULL"
+        ).fetchone()[0]
+        assert orphans == 0, "records and vectors must commit together"
+    finally:
+        conn.close()
+
+
 def _check_after_kill(target: str, acked: list[int]) -> int:
+    _file_integrity(target)
     with MnemonStore(target, fake_embeddings()) as store:
         records = list(store.records(NS))
         per_message = Counter(m for r in records for m in r.message_ids)
@@ -223,6 +245,7 @@ def _check_after_kill(target: str, acked: list[int]) -> int:
         present = {int(m.split("-")[0][1:]) for m in per_message}
         for i in present:
             assert all(f"b{i}-m{j}" in per_message for j in range(BATCH)), f"batch {i} partial"
+        assert present == set(range(len(present))), "batches are not a prefix"
         assert set(acked) <= present, f"acknowledged batches lost: {set(acked) - present}"
         stats = store.stats(NS)["namespaces"][0]
         assert stats["records"] == stats["vectors"] == len(records)
@@ -230,8 +253,11 @@ def _check_after_kill(target: str, acked: list[int]) -> int:
             word = f"ackbw{i}x1"
             hits = store.search(word, namespace=NS, k=2)
             assert hits and word in hits[0].record.text
-        redo = store.ingest(NS, batch_messages(max(present)), source="crash")
-        assert redo.records_written == 0
+        if present:  # a restarted writer continues without writing anything twice
+            redo = store.ingest(NS, batch_messages(max(present)), source="crash")
+            assert redo.records_written == 0
+        again = store.ingest(NS, batch_messages(len(present)), source="crash")
+        assert again.records_written > 0
     return len(present)
 
 
@@ -239,11 +265,12 @@ def _check_after_kill(target: str, acked: list[int]) -> int:
 def test_sigkill_during_ingest_loses_and_duplicates_nothing(target: str, tmp_path: Path) -> None:
     rng = random.Random(11)
     total = 0
-    for trial in range(2):
+    for trial in range(TRIALS):
         acks = tmp_path / f"acks{trial}"
         child = start_child(CHILD, "ingest", target, str(acks))
-        kill_after(child, rng.uniform(1.0, 2.5))
-        acked = [int(x) for x in acks.read_text().split()] if acks.exists() else []
+        kill_after(child, rng.uniform(0.05, 2.0))  # early kills land inside the first commits
+        text = acks.read_text() if acks.exists() else ""
+        acked = [int(x) for x in text[: text.rfind("\n") + 1].split()]  # a torn line was no ack
         total += len(acked)
         assert _check_after_kill(target, acked) >= len(acked)
     assert total > 0, "no batch was acknowledged: the test checked nothing"

@@ -12,41 +12,14 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _consolidation_fakes import deriving_model
 from _reliability_common import fake_embeddings
-
-from mnemon_langgraph.types import Message
-
-NS = ("crash", "user@example.com")
-BATCH = 3
-
-
-def batch_messages(i: int, *, writer: str = "b") -> list[Message]:
-    """The messages of batch ``i`` (deterministic, so the parent knows them)."""
-    return [
-        Message(
-            text=f"{writer} batch {i} line {j}: remember ack{writer}w{i}x{j} please",
-            speaker="Ada" if j % 2 == 0 else "Bo",
-            role="user",
-            id=f"{writer}{i}-m{j}",
-            timestamp=datetime(2024, 2, 1 + i % 20, 9, 0),
-            session=1 + i // 10,
-        )
-        for j in range(BATCH)
-    ]
-
-
-def _ack(fh: object, value: object) -> None:
-    fh.write(f"{value}\n")  # type: ignore[attr-defined]
-    fh.flush()  # type: ignore[attr-defined]
-    os.fsync(fh.fileno())  # type: ignore[attr-defined]
+from _store_child import NS, _ack, batch_messages
 
 
 def consolidate(db: Path, acks: Path) -> None:

@@ -26,8 +26,8 @@ from langchain_core.messages import HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _crash_child import BATCH, NS
 from _reliability_common import NAMESPACES, fake_embeddings, tagged_messages
+from _store_child import BATCH, NS
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph

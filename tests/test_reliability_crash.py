@@ -25,8 +25,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _consolidation_fakes import deriving_model, make_messages
-from _crash_child import NS
 from _reliability_common import fake_embeddings, kill_after, start_child
+from _store_child import NS
 
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,

@@ -241,6 +241,14 @@ def test_bench_search_times_the_whole_call_and_its_parts(
     goal = [line for line in render(sized).splitlines() if line.startswith("goal:")]
     ratio = round(large["search_p50_ms"] / small["search_p50_ms"], 2)
     assert len(goal) == 1 and f"1M / 10k = {ratio}" in goal[0]
+    # ... and says separately whether the 1M recall met 0.98: a met ratio is not a met goal
+    for recall, verdict in ((0.95, "NOT met"), (0.99, "met")):
+        low = {
+            **sized,
+            "sizes": [sized["sizes"][0], {**sized["sizes"][1], "hnsw_recall_at_k": recall}],
+        }
+        line = next(x for x in render(low).splitlines() if x.startswith("goal:"))
+        assert f"recall at 1M = {recall} ({verdict})" in line
 
 
 def test_bench_peers_runs_all_three_on_the_same_records(

@@ -518,4 +518,9 @@ def _goal_lines(result: dict[str, Any]) -> list[str]:
         return []
     ratio = round(large["search_p50_ms"] / small["search_p50_ms"], 2)
     verdict = "met" if ratio <= 5 else "NOT met"
-    return [f"goal: {result['goal']} — store.search 1M / 10k = {ratio} ({verdict})"]
+    recall = large.get("hnsw_recall_at_k")
+    recall_verdict = "exact search" if recall is None else ("met" if recall >= 0.98 else "NOT met")
+    return [
+        f"goal: {result['goal']} — store.search 1M / 10k = {ratio} ({verdict}); "
+        f"recall at 1M = {recall if recall is not None else '-'} ({recall_verdict})"
+    ]

@@ -104,8 +104,10 @@ class Deletions:
         for part in chunks(list(dict.fromkeys(ids))):
             marks = ",".join("?" * len(part))
             rows = conn.execute(
-                f"SELECT id FROM records WHERE namespace = ? AND id IN ({marks}) ORDER BY seq",
-                [key, *part],
+                # ``+namespace`` keeps the namespace index out of the plan: a primary-key
+                # lookup per id, as in Journal.get_records, not a scan of the namespace.
+                f"SELECT id FROM records WHERE id IN ({marks}) AND +namespace = ? ORDER BY seq",
+                [*part, key],
             ).fetchall()
             present = [r[0] for r in rows]
             if present:

@@ -142,6 +142,21 @@ def test_record_fetch_is_a_primary_key_lookup_not_a_namespace_scan(store: Mnemon
     assert store.journal.get_records(("other",), ids) == []
 
 
+def test_deletion_lookup_is_a_primary_key_lookup_not_a_namespace_scan(store: MnemonStore) -> None:
+    """Deleting a few records must not read the whole namespace (the same plan as the fetch)."""
+    from mnemon_langgraph.storage.deletion import PRESENT_IDS_SQL
+
+    ids = [h.record.id for h in store.search("guitar ocean", namespace=NS, k=20)]
+    assert len(ids) == 20
+    sql = "EXPLAIN QUERY PLAN " + PRESENT_IDS_SQL.format(marks=",".join("?" * len(ids)))
+    plan = " | ".join(row[-1] for row in store.journal._read(sql, [*ids, "t"]))
+    assert "sqlite_autoindex_records_1 (id=?)" in plan or "PRIMARY KEY" in plan, plan
+    assert "records_ns_" not in plan and "SCAN records" not in plan, plan
+    # the statement the plan was taken from is the one deletion runs: it deletes exactly these
+    assert sorted(store.delete_records(NS, ids[:3])) == sorted(ids[:3])
+    assert store.get_records(NS, ids[:3]) == []
+
+
 @pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "hnsw"])
 def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, threshold: int) -> None:
     """Issue 15: a deletion elsewhere costs the searcher no rebuild, and erased text is gone."""

@@ -37,7 +37,7 @@ LOCOMO_DIR = Path(os.environ.get("MNEMON_LOCOMO_DEV") or REPO.parent / "shared/d
 # an invented year-long conversation (LoCoMo layout) shipped with the notebooks
 LONG_SAMPLE = REPO / "notebooks" / "data" / "allotment_year.json"
 WORKDIR = Path(tempfile.mkdtemp(prefix="mnemon-notebook-"))
-print("LoCoMo dev data:", LOCOMO_DIR if LOCOMO_DIR.exists() else "absent")'''
+print("LoCoMo dev data:", "present" if LOCOMO_DIR.exists() else "absent")'''
 
 
 def _nb(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
@@ -499,7 +499,7 @@ ax.set_title(f"Gold evidence in the View ({len(scored)} scored questions)")
 ax.legend()
 fig.tight_layout()
 fig.savefig(WORKDIR / "evidence.png")
-print("saved", WORKDIR / "evidence.png")
+print("saved evidence.png in the notebook's scratch folder")
 plt.show()  # shown inline, below""",
     ),
 ]

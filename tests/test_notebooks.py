@@ -77,6 +77,17 @@ def test_notebooks_are_committed_executed(name: str) -> None:
     assert _figures(nb) == FIGURES.get(name, 0), name
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_outputs_name_no_machine_path(name: str) -> None:
+    """Outputs are read by strangers: no absolute path of the machine that executed them."""
+    import re
+
+    nbformat = pytest.importorskip("nbformat")
+    text = _text(nbformat.read(NOTEBOOKS / name, as_version=4))
+    assert text.strip(), name  # the outputs exist, so the scan below can find something
+    assert not re.findall(r"(?:/work|/tmp|/home|/root|/Users)/\S+", text), name
+
+
 def test_notebooks_match_their_generator() -> None:
     """The .ipynb files are what notebooks/make_notebooks.py writes (edit the generator)."""
     nbformat = pytest.importorskip("nbformat")

@@ -8,6 +8,7 @@ import shutil
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -300,16 +301,17 @@ async def test_async_ingest_and_search(store: MnemonStore) -> None:
     assert len(hits) == 2 and "sourdough" in hits[0].record.text
 
 
-def test_hnsw_store_roundtrip_with_deletions(tmp_path: Path) -> None:
-    settings = {"hnsw_threshold": 20}
+@pytest.mark.parametrize("ann", ["ivf", "hnsw"])
+def test_ann_store_roundtrip_with_deletions(tmp_path: Path, ann: str) -> None:
+    settings: dict[str, Any] = {"hnsw_threshold": 20, "ann": ann}
     emb = HashEmbeddings()
     with MnemonStore(tmp_path / "j.db", emb, vector_settings=settings) as s:
         s.ingest(NS, _messages(40), source="chat", pack=False)
-        assert s.index(NS).vectors.kind == "hnsw"
+        assert s.index(NS).vectors.kind == ann
         victim = s.search("sourdough bread", namespace=NS, k=1)[0].record
         s.delete_records(NS, [victim.id])
         expected = _ranking(s, "sourdough bread")
     assert victim.id not in {e[0] for e in expected} and len(expected) == 30
     with MnemonStore(tmp_path / "j.db", emb, vector_settings=settings) as s:
         assert _ranking(s, "sourdough bread") == expected
-        assert s.index(NS).rebuilds == 0 and s.index(NS).vectors.kind == "hnsw"
+        assert s.index(NS).rebuilds == 0 and s.index(NS).vectors.kind == ann

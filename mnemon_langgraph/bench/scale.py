@@ -23,6 +23,7 @@ minutes; ``model`` — the bundled MiniLM embedder (realistic, much slower to wr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import random
 import statistics
@@ -172,6 +173,7 @@ def _measure_size(
 ) -> dict[str, Any]:
     from langchain_core.messages import HumanMessage
 
+    from mnemon_langgraph.bench.search import wait_for_conversion
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.state import ReadContext
     from mnemon_langgraph.store import MnemonStore
@@ -184,6 +186,11 @@ def _measure_size(
         for i in range(0, n, batch):
             store.ingest(ns, messages[i : i + batch], source="bench-scale", pack=False)
         write_s = time.perf_counter() - t0
+        # search the index the store settles on (past 50k records it converts to an
+        # approximate index in a background thread), not the exact one during conversion
+        index_of = getattr(store, "index", None)  # embedded stores only
+        if callable(index_of):
+            wait_for_conversion(index_of(ns))
         store.search(PROBE_QUESTIONS[0], namespace=ns, k=20)  # warm
         search_ms: list[float] = []
         for q in PROBE_QUESTIONS:
@@ -298,19 +305,23 @@ def run_scale(
         raise ConfigurationError("--records needs positive sizes")
     if vectors not in ("random", "model"):
         raise ConfigurationError(f"--vectors must be random or model, got {vectors!r}")
-    base = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="mnemon-scale-"))
-    base.mkdir(parents=True, exist_ok=True)
-    sizes = [
-        _measure_size(
-            n,
-            vectors=vectors,
-            folder=base,
-            seed=seed,
-            batch=batch,
-            searches_per_probe=searches_per_probe,
-        )
-        for n in sorted(records)
-    ]
+    with contextlib.ExitStack() as stack:
+        if folder is None:  # a journal of 1M records takes gigabytes: removed afterwards
+            base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mnemon-scale-")))
+        else:
+            base = Path(folder)
+            base.mkdir(parents=True, exist_ok=True)
+        sizes = [
+            _measure_size(
+                n,
+                vectors=vectors,
+                folder=base,
+                seed=seed,
+                batch=batch,
+                searches_per_probe=searches_per_probe,
+            )
+            for n in sorted(records)
+        ]
     return {
         "sizes": sizes,
         "ratios": ratios(sizes),

@@ -168,12 +168,24 @@ def _peak_rss_mb() -> float:
     return peak_rss_mib()
 
 
+def _settle(store: Any, ns: tuple[str, ...]) -> None:
+    """Wait until no index conversion is due or running in the store's namespace.
+
+    Past 50k records the store converts to an approximate index in a background thread;
+    search is timed on the index the store settles on, not on the exact one meanwhile.
+    """
+    from mnemon_langgraph.bench.search import wait_for_conversion
+
+    index_of = getattr(store, "index", None)  # embedded stores only
+    if callable(index_of):
+        wait_for_conversion(index_of(ns))
+
+
 def _measure_size(
     n: int, *, vectors: str, folder: Path, seed: int, batch: int, searches_per_probe: int
 ) -> dict[str, Any]:
     from langchain_core.messages import HumanMessage
 
-    from mnemon_langgraph.bench.search import wait_for_conversion
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.state import ReadContext
     from mnemon_langgraph.store import MnemonStore
@@ -186,11 +198,7 @@ def _measure_size(
         for i in range(0, n, batch):
             store.ingest(ns, messages[i : i + batch], source="bench-scale", pack=False)
         write_s = time.perf_counter() - t0
-        # search the index the store settles on (past 50k records it converts to an
-        # approximate index in a background thread), not the exact one during conversion
-        index_of = getattr(store, "index", None)  # embedded stores only
-        if callable(index_of):
-            wait_for_conversion(index_of(ns))
+        _settle(store, ns)
         store.search(PROBE_QUESTIONS[0], namespace=ns, k=20)  # warm
         search_ms: list[float] = []
         for q in PROBE_QUESTIONS:

@@ -30,7 +30,8 @@ metadata and is rebuilt when it fails it. When the folder cannot be written (rea
 disk full) the indexes are served from memory with one warning: a save never fails the
 write that triggered it. Records the index cannot take (a journal written before input
 validation) are left out with a warning rather than making the namespace unsearchable, and
-the flat → HNSW conversion runs in a background thread, never inside a write.
+the flat → approximate (IVF) conversion, and an IVF index's regrowth, run in a background
+thread, never inside a write.
 
 Leftovers: a process killed while saving leaves temp files (``.bm25-*.npz``,
 ``.vectors.json-*``) or a ``vectors-*.faiss`` that ``vectors.json`` does not name. They hold
@@ -418,7 +419,7 @@ class NamespaceIndex:
 
         The journal's audit rows name every deleted record id (they are the tombstones), so
         an index already in memory only has to mask those records: BM25 drops their
-        postings from scoring, FAISS filters them (flat: ``remove_ids``; HNSW: tombstones
+        postings from scoring, FAISS filters them (flat: ``remove_ids``; IVF / HNSW: tombstones
         passed as an ``IDSelector``). At 1M records this replaces a rebuild of minutes
         (issue 15). Records written in the same transactions (the survivors of
         ``delete_messages``) have higher seqs and are caught up as usual.
@@ -526,10 +527,10 @@ class NamespaceIndex:
             [date_to_epoch(r.date) for r in records],
         )
 
-    # -- HNSW conversion off the write path ------------------------------------------------
+    # -- approximate-index conversion off the write path ----------------------------------
 
     def _convert_later(self) -> None:
-        """Start the flat → HNSW conversion in a background thread, once, when due."""
+        """Start the flat → IVF conversion (or IVF regrowth) in a background thread, when due."""
         with self.lock:
             if self._converting or not self.vectors.needs_conversion:
                 return
@@ -541,7 +542,7 @@ class NamespaceIndex:
         self._convert_thread = thread
 
     def convert_vectors(self) -> bool:
-        """Build the HNSW index without holding the lock, then swap it in.
+        """Build the approximate index without holding the lock, then swap it in.
 
         The namespace keeps serving (exact search) and accepting writes meanwhile; what
         they changed is applied to the new index under the lock before the swap. Returns
@@ -563,7 +564,7 @@ class NamespaceIndex:
                 self.unsaved += 1
                 return True
         except Exception as exc:  # a failed background build must not kill anything
-            logger.warning("HNSW conversion of %s failed: %s", list(self.namespace), exc)
+            logger.warning("vector index conversion of %s failed: %s", list(self.namespace), exc)
             return False
         finally:
             self._converting = False

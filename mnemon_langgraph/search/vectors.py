@@ -65,7 +65,9 @@ __all__ = [
 ]
 
 HNSW_THRESHOLD = 50_000
-"""Live vectors from which the exact flat index is replaced by HNSW."""
+"""Live vectors from which the exact flat index is replaced by an approximate one (IVF).
+
+The name predates IVF; it is kept because stores are configured with it."""
 
 _EXACT_FILTER_LIMIT = 20_000
 _FORMAT = 1
@@ -172,14 +174,14 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 class VectorIndex:
-    """Exact-then-HNSW inner-product index keyed by journal ``seq``.
+    """Exact-then-approximate (IVF, or HNSW) inner-product index keyed by journal ``seq``.
 
     Not thread-safe for writes; the store serialises access per namespace (FAISS searches
     themselves release the GIL).
 
     Args:
         dim: Vector dimension.
-        hnsw_threshold: Live vectors from which HNSW is used.
+        hnsw_threshold: Live vectors from which the approximate index is used.
         hnsw_m: HNSW graph degree.
         ef_construction: HNSW build breadth.
         ef_search: HNSW search breadth (raised to ``k`` when ``k`` is larger); ``None``
@@ -291,9 +293,9 @@ class VectorIndex:
         Args:
             seqs: Ids, ascending, above :attr:`max_seq`.
             vectors: One unit row per id.
-            convert: Switch to HNSW here when the threshold is crossed. The write path
-                passes ``False`` (the conversion takes tens of seconds at 50k vectors and
-                must not run under the namespace lock); it then converts off the write
+            convert: Switch to the approximate index here when the threshold is crossed.
+                The write path passes ``False`` (the conversion takes seconds to minutes
+                and must not run under the namespace lock); it then converts off the write
                 path with :meth:`hnsw_from` / :meth:`catch_up_from`.
         """
         ids = np.asarray(list(seqs), dtype=np.int64)
@@ -378,7 +380,7 @@ class VectorIndex:
         self._max_seq = max(self._max_seq, newer.max_seq)
 
     def remove(self, seqs: Iterable[int]) -> int:
-        """Delete vectors by ``seq`` (tombstones on HNSW); returns how many were live."""
+        """Delete vectors by ``seq`` (tombstones on IVF / HNSW); returns how many were live."""
         wanted = np.asarray(sorted(set(seqs)), dtype=np.int64)
         if not len(wanted) or not self._index.ntotal:
             return 0
@@ -417,7 +419,7 @@ class VectorIndex:
             query: A unit query vector.
             k: How many to return at most.
             allowed: If given, only these ``seq`` ids may be returned (exact for the flat
-                index and for small sets on HNSW).
+                index and for small sets on IVF / HNSW).
         """
         faiss = self._faiss
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))

@@ -296,7 +296,7 @@ def test_summary_counts_messages_another_process_stored_first(tmp_path: Path) ->
     assert (result.records_written, result.messages_skipped) == (0, 8)
 
 
-def test_hnsw_conversion_runs_off_the_write_path(
+def test_ann_conversion_runs_off_the_write_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     threads: list[str] = []
@@ -316,7 +316,7 @@ def test_hnsw_conversion_runs_off_the_write_path(
         worker = index._convert_thread
         assert worker is not None
         worker.join(timeout=60)
-        assert index.vectors.kind == "hnsw" and len(index.vectors) == 50
+        assert index.vectors.kind == "ivf" and len(index.vectors) == 50
         assert len(store.search("Yew story", namespace=NS, k=50)) == 50
     assert threads == ["mnemon-hnsw-convert"]
 

@@ -16,6 +16,7 @@ from mnemon_langgraph.search.hybrid import (
     index_folder,
     indexes_root,
 )
+from mnemon_langgraph.search.vectors import ivf_nlist_for
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchFilters
 
@@ -157,7 +158,7 @@ def test_deletion_lookup_is_a_primary_key_lookup_not_a_namespace_scan(store: Mne
     assert store.get_records(NS, ids[:3]) == []
 
 
-@pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "hnsw"])
+@pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "ivf"])
 def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, threshold: int) -> None:
     """Issue 15: a deletion elsewhere costs the searcher no rebuild, and erased text is gone."""
     import json
@@ -190,7 +191,7 @@ def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, thresho
 
         before = ask("secret pistachio recipe")
         assert any("pistachio" in t for t in before["texts"])
-        assert before["kind"] == ("hnsw" if threshold == 20 else "flat")
+        assert before["kind"] == ("ivf" if threshold == 20 else "flat")
         victim = next(
             i for i, t in zip(before["ids"], before["texts"], strict=True) if "pistachio" in t
         )
@@ -223,7 +224,7 @@ def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, thresho
 def test_bench_search_times_the_whole_call_and_its_parts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """``mnemon bench search`` at tiny sizes: whole call, parts, ratios, efSearch trade-off."""
+    """``mnemon bench search`` at tiny sizes: whole call, parts, ratios, serving, trade-off."""
     import json
 
     from mnemon_langgraph.cli import main
@@ -233,19 +234,23 @@ def test_bench_search_times_the_whole_call_and_its_parts(
     small, large = result["sizes"]
     assert [small["records"], large["records"]] == [400, 800]
     for row in (small, large):
-        # the whole call includes ranking and fetch, so it cannot be faster than either
-        assert row["search_p50_ms"] >= max(row["fetch_p50_ms"], row["ranking_p50_ms"]) > 0
-        grid = row["ef_tradeoff"]
-        assert [t["ef_search"] for t in grid] == [64, 128, 256, 512]
+        # every part is timed (p50s of separately timed calls are not compared: on a loaded
+        # machine the whole call's median can fall below one part's median)
+        assert min(row["search_p50_ms"], row["fetch_p50_ms"], row["ranking_p50_ms"]) > 0
+        grid = row["ann_tradeoff"]  # an IVF index built for the measurement
+        assert row["ann_kind"] == "ivf" and row["ann_nlist"] == ivf_nlist_for(row["records"])
+        assert [t["nprobe"] for t in grid] == [p for p in (4, 8, 16) if p <= row["ann_nlist"]]
         assert all(0.0 < t["recall"] <= 1.0 for t in grid)
-        reached = [t["ef_search"] for t in grid if t["recall"] >= 0.98]
-        assert row["ef_for_goal"] == (reached[0] if reached else None)
+        reached = [t["nprobe"] for t in grid if t["recall"] >= 0.98]
+        assert row["setting_for_goal"] == (reached[0] if reached else None)
+        # the serving child loaded the saved indexes and measured its own memory
+        assert row["reopen_rebuilds"] == 0 and row["reopen_first_search_s"] > 0
+        assert row["serve_peak_rss_mib"] > 0 and row["serve_p50_ms"] > 0
     assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0
-    assert large["reopen_rebuilds"] == 0 and large["reopen_first_search_s"] > 0  # loaded
     # exact rows report no HNSW recall of their own, and no 1M goal line without 1M
     from mnemon_langgraph.bench.search import render
 
-    assert small["vector_index"] == "flat" and small["hnsw_recall_at_k"] is None
+    assert small["vector_index"] == "flat" and small["recall_at_k"] is None
     text = render(result)
     table = text.splitlines()[2:4]
     assert [line.split()[0] for line in table] == ["400", "800"]
@@ -260,7 +265,7 @@ def test_bench_search_times_the_whole_call_and_its_parts(
     for recall, verdict in ((0.95, "NOT met"), (0.99, "met")):
         low = {
             **sized,
-            "sizes": [sized["sizes"][0], {**sized["sizes"][1], "hnsw_recall_at_k": recall}],
+            "sizes": [sized["sizes"][0], {**sized["sizes"][1], "recall_at_k": recall}],
         }
         line = next(x for x in render(low).splitlines() if x.startswith("goal:"))
         assert f"recall at 1M = {recall} ({verdict})" in line

@@ -8,6 +8,7 @@ import shutil
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -300,16 +301,48 @@ async def test_async_ingest_and_search(store: MnemonStore) -> None:
     assert len(hits) == 2 and "sourdough" in hits[0].record.text
 
 
-def test_hnsw_store_roundtrip_with_deletions(tmp_path: Path) -> None:
-    settings = {"hnsw_threshold": 20}
+@pytest.mark.parametrize("ann", ["ivf", "hnsw"])
+def test_ann_store_roundtrip_with_deletions(tmp_path: Path, ann: str) -> None:
+    settings: dict[str, Any] = {"hnsw_threshold": 20, "ann": ann}
     emb = HashEmbeddings()
     with MnemonStore(tmp_path / "j.db", emb, vector_settings=settings) as s:
         s.ingest(NS, _messages(40), source="chat", pack=False)
-        assert s.index(NS).vectors.kind == "hnsw"
+        assert s.index(NS).vectors.kind == ann
         victim = s.search("sourdough bread", namespace=NS, k=1)[0].record
         s.delete_records(NS, [victim.id])
         expected = _ranking(s, "sourdough bread")
     assert victim.id not in {e[0] for e in expected} and len(expected) == 30
     with MnemonStore(tmp_path / "j.db", emb, vector_settings=settings) as s:
         assert _ranking(s, "sourdough bread") == expected
-        assert s.index(NS).rebuilds == 0 and s.index(NS).vectors.kind == "hnsw"
+        assert s.index(NS).rebuilds == 0 and s.index(NS).vectors.kind == ann
+
+
+def test_checkpoints_are_spaced_by_a_tenth_of_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: a checkpoint rewrites the whole index, so a fixed interval made 1M ingest
+    quadratic. Past ten intervals the interval is a tenth of the index; nothing is lost."""
+    from mnemon_langgraph.search import hybrid
+
+    monkeypatch.setattr(hybrid, "SAVE_EVERY", 10)
+    saves: list[int] = []
+    real_save = hybrid.NamespaceIndex.save
+
+    def counting_save(self: hybrid.NamespaceIndex) -> None:
+        saves.append(len(self.vectors))
+        real_save(self)
+
+    monkeypatch.setattr(hybrid.NamespaceIndex, "save", counting_save)
+    emb = HashEmbeddings()
+    messages = _messages(300)
+    with MnemonStore(tmp_path / "j.db", emb) as s:
+        for i in range(0, 300, 10):
+            s.ingest(NS, messages[i : i + 10], source="chat", pack=False)
+        during = list(saves)
+    # every batch up to 100 records, then every 2nd (≥ 11..19) and 3rd (≥ 20..29) batch
+    assert during[:10] == list(range(10, 101, 10))
+    assert len(during) < 30 and all(b - a >= a // 10 for a, b in itertools.pairwise(during))
+    with MnemonStore(tmp_path / "j.db", emb) as s:  # closing saved the rest
+        index = s.index(NS)
+        index.sync()
+        assert len(index.vectors) == 300 and index.max_seq == 300 and index.rebuilds == 0

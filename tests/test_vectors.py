@@ -1,4 +1,4 @@
-"""Tests of the FAISS vector index (exact flat, HNSW past a threshold, tombstones)."""
+"""Tests of the FAISS vector index (exact flat, IVF or HNSW past a threshold, tombstones)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from mnemon_langgraph.search.bm25 import IndexFileError
-from mnemon_langgraph.search.vectors import VectorIndex, normalize_rows
+from mnemon_langgraph.search.vectors import (
+    VectorIndex,
+    ef_search_for,
+    ivf_nlist_for,
+    ivf_nprobe_for,
+    normalize_rows,
+)
 
 DIM = 16
 
@@ -53,14 +59,15 @@ def test_flat_remove_and_filter() -> None:
     assert index.search(vecs[0], 5, allowed=np.array([], dtype=np.int64))[0].tolist() == []
 
 
-def test_switches_to_hnsw_with_good_recall_and_tombstones() -> None:
+@pytest.mark.parametrize("ann", ["ivf", "hnsw"])
+def test_switches_to_ann_with_good_recall_and_tombstones(ann: str) -> None:
     vecs = _data(600, seed=2)
     seqs = np.arange(1, 601, dtype=np.int64)
-    index = VectorIndex(DIM, hnsw_threshold=300)
+    index = VectorIndex(DIM, hnsw_threshold=300, ann=ann)
     index.add(seqs[:200], vecs[:200])
     assert index.kind == "flat"
     index.add(seqs[200:], vecs[200:])
-    assert index.kind == "hnsw" and len(index) == 600
+    assert index.kind == ann and len(index) == 600
     recall = np.mean(
         [
             len(set(index.search(vecs[i], 10)[0].tolist()) & set(_exact(vecs, seqs, vecs[i], 10)))
@@ -73,7 +80,7 @@ def test_switches_to_hnsw_with_good_recall_and_tombstones() -> None:
     assert len(index) == 597
     got, _ = index.search(vecs[0], 20)
     assert 1 not in got.tolist() and len(got) == 20
-    # filtered search on HNSW with a small allowed set is exact
+    # filtered search on an approximate index with a small allowed set is exact
     allowed = np.array([1, 50, 51, 52], dtype=np.int64)
     got, _ = index.search(vecs[50], 10, allowed=allowed)
     assert sorted(got.tolist()) == [50, 51, 52] and got[0] == 51
@@ -82,10 +89,11 @@ def test_switches_to_hnsw_with_good_recall_and_tombstones() -> None:
     assert index.kind == "flat" and len(index) == 201 and not index._tombstones
 
 
-def test_save_load_roundtrip(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ann", ["ivf", "hnsw"])
+def test_save_load_roundtrip(tmp_path: Path, ann: str) -> None:
     vecs = _data(400, seed=3)
     seqs = np.arange(1, 401, dtype=np.int64)
-    index = VectorIndex(DIM, hnsw_threshold=300)
+    index = VectorIndex(DIM, hnsw_threshold=300, ann=ann)
     index.add(seqs, vecs)
     index.remove([10])
     index.save(tmp_path, {"generation": 3})
@@ -94,7 +102,8 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
     files = sorted(tmp_path.glob("vectors-*.faiss"))
     assert len(files) == 1 and files != first  # old file replaced, not left behind
     loaded, meta = VectorIndex.load(tmp_path)
-    assert meta["generation"] == 4 and loaded.kind == "hnsw" and len(loaded) == 399
+    assert meta["generation"] == 4 and loaded.kind == ann and len(loaded) == 399
+    assert loaded.nlist == index.nlist and loaded.live_vectors()[0].tolist()[:3] == [1, 2, 3]
     got, _ = loaded.search(vecs[9], 5)
     assert 10 not in got.tolist()
     assert loaded.search(vecs[20], 5)[0].tolist() == index.search(vecs[20], 5)[0].tolist()
@@ -112,9 +121,80 @@ def test_ef_search_grows_with_the_index_unless_given() -> None:
     sizes = [1, 50_000, 200_000, 200_001, 500_001, 1_000_000, 10_000_000]
     efs = [ef_search_for(n) for n in sizes]
     assert efs == sorted(efs) and efs[0] == 128 and efs[-1] == EF_SEARCH_LARGE > 128
-    auto = VectorIndex(8, hnsw_threshold=1)
+    auto = VectorIndex(8, hnsw_threshold=1, ann="hnsw")
     rng = np.random.default_rng(0)
     auto.add(range(1, 101), normalize_rows(rng.standard_normal((100, 8))))
     assert auto.kind == "hnsw" and auto.effective_ef_search == ef_search_for(100)
-    fixed = VectorIndex(8, hnsw_threshold=1, ef_search=40)
+    fixed = VectorIndex(8, hnsw_threshold=1, ef_search=40, ann="hnsw")
     assert fixed.effective_ef_search == 40
+
+
+def _clustered(n: int, topics: int, dim: int, seed: int) -> np.ndarray:
+    """Unit vectors around ``topics`` random centroids (like ``bench search``'s)."""
+    rng = np.random.default_rng(seed)
+    centroids = normalize_rows(rng.standard_normal((topics, dim)))
+    noise = rng.standard_normal((n, dim)) / np.sqrt(dim)
+    return normalize_rows(centroids[rng.integers(0, topics, size=n)] + noise)
+
+
+def test_ivf_recall_against_exact_search() -> None:
+    """Issue 15: IVF past the threshold keeps recall@48 ≥ 0.98; one probe would not."""
+    dim, n, k = 32, 6_000, 48
+    vecs = _clustered(n + 30, 24, dim, seed=5)
+    base, queries = vecs[:n], vecs[n:]
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    index = VectorIndex(dim, hnsw_threshold=1_000)
+    index.add(seqs, base)
+    assert index.kind == "ivf" and index.nlist == ivf_nlist_for(n) == 128
+    assert index.effective_nprobe == ivf_nprobe_for(128) == 16
+
+    def recall() -> float:
+        return float(
+            np.mean(
+                [
+                    len(set(index.search(q, k)[0].tolist()) & set(_exact(base, seqs, q, k))) / k
+                    for q in queries
+                ]
+            )
+        )
+
+    assert recall() >= 0.98
+    index.nprobe = 1  # the same index probing one cell: clearly approximate
+    assert recall() < 0.9
+
+
+def test_ivf_cells_and_probes_grow_with_the_index() -> None:
+    sizes = [50_000, 200_000, 1_000_000, 100_000_000]
+    assert [ivf_nlist_for(n) for n in sizes] == [512, 1_024, 2_048, 4_096]
+    assert [ivf_nprobe_for(c) for c in (10, 512, 2_048, 4_096)] == [10, 16, 32, 64]
+    assert ivf_nlist_for(100) == 2 and ivf_nlist_for(0) == 1  # ≥ 40 training points a cell
+    vecs = _data(1_000, seed=6)
+    index = VectorIndex(DIM, hnsw_threshold=200)
+    index.add(np.arange(1, 401), vecs[:400])
+    assert index.kind == "ivf" and index.nlist == 10 and not index.needs_conversion
+    index.add(np.arange(401, 1_001), vecs[400:])  # ×2.5: the cells are kept
+    assert index.nlist == 10 and index.needs_conversion  # nlist_for(1000) = 25 ≥ 2 × 10
+    seqs, live = index.live_vectors()
+    regrown = VectorIndex.hnsw_from(DIM, seqs, live, hnsw_threshold=200)
+    assert regrown.kind == "ivf" and regrown.nlist == 25 and not regrown.needs_conversion
+    assert regrown.search(vecs[500], 1)[0].tolist() == [501]
+
+
+def test_hnsw_index_saved_before_ivf_loads_as_it_is(tmp_path: Path) -> None:
+    """A saved HNSW index is loaded and searched, not rebuilt or converted to IVF."""
+    vecs = _data(500, seed=7)
+    seqs = np.arange(1, 501, dtype=np.int64)
+    old = VectorIndex(DIM, hnsw_threshold=100, ann="hnsw")
+    old.add(seqs, vecs)
+    old.save(tmp_path, {"generation": 1})
+    loaded, _ = VectorIndex.load(tmp_path)  # today's defaults: ann="ivf"
+    assert loaded.ann == "ivf" and loaded.kind == "hnsw" and not loaded.needs_conversion
+    assert loaded.effective_ef_search == ef_search_for(500) and loaded.effective_nprobe == 0
+    assert loaded.search(vecs[42], 10)[0].tolist() == old.search(vecs[42], 10)[0].tolist()
+    loaded.remove([43])
+    assert 43 not in loaded.search(vecs[42], 10)[0].tolist()
+
+
+def test_unknown_ann_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="ivf"):
+        VectorIndex(DIM, ann="annoy")

@@ -7,7 +7,8 @@ The doctor checks, per namespace:
 * the checkpoint files load (checksums, field types, shapes) and match the journal
   (same generation, not ahead of it); otherwise *damaged* or *stale* → rebuilt;
 * the index is not behind the journal (records written while saves failed) → caught up;
-* a flat vector index past the HNSW threshold → converted (writes never convert);
+* a vector index due for conversion (flat past the threshold, or IVF grown fourfold
+  since its cells were trained) → rebuilt (writes never convert);
 * records with a session number no index can hold (journals written before validation);
 * index folders whose namespace has no rows left (an erase interrupted between its
   steps, or a namespace erased by an older version) → removed, as they hold its words.
@@ -77,7 +78,10 @@ def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) 
     elif len(index.bm25) < report.records:
         report.problems.append(f"{report.records - len(index.bm25)} records missing from the index")
     elif index.vectors.needs_conversion:
-        report.problems.append("flat vector index past the HNSW threshold")
+        report.problems.append(
+            f"{index.vectors.kind} vector index due for conversion (past the threshold or "
+            "grown fourfold since its IVF cells were trained)"
+        )
     bad = sum(1 for r in journal.records(ns) if not 1 <= r.session <= MAX_SESSION)
     if bad:
         report.problems.append(

@@ -111,3 +111,32 @@ def test_train_judge_writes_weights_with_cross_validated_provenance(
     assert JudgeWeights.load(again).coef == weights.coef
     assert JudgeWeights.load(again).provenance["cv"]["view_2000"] == prov["cv"]["view_2000"]
     assert results.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.skipif(not all(f.exists() for f in FILES), reason="LoCoMo dev data not available")
+def test_train_judge_evaluates_held_out_folds_on_their_own_question_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--eval-questions`` sets the held-out Views' size apart from the training rows'."""
+    out = tmp_path / "w.json"
+    common = ["--embeddings", "fake", "--features", str(tmp_path / "f.npz"), "--budgets", "2000"]
+    args = ["train", "judge", *map(str, FILES), "--out", str(out), *common]
+    assert (
+        main(
+            [
+                *args,
+                "--limit-questions",
+                "4",
+                "--eval-questions",
+                "2",
+                "--cv-dir",
+                str(tmp_path / "cv"),
+            ]
+        )
+        == 0
+    )
+    prov = JudgeWeights.load(out).provenance
+    assert prov["cv"]["view_2000"]["questions"] <= 2 * len(FILES)
+    assert "--eval-questions 2" in prov["command"]
+    rows = (tmp_path / "cv" / "view2000" / "results.jsonl").read_text().splitlines()
+    assert 0 < len(rows) <= 2 * len(FILES)

@@ -41,7 +41,16 @@ def register(sub: Any) -> None:
     j.add_argument("files", nargs="+", metavar="FILE", help="LoCoMo-format JSON files")
     j.add_argument("--out", help="weights file (default: the package data file)")
     j.add_argument("--l2", type=float, default=1.0, help="ridge penalty (default 1.0)")
-    j.add_argument("--limit-questions", type=int, metavar="N", help="N questions per conversation")
+    j.add_argument(
+        "--limit-questions", type=int, metavar="N", help="train on N questions per conversation"
+    )
+    j.add_argument(
+        "--eval-questions",
+        type=int,
+        metavar="N",
+        help="N questions per held-out conversation in the --cv-dir evals (default: as "
+        "--limit-questions; 0 = all)",
+    )
     j.add_argument("--features", metavar="NPZ", help="reuse (or save) collected feature rows")
     j.add_argument(
         "--cv-dir", metavar="DIR", help="also run each held-out conversation's eval with its fold"
@@ -95,6 +104,12 @@ def _finished(out: Path, weights: dict[str, Any]) -> dict[str, Any] | None:
     return summary if same else None
 
 
+def _eval_questions(args: argparse.Namespace) -> int | None:
+    """Questions per held-out conversation in the View evals (``None``: all)."""
+    n = args.eval_questions if args.eval_questions is not None else args.limit_questions
+    return n or None
+
+
 def _view_figures(summary: dict[str, Any]) -> dict[str, Any]:
     overall = summary["view"]["overall"]
     return {
@@ -138,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             out,
             embeddings=embeddings,
             budget_chars=budget,
-            limit_questions=args.limit_questions,
+            limit_questions=_eval_questions(args),
         )
         figures[f"view_{budget}"] = _view_figures(summary)
         print(f"View <= {budget} chars (held-out folds): {figures[f'view_{budget}']}")
@@ -148,6 +163,11 @@ def run(args: argparse.Namespace) -> int:
         + " ".join(
             [*args.files, "--l2", str(args.l2)]
             + (["--limit-questions", str(args.limit_questions)] if args.limit_questions else [])
+            + (
+                ["--eval-questions", str(args.eval_questions)]
+                if args.eval_questions is not None
+                else []
+            )
         ),
         "data": {
             Path(f).name: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in args.files

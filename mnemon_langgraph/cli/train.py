@@ -42,6 +42,13 @@ def register(sub: Any) -> None:
     j.add_argument("--out", help="weights file (default: the package data file)")
     j.add_argument("--l2", type=float, default=1.0, help="ridge penalty (default 1.0)")
     j.add_argument(
+        "--objective",
+        choices=("pairwise", "pointwise"),
+        default="pairwise",
+        help="pairwise: order records within each question (intercept at the hand formula's "
+        "share of yes); pointwise: class-balanced logistic regression (default pairwise)",
+    )
+    j.add_argument(
         "--limit-questions", type=int, metavar="N", help="train on N questions per conversation"
     )
     j.add_argument(
@@ -75,7 +82,15 @@ def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
     if cache is not None and cache.is_file():
         npz = np.load(cache)
         convs = sorted({k.rsplit("__", 1)[0] for k in npz.files})
-        return {c: Dataset(npz[f"{c}__rows"], npz[f"{c}__labels"], 0) for c in convs}
+        return {
+            c: Dataset(
+                npz[f"{c}__rows"],
+                npz[f"{c}__labels"],
+                0,
+                npz[f"{c}__groups"] if f"{c}__groups" in npz.files else None,
+            )
+            for c in convs
+        }
     store = MnemonStore(Path(tempfile.mkdtemp(prefix="mnemon-train-")) / "j.sqlite", embeddings)
     try:
         data = collect_features(
@@ -84,7 +99,12 @@ def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
     finally:
         store.close()
     if cache is not None:
-        arrays = {f"{c}__{k}": getattr(d, k) for c, d in data.items() for k in ("rows", "labels")}
+        arrays = {
+            f"{c}__{k}": getattr(d, k)
+            for c, d in data.items()
+            for k in ("rows", "labels", "groups")
+            if getattr(d, k) is not None
+        }
         np.savez_compressed(cache, **arrays)  # type: ignore[arg-type]
     return data
 
@@ -135,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     data = _datasets(args, embeddings)
     if len(data) < 2:
         raise ConfigurationError("train judge needs at least two conversations (one held out)")
-    cv = cross_validate(data, l2=args.l2)
+    cv = cross_validate(data, l2=args.l2, objective=args.objective)
     print(
         f"leave-one-conversation-out judge AUC: learned {cv.auc_learned:.3f}, "
         f"hand formula {cv.auc_hand:.3f} (same rows)"
@@ -157,11 +177,11 @@ def run(args: argparse.Namespace) -> int:
         )
         figures[f"view_{budget}"] = _view_figures(summary)
         print(f"View <= {budget} chars (held-out folds): {figures[f'view_{budget}']}")
-    coef, intercept = fit_all(data, l2=args.l2)
+    coef, intercept = fit_all(data, l2=args.l2, objective=args.objective)
     provenance = {
         "command": "mnemon train judge "
         + " ".join(
-            [*args.files, "--l2", str(args.l2)]
+            [*args.files, "--l2", str(args.l2), "--objective", args.objective]
             + (["--limit-questions", str(args.limit_questions)] if args.limit_questions else [])
             + (
                 ["--eval-questions", str(args.eval_questions)]
@@ -175,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "rows": int(sum(len(d.labels) for d in data.values())),
         "positives": int(sum(int(d.labels.sum()) for d in data.values())),
-        "model": "logistic regression (numpy IRLS), classes balanced, fitted on all files",
+        "model": f"logistic regression (numpy IRLS), {args.objective} objective, fitted on all "
+        "files",
         "cross_validation": "leave-one-conversation-out; figures are held-out, not training",
         "cv": figures,
     }

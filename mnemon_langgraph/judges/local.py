@@ -8,12 +8,19 @@ For every (record or item, proposition) it computes the offline features of
 :mod:`mnemon_langgraph.judges.features` — embedding similarity to the latest message, the
 dialogue and the needs; BM25-style coverage of the query's rare words; whether the record
 was said on the day (month) the message names; time, number and speaker cues; how far it
-trails the call's best record; how similar its neighbours are — and maps them to one score
-``s = w·x + b`` and ``p = σ(s)`` with :class:`~mnemon_langgraph.judges.learned.JudgeWeights`:
+trails the call's best record; how similar its neighbours are; how the turn's searches
+ranked it (the retrieval evidence the read path sends with each pooled record) — and maps
+them to one score ``s = w·x + b`` and ``p = σ(s)`` with
+:class:`~mnemon_langgraph.judges.learned.JudgeWeights`:
 the weights ``mnemon train judge`` learned (logistic regression, chosen by leave-one-
 conversation-out cross-validation; provenance in the weights file), or the hand-set formula
 when no weights are installed. Each p is a strictly increasing function of that one score,
 so the order of records is the order of ``s`` and calibration invariance holds.
+
+Similarities come from the read path's ``evidence.sim`` when a record carries it: cosines
+of the journal's stored vectors with the queries, so pooled records are not embedded again;
+only records without it (index items, states built by hand) are embedded here, with the
+same cache as before.
 
 *No longer current* is answered by :mod:`mnemon_langgraph.judges.staleness`: yes only when
 something said later by the same person explicitly replaces what the record says.

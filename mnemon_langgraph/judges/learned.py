@@ -10,8 +10,9 @@ Learned weights live in ``mnemon_langgraph/data/judge_weights.json``, written by
 the leave-one-conversation-out figures. They are shipped only when their cross-validated
 figures beat the hand formula's; without that file the judge uses :func:`hand_weights`,
 the hand-set formula (``s = 0.45·sem + 0.55·lex + date bonuses``, cut at 0.30, scale
-0.06). On LoCoMo dev the learned weights have not yet beaten it under cross-validation
-with the shared tokenizer, so none are shipped.
+0.06), which gives the retrieval-evidence features weight 0. On LoCoMo dev, learned weights
+over all features (pointwise or pairwise, see :func:`fit_pairwise`) have not beaten it under
+leave-one-conversation-out cross-validation of the View (README, Results), so none ship.
 """
 
 from __future__ import annotations

@@ -189,3 +189,41 @@ def test_p_stays_a_strictly_increasing_function_of_one_score_with_rank_features(
     assert ps == pytest.approx(1 / (1 + np.exp(-scores)), abs=1e-12)
     order = np.argsort(scores)
     assert np.all(np.diff(ps[order]) >= 0)
+
+
+class _Broken(HashEmbeddings):
+    """Embeds records at ingest, then fails (or answers NaN) for every later text."""
+
+    def __init__(self, mode: str) -> None:
+        super().__init__(dim=48)
+        self.mode = mode
+        self.broken = False
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not self.broken:
+            return super().embed_documents(texts)
+        if self.mode == "raise":
+            raise ConnectionError("embedding endpoint reset the connection")
+        return [[float("nan")] * self.dimension for _ in texts]
+
+
+@pytest.mark.parametrize("mode", ["raise", "nan"])
+def test_failing_query_embedder_leaves_ranks_only_and_never_raises(
+    store: Any, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    emb = _Broken(mode)
+    pool = [
+        PoolRecord(id=r.id, found=[[0, i]], bm25_rank=i, dense_rank=None)
+        for i, r in enumerate(store.records(NS))
+    ]
+
+    class _Source:
+        embeddings = emb
+        stored_vectors = staticmethod(store.stored_vectors)
+
+    emb.broken = True
+    built, _ = EvidenceBuilder(_Source()).build(NS, pool, ["where is Pixel?"], ["the cat"])
+    assert set(built) == {p["id"] for p in pool}
+    assert all("sim" not in e and e["searches"] == 1 for e in built.values())
+    if mode == "raise":
+        assert "no stored-vector similarities" in caplog.text

@@ -14,13 +14,15 @@ and how high. :class:`EvidenceBuilder` turns that into one small
 * ``bm25`` / ``dense`` — its best rank in each retriever (``None``: not ranked by it).
 
 A source without stored vectors (any :class:`~mnemon_langgraph.types.SearchSource` that has
-no ``stored_vectors`` method, or no ``embeddings``) gets the ranks only; the local judge then
-embeds what it needs itself.
+no ``stored_vectors`` method, or no ``embeddings``) gets the ranks only, and so does a turn
+whose lookup or query embedding fails (logged, never raised: evidence is optional); the local
+judge then embeds what it needs itself, with its own error handling.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -36,6 +38,8 @@ from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
 from mnemon_langgraph.types import Namespace
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
+
+logger = logging.getLogger(__name__)
 
 _CACHE = 512
 
@@ -102,7 +106,9 @@ class EvidenceBuilder:
             vecs = vecs / np.where(norms > 0, norms, 1.0)
             with self._lock:
                 for text, vec in zip(todo, vecs, strict=True):
-                    found[text] = self._cache[text] = vec
+                    found[text] = vec
+                    if np.isfinite(vec).all():  # a broken answer is not kept for later turns
+                        self._cache[text] = vec
                 while len(self._cache) > _CACHE:
                     self._cache.popitem(last=False)
         return found
@@ -119,15 +125,17 @@ class EvidenceBuilder:
         if not self.has_vectors or not pool:
             return out, 0.0
         assert self._lookup is not None
-        stored: Mapping[str, Any] = self._lookup(namespace, list(out))
-        if not stored:
-            return out, 0.0
         roles = query_texts(messages, needs)
-        t0 = time.perf_counter()
-        qvec = self._embed(list(roles.values()))
-        model_s = time.perf_counter() - t0
+        try:
+            stored: Mapping[str, Any] = self._lookup(namespace, list(out)) if roles else {}
+            t0 = time.perf_counter()
+            qvec = self._embed(list(roles.values())) if stored else {}
+            model_s = time.perf_counter() - t0
+        except Exception as error:  # evidence is optional: the judge embeds what it needs
+            logger.warning("read path: no stored-vector similarities this turn (%s)", error)
+            return out, 0.0
         names = list(roles)
-        if not names:
+        if not stored or not all(np.isfinite(v).all() for v in qvec.values()):
             return out, model_s
         queries = np.vstack([qvec[roles[r]] for r in names])
         n_needs = len(needs)
@@ -135,7 +143,7 @@ class EvidenceBuilder:
             if rid not in out:
                 continue
             row = np.asarray(vec, dtype=np.float64)
-            if row.shape != queries.shape[1:]:
+            if row.shape != queries.shape[1:] or not np.isfinite(row).all():
                 continue  # another embedder's vector: no similarity rather than a wrong one
             cos = dict(zip(names, (queries @ row).tolist(), strict=True))
             out[rid]["sim"] = {

@@ -12,8 +12,15 @@ from test_judges_local import LOCOMO_LIKE, QUESTION
 
 from mnemon_langgraph.cli import main
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.eval.crossval import Dataset, cross_validate
 from mnemon_langgraph.judges.features import FEATURES
-from mnemon_langgraph.judges.learned import JudgeWeights, fit_logistic, hand_weights
+from mnemon_langgraph.judges.learned import (
+    JudgeWeights,
+    fit_logistic,
+    fit_pairwise,
+    hand_weights,
+    intercept_for_rate,
+)
 from mnemon_langgraph.judges.local import LocalDecisionModel, score_to_p
 from mnemon_langgraph.judges.propositions import NEEDED
 from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
@@ -111,3 +118,73 @@ def test_train_judge_writes_weights_with_cross_validated_provenance(
     assert JudgeWeights.load(again).coef == weights.coef
     assert JudgeWeights.load(again).provenance["cv"]["view_2000"] == prov["cv"]["view_2000"]
     assert results.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.skipif(not all(f.exists() for f in FILES), reason="LoCoMo dev data not available")
+def test_train_judge_evaluates_held_out_folds_on_their_own_question_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--eval-questions`` sets the held-out Views' size apart from the training rows'."""
+    out = tmp_path / "w.json"
+    common = ["--embeddings", "fake", "--features", str(tmp_path / "f.npz"), "--budgets", "2000"]
+    args = ["train", "judge", *map(str, FILES), "--out", str(out), *common]
+    assert (
+        main(
+            [
+                *args,
+                "--limit-questions",
+                "4",
+                "--eval-questions",
+                "2",
+                "--cv-dir",
+                str(tmp_path / "cv"),
+            ]
+        )
+        == 0
+    )
+    prov = JudgeWeights.load(out).provenance
+    assert prov["cv"]["view_2000"]["questions"] <= 2 * len(FILES)
+    assert "--eval-questions 2" in prov["command"]
+    rows = (tmp_path / "cv" / "view2000" / "results.jsonl").read_text().splitlines()
+    assert 0 < len(rows) <= 2 * len(FILES)
+
+
+def test_fit_pairwise_learns_the_order_inside_groups_not_across_them() -> None:
+    """Feature 0 orders records within a question; feature 1 only says which question."""
+    rng = np.random.default_rng(1)
+    rows, labels, groups = [], [], []
+    for g in range(60):
+        level = rng.normal() * 3  # a per-question offset that says nothing about the order
+        for i in range(8):
+            gold = i == 0
+            rows.append([level + (1.5 if gold else 0.0) + rng.normal() * 0.5, level])
+            labels.append(gold)
+            groups.append(g)
+    x = np.array(rows)
+    coef = fit_pairwise(x, labels, groups, l2=0.1)
+    assert coef[0] > 1.0 and abs(coef[1]) < 0.05 * coef[0]  # the offset says nothing inside
+    b = intercept_for_rate(x @ coef, 0.25)
+    assert float(((x @ coef + b) > 0).mean()) == pytest.approx(0.25, abs=0.01)
+    with pytest.raises(ValueError):
+        fit_pairwise(x, [False] * len(x), groups)
+
+
+def test_cross_validation_reports_within_question_auc_for_pairwise_weights() -> None:
+    rng = np.random.default_rng(2)
+
+    def conv(seed: int) -> Dataset:
+        r = np.random.default_rng(seed)
+        x = r.random((300, len(FEATURES)))
+        y = x[:, FEATURES.index("lex")] + 0.1 * r.random(300) > 0.9
+        return Dataset(x, y, 30, np.repeat(np.arange(30), 10))
+
+    data = {f"c{i}": conv(int(rng.integers(1000))) for i in range(3)}
+    cv = cross_validate(data, objective="pairwise")
+    for figures in cv.per_conversation.values():
+        assert figures["within_auc_learned"] is not None
+        assert figures["within_auc_learned"] > 0.9
+    assert all(w.provenance["objective"] == "pairwise" for w in cv.weights.values())
+    with pytest.raises(ValueError, match="grouped"):
+        cross_validate(
+            {k: Dataset(d.rows, d.labels, 1) for k, d in data.items()}, objective="pairwise"
+        )

@@ -107,3 +107,24 @@ def test_merge_page_appends_new_and_records_provenance() -> None:
 def test_record_round_trips_through_state_data() -> None:
     rec = _rec("r1", "ada: hello")
     assert dict_to_record(record_to_dict(rec), ("t",)) == rec
+
+
+def test_pool_keeps_each_records_best_bm25_and_dense_rank() -> None:
+    a = [SearchHit(_rec("x"), 0, 1 / 60, bm25_rank=4, dense_rank=None)]
+    b = [
+        SearchHit(_rec("y"), 0, 1 / 60, bm25_rank=None, dense_rank=0),
+        SearchHit(_rec("x"), 1, 1 / 61, bm25_rank=1, dense_rank=7),
+    ]
+    pool = build_first_pool(_pages(a, b), cap=10)
+    by_id = {p["id"]: p for p in pool}
+    assert (by_id["x"]["bm25_rank"], by_id["x"]["dense_rank"]) == (1, 7)
+    assert (by_id["y"]["bm25_rank"], by_id["y"]["dense_rank"]) == (None, 0)
+    later = [
+        SearchHit(_rec("y"), 3, 1 / 63, bm25_rank=2, dense_rank=5),
+        SearchHit(_rec("z"), 4, 1 / 64, bm25_rank=None, dense_rank=3),
+    ]
+    merged, new = merge_page(pool, 2, 20, later, 2)
+    by_id = {p["id"]: p for p in merged}
+    assert new == 1
+    assert (by_id["y"]["bm25_rank"], by_id["y"]["dense_rank"]) == (2, 0)
+    assert (by_id["z"]["bm25_rank"], by_id["z"]["dense_rank"]) == (None, 3)

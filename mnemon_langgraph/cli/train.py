@@ -41,7 +41,24 @@ def register(sub: Any) -> None:
     j.add_argument("files", nargs="+", metavar="FILE", help="LoCoMo-format JSON files")
     j.add_argument("--out", help="weights file (default: the package data file)")
     j.add_argument("--l2", type=float, default=1.0, help="ridge penalty (default 1.0)")
-    j.add_argument("--limit-questions", type=int, metavar="N", help="N questions per conversation")
+    j.add_argument(
+        "--objective",
+        choices=("pairwise", "pointwise"),
+        default="pointwise",
+        help="pointwise: class-balanced logistic regression (default; the better of the two "
+        "under leave-one-conversation-out CV on LoCoMo dev); pairwise: order records within "
+        "each question, intercept at the hand formula's share of yes",
+    )
+    j.add_argument(
+        "--limit-questions", type=int, metavar="N", help="train on N questions per conversation"
+    )
+    j.add_argument(
+        "--eval-questions",
+        type=int,
+        metavar="N",
+        help="N questions per held-out conversation in the --cv-dir evals (default: as "
+        "--limit-questions; 0 = all)",
+    )
     j.add_argument("--features", metavar="NPZ", help="reuse (or save) collected feature rows")
     j.add_argument(
         "--cv-dir", metavar="DIR", help="also run each held-out conversation's eval with its fold"
@@ -66,7 +83,15 @@ def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
     if cache is not None and cache.is_file():
         npz = np.load(cache)
         convs = sorted({k.rsplit("__", 1)[0] for k in npz.files})
-        return {c: Dataset(npz[f"{c}__rows"], npz[f"{c}__labels"], 0) for c in convs}
+        return {
+            c: Dataset(
+                npz[f"{c}__rows"],
+                npz[f"{c}__labels"],
+                0,
+                npz[f"{c}__groups"] if f"{c}__groups" in npz.files else None,
+            )
+            for c in convs
+        }
     store = MnemonStore(Path(tempfile.mkdtemp(prefix="mnemon-train-")) / "j.sqlite", embeddings)
     try:
         data = collect_features(
@@ -75,7 +100,12 @@ def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
     finally:
         store.close()
     if cache is not None:
-        arrays = {f"{c}__{k}": getattr(d, k) for c, d in data.items() for k in ("rows", "labels")}
+        arrays = {
+            f"{c}__{k}": getattr(d, k)
+            for c, d in data.items()
+            for k in ("rows", "labels", "groups")
+            if getattr(d, k) is not None
+        }
         np.savez_compressed(cache, **arrays)  # type: ignore[arg-type]
     return data
 
@@ -93,6 +123,12 @@ def _finished(out: Path, weights: dict[str, Any]) -> dict[str, Any] | None:
         return None
     same = folds == {c: w.to_json() for c, w in weights.items()}
     return summary if same else None
+
+
+def _eval_questions(args: argparse.Namespace) -> int | None:
+    """Questions per held-out conversation in the View evals (``None``: all)."""
+    n = args.eval_questions if args.eval_questions is not None else args.limit_questions
+    return n or None
 
 
 def _view_figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     data = _datasets(args, embeddings)
     if len(data) < 2:
         raise ConfigurationError("train judge needs at least two conversations (one held out)")
-    cv = cross_validate(data, l2=args.l2)
+    cv = cross_validate(data, l2=args.l2, objective=args.objective)
     print(
         f"leave-one-conversation-out judge AUC: learned {cv.auc_learned:.3f}, "
         f"hand formula {cv.auc_hand:.3f} (same rows)"
@@ -138,16 +174,21 @@ def run(args: argparse.Namespace) -> int:
             out,
             embeddings=embeddings,
             budget_chars=budget,
-            limit_questions=args.limit_questions,
+            limit_questions=_eval_questions(args),
         )
         figures[f"view_{budget}"] = _view_figures(summary)
         print(f"View <= {budget} chars (held-out folds): {figures[f'view_{budget}']}")
-    coef, intercept = fit_all(data, l2=args.l2)
+    coef, intercept = fit_all(data, l2=args.l2, objective=args.objective)
     provenance = {
         "command": "mnemon train judge "
         + " ".join(
-            [*args.files, "--l2", str(args.l2)]
+            [*args.files, "--l2", str(args.l2), "--objective", args.objective]
             + (["--limit-questions", str(args.limit_questions)] if args.limit_questions else [])
+            + (
+                ["--eval-questions", str(args.eval_questions)]
+                if args.eval_questions is not None
+                else []
+            )
         ),
         "data": {
             Path(f).name: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in args.files
@@ -155,7 +196,8 @@ def run(args: argparse.Namespace) -> int:
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "rows": int(sum(len(d.labels) for d in data.values())),
         "positives": int(sum(int(d.labels.sum()) for d in data.values())),
-        "model": "logistic regression (numpy IRLS), classes balanced, fitted on all files",
+        "model": f"logistic regression (numpy IRLS), {args.objective} objective, fitted on all "
+        "files",
         "cross_validation": "leave-one-conversation-out; figures are held-out, not training",
         "cv": figures,
     }

@@ -45,17 +45,28 @@ from mnemon_langgraph.eval.locomo import (
 )
 from mnemon_langgraph.eval.metrics import roc_auc
 from mnemon_langgraph.judges.features import Doc
-from mnemon_langgraph.judges.learned import JudgeWeights, fit_logistic, hand_weights
+from mnemon_langgraph.judges.learned import (
+    JudgeWeights,
+    fit_logistic,
+    fit_pairwise,
+    hand_weights,
+    intercept_for_rate,
+)
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import Proposition
 
 __all__ = [
+    "OBJECTIVES",
     "FoldResult",
     "RecordingJudge",
     "collect_features",
     "cross_validate",
     "evaluate_folds",
+    "fit_weights",
 ]
+
+OBJECTIVES = ("pairwise", "pointwise")
+"""Training objectives of :func:`fit_weights` (``mnemon train judge --objective``)."""
 
 
 class RecordingJudge(LocalDecisionModel):
@@ -76,11 +87,16 @@ class RecordingJudge(LocalDecisionModel):
 
 @dataclass
 class Dataset:
-    """Feature rows of one conversation and their gold labels."""
+    """Feature rows of one conversation, their gold labels and their groups.
+
+    ``groups`` numbers the (question, proposition) block each row was scored in: the rows
+    a judge compares with each other. ``None`` for caches written before groups existed.
+    """
 
     rows: np.ndarray
     labels: np.ndarray
     questions: int
+    groups: np.ndarray | None = None
 
 
 def _squash(text: str) -> str:
@@ -124,6 +140,7 @@ def collect_features(
         store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}")
         rows: list[np.ndarray] = []
         labels: list[bool] = []
+        groups: list[int] = []
         qa = item.qa[:limit_questions] if limit_questions else item.qa
         for q in qa:
             gold = _gold_lines(item, repair_evidence(q.get("evidence") or [], item.turn_ids).ids)
@@ -137,7 +154,10 @@ def collect_features(
             for _, texts, block in judge.take():
                 rows.append(block)
                 labels += [any(g in _squash(t) for g in gold) for t in texts]
-        out[item.conversation_id] = Dataset(np.vstack(rows), np.asarray(labels), len(qa))
+                groups += [len(rows)] * len(texts)
+        out[item.conversation_id] = Dataset(
+            np.vstack(rows), np.asarray(labels), len(qa), np.asarray(groups)
+        )
     return out
 
 
@@ -157,7 +177,48 @@ def _fold_weights(coef: np.ndarray, intercept: float, note: Mapping[str, Any]) -
     return JudgeWeights(FEATURES, tuple(float(c) for c in coef), intercept, dict(note))
 
 
-def cross_validate(data: Mapping[str, Dataset], *, l2: float = 1.0) -> FoldResult:
+def _within_auc(scores: np.ndarray, data: Dataset) -> float | None:
+    """Mean ROC AUC inside each group (the order the read path uses), over mixed groups."""
+    if data.groups is None:
+        return None
+    found = []
+    for group in np.unique(data.groups):
+        at = data.groups == group
+        auc = roc_auc(list(scores[at]), list(data.labels[at]))
+        if auc is not None:
+            found.append(auc)
+    return float(np.mean(found)) if found else None
+
+
+def fit_weights(
+    train: Sequence[Dataset], *, l2: float = 1.0, objective: str = "pairwise"
+) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept from training conversations.
+
+    ``pointwise``: class-balanced logistic regression on the rows. ``pairwise``: the order
+    inside each group (:func:`~mnemon_langgraph.judges.learned.fit_pairwise`), with the
+    intercept that gives the hand formula's share of *yes* on the same rows.
+    """
+    rows = np.vstack([d.rows for d in train])
+    labels = np.concatenate([d.labels for d in train])
+    if objective == "pointwise":
+        return fit_logistic(rows, labels, l2=l2)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    parts: list[np.ndarray] = []
+    for d in train:
+        if d.groups is None:
+            raise ValueError("pairwise training needs grouped rows: collect the features again")
+        parts.append(d.groups + (int(parts[-1].max()) + 1 if parts else 0))
+    groups = np.concatenate(parts)
+    coef = fit_pairwise(rows, labels, groups, l2=l2)
+    rate = float((hand_weights().scores(rows) > 0).mean())
+    return coef, intercept_for_rate(rows @ coef, rate)
+
+
+def cross_validate(
+    data: Mapping[str, Dataset], *, l2: float = 1.0, objective: str = "pointwise"
+) -> FoldResult:
     """Fit on all conversations but one, score the held-out one; pool the held-out scores."""
     hand = hand_weights()
     pooled: list[tuple[float, float, bool]] = []
@@ -165,10 +226,8 @@ def cross_validate(data: Mapping[str, Dataset], *, l2: float = 1.0) -> FoldResul
     weights: dict[str, JudgeWeights] = {}
     for held in data:
         train = [d for c, d in data.items() if c != held]
-        coef, b = fit_logistic(
-            np.vstack([d.rows for d in train]), np.concatenate([d.labels for d in train]), l2=l2
-        )
-        weights[held] = _fold_weights(coef, b, {"held_out": held, "l2": l2})
+        coef, b = fit_weights(train, l2=l2, objective=objective)
+        weights[held] = _fold_weights(coef, b, {"held_out": held, "l2": l2, "objective": objective})
         test = data[held]
         learned = weights[held].scores(test.rows)
         by_hand = hand.scores(test.rows)
@@ -176,6 +235,8 @@ def cross_validate(data: Mapping[str, Dataset], *, l2: float = 1.0) -> FoldResul
         per[held] = {
             "auc_learned": roc_auc(list(learned), list(test.labels)),
             "auc_hand": roc_auc(list(by_hand), list(test.labels)),
+            "within_auc_learned": _within_auc(learned, test),
+            "within_auc_hand": _within_auc(by_hand, test),
         }
     labels = [g for _, _, g in pooled]
     return FoldResult(
@@ -186,13 +247,11 @@ def cross_validate(data: Mapping[str, Dataset], *, l2: float = 1.0) -> FoldResul
     )
 
 
-def fit_all(data: Mapping[str, Dataset], *, l2: float = 1.0) -> tuple[np.ndarray, float]:
+def fit_all(
+    data: Mapping[str, Dataset], *, l2: float = 1.0, objective: str = "pointwise"
+) -> tuple[np.ndarray, float]:
     """The final weights: fitted on every conversation (reported with the CV figures only)."""
-    return fit_logistic(
-        np.vstack([d.rows for d in data.values()]),
-        np.concatenate([d.labels for d in data.values()]),
-        l2=l2,
-    )
+    return fit_weights(list(data.values()), l2=l2, objective=objective)
 
 
 def evaluate_folds(

@@ -51,6 +51,7 @@ from langchain_core.messages import (
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mnemon_langgraph.errors import ModelCallError
+from mnemon_langgraph.judges.propositions import without_evidence
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -125,7 +126,7 @@ def _state_json(state: Any) -> Any:
 def build_messages(state: State, questions: Mapping[str, Question]) -> list[BaseMessage]:
     """The system and user messages of one judging call (state as delimited JSON data)."""
     body = (
-        f"<state>\n{_dumps(_state_json(state))}\n</state>\n"
+        f"<state>\n{_dumps(_state_json(without_evidence(state)))}\n</state>\n"
         f"<questions>\n{_dumps({q: _question_json(v) for q, v in questions.items()})}\n"
         "</questions>\n"
         f"Answer the {len(questions)} questions, one line each."

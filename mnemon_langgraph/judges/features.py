@@ -17,7 +17,16 @@ reader would look at to decide whether a record answers a question:
 * ``sem_gap`` / ``lex_gap`` — the record's ``sem`` / ``lex`` minus the best of the call for
   the same proposition (a rank-like signal: how far behind the front-runner it is);
 * ``neighbour`` — the best ``sem`` of the records just before and after it in the same
-  session (an answer often spans a question and its reply).
+  session (an answer often spans a question and its reply);
+* ``rrf`` / ``fused_rank`` / ``bm25_rank`` / ``dense_rank`` — the retrieval evidence the read
+  path sends with each pooled record (:class:`~mnemon_langgraph.read.state.RecordEvidence`):
+  its summed reciprocal rank over the turn's searches (``× k``, so one search's top hit
+  counts 1), and ``1 / (1 + rank / 10)`` of its best fused, BM25 and dense rank (0 when
+  unranked or when the state carries no evidence, e.g. an index item).
+
+``sem`` is computed from the similarities the read path sends (``evidence.sim``: cosines of
+the journal's *stored* vectors with the queries) whenever a record has them; only records
+without them are embedded by the judge.
 
 Words, stems and month names come from the one shared tokenizer
 (:mod:`mnemon_langgraph.search.text`: Unicode words, Snowball stems); no rule keys on any
@@ -36,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from mnemon_langgraph.search import text
+from mnemon_langgraph.search.fusion import RRF_K
 
 __all__ = [
     "FEATURES",
@@ -60,6 +70,10 @@ FEATURES: tuple[str, ...] = (
     "sem_gap",
     "lex_gap",
     "neighbour",
+    "rrf",
+    "fused_rank",
+    "bm25_rank",
+    "dense_rank",
 )
 """Names of the feature columns, in order (the weights file names them too)."""
 
@@ -97,6 +111,13 @@ _HEADER_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\s+(\d{2}:\d{2}))?")
 SPEAKER = re.compile(r"^([^:\n]{1,40}):", re.MULTILINE)
 
 
+def _rank_feature(rank: Any) -> float:
+    """``1 / (1 + rank / 10)`` of a 0-based rank; 0 when there is none."""
+    if not isinstance(rank, int | float) or rank < 0:
+        return 0.0
+    return 1.0 / (1.0 + float(rank) / 10.0)
+
+
 def stem(word: str) -> str:
     """The shared tokenizer's stem of a case-folded word (:func:`search.text.stem`)."""
     return text.stem(word)
@@ -120,9 +141,21 @@ class Doc:
         numbers: Numbers the text holds.
         times: Whether the text holds a time expression.
         speakers: Case-folded speaker names of its lines.
+        evidence: The retrieval evidence the read path sent with it (empty if none).
     """
 
-    __slots__ = ("date", "id", "numbers", "order", "session", "speakers", "text", "tf", "times")
+    __slots__ = (
+        "date",
+        "evidence",
+        "id",
+        "numbers",
+        "order",
+        "session",
+        "speakers",
+        "text",
+        "tf",
+        "times",
+    )
 
     def __init__(self, entry: Mapping[str, Any], order: int) -> None:
         self.id = str(entry.get("id", ""))
@@ -137,6 +170,34 @@ class Doc:
         self.numbers = set(NUMBER.findall(self.text))
         self.times = bool(_TIME_EXPR.search(self.text))
         self.speakers = {s.strip().casefold() for s in SPEAKER.findall(self.text)}
+        raw = entry.get("evidence")
+        self.evidence: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+
+    def stored_sim(self, role: str) -> float | None:
+        """The read path's stored-vector cosine with query ``role`` (``latest``, ``context``,
+        ``need:<i>``), or ``None`` when the state carries none."""
+        sim = self.evidence.get("sim")
+        if not isinstance(sim, Mapping):
+            return None
+        value: Any
+        if role.startswith("need:"):
+            needs = sim.get("needs")
+            index = int(role[5:])
+            value = needs[index] if isinstance(needs, list) and index < len(needs) else None
+        else:
+            value = sim.get(role)
+        return float(value) if isinstance(value, int | float) else None
+
+    def retrieval(self) -> list[float]:
+        """``[rrf·k, fused, bm25, dense]`` rank features (zeros without evidence)."""
+        ev = self.evidence
+        rrf = ev.get("rrf")
+        return [
+            float(rrf) * RRF_K if isinstance(rrf, int | float) else 0.0,
+            _rank_feature(ev.get("rank")),
+            _rank_feature(ev.get("bm25")),
+            _rank_feature(ev.get("dense")),
+        ]
 
     def later_than(self, other: Doc) -> bool:
         """Said after ``other``: later session, else later date, else later position."""
@@ -276,7 +337,7 @@ def semantic(
 
 
 def with_relative(base: np.ndarray, docs: Sequence[Doc], sem_of: Mapping[str, float]) -> np.ndarray:
-    """Append ``sem_gap``, ``lex_gap`` and ``neighbour`` to rows ``[sem, lex, cues…]``.
+    """Append ``sem_gap``, ``lex_gap``, ``neighbour`` and the retrieval evidence to rows.
 
     Args:
         base: One row per target of one proposition group: ``sem, lex`` then the cues.
@@ -287,7 +348,8 @@ def with_relative(base: np.ndarray, docs: Sequence[Doc], sem_of: Mapping[str, fl
         return np.zeros((0, len(FEATURES)))
     gaps = base[:, :2] - base[:, :2].max(axis=0, keepdims=True)
     neighbour = np.array([[_neighbour_sem(d, docs, sem_of)] for d in docs])
-    return np.hstack([base, gaps, neighbour])
+    retrieval = np.array([d.retrieval() for d in docs])
+    return np.hstack([base, gaps, neighbour, retrieval])
 
 
 def _neighbour_sem(doc: Doc, docs: Sequence[Doc], sem_of: Mapping[str, float]) -> float:

@@ -29,6 +29,7 @@ from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, Ques
 from pydantic import ConfigDict, PrivateAttr, SecretStr
 
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError, ModelCallError
+from mnemon_langgraph.judges.propositions import without_evidence
 
 __all__ = ["DEFAULT_JEV_MODEL", "JevDecisionModel"]
 
@@ -117,7 +118,7 @@ class JevDecisionModel(BaseDecisionModel):
             if dumped.get("type") != "noul":
                 raise ModelCallError(f"Jev judge: only Noul questions are sent, got {qid!r}")
             wire[qid] = WireNoul.model_validate(dumped)
-        return {"state": state, "questions": wire}
+        return {"state": without_evidence(state), "questions": wire}
 
     @staticmethod
     def _convert(response: Any) -> ClassifierResponse:

@@ -10,8 +10,9 @@ Learned weights live in ``mnemon_langgraph/data/judge_weights.json``, written by
 the leave-one-conversation-out figures. They are shipped only when their cross-validated
 figures beat the hand formula's; without that file the judge uses :func:`hand_weights`,
 the hand-set formula (``s = 0.45·sem + 0.55·lex + date bonuses``, cut at 0.30, scale
-0.06). On LoCoMo dev the learned weights have not yet beaten it under cross-validation
-with the shared tokenizer, so none are shipped.
+0.06), which gives the retrieval-evidence features weight 0. On LoCoMo dev, learned weights
+over all features (pointwise or pairwise, see :func:`fit_pairwise`) have not beaten it under
+leave-one-conversation-out cross-validation of the View (README, Results), so none ship.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ import numpy as np
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.features import FEATURES
 
-__all__ = ["JudgeWeights", "default_weights", "fit_logistic", "hand_weights"]
+__all__ = [
+    "JudgeWeights",
+    "default_weights",
+    "fit_logistic",
+    "fit_pairwise",
+    "hand_weights",
+    "intercept_for_rate",
+]
 
 WEIGHTS_PATH = Path(__file__).resolve().parent.parent / "data" / "judge_weights.json"
 
@@ -161,3 +169,63 @@ def fit_logistic(
         if float(np.abs(step).max()) < 1e-8:
             break
     return w[:-1], float(w[-1])
+
+
+def fit_pairwise(
+    rows: np.ndarray,
+    labels: Sequence[bool] | np.ndarray,
+    groups: Sequence[int] | np.ndarray,
+    *,
+    l2: float = 1.0,
+    max_pairs: int = 400_000,
+    seed: int = 0,
+) -> np.ndarray:
+    """Weights that order each group's positives above its negatives (pairwise logistic).
+
+    The read path compares records *of one question* with each other (the View takes the
+    best of one pool), so what matters is the order within a group, not one cut across
+    all questions. Each (positive, negative) pair of a group gives the difference of their
+    rows; a logistic regression on those differences (both signs, no intercept needed —
+    the data are symmetric) is RankNet's objective with a linear scorer.
+
+    Args:
+        rows: ``n × d`` feature matrix.
+        labels: ``n`` booleans.
+        groups: ``n`` group ids (one per question and proposition).
+        l2: Ridge penalty on the weights.
+        max_pairs: At most this many pairs (sampled without replacement, seeded).
+        seed: Seed of that sample.
+
+    Returns:
+        ``coef`` (``d`` weights; the caller sets the intercept, see
+        :func:`intercept_for_rate`).
+    """
+    y = np.asarray(labels, dtype=bool)
+    g = np.asarray(groups)
+    diffs: list[np.ndarray] = []
+    for group in np.unique(g):
+        at = g == group
+        pos, neg = rows[at & y], rows[at & ~y]
+        if len(pos) and len(neg):
+            diffs.append((pos[:, None, :] - neg[None, :, :]).reshape(-1, rows.shape[1]))
+    if not diffs:
+        raise ValueError("fit_pairwise needs a group with both a positive and a negative")
+    pairs = np.vstack(diffs)
+    if len(pairs) > max_pairs:
+        pairs = pairs[np.random.default_rng(seed).choice(len(pairs), max_pairs, replace=False)]
+    both = np.vstack([pairs, -pairs])
+    sign = np.concatenate([np.ones(len(pairs), bool), np.zeros(len(pairs), bool)])
+    coef, _ = fit_logistic(both, sign, l2=l2, balanced=False)
+    return coef
+
+
+def intercept_for_rate(scores: np.ndarray, rate: float) -> float:
+    """The intercept ``b`` with which a share ``rate`` of ``scores + b`` is above 0.
+
+    Keeps a learned order at the operating point the read path's rules were written for
+    (the hand formula's share of *yes*, measured on the same training rows).
+    """
+    rate = min(max(rate, 0.0), 1.0)
+    if rate <= 0.0:
+        return -float(np.max(scores)) - 1e-6
+    return -float(np.quantile(scores, 1.0 - rate))

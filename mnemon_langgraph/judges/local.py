@@ -8,12 +8,19 @@ For every (record or item, proposition) it computes the offline features of
 :mod:`mnemon_langgraph.judges.features` — embedding similarity to the latest message, the
 dialogue and the needs; BM25-style coverage of the query's rare words; whether the record
 was said on the day (month) the message names; time, number and speaker cues; how far it
-trails the call's best record; how similar its neighbours are — and maps them to one score
-``s = w·x + b`` and ``p = σ(s)`` with :class:`~mnemon_langgraph.judges.learned.JudgeWeights`:
+trails the call's best record; how similar its neighbours are; how the turn's searches
+ranked it (the retrieval evidence the read path sends with each pooled record) — and maps
+them to one score ``s = w·x + b`` and ``p = σ(s)`` with
+:class:`~mnemon_langgraph.judges.learned.JudgeWeights`:
 the weights ``mnemon train judge`` learned (logistic regression, chosen by leave-one-
 conversation-out cross-validation; provenance in the weights file), or the hand-set formula
 when no weights are installed. Each p is a strictly increasing function of that one score,
 so the order of records is the order of ``s`` and calibration invariance holds.
+
+Similarities come from the read path's ``evidence.sim`` when a record carries it: cosines
+of the journal's stored vectors with the queries, so pooled records are not embedded again;
+only records without it (index items, states built by hand) are embedded here, with the
+same cache as before.
 
 *No longer current* is answered by :mod:`mnemon_langgraph.judges.staleness`: yes only when
 something said later by the same person explicitly replaces what the record says.
@@ -79,6 +86,7 @@ class _Call:
     avg_len: float
     vectors: dict[str, np.ndarray]
     lines: dict[str, list[str]]
+    semantic: bool = True
 
 
 class LocalDecisionModel(BaseDecisionModel):
@@ -176,7 +184,10 @@ class LocalDecisionModel(BaseDecisionModel):
         by_id = {d.id: d for d in [*records, *items]}
         query = Query.parse(messages, needs)
         lines = {d.id: record_lines(d.text) for d in by_id.values()} if self.line_level else {}
-        texts = [*query.texts(), *(d.text for d in by_id.values())]
+        # Records the read path sent stored-vector similarities for are not embedded again.
+        todo = [d for d in by_id.values() if lines or d.stored_sim("latest") is None]
+        stored = not self.lexical_only and len(todo) < len(by_id)
+        texts = [*query.texts(), *(d.text for d in todo)] if todo or lines else []
         vectors = self._vectors([*texts, *(x for ls in lines.values() for x in ls)])
         avg_len = sum(sum(d.tf.values()) for d in by_id.values()) / max(1, len(by_id))
         return _Call(
@@ -188,32 +199,47 @@ class LocalDecisionModel(BaseDecisionModel):
             avg_len,
             vectors,
             lines,
+            semantic=bool(vectors) or stored,
         )
 
-    def _sources(self, call: _Call, key: QuestionKey) -> list[tuple[str, float]]:
-        """The (query, weight) pairs a proposition is judged against."""
+    def _sources(self, call: _Call, key: QuestionKey) -> list[tuple[str, str, float]]:
+        """The (role, query, weight) triples a proposition is judged against."""
         q = call.query
+        needs = [(f"need:{i}", n) for i, n in enumerate(q.needs)]
         if key.proposition is Proposition.SATISFIES:
             index = key.need_index
             need = q.needs[index] if index is not None and index < len(q.needs) else ""
-            return [(need, 1.0), (q.latest, 0.6)]
+            return [(f"need:{index}", need, 1.0), ("latest", q.latest, 0.6)]
         if key.proposition is Proposition.SCREEN:
-            return [(q.latest, 1.0), *((n, 0.7) for n in q.needs)]
+            return [("latest", q.latest, 1.0), *((r, n, 0.7) for r, n in needs)]
         # NEEDED, ITEM_NEEDED: jointly with the dialogue and the needs
-        return [(q.latest, 1.0), (q.context, 0.6), *((n, 0.8) for n in q.needs)]
+        return [
+            ("latest", q.latest, 1.0),
+            ("context", q.context, 0.6),
+            *((r, n, 0.8) for r, n in needs),
+        ]
 
-    def _base_row(self, call: _Call, doc: Doc, sources: Sequence[tuple[str, float]]) -> list[float]:
-        """``[sem, lex, cues…]`` of ``doc`` against ``sources`` (best weighted query)."""
+    def _sim(self, call: _Call, doc: Doc, role: str, query: str) -> float:
+        """Cosine of ``doc`` with a query: the read path's stored-vector one when sent."""
         lines = call.lines.get(doc.id, ())
+        found = doc.stored_sim(role)
+        if found is None or lines:
+            return semantic(call.vectors, query, doc.text, lines)
+        return found
+
+    def _base_row(
+        self, call: _Call, doc: Doc, sources: Sequence[tuple[str, str, float]]
+    ) -> list[float]:
+        """``[sem, lex, cues…]`` of ``doc`` against ``sources`` (best weighted query)."""
         lex = max(
-            (w * coverage(terms(q), doc, call.idf, call.avg_len) for q, w in sources if q),
+            (w * coverage(terms(q), doc, call.idf, call.avg_len) for _, q, w in sources if q),
             default=0.0,
         )
-        if not call.vectors:  # lexical only: let lexical evidence carry the whole score
+        if not call.semantic:  # lexical only: let lexical evidence carry the whole score
             sem = lex
         else:
             sem = max(
-                (w * semantic(call.vectors, q, doc.text, lines) for q, w in sources if q),
+                (w * self._sim(call, doc, r, q) for r, q, w in sources if q),
                 default=0.0,
             )
         return [sem, lex, *call.query.cues(doc)]

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from langchain_core.decisions import Noul, NoulCriteria
 
@@ -40,6 +42,7 @@ __all__ = [
     "build_question",
     "parse_question_id",
     "question_id",
+    "without_evidence",
 ]
 
 DATA_NOTE = (
@@ -264,3 +267,16 @@ def build_question(
         instructions=instructions,
         criteria=NoulCriteria(true=wording.true, false=wording.false),
     )
+
+
+def without_evidence(state: Any) -> Any:
+    """``state`` without the records' ``evidence`` fields (the read path's ranks and
+    stored-vector similarities), for judges that read text: their prompts stay as they were
+    and no tokens go to numbers written for the local judge."""
+    if not isinstance(state, Mapping) or not isinstance(state.get("records"), list):
+        return state
+    records = [
+        {k: v for k, v in r.items() if k != "evidence"} if isinstance(r, Mapping) else r
+        for r in state["records"]
+    ]
+    return {**state, "records": records}

@@ -55,6 +55,7 @@ __all__ = [
     "backend_name",
     "build_state",
     "judge_wave",
+    "message_json",
     "plan_wave",
     "read_answers",
 ]
@@ -93,6 +94,9 @@ class JudgeRequest:
         messages: The dialogue; only the last ``max_messages`` are sent.
         needs: The planner's needs: strings or objects with ``text`` (and ``kind``).
         round: Round of the loop, copied onto each :class:`Judgment`.
+        evidence: Record id → its retrieval evidence
+            (:class:`~mnemon_langgraph.read.state.RecordEvidence`: stored-vector
+            similarities, ranks), sent beside the record; records without any get none.
     """
 
     propositions: tuple[Proposition, ...]
@@ -100,6 +104,7 @@ class JudgeRequest:
     messages: tuple[MessageLike, ...] = ()
     needs: tuple[Any, ...] = ()
     round: int = 1
+    evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __init__(
         self,
@@ -108,6 +113,7 @@ class JudgeRequest:
         messages: Sequence[MessageLike] = (),
         needs: Sequence[Any] = (),
         round: int = 1,
+        evidence: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         props = [propositions] if isinstance(propositions, str) else list(propositions)
         object.__setattr__(self, "propositions", tuple(Proposition(p) for p in props))
@@ -115,6 +121,7 @@ class JudgeRequest:
         object.__setattr__(self, "messages", tuple(messages))
         object.__setattr__(self, "needs", tuple(needs))
         object.__setattr__(self, "round", round)
+        object.__setattr__(self, "evidence", dict(evidence or {}))
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,8 @@ def backend_name(model: BaseDecisionModel) -> str:
     return f"{provider}/{getattr(model, 'model', '?')}"
 
 
-def _message_json(message: MessageLike) -> dict[str, str]:
+def message_json(message: MessageLike) -> dict[str, str]:
+    """A message as the state's ``{"role", "text"[, "speaker"]}`` data."""
     if isinstance(message, Message):
         return {"role": message.role, "speaker": message.speaker, "text": message.text}
     if isinstance(message, BaseMessage):
@@ -214,6 +222,7 @@ def build_state(
     items: Sequence[tuple[str, IndexItem]],
     messages: Sequence[MessageLike],
     needs: Sequence[Any],
+    evidence: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The shared state of one call: data fields only, with the data note first.
 
@@ -222,6 +231,8 @@ def build_state(
         items: ``(local_id, item)`` pairs.
         messages: The messages to include (already cut to the last few).
         needs: The planner's needs.
+        evidence: Record id → retrieval evidence; a record that has some gets it as its
+            ``evidence`` field (numbers only: similarities and ranks, never instructions).
 
     Returns:
         A JSON-able dict: ``instructions_note``, ``messages``, ``needs``, ``records``
@@ -229,12 +240,15 @@ def build_state(
     """
     state: dict[str, Any] = {
         "instructions_note": DATA_NOTE,
-        "messages": [_message_json(m) for m in messages],
+        "messages": [message_json(m) for m in messages],
         "needs": [_need_json(i, n) for i, n in enumerate(needs)],
         "records": [
             {"id": lid, "header": record.header, "text": record.text} for lid, record in records
         ],
     }
+    for entry, (_, record) in zip(state["records"], records, strict=True):
+        if evidence and record.id in evidence:
+            entry["evidence"] = dict(evidence[record.id])
     if items:
         state["items"] = [
             {
@@ -304,7 +318,9 @@ def plan_wave(
                         keys[qid] = (member.id, prop, None)
             if not questions:
                 continue  # e.g. only `satisfies` asked and no needs: nothing to judge
-            state = build_state(rec_pairs, item_pairs, messages, request.needs)
+            state = build_state(
+                rec_pairs, item_pairs, messages, request.needs, evidence=request.evidence
+            )
             calls.append(PlannedCall(len(calls), state, questions, keys, request.round))
     return calls
 

@@ -20,6 +20,7 @@ from langgraph.types import Overwrite
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
+from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.planner import (
@@ -90,6 +91,7 @@ class Reader(ItemsNode):
         self.planner = planner
         self.items = items
         self.settings = settings
+        self.evidence = EvidenceBuilder(source, settings.rrf_k)
 
     # --- plan -----------------------------------------------------------------------
     def _plan_start(
@@ -321,7 +323,9 @@ class Reader(ItemsNode):
         return await adrive(self._retrieve(state))
 
     # --- judge --------------------------------------------------------------------------
-    def _screen_request(self, state: ReadState) -> JudgeRequest | None:
+    def _screen_request(
+        self, state: ReadState, evidence: dict[str, Any] | None = None
+    ) -> JudgeRequest | None:
         ns = tuple(state["namespace"])
         done = {j["target"] for j in state.get("judgments", []) if j["proposition"] == "screen"}
         targets = [dict_to_record(p, ns) for p in state.get("pool", []) if p["id"] not in done]
@@ -333,9 +337,15 @@ class Reader(ItemsNode):
             messages=s1_messages(state, self.settings),
             needs=needs_of(state),
             round=state.get("rounds", 0) + 1,
+            evidence=evidence,
         )
 
-    def _deep_request(self, state: ReadState, screen: Sequence[Judgment]) -> JudgeRequest | None:
+    def _deep_request(
+        self,
+        state: ReadState,
+        screen: Sequence[Judgment],
+        evidence: dict[str, Any] | None = None,
+    ) -> JudgeRequest | None:
         ns = tuple(state["namespace"])
         prior = judgments_of(state)
         alljs = [*prior, *screen]
@@ -357,6 +367,7 @@ class Reader(ItemsNode):
             messages=s1_messages(state, self.settings),
             needs=needs,
             round=state.get("rounds", 0) + 1,
+            evidence=evidence,
         )
 
     def _wave_kwargs(self) -> dict[str, Any]:
@@ -381,13 +392,22 @@ class Reader(ItemsNode):
         start = time.perf_counter()
         trace: list[dict[str, Any]] = []
         new: list[Judgment] = []
-        model_s = 0.0
-        req = self._screen_request(state)
+        evidence, model_s = yield Call(
+            self.evidence.build,
+            self.evidence.abuild,
+            (
+                tuple(state["namespace"]),
+                state.get("pool", []),
+                s1_messages(state, self.settings),
+                needs_of(state),
+            ),
+        )
+        req = self._screen_request(state, evidence)
         if req is not None:
             judged, secs = yield from self._wave("screen", req, trace)
             new.extend(judged)
             model_s += secs
-        req = self._deep_request(state, new)
+        req = self._deep_request(state, new, evidence)
         if req is not None:
             judged, secs = yield from self._wave("judge", req, trace)
             new.extend(judged)

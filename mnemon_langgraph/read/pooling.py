@@ -91,6 +91,23 @@ def take_page(
     return page
 
 
+def _best(a: int | None, b: int | None) -> int | None:
+    """The better (smaller) of two optional ranks."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def _retriever_ranks(pages: Sequence[Sequence[SearchHit]]) -> dict[str, tuple[int | None, ...]]:
+    """Record id → its best BM25 and best dense rank over every hit that returned it."""
+    best: dict[str, tuple[int | None, ...]] = {}
+    for page in pages:
+        for hit in page:
+            old = best.get(hit.record.id, (None, None))
+            best[hit.record.id] = (_best(old[0], hit.bm25_rank), _best(old[1], hit.dense_rank))
+    return best
+
+
 def _found_by(pages: Sequence[Sequence[SearchHit]]) -> dict[str, dict[int, int]]:
     """Record id → {page position → best rank in that page}, in first-seen order."""
     found: dict[str, dict[int, int]] = {}
@@ -169,11 +186,14 @@ def build_first_pool(
             first.setdefault(hit.record.id, hit.record)
     ordered = sorted(chosen, key=lambda rid: (-score[rid], min(found[rid].values()), chosen[rid]))
     search_ids = [search for search, _, _ in pages]
+    best = _retriever_ranks(hits)
     return [
         PoolRecord(
             **record_to_dict(first[rid]),
             found=[[search_ids[s], rank] for s, rank in sorted(found[rid].items())],
             round=1,
+            bm25_rank=best[rid][0],
+            dense_rank=best[rid][1],
         )
         for rid in ordered
     ]
@@ -200,10 +220,21 @@ def merge_page(
         rid = hit.record.id
         pair = [search, offset + i]
         if rid in index:
-            if pair not in out[index[rid]]["found"]:
-                out[index[rid]]["found"].append(pair)
+            entry = out[index[rid]]
+            if pair not in entry["found"]:
+                entry["found"].append(pair)
+            entry["bm25_rank"] = _best(entry.get("bm25_rank"), hit.bm25_rank)
+            entry["dense_rank"] = _best(entry.get("dense_rank"), hit.dense_rank)
             continue
         index[rid] = len(out)
-        out.append(PoolRecord(**record_to_dict(hit.record), found=[pair], round=round_no))
+        out.append(
+            PoolRecord(
+                **record_to_dict(hit.record),
+                found=[pair],
+                round=round_no,
+                bm25_rank=hit.bm25_rank,
+                dense_rank=hit.dense_rank,
+            )
+        )
         new += 1
     return out, new

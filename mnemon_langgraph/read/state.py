@@ -38,6 +38,7 @@ __all__ = [
     "ReadInput",
     "ReadOutput",
     "ReadState",
+    "RecordEvidence",
     "SearchEntry",
     "judgment_entry",
     "judgments_of",
@@ -86,7 +87,9 @@ class PoolRecord(TypedDict, total=False):
     """A pooled record as plain data (see :mod:`mnemon_langgraph.read.pooling`).
 
     ``found`` lists ``[search_index, rank]`` for every search page that returned it;
-    ``round`` is the round that first pooled it.
+    ``round`` is the round that first pooled it; ``bm25_rank`` / ``dense_rank`` are its
+    best 0-based rank in the BM25 / embedding ranking of any search that returned it
+    (``None``: that retriever never ranked it). System 1 reads them as retrieval evidence.
     """
 
     id: str
@@ -101,6 +104,27 @@ class PoolRecord(TypedDict, total=False):
     header: str
     found: list[list[int]]
     round: int
+    bm25_rank: int | None
+    dense_rank: int | None
+
+
+class RecordEvidence(TypedDict, total=False):
+    """Retrieval evidence of one pooled record, sent to System 1 beside its text.
+
+    Computed by the read path from the pool and the journal's *stored* vectors (pooled
+    records are never re-embedded): ``sim`` holds the cosine of the record's stored vector
+    with the latest message (``latest``), the earlier dialogue (``context``) and each need
+    (``needs``, in need order); ``rank`` is its best fused rank over the turn's searches,
+    ``rrf`` its summed reciprocal rank ``Σ 1/(k + rank)``, ``searches`` how many searches
+    found it, ``bm25`` / ``dense`` its best rank in each retriever (``None``: not ranked).
+    """
+
+    sim: dict[str, Any]
+    rank: int
+    rrf: float
+    searches: int
+    bm25: int | None
+    dense: int | None
 
 
 class JudgmentEntry(TypedDict):

@@ -688,6 +688,30 @@ class Journal:
                 found[row[0]] = row_to_record(row)
         return [found[i] for i in wanted if i in found]
 
+    def get_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """Stored vectors of the given records of ``namespace`` (float32, as written).
+
+        The read path compares pooled records with the query through these, so a pooled
+        record is never embedded again. Ids without a vector (or of another namespace) are
+        left out.
+        """
+        key = namespace_key(namespace)
+        model = self.embedding_model()
+        if model is None:
+            return {}
+        found: dict[str, np.ndarray] = {}
+        for part in chunks(id_list(ids)):
+            marks = ",".join("?" * len(part))
+            for rid, blob in self._read(
+                f"SELECT record_id, vector FROM vectors WHERE record_id IN ({marks}) "
+                "AND +namespace = ?",
+                [*part, key],
+            ):
+                found[rid] = np.frombuffer(blob, dtype=np.float32).copy()
+        return {rid: vec for rid, vec in found.items() if vec.shape == (model[1],)}
+
     def iter_vectors(
         self, namespace: str | Sequence[str], *, after_seq: int = 0, batch: int = 4096
     ) -> Iterator[tuple[list[str], np.ndarray]]:

@@ -300,6 +300,12 @@ class EmbeddedStore(MnemonStore):
         """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
         return self.journal.get_records(normalize_namespace(namespace), list(ids))
 
+    def stored_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """The journal's stored (unit) vectors of these records, by id (read path evidence)."""
+        return self.journal.get_vectors(normalize_namespace(namespace), list(ids))
+
     def records(
         self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Record]:

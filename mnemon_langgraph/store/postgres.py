@@ -803,6 +803,24 @@ class PostgresStore(MnemonStore):
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
         return self._loop.run(self._get(normalize_namespace(namespace), wanted))
 
+    def stored_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """The stored (unit) vectors of these records, by id (the read path's evidence)."""
+        rows = self._loop.run(
+            self._read(
+                "SELECT v.record_id, v.embedding FROM mnemon_vectors v WHERE v.nsid = "
+                "(SELECT nsid FROM mnemon_namespaces WHERE namespace = %s) "
+                "AND v.record_id = ANY(%s)",
+                (namespace_key(normalize_namespace(namespace)), list(dict.fromkeys(ids))),
+            )
+        )
+        # pgvector hands back its Vector type (to_numpy) or, unregistered, a plain sequence
+        return {
+            r[0]: np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32)
+            for r in rows
+        }
+
     async def _page(self, ns: Namespace, after: int, size: int) -> list[Record]:
         rows = await self._read(
             _RECORD_SQL + " r WHERE r.nsid = (SELECT nsid FROM mnemon_namespaces "

@@ -1,0 +1,168 @@
+"""Retrieval evidence for System 1: stored-vector similarities and the pool's ranks.
+
+The read path already holds what a judge would otherwise recompute: every pooled record's
+vector is in the journal (written at ingest), and the pool knows which searches found it
+and how high. :class:`EvidenceBuilder` turns that into one small
+:class:`~mnemon_langgraph.read.state.RecordEvidence` per pooled record, which
+:func:`~mnemon_langgraph.read.judging.build_state` sends beside the record's text:
+
+* ``sim`` — the cosine of the record's **stored** vector with the latest message, the
+  earlier dialogue and each need. Only those few query texts are embedded (one batched
+  call per turn, cached); the pooled records are never re-embedded;
+* ``rank`` / ``rrf`` / ``searches`` — its best fused rank, its summed reciprocal rank over
+  the turn's searches and how many searches found it;
+* ``bm25`` / ``dense`` — its best rank in each retriever (``None``: not ranked by it).
+
+A source without stored vectors (any :class:`~mnemon_langgraph.types.SearchSource` that has
+no ``stored_vectors`` method, or no ``embeddings``) gets the ranks only, and so does a turn
+whose lookup or query embedding fails (logged, never raised: evidence is optional); the local
+judge then embeds what it needs itself, with its own error handling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mnemon_langgraph.judges.features import split_queries
+from mnemon_langgraph.read.judging import message_json
+from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
+from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.types import Namespace
+
+__all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
+
+logger = logging.getLogger(__name__)
+
+_CACHE = 512
+
+
+def query_texts(messages: Sequence[Any], needs: Sequence[Any]) -> dict[str, str]:
+    """The texts a judge compares records with: ``latest``, ``context``, ``need:<i>``.
+
+    Split exactly as the local judge splits its state's messages
+    (:func:`~mnemon_langgraph.judges.features.split_queries`), so the similarities the
+    read path computes are the ones the judge would have computed.
+    """
+    latest, context = split_queries([message_json(m) for m in messages])
+    out = {"latest": latest, "context": context}
+    for i, need in enumerate(needs):
+        out[f"need:{i}"] = str(getattr(need, "text", need))
+    return {role: text for role, text in out.items() if text}
+
+
+def rank_evidence(entry: PoolRecord, rrf_k: int = RRF_K) -> RecordEvidence:
+    """The pool's ranks of one record: best fused rank, summed RRF, retriever ranks."""
+    best: dict[int, int] = {}
+    for search, rank in entry.get("found", []):
+        best[search] = min(rank, best.get(search, rank))
+    return RecordEvidence(
+        rank=min(best.values(), default=0),
+        rrf=round(sum(reciprocal_rank(r, rrf_k) for r in best.values()), 6),
+        searches=len(best),
+        bm25=entry.get("bm25_rank"),
+        dense=entry.get("dense_rank"),
+    )
+
+
+class EvidenceBuilder:
+    """Builds the turn's :class:`RecordEvidence` from a source's stored vectors.
+
+    Args:
+        source: The search source; used when it has ``stored_vectors(namespace, ids)``
+            (the journal's vectors, e.g. :class:`~mnemon_langgraph.store.MnemonStore`) and
+            ``embeddings`` (the embedder those vectors came from, for the query texts).
+        rrf_k: The reciprocal-rank constant of the pool.
+    """
+
+    def __init__(self, source: Any, rrf_k: int = RRF_K) -> None:
+        lookup = getattr(source, "stored_vectors", None)
+        self._lookup = lookup if callable(lookup) else None
+        self._embeddings: Any = getattr(source, "embeddings", None)
+        self._rrf_k = rrf_k
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether similarities can come from stored vectors."""
+        return self._lookup is not None and self._embeddings is not None
+
+    def _embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Unit vectors of the query texts (cached: a dialogue repeats across turns)."""
+        with self._lock:
+            found = {t: self._cache[t] for t in texts if t in self._cache}
+        todo = list(dict.fromkeys(t for t in texts if t not in found))
+        if todo:
+            vecs = np.asarray(self._embeddings.embed_documents(todo), dtype=np.float64)
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = vecs / np.where(norms > 0, norms, 1.0)
+            with self._lock:
+                for text, vec in zip(todo, vecs, strict=True):
+                    found[text] = vec
+                    if np.isfinite(vec).all():  # a broken answer is not kept for later turns
+                        self._cache[text] = vec
+                while len(self._cache) > _CACHE:
+                    self._cache.popitem(last=False)
+        return found
+
+    def build(
+        self,
+        namespace: Namespace,
+        pool: Sequence[PoolRecord],
+        messages: Sequence[Any],
+        needs: Sequence[Any],
+    ) -> tuple[dict[str, RecordEvidence], float]:
+        """Evidence of every pooled record, and the seconds spent embedding query texts."""
+        out = {p["id"]: rank_evidence(p, self._rrf_k) for p in pool}
+        if not self.has_vectors or not pool:
+            return out, 0.0
+        assert self._lookup is not None
+        roles = query_texts(messages, needs)
+        try:
+            stored: Mapping[str, Any] = self._lookup(namespace, list(out)) if roles else {}
+            t0 = time.perf_counter()
+            qvec = self._embed(list(roles.values())) if stored else {}
+            model_s = time.perf_counter() - t0
+        except Exception as error:  # evidence is optional: the judge embeds what it needs
+            logger.warning("read path: no stored-vector similarities this turn (%s)", error)
+            return out, 0.0
+        names = list(roles)
+        if not stored or not all(np.isfinite(v).all() for v in qvec.values()):
+            return out, model_s
+        queries = np.vstack([qvec[roles[r]] for r in names])
+        n_needs = len(needs)
+        for rid, vec in stored.items():
+            if rid not in out:
+                continue
+            row = np.asarray(vec, dtype=np.float64)
+            if row.shape != queries.shape[1:] or not np.isfinite(row).all():
+                continue  # another embedder's vector: no similarity rather than a wrong one
+            cos = dict(zip(names, (queries @ row).tolist(), strict=True))
+            out[rid]["sim"] = {
+                "latest": _r(cos.get("latest")),
+                "context": _r(cos.get("context")),
+                "needs": [_r(cos.get(f"need:{i}")) for i in range(n_needs)],
+            }
+        return out, model_s
+
+    async def abuild(
+        self,
+        namespace: Namespace,
+        pool: Sequence[PoolRecord],
+        messages: Sequence[Any],
+        needs: Sequence[Any],
+    ) -> tuple[dict[str, RecordEvidence], float]:
+        """:meth:`build` in a worker thread (SQLite reads and the embedder block)."""
+        return await asyncio.to_thread(self.build, namespace, pool, messages, needs)
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 5)

@@ -270,3 +270,22 @@ def test_worker_failure_is_a_model_call_error_and_stores_nothing(tmp_path: Path)
     expected = normalize_rows(MiniLMEmbeddings(workers=1).embed_array(texts))
     assert np.array_equal(stored, expected)  # stored in record order, bit for bit
     assert _embedding_threads() == []
+
+
+def test_bench_ingest_compares_todays_path_with_the_concurrent_one_in_one_run() -> None:
+    """``bench ingest``: both paths ingest the same input, interleaved, in one process."""
+    import argparse
+
+    from mnemon_langgraph.bench import ingest
+    from mnemon_langgraph.sources import SAMPLE_PATH
+
+    args = argparse.Namespace(
+        files=[str(SAMPLE_PATH)], embedders="minilm-seq,minilm", repeat=2, one_turn_per_record=True
+    )
+    result = ingest.run(args)
+    seq, new = result["runs"]["minilm-seq"], result["runs"]["minilm"]
+    assert seq["messages"] == new["messages"] == 40 and seq["records"] == new["records"] == 40
+    assert len(seq["all_messages_per_second"]) == len(new["all_messages_per_second"]) == 2
+    assert seq["messages_per_second_ratio"] == 1.0 and new["messages_per_second_ratio"] > 0
+    assert [f["source"] for f in seq["per_file"]] == [f["source"] for f in new["per_file"]]
+    assert "minilm-seq" in ingest.render(result) and _embedding_threads() == []

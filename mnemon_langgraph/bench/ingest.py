@@ -6,14 +6,14 @@ the store (index checkpoints). Goal: ≥ 250 messages/s on the LoCoMo dev conver
 the real embedder. Messages per CPU-second are reported too, since wall-clock figures on a
 shared machine mostly measure the other processes.
 
-``--embedders`` lists the embedders to run one after the other in the same process, for
-ratios measured under the same load: ``minilm-seq`` (the default model, one call after the
-other: the path before the concurrent embedding), ``minilm`` (the default as shipped: the
-same one-text calls, two at a time on 2 cores, bit-identical vectors), ``legacy`` (the
-shipped MiniLM file as is: float32 compute, batches of 64, one after the other — the path
-before the int8 model) and ``fake`` (no model, to see the rest of the path). ``--repeat``
-runs the list that many times, interleaved, and reports each embedder's median run, so a
-burst of load from other processes does not fall on one embedder only.
+``--embedders`` lists the embedders to compare in the same process, each file ingested by
+each of them in turn (each into its own store), for ratios measured under the same load:
+``minilm-seq`` (the default model, one call after the other: the path before the
+concurrent embedding), ``minilm`` (the default as shipped: the same one-text calls, two at
+a time on 2 cores, bit-identical vectors), ``legacy`` (the shipped MiniLM file as is:
+float32 compute, batches of 64, one after the other — the path before the int8 model) and
+``fake`` (no model, to see the rest of the path). ``--repeat`` makes that many passes and
+reports each embedder's median pass (and every pass's figure).
 
 Where the time goes (cProfile, two LoCoMo dev conversations, default model one call at a
 time): ONNX inference 93%, tokenisation 2%, the journal transaction, BM25/FAISS update and
@@ -90,29 +90,60 @@ def _embedder(name: str) -> Any:
     )
 
 
-def _ingest_once(batches: list[Any], embeddings: Any, *, pack: bool) -> dict[str, Any]:
-    """Ingest every batch into a fresh temporary store; wall and CPU time of the whole."""
+def _ingest_interleaved(
+    batches: list[Any], embedders: dict[str, Any], *, pack: bool
+) -> dict[str, dict[str, Any]]:
+    """One pass: each file is ingested by every embedder in turn, each into its own store.
+
+    Interleaving by file (seconds each) rather than by whole pass puts the embedders under
+    nearly the same load from other processes: on a shared machine a burst of someone
+    else's work then slows both sides of the ratio, not one. Wall and CPU time are summed
+    over each embedder's own ingest calls and its store's close (index checkpoints).
+    """
     from mnemon_langgraph.store import MnemonStore
 
-    if hasattr(embeddings, "embed_query"):
-        embeddings.embed_query("warm up")  # load the model outside the timed part
-    per_file: list[dict[str, Any]] = []
+    for embeddings in embedders.values():
+        if hasattr(embeddings, "embed_query"):
+            embeddings.embed_query("warm up")  # load the model outside the timed part
+    times: dict[str, dict[str, Any]] = {
+        name: {"wall": 0.0, "cpu": 0.0, "per_file": []} for name in embedders
+    }
     with tempfile.TemporaryDirectory(prefix="mnemon-bench-") as tmp:
-        store = MnemonStore(Path(tmp) / "bench.db", embeddings)
-        start, cpu_start = time.perf_counter(), time.process_time()
+        stores = {
+            name: MnemonStore(Path(tmp) / f"bench-{k}.db", embeddings)
+            for k, (name, embeddings) in enumerate(embedders.items())
+        }
         for i, source, messages in batches:
-            t0 = time.perf_counter()
-            result = store.ingest(("bench", str(i)), messages, source=source, pack=pack)
-            per_file.append(
-                {
-                    "source": source,
-                    "messages": len(messages),
-                    "records": result.records_written,
-                    "seconds": round(time.perf_counter() - t0, 3),
-                }
-            )
-        store.close()
-        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+            for name, store in stores.items():
+                t0, c0 = time.perf_counter(), time.process_time()
+                result = store.ingest(("bench", str(i)), messages, source=source, pack=pack)
+                wall = _add_time(times[name], t0, c0)
+                times[name]["per_file"].append(
+                    {
+                        "source": source,
+                        "messages": len(messages),
+                        "records": result.records_written,
+                        "seconds": round(wall, 3),
+                    }
+                )
+        for name, store in stores.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            store.close()
+            _add_time(times[name], t0, c0)
+    return {name: _figures(t) for name, t in times.items()}
+
+
+def _add_time(into: dict[str, Any], wall_start: float, cpu_start: float) -> float:
+    """Add the wall and CPU seconds since the given starts to ``into``; returns the wall."""
+    wall = time.perf_counter() - wall_start
+    into["wall"] += wall
+    into["cpu"] += time.process_time() - cpu_start
+    return wall
+
+
+def _figures(times: dict[str, Any]) -> dict[str, Any]:
+    """Throughput figures of one embedder's pass from its summed times."""
+    per_file, elapsed, cpu = times["per_file"], times["wall"], times["cpu"]
     n_messages = sum(int(f["messages"]) for f in per_file)
     n_records = sum(int(f["records"]) for f in per_file)
     return {
@@ -139,10 +170,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embedders = {name: _embedder(name) for name in names}
     tries: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for _ in range(max(1, int(args.repeat))):
-        for name in names:
-            tries[name].append(
-                _ingest_once(batches, embedders[name], pack=not args.one_turn_per_record)
-            )
+        one_pass = _ingest_interleaved(batches, embedders, pack=not args.one_turn_per_record)
+        for name, figures in one_pass.items():
+            tries[name].append(figures)
     runs = {name: _median_run(found) for name, found in tries.items()}
     first = runs[names[0]] if names else None
     for row in runs.values():

@@ -287,5 +287,7 @@ def test_bench_ingest_compares_todays_path_with_the_concurrent_one_in_one_run() 
     assert seq["messages"] == new["messages"] == 40 and seq["records"] == new["records"] == 40
     assert len(seq["all_messages_per_second"]) == len(new["all_messages_per_second"]) == 2
     assert seq["messages_per_second_ratio"] == 1.0 and new["messages_per_second_ratio"] > 0
+    assert seq["all_pass_ratios"] == [1.0, 1.0] and len(new["all_pass_ratios"]) == 2
+    assert new["best_messages_per_second"] == max(new["all_messages_per_second"])
     assert [f["source"] for f in seq["per_file"]] == [f["source"] for f in new["per_file"]]
     assert "minilm-seq" in ingest.render(result) and _embedding_threads() == []

@@ -204,9 +204,9 @@ class MiniLMEmbeddings(Embeddings):
 
     Several texts (records being ingested) are embedded ``workers`` calls at a time, each
     call still one text (one batch) on one core: a one-text call with two intra-op threads
-    kept 1.2–1.55 of 2 cores busy, doing ~20% less per CPU-second (the small per-op work
-    does not split well), while two whole calls side by side kept 1.9 busy (``mnemon bench
-    ingest``: 170 → 263 messages/s on LoCoMo dev in one pass). Those calls run on a second
+    kept ~1.6 of 2 cores busy, doing ~20% less per CPU-second (the small per-op work does
+    not split well), while two whole calls side by side kept 1.95 busy (``mnemon bench
+    ingest``: 186 → 293 messages/s on LoCoMo dev). Those calls run on a second
     session with one intra-op thread, so that each core runs one call without the threads
     of two calls contending; a lone text (a query) keeps the first session and its
     ``intra_op_threads``, the lowest latency for one call. A call's vectors do not depend on

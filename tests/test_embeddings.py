@@ -180,3 +180,114 @@ def test_old_journal_keeps_its_legacy_model(tmp_path: Path) -> None:
         MiniLMEmbeddings(model_name="something-else")
     with pytest.raises(ConfigurationError, match="one text per call"):
         MiniLMEmbeddings(batch_size=8)
+
+
+# -- concurrent embedding (issue 15: several one-text calls at once on 2 cores) -----------
+
+_VARIED = [
+    "ok",
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful, and the "
+    "stories people told about coming out to their families stayed with me all week.",
+    "Melanie: We took the kids camping.",
+    "",
+    "Jon: I lost my job at the bank so I'm opening my own dance studio downtown next spring.",
+    "Gina: launched!",
+    "Caroline: adoption agencies, loving home, kids, " * 12,
+    "Melanie: That's awesome! I painted a sunrise over the lake last week.",
+]
+
+
+def _embedding_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("mnemon-embed")]
+
+
+def test_concurrent_embedding_is_bit_identical_and_in_input_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    sequential = MiniLMEmbeddings(workers=1)
+    concurrent = MiniLMEmbeddings(workers=2, intra_op_threads=2)
+    seen: list[str] = []
+    original = MiniLMEmbeddings._embed_batch
+
+    def spy(self: MiniLMEmbeddings, texts: list[str], *, bulk: bool = False) -> np.ndarray:
+        seen.append(threading.current_thread().name)
+        return original(self, texts, bulk=bulk)
+
+    monkeypatch.setattr(MiniLMEmbeddings, "_embed_batch", spy)
+    seq = sequential.embed_array(_VARIED)
+    assert set(seen) == {threading.current_thread().name}  # workers=1: no thread of its own
+    seen.clear()
+    con = concurrent.embed_array(_VARIED)
+    assert len(seen) == len(_VARIED) and all(n.startswith("mnemon-embed") for n in seen)
+    assert concurrent._bulk_session is not None  # the one-thread session ran them
+    assert concurrent.calls == len(_VARIED) == sequential.calls
+    assert np.array_equal(con, seq), float(np.abs(con - seq).max())  # bit for bit
+    for i, text in enumerate(_VARIED):  # row i is text i's own vector
+        assert np.array_equal(con[i], sequential.embed_array([text])[0])
+    assert _embedding_threads() == []  # the pool ended with the call
+    with pytest.raises(ConfigurationError, match="workers"):
+        MiniLMEmbeddings(workers=0)
+
+
+class _FailingSession:
+    """Wraps an ONNX session; its ``fail_on``-th ``run`` raises as onnxruntime would."""
+
+    def __init__(self, session: object, fail_on: int) -> None:
+        self._session, self._fail_on, self.runs = session, fail_on, 0
+
+    def run(self, *args: object) -> object:
+        self.runs += 1
+        if self.runs == self._fail_on:
+            raise RuntimeError("onnxruntime: simulated failure")
+        return self._session.run(*args)  # type: ignore[attr-defined]
+
+
+def test_worker_failure_is_a_model_call_error_and_stores_nothing(tmp_path: Path) -> None:
+    """A failed call on a worker thread fails the ingest; no record, no thread left."""
+    from mnemon_langgraph.errors import ModelCallError
+    from mnemon_langgraph.search.vectors import normalize_rows
+    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.types import Message
+
+    emb = MiniLMEmbeddings(workers=2, intra_op_threads=2)
+    messages = [Message(t or "(silence)", "Ada", id=f"m{i}") for i, t in enumerate(_VARIED)]
+    with MnemonStore(tmp_path / "j.db", emb) as store:
+        real, _tokenizer = emb._load_bulk()
+        emb._bulk_session = _FailingSession(real, fail_on=3)  # type: ignore[assignment]
+        with pytest.raises(ModelCallError, match="simulated failure"):
+            store.ingest(("u",), messages, source="chat", pack=False)
+        assert store.count(("u",)) == 0 and store.known_message_ids(("u",), ["m0"]) == set()
+        assert _embedding_threads() == []
+        emb._bulk_session = real
+        result = store.ingest(("u",), messages, source="chat", pack=False)
+        assert result.records_written == len(messages)
+        ((ids, stored),) = store.journal.iter_vectors(("u",))
+        texts = [r.text for r in store.get_records(("u",), ids)]
+    expected = normalize_rows(MiniLMEmbeddings(workers=1).embed_array(texts))
+    assert np.array_equal(stored, expected)  # stored in record order, bit for bit
+    assert _embedding_threads() == []
+
+
+def test_bench_ingest_compares_todays_path_with_the_concurrent_one_in_one_run() -> None:
+    """``bench ingest``: both paths ingest the same input, interleaved, in one process."""
+    import argparse
+
+    from mnemon_langgraph.bench import ingest
+    from mnemon_langgraph.sources import SAMPLE_PATH
+
+    args = argparse.Namespace(
+        files=[str(SAMPLE_PATH)], embedders="minilm-seq,minilm", repeat=2, one_turn_per_record=True
+    )
+    result = ingest.run(args)
+    seq, new = result["runs"]["minilm-seq"], result["runs"]["minilm"]
+    assert seq["messages"] == new["messages"] == 40 and seq["records"] == new["records"] == 40
+    assert len(seq["all_messages_per_second"]) == len(new["all_messages_per_second"]) == 2
+    assert seq["messages_per_second_ratio"] == 1.0 and new["messages_per_second_ratio"] > 0
+    assert seq["all_pass_ratios"] == [1.0, 1.0] and len(new["all_pass_ratios"]) == 2
+    assert new["best_messages_per_second"] == max(new["all_messages_per_second"])
+    assert [f["source"] for f in seq["per_file"]] == [f["source"] for f in new["per_file"]]
+    assert "minilm-seq" in ingest.render(result) and _embedding_threads() == []

@@ -52,7 +52,14 @@ from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
-from mnemon_langgraph.store.postgres_bm25 import bm25_sql, prune_split, term_counts
+from mnemon_langgraph.store.postgres_bm25 import (
+    TermStats,
+    bm25_sql,
+    essential_terms,
+    first_pass_terms,
+    term_bound,
+    term_counts,
+)
 from mnemon_langgraph.store.postgres_bm25 import lexical_terms as _terms
 from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema
 from mnemon_langgraph.types import (
@@ -98,6 +105,7 @@ def ef_search_for(docs: int) -> int:
 
 NO_DATE = int(np.iinfo(np.int64).min)
 _NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
+_NO_LENGTH = 2**31 - 1  # min_len of a removal: LEAST keeps the stored value
 _RECORD_SQL = (
     "SELECT id, seq, source, session, date, position, speakers, message_ids, roles, text "
     "FROM mnemon_records"
@@ -447,7 +455,7 @@ class PostgresStore(MnemonStore):
         """Insert records, their message ids, vectors and BM25 statistics (caller's tx)."""
         rows: list[tuple[Any, ...]] = []
         order: list[int] = []
-        lexical: list[tuple[list[str], int]] = []  # (namespaced terms, length) per row
+        lexical: list[tuple[list[str], list[float], int]] = []  # (terms, tfs, length) per row
         seen: set[str] = set()
         for i, rec in enumerate(records):
             if rec.id in seen:
@@ -472,7 +480,7 @@ class PostgresStore(MnemonStore):
                 )
             )
             order.append(i)
-            lexical.append((terms, length))
+            lexical.append((terms, tfs, length))
         written: list[Record] = []
         cur = conn.cursor()
         await cur.executemany(
@@ -493,6 +501,7 @@ class PostgresStore(MnemonStore):
         if not inserted:
             return written
         df: dict[str, int] = {}
+        bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
         msg_rows, vec_rows = [], []
         for j, seq in inserted:
@@ -500,9 +509,12 @@ class PostgresStore(MnemonStore):
             written.append(dataclasses.replace(rec, seq=seq))
             msg_rows += [(nsid, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)]
             vec_rows.append((rec.id, nsid, vectors[order[j]]))
-            for term in lexical[j][0]:
+            terms, tfs, length = lexical[j]
+            for term, tf in zip(terms, tfs, strict=True):
                 df[term] = df.get(term, 0) + 1
-            total_len += lexical[j][1]
+                high, low = bounds.get(term, (tf, length))
+                bounds[term] = (max(high, tf), min(low, length))
+            total_len += length
         await cur.executemany(
             "INSERT INTO mnemon_messages(nsid, message_id, record_id) VALUES (%s, %s, %s) "
             "ON CONFLICT DO NOTHING",
@@ -512,20 +524,36 @@ class PostgresStore(MnemonStore):
             "INSERT INTO mnemon_vectors(record_id, nsid, embedding) VALUES (%s, %s, %s)",
             vec_rows,
         )
-        await self._adjust_stats(conn, nsid, df, len(inserted), total_len)
+        await self._adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         return written
 
     @staticmethod
     async def _adjust_stats(
-        conn: Any, nsid: int, df: dict[str, int], docs: int, total_len: int
+        conn: Any,
+        nsid: int,
+        df: dict[str, int],
+        docs: int,
+        total_len: int,
+        bounds: dict[str, tuple[float, int]] | None = None,
     ) -> None:
-        """Add (or, with negative counts, remove) documents to the namespace's BM25 stats."""
+        """Add (or, with negative counts, remove) documents to the namespace's BM25 stats.
+
+        ``bounds`` (term -> (max tf, min length) of the added records) raise the terms'
+        ``max_tf`` / lower their ``min_len``; removals leave both, which stay upper bounds
+        of a term's contribution (:func:`~.postgres_bm25.term_bound`).
+        """
         terms = sorted(df)  # one lock order for every writer
+        bounds = bounds or {}
+        high = [bounds[t][0] if t in bounds else 0.0 for t in terms]
+        low = [bounds[t][1] if t in bounds else _NO_LENGTH for t in terms]
         await conn.execute(
-            "INSERT INTO mnemon_terms(term, nsid, df) "
-            "SELECT t, %s, d FROM unnest(%s::text[], %s::int[]) AS x(t, d) ORDER BY t "
-            "ON CONFLICT (term) DO UPDATE SET df = mnemon_terms.df + excluded.df",
-            (nsid, terms, [df[t] for t in terms]),
+            "INSERT INTO mnemon_terms(term, nsid, df, max_tf, min_len) "
+            "SELECT t, %s, d, h, l FROM unnest(%s::text[], %s::int[], %s::real[], %s::int[]) "
+            "AS x(t, d, h, l) ORDER BY t "
+            "ON CONFLICT (term) DO UPDATE SET df = mnemon_terms.df + excluded.df, "
+            "max_tf = GREATEST(mnemon_terms.max_tf, excluded.max_tf), "
+            "min_len = LEAST(mnemon_terms.min_len, excluded.min_len)",
+            (nsid, terms, [df[t] for t in terms], high, low),
         )
         if any(df[t] < 0 for t in terms):
             await conn.execute(
@@ -1019,24 +1047,33 @@ class PostgresStore(MnemonStore):
     ) -> list[tuple[int, str, float]]:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
-        With :attr:`bm25_prune`, records holding only common query terms are left out of
-        the candidates when that provably cannot change the top ``k`` (:func:`prune_split`);
-        else, or when the check fails, every record holding a query term is scored.
+        With :attr:`bm25_prune` (MaxScore, see :mod:`.postgres_bm25`): a first pass over
+        the records holding a rare query term, then, unless the per-term bounds prove it
+        exact, a second over the records holding an essential term. Statistics, bounds and
+        passes read one snapshot (``REPEATABLE READ``), so concurrent writers cannot make
+        the bounds disagree with the scores.
         """
         terms = sorted({f"{nsid}:{t}" for t in _terms(query)})
         if not terms or k <= 0:
             return []
-        params: dict[str, Any] = {"terms": terms, "nsid": nsid, "k": int(k)}
+        params: dict[str, Any] = {"terms": terms, "cand": terms, "nsid": nsid, "k": int(k)}
         params.update({f"t{i}": t for i, t in enumerate(terms)})
-        where = _filter_sql(filters, params)
-        split = await self._prune_split(conn, nsid, terms) if self.bm25_prune else None
-        if split is not None:
-            params["rare"], bound = split
-            rows = await self._bm25_rows(conn, bm25_sql(len(terms), where, "rare"), params)
-            # Strictly above the bound (with float slack): no record left out can reach it.
-            if len(rows) == k and rows[-1][2] > bound * (1 + 1e-9) + 1e-12:
+        sql = bm25_sql(len(terms), _filter_sql(filters, params))
+        if not self.bm25_prune:
+            return await self._bm25_rows(conn, sql, params)
+        async with conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            n_docs, avgdl, stats = await self._term_stats(conn, nsid, terms)
+            first = first_pass_terms(n_docs, stats)
+            if first is None:
+                return await self._bm25_rows(conn, sql, params)
+            rows = await self._bm25_rows(conn, sql, params | {"cand": first})
+            threshold = rows[-1][2] if len(rows) == k else 0.0
+            bounds = {t: term_bound(n_docs, avgdl, s) for t, s in stats.items() if s.df > 0}
+            needed = essential_terms(bounds, threshold)
+            if set(needed) <= set(first):
                 return rows
-        return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
+            return await self._bm25_rows(conn, sql, params | {"cand": needed})
 
     @staticmethod
     async def _bm25_rows(
@@ -1046,18 +1083,25 @@ class PostgresStore(MnemonStore):
         return [(int(s), rid, float(score)) for s, rid, score in await cur.fetchall()]
 
     @staticmethod
-    async def _prune_split(
+    async def _term_stats(
         conn: Any, nsid: int, terms: list[str]
-    ) -> tuple[list[str], float] | None:
+    ) -> tuple[int, float, dict[str, TermStats]]:
+        """``(records, average length, per-term statistics)`` of the namespace."""
         cur = await conn.execute(
-            "SELECT t.term, t.df, n.docs FROM mnemon_namespaces n "
-            "JOIN mnemon_terms t ON t.term = ANY(%s) WHERE n.nsid = %s",
+            "SELECT n.docs, n.total_len, t.term, t.df, t.max_tf, t.min_len "
+            "FROM mnemon_namespaces n LEFT JOIN mnemon_terms t ON t.term = ANY(%s) "
+            "WHERE n.nsid = %s",
             (terms, nsid),
         )
         rows = await cur.fetchall()
-        if not rows:
-            return None
-        return prune_split(int(rows[0][2]), {t: int(df) for t, df, _ in rows})
+        docs, total = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+        avgdl = total / docs if total > 0 and docs > 0 else 1.0
+        stats = {
+            str(t): TermStats(int(df), float(mt), int(ml))
+            for _, _, t, df, mt, ml in rows
+            if t is not None
+        }
+        return docs, avgdl, stats
 
     async def _dense(
         self,

@@ -123,6 +123,20 @@ def test_essential_terms_keep_every_term_that_could_reach_the_threshold() -> Non
     assert essential_terms(bounds, 100.0) == []
 
 
+def test_qualifying_sets_are_the_minimal_term_sets_reaching_the_threshold() -> None:
+    """A record must hold one set in full; common words qualify only together."""
+    from mnemon_langgraph.store.postgres_bm25 import MAX_SET_TERMS, qualifying_sets
+
+    bounds = {"a": 2.0, "b": 2.0, "c": 5.0}
+    assert qualifying_sets(bounds, 3.0) == [["c"], ["a", "b"]]
+    assert qualifying_sets(bounds, 4.0) == [["c"], ["a", "b"]]  # reaching counts
+    assert qualifying_sets(bounds, 4.5) == [["c"]]
+    assert qualifying_sets(bounds, 0.0) == [["c"], ["a"], ["b"]]
+    assert qualifying_sets(bounds, 9.5) == []  # nothing can reach it
+    many = {f"t{i}": 1.0 for i in range(MAX_SET_TERMS + 1)}
+    assert qualifying_sets(many, 3.0) is None  # too many subsets: essential terms instead
+
+
 def test_term_bound_is_above_every_records_contribution() -> None:
     """The bound from (max tf, min length) is at least any record's actual contribution."""
     from mnemon_langgraph.store.postgres_bm25 import BM25_B, BM25_K1, TermStats, idf, term_bound
@@ -174,15 +188,16 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
     ]
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
-        passes: list[tuple[int, int]] = []  # (candidate terms, query terms) per SQL pass
+        passes: list[object] = []  # per SQL pass: the candidate terms, or the term sets
         real = PostgresStore._bm25_rows
 
         async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
-            passes.append((len(params["cand"]), len(params["terms"])))
+            sets = [params[f"s{i}"] for i in range(len(params)) if f"%(s{i})s" in sql]
+            passes.append(("sets", sets) if sets else ("any", params["cand"]))
             return await real(conn, sql, params)
 
         monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
-        seen: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        seen: dict[tuple[str, int], list[object]] = {}
         for query in queries:
             for k in (3, 5, 10, 48):
                 passes.clear()
@@ -192,13 +207,16 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
                 full = pg.lexical_ranking(query, namespace=("t",), k=k)
                 pg.bm25_prune = True
                 assert full and pruned == full, (query, k)
-        assert seen["alpha beta note3", 3] == [(1, 3)]  # one pass, over note3's records
-        assert seen["alpha gamma note3", 3] == [(1, 3), (2, 3)]  # + gamma, never alpha
+        n3, gamma = ["1:note3"], ["1:gamma"]
+        assert seen["alpha beta note3", 3] == [("any", n3)]  # one pass, over note3's records
+        # gamma alone can beat note3's records; alpha (in 350 of 400) only beside note3:
+        # the second pass ranks the records holding gamma, or alpha and note3 together
+        assert seen["alpha gamma note3", 3] == [("any", n3), ("sets", [gamma, ["1:alpha", *n3]])]
         # negative control: skipping the other terms without the bound check drops true
         # top-k records (gamma's), and the comparison above would have caught it
         full = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
         note3 = {f"m{i}" for i in range(0, 400, 4) if (i // 4) % 15 == 3}
         assert len(note3) >= 5 and not {rid for rid, _ in full} <= note3
-        monkeypatch.setattr(pg_module, "essential_terms", lambda bounds, threshold: [])
+        monkeypatch.setattr(pg_module, "qualifying_sets", lambda bounds, threshold: [])
         naive = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
         assert len(naive) == 5 and naive != full

@@ -50,7 +50,7 @@ __all__ = [
 
 HELP = "one backend (SQLite folder or postgresql:// URL): ingest msgs/s, search p50/p95, recall"
 TOP = 48
-EF_CHOICES = (48, 100, 200, 400, 1000)
+EF_CHOICES = (100, 200, 400, 600, 800, 1000)
 RECALL_GOAL = 0.98
 
 

@@ -57,6 +57,7 @@ from mnemon_langgraph.store.postgres_bm25 import (
     bm25_sql,
     essential_terms,
     first_pass_terms,
+    qualifying_sets,
     term_bound,
     term_counts,
 )
@@ -75,20 +76,26 @@ __all__ = ["EF_SEARCH_BY_SIZE", "EF_SEARCH_LARGE", "EXACT_BELOW", "PostgresStore
 
 T = TypeVar("T")
 
-EXACT_BELOW = 20_000
-"""Namespaces with fewer records are searched exactly: measured (``bench backend``, 2 shared
-cores), an exact scan of 10k vectors takes 8–18 ms, no slower than HNSW at an ``ef_search``
-giving recall 0.97 (8.5 ms), and its recall is 1."""
+EXACT_BELOW = 100_000
+"""Namespaces with fewer records are searched exactly (recall 1). Measured (``bench
+backend``, 2 shared cores, 384-d): an exact scan costs about 1.4 ms per 1,000 vectors
+(8–18 ms at 10k, 141 ms at 100k), while HNSW needs pgvector's largest ``ef_search``
+(1,000) to reach recall@48 ≥ 0.98 at 100k even with the denser graph of schema version 2
+(``m = 32, ef_construction = 128``: 0.99 in 123 ms), a cost that hardly depends on the
+namespace's size. Below 100k records the exact scan is therefore as fast or faster and
+exact; above, HNSW grows sub-linearly and the exact scan linearly (README)."""
 
 EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
 """``(namespace records up to, hnsw.ef_search)``; larger namespaces use :data:`EF_SEARCH_LARGE`.
 
 Measured with ``mnemon bench backend`` (recall@48 against exact search, word-mix stand-in
-vectors, m = 16, ef_construction = 64, iterative scan ``relaxed_order``): for one namespace,
-recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k records and
-0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k (HNSW 9–69 ms,
-exact 141 ms); a namespace holding 1% of the table had recall 1.00 at every value. 1000 is
-pgvector's maximum; recall 0.98 at 100k needs a denser graph (larger m / ef_construction).
+vectors, iterative scan ``relaxed_order``): with ``m = 16, ef_construction = 64`` (schema
+version 1), for one namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 /
+200 / 400 with 10k records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 /
+1000 with 100k; with ``m = 32, ef_construction = 128`` 0.90 / 0.96 / 0.99 at 200 / 400 /
+1000 with 100k. A namespace holding 1% of the table had recall 1.00 at every value. Only
+namespaces of :data:`EXACT_BELOW` records or more use HNSW, so they get 1,000 (the most
+pgvector accepts); the 10k entry serves stores opened with a smaller ``exact_below``.
 """
 
 EF_SEARCH_LARGE = 1000
@@ -1049,7 +1056,7 @@ class PostgresStore(MnemonStore):
 
         With :attr:`bm25_prune` (MaxScore, see :mod:`.postgres_bm25`): a first pass over
         the records holding a rare query term, then, unless the per-term bounds prove it
-        exact, a second over the records holding an essential term. Statistics, bounds and
+        exact, a second over the records holding a qualifying set of terms. Statistics, bounds and
         passes read one snapshot (``REPEATABLE READ``), so concurrent writers cannot make
         the bounds disagree with the scores.
         """
@@ -1058,7 +1065,8 @@ class PostgresStore(MnemonStore):
             return []
         params: dict[str, Any] = {"terms": terms, "cand": terms, "nsid": nsid, "k": int(k)}
         params.update({f"t{i}": t for i, t in enumerate(terms)})
-        sql = bm25_sql(len(terms), _filter_sql(filters, params))
+        where = _filter_sql(filters, params)
+        sql = bm25_sql(len(terms), where)
         if not self.bm25_prune:
             return await self._bm25_rows(conn, sql, params)
         async with conn.transaction():
@@ -1070,10 +1078,18 @@ class PostgresStore(MnemonStore):
             rows = await self._bm25_rows(conn, sql, params | {"cand": first})
             threshold = rows[-1][2] if len(rows) == k else 0.0
             bounds = {t: term_bound(n_docs, avgdl, s) for t, s in stats.items() if s.df > 0}
-            needed = essential_terms(bounds, threshold)
-            if set(needed) <= set(first):
-                return rows
-            return await self._bm25_rows(conn, sql, params | {"cand": needed})
+            sets = qualifying_sets(bounds, threshold)
+            if sets is not None and all(set(s) & set(first) for s in sets):
+                return rows  # every record that can reach the threshold held a first-pass term
+            if sets is None:
+                needed = essential_terms(bounds, threshold)
+                return await self._bm25_rows(conn, sql, params | {"cand": needed})
+            match = " OR ".join(f"r.terms @> %(s{i})s::text[]" for i in range(len(sets)))
+            params.update({f"s{i}": s for i, s in enumerate(sets)})
+            # Measured: for an OR of @> the planner picks a sequential scan of the table
+            # (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it here.
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            return await self._bm25_rows(conn, bm25_sql(len(terms), where, f"({match})"), params)
 
     @staticmethod
     async def _bm25_rows(

@@ -23,15 +23,18 @@ caller (:meth:`PostgresStore._bm25`) ranks first only the records holding one of
 query's rare terms (:func:`first_pass_terms`), scoring every query term on them; the
 ``k``-th score of that pass is a lower bound of the true ``k``-th score. Per-term upper
 bounds (:func:`term_bound`, from ``max_tf`` / ``min_len`` kept in ``mnemon_terms``) then
-give the terms a record must hold to reach it (:func:`essential_terms`); when the first
-pass covered them its ranking is exact, else a second pass ranks the records holding an
-essential term (still exact, fewer than all candidates). Why not a PostgreSQL extension
-(pg_search, VectorChord-bm25): their scores are not the embedded index's, and equality
+give the sets of terms a record must hold *together* to reach it
+(:func:`qualifying_sets`); when every such set holds a first-pass term, the first pass's
+ranking is exact, else a second pass ranks the records holding one of the sets in full
+(still exact: every other record scores below ``k`` records already found). Why not a
+PostgreSQL extension (pg_search, VectorChord-bm25): their scores are not the embedded
+index's, and equality
 with it is a requirement.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -50,6 +53,7 @@ __all__ = [
     "idf",
     "lexical_terms",
     "namespaced",
+    "qualifying_sets",
     "term_bound",
     "term_counts",
 ]
@@ -61,6 +65,8 @@ FIRST_PASS_SHARE = 0.02
 candidates (:func:`first_pass_terms`); chosen by measurement (``bench backend``, see README)."""
 
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
+MAX_SET_TERMS = 10  # qualifying_sets enumerates at most 2**10 subsets
+MAX_SETS = 48  # more OR-ed GIN conditions than this: prune by essential terms instead
 
 
 def idf(n_docs: float, df: float) -> float:
@@ -111,6 +117,40 @@ def first_pass_terms(
     return rare if len(rare) < len(present) else None
 
 
+def _reaches(total: float, threshold: float) -> bool:
+    """``total`` may reach ``threshold`` (float slack on the side of keeping records)."""
+    return total * (1 + _SLACK) + 1e-12 >= threshold
+
+
+def qualifying_sets(bounds: dict[str, float], threshold: float) -> list[list[str]] | None:
+    """The minimal sets of query terms whose bounds sum to at least ``threshold``.
+
+    A record's score is at most the sum of the bounds of the query terms it holds, so a
+    record that holds none of these sets *in full* scores strictly below ``threshold``
+    and cannot enter the top ``k``. For common words this is far fewer records than those
+    holding any one essential term (:func:`essential_terms`): when each common word's
+    bound is below the threshold, a record needs two or three of them at once, which the
+    GIN index finds by intersecting posting lists (``terms @> ARRAY[a, b]``) before any
+    row is read. ``None`` when the query has too many terms (more than
+    :data:`MAX_SET_TERMS`) or the sets are too many (more than :data:`MAX_SETS`); the
+    caller then uses :func:`essential_terms`.
+    """
+    terms = sorted(bounds, key=lambda t: (-bounds[t], t))
+    if len(terms) > MAX_SET_TERMS:
+        return None
+    found: list[frozenset[str]] = []
+    for size in range(1, len(terms) + 1):
+        for combo in itertools.combinations(terms, size):
+            chosen = frozenset(combo)
+            if any(f <= chosen for f in found):
+                continue
+            if _reaches(sum(bounds[t] for t in combo), threshold):
+                found.append(chosen)
+                if len(found) > MAX_SETS:
+                    return None
+    return [sorted(f) for f in found]
+
+
 def essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
     """MaxScore: the terms a record must hold to possibly score at least ``threshold``.
 
@@ -123,7 +163,7 @@ def essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
     total, cut = 0.0, 0
     for term in order:
         total += bounds[term]
-        if total * (1 + _SLACK) + 1e-12 >= threshold:
+        if _reaches(total, threshold):
             break
         cut += 1
     return sorted(order[cut:])
@@ -147,17 +187,18 @@ def term_counts(nsid: int, text: str) -> tuple[list[str], list[float], int]:
     return namespaced(nsid, keys), [float(counts[k]) for k in keys], len(terms)
 
 
-def bm25_sql(n_terms: int, filters: str = "") -> str:
+def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s") -> str:
     """The BM25 query for ``n_terms`` distinct query terms (parameters ``t0 … t{n-1}``).
 
     Parameters: ``%(terms)s`` (the namespaced query terms, also bound one by one as
     ``%(t0)s`` …), ``%(nsid)s``, ``%(k)s`` and the filter bounds. ``N``, ``avgdl`` and each
     term's IDF are uncorrelated scalar subqueries, so PostgreSQL computes them once (an
     InitPlan); each candidate row then costs one ``array_position`` per query term (in a
-    ``LATERAL`` subselect, so each is computed once). ``%(cand)s`` holds the terms that
-    select the candidate rows (all of them, or the MaxScore subset of
-    :func:`first_pass_terms` / :func:`essential_terms`); every query term is scored
-    either way.
+    ``LATERAL`` subselect, so each is computed once). ``match`` selects the candidate
+    rows: by default those holding a term of ``%(cand)s`` (all query terms, or the MaxScore
+    subset of :func:`first_pass_terms` / :func:`essential_terms`), or an ``OR`` of
+    ``r.terms @> …`` conditions (:func:`qualifying_sets`); every query term is scored on
+    each candidate either way.
     Measured on 10k synthetic records, 2 shared cores: 237 ms with ``unnest`` + ``GROUP BY``
     over every candidate's terms, against the few ms of this form (see the README).
     """
@@ -183,7 +224,7 @@ WITH s AS MATERIALIZED (
 SELECT seq, id, score FROM (
     SELECT r.seq, r.id, ({score}) AS score
     FROM mnemon_records r CROSS JOIN LATERAL (SELECT {tfs or "1 AS f"}) x
-    WHERE r.terms && %(cand)s AND r.nsid = %(nsid)s {filters}
+    WHERE {match} AND r.nsid = %(nsid)s {filters}
 ) c
 WHERE score > 0
 ORDER BY score DESC, seq

@@ -1076,7 +1076,9 @@ class PostgresStore(MnemonStore):
             if first is None:
                 return await self._bm25_rows(conn, sql, params)
             rows = await self._bm25_rows(conn, sql, params | {"cand": first})
-            threshold = rows[-1][2] if len(rows) == k else 0.0
+            if len(rows) < k:  # no threshold: every record holding a query term may count
+                return await self._bm25_rows(conn, sql, params)
+            threshold = rows[-1][2]
             bounds = {t: term_bound(n_docs, avgdl, s) for t, s in stats.items() if s.df > 0}
             sets = qualifying_sets(bounds, threshold)
             if sets is not None and all(set(s) & set(first) for s in sets):

@@ -177,6 +177,7 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
 ) -> None:
     """Pruned == unpruned top k on every query; both passes act; naive pruning would fail."""
     from mnemon_langgraph.store import postgres as pg_module
+    from mnemon_langgraph.store.postgres_bm25 import SET_PASS_MIN_POSTINGS
 
     queries = [
         "alpha beta note3",  # the bound proves the first pass (note3's records) exact
@@ -188,6 +189,7 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
     ]
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
+        pg.bm25_set_pass_min = 0  # 400 records: the term-set pass only runs when told to
         passes: list[object] = []  # per SQL pass: the candidate terms, or the term sets
         real = PostgresStore._bm25_rows
 
@@ -207,11 +209,18 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
                 full = pg.lexical_ranking(query, namespace=("t",), k=k)
                 pg.bm25_prune = True
                 assert full and pruned == full, (query, k)
+                if (query, k) == ("alpha gamma note3", 3):
+                    pruned_3 = pruned
         n3, gamma = ["1:note3"], ["1:gamma"]
         assert seen["alpha beta note3", 3] == [("any", n3)]  # one pass, over note3's records
         # gamma alone can beat note3's records; alpha (in 350 of 400) only beside note3:
         # the second pass ranks the records holding gamma, or alpha and note3 together
         assert seen["alpha gamma note3", 3] == [("any", n3), ("sets", [gamma, ["1:alpha", *n3]])]
+        # by default a namespace this small gets the full query as its second pass
+        pg.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
+        passes.clear()
+        assert pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=3) == pruned_3
+        assert passes == [("any", n3), ("any", ["1:alpha", "1:gamma", *n3])]
         # negative control: skipping the other terms without the bound check drops true
         # top-k records (gamma's), and the comparison above would have caught it
         full = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)

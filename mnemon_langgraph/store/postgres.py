@@ -53,6 +53,7 @@ from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
+    SET_PASS_MIN_POSTINGS,
     TermStats,
     bm25_sql,
     essential_terms,
@@ -76,26 +77,26 @@ __all__ = ["EF_SEARCH_BY_SIZE", "EF_SEARCH_LARGE", "EXACT_BELOW", "PostgresStore
 
 T = TypeVar("T")
 
-EXACT_BELOW = 100_000
+EXACT_BELOW = 150_000
 """Namespaces with fewer records are searched exactly (recall 1). Measured (``bench
-backend``, 2 shared cores, 384-d): an exact scan costs about 1.4 ms per 1,000 vectors
-(8–18 ms at 10k, 141 ms at 100k), while HNSW needs pgvector's largest ``ef_search``
-(1,000) to reach recall@48 ≥ 0.98 at 100k even with the denser graph of schema version 2
-(``m = 32, ef_construction = 128``: 0.99 in 123 ms), a cost that hardly depends on the
-namespace's size. Below 100k records the exact scan is therefore as fast or faster and
-exact; above, HNSW grows sub-linearly and the exact scan linearly (README)."""
+backend``, 2 shared cores, 384-d word-mix vectors): an exact scan costs about 1.4 ms per
+1,000 vectors (12 ms at 10k, 141 ms at 100k). HNSW with pgvector's default graph
+(``m = 16``) tops out at recall@48 0.94 at 100k even at the largest ``ef_search`` (1,000);
+the denser ``m = 32, ef_construction = 128`` reaches 0.99 there in 123 ms, but makes every
+insert ~3.6× slower (see :data:`~.postgres_schema.HNSW_M`). Exact search up to 150k records
+(≤ ~210 ms) meets the 0.98 goal for a 100k namespace at no cost to ingest; above it HNSW,
+whose cost grows sub-linearly while the exact scan's grows linearly (README)."""
 
 EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
 """``(namespace records up to, hnsw.ef_search)``; larger namespaces use :data:`EF_SEARCH_LARGE`.
 
 Measured with ``mnemon bench backend`` (recall@48 against exact search, word-mix stand-in
-vectors, iterative scan ``relaxed_order``): with ``m = 16, ef_construction = 64`` (schema
-version 1), for one namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 /
-200 / 400 with 10k records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 /
-1000 with 100k; with ``m = 32, ef_construction = 128`` 0.90 / 0.96 / 0.99 at 200 / 400 /
-1000 with 100k. A namespace holding 1% of the table had recall 1.00 at every value. Only
-namespaces of :data:`EXACT_BELOW` records or more use HNSW, so they get 1,000 (the most
-pgvector accepts); the 10k entry serves stores opened with a smaller ``exact_below``.
+vectors, ``m = 16, ef_construction = 64``, iterative scan ``relaxed_order``): for one
+namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k
+records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k; a
+namespace holding 1% of the table had recall 1.00 at every value. Only namespaces of
+:data:`EXACT_BELOW` records or more use HNSW, so they get 1,000 (the most pgvector
+accepts); the 10k entry serves stores opened with a smaller ``exact_below``.
 """
 
 EF_SEARCH_LARGE = 1000
@@ -252,6 +253,7 @@ class PostgresStore(MnemonStore):
         self.exact_below = int(exact_below)
         self.ef_search = None if ef_search is None else int(ef_search)
         self.bm25_prune = True  # the bench turns it off to measure what pruning saves
+        self.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -1083,6 +1085,8 @@ class PostgresStore(MnemonStore):
             sets = qualifying_sets(bounds, threshold)
             if sets is not None and all(set(s) & set(first) for s in sets):
                 return rows  # every record that can reach the threshold held a first-pass term
+            if sum(s.df for s in stats.values()) < self.bm25_set_pass_min:
+                return await self._bm25_rows(conn, sql, params)  # full query is cheap here
             if sets is None:
                 needed = essential_terms(bounds, threshold)
                 return await self._bm25_rows(conn, sql, params | {"cand": needed})

@@ -21,6 +21,7 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.sources import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
+from mnemon_langgraph.types import Message
 
 TOP = 48
 REL = 1e-4
@@ -111,46 +112,120 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
     assert compared == 80
 
 
-def test_prune_split_bounds_common_terms_by_their_idf() -> None:
-    """Common terms (df above the share) leave the candidates; their IDF sum is the bound."""
-    from mnemon_langgraph.store.postgres_bm25 import idf, prune_split
+def test_essential_terms_keep_every_term_that_could_reach_the_threshold() -> None:
+    """MaxScore's cut: the smallest bounds, summed strictly below the threshold, go."""
+    from mnemon_langgraph.store.postgres_bm25 import essential_terms
 
-    split = prune_split(1000, {"a": 600, "b": 3, "c": 0, "d": 200}, share=0.1)
-    assert split is not None
-    rare, bound = split
-    assert rare == ["b"]
-    assert bound == pytest.approx(idf(1000, 600) + idf(1000, 200))
-    assert prune_split(1000, {"a": 600}, share=0.1) is None  # nothing rare: full query
-    assert prune_split(1000, {"b": 3, "e": 5}, share=0.1) is None  # nothing common
+    bounds = {"common": 0.5, "like": 0.7, "rare": 4.0, "rarer": 6.0}
+    assert essential_terms(bounds, 1.3) == ["rare", "rarer"]  # 0.5 + 0.7 < 1.3
+    assert essential_terms(bounds, 1.2) == ["like", "rare", "rarer"]  # equal is not below
+    assert essential_terms(bounds, 0.0) == sorted(bounds)  # fewer than k hits: no pruning
+    assert essential_terms(bounds, 100.0) == []
 
 
-def test_pruned_bm25_equals_full_bm25_and_falls_back(
+def test_qualifying_sets_are_the_minimal_term_sets_reaching_the_threshold() -> None:
+    """A record must hold one set in full; common words qualify only together."""
+    from mnemon_langgraph.store.postgres_bm25 import MAX_SET_TERMS, qualifying_sets
+
+    bounds = {"a": 2.0, "b": 2.0, "c": 5.0}
+    assert qualifying_sets(bounds, 3.0) == [["c"], ["a", "b"]]
+    assert qualifying_sets(bounds, 4.0) == [["c"], ["a", "b"]]  # reaching counts
+    assert qualifying_sets(bounds, 4.5) == [["c"]]
+    assert qualifying_sets(bounds, 0.0) == [["c"], ["a"], ["b"]]
+    assert qualifying_sets(bounds, 9.5) == []  # nothing can reach it
+    many = {f"t{i}": 1.0 for i in range(MAX_SET_TERMS + 1)}
+    assert qualifying_sets(many, 3.0) is None  # too many subsets: essential terms instead
+
+
+def test_term_bound_is_above_every_records_contribution() -> None:
+    """The bound from (max tf, min length) is at least any record's actual contribution."""
+    from mnemon_langgraph.store.postgres_bm25 import BM25_B, BM25_K1, TermStats, idf, term_bound
+
+    n, avgdl = 1000, 12.0
+    stats = TermStats(df=300, max_tf=3.0, min_len=4)
+    bound = term_bound(n, avgdl, stats)
+    for tf in (1.0, 2.0, 3.0):
+        for length in (4, 5, 12, 60):
+            part = idf(n, 300) * tf / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+            assert part <= bound
+    assert bound == pytest.approx(idf(n, 300) * 3 / (3 + BM25_K1 * (0.25 + 0.75 * 4 / 12)))
+    # the migration's "unknown" defaults bound by the IDF itself
+    assert term_bound(n, avgdl, TermStats(300, 1e30, 0)) == pytest.approx(idf(n, 300))
+
+
+def _common_word_messages() -> list[Message]:
+    """A namespace where common words decide much of the top k.
+
+    ``alpha`` is in 350 of 400 records, ``beta`` in half (short records, often twice);
+    ``gamma`` in 50 very short ones (``gamma gamma``: a high BM25 though not rare); each of
+    ``note0`` … ``note14`` in 6–7 long records diluted by filler (rare, but a low score).
+    """
+    out = []
+    for i in range(400):
+        if i % 4 == 0:
+            text = f"alpha note{(i // 4) % 15} " + " ".join(f"filler{j}" for j in range(30))
+        elif i % 2:
+            text = "alpha beta beta" if i % 3 else "alpha alpha beta"
+        else:
+            text = "gamma gamma" if i % 8 == 2 else f"alpha word{i}"
+        out.append(Message(text, "A", id=f"m{i}"))
+    return out
+
+
+def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The pruned ranking is the full one; a failed bound check reruns the full query."""
-    from mnemon_langgraph.types import Message
+    """Pruned == unpruned top k on every query; both passes act; naive pruning would fail."""
+    from mnemon_langgraph.store import postgres as pg_module
+    from mnemon_langgraph.store.postgres_bm25 import SET_PASS_MIN_POSTINGS
 
-    msgs = [Message(f"shared words here note{i % 30} n{i}", "A", id=f"m{i}") for i in range(300)]
+    queries = [
+        "alpha beta note3",  # the bound proves the first pass (note3's records) exact
+        "alpha gamma note3",  # gamma can beat note3's records: a second pass adds it
+        "gamma note7",
+        "beta note11 note12",
+        "alpha beta",
+        "gamma",
+    ]
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.ingest(("t",), msgs, source="test", pack=False)
-        calls: list[str] = []
+        pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
+        pg.bm25_set_pass_min = 0  # 400 records: the term-set pass only runs when told to
+        passes: list[object] = []  # per SQL pass: the candidate terms, or the term sets
         real = PostgresStore._bm25_rows
 
-        async def spy(conn: object, sql: str, params: dict[str, object]) -> object:
-            calls.append("rare" if "%(rare)s" in sql else "full")
+        async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
+            sets = [params[f"s{i}"] for i in range(len(params)) if f"%(s{i})s" in sql]
+            passes.append(("sets", sets) if sets else ("any", params["cand"]))
             return await real(conn, sql, params)
 
         monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
-        for query, k, expected_calls in (
-            ("shared note3", 5, ["rare"]),  # 10 records hold note3: the 5th beats the bound
-            ("shared note3", 48, ["rare", "full"]),  # fewer than k rare matches: full query
-        ):
-            calls.clear()
-            pruned = pg.lexical_ranking(query, namespace=("t",), k=k)
-            assert calls == expected_calls
-            pg.bm25_prune = False
-            full = pg.lexical_ranking(query, namespace=("t",), k=k)
-            pg.bm25_prune = True
-            assert pruned == full and len(full) == k
-        # the 10 records holding the rare term outrank the 38 that hold only common ones
-        assert full[9][1] > 2 * full[10][1] and full[10][1] == pytest.approx(full[-1][1])
+        seen: dict[tuple[str, int], list[object]] = {}
+        for query in queries:
+            for k in (3, 5, 10, 48):
+                passes.clear()
+                pruned = pg.lexical_ranking(query, namespace=("t",), k=k)
+                seen[query, k] = list(passes)
+                pg.bm25_prune = False
+                full = pg.lexical_ranking(query, namespace=("t",), k=k)
+                pg.bm25_prune = True
+                assert full and pruned == full, (query, k)
+                if (query, k) == ("alpha gamma note3", 3):
+                    pruned_3 = pruned
+        n3, gamma = ["1:note3"], ["1:gamma"]
+        assert seen["alpha beta note3", 3] == [("any", n3)]  # one pass, over note3's records
+        # gamma alone can beat note3's records; alpha (in 350 of 400) only beside note3:
+        # the second pass ranks the records holding gamma, or alpha and note3 together
+        assert seen["alpha gamma note3", 3] == [("any", n3), ("sets", [gamma, ["1:alpha", *n3]])]
+        # by default a namespace this small gets the full query as its second pass
+        pg.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
+        passes.clear()
+        assert pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=3) == pruned_3
+        assert passes == [("any", n3), ("any", ["1:alpha", "1:gamma", *n3])]
+        # negative control: skipping the other terms without the bound check drops true
+        # top-k records (gamma's), and the comparison above would have caught it
+        full = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
+        note3 = {f"m{i}" for i in range(0, 400, 4) if (i // 4) % 15 == 3}
+        assert len(note3) >= 5 and not {rid for rid, _ in full} <= note3
+        monkeypatch.setattr(pg_module, "qualifying_sets", lambda bounds, threshold: [])
+        naive = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
+        assert len(naive) == 5 and naive != full

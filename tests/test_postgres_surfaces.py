@@ -24,6 +24,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.sources import SAMPLE_PATH
 from mnemon_langgraph.store import MnemonStore, PostgresStore
+from mnemon_langgraph.store.postgres_schema import SCHEMA_VERSION
 from mnemon_langgraph.types import Message
 
 
@@ -38,7 +39,7 @@ def test_cli_ingest_search_stats_erase_on_a_url(
     stats = json.loads(capsys.readouterr().out)
     assert stats["namespaces"][0]["namespace"] == ["users", "ada"]
     records = stats["namespaces"][0]["records"]
-    assert records > 0 and stats["schema_version"] == 1
+    assert records > 0 and stats["schema_version"] == SCHEMA_VERSION
     assert "***" in stats["path"] or "@" not in stats["path"]
     assert main(["search", "cat", "--db", postgres_url, *ns, "-k", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)

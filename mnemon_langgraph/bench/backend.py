@@ -7,9 +7,9 @@ stand-in random vectors) into namespace ``("bench", "big-N")`` and ``N // 100`` 
 ``("bench", "small-N")``, then measures:
 
 * ingest: messages per second (one turn per record, batches of ``--batch``);
-* hybrid search (BM25 + dense, fused) on the big namespace: p50 / p95 latency, and on
-  PostgreSQL the same without BM25 pruning (what :func:`~.store.postgres_bm25.prune_split`
-  saves);
+* hybrid search (BM25 + dense, fused) on the big namespace: p50 / p95 latency for topic
+  questions and for common-word queries; on PostgreSQL also without BM25 MaxScore, and BM25
+  alone (top 48) with and without it, with the count of identical rankings (it is exact);
 * PostgreSQL only: recall@48 of the HNSW index (iterative scan) against an exact scan,
   for the big namespace (all ``N`` rows of its own) and for the small one (about 1% of
   the table, so the namespace filter matters), and both latencies, for each
@@ -50,7 +50,7 @@ __all__ = [
 
 HELP = "one backend (SQLite folder or postgresql:// URL): ingest msgs/s, search p50/p95, recall"
 TOP = 48
-EF_CHOICES = (48, 100, 200, 400, 1000)
+EF_CHOICES = (100, 200, 400, 600, 800, 1000)
 RECALL_GOAL = 0.98
 
 
@@ -187,30 +187,78 @@ def _messages(texts: list[str], id_prefix: str) -> list[Any]:
     return out
 
 
-def _workload(n: int, seed: int, count: int) -> tuple[list[Any], list[Any], list[str]]:
-    """Big and 1% message lists and the queries, from ``bench search``'s corpus.
+def _workload(n: int, seed: int, count: int) -> dict[str, Any]:
+    """Big and 1% message lists, the topic queries and the common-word queries.
 
-    Distinct texts (Zipf vocabulary, 256 topics, common English words): unlike
-    :func:`~.bench.scale.synthetic_messages` (586 distinct texts, so ~170 copies of each
-    vector at 100k, which disconnects an HNSW graph). Queries are questions about a topic
-    and a speaker, so they hold common words (what BM25 pruning is for).
+    From ``bench search``'s corpus: distinct texts (Zipf vocabulary, 256 topics, common
+    English words), unlike :func:`~.bench.scale.synthetic_messages` (586 distinct texts, so
+    ~170 copies of each vector at 100k, which disconnects an HNSW graph). Topic queries ask
+    about a topic and a speaker; common-word queries hold five words each in 5–10% of the
+    records (:func:`~.bench.search.common_word_queries`), BM25's worst case.
     """
-    from mnemon_langgraph.bench.search import _NAMES, _queries, make_corpus
+    from mnemon_langgraph.bench.search import (
+        SPEAKER_NAMES,
+        common_word_queries,
+        make_corpus,
+        topic_queries,
+    )
 
     corpus = make_corpus(n, seed=seed)
     small = make_corpus(max(1, n // 100), seed=seed + 1)
-    asked = _queries(corpus, count, corpus["rng"])
-    queries = [
-        f"what did {_NAMES[i % len(_NAMES)]} say about {q}" for i, (q, _) in enumerate(asked)
-    ]
-    return _messages(corpus["texts"], "D"), _messages(small["texts"], "S"), queries
+    asked = topic_queries(corpus, count, corpus["rng"])
+    names = SPEAKER_NAMES
+    return {
+        "big": _messages(corpus["texts"], "D"),
+        "small": _messages(small["texts"], "S"),
+        "queries": [
+            f"what did {names[i % len(names)]} say about {q}" for i, (q, _) in enumerate(asked)
+        ],
+        "common": common_word_queries(corpus, count, corpus["rng"]),
+    }
+
+
+def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
+    """BM25 alone (top 48), MaxScore on and off: p50 / p95 ms, and whether they agree."""
+    pruned, on_ms = _timed(lambda q: store.lexical_ranking(q, namespace=ns, k=TOP), queries)
+    store.bm25_prune = False
+    try:
+        full, off_ms = _timed(lambda q: store.lexical_ranking(q, namespace=ns, k=TOP), queries)
+    finally:
+        store.bm25_prune = True
+    return {
+        "maxscore_ms_p50": round(_pct(on_ms, 0.5), 2),
+        "maxscore_ms_p95": round(_pct(on_ms, 0.95), 2),
+        "full_ms_p50": round(_pct(off_ms, 0.5), 2),
+        "full_ms_p95": round(_pct(off_ms, 0.95), 2),
+        "same_top48": sum(a == b for a, b in zip(pruned, full, strict=True)),
+        "queries": len(queries),
+    }
+
+
+def _postgres_figures(store: Any, target: str, n: int, work: dict[str, Any]) -> dict[str, Any]:
+    big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
+    _analyze(target)
+    queries = work["queries"]
+    store.bm25_prune = False
+    _, unpruned_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
+    store.bm25_prune = True
+    return {
+        "hybrid_unpruned_ms_p50": round(_pct(unpruned_ms, 0.5), 2),
+        "hybrid_unpruned_ms_p95": round(_pct(unpruned_ms, 0.95), 2),
+        "bm25_topic": _bm25_figures(store, big, queries),
+        "bm25_common": _bm25_figures(store, big, work["common"]),
+        "dense_big": _recall(store, big, queries),
+        "dense_small_1pct": _recall(store, small, queries),
+        "ef": _ef_tradeoff(store, big, small, queries),
+    }
 
 
 def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
     from mnemon_langgraph.store import MnemonStore, PostgresStore, is_postgres_url
 
     big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
-    messages, few, queries = _workload(n, args.seed, args.queries)
+    work = _workload(n, args.seed, args.queries)
+    messages, queries = work["big"], work["queries"]
     with MnemonStore(target, WordMixEmbeddings(384)) as store:
         t0 = time.perf_counter()
         written = 0
@@ -219,9 +267,10 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
                 big, messages[i : i + args.batch], source="bench", pack=False
             ).messages_written
         ingest_s = time.perf_counter() - t0
-        store.ingest(small, few, source="bench", pack=False)
+        store.ingest(small, work["small"], source="bench", pack=False)
         store.search(queries[0], namespace=big, k=20)  # warm up
         _, search_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
+        _, common_ms = _timed(lambda q: store.search(q, namespace=big, k=20), work["common"])
         row: dict[str, Any] = {
             "records": n,
             "backend": "postgres" if is_postgres_url(target) else "embedded",
@@ -229,17 +278,11 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
             "ingest_msgs_per_s": round(written / ingest_s, 1) if ingest_s > 0 else None,
             "hybrid_ms_p50": round(_pct(search_ms, 0.5), 2),
             "hybrid_ms_p95": round(_pct(search_ms, 0.95), 2),
+            "hybrid_common_ms_p50": round(_pct(common_ms, 0.5), 2),
+            "hybrid_common_ms_p95": round(_pct(common_ms, 0.95), 2),
         }
         if isinstance(store, PostgresStore):
-            _analyze(target)
-            store.bm25_prune = False
-            _, unpruned_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
-            store.bm25_prune = True
-            row["hybrid_unpruned_ms_p50"] = round(_pct(unpruned_ms, 0.5), 2)
-            row["hybrid_unpruned_ms_p95"] = round(_pct(unpruned_ms, 0.95), 2)
-            row["dense_big"] = _recall(store, big, queries)
-            row["dense_small_1pct"] = _recall(store, small, queries)
-            row["ef"] = _ef_tradeoff(store, big, small, queries)
+            row.update(_postgres_figures(store, target, n, work))
     return row
 
 
@@ -290,15 +333,27 @@ def render(result: dict[str, Any]) -> str:
 
 def _render_ef(r: dict[str, Any]) -> list[str]:
     out = [
-        f"  without BM25 pruning: p50 {r['hybrid_unpruned_ms_p50']:.2f} ms, "
+        f"  common-word queries, hybrid: p50 {r['hybrid_common_ms_p50']:.2f} ms, "
+        f"p95 {r['hybrid_common_ms_p95']:.2f} ms",
+        f"  without BM25 MaxScore, hybrid: p50 {r['hybrid_unpruned_ms_p50']:.2f} ms, "
         f"p95 {r['hybrid_unpruned_ms_p95']:.2f} ms",
-        f"  {'ef_search':>9}  {'big recall':>10} {'big ms':>7}  {'1% recall':>9} {'1% ms':>6}",
     ]
+    for name in ("bm25_topic", "bm25_common"):
+        b = r[name]
+        out.append(
+            f"  {name} top {TOP}: MaxScore p50/p95 {b['maxscore_ms_p50']:.1f}/"
+            f"{b['maxscore_ms_p95']:.1f} ms, full {b['full_ms_p50']:.1f}/{b['full_ms_p95']:.1f}"
+            f" ms, same ranking {b['same_top48']}/{b['queries']}"
+        )
+    out.append(
+        f"  {'ef_search':>9}  {'big recall':>10} {'big ms':>7} {'exact ms':>8}  "
+        f"{'1% recall':>9} {'1% ms':>6}"
+    )
     for t in r["ef"]["tradeoff"]:
         b, s = t["big"], t["small_1pct"]
         out.append(
-            f"  {t['ef_search']:>9}  {b['recall_at_48']:>10.3f} {b['hnsw_ms_p50']:>7.2f}  "
-            f"{s['recall_at_48']:>9.3f} {s['hnsw_ms_p50']:>6.2f}"
+            f"  {t['ef_search']:>9}  {b['recall_at_48']:>10.3f} {b['hnsw_ms_p50']:>7.2f} "
+            f"{b['exact_ms_p50']:>8.2f}  {s['recall_at_48']:>9.3f} {s['hnsw_ms_p50']:>6.2f}"
         )
     out.append(
         f"  chosen ef_search (recall >= {RECALL_GOAL} on both): {r['ef']['chosen_ef_search']}"

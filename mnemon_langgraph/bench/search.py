@@ -45,16 +45,26 @@ from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.bench import peak_rss_mib
 
-__all__ = ["HELP", "add_arguments", "make_corpus", "render", "run", "wait_for_conversion"]
+__all__ = [
+    "HELP",
+    "SPEAKER_NAMES",
+    "add_arguments",
+    "common_word_queries",
+    "make_corpus",
+    "render",
+    "run",
+    "topic_queries",
+    "wait_for_conversion",
+]
 
-HELP = "whole-call search latency, memory and HNSW recall at 10k … 1M synthetic records"
+HELP = "whole-call search latency, memory and ANN recall at 10k … 1M synthetic records"
 
 _NAMESPACE = ("bench", "search")
 _EF_GRID = (64, 128, 256, 512)
 _NPROBE_GRID = (4, 8, 16, 32, 64, 128)
 _RECALL_GOAL = 0.98
 
-_NAMES = [
+SPEAKER_NAMES = [
     "Caroline",
     "Melanie",
     "Jon",
@@ -160,7 +170,7 @@ def make_corpus(
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     for i in range(n):
         body = " ".join(words[draws[offsets[i] : offsets[i + 1]]])
-        texts.append(f"{_NAMES[i % len(_NAMES)]}: {body}")
+        texts.append(f"{SPEAKER_NAMES[i % len(SPEAKER_NAMES)]}: {body}")
     centroids = rng.standard_normal((topics, dim)).astype(np.float32)
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
     return {
@@ -183,7 +193,12 @@ def _vectors(corpus: dict[str, Any], idx: np.ndarray, rng: np.random.Generator) 
     return vecs.astype(np.float32)
 
 
-def _queries(corpus: dict[str, Any], count: int, rng: np.random.Generator) -> list[tuple[str, int]]:
+def topic_queries(
+    corpus: dict[str, Any], count: int, rng: np.random.Generator
+) -> list[tuple[str, int]]:
+    """``count`` queries about the corpus's topics: ``(four topic words + two vocabulary
+    words, topic)``. Shared by ``bench search`` and ``bench backend``, so both time the
+    same kind of question."""
     out = []
     words, topic_words = corpus["words"], corpus["topic_words"]
     topics = len(topic_words)
@@ -192,6 +207,23 @@ def _queries(corpus: dict[str, Any], count: int, rng: np.random.Generator) -> li
         picked = [words[topic_words[t, int(j)]] for j in rng.integers(0, 40, size=4)]
         picked += [words[int(j)] for j in rng.integers(len(_FILLER), len(words), size=2)]
         out.append((" ".join(picked), t))
+    return out
+
+
+def common_word_queries(corpus: dict[str, Any], count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` queries of five common filler words the tokenizer keeps ("really", "like",
+    "yeah" …, each in a large share of the records) and one topic word: the worst case
+    for a BM25 that scores every record holding a query term."""
+    from mnemon_langgraph.search.bm25 import tokenize
+
+    common = [w for w in dict.fromkeys(_FILLER) if tokenize(w)]
+    words, topic_words = corpus["words"], corpus["topic_words"]
+    out = []
+    for _ in range(count):
+        picked = [common[int(j)] for j in rng.choice(len(common), size=5, replace=False)]
+        t = int(rng.integers(len(topic_words)))
+        picked.append(str(words[topic_words[t, int(rng.integers(40))]]))
+        out.append(" ".join(picked))
     return out
 
 
@@ -264,7 +296,7 @@ def _dataset(n: int, args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed + n)
     t0 = time.perf_counter()
     corpus = make_corpus(n, seed=args.seed)
-    queries = _queries(corpus, args.queries, rng)
+    queries = topic_queries(corpus, args.queries, rng)
     if args.vectors == "model":
         from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 

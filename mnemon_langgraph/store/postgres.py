@@ -52,7 +52,16 @@ from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
-from mnemon_langgraph.store.postgres_bm25 import bm25_sql, prune_split, term_counts
+from mnemon_langgraph.store.postgres_bm25 import (
+    SET_PASS_MIN_POSTINGS,
+    TermStats,
+    bm25_sql,
+    essential_terms,
+    first_pass_terms,
+    qualifying_sets,
+    term_bound,
+    term_counts,
+)
 from mnemon_langgraph.store.postgres_bm25 import lexical_terms as _terms
 from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema
 from mnemon_langgraph.types import (
@@ -68,20 +77,26 @@ __all__ = ["EF_SEARCH_BY_SIZE", "EF_SEARCH_LARGE", "EXACT_BELOW", "PostgresStore
 
 T = TypeVar("T")
 
-EXACT_BELOW = 20_000
-"""Namespaces with fewer records are searched exactly: measured (``bench backend``, 2 shared
-cores), an exact scan of 10k vectors takes 8–18 ms, no slower than HNSW at an ``ef_search``
-giving recall 0.97 (8.5 ms), and its recall is 1."""
+EXACT_BELOW = 150_000
+"""Namespaces with fewer records are searched exactly (recall 1). Measured (``bench
+backend``, 2 shared cores, 384-d word-mix vectors): an exact scan costs about 1.4 ms per
+1,000 vectors (12 ms at 10k, 141 ms at 100k). HNSW with pgvector's default graph
+(``m = 16``) tops out at recall@48 0.94 at 100k even at the largest ``ef_search`` (1,000);
+the denser ``m = 32, ef_construction = 128`` reaches 0.99 there in 123 ms, but makes every
+insert ~3.6× slower (see :data:`~.postgres_schema.HNSW_M`). Exact search up to 150k records
+(≤ ~210 ms) meets the 0.98 goal for a 100k namespace at no cost to ingest; above it HNSW,
+whose cost grows sub-linearly while the exact scan's grows linearly (README)."""
 
 EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
 """``(namespace records up to, hnsw.ef_search)``; larger namespaces use :data:`EF_SEARCH_LARGE`.
 
 Measured with ``mnemon bench backend`` (recall@48 against exact search, word-mix stand-in
-vectors, m = 16, ef_construction = 64, iterative scan ``relaxed_order``): for one namespace,
-recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k records and
-0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k (HNSW 9–69 ms,
-exact 141 ms); a namespace holding 1% of the table had recall 1.00 at every value. 1000 is
-pgvector's maximum; recall 0.98 at 100k needs a denser graph (larger m / ef_construction).
+vectors, ``m = 16, ef_construction = 64``, iterative scan ``relaxed_order``): for one
+namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k
+records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k; a
+namespace holding 1% of the table had recall 1.00 at every value. Only namespaces of
+:data:`EXACT_BELOW` records or more use HNSW, so they get 1,000 (the most pgvector
+accepts); the 10k entry serves stores opened with a smaller ``exact_below``.
 """
 
 EF_SEARCH_LARGE = 1000
@@ -98,6 +113,7 @@ def ef_search_for(docs: int) -> int:
 
 NO_DATE = int(np.iinfo(np.int64).min)
 _NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
+_NO_LENGTH = 2**31 - 1  # min_len of a removal: LEAST keeps the stored value
 _RECORD_SQL = (
     "SELECT id, seq, source, session, date, position, speakers, message_ids, roles, text "
     "FROM mnemon_records"
@@ -237,6 +253,7 @@ class PostgresStore(MnemonStore):
         self.exact_below = int(exact_below)
         self.ef_search = None if ef_search is None else int(ef_search)
         self.bm25_prune = True  # the bench turns it off to measure what pruning saves
+        self.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -447,7 +464,7 @@ class PostgresStore(MnemonStore):
         """Insert records, their message ids, vectors and BM25 statistics (caller's tx)."""
         rows: list[tuple[Any, ...]] = []
         order: list[int] = []
-        lexical: list[tuple[list[str], int]] = []  # (namespaced terms, length) per row
+        lexical: list[tuple[list[str], list[float], int]] = []  # (terms, tfs, length) per row
         seen: set[str] = set()
         for i, rec in enumerate(records):
             if rec.id in seen:
@@ -472,7 +489,7 @@ class PostgresStore(MnemonStore):
                 )
             )
             order.append(i)
-            lexical.append((terms, length))
+            lexical.append((terms, tfs, length))
         written: list[Record] = []
         cur = conn.cursor()
         await cur.executemany(
@@ -493,6 +510,7 @@ class PostgresStore(MnemonStore):
         if not inserted:
             return written
         df: dict[str, int] = {}
+        bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
         msg_rows, vec_rows = [], []
         for j, seq in inserted:
@@ -500,9 +518,12 @@ class PostgresStore(MnemonStore):
             written.append(dataclasses.replace(rec, seq=seq))
             msg_rows += [(nsid, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)]
             vec_rows.append((rec.id, nsid, vectors[order[j]]))
-            for term in lexical[j][0]:
+            terms, tfs, length = lexical[j]
+            for term, tf in zip(terms, tfs, strict=True):
                 df[term] = df.get(term, 0) + 1
-            total_len += lexical[j][1]
+                high, low = bounds.get(term, (tf, length))
+                bounds[term] = (max(high, tf), min(low, length))
+            total_len += length
         await cur.executemany(
             "INSERT INTO mnemon_messages(nsid, message_id, record_id) VALUES (%s, %s, %s) "
             "ON CONFLICT DO NOTHING",
@@ -512,20 +533,36 @@ class PostgresStore(MnemonStore):
             "INSERT INTO mnemon_vectors(record_id, nsid, embedding) VALUES (%s, %s, %s)",
             vec_rows,
         )
-        await self._adjust_stats(conn, nsid, df, len(inserted), total_len)
+        await self._adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         return written
 
     @staticmethod
     async def _adjust_stats(
-        conn: Any, nsid: int, df: dict[str, int], docs: int, total_len: int
+        conn: Any,
+        nsid: int,
+        df: dict[str, int],
+        docs: int,
+        total_len: int,
+        bounds: dict[str, tuple[float, int]] | None = None,
     ) -> None:
-        """Add (or, with negative counts, remove) documents to the namespace's BM25 stats."""
+        """Add (or, with negative counts, remove) documents to the namespace's BM25 stats.
+
+        ``bounds`` (term -> (max tf, min length) of the added records) raise the terms'
+        ``max_tf`` / lower their ``min_len``; removals leave both, which stay upper bounds
+        of a term's contribution (:func:`~.postgres_bm25.term_bound`).
+        """
         terms = sorted(df)  # one lock order for every writer
+        bounds = bounds or {}
+        high = [bounds[t][0] if t in bounds else 0.0 for t in terms]
+        low = [bounds[t][1] if t in bounds else _NO_LENGTH for t in terms]
         await conn.execute(
-            "INSERT INTO mnemon_terms(term, nsid, df) "
-            "SELECT t, %s, d FROM unnest(%s::text[], %s::int[]) AS x(t, d) ORDER BY t "
-            "ON CONFLICT (term) DO UPDATE SET df = mnemon_terms.df + excluded.df",
-            (nsid, terms, [df[t] for t in terms]),
+            "INSERT INTO mnemon_terms(term, nsid, df, max_tf, min_len) "
+            "SELECT t, %s, d, h, l FROM unnest(%s::text[], %s::int[], %s::real[], %s::int[]) "
+            "AS x(t, d, h, l) ORDER BY t "
+            "ON CONFLICT (term) DO UPDATE SET df = mnemon_terms.df + excluded.df, "
+            "max_tf = GREATEST(mnemon_terms.max_tf, excluded.max_tf), "
+            "min_len = LEAST(mnemon_terms.min_len, excluded.min_len)",
+            (nsid, terms, [df[t] for t in terms], high, low),
         )
         if any(df[t] < 0 for t in terms):
             await conn.execute(
@@ -1037,24 +1074,46 @@ class PostgresStore(MnemonStore):
     ) -> list[tuple[int, str, float]]:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
-        With :attr:`bm25_prune`, records holding only common query terms are left out of
-        the candidates when that provably cannot change the top ``k`` (:func:`prune_split`);
-        else, or when the check fails, every record holding a query term is scored.
+        With :attr:`bm25_prune` (MaxScore, see :mod:`.postgres_bm25`): a first pass over
+        the records holding a rare query term, then, unless the per-term bounds prove it
+        exact, a second over the records holding a qualifying set of terms. Statistics, bounds and
+        passes read one snapshot (``REPEATABLE READ``), so concurrent writers cannot make
+        the bounds disagree with the scores.
         """
         terms = sorted({f"{nsid}:{t}" for t in _terms(query)})
         if not terms or k <= 0:
             return []
-        params: dict[str, Any] = {"terms": terms, "nsid": nsid, "k": int(k)}
+        params: dict[str, Any] = {"terms": terms, "cand": terms, "nsid": nsid, "k": int(k)}
         params.update({f"t{i}": t for i, t in enumerate(terms)})
         where = _filter_sql(filters, params)
-        split = await self._prune_split(conn, nsid, terms) if self.bm25_prune else None
-        if split is not None:
-            params["rare"], bound = split
-            rows = await self._bm25_rows(conn, bm25_sql(len(terms), where, "rare"), params)
-            # Strictly above the bound (with float slack): no record left out can reach it.
-            if len(rows) == k and rows[-1][2] > bound * (1 + 1e-9) + 1e-12:
-                return rows
-        return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
+        sql = bm25_sql(len(terms), where)
+        if not self.bm25_prune:
+            return await self._bm25_rows(conn, sql, params)
+        async with conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            n_docs, avgdl, stats = await self._term_stats(conn, nsid, terms)
+            first = first_pass_terms(n_docs, stats)
+            if first is None:
+                return await self._bm25_rows(conn, sql, params)
+            rows = await self._bm25_rows(conn, sql, params | {"cand": first})
+            if len(rows) < k:  # no threshold: every record holding a query term may count
+                return await self._bm25_rows(conn, sql, params)
+            threshold = rows[-1][2]
+            bounds = {t: term_bound(n_docs, avgdl, s) for t, s in stats.items() if s.df > 0}
+            sets = qualifying_sets(bounds, threshold)
+            if sets is not None and all(set(s) & set(first) for s in sets):
+                return rows  # every record that can reach the threshold held a first-pass term
+            if sum(s.df for s in stats.values()) < self.bm25_set_pass_min:
+                return await self._bm25_rows(conn, sql, params)  # full query is cheap here
+            if sets is None:
+                needed = essential_terms(bounds, threshold)
+                return await self._bm25_rows(conn, sql, params | {"cand": needed})
+            match = " OR ".join(f"r.terms @> %(s{i})s::text[]" for i in range(len(sets)))
+            params.update({f"s{i}": s for i, s in enumerate(sets)})
+            # Measured: for an OR of @> the planner picks a sequential scan of the table
+            # (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it here.
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            return await self._bm25_rows(conn, bm25_sql(len(terms), where, f"({match})"), params)
 
     @staticmethod
     async def _bm25_rows(
@@ -1064,18 +1123,25 @@ class PostgresStore(MnemonStore):
         return [(int(s), rid, float(score)) for s, rid, score in await cur.fetchall()]
 
     @staticmethod
-    async def _prune_split(
+    async def _term_stats(
         conn: Any, nsid: int, terms: list[str]
-    ) -> tuple[list[str], float] | None:
+    ) -> tuple[int, float, dict[str, TermStats]]:
+        """``(records, average length, per-term statistics)`` of the namespace."""
         cur = await conn.execute(
-            "SELECT t.term, t.df, n.docs FROM mnemon_namespaces n "
-            "JOIN mnemon_terms t ON t.term = ANY(%s) WHERE n.nsid = %s",
+            "SELECT n.docs, n.total_len, t.term, t.df, t.max_tf, t.min_len "
+            "FROM mnemon_namespaces n LEFT JOIN mnemon_terms t ON t.term = ANY(%s) "
+            "WHERE n.nsid = %s",
             (terms, nsid),
         )
         rows = await cur.fetchall()
-        if not rows:
-            return None
-        return prune_split(int(rows[0][2]), {t: int(df) for t, df, _ in rows})
+        docs, total = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+        avgdl = total / docs if total > 0 and docs > 0 else 1.0
+        stats = {
+            str(t): TermStats(int(df), float(mt), int(ml))
+            for _, _, t, df, mt, ml in rows
+            if t is not None
+        }
+        return docs, avgdl, stats
 
     async def _dense(
         self,

@@ -16,35 +16,64 @@ each query term's frequency is read with ``array_position`` (see :func:`bm25_sql
 Ties are broken by ``seq`` (older first), as in the embedded index. The embedded index
 computes in float32 and PostgreSQL in float8, so scores agree to about 1e-6 relative and
 orders agree except between records whose scores differ by less than that.
+
+**MaxScore.** A query with common words (a speaker's name, "like", "really") has most of
+the namespace as candidates, so a plain query costs time linear in the namespace. The
+caller (:meth:`PostgresStore._bm25`) ranks first only the records holding one of the
+query's rare terms (:func:`first_pass_terms`), scoring every query term on them; the
+``k``-th score of that pass is a lower bound of the true ``k``-th score. Per-term upper
+bounds (:func:`term_bound`, from ``max_tf`` / ``min_len`` kept in ``mnemon_terms``) then
+give the sets of terms a record must hold *together* to reach it
+(:func:`qualifying_sets`); when every such set holds a first-pass term, the first pass's
+ranking is exact, else a second pass ranks the records holding one of the sets in full
+(still exact: every other record scores below ``k`` records already found). Why not a
+PostgreSQL extension (pg_search, VectorChord-bm25): their scores are not the embedded
+index's, and equality
+with it is a requirement.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mnemon_langgraph.search.bm25 import tokenize
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
-    "COMMON_SHARE",
+    "FIRST_PASS_SHARE",
+    "SET_PASS_MIN_POSTINGS",
+    "TermStats",
     "bm25_sql",
+    "essential_terms",
+    "first_pass_terms",
     "idf",
     "lexical_terms",
     "namespaced",
-    "prune_split",
+    "qualifying_sets",
+    "term_bound",
     "term_counts",
 ]
 
 BM25_K1 = 1.5
 BM25_B = 0.75
-# A query term in more than this share of the namespace's records is "common": its records
-# are not candidates by themselves (MaxScore, see :func:`prune_split`). 10% keeps the bound
-# of the common terms low (idf < ln 10.5 ≈ 2.35 each) while cutting the candidates that
-# dominate the cost (speaker names, "like", "with" in half of a conversation's records).
-COMMON_SHARE = 0.10
+FIRST_PASS_SHARE = 0.02
+"""Query terms in at most this share of the namespace's records select the first pass's
+candidates (:func:`first_pass_terms`); chosen by measurement (``bench backend``, see README)."""
+
+SET_PASS_MIN_POSTINGS = 10_000
+"""Below this many postings (sum of the query terms' ``df``) a second MaxScore pass runs
+as the plain full query. Measured (``bench backend``, common-word queries): with ~4k
+postings (10k records) the full query took 55 ms p50 and the term-set pass 84 ms (its GIN
+``BitmapOr`` costs more than it saves); with ~17k (52k records) 460–550 ms against 134–154."""
+
+_SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
+MAX_SET_TERMS = 10  # qualifying_sets enumerates at most 2**10 subsets
+MAX_SETS = 48  # more OR-ed GIN conditions than this: prune by essential terms instead
 
 
 def idf(n_docs: float, df: float) -> float:
@@ -52,27 +81,99 @@ def idf(n_docs: float, df: float) -> float:
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def prune_split(
-    n_docs: int, dfs: dict[str, int], share: float = COMMON_SHARE
-) -> tuple[list[str], float] | None:
-    """MaxScore split of the query terms: ``(rare terms, bound of the common ones)``.
+@dataclass(frozen=True)
+class TermStats:
+    """What bounds one query term's contribution: its ``df`` and, over the records that
+    held it, the largest term frequency and the shortest length (the column defaults,
+    ``1e30`` and ``0``, are the loosest bounds: "unknown")."""
 
-    A term's BM25 contribution ``idf · tf / (tf + k1 · norm)`` is below ``idf`` for every
-    record, so a record holding only common terms scores below ``bound`` = the sum of the
-    common terms' IDFs. Ranking only the records that hold a rare term (but scoring every
-    query term on them) therefore gives the exact top ``k`` whenever its ``k``-th score is
-    above ``bound``; the caller checks that and otherwise runs the full query. Why not a
-    PostgreSQL extension (pg_search, VectorChord-bm25): their scores are not the embedded
-    index's, and equality with it is a requirement.
+    df: int
+    max_tf: float
+    min_len: int
 
-    Returns ``None`` when there is nothing to prune (no common term, or no rare one).
+
+def term_bound(n_docs: int, avgdl: float, stats: TermStats) -> float:
+    """The most term ``t`` can add to any record's score: ``idf · tf / (tf + k1 · norm)``.
+
+    That expression grows with ``tf`` and shrinks with the record's length, so
+    ``max_tf`` and ``min_len`` bound it from above. Both are maintained on insert with
+    ``GREATEST`` / ``LEAST`` and left alone on delete: a deleted record can only have held
+    the maximum, so the stored values stay upper bounds (looser, never wrong). With the
+    "unknown" defaults the bound is ``idf`` itself.
     """
-    present = {t: df for t, df in dfs.items() if df > 0}
-    common = [t for t, df in present.items() if df > share * n_docs]
-    rare = sorted(t for t in present if t not in common)
-    if not common or not rare:
+    weight = idf(n_docs, stats.df)
+    tf = float(stats.max_tf)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * stats.min_len / avgdl)
+    return weight * tf / (tf + norm)
+
+
+def first_pass_terms(
+    n_docs: int, stats: dict[str, TermStats], share: float = FIRST_PASS_SHARE
+) -> list[str] | None:
+    """The terms whose records the first MaxScore pass ranks (the rarest ones).
+
+    Every query term is still *scored* on those records; the pass only yields a lower
+    bound of the true ``k``-th score (its own ``k``-th score: ``k`` real records reach it),
+    from which :func:`essential_terms` tells whether records holding only the other terms
+    could matter. ``None`` when every term is rare (the first pass would be the full query).
+    """
+    present = {t: s.df for t, s in stats.items() if s.df > 0}
+    rare = sorted(t for t, df in present.items() if df <= share * n_docs)
+    if not rare and present:
+        rare = [min(present, key=lambda t: (present[t], t))]
+    return rare if len(rare) < len(present) else None
+
+
+def _reaches(total: float, threshold: float) -> bool:
+    """``total`` may reach ``threshold`` (float slack on the side of keeping records)."""
+    return total * (1 + _SLACK) + 1e-12 >= threshold
+
+
+def qualifying_sets(bounds: dict[str, float], threshold: float) -> list[list[str]] | None:
+    """The minimal sets of query terms whose bounds sum to at least ``threshold``.
+
+    A record's score is at most the sum of the bounds of the query terms it holds, so a
+    record that holds none of these sets *in full* scores strictly below ``threshold``
+    and cannot enter the top ``k``. For common words this is far fewer records than those
+    holding any one essential term (:func:`essential_terms`): when each common word's
+    bound is below the threshold, a record needs two or three of them at once, which the
+    GIN index finds by intersecting posting lists (``terms @> ARRAY[a, b]``) before any
+    row is read. ``None`` when the query has too many terms (more than
+    :data:`MAX_SET_TERMS`) or the sets are too many (more than :data:`MAX_SETS`); the
+    caller then uses :func:`essential_terms`.
+    """
+    terms = sorted(bounds, key=lambda t: (-bounds[t], t))
+    if len(terms) > MAX_SET_TERMS:
         return None
-    return rare, sum(idf(n_docs, present[t]) for t in common)
+    found: list[frozenset[str]] = []
+    for size in range(1, len(terms) + 1):
+        for combo in itertools.combinations(terms, size):
+            chosen = frozenset(combo)
+            if any(f <= chosen for f in found):
+                continue
+            if _reaches(sum(bounds[t] for t in combo), threshold):
+                found.append(chosen)
+                if len(found) > MAX_SETS:
+                    return None
+    return [sorted(f) for f in found]
+
+
+def essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
+    """MaxScore: the terms a record must hold to possibly score at least ``threshold``.
+
+    Sort the terms by their bound, smallest first; the longest prefix whose bounds sum
+    *strictly* below ``threshold`` is non-essential: a record holding only those terms
+    scores below every one of the ``k`` records that reached ``threshold`` (ties go to the
+    older record, so "equal" is not safe and the test is strict, with float slack).
+    """
+    order = sorted(bounds, key=lambda t: (bounds[t], t))
+    total, cut = 0.0, 0
+    for term in order:
+        total += bounds[term]
+        if _reaches(total, threshold):
+            break
+        cut += 1
+    return sorted(order[cut:])
 
 
 def lexical_terms(text: str) -> list[str]:
@@ -93,16 +194,18 @@ def term_counts(nsid: int, text: str) -> tuple[list[str], list[float], int]:
     return namespaced(nsid, keys), [float(counts[k]) for k in keys], len(terms)
 
 
-def bm25_sql(n_terms: int, filters: str = "", candidates: str = "terms") -> str:
+def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s") -> str:
     """The BM25 query for ``n_terms`` distinct query terms (parameters ``t0 … t{n-1}``).
 
     Parameters: ``%(terms)s`` (the namespaced query terms, also bound one by one as
     ``%(t0)s`` …), ``%(nsid)s``, ``%(k)s`` and the filter bounds. ``N``, ``avgdl`` and each
     term's IDF are uncorrelated scalar subqueries, so PostgreSQL computes them once (an
-    InitPlan); each candidate row then costs one ``array_position`` per query term (in a ``LATERAL``
-    subselect, so each is computed once). ``candidates`` names the parameter whose terms
-    select the candidate rows (``terms``: all; ``rare``: the pruned set of
-    :func:`prune_split`); every query term is scored either way.
+    InitPlan); each candidate row then costs one ``array_position`` per query term (in a
+    ``LATERAL`` subselect, so each is computed once). ``match`` selects the candidate
+    rows: by default those holding a term of ``%(cand)s`` (all query terms, or the MaxScore
+    subset of :func:`first_pass_terms` / :func:`essential_terms`), or an ``OR`` of
+    ``r.terms @> …`` conditions (:func:`qualifying_sets`); every query term is scored on
+    each candidate either way.
     Measured on 10k synthetic records, 2 shared cores: 237 ms with ``unnest`` + ``GROUP BY``
     over every candidate's terms, against the few ms of this form (see the README).
     """
@@ -128,7 +231,7 @@ WITH s AS MATERIALIZED (
 SELECT seq, id, score FROM (
     SELECT r.seq, r.id, ({score}) AS score
     FROM mnemon_records r CROSS JOIN LATERAL (SELECT {tfs or "1 AS f"}) x
-    WHERE r.terms && %({candidates})s AND r.nsid = %(nsid)s {filters}
+    WHERE {match} AND r.nsid = %(nsid)s {filters}
 ) c
 WHERE score > 0
 ORDER BY score DESC, seq

@@ -1,0 +1,92 @@
+"""Schema version 1 → 2 on a real server: every row kept, the MaxScore bounds filled.
+
+Version 1 is built here as version 2 minus what ``MIGRATIONS[1]`` adds (the two bound
+columns of ``mnemon_terms``) and the version row set back to 1: the exact layout a
+version-1 package left.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _reliability_common import fake_embeddings
+
+from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres_schema import SCHEMA_VERSION, TABLES
+from mnemon_langgraph.types import Message
+
+QUERIES = ["alpha note3", "beta gamma", "note7 filler2"]
+
+
+def _to_version_1(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE mnemon_terms DROP COLUMN max_tf, DROP COLUMN min_len")
+        conn.execute("UPDATE mnemon_meta SET value = '1' WHERE key = 'schema_version'")
+
+
+def _snapshot(url: str) -> dict[str, Any]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        out: dict[str, Any] = {
+            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES
+        }
+        out["records"] = conn.execute(
+            "SELECT id, seq, nsid, text, terms, tfs, length FROM mnemon_records ORDER BY seq"
+        ).fetchall()
+        out["terms"] = conn.execute(
+            "SELECT term, nsid, df FROM mnemon_terms ORDER BY term"
+        ).fetchall()
+        out["vectors"] = conn.execute(
+            "SELECT record_id, embedding::text FROM mnemon_vectors ORDER BY record_id"
+        ).fetchall()
+        out["meta"] = conn.execute("SELECT key, value FROM mnemon_meta ORDER BY key").fetchall()
+    return out
+
+
+def _rankings(store: PostgresStore) -> list[Any]:
+    return [
+        (store.lexical_ranking(q, namespace=("m",)), store.dense_ranking(q, namespace=("m",)))
+        for q in QUERIES
+    ]
+
+
+def test_migration_from_version_1_keeps_every_row_and_fills_the_bounds(
+    postgres_url: str,
+) -> None:
+    """Same rows in every table and rankings; the bounds equal a recount from the records."""
+    import psycopg
+
+    msgs = [
+        Message(f"alpha note{i % 9} beta {'gamma ' * (i % 3)}filler{i % 5}", "A", id=f"m{i}")
+        for i in range(120)
+    ]
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.ingest(("m",), msgs, source="test", pack=False)
+        pg.delete_records(("m",), [next(iter(pg.records(("m",)))).id], actor="test")
+    _to_version_1(postgres_url)
+    before = _snapshot(postgres_url)
+    assert dict(before["meta"])["schema_version"] == "1" and len(before["records"]) == 119
+
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:  # opening migrates
+        after_rankings = _rankings(pg)
+        pg.bm25_prune = False
+        assert after_rankings == _rankings(pg)
+    after = _snapshot(postgres_url)
+    meta = dict(after.pop("meta"))
+    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "2"
+    assert meta == {k: v for k, v in before.pop("meta") if k != "schema_version"}
+    assert after == before  # every row of every table, unchanged
+    with psycopg.connect(postgres_url) as conn:
+        recount = conn.execute(
+            "SELECT u.term, max(u.tf), min(r.length) FROM mnemon_records r "
+            "CROSS JOIN LATERAL unnest(r.terms, r.tfs) AS u(term, tf) GROUP BY u.term"
+        ).fetchall()
+        stored = conn.execute("SELECT term, max_tf, min_len FROM mnemon_terms").fetchall()
+    assert sorted(stored) == sorted(recount) and len(stored) > 10

@@ -12,10 +12,14 @@ Each benchmark module in this package exposes:
 
 from __future__ import annotations
 
+import hashlib
+import os
 import resource
 import sys
+from pathlib import Path
+from typing import Any
 
-__all__ = ["BENCHMARKS", "peak_rss_mib"]
+__all__ = ["BENCHMARKS", "dev_files", "embeddings_for", "fast_judge", "peak_rss_mib"]
 
 BENCHMARKS: dict[str, str] = {
     "ingest": "mnemon_langgraph.bench.ingest",
@@ -33,3 +37,61 @@ def peak_rss_mib() -> float:
     """Peak resident memory of this process so far, in MiB (``getrusage``)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def dev_files(given: list[str]) -> list[Path]:
+    """The conversations a bench reads: the given files, else ``$MNEMON_LOCOMO_DEV``'s
+    ``*.json``, else the invented sample conversation shipped with the package."""
+    if given:
+        return [Path(f) for f in given]
+    folder = os.environ.get("MNEMON_LOCOMO_DEV")
+    if folder and Path(folder).is_dir():
+        found = sorted(Path(folder).glob("*.json"))
+        if found:
+            return found
+    from mnemon_langgraph.sources import SAMPLE_PATH
+
+    return [SAMPLE_PATH]
+
+
+def embeddings_for(name: str) -> Any:
+    """The embedder a bench option names, built once here for every bench.
+
+    ``minilm`` (alias ``model``): the shipped default; ``minilm-seq``: the same model one
+    call at a time (the ingest path before two concurrent calls); ``legacy``: the shipped
+    ONNX file with float compute, one call after the other; ``fake`` (alias ``random``):
+    LangChain's seeded random vectors, for sizes the real model would take hours to embed.
+    """
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, MiniLMEmbeddings
+
+    if name in ("fake", "random"):
+        return DeterministicFakeEmbedding(size=384)
+    if name == "legacy":
+        return MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME, batch_size=64, workers=1)
+    if name == "minilm-seq":
+        return MiniLMEmbeddings(workers=1)
+    if name in ("minilm", "model"):
+        return MiniLMEmbeddings()
+    raise ConfigurationError(
+        f"unknown embedder {name!r} (minilm, minilm-seq, legacy, fake; model/random alias "
+        "minilm/fake)"
+    )
+
+
+def fast_judge() -> Any:
+    """A deterministic System 1 that answers from the question id alone (no history).
+
+    The scale and read benches count per-turn work (judgments, waves, rounds), not quality:
+    a judge whose answers do not depend on the history keeps those counts comparable
+    across sizes.
+    """
+    from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+
+    def answer(qid: str, _question: Any, _state: Any) -> float:
+        digest = hashlib.sha256(qid.encode()).digest()
+        return 0.9 if digest[0] % 4 == 0 else 0.1
+
+    return ScriptedDecisionModel(model="scale-bench", answers=answer)

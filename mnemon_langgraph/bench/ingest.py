@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.bench import peak_rss_mib
+from mnemon_langgraph.bench import dev_files, embeddings_for, peak_rss_mib
 
 __all__ = ["HELP", "add_arguments", "render", "run"]
 
@@ -56,38 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeat", type=int, default=1, metavar="N", help="interleaved runs; medians reported"
     )
     parser.add_argument("--one-turn-per-record", action="store_true", help="one record per message")
-
-
-def _files(given: list[str]) -> list[Path]:
-    if given:
-        return [Path(f) for f in given]
-    folder = os.environ.get("MNEMON_LOCOMO_DEV")
-    if folder and Path(folder).is_dir():
-        found = sorted(Path(folder).glob("*.json"))
-        if found:
-            return found
-    from mnemon_langgraph.sources import SAMPLE_PATH
-
-    return [SAMPLE_PATH]
-
-
-def _embedder(name: str) -> Any:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from mnemon_langgraph.errors import ConfigurationError
-    from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME, MiniLMEmbeddings
-
-    if name == "fake":
-        return DeterministicFakeEmbedding(size=384)
-    if name == "legacy":
-        return MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME, batch_size=64, workers=1)
-    if name == "minilm-seq":
-        return MiniLMEmbeddings(workers=1)
-    if name == "minilm":
-        return MiniLMEmbeddings()
-    raise ConfigurationError(
-        f"--embedders: unknown embedder {name!r} (minilm-seq, minilm, legacy, fake)"
-    )
 
 
 def _ingest_interleaved(
@@ -164,10 +132,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark for each embedder asked for; returns its figures."""
     from mnemon_langgraph.store import load_messages
 
-    files = _files(list(args.files))
+    files = dev_files(list(args.files))
     batches = [(i, source, msgs) for i, f in enumerate(files) for source, msgs in load_messages(f)]
     names = [n.strip() for n in str(args.embedders).split(",") if n.strip()]
-    embedders = {name: _embedder(name) for name in names}
+    embedders = {name: embeddings_for(name) for name in names}
     tries: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for _ in range(max(1, int(args.repeat))):
         one_pass = _ingest_interleaved(batches, embedders, pack=not args.one_turn_per_record)

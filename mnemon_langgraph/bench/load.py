@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.bench import peak_rss_mib
+from mnemon_langgraph.bench import embeddings_for, peak_rss_mib
 
 __all__ = ["HELP", "add_arguments", "build_journal", "render", "run", "synthetic_messages"]
 
@@ -117,16 +117,6 @@ def _questions(n: int, seed: int = 11) -> list[str]:
         rng.choice(forms).format(t=rng.choice(_THINGS), p=rng.choice(_PLACES), n=rng.choice(_NAMES))
         for _ in range(n)
     ]
-
-
-def _embeddings(kind: str) -> Any:
-    if kind == "minilm":
-        from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-
-        return MiniLMEmbeddings()
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    return DeterministicFakeEmbedding(size=384)
 
 
 def build_journal(store: Any, records: int, *, batch: int = 5000) -> float:
@@ -232,7 +222,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.store import EmbeddedStore, MnemonStore, is_postgres_url
 
-    embeddings = _embeddings(args.embeddings)
+    embeddings = embeddings_for(args.embeddings)
     with tempfile.TemporaryDirectory(prefix="mnemon-load-") as tmp:
         # --db may be a postgresql:// URL: the same bench then measures that backend
         db = args.db if is_postgres_url(args.db) else Path(args.db or Path(tmp) / "load.db")

@@ -33,8 +33,8 @@ from typing import Any, cast
 import numpy as np
 from langchain_core.documents import Document
 
-from mnemon_langgraph.bench import peak_rss_mib
-from mnemon_langgraph.bench.search import _LookupEmbeddings, _vectors, make_corpus
+from mnemon_langgraph.bench import dev_files, embeddings_for, peak_rss_mib
+from mnemon_langgraph.bench.search import LookupEmbeddings, corpus_vectors, make_corpus
 
 __all__ = ["HELP", "add_arguments", "render", "run"]
 
@@ -68,12 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _files(given: list[str]) -> list[Path]:
-    from mnemon_langgraph.bench.ingest import _files as ingest_files
-
-    return ingest_files(given)
-
-
 def _questions(files: list[Path], limit: int) -> list[str]:
     out: list[str] = []
     for path in files:
@@ -87,11 +81,10 @@ def _questions(files: list[Path], limit: int) -> list[str]:
 
 def _real_records(files: list[Path], embedder: str, queries: list[str]) -> dict[str, Any]:
     """The conversations' records and vectors (one ingest), and the queries' vectors."""
-    from mnemon_langgraph.bench.ingest import _embedder
     from mnemon_langgraph.store import load_messages
     from mnemon_langgraph.store.embedded import EmbeddedStore
 
-    embeddings = _embedder(embedder)
+    embeddings = embeddings_for(embedder)
     records: list[Any] = []
     by_id: dict[str, np.ndarray] = {}
     with (
@@ -122,7 +115,7 @@ def _corpus(real: dict[str, Any], size: int, seed: int = 0) -> dict[str, Any]:
     extra = max(0, size - len(texts))
     if extra:
         corpus = make_corpus(extra, seed=seed, dim=vecs.shape[1])
-        fill = _vectors(corpus, np.arange(extra), np.random.default_rng(seed))
+        fill = corpus_vectors(corpus, np.arange(extra), np.random.default_rng(seed))
         texts = texts + corpus["texts"]
         ids = ids + [f"synthetic-{i}" for i in range(extra)]
         vecs = np.concatenate([vecs, fill])
@@ -203,7 +196,7 @@ def _measure(real: dict[str, Any], size: int, skip: set[str]) -> dict[str, Any]:
     corpus = _corpus(real, size)
     table_map = dict(zip(corpus["texts"], corpus["vecs"], strict=True))
     table_map.update(zip(real["queries"], real["qvecs"], strict=True))
-    table = _LookupEmbeddings(table_map, corpus["vecs"].shape[1])
+    table = LookupEmbeddings(table_map, corpus["vecs"].shape[1])
     queries = real["queries"]
     row: dict[str, Any] = {"records": len(corpus["texts"])}
     with tempfile.TemporaryDirectory(prefix="mnemon-peers-") as tmp:
@@ -226,7 +219,7 @@ def _measure(real: dict[str, Any], size: int, skip: set[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the comparison at every size; returns its figures."""
-    files = _files(list(args.files))
+    files = dev_files(list(args.files))
     queries = _questions(files, args.queries)
     real = _real_records(files, args.embeddings, queries)
     sizes = sorted(

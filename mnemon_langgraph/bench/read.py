@@ -26,6 +26,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from mnemon_langgraph.bench import embeddings_for, fast_judge
+
 __all__ = ["HELP", "add_arguments", "render", "run"]
 
 HELP = "read-path time per turn (model calls excluded), judgments, waves, searches by size"
@@ -63,22 +65,20 @@ def _judge(kind: str, embeddings: Any) -> Any:
         from mnemon_langgraph.judges.local import LocalDecisionModel
 
         return LocalDecisionModel(embeddings=embeddings)
-    from mnemon_langgraph.bench.scale import _fast_judge
-
-    return _fast_judge()
+    return fast_judge()
 
 
 def _size(n: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     from langchain_core.messages import HumanMessage
 
-    from mnemon_langgraph.bench.scale import PROBE_QUESTIONS, _embeddings, synthetic_messages
+    from mnemon_langgraph.bench.scale import PROBE_QUESTIONS, synthetic_messages
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.state import ReadContext
     from mnemon_langgraph.store import MnemonStore
 
     ns = ("bench", f"read-{n}")
     messages = synthetic_messages(n, seed=args.seed)
-    store = MnemonStore(folder / f"read-{n}.sqlite", embeddings=_embeddings(args.vectors))
+    store = MnemonStore(folder / f"read-{n}.sqlite", embeddings=embeddings_for(args.vectors))
     try:
         t0 = time.perf_counter()
         for i in range(0, n, 5000):

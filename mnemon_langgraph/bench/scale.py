@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import random
 import statistics
 import tempfile
@@ -34,6 +33,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from mnemon_langgraph.bench import embeddings_for, fast_judge, peak_rss_mib
 from mnemon_langgraph.types import Message
 
 __all__ = [
@@ -141,33 +141,6 @@ def synthetic_messages(n: int, *, seed: int = 0, per_session: int = 20) -> list[
     return out
 
 
-def _fast_judge() -> Any:
-    """A deterministic System 1 that answers from the question id alone (no history)."""
-    from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-
-    def answer(qid: str, _question: Any, _state: Any) -> float:
-        digest = hashlib.sha256(qid.encode()).digest()
-        return 0.9 if digest[0] % 4 == 0 else 0.1
-
-    return ScriptedDecisionModel(model="scale-bench", answers=answer)
-
-
-def _embeddings(kind: str) -> Any:
-    if kind == "model":
-        from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-
-        return MiniLMEmbeddings()
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    return DeterministicFakeEmbedding(size=384)
-
-
-def _peak_rss_mb() -> float:
-    from mnemon_langgraph.bench import peak_rss_mib
-
-    return peak_rss_mib()
-
-
 def _settle(store: Any, ns: tuple[str, ...]) -> None:
     """Wait until no index conversion is due or running in the store's namespace.
 
@@ -192,7 +165,7 @@ def _measure_size(
 
     ns = ("bench", f"scale-{n}")
     messages = synthetic_messages(n, seed=seed)
-    store = MnemonStore(folder / f"scale-{n}.sqlite", embeddings=_embeddings(vectors))
+    store = MnemonStore(folder / f"scale-{n}.sqlite", embeddings=embeddings_for(vectors))
     try:
         t0 = time.perf_counter()
         for i in range(0, n, batch):
@@ -206,7 +179,7 @@ def _measure_size(
                 t = time.perf_counter()
                 store.search(q, namespace=ns, k=20)
                 search_ms.append(1000 * (time.perf_counter() - t))
-        graph = create_read_graph(source=store, judge=_fast_judge())
+        graph = create_read_graph(source=store, judge=fast_judge())
         now = messages[-1].timestamp + timedelta(days=1) if messages[-1].timestamp else None
         turns: list[dict[str, Any]] = []
         for q in PROBE_QUESTIONS:
@@ -255,7 +228,7 @@ def _measure_size(
         "rounds_per_turn": med("rounds"),
         "view_records_median": med("view_records"),
         "view_chars_median": med("view_chars"),
-        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_mb": peak_rss_mib(),
     }
 
 

@@ -48,8 +48,10 @@ from mnemon_langgraph.bench import peak_rss_mib
 __all__ = [
     "HELP",
     "SPEAKER_NAMES",
+    "LookupEmbeddings",
     "add_arguments",
     "common_word_queries",
+    "corpus_vectors",
     "make_corpus",
     "render",
     "run",
@@ -183,7 +185,7 @@ def make_corpus(
     }
 
 
-def _vectors(corpus: dict[str, Any], idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def corpus_vectors(corpus: dict[str, Any], idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     centroids = corpus["centroids"]
     dim = centroids.shape[1]
     vecs = centroids[corpus["topic_of"][idx]] + rng.standard_normal((len(idx), dim)).astype(
@@ -275,7 +277,7 @@ def _p50(fn: Any, items: list[Any]) -> float:
     return round(statistics.median(times), 3)
 
 
-class _LookupEmbeddings(Embeddings):
+class LookupEmbeddings(Embeddings):
     """Precomputed vectors looked up by text, so the bench times search, not the model."""
 
     model_name = "bench-lookup"
@@ -304,9 +306,9 @@ def _dataset(n: int, args: argparse.Namespace) -> dict[str, Any]:
         vecs = model.embed_array(corpus["texts"])
         qvecs = model.embed_array([q for q, _ in queries])
     else:
-        vecs = _vectors(corpus, np.arange(n), rng)
+        vecs = corpus_vectors(corpus, np.arange(n), rng)
         topics = np.array([t for _, t in queries])
-        qvecs = _vectors(
+        qvecs = corpus_vectors(
             {"centroids": corpus["centroids"], "topic_of": topics}, np.arange(len(queries)), rng
         )
     return {
@@ -328,7 +330,7 @@ def _build_store(data: dict[str, Any], folder: Path, threshold: int) -> tuple[An
     table.update(zip(data["queries"], data["qvecs"], strict=True))
     store = EmbeddedStore(
         folder / "bench.db",
-        _LookupEmbeddings(table, vecs.shape[1]),
+        LookupEmbeddings(table, vecs.shape[1]),
         vector_settings={"hnsw_threshold": threshold},
     )
     t0 = time.perf_counter()
@@ -432,7 +434,7 @@ def serve_main(argv: list[str]) -> None:
     db, queries, threshold = argv[0], np.load(argv[1]), int(argv[2])
     texts = [str(t) for t in queries["texts"]]
     vectors = np.asarray(queries["vectors"], dtype=np.float32)
-    embeddings = _LookupEmbeddings(dict(zip(texts, vectors, strict=True)), vectors.shape[1])
+    embeddings = LookupEmbeddings(dict(zip(texts, vectors, strict=True)), vectors.shape[1])
     settings = {"hnsw_threshold": threshold} if threshold else {}
     t0 = time.perf_counter()
     store = EmbeddedStore(Path(db), embeddings, vector_settings=settings)

@@ -29,6 +29,10 @@ from mnemon_langgraph.judges.propositions import (
 from mnemon_langgraph.read.evidence import EvidenceBuilder, query_texts, rank_evidence
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.judging import JudgeRequest, plan_wave
+from mnemon_langgraph.read.nodes import Reader
+from mnemon_langgraph.read.planner import RulePlanner
+from mnemon_langgraph.read.pooling import record_to_dict
+from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
@@ -227,3 +231,75 @@ def test_failing_query_embedder_leaves_ranks_only_and_never_raises(
     assert all("sim" not in e and e["searches"] == 1 for e in built.values())
     if mode == "raise":
         assert "no stored-vector similarities" in caplog.text
+
+
+def test_a_later_round_looks_up_only_its_new_records(store: Any) -> None:
+    """Round 2's judge step looks up the stored vectors of the records pooled that round,
+    each once, and not again those of round 1 (already screened and judged)."""
+    asked: list[list[str]] = []
+
+    class _Source:
+        embeddings = store.embeddings
+
+        def stored_vectors(self, namespace: Any, ids: Any) -> Any:
+            asked.append(list(ids))
+            return store.stored_vectors(namespace, ids)
+
+    records = list(store.records(NS))
+    old, new = records[:2], records[2:]
+    pool = [
+        PoolRecord(**record_to_dict(r), found=[[0, i]], round=1 if r in old else 2)
+        for i, r in enumerate(records)
+    ]
+    judged = [
+        {"target": r.id, "proposition": prop, "p": 0.9, "need_index": None, "round": 1}
+        for r in old
+        for prop in ("screen", "needed")
+    ]
+    reader = Reader(
+        _Source(), _Spy(embeddings=store.embeddings), RulePlanner(), None, ReadSettings()
+    )
+    update = reader.judge(
+        {
+            "namespace": list(NS),
+            "pool": pool,
+            "judgments": judged,
+            "rounds": 1,
+            "messages": [HumanMessage("Where did the band play a gig?")],
+            "needs": [],
+        }
+    )
+    looked_up = [rid for ids in asked for rid in ids]
+    assert sorted(looked_up) == sorted(r.id for r in new)  # each new record once, no old one
+    assert {j["target"] for j in update["judgments"]} == {r.id for r in new}
+
+
+def test_evidence_is_looked_up_only_for_the_records_a_wave_judges(store: Any) -> None:
+    """Each judge step looks up the stored vectors of its waves' targets, each id once —
+    not the whole pool again every round (the read path's cost, model calls excluded)."""
+    asked: list[list[str]] = []
+
+    class _Source:
+        embeddings = store.embeddings
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def stored_vectors(self, namespace: Any, ids: Any) -> Any:
+            asked.append(list(ids))
+            return store.stored_vectors(namespace, ids)
+
+    judge = _Spy(embeddings=store.embeddings)
+    graph = create_read_graph(source=_Source(), judge=judge)
+    state = graph.invoke(
+        {"messages": [HumanMessage("Where did the band play a gig?")]},
+        context=ReadContext(namespace="ada"),
+    )
+    looked_up = [rid for ids in asked for rid in ids]
+    judged = {j["target"] for j in state["view"].trace["judgments"]}
+    assert looked_up, "no stored vector was looked up"
+    assert set(looked_up) <= judged  # no lookup for a record no wave judged
+    pooled = len(state["view"].trace["pool"])
+    rounds = state["view"].trace["counts"]["rounds"]
+    assert len(looked_up) == len(set(looked_up)) or rounds > 1
+    assert len(looked_up) <= pooled * rounds

@@ -52,7 +52,7 @@ def test_gold_evidence_reaches_the_view(read_graph) -> None:
     reached = 0
     for question, gold in QUESTIONS:
         view = graph.invoke({"messages": [HumanMessage(question)]}, context=ctx)["view"]
-        assert view.records and len(view.records) <= 16 and len(view.text) <= 12_000
+        assert view.records and len(view.text) <= 12_000  # sized by characters alone
         pooled = {p["id"] for p in view.trace["pool"]}
         gold_ids = {
             h.record.id

@@ -97,8 +97,9 @@ def test_stale_records_are_left_out_even_if_needed() -> None:
 def test_record_budget_caps_count_and_characters() -> None:
     pool = [rec(i, "Ann: " + "x" * 500) for i in range(30)]
     js = [j(p["id"], "needed", 0.9 - i / 100) for i, p in enumerate(pool)]
-    v = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    v = compose_view(pool, js, needs_named=True, index={}, settings=ReadSettings(view_records=16))
     assert len(v.records) == 16
+    assert "(16 records)" in v.trace["placement"]["r16"]
     small = ReadSettings(view_chars=3000)
     v2 = compose_view(pool, js, needs_named=True, index={}, settings=small)
     assert 0 < len(v2.records) < 6 and len(v2.text) <= 3000
@@ -278,3 +279,16 @@ def test_ranking_placement_says_why_a_no_record_fills_the_view() -> None:
     assert "budget remained" in v.records[1].placed_by
     assert "not judged needed" in v.records[1].placed_by
     assert "budget remained" in explain(v, "r1")
+
+
+def test_default_view_is_sized_by_characters_alone() -> None:
+    """No count cap by default: records ranked after the 16th enter while characters remain
+    (the paper's 16-record cap left a fifth of the budget unused on LoCoMo)."""
+    pool = [rec(i, "Ann: " + "x" * 300) for i in range(40)]
+    js = [j(p["id"], "needed", 0.9 - i / 100) for i, p in enumerate(pool)]
+    v = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    assert S.view_records is None
+    assert len(v.records) > 16 and len(v.text) <= S.view_chars
+    assert v.record_ids == [p["id"] for p in pool[: len(v.records)]]  # order kept, cut at the end
+    left = v.trace["placement"][pool[len(v.records)]["id"]]
+    assert "characters" in left and "records)" not in left

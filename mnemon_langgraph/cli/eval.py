@@ -48,6 +48,15 @@ def register(subparsers: Any) -> None:
     summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
     summ.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     summ.set_defaults(func=_run_summarize)
+    miss = sub.add_parser(
+        "misses",
+        help="why the View missed gold evidence: DIR/results.jsonl's misses by bucket",
+        description="Sort each all-evidence miss of a LoCoMo run into: 1 not pooled, 2 judged "
+        "low (pooled, p < 1/2, cut), 3 judged fine but lost (budget, staleness, recent "
+        "messages), 4 other; print the Markdown table. Uses the labels for scoring only.",
+    )
+    miss.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    miss.set_defaults(func=_run_misses)
 
 
 def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
@@ -223,6 +232,13 @@ def _run_summarize(args: argparse.Namespace) -> int:
         f"{summary['counts']['scored_questions']} scored questions: all_hit "
         f"{_pct(overall.get('all_hit'))}; wrote {args.dir}/summary.md"
     )
+    return 0
+
+
+def _run_misses(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.eval.misses import misses_of_results, render_misses
+
+    print(render_misses(misses_of_results(args.dir)))
     return 0
 
 

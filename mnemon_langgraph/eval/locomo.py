@@ -46,6 +46,7 @@ from mnemon_langgraph.eval.evidence import (
     repair_evidence,
 )
 from mnemon_langgraph.eval.metrics import aggregate, effective_cost_index, mean, roc_auc
+from mnemon_langgraph.eval.misses import gold_fates
 from mnemon_langgraph.eval.report import TokenCounter, render_summary_markdown, run_metadata
 from mnemon_langgraph.types import Message
 
@@ -354,6 +355,7 @@ def _question_row(
     }
     scores = judge_scores(view, gold, prep.message_ids_of)
     row["pool_scores"] = [[rid, p, g] for rid, p, g in scores]
+    row["gold_fates"] = gold_fates(view, gold, prep.message_ids_of)
     return row, view, repair
 
 

@@ -134,23 +134,11 @@ class EvidenceBuilder:
         except Exception as error:  # evidence is optional: the judge embeds what it needs
             logger.warning("read path: no stored-vector similarities this turn (%s)", error)
             return out, 0.0
-        names = list(roles)
         if not stored or not all(np.isfinite(v).all() for v in qvec.values()):
             return out, model_s
+        names = list(roles)
         queries = np.vstack([qvec[roles[r]] for r in names])
-        n_needs = len(needs)
-        for rid, vec in stored.items():
-            if rid not in out:
-                continue
-            row = np.asarray(vec, dtype=np.float64)
-            if row.shape != queries.shape[1:] or not np.isfinite(row).all():
-                continue  # another embedder's vector: no similarity rather than a wrong one
-            cos = dict(zip(names, (queries @ row).tolist(), strict=True))
-            out[rid]["sim"] = {
-                "latest": _r(cos.get("latest")),
-                "context": _r(cos.get("context")),
-                "needs": [_r(cos.get(f"need:{i}")) for i in range(n_needs)],
-            }
+        _attach_sims(out, stored, names, queries, len(needs))
         return out, model_s
 
     async def abuild(
@@ -164,5 +152,40 @@ class EvidenceBuilder:
         return await asyncio.to_thread(self.build, namespace, pool, messages, needs)
 
 
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 5)
+def _attach_sims(
+    out: dict[str, RecordEvidence],
+    stored: Mapping[str, Any],
+    names: Sequence[str],
+    queries: np.ndarray,
+    n_needs: int,
+) -> None:
+    """Set each record's ``sim`` from one matrix product of its stored vector and the queries.
+
+    One product for the whole batch (not one per record): the per-record Python work was
+    most of the evidence's cost. A vector of another shape (another embedder) or with a
+    non-finite entry gets no similarity rather than a wrong one.
+    """
+    ids: list[str] = []
+    rows: list[np.ndarray] = []
+    for rid, vec in stored.items():
+        row = np.asarray(vec, dtype=np.float64)
+        if rid in out and row.shape == queries.shape[1:] and np.isfinite(row).all():
+            ids.append(rid)
+            rows.append(row)
+    if not rows:
+        return
+    cos = (np.vstack(rows) @ queries.T).tolist()
+    col = {name: i for i, name in enumerate(names)}
+    latest, context = col.get("latest"), col.get("context")
+    need_cols = [col.get(f"need:{i}") for i in range(n_needs)]
+    for rid, vals in zip(ids, cos, strict=True):
+        out[rid]["sim"] = {
+            "latest": _pick(vals, latest),
+            "context": _pick(vals, context),
+            "needs": [_pick(vals, c) for c in need_cols],
+        }
+
+
+def _pick(values: Sequence[float], index: int | None) -> float | None:
+    """``values[index]`` rounded to 5 places; ``None`` for a query that was not there."""
+    return None if index is None else round(float(values[index]), 5)

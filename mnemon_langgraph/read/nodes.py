@@ -7,7 +7,7 @@ state). Sync and async faces share pure helpers; only the backend calls differ.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
@@ -48,6 +48,7 @@ from mnemon_langgraph.read.rules import (
 )
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
+    PoolRecord,
     ReadState,
     judgment_entry,
     judgments_of,
@@ -323,52 +324,63 @@ class Reader(ItemsNode):
         return await adrive(self._retrieve(state))
 
     # --- judge --------------------------------------------------------------------------
-    def _screen_request(
-        self, state: ReadState, evidence: dict[str, Any] | None = None
-    ) -> JudgeRequest | None:
-        ns = tuple(state["namespace"])
+    def _screen_targets(self, state: ReadState) -> list[PoolRecord]:
+        """Pooled records not screened yet (earlier rounds' records keep their screen)."""
         done = {j["target"] for j in state.get("judgments", []) if j["proposition"] == "screen"}
-        targets = [dict_to_record(p, ns) for p in state.get("pool", []) if p["id"] not in done]
-        if not targets:
-            return None
+        return [p for p in state.get("pool", []) if p["id"] not in done]
+
+    def _deep_targets(self, state: ReadState, screen: Sequence[Judgment]) -> list[PoolRecord]:
+        """Records screened in (or in the candidates floor) and not yet judged in depth."""
+        prior = judgments_of(state)
+        order = [p["id"] for p in state.get("pool", [])]
+        deep = {j.target_id for j in prior if j.proposition == "needed"}
+        ranked = rank_by([*prior, *screen], "screen", order=order)
+        floor = {rid for rid, _ in ranked[: self.settings.candidates_floor]}
+        chosen = [rid for rid, p in ranked if (is_yes(p) or rid in floor) and rid not in deep]
+        by_id = {p["id"]: p for p in state.get("pool", [])}
+        return [by_id[r] for r in chosen]
+
+    def _request(
+        self,
+        state: ReadState,
+        props: Sequence[Proposition],
+        entries: Sequence[PoolRecord],
+        evidence: Mapping[str, Any],
+    ) -> JudgeRequest:
+        ns = tuple(state["namespace"])
         return JudgeRequest(
-            [Proposition.SCREEN],
-            targets,
+            props,
+            [dict_to_record(p, ns) for p in entries],
             messages=s1_messages(state, self.settings),
             needs=needs_of(state),
             round=state.get("rounds", 0) + 1,
-            evidence=evidence,
+            evidence={p["id"]: evidence[p["id"]] for p in entries if p["id"] in evidence},
         )
 
-    def _deep_request(
-        self,
-        state: ReadState,
-        screen: Sequence[Judgment],
-        evidence: dict[str, Any] | None = None,
-    ) -> JudgeRequest | None:
-        ns = tuple(state["namespace"])
-        prior = judgments_of(state)
-        alljs = [*prior, *screen]
-        order = [p["id"] for p in state.get("pool", [])]
-        deep = {j.target_id for j in prior if j.proposition == "needed"}
-        ranked = rank_by(alljs, "screen", order=order)
-        floor = {rid for rid, _ in ranked[: self.settings.candidates_floor]}
-        chosen = [rid for rid, p in ranked if (is_yes(p) or rid in floor) and rid not in deep]
-        if not chosen:
-            return None
-        by_id = {p["id"]: p for p in state.get("pool", [])}
-        needs = needs_of(state)
-        props = [Proposition.NEEDED, Proposition.STALE]
-        if needs:
-            props.append(Proposition.SATISFIES)
-        return JudgeRequest(
-            props,
-            [dict_to_record(by_id[r], ns) for r in chosen],
-            messages=s1_messages(state, self.settings),
-            needs=needs,
-            round=state.get("rounds", 0) + 1,
-            evidence=evidence,
+    def _evidence(
+        self, state: ReadState, entries: Sequence[PoolRecord], evidence: dict[str, Any]
+    ) -> Generator[Step, Any, float]:
+        """Add the evidence of ``entries`` not built yet to ``evidence``; the model seconds.
+
+        Only the records a wave judges get evidence, each once per round: a record pooled
+        in an earlier round was screened then, so it is not looked up again unless a wave
+        of this round judges it.
+        """
+        todo = [p for p in entries if p["id"] not in evidence]
+        if not todo:
+            return 0.0
+        built, model_s = yield Call(
+            self.evidence.build,
+            self.evidence.abuild,
+            (
+                tuple(state["namespace"]),
+                todo,
+                s1_messages(state, self.settings),
+                needs_of(state),
+            ),
         )
+        evidence.update(built)
+        return float(model_s)
 
     def _wave_kwargs(self) -> dict[str, Any]:
         return {
@@ -392,23 +404,22 @@ class Reader(ItemsNode):
         start = time.perf_counter()
         trace: list[dict[str, Any]] = []
         new: list[Judgment] = []
-        evidence, model_s = yield Call(
-            self.evidence.build,
-            self.evidence.abuild,
-            (
-                tuple(state["namespace"]),
-                state.get("pool", []),
-                s1_messages(state, self.settings),
-                needs_of(state),
-            ),
-        )
-        req = self._screen_request(state, evidence)
-        if req is not None:
+        evidence: dict[str, Any] = {}
+        model_s = 0.0
+        entries = self._screen_targets(state)
+        if entries:
+            model_s += yield from self._evidence(state, entries, evidence)
+            req = self._request(state, [Proposition.SCREEN], entries, evidence)
             judged, secs = yield from self._wave("screen", req, trace)
             new.extend(judged)
             model_s += secs
-        req = self._deep_request(state, new, evidence)
-        if req is not None:
+        entries = self._deep_targets(state, new)
+        if entries:
+            model_s += yield from self._evidence(state, entries, evidence)
+            props = [Proposition.NEEDED, Proposition.STALE]
+            if needs_of(state):
+                props.append(Proposition.SATISFIES)
+            req = self._request(state, props, entries, evidence)
             judged, secs = yield from self._wave("judge", req, trace)
             new.extend(judged)
             model_s += secs

@@ -22,7 +22,12 @@ class ReadSettings:
         page_chars: Characters per search page (paper: 12,000).
         pool_size: Records in the first pool (paper: 48); pages the rules ask for add to it.
         max_rounds: Rounds of judge → act (paper: 3).
-        view_records: Records in the View (paper: 16).
+        view_records: Most records in the View, or ``None`` (default): no count limit, the
+            View's size is ``view_chars`` alone. The paper caps the View at 16 records
+            beside 12,000 characters; measured on the dev conversations (docs/results/
+            misses.md) the count cap, not the characters, cut 75 of 145 all-evidence misses
+            at 12,000 characters — records ranked next, with a fifth of the budget unused.
+            Set 16 for the paper's View.
         view_chars: Characters of the View's blocks, index included (paper: 12,000).
         max_records_per_call: Records per System 1 call (paper: 40; Jev's batch size).
         recent_messages: Messages of the conversation the planner and System 1 read (paper: 6).
@@ -49,7 +54,7 @@ class ReadSettings:
     page_chars: int = 12_000
     pool_size: int = 48
     max_rounds: int = 3
-    view_records: int = 16
+    view_records: int | None = None
     view_chars: int = 12_000
     max_records_per_call: int = 40
     recent_messages: int = 6
@@ -66,8 +71,8 @@ class ReadSettings:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool):
-                continue  # a switch, not a budget
+            if isinstance(value, bool) or value is None:
+                continue  # a switch, or a limit left off
             if f.name.endswith("_share"):
                 if not 0.0 <= value <= 1.0:
                     raise ConfigurationError(
@@ -82,6 +87,6 @@ class ReadSettings:
         if total > 1.0:
             raise ConfigurationError(f"index shares add up to {total:.2f} > 1 of the View")
 
-    def to_dict(self) -> dict[str, float | int | bool]:
+    def to_dict(self) -> dict[str, float | int | bool | None]:
         """The settings as a JSON-able dict (recorded in the trace)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -368,15 +368,14 @@ def _fill(
     """Take candidates in order until the View's records or characters run out."""
     chosen: list[ViewRecord] = []
     used = 0
+    cap = settings.view_records
     for pos, (rid, why) in enumerate(candidates):
         vr = _view_record(by_id[rid], why)
         size = len(vr.render()) + 2
-        if len(chosen) >= settings.view_records or used + size > budget:
-            limit = (
-                f"{settings.view_records} records"
-                if len(chosen) >= settings.view_records
-                else f"{settings.view_chars} characters, index included"
-            )
+        full = cap is not None and len(chosen) >= cap
+        if full or used + size > budget:
+            chars = f"{settings.view_chars} characters, index included"
+            limit = f"{cap} records" if full else chars
             for later, why_later in candidates[pos:]:
                 placement.setdefault(
                     later,

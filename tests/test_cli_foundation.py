@@ -166,5 +166,5 @@ def test_bench_smoke(fake_env: None, tmp_path: Path, capsys: pytest.CaptureFixtu
     flat, row = result["sizes"]
     # the store's own recall only where the store searches an approximate index
     assert flat["vector_index"] == "flat" and flat["recall_at_k"] is None
-    assert row["vector_index"] == "ivf" and row["ann_own_setting"] == row["nprobe"]
+    assert row["vector_index"] == "hnsw" and row["ann_own_setting"] == row["ef_search"]
     assert 0.5 <= row["recall_at_k"] <= 1.0 and row["hybrid_ratio"] > 0

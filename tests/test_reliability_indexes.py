@@ -316,7 +316,7 @@ def test_ann_conversion_runs_off_the_write_path(
         worker = index._convert_thread
         assert worker is not None
         worker.join(timeout=60)
-        assert index.vectors.kind == "ivf" and len(index.vectors) == 50
+        assert index.vectors.kind == "hnsw" and len(index.vectors) == 50
         assert len(store.search("Yew story", namespace=NS, k=50)) == 50
     assert threads == ["mnemon-hnsw-convert"]
 

@@ -16,7 +16,6 @@ from mnemon_langgraph.search.hybrid import (
     index_folder,
     indexes_root,
 )
-from mnemon_langgraph.search.vectors import ivf_nlist_for
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchFilters
 
@@ -158,7 +157,7 @@ def test_deletion_lookup_is_a_primary_key_lookup_not_a_namespace_scan(store: Mne
     assert store.get_records(NS, ids[:3]) == []
 
 
-@pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "ivf"])
+@pytest.mark.parametrize("threshold", [1_000_000, 20], ids=["flat", "hnsw"])
 def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, threshold: int) -> None:
     """Issue 15: a deletion elsewhere costs the searcher no rebuild, and erased text is gone."""
     import json
@@ -191,7 +190,7 @@ def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, thresho
 
         before = ask("secret pistachio recipe")
         assert any("pistachio" in t for t in before["texts"])
-        assert before["kind"] == ("ivf" if threshold == 20 else "flat")
+        assert before["kind"] == ("hnsw" if threshold == 20 else "flat")
         victim = next(
             i for i, t in zip(before["ids"], before["texts"], strict=True) if "pistachio" in t
         )
@@ -237,11 +236,11 @@ def test_bench_search_times_the_whole_call_and_its_parts(
         # every part is timed (p50s of separately timed calls are not compared: on a loaded
         # machine the whole call's median can fall below one part's median)
         assert min(row["search_p50_ms"], row["fetch_p50_ms"], row["ranking_p50_ms"]) > 0
-        grid = row["ann_tradeoff"]  # an IVF index built for the measurement
-        assert row["ann_kind"] == "ivf" and row["ann_nlist"] == ivf_nlist_for(row["records"])
-        assert [t["nprobe"] for t in grid] == [p for p in (4, 8, 16) if p <= row["ann_nlist"]]
+        grid = row["ann_tradeoff"]  # an HNSW index (the default kind) built for the measurement
+        assert row["ann_kind"] == "hnsw" and row["ann_nlist"] == 0
+        assert [t["ef_search"] for t in grid] == [64, 128, 256, 512]
         assert all(0.0 < t["recall"] <= 1.0 for t in grid)
-        reached = [t["nprobe"] for t in grid if t["recall"] >= 0.98]
+        reached = [t["ef_search"] for t in grid if t["recall"] >= 0.98]
         assert row["setting_for_goal"] == (reached[0] if reached else None)
         # the serving child loaded the saved indexes and measured its own memory
         assert row["reopen_rebuilds"] == 0 and row["reopen_first_search_s"] > 0

@@ -9,6 +9,7 @@ import pytest
 
 from mnemon_langgraph.search.bm25 import IndexFileError
 from mnemon_langgraph.search.vectors import (
+    ANN_KIND,
     VectorIndex,
     ef_search_for,
     ivf_nlist_for,
@@ -143,7 +144,7 @@ def test_ivf_recall_against_exact_search() -> None:
     vecs = _clustered(n + 30, 24, dim, seed=5)
     base, queries = vecs[:n], vecs[n:]
     seqs = np.arange(1, n + 1, dtype=np.int64)
-    index = VectorIndex(dim, hnsw_threshold=1_000)
+    index = VectorIndex(dim, hnsw_threshold=1_000, ann="ivf")
     index.add(seqs, base)
     assert index.kind == "ivf" and index.nlist == ivf_nlist_for(n) == 128
     assert index.effective_nprobe == ivf_nprobe_for(128) == 16
@@ -169,27 +170,33 @@ def test_ivf_cells_and_probes_grow_with_the_index() -> None:
     assert [ivf_nprobe_for(c) for c in (10, 512, 2_048, 4_096)] == [10, 16, 32, 64]
     assert ivf_nlist_for(100) == 2 and ivf_nlist_for(0) == 1  # ≥ 40 training points a cell
     vecs = _data(1_000, seed=6)
-    index = VectorIndex(DIM, hnsw_threshold=200)
+    index = VectorIndex(DIM, hnsw_threshold=200, ann="ivf")
     index.add(np.arange(1, 401), vecs[:400])
     assert index.kind == "ivf" and index.nlist == 10 and not index.needs_conversion
     index.add(np.arange(401, 1_001), vecs[400:])  # ×2.5: the cells are kept
     assert index.nlist == 10 and index.needs_conversion  # nlist_for(1000) = 25 ≥ 2 × 10
     seqs, live = index.live_vectors()
-    regrown = VectorIndex.hnsw_from(DIM, seqs, live, hnsw_threshold=200)
+    regrown = VectorIndex.hnsw_from(DIM, seqs, live, hnsw_threshold=200, ann="ivf")
     assert regrown.kind == "ivf" and regrown.nlist == 25 and not regrown.needs_conversion
     assert regrown.search(vecs[500], 1)[0].tolist() == [501]
 
 
-def test_hnsw_index_saved_before_ivf_loads_as_it_is(tmp_path: Path) -> None:
-    """A saved HNSW index is loaded and searched, not rebuilt or converted to IVF."""
+@pytest.mark.parametrize("saved", ["hnsw", "ivf"])
+def test_saved_approximate_index_loads_as_it_is(tmp_path: Path, saved: str) -> None:
+    """A saved HNSW or IVF index is loaded and searched as it is, never rebuilt or converted
+    to today's default kind (IVF was the default of one development version)."""
     vecs = _data(500, seed=7)
     seqs = np.arange(1, 501, dtype=np.int64)
-    old = VectorIndex(DIM, hnsw_threshold=100, ann="hnsw")
+    old = VectorIndex(DIM, hnsw_threshold=100, ann=saved)
     old.add(seqs, vecs)
     old.save(tmp_path, {"generation": 1})
-    loaded, _ = VectorIndex.load(tmp_path)  # today's defaults: ann="ivf"
-    assert loaded.ann == "ivf" and loaded.kind == "hnsw" and not loaded.needs_conversion
-    assert loaded.effective_ef_search == ef_search_for(500) and loaded.effective_nprobe == 0
+    loaded, _ = VectorIndex.load(tmp_path)  # today's defaults: ann=ANN_KIND ("hnsw")
+    assert ANN_KIND == "hnsw" and loaded.ann == "hnsw"
+    assert loaded.kind == saved and not loaded.needs_conversion
+    if saved == "hnsw":
+        assert loaded.effective_ef_search == ef_search_for(500) and loaded.effective_nprobe == 0
+    else:
+        assert loaded.nlist == old.nlist > 1 and loaded.effective_nprobe == old.effective_nprobe
     assert loaded.search(vecs[42], 10)[0].tolist() == old.search(vecs[42], 10)[0].tolist()
     loaded.remove([43])
     assert 43 not in loaded.search(vecs[42], 10)[0].tolist()

@@ -18,11 +18,14 @@ temporary folder, then times queries drawn from the same distribution:
 * recall@48 of the approximate index against exact search for a grid of its search
   setting (IVF: cells probed; HNSW: ``efSearch``) with dense p50, marking the store's own
   setting and the cheapest one reaching 0.98 (below the size where the store switches to
-  an approximate index, one is built for the measurement; ``--compare-hnsw`` builds an
-  HNSW index over the same vectors too — slow at 1M).
+  an approximate index, one is built for the measurement; ``--compare-ann`` builds the
+  other approximate kind over the same vectors too — HNSW is slow to build at 1M).
 
 ``--vectors random`` (default) uses stand-in vectors: unit vectors around one of 256 random
-topic centroids (cosine ≈ 0.5 within a topic), generated in seconds at any size.
+topic centroids (cosine ≈ 0.5 within a topic), generated in seconds at any size. They are
+isotropic around well-separated topics, unlike real sentence vectors: they flatter IVF (its
+k-means cells line up with the topics) and are hard for HNSW; ``docs/results/ann-real-text.md``
+measures both kinds on real MiniLM vectors, where the order is the other way round.
 ``--vectors model`` embeds the texts with the real MiniLM model (slow: use small sizes).
 """
 
@@ -261,10 +264,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="depth of the recall@K measured against exact search (default 48)",
     )
     parser.add_argument(
-        "--compare-hnsw",
+        "--compare-ann",
         action="store_true",
-        help="also build an HNSW index over the same vectors and print its efSearch "
-        "trade-off (about 10 minutes at 1M records on 2 cores)",
+        help="also build the other approximate index kind (IVF beside HNSW, or HNSW beside "
+        "IVF) over the same vectors and print its trade-off (HNSW: ~10 minutes at 1M)",
     )
 
 
@@ -503,13 +506,13 @@ def _grid(vindex: Any, qvecs: np.ndarray, exact: list[set[int]], k: int) -> list
 
 
 def _ann_tradeoff(
-    vindex: Any, seqs: np.ndarray, data: dict[str, Any], k: int, compare_hnsw: bool
+    vindex: Any, seqs: np.ndarray, data: dict[str, Any], k: int, compare: bool
 ) -> dict[str, Any]:
     """Recall@k against exact search, and dense p50, over the approximate index's setting.
 
     ``seqs[i]`` is the index id of ``data["vecs"][i]``. ``vindex`` is the store's index
     when it is approximate, else an index of the default kind is built over the same
-    vectors for the measurement; ``compare_hnsw`` adds an HNSW index's ``efSearch`` grid.
+    vectors for the measurement; ``compare`` adds the other approximate kind's grid.
     """
     from mnemon_langgraph.search.vectors import VectorIndex
 
@@ -539,12 +542,16 @@ def _ann_tradeoff(
         "ann_tradeoff": rows,
         "setting_for_goal": next((r[attr] for r in rows if r["recall"] >= _RECALL_GOAL), None),
     }
-    if compare_hnsw:
-        hnsw = VectorIndex(vecs.shape[1], hnsw_threshold=1, ann="hnsw")
+    if compare:
+        other = VectorIndex(
+            vecs.shape[1], hnsw_threshold=1, ann="ivf" if vindex.kind == "hnsw" else "hnsw"
+        )
         t0 = time.perf_counter()
-        hnsw.add(seqs, vecs)
-        out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
-        out["hnsw_tradeoff"] = _grid(hnsw, qvecs, exact, k)
+        other.add(seqs, vecs)
+        out["other_kind"] = other.kind
+        out["other_nlist"] = other.nlist
+        out["other_build_s"] = round(time.perf_counter() - t0, 1)
+        out["other_tradeoff"] = _grid(other, qvecs, exact, k)
     return out
 
 
@@ -587,7 +594,7 @@ def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             if len(seqs) != n:  # one record per message, ingested in order
                 raise RuntimeError(f"bench store holds {len(seqs)} records, not {n}")
             row.update(_index_mib(index.bm25, index.vectors, data["vecs"].shape[1]))
-            row.update(_ann_tradeoff(index.vectors, seqs, data, args.recall_k, args.compare_hnsw))
+            row.update(_ann_tradeoff(index.vectors, seqs, data, args.recall_k, args.compare_ann))
         finally:
             store.close()
         row.update(_serve(store, data, Path(folder)))
@@ -653,8 +660,8 @@ def render(result: dict[str, Any]) -> str:
     lines.append("approximate index trade-off (recall@k vs exact / dense p50 ms at depth 100):")
     for r in result["sizes"]:
         lines.append(_tradeoff_line(r, r["ann_kind"], r["ann_tradeoff"], r["setting_for_goal"]))
-        if "hnsw_tradeoff" in r:
-            lines.append(_tradeoff_line(r, "hnsw", r["hnsw_tradeoff"], None))
+        if "other_tradeoff" in r:
+            lines.append(_tradeoff_line(r, r["other_kind"], r["other_tradeoff"], None))
     lines.extend(_goal_lines(result))
     return "\n".join(lines)
 
@@ -667,8 +674,12 @@ def _tradeoff_line(r: dict[str, Any], kind: str, rows: list[dict[str, Any]], goa
         f"{attr} {t[attr]}{'*' if t[attr] == own else ''}: {t['recall']} / {t['dense_p50_ms']}"
         for t in rows
     )
-    extra = f"{r['ann_nlist']} cells" if kind == "ivf" else f"built in {r.get('hnsw_build_s')} s"
-    tail = f"  → cheapest ≥ 0.98: {goal}" if kind == r["ann_kind"] else ""
+    mine = kind == r["ann_kind"]
+    cells_n = r["ann_nlist"] if mine else r.get("other_nlist")
+    extra = f"{cells_n} cells" if kind == "ivf" else "graph"
+    if not mine:
+        extra += f", built in {r.get('other_build_s')} s"
+    tail = f"  → cheapest ≥ 0.98: {goal}" if mine else ""
     return f"{r['records']:>9}  {kind} ({extra})  {cells}{tail}"
 
 

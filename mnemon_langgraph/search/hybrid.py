@@ -30,7 +30,7 @@ metadata and is rebuilt when it fails it. When the folder cannot be written (rea
 disk full) the indexes are served from memory with one warning: a save never fails the
 write that triggered it. Records the index cannot take (a journal written before input
 validation) are left out with a warning rather than making the namespace unsearchable, and
-the flat → approximate (IVF) conversion, and an IVF index's regrowth, run in a background
+the flat → approximate (HNSW, or IVF) conversion, and an IVF index's regrowth, run in a background
 thread, never inside a write.
 
 Leftovers: a process killed while saving leaves temp files (``.bm25-*.npz``,
@@ -531,7 +531,7 @@ class NamespaceIndex:
     # -- approximate-index conversion off the write path ----------------------------------
 
     def _convert_later(self) -> None:
-        """Start the flat → IVF conversion (or IVF regrowth) in a background thread, when due."""
+        """Start the flat → approximate conversion (or IVF regrowth) in the background, if due."""
         with self.lock:
             if self._converting or not self.vectors.needs_conversion:
                 return

@@ -4,16 +4,12 @@
   ``IndexIDMap2(IndexFlatIP)`` over L2-normalised vectors (inner product = cosine). Exact
   search of 50k × 384 floats costs a few milliseconds, so nothing approximate is needed.
 * From the threshold on, the vectors move to an approximate index, by default
-  ``IndexIDMap2(IndexIVFFlat)`` (inverted lists over k-means cells, full float vectors, so
-  the scores are exact within the probed cells). :data:`ANN_KIND` says why IVF replaced HNSW
-  as the default: at 1M records HNSW (M=32, efConstruction 64) reached recall@48 0.95 at
-  efSearch 512 after a 10-minute build, IVF-Flat reaches ≥ 0.98 after a build of about a
-  minute. The number of cells grows with the index (:func:`ivf_nlist_for`): when it has
-  grown fourfold since the cells were trained, :attr:`VectorIndex.needs_conversion` asks
-  for a rebuild off the write path, like the first conversion. The cells probed per query
-  come from :func:`ivf_nprobe_for`. HNSW (``ann="hnsw"``) stays available, and HNSW
-  indexes saved by earlier versions load and are searched as they are (``efSearch`` by
-  size, :func:`ef_search_for`); only new builds use IVF.
+  ``IndexIDMap2(IndexHNSWFlat(M=32))`` (inner product; ``efSearch`` grows with the index,
+  :func:`ef_search_for`). :data:`ANN_KIND` gives the measurements behind that choice.
+  ``IndexIDMap2(IndexIVFFlat)`` (``ann="ivf"``: k-means cells, full float vectors, cells
+  grown with the index, :func:`ivf_nlist_for`, probes :func:`ivf_nprobe_for`) is available
+  and indexes saved as IVF load and are searched as they are; only new builds use the
+  configured kind.
 * Neither approximate index deletes cheaply by id (``IndexIDMap2.remove_ids`` assumes the
   inner index renumbers, which IVF and HNSW do not), so deletions become *tombstones*
   filtered out at search time with an ``IDSelector``; once tombstones exceed a tenth of the
@@ -65,9 +61,7 @@ __all__ = [
 ]
 
 HNSW_THRESHOLD = 50_000
-"""Live vectors from which the exact flat index is replaced by an approximate one (IVF).
-
-The name predates IVF; it is kept because stores are configured with it."""
+"""Live vectors from which the exact flat index is replaced by an approximate one."""
 
 _EXACT_FILTER_LIMIT = 20_000
 _FORMAT = 1
@@ -118,20 +112,20 @@ def ef_search_for(live: int) -> int:
     return EF_SEARCH_LARGE
 
 
-ANN_KIND = "ivf"
-"""Approximate index built for new indexes past the threshold: ``ivf`` (default) or ``hnsw``.
+ANN_KIND = "hnsw"
+"""Approximate index built for new indexes past the threshold: ``hnsw`` (default) or ``ivf``.
 
-Measured with ``mnemon bench search`` (synthetic topic vectors, recall@48 against exact
-search, 2 shared cores): at 1M records HNSW (M=32, efConstruction 64) gave 0.76 / 0.83 /
-0.85 / 0.95 at efSearch 64 / 128 / 256 / 512 and took about 10 minutes to build; at 300k,
-IVF-Flat with 1,024 cells reached 0.98 / 0.9996 / 1.0 at 4 / 8 / 16 probes (dense search
-0.3–0.8 ms) after 50 s of training and adding, where HNSW reached 0.95 / 0.994 / 0.995 at
-efSearch 128 / 256 / 512 after 181 s of building. At 1M, IVF-Flat with 2,048 cells gave
-0.889 / 0.995 / 1.0 / 1.0 at 4 / 8 / 16 / 32 probes (dense p50 0.64 / 0.71 / 1.21 / 2.10 ms),
-and the whole 1M store was built in 762 s instead of 980 s. The synthetic vectors are
-clustered in 256 well-separated topics, which suits IVF and makes a query's neighbours hard
-to tell apart for HNSW (see the README); IVF's probe count is therefore set with a margin
-(:func:`ivf_nprobe_for`: 32 probes at 1M where 8 reach 0.98).
+Chosen on **real** MiniLM vectors (``docs/results/ann-real-text.md``, 60,000 sentences of
+installed packages' docstrings; recall@48 against exact search): held-out sentences of the
+same corpus as queries got 0.98 / 0.99 / 0.997 from HNSW (M=32, efConstruction 64) at
+efSearch 128 / 256 / 512 (0.65 / 1.06 / 2.10 ms), but only 0.80 / 0.87 / 0.93 from IVF-Flat
+(512 cells) at 16 / 32 / 64 probes (0.32 / 0.47 / 0.77 ms); LoCoMo questions asked of that
+corpus (queries unlike the records) 0.75 / 0.85 / 0.92 against 0.53 / 0.63 / 0.75. The
+synthetic vectors of ``mnemon bench search`` say the opposite (IVF 1.0 at 1M with 32 probes,
+HNSW 0.95 at efSearch 512), because they are isotropic noise around well-separated topics
+that k-means cells capture exactly; real sentence vectors are not, so the synthetic figure
+is not the one to choose by. HNSW's weak spot stays its 1M build (about 10 minutes on 2
+cores, off the write path).
 """
 
 IVF_MAX_NLIST = 4096
@@ -351,11 +345,10 @@ class VectorIndex:
     def hnsw_from(
         cls, dim: int, seqs: np.ndarray, vectors: np.ndarray, **settings: Any
     ) -> VectorIndex:
-        """A new approximate index over ``(seqs, vectors)``: IVF by default, HNSW if asked.
+        """A new approximate index over ``(seqs, vectors)`` of the configured kind.
 
-        Slow (about a minute for IVF at 1M vectors on 2 cores, ten for HNSW); call it
-        without any lock held. The name predates IVF; the store calls it for every
-        conversion.
+        Slow (about ten minutes for HNSW at 1M vectors on 2 cores, one for IVF); call it
+        without any lock held. The store calls it for every conversion.
         """
         index = cls(dim, **settings)
         index._index = index._new_ann(vectors)

@@ -37,5 +37,8 @@ def test_bench_backend_reports_the_ef_tradeoff_and_pruning(postgres_url: str) ->
     # MaxScore is exact: every query's top 48 equals the full BM25's
     for name in ("bm25_topic", "bm25_common"):
         assert row[name]["same_top48"] == row[name]["queries"] == 10
+    # 600 (and 6) vectors, 200 re-ranked: the halfvec path must find the exact top 48
+    assert row["dense_big"]["half_recall_at_48"] == row["dense_small_1pct"]["half_recall_min"] == 1
     text = backend.render(result)
     assert "chosen ef_search" in text and "without BM25 MaxScore" in text
+    assert "halfvec + float re-rank" in text

@@ -1,8 +1,9 @@
-"""Schema version 1 → 2 on a real server: every row kept, the MaxScore bounds filled.
+"""Schema version 1 → 3 on a real server: every row kept, the MaxScore bounds and the
+half-precision vector copies filled.
 
-Version 1 is built here as version 2 minus what ``MIGRATIONS[1]`` adds (the two bound
-columns of ``mnemon_terms``) and the version row set back to 1: the exact layout a
-version-1 package left.
+Version 1 is built here as version 3 minus what ``MIGRATIONS[1]`` and ``MIGRATIONS[2]`` add
+(the two bound columns of ``mnemon_terms``; the ``mnemon_halfvecs`` table) and the version
+row set back to 1: the exact layout a version-1 package left.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def _to_version_1(url: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER TABLE mnemon_terms DROP COLUMN max_tf, DROP COLUMN min_len")
+        conn.execute("DROP TABLE mnemon_halfvecs")
         conn.execute("UPDATE mnemon_meta SET value = '1' WHERE key = 'schema_version'")
 
 
@@ -35,7 +37,9 @@ def _snapshot(url: str) -> dict[str, Any]:
 
     with psycopg.connect(url) as conn:
         out: dict[str, Any] = {
-            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES
+            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()
+            for t in TABLES
+            if t != "mnemon_halfvecs"  # added by version 3, checked on its own
         }
         out["records"] = conn.execute(
             "SELECT id, seq, nsid, text, terms, tfs, length FROM mnemon_records ORDER BY seq"
@@ -57,10 +61,11 @@ def _rankings(store: PostgresStore) -> list[Any]:
     ]
 
 
-def test_migration_from_version_1_keeps_every_row_and_fills_the_bounds(
+def test_migration_from_version_1_keeps_every_row_and_fills_bounds_and_halfvecs(
     postgres_url: str,
 ) -> None:
-    """Same rows in every table and rankings; the bounds equal a recount from the records."""
+    """Same rows in every table and rankings; the bounds equal a recount from the records;
+    every vector has its half-precision copy (the exact dense search reads only those)."""
     import psycopg
 
     msgs = [
@@ -80,7 +85,7 @@ def test_migration_from_version_1_keeps_every_row_and_fills_the_bounds(
         assert after_rankings == _rankings(pg)
     after = _snapshot(postgres_url)
     meta = dict(after.pop("meta"))
-    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "2"
+    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "3"
     assert meta == {k: v for k, v in before.pop("meta") if k != "schema_version"}
     assert after == before  # every row of every table, unchanged
     with psycopg.connect(postgres_url) as conn:
@@ -89,4 +94,11 @@ def test_migration_from_version_1_keeps_every_row_and_fills_the_bounds(
             "CROSS JOIN LATERAL unnest(r.terms, r.tfs) AS u(term, tf) GROUP BY u.term"
         ).fetchall()
         stored = conn.execute("SELECT term, max_tf, min_len FROM mnemon_terms").fetchall()
+        halves = conn.execute(
+            "SELECT h.record_id, h.nsid = v.nsid, h.embedding = v.embedding::halfvec "
+            "FROM mnemon_halfvecs h JOIN mnemon_vectors v USING (record_id) "
+            "ORDER BY h.record_id"
+        ).fetchall()
     assert sorted(stored) == sorted(recount) and len(stored) > 10
+    assert halves == [(rid, True, True) for rid, _ in after["vectors"]] and len(halves) == 119
+    assert all(ranked for _, ranked in after_rankings)  # dense search reads the copies

@@ -103,26 +103,44 @@ def _timed(fn: Any, queries: list[str]) -> tuple[list[Any], list[float]]:
     return out, ms
 
 
-def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
-    exact, exact_ms = _timed(
-        lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
-    )
-    approx, hnsw_ms = _timed(
-        lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=False), queries
-    )
-    # Tie-aware recall: a hit counts when it is as near as the exact 48th (synthetic texts
-    # repeat, so many records share one vector and "which 48 of the tied" is arbitrary).
+def _tie_recall(approx: list[Any], exact: list[Any]) -> list[float]:
+    """Tie-aware recall per query: a hit counts when it is as near as the exact 48th
+    (synthetic texts repeat, so many records share one vector and "which 48 of the tied"
+    is arbitrary)."""
     recalls = []
     for a, e in zip(approx, exact, strict=True):
         if not e:
             continue
         bound = e[-1][1] + 1e-6
         recalls.append(sum(1 for _, d in a if d <= bound) / len(e))
+    return recalls
+
+
+def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
+    """HNSW and the half-precision exact path (what search uses below ``exact_below``),
+    each against the exact scan of the float vectors, with their latencies."""
+    store.half_scan = False
+    try:
+        exact, exact_ms = _timed(
+            lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
+        )
+    finally:
+        store.half_scan = True
+    half, half_ms = _timed(
+        lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
+    )
+    approx, hnsw_ms = _timed(
+        lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=False), queries
+    )
+    recalls, half_recalls = _tie_recall(approx, exact), _tie_recall(half, exact)
     return {
         "recall_at_48": round(statistics.mean(recalls), 4),
         "recall_min": round(min(recalls), 4),
+        "half_recall_at_48": round(statistics.mean(half_recalls), 4),
+        "half_recall_min": round(min(half_recalls), 4),
         "distinct_rankings": len({tuple(x for x, _ in e) for e in exact}),
         "exact_ms_p50": round(_pct(exact_ms, 0.5), 2),
+        "half_ms_p50": round(_pct(half_ms, 0.5), 2),
         "hnsw_ms_p50": round(_pct(hnsw_ms, 0.5), 2),
         "hnsw_ms_p95": round(_pct(hnsw_ms, 0.95), 2),
     }
@@ -344,6 +362,13 @@ def _render_ef(r: dict[str, Any]) -> list[str]:
             f"  {name} top {TOP}: MaxScore p50/p95 {b['maxscore_ms_p50']:.1f}/"
             f"{b['maxscore_ms_p95']:.1f} ms, full {b['full_ms_p50']:.1f}/{b['full_ms_p95']:.1f}"
             f" ms, same ranking {b['same_top48']}/{b['queries']}"
+        )
+    for name in ("dense_big", "dense_small_1pct"):
+        d = r[name]
+        out.append(
+            f"  {name} exact top {TOP}: float scan p50 {d['exact_ms_p50']:.1f} ms, halfvec + "
+            f"float re-rank {d['half_ms_p50']:.1f} ms, recall {d['half_recall_at_48']:.4f} "
+            f"(min {d['half_recall_min']:.3f})"
         )
     out.append(
         f"  {'ef_search':>9}  {'big recall':>10} {'big ms':>7} {'exact ms':>8}  "

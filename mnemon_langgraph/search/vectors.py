@@ -117,10 +117,10 @@ ANN_KIND = "hnsw"
 
 Chosen on **real** MiniLM vectors (``docs/results/ann-real-text.md``, 60,000 sentences of
 installed packages' docstrings; recall@48 against exact search): held-out sentences of the
-same corpus as queries got 0.98 / 0.99 / 0.997 from HNSW (M=32, efConstruction 64) at
-efSearch 128 / 256 / 512 (0.65 / 1.06 / 2.10 ms), but only 0.80 / 0.87 / 0.93 from IVF-Flat
-(512 cells) at 16 / 32 / 64 probes (0.32 / 0.47 / 0.77 ms); LoCoMo questions asked of that
-corpus (queries unlike the records) 0.75 / 0.85 / 0.92 against 0.53 / 0.63 / 0.75. The
+same corpus as queries got 0.986 / 0.996 / 0.999 from HNSW (M=32, efConstruction 64) at
+efSearch 128 / 256 / 512 (0.38 / 0.67 / 1.17 ms), but only 0.81 / 0.89 / 0.95 from IVF-Flat
+(512 cells) at 16 / 32 / 64 probes (0.33 / 0.50 / 0.73 ms); LoCoMo questions asked of that
+corpus (queries unlike the records) 0.77 / 0.88 / 0.94 against 0.53 / 0.64 / 0.75. The
 synthetic vectors of ``mnemon bench search`` say the opposite (IVF 1.0 at 1M with 32 probes,
 HNSW 0.95 at efSearch 512), because they are isotropic noise around well-separated topics
 that k-means cells capture exactly; real sentence vectors are not, so the synthetic figure

@@ -46,7 +46,7 @@ from mnemon_langgraph.eval.evidence import (
     repair_evidence,
 )
 from mnemon_langgraph.eval.metrics import aggregate, effective_cost_index, mean, roc_auc
-from mnemon_langgraph.eval.misses import gold_fates
+from mnemon_langgraph.eval.misses import gold_fates, p_needed
 from mnemon_langgraph.eval.report import TokenCounter, render_summary_markdown, run_metadata
 from mnemon_langgraph.types import Message
 
@@ -191,20 +191,11 @@ def judge_scores(
     trace = getattr(view, "trace", None) or {}
     lookup = message_ids_of or {}
     gold = set(gold_ids)
-    needed: dict[str, float] = {}
-    screen: dict[str, float] = {}
-    for j in trace.get("judgments") or []:
-        target, prop, p = j.get("target"), str(j.get("proposition")), j.get("p")
-        if target is None or p is None:
-            continue
-        if prop == "needed":
-            needed[target] = float(p)
-        elif prop == "screen":
-            screen[target] = float(p)
+    p_of = p_needed(trace)
     out: list[tuple[str, float, bool]] = []
     for rec in trace.get("pool") or []:
         rid = rec.get("id")
-        p = needed.get(rid, screen.get(rid))
+        p = p_of.get(rid)
         if p is None:
             continue
         mids = rec.get("message_ids") or lookup.get(rid) or ()

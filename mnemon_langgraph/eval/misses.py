@@ -34,6 +34,7 @@ __all__ = [
     "miss_bucket",
     "miss_table",
     "misses_of_results",
+    "p_needed",
     "render_misses",
 ]
 
@@ -42,7 +43,7 @@ SCORED = (1, 2, 3, 4)
 """The scored LoCoMo categories (5, adversarial, is not scored: as the eval's summary)."""
 
 
-def _p_needed(trace: Mapping[str, Any]) -> dict[str, float]:
+def p_needed(trace: Mapping[str, Any]) -> dict[str, float]:
     """Record id → its last ``needed`` judgment's p, else its last ``screen`` one."""
     needed: dict[str, float] = {}
     screen: dict[str, float] = {}
@@ -70,7 +71,7 @@ def gold_fates(
     trace = getattr(view, "trace", None) or {}
     shown = set(getattr(view, "message_ids", ()) or ())
     placement = trace.get("placement") or {}
-    p_of = _p_needed(trace)
+    p_of = p_needed(trace)
     holder: dict[str, str] = {}
     for rec in trace.get("pool") or []:
         rid = rec.get("id")

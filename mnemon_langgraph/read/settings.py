@@ -39,7 +39,7 @@ class ReadSettings:
             needed (25%). Records get what the index leaves.
         candidates_floor: When fewer than this many pooled records pass the screen, the
             best-screened ones (by order, never by threshold) are judged in depth anyway,
-            so a miscalibrated judge still fills the need table (default: ``view_records``).
+            so a miscalibrated judge still fills the need table (default 16: the paper's View).
         planner_timeout_s: Seconds before a System 2 call is abandoned (rule planner then).
         judge_timeout_s: Seconds before a System 1 wave is abandoned (fused order then).
         leave_out_recent: Leave out of the View the records whose every message is among

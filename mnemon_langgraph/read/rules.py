@@ -14,7 +14,7 @@ Each open need gets one action per round:
   highest: first page the search that ranked the lead highest, then ask the planner for
   one new search, then drop the need.
 
-Beyond the paper, and off unless ``follow > 0`` (``ReadSettings.follow_positives``): each
+Beyond the paper (``follow > 0``; ``ReadSettings.follow_positives``, 2 by default): each
 need's first ``follow`` *new* positives are **followed** — the next round searches with
 the record's own text (around it in its session, and/or across the memory). A question
 whose answer spans records ("what did she do after the race?") has parts that share the

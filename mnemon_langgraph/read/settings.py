@@ -50,10 +50,11 @@ class ReadSettings:
             speaker and text); the trace's ``placement`` says so for each. ``False`` puts
             them in like any other record.
         follow_positives: New positives of each need that the next round **follows**:
-            searches with the record's own text (``read.rules.FollowRecord``), so the
-            other parts of an answer that spans records are pooled. 0 turns it off (the
-            paper has no such step). The default is chosen by leave-one-conversation-out
-            cross-validation on the dev conversations (docs/results/misses.md).
+            searches worded from the record (``read.rules.FollowRecord``), so the other
+            parts of an answer that spans records are pooled. 0 turns it off (the paper
+            has no such step). Default 2 (with ``follow_scope="both"``): chosen among
+            0–3 and the three scopes by leave-one-conversation-out cross-validation on the
+            dev conversations — four folds chose it, one chose 1 (docs/results/misses.md).
         follow_scope: Where a followed record's search looks: ``session`` (its own
             session: what was said around it), ``memory`` (every session: the same
             people and things later or earlier) or ``both`` (two searches).
@@ -82,7 +83,7 @@ class ReadSettings:
     planner_timeout_s: float = 60.0
     judge_timeout_s: float = 30.0
     leave_out_recent: bool = True
-    follow_positives: int = 0
+    follow_positives: int = 2
     follow_scope: FollowScope = "both"
     follow_records: int = 6
     follow_words: int = 16

@@ -193,3 +193,17 @@ def test_record_query_keeps_the_longest_words_of_any_script() -> None:
 def test_bad_follow_settings_are_refused(field, value) -> None:
     with pytest.raises(ConfigurationError, match=field):
         ReadSettings(**{field: value})
+
+
+def test_ainvoke_follows_like_invoke(store) -> None:
+    import asyncio
+
+    judge = ScriptedDecisionModel(answers=by_text(_judge))
+    graph = create_read_graph(source=store, judge=judge, settings=ReadSettings())
+    sync = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=CTX)["view"]
+    out = asyncio.run(graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, context=CTX))
+    view = out["view"]
+    assert view.text == sync.text and "D30:4" in view.message_ids
+    assert [s["query"] for s in view.trace["searches"]] == [
+        s["query"] for s in sync.trace["searches"]
+    ]

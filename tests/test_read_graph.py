@@ -93,7 +93,7 @@ def test_draw_mermaid_shows_every_node_and_edge() -> None:
 
 
 def test_single_need_view_leads_with_needed_records() -> None:
-    g, _ = graph()
+    g, _ = graph(settings=ReadSettings(follow_positives=0))  # the paper's loop
     out = g.invoke(ask(), context=CTX)
     view = out["view"]
     assert isinstance(view, View)
@@ -103,6 +103,15 @@ def test_single_need_view_leads_with_needed_records() -> None:
     assert view.trace["actions"] == [] and view.trace["counts"]["rounds"] == 1
     assert view.trace["needs"][0]["state"] == "met"
     assert view.records[0].placed_by.startswith("judged needed")
+
+
+def test_by_default_the_met_needs_positives_are_followed_one_round_more() -> None:
+    g, _ = graph()
+    view = g.invoke(ask(), context=CTX)["view"]
+    assert view.record_ids[:2] == ["r0", "r4"]
+    follows = [a for a in view.trace["actions"] if a["kind"] == "follow"]
+    assert [a["record_id"] for a in follows] == ["r0", "r4"] and view.trace["counts"]["rounds"] == 2
+    assert view.trace["needs"][0]["state"] == "met"
 
 
 def test_namespace_from_configurable_and_user_id() -> None:
@@ -282,7 +291,7 @@ def test_chat_planner_drives_five_searches() -> None:
     model = RoutingFakeChat(script={"search": [SEARCH_JSON], "need": [NEED_JSON]})
     g, src = graph(planner=model)
     view = g.invoke(ask(), context=CTX)["view"]
-    assert [s["origin"] for s in view.trace["searches"]] == [
+    assert [s["origin"] for s in view.trace["searches"] if s["round"] == 1] == [
         "message",
         "plan",
         "plan",

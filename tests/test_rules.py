@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mnemon_langgraph.read.rules import (
     DropNeed,
+    FollowRecord,
     Judgment,
     Need,
     NeedStatus,
@@ -24,7 +25,7 @@ FOUND = {0: {"a": 0, "b": 3, "c": 5}, 1: {"b": 0, "d": 1}, 2: {"c": 0, "e": 2}}
 OFFSETS = {0: 20, 1: 20, 2: 20}
 
 
-def run(needs, statuses, judgments, exhausted=()):
+def run(needs, statuses, judgments, exhausted=(), follow=0):
     return decide(
         needs,
         statuses,
@@ -33,6 +34,7 @@ def run(needs, statuses, judgments, exhausted=()):
         next_offset=OFFSETS,
         exhausted=exhausted,
         order=["a", "b", "c", "d", "e"],
+        follow=follow,
     )
 
 
@@ -126,3 +128,36 @@ def test_should_continue_needs_a_fetching_action_and_rounds_left() -> None:
     assert not should_continue([page], 3, 3)
     assert not should_continue([DropNeed(0, "r")], 1, 3)
     assert should_continue([NewSearch(0, "r")], 2, 3)
+
+
+def test_follow_is_off_by_default_and_a_met_need_gets_no_action() -> None:
+    actions, st = run([Need(0, "x")], [NeedStatus(0)], [sat("a", 0.8)])
+    assert actions == [] and st[0].state == "met"
+
+
+def test_a_single_need_met_by_a_positive_follows_it() -> None:
+    actions, st = run([Need(0, "x")], [NeedStatus(0)], [sat("a", 0.8), sat("b", 0.1)], follow=1)
+    assert [(type(a), a.record_id) for a in actions] == [(FollowRecord, "a")]
+    assert st[0].state == "met" and st[0].positives == ("a",)
+    assert should_continue(actions, 1, 3) and not should_continue(actions, 3, 3)
+
+
+def test_an_all_need_pages_and_follows_its_best_new_positives_only() -> None:
+    js = [sat("d", 0.7), sat("e", 0.95), sat("c", 0.6), sat("a", 0.9)]
+    before = NeedStatus(0, positives=("a",))  # seen in an earlier round: not followed again
+    actions, st = run([Need(0, "x", "ALL")], [before], js, follow=2)
+    assert isinstance(actions[0], PageSearch)
+    assert [a.record_id for a in actions[1:]] == ["e", "d"]  # best p first, at most 2
+    assert all(isinstance(a, FollowRecord) and a.need_index == 0 for a in actions[1:])
+    assert st[0].state == "open" and set(st[0].positives) == {"a", "e", "d", "c"}
+
+
+def test_no_new_positive_no_follow() -> None:
+    before = NeedStatus(0, positives=("d",))
+    actions, st = run([Need(0, "x", "ALL")], [before], [sat("d", 0.8)], follow=3)
+    assert actions == [] and st[0].state == "met"
+
+
+def test_an_unmet_need_follows_nothing() -> None:
+    actions, _ = run([Need(0, "x")], [NeedStatus(0)], [sat("c", 0.4)], follow=2)
+    assert actions and not [a for a in actions if isinstance(a, FollowRecord)]

@@ -93,8 +93,15 @@ def test_rules_are_calibration_invariant(js, h, kinds, steps, exhausted) -> None
     found = {
         s: {rid: (i * 7 + s * 3) % 11 for i, rid in enumerate(IDS) if (i + s) % 3} for s in range(3)
     }
-    kw = dict(found=found, next_offset={0: 20, 1: 20, 2: 20}, exhausted=exhausted, order=IDS)
-    assert decide(needs, statuses, js, **kw) == decide(needs, statuses, _mapped(js, h), **kw)
+    for follow in (0, 2):  # following positives reads their order only, too
+        kw = dict(
+            found=found,
+            next_offset={0: 20, 1: 20, 2: 20},
+            exhausted=exhausted,
+            order=IDS,
+            follow=follow,
+        )
+        assert decide(needs, statuses, js, **kw) == decide(needs, statuses, _mapped(js, h), **kw)
 
 
 @settings(max_examples=150, deadline=None)

@@ -29,6 +29,7 @@ from mnemon_langgraph.read.planner import (
     PlanResult,
     RulePlanner,
     latest_text,
+    record_query,
 )
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
@@ -37,6 +38,7 @@ from mnemon_langgraph.read.pooling import (
     take_page,
 )
 from mnemon_langgraph.read.rules import (
+    FollowRecord,
     Judgment,
     Need,
     NewSearch,
@@ -60,7 +62,7 @@ from mnemon_langgraph.read.state import (
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
-from mnemon_langgraph.types import Namespace, SearchHit, SearchSource
+from mnemon_langgraph.types import Namespace, SearchFilters, SearchHit, SearchSource
 
 __all__ = ["NODES", "Reader"]
 
@@ -233,7 +235,53 @@ class Reader(ItemsNode):
                     fetch.append(key)
             elif action["kind"] == "new_search":
                 asks.append(needs[action["need_index"]])
+            elif action["kind"] == "follow":
+                self._follow_searches(state, action, searches, fetch)
         return searches, fetch, asks
+
+    def _follow_searches(
+        self,
+        state: ReadState,
+        action: Mapping[str, Any],
+        searches: list[dict[str, Any]],
+        fetch: list[tuple[int, int]],
+    ) -> None:
+        """Add the searches that follow a positive record, worded from its text.
+
+        ``follow_scope`` ``session`` searches only the record's own session, ``memory``
+        every session, ``both`` does each. A search already in the turn (same words, same
+        session bound) is not repeated.
+        """
+        record = next((p for p in state.get("pool", []) if p["id"] == action["record_id"]), None)
+        need = next((n for n in state.get("needs", []) if n["index"] == action["need_index"]), None)
+        if record is None or need is None:
+            return
+        query = record_query(record.get("text", ""), need["text"], self.settings.follow_words)
+        if not query:
+            return
+        own: int | None = record.get("session")
+        scope = self.settings.follow_scope
+        bounds = [own] if scope == "session" else [None] if scope == "memory" else [own, None]
+        tried = {(s["query"], s.get("session")) for s in searches}
+        for session in bounds:
+            if (query, session) in tried:
+                continue
+            idx = len(searches)
+            searches.append(
+                {
+                    "index": idx,
+                    "query": query,
+                    "origin": "follow" if session is None else "follow:session",
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": state.get("rounds", 0) + 1,
+                    "need_index": action["need_index"],
+                    "record_id": record["id"],
+                    "session": session,
+                    "k": self.settings.follow_records,
+                }
+            )
+            fetch.append((idx, 0))
 
     def _retrieve_finish(
         self,
@@ -254,11 +302,11 @@ class Reader(ItemsNode):
                 )
                 s["exhausted"] = True
                 continue
-            page = take_page(
-                hits, max_records=self.settings.page_records, max_chars=self.settings.page_chars
-            )
+            k = s.get("k") or self.settings.page_records
+            page = take_page(hits, max_records=k, max_chars=self.settings.page_chars)
             s["next_offset"] = offset + len(page)
-            s["exhausted"] = len(hits) < self.settings.page_records
+            # a follow search is a look around one record, never paged
+            s["exhausted"] = len(hits) < k or "record_id" in s
             pages.append((idx, offset, page))
             trace.append(
                 {
@@ -307,13 +355,27 @@ class Reader(ItemsNode):
                     self.source.search,
                     self.source.asearch,
                     (searches[i]["query"],),
-                    {"namespace": ns, "k": self.settings.page_records, "offset": o},
+                    self._search_kwargs(ns, searches[i], o),
                 )
                 for i, o in fetch
             )
         )
         fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
         return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+
+    def _search_kwargs(
+        self, ns: Namespace, search: Mapping[str, Any], offset: int
+    ) -> dict[str, Any]:
+        """The keyword arguments of one search call (a follow search may keep to a session)."""
+        kwargs: dict[str, Any] = {
+            "namespace": ns,
+            "k": search.get("k") or self.settings.page_records,
+            "offset": offset,
+        }
+        session = search.get("session")
+        if session is not None:
+            kwargs["filters"] = SearchFilters(session_from=session, session_to=session)
+        return kwargs
 
     def retrieve(self, state: ReadState) -> dict[str, Any]:
         """Node ``retrieve`` under ``invoke``."""
@@ -452,6 +514,7 @@ class Reader(ItemsNode):
             next_offset={s["index"]: s["next_offset"] for s in searches},
             exhausted=[s["index"] for s in searches if s["exhausted"]],
             order=[p["id"] for p in state.get("pool", [])],
+            follow=self.settings.follow_positives,
         )
         go = should_continue(actions, round_no, self.settings.max_rounds)
         trace: list[dict[str, Any]] = []
@@ -467,8 +530,10 @@ class Reader(ItemsNode):
             }
             if isinstance(a, PageSearch):
                 entry.update(search_index=a.search_index, offset=a.offset)
+            elif isinstance(a, FollowRecord):
+                entry.update(record_id=a.record_id)
             trace.append(entry)
-            if go and isinstance(a, PageSearch | NewSearch):
+            if go and isinstance(a, PageSearch | NewSearch | FollowRecord):
                 pending.append({k: v for k, v in entry.items() if k != "event"})
         if actions and not go:
             trace.append(

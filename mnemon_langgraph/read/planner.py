@@ -48,6 +48,7 @@ __all__ = [
     "SearchSpec",
     "latest_text",
     "message_text",
+    "record_query",
     "resolve_planner",
 ]
 
@@ -221,6 +222,32 @@ def _entities(text: str) -> list[str]:
             seen.add(entity.casefold())
             out.append(entity)
     return out
+
+
+def record_query(text: str, need: str, max_words: int) -> str:
+    """A search worded from a stored record: its content words that ``need`` does not use.
+
+    Used to *follow* a record that satisfies a need (``ReadSettings.follow_positives``):
+    the other parts of an answer share the found part's people, places and things more
+    than the question's words. Each line's ``speaker:`` prefix is dropped (every record of
+    the speaker carries it), words the need already searched for are left out, and of the
+    rest the ``max_words`` longest are kept, in the record's order — length standing for
+    rarity, as in :meth:`RulePlanner.new_search`. A short query also keeps the search's
+    query embedding cheap (a whole 600-character record costs ~10x the time to embed).
+
+    Args:
+        text: The record's text (``speaker: text`` lines).
+        need: The need's text (its words are not repeated).
+        max_words: Most words of the query.
+
+    Returns:
+        The query, or ``""`` when the record has no word the need lacks.
+    """
+    body = " ".join(line.partition(": ")[2] or line for line in text.splitlines())
+    named = {fold(w) for w in text_words(need)}
+    words = list(dict.fromkeys(w for w in _keywords(body) if fold(w) not in named))
+    keep = set(sorted(words, key=len, reverse=True)[: max(0, max_words)])
+    return " ".join(w for w in words if w in keep)
 
 
 class RulePlanner:

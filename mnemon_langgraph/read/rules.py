@@ -13,6 +13,14 @@ Each open need gets one action per round:
 * a need no record satisfies yet follows its **lead**, the record the need table ranks
   highest: first page the search that ranked the lead highest, then ask the planner for
   one new search, then drop the need.
+
+Beyond the paper (``follow > 0``; ``ReadSettings.follow_positives``, 2 by default): each
+need's first ``follow`` *new* positives are **followed** — the next round searches with
+the record's own text (around it in its session, and/or across the memory). A question
+whose answer spans records ("what did she do after the race?") has parts that share the
+found part's people and words more than the question's; on the dev conversations most
+gold turns no planned search pooled sat beside, or shared words with, a record judged to
+satisfy the need (docs/results/misses.md).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ __all__ = [
     "THRESHOLD",
     "Action",
     "DropNeed",
+    "FollowRecord",
     "Judgment",
     "Need",
     "NeedKind",
@@ -132,7 +141,17 @@ class DropNeed:
     kind: Literal["drop"] = "drop"
 
 
-Action: TypeAlias = PageSearch | NewSearch | DropNeed
+@dataclass(frozen=True, slots=True)
+class FollowRecord:
+    """Search with positive record ``record_id``'s text, for need ``need_index``."""
+
+    record_id: str
+    need_index: int
+    reason: str
+    kind: Literal["follow"] = "follow"
+
+
+Action: TypeAlias = PageSearch | NewSearch | DropNeed | FollowRecord
 
 
 def rank_by(
@@ -199,13 +218,25 @@ def _follow_positives(
     positives: Sequence[str],
     new: Sequence[str],
     searches: _Searches,
-) -> tuple[Action | None, NeedStatus]:
-    """A need some record satisfies: met, or page the search that found new positives."""
+    follow: int = 0,
+) -> tuple[list[Action], NeedStatus]:
+    """A need some record satisfies: met, or page the search that found new positives.
+
+    Either way its first ``follow`` new positives (best first) are followed.
+    """
     seen = status.positives + tuple(new)
+    followed: list[Action] = [
+        FollowRecord(
+            rid,
+            need.index,
+            f"need {need.index}: follow its new positive {rid} (a search with its text)",
+        )
+        for rid in new[: max(0, follow)]
+    ]
     many = need.kind == "ALL" or len(positives) >= 2
     choice = searches.best(new) if many else None
     if choice is None:
-        return None, replace(status, state="met", positives=seen)
+        return followed, replace(status, state="met", positives=seen)
     search, rank = choice
     why = "ALL need" if need.kind == "ALL" else "two records satisfy it"
     action = PageSearch(
@@ -215,7 +246,7 @@ def _follow_positives(
         f"need {need.index} ({why}): search {search} found {len(new)} new "
         f"positive(s), best at rank {rank}; page it",
     )
-    return action, replace(status, positives=seen)
+    return [action, *followed], replace(status, positives=seen)
 
 
 def _follow_lead(
@@ -263,6 +294,7 @@ def decide(
     next_offset: Mapping[int, int],
     exhausted: Iterable[int] = (),
     order: Sequence[str] = (),
+    follow: int = 0,
 ) -> tuple[list[Action], list[NeedStatus]]:
     """One round of the loop: an action per open need, and the needs' new statuses.
 
@@ -274,9 +306,11 @@ def decide(
         next_offset: For each search index, where its next page starts.
         exhausted: Searches that have no further pages.
         order: The pool's order, to break ties between equal ``p`` deterministically.
+        follow: New positives of each need to follow (:class:`FollowRecord`); 0: none.
 
     Returns:
-        The actions (at most one per open need) and the updated statuses.
+        The actions (one per open need, plus its :class:`FollowRecord` s) and the
+        updated statuses.
     """
     searches = _Searches(found, next_offset, set(exhausted))
     by_index = {s.index: s for s in statuses}
@@ -291,10 +325,10 @@ def decide(
         positives = [rid for rid, p in ranked if is_yes(p)]
         new = [rid for rid in positives if rid not in status.positives]
         if positives:
-            action, status = _follow_positives(need, status, positives, new, searches)
+            more, status = _follow_positives(need, status, positives, new, searches, follow)
+            actions.extend(more)
         else:
             action, status = _follow_lead(need, status, ranked, searches)
-        if action is not None:
             actions.append(action)
         out.append(status)
     return actions, out
@@ -302,5 +336,5 @@ def decide(
 
 def should_continue(actions: Sequence[Action], rounds_done: int, max_rounds: int) -> bool:
     """Whether another round runs: some action fetches records and rounds remain."""
-    fetching = any(isinstance(a, PageSearch | NewSearch) for a in actions)
+    fetching = any(isinstance(a, PageSearch | NewSearch | FollowRecord) for a in actions)
     return fetching and rounds_done < max_rounds

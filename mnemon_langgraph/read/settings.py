@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Literal, get_args
 
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["ReadSettings"]
+__all__ = ["FollowScope", "ReadSettings"]
+
+FollowScope = Literal["session", "memory", "both"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,19 @@ class ReadSettings:
             the ``recent_messages`` the agent already sees (matched by message id, else by
             speaker and text); the trace's ``placement`` says so for each. ``False`` puts
             them in like any other record.
+        follow_positives: New positives of each need that the next round **follows**:
+            searches worded from the record (``read.rules.FollowRecord``), so the other
+            parts of an answer that spans records are pooled. 0 turns it off (the paper
+            has no such step). Default 2 (with ``follow_scope="both"``): chosen among
+            0–3 and the three scopes by leave-one-conversation-out cross-validation on the
+            dev conversations — four folds chose it, one chose 1 (docs/results/misses.md).
+        follow_scope: Where a followed record's search looks: ``session`` (its own
+            session: what was said around it), ``memory`` (every session: the same
+            people and things later or earlier) or ``both`` (two searches).
+        follow_records: Records each follow search returns (the followed record itself
+            is usually the first); such a search is never paged.
+        follow_words: Most words of a follow search: the record's longest content words
+            the need does not use (``read.planner.record_query``).
     """
 
     max_needs: int = 3
@@ -67,18 +83,29 @@ class ReadSettings:
     planner_timeout_s: float = 60.0
     judge_timeout_s: float = 30.0
     leave_out_recent: bool = True
+    follow_positives: int = 2
+    follow_scope: FollowScope = "both"
+    follow_records: int = 6
+    follow_words: int = 16
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or value is None:
                 continue  # a switch, or a limit left off
+            if f.name == "follow_scope":
+                if value not in get_args(FollowScope):
+                    raise ConfigurationError(
+                        f"ReadSettings.follow_scope must be one of {get_args(FollowScope)}, "
+                        f"got {value!r}"
+                    )
+                continue
             if f.name.endswith("_share"):
                 if not 0.0 <= value <= 1.0:
                     raise ConfigurationError(
                         f"ReadSettings.{f.name} must be in [0, 1], got {value}"
                     )
-            elif f.name in ("candidates_floor",):
+            elif f.name in ("candidates_floor", "follow_positives"):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
             elif value <= 0:
@@ -87,6 +114,6 @@ class ReadSettings:
         if total > 1.0:
             raise ConfigurationError(f"index shares add up to {total:.2f} > 1 of the View")
 
-    def to_dict(self) -> dict[str, float | int | bool | None]:
+    def to_dict(self) -> dict[str, float | int | bool | str | None]:
         """The settings as a JSON-able dict (recorded in the trace)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

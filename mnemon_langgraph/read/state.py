@@ -80,7 +80,10 @@ class SearchEntry(TypedDict, total=False):
     next_offset: int
     exhausted: bool
     round: int
-    need_index: int  # only for searches the planner wrote for an unmet need
+    need_index: int  # only for searches the planner wrote for an unmet need, or a follow
+    record_id: str  # a follow search: the positive record whose text it searches with
+    session: int | None  # a follow search kept to the record's session
+    k: int  # records per page when not ``page_records`` (a follow search)
 
 
 class PoolRecord(TypedDict, total=False):
@@ -149,7 +152,7 @@ class NeedEntry(TypedDict):
 
 
 class PendingAction(TypedDict, total=False):
-    """An action ``act`` decided and the next ``retrieve`` runs (``page`` or ``new_search``)."""
+    """An action ``act`` decided for the next ``retrieve``: ``page``, ``new_search``, ``follow``."""
 
     kind: str
     need_index: int
@@ -158,6 +161,7 @@ class PendingAction(TypedDict, total=False):
     executed: bool
     search_index: int
     offset: int
+    record_id: str
 
 
 class PlanEntry(TypedDict):

@@ -89,6 +89,7 @@ def build_trace(
         "needs": [dict(n) for n in state.get("needs", [])],
         "searches": [
             {k: s.get(k) for k in ("index", "query", "origin", "next_offset", "exhausted", "round")}
+            | {k: s[k] for k in ("record_id", "session") if k in s}
             for s in state.get("searches", [])
         ],
         "search_calls": [e for e in events if e.get("event") == "search"],

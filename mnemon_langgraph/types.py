@@ -11,10 +11,10 @@ feed the same View.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from mnemon_langgraph.errors import InputError, NamespaceError
 
@@ -30,6 +30,7 @@ __all__ = [
     "SearchFilters",
     "SearchHit",
     "SearchSource",
+    "VectorSource",
     "as_naive_utc",
     "check_count",
     "check_session",
@@ -348,4 +349,24 @@ class SearchSource(Protocol):
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
         """Async form of :meth:`search`."""
+        ...
+
+
+@runtime_checkable
+class VectorSource(Protocol):
+    """A search source that can hand back the vectors it stored for its records.
+
+    The read path's evidence (:class:`~mnemon_langgraph.read.evidence.EvidenceBuilder`)
+    compares them with the turn's query texts instead of embedding pooled records again.
+    Both store backends are vector sources; a plain retriever wrapped as a
+    :class:`SearchSource` need not be (its records then get rank evidence only).
+    """
+
+    embeddings: Any
+    """The embedder the stored vectors came from (used for the query texts)."""
+
+    def stored_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str]
+    ) -> Mapping[str, Any]:
+        """Unit vectors of these records by id (unknown ids are left out)."""
         ...

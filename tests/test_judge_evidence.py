@@ -133,7 +133,9 @@ def test_evidence_builder_ranks_without_a_vector_source() -> None:
         PoolRecord(id="x", found=[[0, 3], [1, 0], [1, 5]], bm25_rank=2, dense_rank=None),
         PoolRecord(id="y", found=[[2, 9]], bm25_rank=None, dense_rank=9),
     ]
-    built, secs = EvidenceBuilder(object()).build(NS, pool, ["hi"], [])
+    builder = EvidenceBuilder(object())  # a search source that is not a VectorSource
+    assert not builder.has_vectors
+    built, secs = builder.build(NS, pool, ["hi"], [])
     assert secs == 0.0
     assert built["x"] == rank_evidence(pool[0])
     assert built["x"]["rank"] == 0 and built["x"]["searches"] == 2

@@ -37,7 +37,7 @@ from _reliability_common import (
 from _store_child import BATCH, NS, SHARED, batch_messages
 
 from mnemon_langgraph.store import MnemonStore, StoreBackend, is_postgres_url
-from mnemon_langgraph.types import Message, SearchFilters
+from mnemon_langgraph.types import Message, SearchFilters, VectorSource
 
 CHILD = Path(__file__).parent / "_store_child.py"
 # SIGKILL trials per backend (crash tests are bounded for CI; raise it for a soak).
@@ -96,6 +96,7 @@ def _holding(target: str, needles: list[str]) -> list[str]:
 
 def test_both_backends_implement_the_protocol(store: MnemonStore, target: str) -> None:
     assert isinstance(store, StoreBackend)
+    assert isinstance(store, VectorSource)  # the read path's evidence uses stored vectors
     assert type(store).__name__ == ("PostgresStore" if is_postgres_url(target) else "EmbeddedStore")
 
 

@@ -27,6 +27,10 @@ isotropic around well-separated topics, unlike real sentence vectors: they flatt
 k-means cells line up with the topics) and are hard for HNSW; ``docs/results/ann-real-text.md``
 measures both kinds on real MiniLM vectors, where the order is the other way round.
 ``--vectors model`` embeds the texts with the real MiniLM model (slow: use small sizes).
+``--corpus FILE`` takes real text instead: the file's first ``N`` passages (one per line) as
+records, its last ``--queries`` passages as held-out queries, with the bundled MiniLM's
+vectors, computed once and cached beside the file (:mod:`mnemon_langgraph.bench.corpus`):
+the figures that say how the approximate index behaves on real sentence vectors.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ __all__ = [
 HELP = "whole-call search latency, memory and ANN recall at 10k … 1M synthetic records"
 
 _NAMESPACE = ("bench", "search")
-_EF_GRID = (64, 128, 256, 512)
+_EF_GRID = (64, 128, 256, 512, 1024)
 _NPROBE_GRID = (4, 8, 16, 32, 64, 128)
 _RECALL_GOAL = 0.98
 
@@ -248,6 +252,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "MiniLM (slow: use small sizes)",
     )
     parser.add_argument(
+        "--corpus",
+        metavar="FILE",
+        default=None,
+        help="real passages, one per line: the first N are the records, the last --queries "
+        "are held out as queries; MiniLM vectors cached in FILE.vectors/ (overrides --vectors)",
+    )
+    parser.add_argument(
         "--queries", type=int, default=50, metavar="N", help="timed queries per size (default 50)"
     )
     parser.add_argument(
@@ -296,8 +307,26 @@ class LookupEmbeddings(Embeddings):
         return self.table[text].tolist()
 
 
+def _corpus_dataset(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    """``--corpus``: real passages and their cached MiniLM vectors, as ``Speaker: text``.
+
+    A passage's vector is the model's vector of the passage itself; the speaker prefix
+    only gives the records the shape of conversation turns (the lookup is by full text).
+    """
+    from mnemon_langgraph.bench.corpus import real_corpus
+
+    t0 = time.perf_counter()
+    data = real_corpus(args.corpus, n, args.queries)
+    names = SPEAKER_NAMES
+    data["texts"] = [f"{names[i % len(names)]}: {t}" for i, t in enumerate(data["texts"])]
+    data["generate_s"] = time.perf_counter() - t0
+    return data
+
+
 def _dataset(n: int, args: argparse.Namespace) -> dict[str, Any]:
     """Texts, queries and their vectors for one size."""
+    if getattr(args, "corpus", None):
+        return _corpus_dataset(n, args)
     rng = np.random.default_rng(args.seed + n)
     t0 = time.perf_counter()
     corpus = make_corpus(n, seed=args.seed)
@@ -620,7 +649,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             row[f"{key}_ratio"] = round(row[f"{key}_p50_ms"] / b, 2) if b else None
     return {
         "benchmark": "search",
-        "vectors": args.vectors,
+        "vectors": f"corpus {Path(args.corpus).name}, MiniLM"
+        if getattr(args, "corpus", None)
+        else args.vectors,
         "queries": args.queries,
         "cpu_count": os.cpu_count(),
         "goal": f"store.search p50 at 1M / at 10k ≤ 5; recall@{args.recall_k} ≥ 0.98; "

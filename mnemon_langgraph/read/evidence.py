@@ -13,8 +13,8 @@ and how high. :class:`EvidenceBuilder` turns that into one small
   the turn's searches and how many searches found it;
 * ``bm25`` / ``dense`` — its best rank in each retriever (``None``: not ranked by it).
 
-A source without stored vectors (any :class:`~mnemon_langgraph.types.SearchSource` that has
-no ``stored_vectors`` method, or no ``embeddings``) gets the ranks only, and so does a turn
+A source without stored vectors (a :class:`~mnemon_langgraph.types.SearchSource` that is not a
+:class:`~mnemon_langgraph.types.VectorSource`) gets the ranks only, and so does a turn
 whose lookup or query embedding fails (logged, never raised: evidence is optional); the local
 judge then embeds what it needs itself, with its own error handling.
 """
@@ -35,7 +35,7 @@ from mnemon_langgraph.judges.features import split_queries
 from mnemon_langgraph.read.judging import message_json
 from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
-from mnemon_langgraph.types import Namespace
+from mnemon_langgraph.types import Namespace, VectorSource
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
 
@@ -76,16 +76,15 @@ class EvidenceBuilder:
     """Builds the turn's :class:`RecordEvidence` from a source's stored vectors.
 
     Args:
-        source: The search source; used when it has ``stored_vectors(namespace, ids)``
-            (the journal's vectors, e.g. :class:`~mnemon_langgraph.store.MnemonStore`) and
-            ``embeddings`` (the embedder those vectors came from, for the query texts).
+        source: The search source; its stored vectors are used when it is a
+            :class:`~mnemon_langgraph.types.VectorSource` (both store backends are).
         rrf_k: The reciprocal-rank constant of the pool.
     """
 
     def __init__(self, source: Any, rrf_k: int = RRF_K) -> None:
-        lookup = getattr(source, "stored_vectors", None)
-        self._lookup = lookup if callable(lookup) else None
-        self._embeddings: Any = getattr(source, "embeddings", None)
+        vectors = isinstance(source, VectorSource)
+        self._lookup = source.stored_vectors if vectors else None
+        self._embeddings: Any = source.embeddings if vectors else None
         self._rrf_k = rrf_k
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()

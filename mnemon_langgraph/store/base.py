@@ -150,6 +150,11 @@ class StoreBackend(Protocol):
     def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
         return _abstract(self)
 
+    def stored_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        return _abstract(self)
+
     def records(
         self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Record]:

@@ -220,6 +220,11 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
     term and row. Measured (10k records, 40 topic questions, top 100, same rows and scores):
     18.4 ms flattened, 8.1 ms fenced; common-word queries 69 → 21 ms. (Before that:
     237 ms with ``unnest`` + ``GROUP BY`` over every candidate's terms.)
+
+    The terms carry the namespace id, so the GIN lookup alone stays in the namespace; the
+    ``nsid`` test is a safety net written ``r.nsid + 0`` so that it is never an index path:
+    for the term-set pass the planner otherwise read the whole namespace through the
+    ``(nsid, seq)`` index and filtered it (100k records: 1,064 ms against 588 ms).
     """
     norm = (
         f"{BM25_K1}::float8 * ({1 - BM25_B}::float8 + {BM25_B}::float8 * r.length "
@@ -246,7 +251,7 @@ WITH s AS MATERIALIZED (
 SELECT seq, id, score FROM (
     SELECT r.seq, r.id, ({score}) AS score
     FROM mnemon_records r CROSS JOIN LATERAL (SELECT {tfs}{norm} OFFSET 0) x
-    WHERE {match} AND r.nsid = %(nsid)s {filters}
+    WHERE {match} AND r.nsid + 0 = %(nsid)s {filters}
     OFFSET 0
 ) c
 WHERE score > 0

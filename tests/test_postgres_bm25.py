@@ -216,16 +216,17 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
         # gamma alone can beat note3's records; alpha (in 350 of 400) only beside note3:
         # the second pass ranks the records holding gamma, or alpha and note3 together
         assert seen["alpha gamma note3", 3] == [("any", n3), ("sets", [gamma, ["1:alpha", *n3]])]
-        # by default a namespace this small gets the full query as its second pass
+        # by default a query this small (few postings) gets the full query, in one pass
         pg.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
         passes.clear()
         assert pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=3) == pruned_3
-        assert passes == [("any", n3), ("any", ["1:alpha", "1:gamma", *n3])]
+        assert passes == [("any", ["1:alpha", "1:gamma", *n3])]
         # negative control: skipping the other terms without the bound check drops true
         # top-k records (gamma's), and the comparison above would have caught it
         full = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
         note3 = {f"m{i}" for i in range(0, 400, 4) if (i // 4) % 15 == 3}
         assert len(note3) >= 5 and not {rid for rid, _ in full} <= note3
+        pg.bm25_set_pass_min = 0  # the passes again, now with a broken exactness check
         monkeypatch.setattr(pg_module, "qualifying_sets", lambda bounds, threshold: [])
         naive = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
         assert len(naive) == 5 and naive != full
@@ -253,9 +254,11 @@ def test_lexical_ranking_runs_one_statement_when_no_first_pass_can_help(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The 10k-record anomaly: at the hybrid search's depth (100) most first passes were
-    short, so MaxScore ran two BM25 statements where the full query alone answers."""
+    short, or (real passages) rarely exact while the full query was cheap, so MaxScore ran
+    two BM25 statements where the full query alone answers."""
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
+        pg.bm25_set_pass_min = 0  # 400 records: MaxScore passes only run when told to
         calls: list[list[str]] = []
         real = PostgresStore._bm25_rows
 
@@ -273,6 +276,11 @@ def test_lexical_ranking_runs_one_statement_when_no_first_pass_can_help(
         calls.clear()
         pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
         assert calls[0] == [f"{nsid}:note3"] and len(calls) == 2
+        # fewer postings than bm25_set_pass_min (by default 10,000): the full query at once
+        pg.bm25_set_pass_min = 10_000
+        calls.clear()
+        pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
+        assert calls == [everything]
 
 
 def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:

@@ -1138,11 +1138,12 @@ class PostgresStore(MnemonStore):
         sql = bm25_sql(len(terms), where)
         if not self.bm25_prune:
             return await self._bm25_rows(conn, sql, params)
-        # Decide on the autocommit connection first: when no first pass can help (see
-        # first_pass_terms), the one full query needs no transaction; measured at 10k
-        # records, BEGIN / SET / COMMIT round trips cost ~3 ms of a ~7 ms BM25 query.
+        # Decide on the autocommit connection first: when the full query is cheap (few
+        # postings) or no first pass can help (see first_pass_terms), the one full query
+        # needs no transaction (BEGIN / SET / COMMIT: ~3 ms of a ~7 ms query at 10k).
         n_docs, _, stats = await self._term_stats(conn, nsid, terms)
-        if first_pass_terms(n_docs, stats, k) is None:
+        few = sum(s.df for s in stats.values()) < self.bm25_set_pass_min
+        if few or first_pass_terms(n_docs, stats, k) is None:
             return await self._bm25_rows(conn, sql, params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

@@ -66,10 +66,15 @@ FIRST_PASS_SHARE = 0.02
 candidates (:func:`first_pass_terms`); chosen by measurement (``bench backend``, see README)."""
 
 SET_PASS_MIN_POSTINGS = 10_000
-"""Below this many postings (sum of the query terms' ``df``) a second MaxScore pass runs
-as the plain full query. Measured (``bench backend``, common-word queries): with ~4k
+"""Below this many postings (sum of the query terms' ``df``) the store runs the plain full
+query, without MaxScore passes. Measured (``bench backend``, common-word queries): with ~4k
 postings (10k records) the full query took 55 ms p50 and the term-set pass 84 ms (its GIN
-``BitmapOr`` costs more than it saves); with ~17k (52k records) 460–550 ms against 134–154."""
+``BitmapOr`` costs more than it saves); with ~17k (52k records) 460–550 ms against 134–154.
+The first pass is skipped there too: on 10k records of real passages (held-out passages as
+queries, ``bench backend --corpus``) it proved its ranking exact for 1–2 of 40 queries, so
+MaxScore took 65–73 ms p50 against 40–50 for the full query at the search's depth (100),
+and 78–99 against 61–68 at 48; on the synthetic topic questions the two were equal at 100
+(20.3 / 20.0 ms) and MaxScore 16 against 20 ms at 48 (same runs, a loaded machine)."""
 
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
 MAX_SET_TERMS = 10  # qualifying_sets enumerates at most 2**10 subsets

@@ -36,6 +36,7 @@ from _reliability_common import (
 )
 from _store_child import BATCH, NS, SHARED, batch_messages
 
+from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.store import MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.types import Message, SearchFilters, VectorSource
 
@@ -117,6 +118,24 @@ def test_journal_keeps_order_seq_and_records_by_id(store: MnemonStore) -> None:
     assert got == records[3] and got.date is not None and got.roles
     assert store.namespaces() == [ADA]
     assert store.known_message_ids(ADA, ["m0", "m5", "nope"]) == {"m0", "m5"}
+
+
+def test_text_postgresql_cannot_hold_is_refused_alike_and_writes_nothing(
+    store: MnemonStore,
+) -> None:
+    """A NUL character (binary tool output) is an InputError on both backends, raised
+    before anything of the batch is written; what was stored before stays, and the same
+    batch without it goes in."""
+    store.ingest(ADA, tagged_messages("before", 3), source="chat", pack=False)
+    batch = [Message("fine", "Ada", id="n1"), Message("raw \x00 bytes", "Ada", id="n2")]
+    with pytest.raises(InputError, match=r"message 1 \(text\) contains a NUL"):
+        store.ingest(ADA, batch, source="chat", pack=False)
+    with pytest.raises(InputError, match=r"message 0 \(speaker\) contains a NUL"):
+        store.ingest(ADA, [Message("ok", "A\x00da", id="n3")], source="chat", pack=False)
+    assert store.count(ADA) == 3 and not store.known_message_ids(ADA, ["n1", "n2", "n3"])
+    fixed = [batch[0], Message("raw \\x00 bytes", "Ada", id="n2")]
+    assert store.ingest(ADA, fixed, source="chat", pack=False).messages_written == 2
+    assert store.count(ADA) == 5
 
 
 def test_ingest_is_idempotent_also_from_concurrent_writers(target: str) -> None:

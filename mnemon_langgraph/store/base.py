@@ -408,11 +408,14 @@ class MnemonStore(StoreBackend):
 
 
 def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
-    """Raise :class:`InputError` for text that cannot be stored as UTF-8 (lone surrogates).
+    """Raise :class:`InputError` for text that cannot be stored: lone surrogates, NUL.
 
-    Such strings come from ``json.loads`` of ``"\\ud800"`` escapes or badly decoded input;
+    Lone surrogates come from ``json.loads`` of ``"\\ud800"`` escapes or badly decoded input;
     the database, the embedder and the hashers would otherwise fail on them with a bare
-    ``UnicodeEncodeError`` halfway through an ingest.
+    ``UnicodeEncodeError`` halfway through an ingest. NUL (U+0000, e.g. in binary tool
+    output) is valid Unicode, but PostgreSQL's ``text`` cannot hold it; both backends refuse
+    it here, before anything is written, so the same input behaves the same on either (and
+    a namespace part may not hold it either, :func:`~mnemon_langgraph.types.normalize_namespace`).
     """
 
     def check(value: object, what: str) -> None:
@@ -423,6 +426,11 @@ def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]
                 raise InputError(
                     f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
                 ) from None
+            if "\x00" in value:
+                raise InputError(
+                    f"{what} contains a NUL character (U+0000) at position "
+                    f"{value.index(chr(0))}; remove or escape it (PostgreSQL cannot store it)"
+                )
 
     for part in namespace:
         check(part, f"namespace part {part!r}")

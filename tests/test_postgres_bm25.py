@@ -216,16 +216,90 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
         # gamma alone can beat note3's records; alpha (in 350 of 400) only beside note3:
         # the second pass ranks the records holding gamma, or alpha and note3 together
         assert seen["alpha gamma note3", 3] == [("any", n3), ("sets", [gamma, ["1:alpha", *n3]])]
-        # by default a namespace this small gets the full query as its second pass
+        # by default a query this small (few postings) gets the full query, in one pass
         pg.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
         passes.clear()
         assert pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=3) == pruned_3
-        assert passes == [("any", n3), ("any", ["1:alpha", "1:gamma", *n3])]
+        assert passes == [("any", ["1:alpha", "1:gamma", *n3])]
         # negative control: skipping the other terms without the bound check drops true
         # top-k records (gamma's), and the comparison above would have caught it
         full = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
         note3 = {f"m{i}" for i in range(0, 400, 4) if (i // 4) % 15 == 3}
         assert len(note3) >= 5 and not {rid for rid, _ in full} <= note3
+        pg.bm25_set_pass_min = 0  # the passes again, now with a broken exactness check
         monkeypatch.setattr(pg_module, "qualifying_sets", lambda bounds, threshold: [])
         naive = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
         assert len(naive) == 5 and naive != full
+
+
+def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
+    rows = pg.run(
+        pg.fetch("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (pg.key(ns),))
+    )
+    return int(rows[0][0])
+
+
+def test_first_pass_is_skipped_when_its_records_cannot_fill_k() -> None:
+    """A first pass over fewer than ``k`` records can prove nothing: the full query runs."""
+    from mnemon_langgraph.store.postgres_bm25 import TermStats, first_pass_terms
+
+    stats = {"rare": TermStats(30, 2.0, 3), "rarer": TermStats(15, 1.0, 4)}
+    stats["common"] = TermStats(5_000, 3.0, 2)
+    assert first_pass_terms(10_000, stats, 45) == ["rare", "rarer"]  # 45 postings: enough
+    assert first_pass_terms(10_000, stats, 46) is None  # 45 < 46: the pass would be short
+    assert first_pass_terms(10_000, stats) == ["rare", "rarer"]  # no k: no such check
+
+
+def test_lexical_ranking_runs_one_statement_when_no_first_pass_can_help(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 10k-record anomaly: at the hybrid search's depth (100) most first passes were
+    short, or (real passages) rarely exact while the full query was cheap, so MaxScore ran
+    two BM25 statements where the full query alone answers."""
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
+        pg.bm25_set_pass_min = 0  # 400 records: MaxScore passes only run when told to
+        calls: list[list[str]] = []
+        real = PostgresStore._bm25_rows
+
+        async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
+            calls.append(params["cand"])
+            return await real(conn, sql, params)
+
+        monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
+        nsid = _nsid(pg, ("one",))
+        everything = [f"{nsid}:{t}" for t in ("alpha", "gamma", "note3")]
+        # note3 is in 7 records: a first pass could not fill 10, so one full statement
+        ranked = pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=10)
+        assert len(ranked) == 10 and calls == [everything]
+        # control: with k = 3 the first pass (note3's records) runs first
+        calls.clear()
+        pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
+        assert calls[0] == [f"{nsid}:note3"] and len(calls) == 2
+        # fewer postings than bm25_set_pass_min (by default 10,000): the full query at once
+        pg.bm25_set_pass_min = 10_000
+        calls.clear()
+        pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
+        assert calls == [everything]
+
+
+def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:
+    """Plan shape: the score is computed in the fenced subquery and sorted by reference.
+
+    Flattened by the planner, the score expression was copied into the ``score > 0``
+    filter and the sort key (four ``array_position`` calls per term and row; 2.3× slower
+    at 10k records, same rows).
+    """
+    from mnemon_langgraph.store.postgres_bm25 import bm25_sql
+
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.ingest(("plan",), _common_word_messages()[:40], source="test", pack=False)
+        nsid = _nsid(pg, ("plan",))
+        terms = [f"{nsid}:{t}" for t in ("alpha", "beta")]
+        params = {"terms": terms, "cand": terms, "nsid": nsid, "k": 5, "t0": terms[0]}
+        params["t1"] = terms[1]
+        plan = "\n".join(r[0] for r in pg.run(pg.fetch("EXPLAIN VERBOSE " + bm25_sql(2), params)))
+        rows = pg.run(pg.fetch(bm25_sql(2), params))
+    assert "Sort Key: c.score DESC, c.seq" in plan, plan
+    assert "Filter: (c.score > '0'::double precision)" in plan, plan
+    assert len(rows) == 5 and rows[0][2] >= rows[-1][2] > 0

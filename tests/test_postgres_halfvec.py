@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.store import PostgresStore
-from mnemon_langgraph.types import Message
+from mnemon_langgraph.types import Message, SearchFilters
 
 DIM = 16
 COUNT = 300
@@ -94,3 +95,31 @@ def test_halfvec_scan_with_float_rerank_equals_exact_top_k(postgres_url: str) ->
     assert len(set(want)) == TOP and want[0] == f"rec{COUNT - 1}"
     # Negative control: half precision ties ~120 records, so its own order is not exact.
     assert len(half) == TOP and [_name(t) for (t,) in half] != want
+
+
+def test_filtered_exact_search_scans_halfvecs_and_equals_the_exact_order(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session filter joins the records to the halfvec scan; the float re-rank still
+    gives the exact order among the filtered records (more of them than are re-ranked)."""
+    from mnemon_langgraph.store import postgres as pg_module
+
+    count = 1500  # 500 in session 2: more than the 400 the search re-ranks
+    msgs = [Message(f"rec{i}", "A", id=f"rec{i}", session=1 + i % 3) for i in range(count)]
+    calls: list[tuple[str, str]] = []  # (filter conditions, the SQL that ran)
+    real = pg_module._exact_dense_sql
+
+    def spy(where: str, half: bool) -> str:
+        calls.append((where, real(where, half)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(pg_module, "_exact_dense_sql", spy)
+    with PostgresStore(postgres_url, _Planted()) as pg:
+        pg.ingest(("f",), msgs, source="test", pack=False)
+        hits = pg.search(
+            "query", namespace=("f",), k=TOP, filters=SearchFilters(session_from=2, session_to=2)
+        )
+    assert calls and all("r.session" in w and "mnemon_halfvecs" in sql for w, sql in calls)
+    want = _exact_order([f"rec{i}" for i in range(count) if i % 3 == 1])[:TOP]
+    assert [_name(h.record.text) for h in hits] == want
+    assert all(h.record.session == 2 for h in hits) and want[0] == f"rec{count - 2}"

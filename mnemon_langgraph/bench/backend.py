@@ -22,6 +22,12 @@ hash-seeded random vector per *text* used before (``DeterministicFakeEmbedding``
 neighbourhood structure at all, HNSW's worst case (recall 0.28 at 100k), which says
 nothing about real embeddings. MiniLM itself would take ~20 min per 100k texts here.
 
+``--corpus FILE`` replaces the synthetic turns and word-mix vectors by real passages (one
+per line) and the bundled MiniLM's vectors of them, cached beside the file
+(:func:`_corpus_workload`). ``--bulk-index`` (PostgreSQL) drops the HNSW index while the
+big namespace is written and builds it once after: maintaining it is most of the write
+time (see :data:`~mnemon_langgraph.store.postgres_schema.HNSW_INDEX_SQL`).
+
 Use a fresh database (or folder): sizes already there are not written twice (ingest is
 idempotent), and the write rate would then mean nothing.
 """
@@ -37,6 +43,8 @@ from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+
+from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = [
     "EF_CHOICES",
@@ -159,6 +167,58 @@ def _analyze(url: str) -> None:
         conn.execute("ANALYZE")
 
 
+BULK_MAINTENANCE_MEM = "4GB"
+"""``maintenance_work_mem`` for the HNSW build of ``--bulk-index``: pgvector builds the
+graph in memory when it fits (~2 GB for 1M vectors of 384 dimensions), on disk and far
+slower when it does not (the server default is 64 MB)."""
+
+
+def _drop_hnsw(url: str) -> None:
+    """``--bulk-index``: no HNSW maintenance while the big namespace is written."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP INDEX IF EXISTS mnemon_vectors_hnsw")
+
+
+def _build_hnsw(url: str) -> float:
+    """Build the HNSW index the store's setup would create; seconds taken."""
+    import psycopg
+
+    from mnemon_langgraph.store.postgres_schema import HNSW_INDEX_SQL
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET maintenance_work_mem = '{BULK_MAINTENANCE_MEM}'")
+        t0 = time.perf_counter()
+        conn.execute(HNSW_INDEX_SQL)
+        return time.perf_counter() - t0
+
+
+def _ingest_big(store: Any, target: str, n: int, messages: list[Any], args: Any) -> dict[str, Any]:
+    """Write the big namespace in batches; with ``--bulk-index`` (PostgreSQL) the HNSW
+    index is dropped first and rebuilt after, and the rate counts the build too."""
+    from mnemon_langgraph.store import is_postgres_url
+
+    bulk = bool(getattr(args, "bulk_index", False)) and is_postgres_url(target)
+    if bulk:
+        _drop_hnsw(target)
+    big, written, t0 = ("bench", f"big-{n}"), 0, time.perf_counter()
+    for i in range(0, n, args.batch):
+        batch = messages[i : i + args.batch]
+        written += store.ingest(big, batch, source="bench", pack=False).messages_written
+    ingest_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"messages_written": written}
+    out["ingest_msgs_per_s"] = round(written / ingest_s, 1) if ingest_s > 0 else None
+    if bulk:
+        build_s = _build_hnsw(target)
+        out["bulk_index"] = {
+            "ingest_without_index_msgs_per_s": out["ingest_msgs_per_s"],
+            "hnsw_build_s": round(build_s, 1),
+        }
+        out["ingest_msgs_per_s"] = round(written / (ingest_s + build_s), 1)
+    return out
+
+
 def _ef_tradeoff(store: Any, big: Any, small: Any, probes: list[str]) -> dict[str, Any]:
     """Recall and latency of HNSW per ``ef_search``; the smallest meeting the goal on both."""
     saved = store.ef_search
@@ -235,6 +295,70 @@ def _workload(n: int, seed: int, count: int) -> dict[str, Any]:
     }
 
 
+def _corpus_workload(path: str, n: int, count: int, seed: int) -> dict[str, Any]:
+    """``--corpus FILE``: :func:`_workload`'s keys from real passages and their vectors.
+
+    The big namespace holds the file's first ``n`` passages, the 1% one the next ``n // 100``
+    (continuing from the file's first passages when the file has too few: 1M records of a
+    1,002,000-line file leave 1,960; namespaces are isolated, so a text in both is two
+    records). Queries are the held-out last ``count`` passages; every vector is the bundled
+    MiniLM's, cached beside the file (:func:`~.bench.corpus.real_corpus`) and looked up by
+    text, so the bench times the store, not the model. Records get a speaker prefix and the
+    sessions of :func:`_messages`; a passage's vector is that of the passage alone.
+    """
+    from mnemon_langgraph.bench.corpus import read_passages, real_corpus
+    from mnemon_langgraph.bench.search import SPEAKER_NAMES, LookupEmbeddings
+    from mnemon_langgraph.storage.chunking import DEFAULT_MAX_CHARS
+
+    n_small = max(1, n // 100)
+    fresh = min(n_small, max(0, len(read_passages(path)) - count - n))
+    data = real_corpus(path, n + fresh, count)
+    names = SPEAKER_NAMES
+    texts = [f"{names[i % len(names)]}: {t}" for i, t in enumerate(data["texts"])]
+    if max(map(len, texts)) > DEFAULT_MAX_CHARS:  # a split record's pieces have no vector
+        raise ConfigurationError(f"{path}: passages must be under {DEFAULT_MAX_CHARS - 20} chars")
+    table = dict(zip(texts, data["vecs"], strict=True))
+    table.update(zip(data["queries"], data["qvecs"], strict=True))
+    common = _common_queries(texts[:n], data["queries"], count, seed)
+    # a common-word query's vector: the held-out passage its last word comes from (they
+    # stress the BM25 half; the dense half just needs a real vector)
+    table.update((q, data["qvecs"][i % len(data["queries"])]) for i, q in enumerate(common))
+    small = texts[n:] + texts[: n_small - fresh]
+    return {
+        "big": _messages(texts[:n], "D"),
+        "small": _messages(small, "S"),
+        "queries": data["queries"],
+        "common": common,
+        "embeddings": LookupEmbeddings(table, int(data["vecs"].shape[1])),
+    }
+
+
+def _common_queries(texts: list[str], queries: list[str], count: int, seed: int) -> list[str]:
+    """BM25's worst case on real text: five of the 30 most frequent words held by 2–20% of
+    the records (from a sample of 20,000) and one word of a held-out passage, per query."""
+    from collections import Counter
+
+    from mnemon_langgraph.search.bm25 import tokenize
+
+    rng = np.random.default_rng(seed)
+    sample = (
+        texts
+        if len(texts) <= 20_000
+        else [texts[int(i)] for i in rng.choice(len(texts), 20_000, replace=False)]
+    )
+    df = Counter(w for t in sample for w in set(tokenize(t)))
+    common = [w for w, c in df.most_common() if c <= 0.2 * len(sample)]
+    common = [w for w in common if df[w] >= 0.02 * len(sample)][:30] or common[:30]
+    out = []
+    for i in range(count):
+        picked = [
+            common[int(j)] for j in rng.choice(len(common), min(5, len(common)), replace=False)
+        ]
+        own = tokenize(queries[i % len(queries)]) or ["memory"]
+        out.append(" ".join([*picked, own[int(rng.integers(len(own)))]]))
+    return out
+
+
 def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
     """BM25 alone (top 48), MaxScore on and off: p50 / p95 ms, and whether they agree."""
     pruned, on_ms = _timed(lambda q: store.lexical_ranking(q, namespace=ns, k=TOP), queries)
@@ -255,7 +379,6 @@ def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[s
 
 def _postgres_figures(store: Any, target: str, n: int, work: dict[str, Any]) -> dict[str, Any]:
     big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
-    _analyze(target)
     queries = work["queries"]
     store.bm25_prune = False
     _, unpruned_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
@@ -275,25 +398,24 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
     from mnemon_langgraph.store import MnemonStore, PostgresStore, is_postgres_url
 
     big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
-    work = _workload(n, args.seed, args.queries)
+    corpus = getattr(args, "corpus", None)
+    if corpus:
+        work = _corpus_workload(corpus, n, args.queries, args.seed)
+    else:
+        work = _workload(n, args.seed, args.queries)
     messages, queries = work["big"], work["queries"]
-    with MnemonStore(target, WordMixEmbeddings(384)) as store:
-        t0 = time.perf_counter()
-        written = 0
-        for i in range(0, n, args.batch):
-            written += store.ingest(
-                big, messages[i : i + args.batch], source="bench", pack=False
-            ).messages_written
-        ingest_s = time.perf_counter() - t0
+    with MnemonStore(target, work.get("embeddings") or WordMixEmbeddings(384)) as store:
+        ingest = _ingest_big(store, target, n, messages, args)
         store.ingest(small, work["small"], source="bench", pack=False)
+        if isinstance(store, PostgresStore):
+            _analyze(target)  # before every timed figure (it ran after the first, before)
         store.search(queries[0], namespace=big, k=20)  # warm up
         _, search_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
         _, common_ms = _timed(lambda q: store.search(q, namespace=big, k=20), work["common"])
         row: dict[str, Any] = {
             "records": n,
             "backend": "postgres" if is_postgres_url(target) else "embedded",
-            "messages_written": written,
-            "ingest_msgs_per_s": round(written / ingest_s, 1) if ingest_s > 0 else None,
+            **ingest,
             "hybrid_ms_p50": round(_pct(search_ms, 0.5), 2),
             "hybrid_ms_p95": round(_pct(search_ms, 0.95), 2),
             "hybrid_common_ms_p50": round(_pct(common_ms, 0.5), 2),
@@ -313,6 +435,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=2000, help="messages per ingest call")
     parser.add_argument("--queries", type=int, default=40, help="timed queries per figure")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic turns")
+    parser.add_argument(
+        "--corpus",
+        metavar="FILE",
+        help="real text: one passage per line; records = the first N passages, queries = "
+        "the last --queries ones, 1%% namespace = the next N/100; bundled MiniLM vectors, "
+        "cached beside FILE (default: synthetic turns, word-mix vectors)",
+    )
+    parser.add_argument(
+        "--bulk-index",
+        action="store_true",
+        help="PostgreSQL: drop the HNSW index while writing the big namespace and build it "
+        "once after (how to bulk-load a large history); msgs/s then includes the build",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -320,13 +455,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from mnemon_langgraph.store import is_postgres_url
 
     sizes = sorted(int(x.replace("_", "")) for x in str(args.records).split(",") if x.strip())
+    corpus = getattr(args, "corpus", None)
     rows = []
     for n in sizes:
         target = args.db if is_postgres_url(args.db) else str(Path(args.db) / f"backend-{n}.db")
         rows.append(_measure(target, n, args))
     return {
         "sizes": rows,
-        "settings": {"batch": args.batch, "queries": args.queries, "vectors": "word-mix 384-d"},
+        "settings": {
+            "batch": args.batch,
+            "queries": args.queries,
+            "vectors": f"corpus {Path(corpus).name}, MiniLM" if corpus else "word-mix 384-d",
+        },
     }
 
 
@@ -344,6 +484,12 @@ def render(result: dict[str, Any]) -> str:
             f"{r['records']:>9,} {r['backend']:>9} {r['ingest_msgs_per_s'] or 0:>8,.0f} "
             f"{r['hybrid_ms_p50']:>7.2f} {r['hybrid_ms_p95']:>7.2f}  {recall}"
         )
+        if "bulk_index" in r:
+            b = r["bulk_index"]
+            lines.append(
+                f"  --bulk-index: ingest without HNSW {b['ingest_without_index_msgs_per_s']:,.0f}"
+                f" msgs/s, then HNSW build {b['hnsw_build_s']:.1f} s (msgs/s above: both)"
+            )
         if "ef" in r:
             lines.extend(_render_ef(r))
     return "\n".join(lines)

@@ -66,10 +66,15 @@ FIRST_PASS_SHARE = 0.02
 candidates (:func:`first_pass_terms`); chosen by measurement (``bench backend``, see README)."""
 
 SET_PASS_MIN_POSTINGS = 10_000
-"""Below this many postings (sum of the query terms' ``df``) a second MaxScore pass runs
-as the plain full query. Measured (``bench backend``, common-word queries): with ~4k
+"""Below this many postings (sum of the query terms' ``df``) the store runs the plain full
+query, without MaxScore passes. Measured (``bench backend``, common-word queries): with ~4k
 postings (10k records) the full query took 55 ms p50 and the term-set pass 84 ms (its GIN
-``BitmapOr`` costs more than it saves); with ~17k (52k records) 460–550 ms against 134–154."""
+``BitmapOr`` costs more than it saves); with ~17k (52k records) 460–550 ms against 134–154.
+The first pass is skipped there too: on 10k records of real passages (held-out passages as
+queries, ``bench backend --corpus``) it proved its ranking exact for 1–2 of 40 queries, so
+MaxScore took 65–73 ms p50 against 40–50 for the full query at the search's depth (100),
+and 78–99 against 61–68 at 48; on the synthetic topic questions the two were equal at 100
+(20.3 / 20.0 ms) and MaxScore 16 against 20 ms at 48 (same runs, a loaded machine)."""
 
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
 MAX_SET_TERMS = 10  # qualifying_sets enumerates at most 2**10 subsets
@@ -108,19 +113,26 @@ def term_bound(n_docs: int, avgdl: float, stats: TermStats) -> float:
 
 
 def first_pass_terms(
-    n_docs: int, stats: dict[str, TermStats], share: float = FIRST_PASS_SHARE
+    n_docs: int, stats: dict[str, TermStats], k: int = 0, share: float = FIRST_PASS_SHARE
 ) -> list[str] | None:
     """The terms whose records the first MaxScore pass ranks (the rarest ones).
 
     Every query term is still *scored* on those records; the pass only yields a lower
     bound of the true ``k``-th score (its own ``k``-th score: ``k`` real records reach it),
     from which :func:`essential_terms` tells whether records holding only the other terms
-    could matter. ``None`` when every term is rare (the first pass would be the full query).
+    could matter. ``None`` when every term is rare (the first pass would be the full query)
+    or when the rare terms' records number fewer than ``k``: the pass could not return
+    ``k`` rows, so it could prove nothing and the full query would follow it anyway.
+    Measured (``bench backend``, 10k records, 40 topic questions at the hybrid search's
+    depth of 100): 36 of 40 first passes were that short, and paying for them made the
+    hybrid search with MaxScore slower than without it.
     """
     present = {t: s.df for t, s in stats.items() if s.df > 0}
     rare = sorted(t for t, df in present.items() if df <= share * n_docs)
     if not rare and present:
         rare = [min(present, key=lambda t: (present[t], t))]
+    if sum(present[t] for t in rare) < k:
+        return None
     return rare if len(rare) < len(present) else None
 
 
@@ -200,21 +212,34 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
     Parameters: ``%(terms)s`` (the namespaced query terms, also bound one by one as
     ``%(t0)s`` …), ``%(nsid)s``, ``%(k)s`` and the filter bounds. ``N``, ``avgdl`` and each
     term's IDF are uncorrelated scalar subqueries, so PostgreSQL computes them once (an
-    InitPlan); each candidate row then costs one ``array_position`` per query term (in a
-    ``LATERAL`` subselect, so each is computed once). ``match`` selects the candidate
-    rows: by default those holding a term of ``%(cand)s`` (all query terms, or the MaxScore
-    subset of :func:`first_pass_terms` / :func:`essential_terms`), or an ``OR`` of
-    ``r.terms @> …`` conditions (:func:`qualifying_sets`); every query term is scored on
-    each candidate either way.
-    Measured on 10k synthetic records, 2 shared cores: 237 ms with ``unnest`` + ``GROUP BY``
-    over every candidate's terms, against the few ms of this form (see the README).
+    InitPlan). ``match`` selects the candidate rows: by default those holding a term of
+    ``%(cand)s`` (all query terms, or the MaxScore subset of :func:`first_pass_terms` /
+    :func:`essential_terms`), or an ``OR`` of ``r.terms @> …`` conditions
+    (:func:`qualifying_sets`); every query term is scored on each candidate either way.
+
+    Each candidate row costs one ``array_position`` per query term and one length norm,
+    computed in a ``LATERAL`` subselect; both subselects end in ``OFFSET 0``, which keeps
+    the planner from flattening them. Flattened, the planner copied every expression into
+    each use: the score into the ``score > 0`` filter *and* the sort key, each term
+    frequency into the numerator *and* the denominator, so four ``array_position`` calls per
+    term and row. Measured (10k records, 40 topic questions, top 100, same rows and scores):
+    18.4 ms flattened, 8.1 ms fenced; common-word queries 69 → 21 ms. (Before that:
+    237 ms with ``unnest`` + ``GROUP BY`` over every candidate's terms.)
+
+    The terms carry the namespace id, so the GIN lookup alone stays in the namespace; the
+    ``nsid`` test is a safety net written ``r.nsid + 0`` so that it is never an index path:
+    for the term-set pass the planner otherwise read the whole namespace through the
+    ``(nsid, seq)`` index and filtered it (100k records: 1,064 ms against 588 ms).
     """
-    norm = f"({BM25_K1} * (1 - {BM25_B} + {BM25_B} * r.length / (SELECT avgdl FROM s)))"
-    tfs = ", ".join(
-        f"r.tfs[array_position(r.terms, %(t{i})s::text)] AS f{i}" for i in range(n_terms)
+    norm = (
+        f"{BM25_K1}::float8 * ({1 - BM25_B}::float8 + {BM25_B}::float8 * r.length "
+        "/ (SELECT avgdl FROM s)) AS nrm"
+    )
+    tfs = "".join(
+        f"r.tfs[array_position(r.terms, %(t{i})s::text)] AS f{i}, " for i in range(n_terms)
     )
     parts = [
-        f"COALESCE((SELECT idf FROM q WHERE term = %(t{i})s::text) * x.f{i} / (x.f{i} + {norm}), 0)"
+        f"COALESCE((SELECT idf FROM q WHERE term = %(t{i})s::text) * x.f{i} / (x.f{i} + x.nrm), 0)"
         for i in range(n_terms)
     ]
     score = " + ".join(parts) if parts else "0"
@@ -230,8 +255,9 @@ WITH s AS MATERIALIZED (
 )
 SELECT seq, id, score FROM (
     SELECT r.seq, r.id, ({score}) AS score
-    FROM mnemon_records r CROSS JOIN LATERAL (SELECT {tfs or "1 AS f"}) x
-    WHERE {match} AND r.nsid = %(nsid)s {filters}
+    FROM mnemon_records r CROSS JOIN LATERAL (SELECT {tfs}{norm} OFFSET 0) x
+    WHERE {match} AND r.nsid + 0 = %(nsid)s {filters}
+    OFFSET 0
 ) c
 WHERE score > 0
 ORDER BY score DESC, seq

@@ -35,6 +35,7 @@ from mnemon_langgraph.errors import EmbeddingMismatchError, SchemaVersionError
 
 __all__ = [
     "HNSW_EF_CONSTRUCTION",
+    "HNSW_INDEX_SQL",
     "HNSW_M",
     "MIGRATIONS",
     "SCHEMA_VERSION",
@@ -123,6 +124,18 @@ records or more are searched through HNSW. Exact search up to there (recall 1, ~
 1,000 vectors) is the better trade-off; a denser graph would be a later migration that
 rebuilds the index (``DROP INDEX`` + :func:`_vector_ddl`, the index being derived data)."""
 
+HNSW_INDEX_SQL = (
+    "CREATE INDEX IF NOT EXISTS mnemon_vectors_hnsw ON mnemon_vectors "
+    "USING hnsw (embedding vector_cosine_ops) "
+    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+)
+"""The HNSW index as every setup creates it (``IF NOT EXISTS``). Maintaining it is most of
+the cost of an ingest (measured: 77–89% of the write time at 4k–20k records, ~6× the
+rest), so a bulk load of a large history is faster with the index dropped
+(``DROP INDEX mnemon_vectors_hnsw``) and rebuilt once afterwards by this statement (or by
+the next store's setup), with a ``maintenance_work_mem`` large enough to hold the graph
+(README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
+
 _V2 = [
     # MaxScore bounds (postgres_bm25.term_bound). The defaults are the loosest bounds, so
     # a row the backfill below does not reach is still bounded correctly.
@@ -172,9 +185,7 @@ def _vector_ddl(dim: int) -> list[str]:
             nsid bigint NOT NULL,
             embedding vector({int(dim)}) NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS mnemon_vectors_ns ON mnemon_vectors (nsid)",
-        "CREATE INDEX IF NOT EXISTS mnemon_vectors_hnsw ON mnemon_vectors "
-        "USING hnsw (embedding vector_cosine_ops) "
-        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})",
+        HNSW_INDEX_SQL,
     ]
 
 

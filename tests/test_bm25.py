@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from _search_fakes import HashEmbeddings
 
+from mnemon_langgraph.search import bm25 as bm25_module
 from mnemon_langgraph.search import text
 from mnemon_langgraph.search.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
 from mnemon_langgraph.store import MnemonStore
@@ -248,3 +249,96 @@ def test_store_rebuilds_an_index_built_by_another_tokenizer(tmp_path: Path) -> N
         assert hits and "Zürich" in hits[0].record.text
     _, meta = BM25Index.load(folder / "bm25.npz")
     assert meta["tokenizer"] == text.tokenizer_id()  # saved again by this tokenizer
+
+
+def _zipf_corpus(n: int, seed: int) -> list[str]:
+    """Texts over a Zipf-like vocabulary: a few words in most texts, many rare ones."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}x" for i in range(3000)]
+    weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
+    return [" ".join(rng.choices(vocab, weights, k=rng.randint(4, 30))) for _ in range(n)]
+
+
+def _zipf_queries(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    vocab = [f"w{i}x" for i in range(3000)]
+    common = vocab[:12]
+    return [
+        " ".join(rng.sample(common, rng.randint(0, 6)) + rng.sample(vocab, rng.randint(1, 14)))
+        for _ in range(count)
+    ]
+
+
+def _pruned_equals_full(index: BM25Index, queries: list[str], k: int, **kw: object) -> int:
+    """Assert MaxScore's ranking equals scoring every posting; returns how many searches
+    reached MaxScore's second phase (common terms looked up for candidates only)."""
+    refined = 0
+    original = index._refine
+
+    def spy(*args: object) -> np.ndarray:
+        nonlocal refined
+        refined += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    index._refine = spy  # type: ignore[method-assign,assignment]
+    try:
+        for query in queries:
+            full_seqs, full_scores = index.search(query, k, prune=False, **kw)  # type: ignore[arg-type]
+            seqs, scores = index.search(query, k, **kw)  # type: ignore[arg-type]
+            assert len(full_seqs) > 0
+            assert seqs.tolist() == full_seqs.tolist(), query
+            assert scores.tobytes() == full_scores.tobytes(), query  # bit-identical
+    finally:
+        del index._refine
+    return refined
+
+
+@pytest.mark.parametrize("check_postings", [0, 100, 1000])
+def test_maxscore_ranks_exactly_like_reading_every_posting(
+    check_postings: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the threshold is raised before terms this long (8,192 by default: a 1M-record index)
+    monkeypatch.setattr(bm25_module, "_CHECK_POSTINGS", check_postings)
+    texts = _zipf_corpus(6000, seed=5)
+    index = _index(texts)
+    queries = _zipf_queries(6, 80)
+    for k in (1, 10, 100):
+        refined = _pruned_equals_full(index, queries, k)
+        assert refined >= len(queries) // 4, (k, refined)  # pruning really happened
+    # deletions (live df, dead postings skipped), a filter mask, and an unmerged tail
+    index.remove(range(1, 6001, 7))
+    mask = index.allowed_mask(date_from=1_000)
+    index.add([7000, 7001], ["x1", "x2"], [texts[3], texts[4]], [2, 2], [5_000, 6_000])
+    assert index._tail
+    assert _pruned_equals_full(index, queries, 20) > 0
+    masked = index.allowed_mask(session_from=2)
+    for query in queries[:20]:
+        seqs, _ = index.search(query, 20, mask=masked)
+        assert set(seqs.tolist()) <= {7000, 7001}
+    del mask
+
+
+def test_maxscore_comparison_detects_a_wrong_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Negative control: with bounds that are too small, pruning loses documents and the
+    equality check above fails (so it can fail)."""
+    index = _index(_zipf_corpus(6000, seed=5))
+    original = BM25Index._term
+
+    def shrunk(self: BM25Index, tid: int, n_live: int, avgdl: float) -> object:
+        term = original(self, tid, n_live, avgdl)
+        return None if term is None else term._replace(bound=term.bound * 0.2)
+
+    monkeypatch.setattr(BM25Index, "_term", shrunk)
+    monkeypatch.setattr(bm25_module, "_CHECK_POSTINGS", 100)
+    with pytest.raises(AssertionError):
+        _pruned_equals_full(index, _zipf_queries(6, 80), 100)
+
+
+def test_loaded_index_with_unsorted_postings_is_refused(tmp_path: Path) -> None:
+    index = _index(["dog cat", "dog", "dog bird"])
+    index.merge()
+    assert index._post_doc[:3].tolist() == [0, 1, 2]  # "dog" first: a sorted run
+    index._post_doc = index._post_doc[::-1].copy()  # same values, wrong order
+    index.save(tmp_path / "bm25.npz", {})
+    with pytest.raises(IndexFileError, match="not sorted"):
+        BM25Index.load(tmp_path / "bm25.npz")

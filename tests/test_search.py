@@ -245,6 +245,10 @@ def test_bench_search_times_the_whole_call_and_its_parts(
         # the serving child loaded the saved indexes and measured its own memory
         assert row["reopen_rebuilds"] == 0 and row["reopen_first_search_s"] > 0
         assert row["serve_peak_rss_mib"] > 0 and row["serve_p50_ms"] > 0
+        # BM25 with MaxScore against every posting, same queries: same rankings, fewer reads
+        assert row["bm25_same_ranking"] == "18/18"
+        assert 0 < row["bm25_postings_maxscore"] <= row["bm25_postings_full"]
+        assert row["bm25_maxscore_p50_ms"] > 0 and row["bm25_full_p50_ms"] > 0
     assert small["search_ratio"] == 1.0 and large["search_ratio"] > 0
     # exact rows report no HNSW recall of their own, and no 1M goal line without 1M
     from mnemon_langgraph.bench.search import render
@@ -253,6 +257,7 @@ def test_bench_search_times_the_whole_call_and_its_parts(
     text = render(result)
     table = text.splitlines()[2:4]
     assert [line.split()[0] for line in table] == ["400", "800"]
+    assert "BM25 alone, top 100" in text and "same ranking 18/18" in text
     assert all(line.split()[-2:-1] == ["-"] for line in table), table  # recall column
     assert "goal" not in text
     # with 10k and 1M measured, the goal line carries the measured ratio

@@ -502,11 +502,40 @@ def _index_latency(bm25: Any, vindex: Any, data: dict[str, Any]) -> dict[str, An
     idx = list(range(len(texts)))
     return {
         "bm25_p50_ms": _p50(lambda i: bm25.search(texts[i], CANDIDATE_DEPTH), idx),
+        **_bm25_pruning(bm25, texts, CANDIDATE_DEPTH),
         "dense_p50_ms": _p50(lambda i: vindex.search(qvecs[i], CANDIDATE_DEPTH), idx),
         "hybrid_p50_ms": _p50(hybrid, idx),
         "vector_index": vindex.kind,
         "ef_search": vindex.effective_ef_search if vindex.kind == "hnsw" else None,
         "nprobe": vindex.effective_nprobe or None,
+    }
+
+
+def _bm25_pruning(bm25: Any, texts: list[str], depth: int) -> dict[str, Any]:
+    """BM25 with MaxScore against reading every posting: p50s, postings read, same ranking.
+
+    Both run back to back per query (same load); a ranking that differs is counted, not
+    hidden (it would be a bug: MaxScore is exact).
+    """
+    full_ms, pruned_ms, full_read, pruned_read, same = [], [], [], [], 0
+    for _ in range(3):
+        for text in texts:
+            t0 = time.perf_counter()
+            a, _ = bm25.search(text, depth, prune=False)
+            t1 = time.perf_counter()
+            full_read.append(bm25.last_postings)
+            b, _ = bm25.search(text, depth)
+            t2 = time.perf_counter()
+            pruned_read.append(bm25.last_postings)
+            full_ms.append(t1 - t0)
+            pruned_ms.append(t2 - t1)
+            same += a.tolist() == b.tolist()
+    return {
+        "bm25_full_p50_ms": round(statistics.median(full_ms) * 1000, 3),
+        "bm25_maxscore_p50_ms": round(statistics.median(pruned_ms) * 1000, 3),
+        "bm25_postings_full": int(statistics.median(full_read)),
+        "bm25_postings_maxscore": int(statistics.median(pruned_read)),
+        "bm25_same_ranking": f"{same}/{len(full_ms)}",
     }
 
 
@@ -680,6 +709,13 @@ def render(result: dict[str, Any]) -> str:
             f"{r['ranking_p50_ms']:>8} {r['fetch_p50_ms']:>6} ({r['fetch_ratio']:>5}) "
             f"{r['bm25_p50_ms']:>8} {r['dense_p50_ms']:>8} {r['vector_index']:>5} "
             f"{probe:>6} {r['recall_at_k'] or '-':>7} {r['peak_rss_mib']:>9}"
+        )
+    lines.append("BM25 alone, top 100 (MaxScore / every posting, back to back per query):")
+    for r in result["sizes"]:
+        lines.append(
+            f"{r['records']:>9}  p50 {r['bm25_maxscore_p50_ms']} / {r['bm25_full_p50_ms']} ms, "
+            f"postings read p50 {r['bm25_postings_maxscore']} / {r['bm25_postings_full']}, "
+            f"same ranking {r['bm25_same_ranking']}"
         )
     lines.append("serving child (opens the saved store, answers the queries):")
     for r in result["sizes"]:

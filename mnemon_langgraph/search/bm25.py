@@ -112,9 +112,8 @@ class BM25Index:
         # live documents and their total length, kept up to date (N and avgdl of a query)
         self._n_live = 0
         self._len_live = 0
-        # per term: the largest tf / (tf + norm) of its main postings at avgdl _bound_avgdl
-        self._max_impact = np.zeros(0, dtype=np.float64)
-        self._bound_avgdl = 1.0
+        # per term: (largest tf / (tf + norm) of its main postings, the avgdl it was taken at)
+        self._main_bounds: dict[int, tuple[float, float]] = {}
         self._tail_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dead_postings: dict[int, int] = {}  # per term, cleared on remove / merge
         self._scratch = np.zeros(0, dtype=np.float32)
@@ -240,27 +239,22 @@ class BM25Index:
         counts = np.bincount(term_arr, minlength=len(self._vocab))
         self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._tail, self._tail_docs = {}, 0
-        self._tail_arrays, self._dead_postings = {}, {}
-        self._compute_bounds()
+        self._tail_arrays, self._dead_postings, self._main_bounds = {}, {}, {}
 
-    def _compute_bounds(self) -> None:
-        """Each term's largest ``tf / (tf + norm)`` over its main postings, at today's avgdl.
+    def _main_bound(self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float) -> float:
+        """The largest ``tf / (tf + norm)`` of a term's main postings at this ``avgdl``.
 
-        Dead documents count too (a looser bound, never a wrong one). At another avgdl
-        ``A`` the bound is scaled by ``max(1, A / A_ref)`` (:meth:`_term`): for fixed ``tf``
-        and length the expression grows with ``A``, and never faster than ``A / A_ref``.
+        Computed on the term's first search and kept until the next merge (the main
+        segment does not change in between; dead documents count, a looser bound, never a
+        wrong one). At a larger ``avgdl`` ``A`` the kept value is scaled by ``A / A_ref``:
+        for fixed ``tf`` and length the expression grows with ``A``, never faster than that.
         """
-        self._bound_avgdl = self._len_live / self._n_live if self._n_live else 1.0
-        self._bound_avgdl = self._bound_avgdl or 1.0
-        size = len(self._indptr) - 1
-        self._max_impact = np.zeros(size, dtype=np.float64)
-        if not len(self._post_doc):
-            return
-        tf = self._post_tf
-        impact = tf / (tf + self._norm_of(self._post_doc, self._bound_avgdl))
-        counts = np.diff(self._indptr)
-        starts = self._indptr[:-1][counts > 0]
-        self._max_impact[counts > 0] = np.maximum.reduceat(impact, starts)
+        kept = self._main_bounds.get(tid)
+        if kept is None:
+            kept = (float((tfs / (tfs + self._norm_of(docs, avgdl))).max()), avgdl)
+            self._main_bounds[tid] = kept
+        impact, ref = kept
+        return impact * max(1.0, avgdl / ref)
 
     def _norm_of(self, docs: np.ndarray, avgdl: float) -> np.ndarray:
         """``k1 · (1 - b + b · |d| / avgdl)`` of these documents, in float32."""
@@ -313,9 +307,10 @@ class BM25Index:
             return None
         idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
         impact = 0.0
-        if tid < len(self._max_impact):
-            impact = float(self._max_impact[tid]) * max(1.0, avgdl / self._bound_avgdl)
-        if tid in self._tail:
+        in_main = tid + 1 < len(self._indptr) and self._indptr[tid + 1] > self._indptr[tid]
+        if in_main:
+            impact = self._main_bound(tid, *parts[0], avgdl)
+        if tid in self._tail:  # small and changing: taken at every search
             docs, tfs = parts[-1]
             impact = max(impact, float((tfs / (tfs + self._norm_of(docs, avgdl))).max()))
         return _Term(tid, idf, size, idf * impact * (1 + _SLACK), parts)
@@ -607,17 +602,17 @@ class BM25Index:
         if len(vocab) != int(data["vocab_size"][0]):
             raise ValueError("vocabulary size")
         self._vocab = {term: i for i, term in enumerate(vocab)}
-        self._indptr = data["indptr"].astype(np.int64)
-        self._post_doc = data["post_doc"].astype(np.int32)
-        self._post_tf = data["post_tf"].astype(np.float32)
-        self._seqs = data["seqs"].astype(np.int64)
+        self._indptr = data["indptr"].astype(np.int64, copy=False)
+        self._post_doc = data["post_doc"].astype(np.int32, copy=False)
+        self._post_tf = data["post_tf"].astype(np.float32, copy=False)
+        self._seqs = data["seqs"].astype(np.int64, copy=False)
         self._ids = data["ids"]
         if self._ids.dtype.kind != "S":
             raise ValueError("ids")
-        self._lengths = data["lengths"].astype(np.float32)
-        self._sessions = data["sessions"].astype(np.int32)
-        self._dates = data["dates"].astype(np.int64)
-        self._alive = data["alive"].astype(bool)
+        self._lengths = data["lengths"].astype(np.float32, copy=False)
+        self._sessions = data["sessions"].astype(np.int32, copy=False)
+        self._dates = data["dates"].astype(np.int64, copy=False)
+        self._alive = data["alive"].astype(bool, copy=False)
         n = len(self._seqs)
         if (
             len(self._indptr) != len(vocab) + 1
@@ -639,7 +634,6 @@ class BM25Index:
         alive = np.flatnonzero(self._alive)
         self._n_live = len(alive)
         self._len_live = int(self._lengths[alive].astype(np.int64).sum())
-        self._compute_bounds()
 
 
 def _sorted_within_terms(indptr: np.ndarray, docs: np.ndarray) -> bool:

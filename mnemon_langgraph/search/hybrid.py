@@ -64,6 +64,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -376,8 +377,12 @@ class NamespaceIndex:
         try:
             with _folder_lock(self.folder) as locked:
                 clean_index_folder(self.folder, locked=locked)
-                bm25, bmeta = BM25Index.load(self.folder / "bm25.npz")
-                vectors, vmeta = VectorIndex.load(self.folder, **self.vector_settings)
+                # both files are read and checksummed at once: numpy, hashlib and FAISS
+                # release the GIL, and at 1M records each takes seconds
+                with ThreadPoolExecutor(1, thread_name_prefix="mnemon-load") as pool:
+                    pending = pool.submit(BM25Index.load, self.folder / "bm25.npz")
+                    vectors, vmeta = VectorIndex.load(self.folder, **self.vector_settings)
+                    bm25, bmeta = pending.result()
         except IndexFileError as exc:
             return str(exc)
         except Exception as exc:  # e.g. a FAISS or numpy error on a damaged file

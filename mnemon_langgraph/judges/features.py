@@ -22,7 +22,11 @@ reader would look at to decide whether a record answers a question:
   path sends with each pooled record (:class:`~mnemon_langgraph.read.state.RecordEvidence`):
   its summed reciprocal rank over the turn's searches (``× k``, so one search's top hit
   counts 1), and ``1 / (1 + rank / 10)`` of its best fused, BM25 and dense rank (0 when
-  unranked or when the state carries no evidence, e.g. an index item).
+  unranked or when the state carries no evidence, e.g. an index item);
+* ``positive`` — the record's best cosine with the records the proposition's need(s) accepted
+  as positives in earlier rounds of the turn (``evidence.sim.positives``, stored vectors; 0
+  when none were sent). The local judge also lets it stand in for ``sem`` when, discounted,
+  it beats the record's likeness to the queries (``LocalDecisionModel.positive_weight``).
 
 ``sem`` is computed from the similarities the read path sends (``evidence.sim``: cosines of
 the journal's *stored* vectors with the queries) whenever a record has them; only records
@@ -74,6 +78,7 @@ FEATURES: tuple[str, ...] = (
     "fused_rank",
     "bm25_rank",
     "dense_rank",
+    "positive",
 )
 """Names of the feature columns, in order (the weights file names them too)."""
 
@@ -175,15 +180,17 @@ class Doc:
 
     def stored_sim(self, role: str) -> float | None:
         """The read path's stored-vector cosine with query ``role`` (``latest``, ``context``,
-        ``need:<i>``), or ``None`` when the state carries none."""
+        ``need:<i>``) or with need ``i``'s earlier positives (``positive:<i>``), or ``None``
+        when the state carries none."""
         sim = self.evidence.get("sim")
         if not isinstance(sim, Mapping):
             return None
         value: Any
-        if role.startswith("need:"):
-            needs = sim.get("needs")
-            index = int(role[5:])
-            value = needs[index] if isinstance(needs, list) and index < len(needs) else None
+        if role.startswith(("need:", "positive:")):
+            name, _, at = role.partition(":")
+            values = sim.get("needs" if name == "need" else "positives")
+            index = int(at)
+            value = values[index] if isinstance(values, list) and index < len(values) else None
         else:
             value = sim.get(role)
         return float(value) if isinstance(value, int | float) else None
@@ -336,20 +343,27 @@ def semantic(
     return LINE_MIX * max(best, whole) + (1 - LINE_MIX) * whole
 
 
-def with_relative(base: np.ndarray, docs: Sequence[Doc], sem_of: Mapping[str, float]) -> np.ndarray:
-    """Append ``sem_gap``, ``lex_gap``, ``neighbour`` and the retrieval evidence to rows.
+def with_relative(
+    base: np.ndarray,
+    docs: Sequence[Doc],
+    sem_of: Mapping[str, float],
+    positive: Sequence[float] | None = None,
+) -> np.ndarray:
+    """Append ``sem_gap``, ``lex_gap``, ``neighbour``, the retrieval evidence and ``positive``.
 
     Args:
         base: One row per target of one proposition group: ``sem, lex`` then the cues.
         docs: The target of each row.
         sem_of: Record id → its ``sem`` for this group (neighbours are looked up here).
+        positive: Each row's likeness to the group's earlier positives (zeros if ``None``).
     """
     if base.shape[0] == 0:
         return np.zeros((0, len(FEATURES)))
     gaps = base[:, :2] - base[:, :2].max(axis=0, keepdims=True)
     neighbour = np.array([[_neighbour_sem(d, docs, sem_of)] for d in docs])
     retrieval = np.array([d.retrieval() for d in docs])
-    return np.hstack([base, gaps, neighbour, retrieval])
+    pos = np.zeros((len(docs), 1)) if positive is None else np.asarray(positive)[:, None]
+    return np.hstack([base, gaps, neighbour, retrieval, pos])
 
 
 def _neighbour_sem(doc: Doc, docs: Sequence[Doc], sem_of: Mapping[str, float]) -> float:

@@ -66,6 +66,8 @@ __all__ = ["LocalDecisionModel", "score_to_p"]
 logger = logging.getLogger(__name__)
 
 _CACHE = 4096
+POSITIVE_WEIGHT = 0.0
+"""Default :attr:`LocalDecisionModel.positive_weight` (see README, "What was fitted")."""
 
 
 def score_to_p(score: float) -> float:
@@ -100,6 +102,12 @@ class LocalDecisionModel(BaseDecisionModel):
         line_level: Mix each record's best line into its similarity (more embeddings).
         weights: The linear scorer; ``None`` uses the packaged learned weights (or the
             hand-set formula when none are installed).
+        positive_weight: How much a record's likeness to its need's earlier positives
+            (``evidence.sim.positives``) counts as likeness to the query: ``sem`` becomes
+            ``max(sem, positive_weight × positive)``; 0 turns it off. A record found by
+            following a positive (the reply to it, the same event told later) rarely shares
+            the question's words but closely resembles what the need already accepted.
+            Default chosen by leave-one-conversation-out cross-validation (README, Results).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -109,6 +117,7 @@ class LocalDecisionModel(BaseDecisionModel):
     lexical_only: bool = False
     line_level: bool = False
     weights: JudgeWeights | None = None
+    positive_weight: float = POSITIVE_WEIGHT
 
     _embedder: Any = PrivateAttr(default=None)
     _loaded: bool = PrivateAttr(default=False)
@@ -228,7 +237,11 @@ class LocalDecisionModel(BaseDecisionModel):
         return found
 
     def _base_row(
-        self, call: _Call, doc: Doc, sources: Sequence[tuple[str, str, float]]
+        self,
+        call: _Call,
+        doc: Doc,
+        sources: Sequence[tuple[str, str, float]],
+        positive: float = 0.0,
     ) -> list[float]:
         """``[sem, lex, cues…]`` of ``doc`` against ``sources`` (best weighted query)."""
         lex = max(
@@ -242,18 +255,38 @@ class LocalDecisionModel(BaseDecisionModel):
                 (w * self._sim(call, doc, r, q) for r, q, w in sources if q),
                 default=0.0,
             )
+            sem = max(sem, self.positive_weight * positive)
         return [sem, lex, *call.query.cues(doc)]
+
+    @staticmethod
+    def _positive(call: _Call, key: QuestionKey, doc: Doc) -> float:
+        """``doc``'s best likeness to the earlier positives of the need(s) ``key`` asks about.
+
+        *Satisfies need i* looks at need i's positives; the other propositions (asked once
+        for all needs) at every need's. 0 when the state carries none.
+        """
+        if key.proposition is Proposition.SATISFIES:
+            needs = [key.need_index] if key.need_index is not None else []
+        else:
+            needs = list(range(len(call.query.needs)))
+        found = (doc.stored_sim(f"positive:{i}") for i in needs)
+        return max((v for v in found if v is not None), default=0.0)
 
     def features(self, call: _Call, keys: Sequence[tuple[QuestionKey, Doc]]) -> np.ndarray:
         """Feature rows of ``keys`` (one group: same proposition and need)."""
         if not keys:
             return np.zeros((0, 0))
         sources = self._sources(call, keys[0][0])
-        base = np.array([self._base_row(call, doc, sources) for _, doc in keys])
-        docs = [doc for _, doc in keys]
-        return with_relative(
-            base, docs, {d.id: float(s) for d, s in zip(docs, base[:, 0], strict=True)}
+        positive = [self._positive(call, key, doc) for key, doc in keys]
+        base = np.array(
+            [
+                self._base_row(call, doc, sources, pos)
+                for (_, doc), pos in zip(keys, positive, strict=True)
+            ]
         )
+        docs = [doc for _, doc in keys]
+        sem_of = {d.id: float(s) for d, s in zip(docs, base[:, 0], strict=True)}
+        return with_relative(base, docs, sem_of, positive)
 
     def observe(self, group: Proposition, docs: Sequence[Doc], rows: np.ndarray) -> None:
         """Hook called with every scored group's feature rows (training records them)."""

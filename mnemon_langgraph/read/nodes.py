@@ -426,7 +426,8 @@ class Reader(ItemsNode):
 
         Only the records a wave judges get evidence, each once per round: a record pooled
         in an earlier round was screened then, so it is not looked up again unless a wave
-        of this round judges it.
+        of this round judges it. The needs' positives of earlier rounds go along, so each
+        record's likeness to them is part of its evidence (``sim.positives``).
         """
         todo = [p for p in entries if p["id"] not in evidence]
         if not todo:
@@ -439,6 +440,7 @@ class Reader(ItemsNode):
                 todo,
                 s1_messages(state, self.settings),
                 needs_of(state),
+                [list(s.positives) for s in statuses_of(state)],
             ),
         )
         evidence.update(built)

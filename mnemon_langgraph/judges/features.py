@@ -22,11 +22,7 @@ reader would look at to decide whether a record answers a question:
   path sends with each pooled record (:class:`~mnemon_langgraph.read.state.RecordEvidence`):
   its summed reciprocal rank over the turn's searches (``× k``, so one search's top hit
   counts 1), and ``1 / (1 + rank / 10)`` of its best fused, BM25 and dense rank (0 when
-  unranked or when the state carries no evidence, e.g. an index item);
-* ``positive`` — the record's best cosine with the records the proposition's need(s) accepted
-  as positives in earlier rounds of the turn (``evidence.sim.positives``, stored vectors; 0
-  when none were sent). The local judge also lets it stand in for ``sem`` when, discounted,
-  it beats the record's likeness to the queries (``LocalDecisionModel.positive_weight``).
+  unranked or when the state carries no evidence, e.g. an index item).
 
 ``sem`` is computed from the similarities the read path sends (``evidence.sim``: cosines of
 the journal's *stored* vectors with the queries) whenever a record has them; only records
@@ -58,6 +54,7 @@ __all__ = [
     "asked_dates",
     "coverage",
     "idf_of_docs",
+    "idf_of_memory",
     "split_queries",
     "stem",
     "terms",
@@ -78,7 +75,6 @@ FEATURES: tuple[str, ...] = (
     "fused_rank",
     "bm25_rank",
     "dense_rank",
-    "positive",
 )
 """Names of the feature columns, in order (the weights file names them too)."""
 
@@ -180,17 +176,15 @@ class Doc:
 
     def stored_sim(self, role: str) -> float | None:
         """The read path's stored-vector cosine with query ``role`` (``latest``, ``context``,
-        ``need:<i>``) or with need ``i``'s earlier positives (``positive:<i>``), or ``None``
-        when the state carries none."""
+        ``need:<i>``), or ``None`` when the state carries none."""
         sim = self.evidence.get("sim")
         if not isinstance(sim, Mapping):
             return None
         value: Any
-        if role.startswith(("need:", "positive:")):
-            name, _, at = role.partition(":")
-            values = sim.get("needs" if name == "need" else "positives")
-            index = int(at)
-            value = values[index] if isinstance(values, list) and index < len(values) else None
+        if role.startswith("need:"):
+            needs = sim.get("needs")
+            index = int(role[5:])
+            value = needs[index] if isinstance(needs, list) and index < len(needs) else None
         else:
             value = sim.get(role)
         return float(value) if isinstance(value, int | float) else None
@@ -303,6 +297,28 @@ def idf_of_docs(docs: Sequence[Doc]) -> dict[str, float]:
     }
 
 
+def idf_of_memory(memory: Any, pool_idf: Mapping[str, float]) -> dict[str, float]:
+    """BM25 IDF from the whole memory's counts (``state["memory"]``), the pool's otherwise.
+
+    The pool is a biased sample for weighing the question's words: it was retrieved *by*
+    them, so inside it the asked-about words look common (low IDF) and any rare word of the
+    question that no record holds takes most of the IDF mass. Counted over every record of
+    the namespace, each word weighs what it does in the memory. Terms the memory did not
+    count keep the pool's IDF; a malformed ``memory`` is ignored.
+    """
+    if not isinstance(memory, Mapping):
+        return dict(pool_idf)
+    n, df = memory.get("records"), memory.get("df")
+    if not isinstance(n, int) or n <= 0 or not isinstance(df, Mapping):
+        return dict(pool_idf)
+    out = dict(pool_idf)
+    for term, count in df.items():
+        if isinstance(count, int) and 0 <= count <= n:
+            out[str(term)] = math.log(1.0 + (n - count + 0.5) / (count + 0.5))
+    out[""] = math.log(1.0 + (n + 0.5) / 0.5)
+    return out
+
+
 def coverage(query: Sequence[str], doc: Doc, idf: Mapping[str, float], avg_len: float) -> float:
     """Share of the query's IDF mass the document covers, each term BM25-saturated."""
     if not query:
@@ -343,27 +359,20 @@ def semantic(
     return LINE_MIX * max(best, whole) + (1 - LINE_MIX) * whole
 
 
-def with_relative(
-    base: np.ndarray,
-    docs: Sequence[Doc],
-    sem_of: Mapping[str, float],
-    positive: Sequence[float] | None = None,
-) -> np.ndarray:
-    """Append ``sem_gap``, ``lex_gap``, ``neighbour``, the retrieval evidence and ``positive``.
+def with_relative(base: np.ndarray, docs: Sequence[Doc], sem_of: Mapping[str, float]) -> np.ndarray:
+    """Append ``sem_gap``, ``lex_gap``, ``neighbour`` and the retrieval evidence to rows.
 
     Args:
         base: One row per target of one proposition group: ``sem, lex`` then the cues.
         docs: The target of each row.
         sem_of: Record id → its ``sem`` for this group (neighbours are looked up here).
-        positive: Each row's likeness to the group's earlier positives (zeros if ``None``).
     """
     if base.shape[0] == 0:
         return np.zeros((0, len(FEATURES)))
     gaps = base[:, :2] - base[:, :2].max(axis=0, keepdims=True)
     neighbour = np.array([[_neighbour_sem(d, docs, sem_of)] for d in docs])
     retrieval = np.array([d.retrieval() for d in docs])
-    pos = np.zeros((len(docs), 1)) if positive is None else np.asarray(positive)[:, None]
-    return np.hstack([base, gaps, neighbour, retrieval, pos])
+    return np.hstack([base, gaps, neighbour, retrieval])
 
 
 def _neighbour_sem(doc: Doc, docs: Sequence[Doc], sem_of: Mapping[str, float]) -> float:

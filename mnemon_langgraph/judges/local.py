@@ -52,6 +52,7 @@ from mnemon_langgraph.judges.features import (
     Query,
     coverage,
     idf_of_docs,
+    idf_of_memory,
     record_lines,
     semantic,
     terms,
@@ -66,8 +67,8 @@ __all__ = ["LocalDecisionModel", "score_to_p"]
 logger = logging.getLogger(__name__)
 
 _CACHE = 4096
-POSITIVE_WEIGHT = 0.0
-"""Default :attr:`LocalDecisionModel.positive_weight` (see README, "What was fitted")."""
+MEMORY_IDF = True
+"""Default :attr:`LocalDecisionModel.memory_idf` (see README, "What was fitted")."""
 
 
 def score_to_p(score: float) -> float:
@@ -102,12 +103,9 @@ class LocalDecisionModel(BaseDecisionModel):
         line_level: Mix each record's best line into its similarity (more embeddings).
         weights: The linear scorer; ``None`` uses the packaged learned weights (or the
             hand-set formula when none are installed).
-        positive_weight: How much a record's likeness to its need's earlier positives
-            (``evidence.sim.positives``) counts as likeness to the query: ``sem`` becomes
-            ``max(sem, positive_weight × positive)``; 0 turns it off. A record found by
-            following a positive (the reply to it, the same event told later) rarely shares
-            the question's words but closely resembles what the need already accepted.
-            Default chosen by leave-one-conversation-out cross-validation (README, Results).
+        memory_idf: Weigh the query's words by their rarity in the whole memory when the
+            state carries the counts (``state["memory"]``, sent by the read path), not in
+            the pool being judged (see :func:`~.features.idf_of_memory`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -117,7 +115,7 @@ class LocalDecisionModel(BaseDecisionModel):
     lexical_only: bool = False
     line_level: bool = False
     weights: JudgeWeights | None = None
-    positive_weight: float = POSITIVE_WEIGHT
+    memory_idf: bool = MEMORY_IDF
 
     _embedder: Any = PrivateAttr(default=None)
     _loaded: bool = PrivateAttr(default=False)
@@ -204,12 +202,17 @@ class LocalDecisionModel(BaseDecisionModel):
             messages,
             records,
             by_id,
-            idf_of_docs([*records, *items]),
+            self._idf(data, [*records, *items]),
             avg_len,
             vectors,
             lines,
             semantic=bool(vectors) or stored,
         )
+
+    def _idf(self, data: Mapping[str, Any], docs: Sequence[Doc]) -> dict[str, float]:
+        """The call's IDF: the memory's counts when sent and wanted, else the pool's."""
+        pool = idf_of_docs(docs)
+        return idf_of_memory(data.get("memory"), pool) if self.memory_idf else pool
 
     def _sources(self, call: _Call, key: QuestionKey) -> list[tuple[str, str, float]]:
         """The (role, query, weight) triples a proposition is judged against."""
@@ -237,11 +240,7 @@ class LocalDecisionModel(BaseDecisionModel):
         return found
 
     def _base_row(
-        self,
-        call: _Call,
-        doc: Doc,
-        sources: Sequence[tuple[str, str, float]],
-        positive: float = 0.0,
+        self, call: _Call, doc: Doc, sources: Sequence[tuple[str, str, float]]
     ) -> list[float]:
         """``[sem, lex, cues…]`` of ``doc`` against ``sources`` (best weighted query)."""
         lex = max(
@@ -255,38 +254,18 @@ class LocalDecisionModel(BaseDecisionModel):
                 (w * self._sim(call, doc, r, q) for r, q, w in sources if q),
                 default=0.0,
             )
-            sem = max(sem, self.positive_weight * positive)
         return [sem, lex, *call.query.cues(doc)]
-
-    @staticmethod
-    def _positive(call: _Call, key: QuestionKey, doc: Doc) -> float:
-        """``doc``'s best likeness to the earlier positives of the need(s) ``key`` asks about.
-
-        *Satisfies need i* looks at need i's positives; the other propositions (asked once
-        for all needs) at every need's. 0 when the state carries none.
-        """
-        if key.proposition is Proposition.SATISFIES:
-            needs = [key.need_index] if key.need_index is not None else []
-        else:
-            needs = list(range(len(call.query.needs)))
-        found = (doc.stored_sim(f"positive:{i}") for i in needs)
-        return max((v for v in found if v is not None), default=0.0)
 
     def features(self, call: _Call, keys: Sequence[tuple[QuestionKey, Doc]]) -> np.ndarray:
         """Feature rows of ``keys`` (one group: same proposition and need)."""
         if not keys:
             return np.zeros((0, 0))
         sources = self._sources(call, keys[0][0])
-        positive = [self._positive(call, key, doc) for key, doc in keys]
-        base = np.array(
-            [
-                self._base_row(call, doc, sources, pos)
-                for (_, doc), pos in zip(keys, positive, strict=True)
-            ]
-        )
+        base = np.array([self._base_row(call, doc, sources) for _, doc in keys])
         docs = [doc for _, doc in keys]
-        sem_of = {d.id: float(s) for d, s in zip(docs, base[:, 0], strict=True)}
-        return with_relative(base, docs, sem_of, positive)
+        return with_relative(
+            base, docs, {d.id: float(s) for d, s in zip(docs, base[:, 0], strict=True)}
+        )
 
     def observe(self, group: Proposition, docs: Sequence[Doc], rows: np.ndarray) -> None:
         """Hook called with every scored group's feature rows (training records them)."""

@@ -11,13 +11,7 @@ and how high. :class:`EvidenceBuilder` turns that into one small
   call per turn, cached); the pooled records are never re-embedded;
 * ``rank`` / ``rrf`` / ``searches`` — its best fused rank, its summed reciprocal rank over
   the turn's searches and how many searches found it;
-* ``bm25`` / ``dense`` — its best rank in each retriever (``None``: not ranked by it);
-* ``sim.positives`` — per need, the best cosine of the record's stored vector with the stored
-  vectors of the records accepted as that need's **positives** in earlier rounds of the turn
-  (``None`` while the need has none). A record found by following a positive is often the
-  other half of an answer (the reply to it, the same event told later) and shares little with
-  the question's words; its likeness to what the need already accepted is the evidence the
-  question cannot give. Stored vectors only: nothing is embedded for it.
+* ``bm25`` / ``dense`` — its best rank in each retriever (``None``: not ranked by it).
 
 A source without stored vectors (a :class:`~mnemon_langgraph.types.SearchSource` that is not a
 :class:`~mnemon_langgraph.types.VectorSource`) gets the ranks only, and so does a turn
@@ -37,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.judges.features import split_queries
+from mnemon_langgraph.judges.features import split_queries, terms
 from mnemon_langgraph.read.judging import message_json
 from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
-from mnemon_langgraph.types import Namespace, VectorSource
+from mnemon_langgraph.types import Namespace, TermStatsSource, VectorSource
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
 
@@ -88,12 +82,46 @@ class EvidenceBuilder:
     """
 
     def __init__(self, source: Any, rrf_k: int = RRF_K) -> None:
+        self._source = source
         vectors = isinstance(source, VectorSource)
         self._lookup = source.stored_vectors if vectors else None
         self._embeddings: Any = source.embeddings if vectors else None
         self._rrf_k = rrf_k
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+
+    def memory_terms(
+        self, namespace: Namespace, messages: Sequence[Any], needs: Sequence[Any]
+    ) -> dict[str, Any] | None:
+        """How common the query texts' words are in the whole namespace, for ``state["memory"]``.
+
+        ``{"records": N, "df": {term: records holding it}}`` for the judge's terms (the shared
+        tokenizer's, without conversational filler) of the latest message, the dialogue and
+        the needs; ``None`` when the source cannot count (not a
+        :class:`~mnemon_langgraph.types.TermStatsSource`) or the count fails (logged: like
+        the rest of the evidence it is optional, and the judge keeps the pool's counts).
+        """
+        if not isinstance(self._source, TermStatsSource):
+            return None
+        words = list(
+            dict.fromkeys(t for q in query_texts(messages, needs).values() for t in terms(q))
+        )
+        if not words:
+            return None
+        try:
+            records, df = self._source.term_statistics(namespace, words)
+        except Exception as error:
+            logger.warning("read path: no memory word counts this turn (%s)", error)
+            return None
+        if records <= 0:
+            return None
+        return {"records": int(records), "df": {t: int(df.get(t, 0)) for t in words}}
+
+    async def amemory_terms(
+        self, namespace: Namespace, messages: Sequence[Any], needs: Sequence[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`memory_terms` in a worker thread (the index may sync from SQLite)."""
+        return await asyncio.to_thread(self.memory_terms, namespace, messages, needs)
 
     @property
     def has_vectors(self) -> bool:
@@ -124,26 +152,15 @@ class EvidenceBuilder:
         pool: Sequence[PoolRecord],
         messages: Sequence[Any],
         needs: Sequence[Any],
-        positives: Sequence[Sequence[str]] = (),
     ) -> tuple[dict[str, RecordEvidence], float]:
-        """Evidence of every pooled record, and the seconds spent embedding query texts.
-
-        Args:
-            namespace: The turn's namespace.
-            pool: The pooled records to build evidence for.
-            messages: The dialogue System 1 reads.
-            needs: The planner's needs.
-            positives: Per need (in need order), the ids of the records accepted as its
-                positives in earlier rounds; their stored vectors give ``sim.positives``.
-        """
+        """Evidence of every pooled record, and the seconds spent embedding query texts."""
         out = {p["id"]: rank_evidence(p, self._rrf_k) for p in pool}
         if not self.has_vectors or not pool:
             return out, 0.0
         assert self._lookup is not None
         roles = query_texts(messages, needs)
-        wanted = list(dict.fromkeys([*out, *(r for ids in positives for r in ids)]))
         try:
-            stored: Mapping[str, Any] = self._lookup(namespace, wanted) if roles else {}
+            stored: Mapping[str, Any] = self._lookup(namespace, list(out)) if roles else {}
             t0 = time.perf_counter()
             qvec = self._embed(list(roles.values())) if stored else {}
             model_s = time.perf_counter() - t0
@@ -155,8 +172,6 @@ class EvidenceBuilder:
         names = list(roles)
         queries = np.vstack([qvec[roles[r]] for r in names])
         _attach_sims(out, stored, names, queries, len(needs))
-        if any(positives):
-            _attach_positives(out, stored, positives, queries.shape[1])
         return out, model_s
 
     async def abuild(
@@ -165,10 +180,9 @@ class EvidenceBuilder:
         pool: Sequence[PoolRecord],
         messages: Sequence[Any],
         needs: Sequence[Any],
-        positives: Sequence[Sequence[str]] = (),
     ) -> tuple[dict[str, RecordEvidence], float]:
         """:meth:`build` in a worker thread (SQLite reads and the embedder block)."""
-        return await asyncio.to_thread(self.build, namespace, pool, messages, needs, positives)
+        return await asyncio.to_thread(self.build, namespace, pool, messages, needs)
 
 
 def _attach_sims(
@@ -203,52 +217,6 @@ def _attach_sims(
             "context": _pick(vals, context),
             "needs": [_pick(vals, c) for c in need_cols],
         }
-
-
-def _unit_rows(stored: Mapping[str, Any], ids: Sequence[str], dim: int) -> tuple[list[str], Any]:
-    """The ids among ``ids`` with a usable stored vector, and those vectors as rows."""
-    kept: list[str] = []
-    rows: list[np.ndarray] = []
-    for rid in ids:
-        vec = stored.get(rid)
-        if vec is None:
-            continue
-        row = np.asarray(vec, dtype=np.float64)
-        if row.shape == (dim,) and np.isfinite(row).all():
-            kept.append(rid)
-            rows.append(row)
-    return kept, np.vstack(rows) if rows else np.zeros((0, dim))
-
-
-def _attach_positives(
-    out: dict[str, RecordEvidence],
-    stored: Mapping[str, Any],
-    positives: Sequence[Sequence[str]],
-    dim: int,
-) -> None:
-    """Set each record's ``sim.positives``: per need, its best cosine with the need's positives.
-
-    A record is never compared with itself (a positive judged again would score 1), and a need
-    without a usable positive vector gets ``None``. Records without a ``sim`` (no stored
-    vector) get nothing: the judge then scores them without this evidence.
-    """
-    ids, rows = _unit_rows(stored, [r for r in out if "sim" in out[r]], dim)
-    if not ids:
-        return
-    best: list[list[float | None]] = [[] for _ in ids]
-    for need_ids in positives:
-        pos_ids, pos_rows = _unit_rows(stored, list(dict.fromkeys(need_ids)), dim)
-        if not pos_ids:
-            for col in best:
-                col.append(None)
-            continue
-        cos = rows @ pos_rows.T
-        for i, rid in enumerate(ids):
-            mask = [pid != rid for pid in pos_ids]
-            vals = cos[i][mask]
-            best[i].append(round(float(vals.max()), 5) if vals.size else None)
-    for rid, col in zip(ids, best, strict=True):
-        out[rid]["sim"]["positives"] = col
 
 
 def _pick(values: Sequence[float], index: int | None) -> float | None:

@@ -218,6 +218,18 @@ class BM25Index:
 
     # -- searching -------------------------------------------------------------------------
 
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many live documents hold each of ``terms`` (already tokenized; 0 if none)."""
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            tid = self._vocab.get(term)
+            if tid is None:
+                out[term] = 0
+                continue
+            docs, _ = self._postings(tid)
+            out[term] = int(self._alive[docs].sum())
+        return out
+
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         if tid + 1 < len(self._indptr):
             lo, hi = self._indptr[tid], self._indptr[tid + 1]

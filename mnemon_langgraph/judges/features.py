@@ -7,8 +7,9 @@ reader would look at to decide whether a record answers a question:
 
 * ``sem`` — the best (weighted) cosine between the record and a query (latest message,
   earlier dialogue, the needs), the record's best line mixed in when line-level is on;
-* ``lex`` — the share of the query's IDF mass the record covers, BM25-saturated (IDF over
-  the call's records), so rare asked-about words count whatever the query's length;
+* ``lex`` — the share of the query's IDF mass the record covers, BM25-saturated, so rare
+  asked-about words count whatever the query's length; IDF from the whole memory's counts when
+  the state carries them (``memory``: :func:`idf_of_memory`), else over the call's records;
 * ``date_day`` / ``date_month`` — the message names a calendar day (or a month) and the
   record's session is dated that day (month);
 * ``when_time`` — the message asks *when* and the record holds a time expression;

@@ -6,7 +6,8 @@ network, from the state every backend receives. Its quality is measured like any
 
 For every (record or item, proposition) it computes the offline features of
 :mod:`mnemon_langgraph.judges.features` — embedding similarity to the latest message, the
-dialogue and the needs; BM25-style coverage of the query's rare words; whether the record
+dialogue and the needs; BM25-style coverage of the query's rare words (rare in the whole
+memory when the read path sends its word counts, ``state["memory"]``); whether the record
 was said on the day (month) the message names; time, number and speaker cues; how far it
 trails the call's best record; how similar its neighbours are; how the turn's searches
 ranked it (the retrieval evidence the read path sends with each pooled record) — and maps

@@ -30,6 +30,7 @@ __all__ = [
     "SearchFilters",
     "SearchHit",
     "SearchSource",
+    "TermStatsSource",
     "VectorSource",
     "as_naive_utc",
     "check_count",
@@ -369,4 +370,22 @@ class VectorSource(Protocol):
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> Mapping[str, Any]:
         """Unit vectors of these records by id (unknown ids are left out)."""
+        ...
+
+
+@runtime_checkable
+class TermStatsSource(Protocol):
+    """A search source that can say how common words are in a namespace's records.
+
+    The read path sends these counts to System 1 (``state["memory"]``) so the local judge
+    weighs the question's words by their rarity in the **memory**, not in the pool it judges:
+    the pool was retrieved *by* those words, so within it the asked-about words look common
+    and unrelated rare words of the question take over. The embedded store answers from its
+    BM25 index; a source without this keeps the pool's counts.
+    """
+
+    def term_statistics(
+        self, namespace: str | Sequence[str], terms: Sequence[str]
+    ) -> tuple[int, Mapping[str, int]]:
+        """``(records, {term: records holding it})`` for already-tokenized ``terms``."""
         ...

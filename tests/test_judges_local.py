@@ -163,3 +163,22 @@ def test_a_record_from_the_asked_date_ranks_higher() -> None:
     question = ["What painting did Melanie share on 13 May, 2023?"]
     p = _p(judge_wave(judge, [JudgeRequest([NEEDED], same, question)]))
     assert p["asked"] > p["other"]
+
+
+def test_a_when_question_favours_the_record_that_says_when() -> None:
+    """Hand formula: a time expression earns a bonus only when the message asks *when*.
+
+    Negative control: the same two records asked a question that is not a *when* question
+    score alike, so the gap comes from the bonus, not from the words.
+    """
+    said = rec("said", 1, "Jon: The studio opened yesterday, I still can't believe it.")
+    other = rec("other", 1, "Jon: The studio opened downtown, I still can't believe it.")
+    judge = LocalDecisionModel(lexical_only=True)
+
+    def p(question: str) -> dict[str, float]:
+        return _p(judge_wave(judge, [JudgeRequest([NEEDED], [said, other], [question])]))
+
+    when = p("When did Jon's studio open?")
+    what = p("What did Jon say about the studio opening?")
+    assert when["said"] > when["other"]
+    assert what["said"] == pytest.approx(what["other"], abs=1e-9)

@@ -109,7 +109,17 @@ def test_judge_sees_hostile_records_only_as_data(store: MnemonStore) -> None:
     for request in judge.requests:
         state = request["state"]
         assert state["instructions_note"] == DATA_NOTE
-        assert set(state) <= {"instructions_note", "messages", "needs", "records", "items"}
+        assert set(state) <= {
+            "instructions_note",
+            "messages",
+            "needs",
+            "records",
+            "items",
+            "memory",
+        }
+        memory = state.get("memory", {"records": 1, "df": {}})  # word counts: numbers only
+        assert isinstance(memory["records"], int)
+        assert all(isinstance(n, int) for n in memory["df"].values())
         for path, text in _strings(state):
             if MARK.search(text):
                 assert re.fullmatch(r"(records|messages)/\d+/text", path), path

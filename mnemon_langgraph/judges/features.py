@@ -7,8 +7,9 @@ reader would look at to decide whether a record answers a question:
 
 * ``sem`` — the best (weighted) cosine between the record and a query (latest message,
   earlier dialogue, the needs), the record's best line mixed in when line-level is on;
-* ``lex`` — the share of the query's IDF mass the record covers, BM25-saturated (IDF over
-  the call's records), so rare asked-about words count whatever the query's length;
+* ``lex`` — the share of the query's IDF mass the record covers, BM25-saturated, so rare
+  asked-about words count whatever the query's length; IDF from the whole memory's counts when
+  the state carries them (``memory``: :func:`idf_of_memory`), else over the call's records;
 * ``date_day`` / ``date_month`` — the message names a calendar day (or a month) and the
   record's session is dated that day (month);
 * ``when_time`` — the message asks *when* and the record holds a time expression;
@@ -54,6 +55,7 @@ __all__ = [
     "asked_dates",
     "coverage",
     "idf_of_docs",
+    "idf_of_memory",
     "split_queries",
     "stem",
     "terms",
@@ -294,6 +296,28 @@ def idf_of_docs(docs: Sequence[Doc]) -> dict[str, float]:
     return {t: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()} | {
         "": math.log(1.0 + (n + 0.5) / 0.5)
     }
+
+
+def idf_of_memory(memory: Any, pool_idf: Mapping[str, float]) -> dict[str, float]:
+    """BM25 IDF from the whole memory's counts (``state["memory"]``), the pool's otherwise.
+
+    The pool is a biased sample for weighing the question's words: it was retrieved *by*
+    them, so inside it the asked-about words look common (low IDF) and any rare word of the
+    question that no record holds takes most of the IDF mass. Counted over every record of
+    the namespace, each word weighs what it does in the memory. Terms the memory did not
+    count keep the pool's IDF; a malformed ``memory`` is ignored.
+    """
+    if not isinstance(memory, Mapping):
+        return dict(pool_idf)
+    n, df = memory.get("records"), memory.get("df")
+    if not isinstance(n, int) or n <= 0 or not isinstance(df, Mapping):
+        return dict(pool_idf)
+    out = dict(pool_idf)
+    for term, count in df.items():
+        if isinstance(count, int) and 0 <= count <= n:
+            out[str(term)] = math.log(1.0 + (n - count + 0.5) / (count + 0.5))
+    out[""] = math.log(1.0 + (n + 0.5) / 0.5)
+    return out
 
 
 def coverage(query: Sequence[str], doc: Doc, idf: Mapping[str, float], avg_len: float) -> float:

@@ -9,8 +9,8 @@ Learned weights live in ``mnemon_langgraph/data/judge_weights.json``, written by
 ``mnemon train judge`` with their provenance: the training command, the data, the date and
 the leave-one-conversation-out figures. They are shipped only when their cross-validated
 figures beat the hand formula's; without that file the judge uses :func:`hand_weights`,
-the hand-set formula (``s = 0.45·sem + 0.55·lex + date bonuses``, cut at 0.30, scale
-0.06), which gives the retrieval-evidence features weight 0. On LoCoMo dev, learned weights
+the hand-set formula (``s = 0.45·sem + 0.55·lex + date and time bonuses``, cut at 0.30,
+scale 0.06), which gives the retrieval-evidence features weight 0. On LoCoMo dev, learned weights
 over all features (pointwise or pairwise, see :func:`fit_pairwise`) have not beaten it under
 leave-one-conversation-out cross-validation of the View (README, Results), so none ship.
 """
@@ -38,6 +38,8 @@ __all__ = [
     "intercept_for_rate",
 ]
 
+WHEN_TIME_BONUS = 0.05
+"""Bonus of a record with a time expression when the message asks *when* (:func:`hand_weights`)."""
 WEIGHTS_PATH = Path(__file__).resolve().parent.parent / "data" / "judge_weights.json"
 
 
@@ -107,9 +109,22 @@ class JudgeWeights:
 
 
 def hand_weights() -> JudgeWeights:
-    """The hand-set formula as weights: ``σ((0.45·sem + 0.55·lex + bonuses − 0.30) / 0.06)``."""
+    """The hand-set formula as weights: ``σ((0.45·sem + 0.55·lex + bonuses − 0.30) / 0.06)``.
+
+    The bonuses: the record was said on the day (+0.15) or in the month (+0.05) the message
+    names, and — for a *when* question — the record holds a time expression (+0.05; chosen by
+    leave-one-conversation-out cross-validation, README "What was fitted": a *when* question
+    is answered by the turn that says when, which the question's words alone rank no higher
+    than the turns that merely mention the event).
+    """
     scale = 0.06
-    by_name = {"sem": 0.45, "lex": 0.55, "date_day": 0.15, "date_month": 0.05}
+    by_name = {
+        "sem": 0.45,
+        "lex": 0.55,
+        "date_day": 0.15,
+        "date_month": 0.05,
+        "when_time": WHEN_TIME_BONUS,
+    }
     return JudgeWeights(
         features=FEATURES,
         coef=tuple(by_name.get(f, 0.0) / scale for f in FEATURES),

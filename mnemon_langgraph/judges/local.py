@@ -6,7 +6,8 @@ network, from the state every backend receives. Its quality is measured like any
 
 For every (record or item, proposition) it computes the offline features of
 :mod:`mnemon_langgraph.judges.features` — embedding similarity to the latest message, the
-dialogue and the needs; BM25-style coverage of the query's rare words; whether the record
+dialogue and the needs; BM25-style coverage of the query's rare words (rare in the whole
+memory when the read path sends its word counts, ``state["memory"]``); whether the record
 was said on the day (month) the message names; time, number and speaker cues; how far it
 trails the call's best record; how similar its neighbours are; how the turn's searches
 ranked it (the retrieval evidence the read path sends with each pooled record) — and maps
@@ -52,6 +53,7 @@ from mnemon_langgraph.judges.features import (
     Query,
     coverage,
     idf_of_docs,
+    idf_of_memory,
     record_lines,
     semantic,
     terms,
@@ -66,6 +68,8 @@ __all__ = ["LocalDecisionModel", "score_to_p"]
 logger = logging.getLogger(__name__)
 
 _CACHE = 4096
+MEMORY_IDF = True
+"""Default :attr:`LocalDecisionModel.memory_idf` (see README, "What was fitted")."""
 
 
 def score_to_p(score: float) -> float:
@@ -100,6 +104,9 @@ class LocalDecisionModel(BaseDecisionModel):
         line_level: Mix each record's best line into its similarity (more embeddings).
         weights: The linear scorer; ``None`` uses the packaged learned weights (or the
             hand-set formula when none are installed).
+        memory_idf: Weigh the query's words by their rarity in the whole memory when the
+            state carries the counts (``state["memory"]``, sent by the read path), not in
+            the pool being judged (see :func:`~.features.idf_of_memory`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -109,6 +116,7 @@ class LocalDecisionModel(BaseDecisionModel):
     lexical_only: bool = False
     line_level: bool = False
     weights: JudgeWeights | None = None
+    memory_idf: bool = MEMORY_IDF
 
     _embedder: Any = PrivateAttr(default=None)
     _loaded: bool = PrivateAttr(default=False)
@@ -195,12 +203,17 @@ class LocalDecisionModel(BaseDecisionModel):
             messages,
             records,
             by_id,
-            idf_of_docs([*records, *items]),
+            self._idf(data, [*records, *items]),
             avg_len,
             vectors,
             lines,
             semantic=bool(vectors) or stored,
         )
+
+    def _idf(self, data: Mapping[str, Any], docs: Sequence[Doc]) -> dict[str, float]:
+        """The call's IDF: the memory's counts when sent and wanted, else the pool's."""
+        pool = idf_of_docs(docs)
+        return idf_of_memory(data.get("memory"), pool) if self.memory_idf else pool
 
     def _sources(self, call: _Call, key: QuestionKey) -> list[tuple[str, str, float]]:
         """The (role, query, weight) triples a proposition is judged against."""

@@ -271,12 +271,13 @@ def build_question(
 
 def without_evidence(state: Any) -> Any:
     """``state`` without the records' ``evidence`` fields (the read path's ranks and
-    stored-vector similarities), for judges that read text: their prompts stay as they were
-    and no tokens go to numbers written for the local judge."""
+    stored-vector similarities) and without the memory's word counts (``memory``), for judges
+    that read text: their prompts stay as they were and no tokens go to numbers written for
+    the local judge."""
     if not isinstance(state, Mapping) or not isinstance(state.get("records"), list):
         return state
     records = [
         {k: v for k, v in r.items() if k != "evidence"} if isinstance(r, Mapping) else r
         for r in state["records"]
     ]
-    return {**state, "records": records}
+    return {**{k: v for k, v in state.items() if k != "memory"}, "records": records}

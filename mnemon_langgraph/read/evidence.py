@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.judges.features import split_queries
+from mnemon_langgraph.judges.features import split_queries, terms
 from mnemon_langgraph.read.judging import message_json
 from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
-from mnemon_langgraph.types import Namespace, VectorSource
+from mnemon_langgraph.types import Namespace, TermStatsSource, VectorSource
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
 
@@ -82,12 +82,46 @@ class EvidenceBuilder:
     """
 
     def __init__(self, source: Any, rrf_k: int = RRF_K) -> None:
+        self._source = source
         vectors = isinstance(source, VectorSource)
         self._lookup = source.stored_vectors if vectors else None
         self._embeddings: Any = source.embeddings if vectors else None
         self._rrf_k = rrf_k
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+
+    def memory_terms(
+        self, namespace: Namespace, messages: Sequence[Any], needs: Sequence[Any]
+    ) -> dict[str, Any] | None:
+        """How common the query texts' words are in the whole namespace, for ``state["memory"]``.
+
+        ``{"records": N, "df": {term: records holding it}}`` for the judge's terms (the shared
+        tokenizer's, without conversational filler) of the latest message, the dialogue and
+        the needs; ``None`` when the source cannot count (not a
+        :class:`~mnemon_langgraph.types.TermStatsSource`) or the count fails (logged: like
+        the rest of the evidence it is optional, and the judge keeps the pool's counts).
+        """
+        if not isinstance(self._source, TermStatsSource):
+            return None
+        words = list(
+            dict.fromkeys(t for q in query_texts(messages, needs).values() for t in terms(q))
+        )
+        if not words:
+            return None
+        try:
+            records, df = self._source.term_statistics(namespace, words)
+        except Exception as error:
+            logger.warning("read path: no memory word counts this turn (%s)", error)
+            return None
+        if records <= 0:
+            return None
+        return {"records": int(records), "df": {t: int(df.get(t, 0)) for t in words}}
+
+    async def amemory_terms(
+        self, namespace: Namespace, messages: Sequence[Any], needs: Sequence[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`memory_terms` in a worker thread (the index may sync from SQLite)."""
+        return await asyncio.to_thread(self.memory_terms, namespace, messages, needs)
 
     @property
     def has_vectors(self) -> bool:

@@ -97,6 +97,10 @@ class JudgeRequest:
         evidence: Record id → its retrieval evidence
             (:class:`~mnemon_langgraph.read.state.RecordEvidence`: stored-vector
             similarities, ranks), sent beside the record; records without any get none.
+        memory: How common the query texts' words are in the whole namespace
+            (``{"records": N, "df": {term: n}}``, from
+            :meth:`~mnemon_langgraph.read.evidence.EvidenceBuilder.memory_terms`), sent as the
+            state's ``memory`` field; ``None``: not sent.
     """
 
     propositions: tuple[Proposition, ...]
@@ -105,6 +109,7 @@ class JudgeRequest:
     needs: tuple[Any, ...] = ()
     round: int = 1
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    memory: Mapping[str, Any] | None = None
 
     def __init__(
         self,
@@ -114,6 +119,7 @@ class JudgeRequest:
         needs: Sequence[Any] = (),
         round: int = 1,
         evidence: Mapping[str, Mapping[str, Any]] | None = None,
+        memory: Mapping[str, Any] | None = None,
     ) -> None:
         props = [propositions] if isinstance(propositions, str) else list(propositions)
         object.__setattr__(self, "propositions", tuple(Proposition(p) for p in props))
@@ -122,6 +128,7 @@ class JudgeRequest:
         object.__setattr__(self, "needs", tuple(needs))
         object.__setattr__(self, "round", round)
         object.__setattr__(self, "evidence", dict(evidence or {}))
+        object.__setattr__(self, "memory", dict(memory) if memory else None)
 
 
 @dataclass(frozen=True)
@@ -223,6 +230,7 @@ def build_state(
     messages: Sequence[MessageLike],
     needs: Sequence[Any],
     evidence: Mapping[str, Mapping[str, Any]] | None = None,
+    memory: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The shared state of one call: data fields only, with the data note first.
 
@@ -233,10 +241,12 @@ def build_state(
         needs: The planner's needs.
         evidence: Record id → retrieval evidence; a record that has some gets it as its
             ``evidence`` field (numbers only: similarities and ranks, never instructions).
+        memory: The query words' counts in the whole namespace, sent as ``memory`` (numbers
+            keyed by the shared tokenizer's terms).
 
     Returns:
         A JSON-able dict: ``instructions_note``, ``messages``, ``needs``, ``records``
-        and, when there are items, ``items``.
+        and, when there are some, ``items`` and ``memory``.
     """
     state: dict[str, Any] = {
         "instructions_note": DATA_NOTE,
@@ -249,6 +259,8 @@ def build_state(
     for entry, (_, record) in zip(state["records"], records, strict=True):
         if evidence and record.id in evidence:
             entry["evidence"] = dict(evidence[record.id])
+    if memory:
+        state["memory"] = dict(memory)
     if items:
         state["items"] = [
             {
@@ -319,7 +331,12 @@ def plan_wave(
             if not questions:
                 continue  # e.g. only `satisfies` asked and no needs: nothing to judge
             state = build_state(
-                rec_pairs, item_pairs, messages, request.needs, evidence=request.evidence
+                rec_pairs,
+                item_pairs,
+                messages,
+                request.needs,
+                evidence=request.evidence,
+                memory=request.memory,
             )
             calls.append(PlannedCall(len(calls), state, questions, keys, request.round))
     return calls

@@ -408,6 +408,7 @@ class Reader(ItemsNode):
         props: Sequence[Proposition],
         entries: Sequence[PoolRecord],
         evidence: Mapping[str, Any],
+        memory: Mapping[str, Any] | None = None,
     ) -> JudgeRequest:
         ns = tuple(state["namespace"])
         return JudgeRequest(
@@ -417,6 +418,7 @@ class Reader(ItemsNode):
             needs=needs_of(state),
             round=state.get("rounds", 0) + 1,
             evidence={p["id"]: evidence[p["id"]] for p in entries if p["id"] in evidence},
+            memory=memory,
         )
 
     def _evidence(
@@ -444,6 +446,15 @@ class Reader(ItemsNode):
         evidence.update(built)
         return float(model_s)
 
+    def _memory_terms(self, state: ReadState) -> Generator[Step, Any, dict[str, Any] | None]:
+        """The query words' counts in the whole namespace (``state["memory"]`` of the calls)."""
+        found = yield Call(
+            self.evidence.memory_terms,
+            self.evidence.amemory_terms,
+            (tuple(state["namespace"]), s1_messages(state, self.settings), needs_of(state)),
+        )
+        return found if isinstance(found, dict) else None
+
     def _wave_kwargs(self) -> dict[str, Any]:
         return {
             "timeout_s": self.settings.judge_timeout_s,
@@ -469,19 +480,23 @@ class Reader(ItemsNode):
         evidence: dict[str, Any] = {}
         model_s = 0.0
         entries = self._screen_targets(state)
+        memory: dict[str, Any] | None = None
         if entries:
+            memory = yield from self._memory_terms(state)
             model_s += yield from self._evidence(state, entries, evidence)
-            req = self._request(state, [Proposition.SCREEN], entries, evidence)
+            req = self._request(state, [Proposition.SCREEN], entries, evidence, memory)
             judged, secs = yield from self._wave("screen", req, trace)
             new.extend(judged)
             model_s += secs
         entries = self._deep_targets(state, new)
         if entries:
+            if memory is None:
+                memory = yield from self._memory_terms(state)
             model_s += yield from self._evidence(state, entries, evidence)
             props = [Proposition.NEEDED, Proposition.STALE]
             if needs_of(state):
                 props.append(Proposition.SATISFIES)
-            req = self._request(state, props, entries, evidence)
+            req = self._request(state, props, entries, evidence, memory)
             judged, secs = yield from self._wave("judge", req, trace)
             new.extend(judged)
             model_s += secs

@@ -268,6 +268,26 @@ class BM25Index:
 
     # -- searching -------------------------------------------------------------------------
 
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many live documents hold each of ``terms`` (already tokenized; 0 if none)."""
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            tid = self._vocab.get(term)
+            out[term] = 0 if tid is None else self._live_df(tid, self._parts(tid))
+        return out
+
+    def _live_df(self, tid: int, parts: list[tuple[np.ndarray, np.ndarray]]) -> int:
+        """Live documents holding a term: its postings less the dead ones, which are
+        counted once per term and cached until the next deletion or merge."""
+        df = sum(len(docs) for docs, _ in parts)
+        if self._n_live < len(self._seqs):
+            dead = self._dead_postings.get(tid)
+            if dead is None:
+                dead = sum(int((~self._alive[docs]).sum()) for docs, _ in parts)
+                self._dead_postings[tid] = dead
+            df -= dead
+        return df
+
     def _parts(self, tid: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """A term's postings as ``(docs, tfs)`` pieces, each sorted by document position.
 
@@ -292,17 +312,11 @@ class BM25Index:
     def _term(self, tid: int, n_live: int, avgdl: float) -> _Term | None:
         """A query term's IDF, postings and upper bound (``None`` if no live document has it).
 
-        ``df`` counts live documents only: the postings' length less the dead ones, which
-        are counted once per term and cached until the next deletion or merge.
+        ``df`` counts live documents only (:meth:`_live_df`).
         """
         parts = self._parts(tid)
-        size = df = sum(len(docs) for docs, _ in parts)
-        if self._n_live < len(self._seqs):
-            dead = self._dead_postings.get(tid)
-            if dead is None:
-                dead = sum(int((~self._alive[docs]).sum()) for docs, _ in parts)
-                self._dead_postings[tid] = dead
-            df -= dead
+        size = sum(len(docs) for docs, _ in parts)
+        df = self._live_df(tid, parts)
         if df <= 0:
             return None
         idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))

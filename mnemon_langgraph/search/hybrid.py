@@ -63,7 +63,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -702,6 +702,12 @@ class NamespaceIndex:
                 remove_index_folder(folder)
 
     # -- searching -------------------------------------------------------------------------
+
+    def term_statistics(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Live records and each term's document frequency (BM25's own counts)."""
+        with self.lock:
+            self.sync()
+            return len(self.bm25), self.bm25.document_frequencies(terms)
 
     def fused_ranking(
         self,

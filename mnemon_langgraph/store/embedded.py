@@ -300,6 +300,12 @@ class EmbeddedStore(MnemonStore):
         """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
         return self.journal.get_records(normalize_namespace(namespace), list(ids))
 
+    def term_statistics(
+        self, namespace: str | Sequence[str], terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        """Live records of ``namespace`` and how many hold each term (its BM25 index's counts)."""
+        return self.index(normalize_namespace(namespace)).term_statistics(terms)
+
     def stored_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> dict[str, np.ndarray]:

@@ -58,6 +58,7 @@ from mnemon_langgraph.store.postgres_bm25 import (
     bm25_sql,
     essential_terms,
     first_pass_terms,
+    namespaced,
     qualifying_sets,
     term_bound,
     term_counts,
@@ -906,6 +907,28 @@ class PostgresStore(MnemonStore):
             r[0]: np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32)
             for r in rows
         }
+
+    def term_statistics(
+        self, namespace: str | Sequence[str], terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        """Live records of ``namespace`` and how many hold each term (its BM25 statistics:
+        ``mnemon_namespaces.docs`` and ``mnemon_terms.df``, the counts search uses)."""
+        return self._loop.run(self._term_statistics(normalize_namespace(namespace), terms))
+
+    async def _term_statistics(
+        self, ns: Namespace, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        wanted = list(dict.fromkeys(terms))
+        rows = await self._read(
+            "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s", (namespace_key(ns),)
+        )
+        if not rows:
+            return 0, dict.fromkeys(wanted, 0)
+        nsid, docs = int(rows[0][0]), int(rows[0][1])
+        keys = namespaced(nsid, wanted)
+        found = await self._read("SELECT term, df FROM mnemon_terms WHERE term = ANY(%s)", (keys,))
+        df = {str(r[0]): int(r[1]) for r in found}
+        return docs, {t: max(0, df.get(k, 0)) for t, k in zip(wanted, keys, strict=True)}
 
     async def _page(self, ns: Namespace, after: int, size: int) -> list[Record]:
         rows = await self._read(

@@ -17,16 +17,23 @@ Ties are broken by ``seq`` (older first), as in the embedded index. The embedded
 computes in float32 and PostgreSQL in float8, so scores agree to about 1e-6 relative and
 orders agree except between records whose scores differ by less than that.
 
-**MaxScore.** A query with common words (a speaker's name, "like", "really") has most of
-the namespace as candidates, so a plain query costs time linear in the namespace. The
-caller (:meth:`PostgresStore._bm25`) ranks first only the records holding one of the
-query's rare terms (:func:`first_pass_terms`), scoring every query term on them; the
-``k``-th score of that pass is a lower bound of the true ``k``-th score. Per-term upper
-bounds (:func:`term_bound`, from ``max_tf`` / ``min_len`` kept in ``mnemon_terms``) then
-give the sets of terms a record must hold *together* to reach it
-(:func:`qualifying_sets`); when every such set holds a first-pass term, the first pass's
-ranking is exact, else a second pass ranks the records holding one of the sets in full
-(still exact: every other record scores below ``k`` records already found). Why not a
+**MaxScore, term at a time.** A query with common words (a speaker's name, "like",
+"really"; a 20-word passage) holds terms found in a large share of the namespace, so the
+plain query costs time linear in the namespace: every record holding any query term is
+read from the heap and scored. The caller (:meth:`PostgresStore._bm25`) runs instead a
+sequence of passes planned by :func:`next_pass`, rarest terms first
+(:func:`pass_order`). Each ``"any"`` pass reads the records holding one of a few more
+terms and scores *every* query term on them (a row carries all its terms and
+frequencies, so scoring a candidate on the common terms costs no extra read); the
+``k``-th best score found so far, ``theta``, is a lower bound of the true ``k``-th score.
+A record not yet read holds only the remaining terms, so it scores at most the sum of
+their upper bounds (:func:`term_bound`, from ``max_tf`` / ``min_len`` kept in
+``mnemon_terms``). Once that sum is below ``theta`` the ranking is exact and the common
+terms' records are never read. Before that, when the remaining terms' *qualifying sets*
+(:func:`qualifying_sets`: the term sets a record must hold together to reach ``theta``)
+are expected to hold fewer records than the next term, one last ``"sets"`` pass reads
+the records holding one of those sets in full (GIN intersects their posting lists before
+any row is read) and the ranking is exact too. Why not a
 PostgreSQL extension (pg_search, VectorChord-bm25): their scores are not the embedded
 index's, and equality
 with it is a requirement.
@@ -45,26 +52,24 @@ from mnemon_langgraph.search.bm25 import tokenize
 __all__ = [
     "BM25_B",
     "BM25_K1",
-    "FIRST_PASS_SHARE",
+    "PASS_STEP",
     "SET_PASS_MIN_POSTINGS",
+    "MaxScorePass",
     "TermStats",
     "bm25_sql",
-    "essential_terms",
-    "first_pass_terms",
     "idf",
     "lexical_terms",
     "namespaced",
+    "next_pass",
+    "pass_order",
     "qualifying_sets",
+    "set_rows_estimate",
     "term_bound",
     "term_counts",
 ]
 
 BM25_K1 = 1.5
 BM25_B = 0.75
-FIRST_PASS_SHARE = 0.02
-"""Query terms in at most this share of the namespace's records select the first pass's
-candidates (:func:`first_pass_terms`); chosen by measurement (``bench backend``, see README)."""
-
 SET_PASS_MIN_POSTINGS = 10_000
 """Below this many postings (sum of the query terms' ``df``) the store runs the plain full
 query, without MaxScore passes. Measured (``bench backend``, common-word queries): with ~4k
@@ -78,7 +83,7 @@ and 78–99 against 61–68 at 48; on the synthetic topic questions the two were
 
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
 MAX_SET_TERMS = 10  # qualifying_sets enumerates at most 2**10 subsets
-MAX_SETS = 48  # more OR-ed GIN conditions than this: prune by essential terms instead
+MAX_SETS = 48  # more OR-ed GIN conditions than this: another "any" pass instead
 
 
 def idf(n_docs: float, df: float) -> float:
@@ -112,30 +117,6 @@ def term_bound(n_docs: int, avgdl: float, stats: TermStats) -> float:
     return weight * tf / (tf + norm)
 
 
-def first_pass_terms(
-    n_docs: int, stats: dict[str, TermStats], k: int = 0, share: float = FIRST_PASS_SHARE
-) -> list[str] | None:
-    """The terms whose records the first MaxScore pass ranks (the rarest ones).
-
-    Every query term is still *scored* on those records; the pass only yields a lower
-    bound of the true ``k``-th score (its own ``k``-th score: ``k`` real records reach it),
-    from which :func:`essential_terms` tells whether records holding only the other terms
-    could matter. ``None`` when every term is rare (the first pass would be the full query)
-    or when the rare terms' records number fewer than ``k``: the pass could not return
-    ``k`` rows, so it could prove nothing and the full query would follow it anyway.
-    Measured (``bench backend``, 10k records, 40 topic questions at the hybrid search's
-    depth of 100): 36 of 40 first passes were that short, and paying for them made the
-    hybrid search with MaxScore slower than without it.
-    """
-    present = {t: s.df for t, s in stats.items() if s.df > 0}
-    rare = sorted(t for t, df in present.items() if df <= share * n_docs)
-    if not rare and present:
-        rare = [min(present, key=lambda t: (present[t], t))]
-    if sum(present[t] for t in rare) < k:
-        return None
-    return rare if len(rare) < len(present) else None
-
-
 def _reaches(total: float, threshold: float) -> bool:
     """``total`` may reach ``threshold`` (float slack on the side of keeping records)."""
     return total * (1 + _SLACK) + 1e-12 >= threshold
@@ -147,12 +128,12 @@ def qualifying_sets(bounds: dict[str, float], threshold: float) -> list[list[str
     A record's score is at most the sum of the bounds of the query terms it holds, so a
     record that holds none of these sets *in full* scores strictly below ``threshold``
     and cannot enter the top ``k``. For common words this is far fewer records than those
-    holding any one essential term (:func:`essential_terms`): when each common word's
-    bound is below the threshold, a record needs two or three of them at once, which the
-    GIN index finds by intersecting posting lists (``terms @> ARRAY[a, b]``) before any
-    row is read. ``None`` when the query has too many terms (more than
-    :data:`MAX_SET_TERMS`) or the sets are too many (more than :data:`MAX_SETS`); the
-    caller then uses :func:`essential_terms`.
+    holding any one of them: when each common word's bound is below the threshold, a
+    record needs two or three of them at once, which the GIN index finds by intersecting
+    posting lists (``terms @> ARRAY[a, b]``) before any row is read. ``None`` when the
+    query has too many terms (more than :data:`MAX_SET_TERMS`) or the sets are too many
+    (more than :data:`MAX_SETS`); the plan (:func:`next_pass`) then reads one more term's
+    records and tries again.
     """
     terms = sorted(bounds, key=lambda t: (-bounds[t], t))
     if len(terms) > MAX_SET_TERMS:
@@ -170,22 +151,81 @@ def qualifying_sets(bounds: dict[str, float], threshold: float) -> list[list[str
     return [sorted(f) for f in found]
 
 
-def essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
-    """MaxScore: the terms a record must hold to possibly score at least ``threshold``.
+PASS_STEP = 2_000
+"""An ``"any"`` pass takes the next rarest term and, after it, more terms while their
+postings (``df``) add up to at most this many records: one SQL statement for several rare
+terms, whose records are cheap to read, instead of one statement per term."""
 
-    Sort the terms by their bound, smallest first; the longest prefix whose bounds sum
-    *strictly* below ``threshold`` is non-essential: a record holding only those terms
-    scores below every one of the ``k`` records that reached ``threshold`` (ties go to the
-    older record, so "equal" is not safe and the test is strict, with float slack).
+
+@dataclass(frozen=True)
+class MaxScorePass:
+    """One step of the MaxScore plan (:func:`next_pass`).
+
+    ``kind`` is ``"any"`` (rank the records holding one of ``terms``), ``"sets"`` (rank the
+    records holding every term of one of ``sets``: the last pass) or ``"done"`` (the
+    ranking found so far is exact). ``next_index`` is where the following pass starts in
+    :func:`pass_order`'s list.
     """
-    order = sorted(bounds, key=lambda t: (bounds[t], t))
-    total, cut = 0.0, 0
-    for term in order:
-        total += bounds[term]
-        if _reaches(total, threshold):
+
+    kind: str
+    terms: tuple[str, ...] = ()
+    sets: tuple[tuple[str, ...], ...] = ()
+    next_index: int = 0
+
+
+def pass_order(stats: dict[str, TermStats]) -> list[str]:
+    """The query terms a record can hold, rarest first (ties: by name, for a stable plan).
+
+    Rarest first because a rare term's records are few (a cheap pass) and its bound is
+    high (its IDF): each pass removes as much bound as possible from the records not yet
+    read for as few row reads as possible.
+    """
+    return sorted((t for t, s in stats.items() if s.df > 0), key=lambda t: (stats[t].df, t))
+
+
+def set_rows_estimate(sets: Sequence[Sequence[str]], df: dict[str, int], n_docs: int) -> float:
+    """Records a ``"sets"`` pass is expected to read: per set, ``N · Π df/N`` (terms taken
+    as independent), summed over the sets. Only a cost guess to choose between passes;
+    exactness never depends on it."""
+    n = max(1, n_docs)
+    return sum(n * math.prod(df[t] / n for t in s) for s in sets)
+
+
+def next_pass(
+    order: Sequence[str],
+    start: int,
+    bounds: dict[str, float],
+    df: dict[str, int],
+    n_docs: int,
+    theta: float,
+    step: int = PASS_STEP,
+) -> MaxScorePass:
+    """The next pass after the records holding ``order[:start]`` were read and scored.
+
+    ``theta`` is the ``k``-th best score found so far (``0`` while fewer than ``k``
+    records were found: then every record holding a query term may count). A record not
+    read holds only terms of ``order[start:]`` and scores at most the sum of their bounds,
+    so the plan is ``"done"`` once that sum is strictly below ``theta``. Otherwise a
+    ``"sets"`` pass (exact at once) when its expected rows (:func:`set_rows_estimate`) are
+    no more than the next term's ``df``; else an ``"any"`` pass over the next rarest
+    terms (at least one; more while their ``df`` sum stays within ``step``).
+    """
+    rest = list(order[start:])
+    if not rest:
+        return MaxScorePass("done", next_index=start)
+    if theta > 0:
+        if not _reaches(sum(bounds[t] for t in rest), theta):
+            return MaxScorePass("done", next_index=start)
+        sets = qualifying_sets({t: bounds[t] for t in rest}, theta)
+        if sets is not None and set_rows_estimate(sets, df, n_docs) <= df[rest[0]]:
+            return MaxScorePass("sets", sets=tuple(tuple(s) for s in sets), next_index=len(order))
+    batch, total = [rest[0]], df[rest[0]]
+    for term in rest[1:]:
+        if total + df[term] > step:
             break
-        cut += 1
-    return sorted(order[cut:])
+        batch.append(term)
+        total += df[term]
+    return MaxScorePass("any", terms=tuple(batch), next_index=start + len(batch))
 
 
 def lexical_terms(text: str) -> list[str]:
@@ -213,8 +253,8 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
     ``%(t0)s`` …), ``%(nsid)s``, ``%(k)s`` and the filter bounds. ``N``, ``avgdl`` and each
     term's IDF are uncorrelated scalar subqueries, so PostgreSQL computes them once (an
     InitPlan). ``match`` selects the candidate rows: by default those holding a term of
-    ``%(cand)s`` (all query terms, or the MaxScore subset of :func:`first_pass_terms` /
-    :func:`essential_terms`), or an ``OR`` of ``r.terms @> …`` conditions
+    ``%(cand)s`` (all query terms, or the rare terms of a MaxScore ``"any"`` pass,
+    :func:`next_pass`), or an ``OR`` of ``r.terms @> …`` conditions
     (:func:`qualifying_sets`); every query term is scored on each candidate either way.
 
     Each candidate row costs one ``array_position`` per query term and one length norm,

@@ -120,7 +120,7 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
 
 def test_next_pass_reads_rare_terms_first_and_stops_when_the_rest_cannot_reach_theta() -> None:
     """The plan: rarest first; "done" once the unread terms' bounds sum strictly below
-    theta; a "sets" pass when it is expected to read fewer records than the next term."""
+    theta; a "clauses" pass when it is expected to cost less than the next term."""
     from mnemon_langgraph.store.postgres_bm25 import TermStats, next_pass, pass_order
 
     stats = {
@@ -142,27 +142,42 @@ def test_next_pass_reads_rare_terms_first_and_stops_when_the_rest_cannot_reach_t
     # like + common can add 1.2 at most: below a theta of 1.3, nothing unread can count
     assert next_pass(order, 2, bounds, df, n, 1.3).kind == "done"
     # equal is not below (an older record could tie and win): not done. Only records
-    # holding both (expected 3,000 * 5,000 / 10,000 = 1,500 < 3,000) -> one "sets" pass
+    # holding both (expected 3,000 * 5,000 / 10,000 = 1,500 rows, plus 8,000 postings
+    # decoded: 20 row-equivalents; < 3,000) -> one "clauses" pass, exact at once
     tie = next_pass(order, 2, bounds, df, n, 1.2)
-    assert (tie.kind, tie.sets, tie.next_index) == ("sets", (("common", "like"),), 4)
+    assert (tie.kind, tie.clauses, tie.next_index) == ("clauses", ((("like",), ("common",)),), 4)
     # a low theta: each common word alone qualifies (5,000 + 3,000 expected): read "like"
     low = next_pass(order, 2, bounds, df, n, 0.4)
     assert (low.kind, low.terms, low.next_index) == ("any", ("like",), 3)
     assert next_pass(order, 4, bounds, df, n, 0.0).kind == "done"  # every term was read
 
 
-def test_qualifying_sets_are_the_minimal_term_sets_reaching_the_threshold() -> None:
-    """A record must hold one set in full; common words qualify only together."""
-    from mnemon_langgraph.store.postgres_bm25 import MAX_SET_TERMS, qualifying_sets
+def test_qualifying_clauses_cover_every_term_set_that_can_reach_the_threshold() -> None:
+    """Every set of terms whose bounds reach theta satisfies a clause; a set below it needs
+    none (common words qualify only together: a clause holds one and needs another)."""
+    import itertools
+
+    from mnemon_langgraph.store.postgres_bm25 import MAX_CLAUSES, qualifying_clauses
 
     bounds = {"a": 2.0, "b": 2.0, "c": 5.0}
-    assert qualifying_sets(bounds, 3.0) == [["c"], ["a", "b"]]
-    assert qualifying_sets(bounds, 4.0) == [["c"], ["a", "b"]]  # reaching counts
-    assert qualifying_sets(bounds, 4.5) == [["c"]]
-    assert qualifying_sets(bounds, 0.0) == [["c"], ["a"], ["b"]]
-    assert qualifying_sets(bounds, 9.5) == []  # nothing can reach it
-    many = {f"t{i}": 1.0 for i in range(MAX_SET_TERMS + 1)}
-    assert qualifying_sets(many, 3.0) is None  # too many subsets: another any-pass
+    assert qualifying_clauses(bounds, 3.0) == [((), ("c",)), (("a",), ("b",))]
+    assert qualifying_clauses(bounds, 4.0) == [((), ("c",)), (("a",), ("b",))]  # reaching
+    assert qualifying_clauses(bounds, 4.5) == [((), ("c",))]
+    assert qualifying_clauses(bounds, 0.0) == [((), ("c", "a", "b"))]
+    assert qualifying_clauses(bounds, 9.5) == []  # nothing can reach it
+    many = {f"t{i}": 1.0 for i in range(14)}
+    assert qualifying_clauses(many, 3.0) is None  # 78 pairs + any third: another any-pass
+    # exhaustive check on uneven bounds: a record holding `held` satisfies some clause
+    # exactly when its bounds reach theta (or more: clauses may over-cover, never under)
+    uneven = {"w": 3.1, "x": 2.2, "y": 1.3, "z": 0.9, "v": 0.4}
+    for theta in (0.3, 1.0, 2.5, 3.5, 4.4, 6.0, 7.9, 8.0):
+        clauses = qualifying_clauses(uneven, theta)
+        assert clauses is not None and len(clauses) <= MAX_CLAUSES
+        for size in range(1, len(uneven) + 1):
+            for held in itertools.combinations(uneven, size):
+                hit = any(set(h) <= set(held) and set(x) & set(held) for h, x in clauses)
+                if sum(uneven[t] for t in held) >= theta:
+                    assert hit, (theta, held, clauses)
 
 
 def test_term_bound_is_above_every_records_contribution() -> None:
@@ -201,13 +216,15 @@ def _common_word_messages() -> list[Message]:
 
 
 def _spy_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
-    """Record each BM25 statement: ``("any", candidate terms)`` or ``("sets", term sets)``."""
+    """Record each BM25 statement: ``("any", candidate terms)`` or ``("clauses", [(held,
+    any_of), …])``."""
     passes: list[tuple[str, list[Any]]] = []
     real = PostgresStore._bm25_rows
 
     async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
-        sets: list[Any] = [params[f"s{i}"] for i in range(len(params)) if f"%(s{i})s" in sql]
-        passes.append(("sets", sets) if sets else ("any", list(params["cand"])))
+        n = sum(f"%(x{i})s" in sql for i in range(len(params)))
+        clauses = [(tuple(params.get(f"h{i}", ())), tuple(params[f"x{i}"])) for i in range(n)]
+        passes.append(("clauses", clauses) if clauses else ("any", list(params["cand"])))
         return await real(conn, sql, params)
 
     monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
@@ -215,10 +232,11 @@ def _spy_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
 
 
 def _read_alone(plan: list[tuple[str, list[Any]]]) -> set[str]:
-    """The terms whose every record a plan read: "any" terms and one-term sets."""
+    """The terms whose every record a plan read: "any" terms, any-of terms of clauses
+    that hold no other term."""
     out: set[str] = set()
     for kind, terms in plan:
-        out.update(terms if kind == "any" else [s[0] for s in terms if len(s) == 1])
+        out.update(terms if kind == "any" else [t for held, x in terms if not held for t in x])
     return out
 
 
@@ -256,7 +274,7 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
                 pg.bm25_prune = True
                 assert full and pruned == full, (query, k)
         # pruning happened: in these plans some query term's records were never read (a
-        # term of a multi-term set is read only beside the set's other terms)
+        # clause reads a term's records only beside another term's)
         unread = {
             key: {f"{nsid}:{t}" for t in key[0].split()} - _read_alone(plan)
             for key, plan in plans.items()

@@ -1189,17 +1189,33 @@ class PostgresStore(MnemonStore):
                 sql = bm25_sql(n_terms, where)
                 rows = await self._bm25_rows(conn, sql, params | {"cand": list(step.terms)})
             else:
-                sets = [list(s) for s in step.sets]
-                match = " OR ".join(f"r.terms @> %(s{i})s::text[]" for i in range(len(sets)))
-                # Measured: for an OR of @> the planner picks a sequential scan of the
-                # table (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it.
-                await conn.execute("SET LOCAL enable_seqscan = off")
-                sql = bm25_sql(n_terms, where, f"({match})")
-                rows = await self._bm25_rows(
-                    conn, sql, params | {f"s{i}": s for i, s in enumerate(sets)}
-                )
+                rows = await self._clause_pass(conn, n_terms, where, params, step.clauses)
             top = _merge_top(top, rows, k)
             start = step.next_index
+
+    async def _clause_pass(
+        self,
+        conn: Any,
+        n_terms: int,
+        where: str,
+        params: dict[str, Any],
+        clauses: Sequence[tuple[Sequence[str], Sequence[str]]],
+    ) -> list[tuple[int, str, float]]:
+        """Rank the records satisfying one of ``clauses`` (held terms, any-of terms)."""
+        params = dict(params)
+        match = []
+        for i, (held, any_of) in enumerate(clauses):
+            params[f"x{i}"] = list(any_of)
+            cond = f"r.terms && %(x{i})s::text[]"
+            if held:
+                params[f"h{i}"] = list(held)
+                cond = f"(r.terms @> %(h{i})s::text[] AND {cond})"
+            match.append(cond)
+        # Measured: for an OR of @> the planner picks a sequential scan of the table
+        # (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it here.
+        await conn.execute("SET LOCAL enable_seqscan = off")
+        sql = bm25_sql(n_terms, where, "(" + " OR ".join(match) + ")")
+        return await self._bm25_rows(conn, sql, params)
 
     @staticmethod
     async def _bm25_rows(

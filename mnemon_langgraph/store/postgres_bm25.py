@@ -29,10 +29,11 @@ frequencies, so scoring a candidate on the common terms costs no extra read); th
 A record not yet read holds only the remaining terms, so it scores at most the sum of
 their upper bounds (:func:`term_bound`, from ``max_tf`` / ``min_len`` kept in
 ``mnemon_terms``). Once that sum is below ``theta`` the ranking is exact and the common
-terms' records are never read. Before that, when the remaining terms' *qualifying sets*
-(:func:`qualifying_sets`: the term sets a record must hold together to reach ``theta``)
-are expected to hold fewer records than the next term, one last ``"sets"`` pass reads
-the records holding one of those sets in full (GIN intersects their posting lists before
+terms' records are never read. Before that, when the remaining terms' *qualifying
+clauses* (:func:`qualifying_clauses`: the terms a record must hold together to reach
+``theta``) are expected to hold fewer records than the next term, one last
+``"clauses"`` pass reads the records satisfying one of them (GIN intersects the posting
+lists before
 any row is read) and the ranking is exact too. Why not a
 PostgreSQL extension (pg_search, VectorChord-bm25): their scores are not the embedded
 index's, and equality
@@ -41,7 +42,6 @@ with it is a requirement.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -52,18 +52,19 @@ from mnemon_langgraph.search.bm25 import tokenize
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "GIN_POSTINGS_PER_ROW",
     "PASS_STEP",
     "SET_PASS_MIN_POSTINGS",
     "MaxScorePass",
     "TermStats",
     "bm25_sql",
+    "clause_cost",
     "idf",
     "lexical_terms",
     "namespaced",
     "next_pass",
     "pass_order",
-    "qualifying_sets",
-    "set_rows_estimate",
+    "qualifying_clauses",
     "term_bound",
     "term_counts",
 ]
@@ -82,8 +83,7 @@ and 78–99 against 61–68 at 48; on the synthetic topic questions the two were
 (20.3 / 20.0 ms) and MaxScore 16 against 20 ms at 48 (same runs, a loaded machine)."""
 
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
-MAX_SET_TERMS = 10  # qualifying_sets enumerates at most 2**10 subsets
-MAX_SETS = 48  # more OR-ed GIN conditions than this: another "any" pass instead
+MAX_CLAUSES = 64  # more OR-ed GIN conditions than this: another "any" pass instead
 
 
 def idf(n_docs: float, df: float) -> float:
@@ -122,33 +122,45 @@ def _reaches(total: float, threshold: float) -> bool:
     return total * (1 + _SLACK) + 1e-12 >= threshold
 
 
-def qualifying_sets(bounds: dict[str, float], threshold: float) -> list[list[str]] | None:
-    """The minimal sets of query terms whose bounds sum to at least ``threshold``.
+Clause = tuple[tuple[str, ...], tuple[str, ...]]
+"""``(held, any_of)``: the records holding every term of ``held`` and one of ``any_of``
+(``r.terms @> held AND r.terms && any_of``; GIN answers both before any row is read)."""
 
-    A record's score is at most the sum of the bounds of the query terms it holds, so a
-    record that holds none of these sets *in full* scores strictly below ``threshold``
-    and cannot enter the top ``k``. For common words this is far fewer records than those
-    holding any one of them: when each common word's bound is below the threshold, a
-    record needs two or three of them at once, which the GIN index finds by intersecting
-    posting lists (``terms @> ARRAY[a, b]``) before any row is read. ``None`` when the
-    query has too many terms (more than :data:`MAX_SET_TERMS`) or the sets are too many
-    (more than :data:`MAX_SETS`); the plan (:func:`next_pass`) then reads one more term's
-    records and tries again.
+
+def qualifying_clauses(bounds: dict[str, float], threshold: float) -> list[Clause] | None:
+    """Clauses that every record whose bounds can reach ``threshold`` satisfies.
+
+    A record's score is at most the sum of the bounds of the query terms it holds. Take
+    its terms by decreasing bound: some shortest prefix ``s1 … sm`` reaches the threshold,
+    so the record satisfies the clause ``(held = s1 … s(m-1), any_of ∋ sm)``. This
+    enumerates those clauses depth first: at a node ``held`` (bound sum ``total``, next
+    term position ``i``), ``any_of`` is every later term with ``total + bound ≥
+    threshold``; for each other later term that could still reach it together with the
+    terms after it, a child node holds it too. When every single bound is below the
+    threshold (common words at 1M records), each clause needs two or more terms at once,
+    which the GIN index intersects before reading rows: far fewer records than those
+    holding any one of them. ``None`` when there are more than :data:`MAX_CLAUSES`; the
+    plan (:func:`next_pass`) then reads one more term's records and tries again.
     """
     terms = sorted(bounds, key=lambda t: (-bounds[t], t))
-    if len(terms) > MAX_SET_TERMS:
-        return None
-    found: list[frozenset[str]] = []
-    for size in range(1, len(terms) + 1):
-        for combo in itertools.combinations(terms, size):
-            chosen = frozenset(combo)
-            if any(f <= chosen for f in found):
-                continue
-            if _reaches(sum(bounds[t] for t in combo), threshold):
-                found.append(chosen)
-                if len(found) > MAX_SETS:
-                    return None
-    return [sorted(f) for f in found]
+    suffix = [0.0] * (len(terms) + 1)
+    for i in range(len(terms) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + bounds[terms[i]]
+    out: list[Clause] = []
+    stack: list[tuple[tuple[str, ...], float, int]] = [((), 0.0, 0)]
+    while stack:
+        held, total, i = stack.pop()
+        later = terms[i:]
+        any_of = tuple(t for t in later if _reaches(total + bounds[t], threshold))
+        if any_of:
+            out.append((held, any_of))
+            if len(out) > MAX_CLAUSES:
+                return None
+        for j in range(len(terms) - 1, i - 1, -1):  # pushed in reverse: popped in order
+            t = terms[j]
+            if t not in any_of and _reaches(total + bounds[t] + suffix[j + 1], threshold):
+                stack.append(((*held, t), total + bounds[t], j + 1))
+    return out
 
 
 PASS_STEP = 2_000
@@ -161,15 +173,15 @@ terms, whose records are cheap to read, instead of one statement per term."""
 class MaxScorePass:
     """One step of the MaxScore plan (:func:`next_pass`).
 
-    ``kind`` is ``"any"`` (rank the records holding one of ``terms``), ``"sets"`` (rank the
-    records holding every term of one of ``sets``: the last pass) or ``"done"`` (the
+    ``kind`` is ``"any"`` (rank the records holding one of ``terms``), ``"clauses"`` (rank
+    the records satisfying one of ``clauses``: the last pass) or ``"done"`` (the
     ranking found so far is exact). ``next_index`` is where the following pass starts in
     :func:`pass_order`'s list.
     """
 
     kind: str
     terms: tuple[str, ...] = ()
-    sets: tuple[tuple[str, ...], ...] = ()
+    clauses: tuple[Clause, ...] = ()
     next_index: int = 0
 
 
@@ -183,12 +195,28 @@ def pass_order(stats: dict[str, TermStats]) -> list[str]:
     return sorted((t for t, s in stats.items() if s.df > 0), key=lambda t: (stats[t].df, t))
 
 
-def set_rows_estimate(sets: Sequence[Sequence[str]], df: dict[str, int], n_docs: int) -> float:
-    """Records a ``"sets"`` pass is expected to read: per set, ``N · Π df/N`` (terms taken
-    as independent), summed over the sets. Only a cost guess to choose between passes;
-    exactness never depends on it."""
+GIN_POSTINGS_PER_ROW = 400
+"""How many postings a GIN scan decodes in the time one candidate row is read and scored.
+Measured at 1M records (``_notes``: EXPLAIN ANALYZE of clause passes, 2 loaded cores):
+~65 ns per posting a clause's GIN scan reads, ~25 µs per row an ``"any"`` pass reads and
+scores. Each clause is its own GIN scan, so a term in 60 clauses has its posting list
+decoded 60 times: a 60-clause pass reading 1,804 rows took 0.9 s, all of it in the GIN
+``BitmapOr``."""
+
+
+def clause_cost(clauses: Sequence[Clause], df: dict[str, int], n_docs: int) -> float:
+    """What a ``"clauses"`` pass is expected to cost, in rows read and scored: the records
+    it should match (per clause ``N · Π df/N`` over ``held`` times the share holding one of
+    ``any_of``; terms taken as independent) plus the postings its GIN scans decode (every
+    term's ``df`` once per clause naming it) over :data:`GIN_POSTINGS_PER_ROW`. Only a
+    cost guess to choose between passes; exactness never depends on it."""
     n = max(1, n_docs)
-    return sum(n * math.prod(df[t] / n for t in s) for s in sets)
+    rows = sum(
+        n * math.prod(df[t] / n for t in held) * min(1.0, sum(df[t] for t in any_of) / n)
+        for held, any_of in clauses
+    )
+    postings = sum(df[t] for held, any_of in clauses for t in (*held, *any_of))
+    return rows + postings / GIN_POSTINGS_PER_ROW
 
 
 def next_pass(
@@ -206,7 +234,7 @@ def next_pass(
     records were found: then every record holding a query term may count). A record not
     read holds only terms of ``order[start:]`` and scores at most the sum of their bounds,
     so the plan is ``"done"`` once that sum is strictly below ``theta``. Otherwise a
-    ``"sets"`` pass (exact at once) when its expected rows (:func:`set_rows_estimate`) are
+    ``"clauses"`` pass (exact at once) when its expected cost (:func:`clause_cost`) is
     no more than the next term's ``df``; else an ``"any"`` pass over the next rarest
     terms (at least one; more while their ``df`` sum stays within ``step``).
     """
@@ -216,9 +244,9 @@ def next_pass(
     if theta > 0:
         if not _reaches(sum(bounds[t] for t in rest), theta):
             return MaxScorePass("done", next_index=start)
-        sets = qualifying_sets({t: bounds[t] for t in rest}, theta)
-        if sets is not None and set_rows_estimate(sets, df, n_docs) <= df[rest[0]]:
-            return MaxScorePass("sets", sets=tuple(tuple(s) for s in sets), next_index=len(order))
+        clauses = qualifying_clauses({t: bounds[t] for t in rest}, theta)
+        if clauses is not None and clause_cost(clauses, df, n_docs) <= df[rest[0]]:
+            return MaxScorePass("clauses", clauses=tuple(clauses), next_index=len(order))
     batch, total = [rest[0]], df[rest[0]]
     for term in rest[1:]:
         if total + df[term] > step:
@@ -255,7 +283,7 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
     InitPlan). ``match`` selects the candidate rows: by default those holding a term of
     ``%(cand)s`` (all query terms, or the rare terms of a MaxScore ``"any"`` pass,
     :func:`next_pass`), or an ``OR`` of ``r.terms @> …`` conditions
-    (:func:`qualifying_sets`); every query term is scored on each candidate either way.
+    (:func:`qualifying_clauses`); every query term is scored on each candidate either way.
 
     Each candidate row costs one ``array_position`` per query term and one length norm,
     computed in a ``LATERAL`` subselect; both subselects end in ``OFFSET 0``, which keeps

@@ -74,13 +74,11 @@ BM25_B = 0.75
 SET_PASS_MIN_POSTINGS = 10_000
 """Below this many postings (sum of the query terms' ``df``) the store runs the plain full
 query, without MaxScore passes. Measured (``bench backend``, common-word queries): with ~4k
-postings (10k records) the full query took 55 ms p50 and the term-set pass 84 ms (its GIN
+postings (10k records) the full query took 55 ms p50 and a term-set pass 84 ms (its GIN
 ``BitmapOr`` costs more than it saves); with ~17k (52k records) 460–550 ms against 134–154.
-The first pass is skipped there too: on 10k records of real passages (held-out passages as
-queries, ``bench backend --corpus``) it proved its ranking exact for 1–2 of 40 queries, so
-MaxScore took 65–73 ms p50 against 40–50 for the full query at the search's depth (100),
-and 78–99 against 61–68 at 48; on the synthetic topic questions the two were equal at 100
-(20.3 / 20.0 ms) and MaxScore 16 against 20 ms at 48 (same runs, a loaded machine)."""
+The term-at-a-time passes (:func:`next_pass`) do not pay there either: forced on 10k
+records of real passages (held-out passages as queries, depth 100, loaded machine) they
+took 28.1 ms p50 against 24.8 for the full query on common-word queries, same top 100."""
 
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
 MAX_CLAUSES = 64  # more OR-ed GIN conditions than this: another "any" pass instead
@@ -197,7 +195,7 @@ def pass_order(stats: dict[str, TermStats]) -> list[str]:
 
 GIN_POSTINGS_PER_ROW = 400
 """How many postings a GIN scan decodes in the time one candidate row is read and scored.
-Measured at 1M records (``_notes``: EXPLAIN ANALYZE of clause passes, 2 loaded cores):
+Measured at 1M records (EXPLAIN ANALYZE of clause passes, 2 loaded cores):
 ~65 ns per posting a clause's GIN scan reads, ~25 µs per row an ``"any"`` pass reads and
 scores. Each clause is its own GIN scan, so a term in 60 clauses has its posting list
 decoded 60 times: a 60-clause pass reading 1,804 rows took 0.9 s, all of it in the GIN

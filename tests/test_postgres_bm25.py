@@ -151,6 +151,19 @@ def test_next_pass_reads_rare_terms_first_and_stops_when_the_rest_cannot_reach_t
     assert (low.kind, low.terms, low.next_index) == ("any", ("like",), 3)
     assert next_pass(order, 4, bounds, df, n, 0.0).kind == "done"  # every term was read
 
+    # no theta yet and the next term is common: a seeding clause pass first (records
+    # holding the two strongest terms together), which leaves the position where it is
+    common = {"a": TermStats(5_000, 1.0, 5), "b": TermStats(6_000, 1.0, 5)}
+    common["c"] = TermStats(7_000, 1.0, 5)
+    cb, cdf, corder = (
+        {"a": 2.0, "b": 1.9, "c": 1.8},
+        {t: common[t].df for t in common},
+        ["a", "b", "c"],
+    )
+    seeded = next_pass(corder, 0, cb, cdf, 100_000, 0.0, seed=True)
+    assert (seeded.kind, seeded.clauses, seeded.next_index) == ("clauses", ((("a",), ("b",)),), 0)
+    assert next_pass(corder, 0, cb, cdf, 100_000, 0.0).kind == "any"  # not asked: no seed
+
 
 def test_qualifying_clauses_cover_every_term_set_that_can_reach_the_threshold() -> None:
     """Every set of terms whose bounds reach theta satisfies a clause; a set below it needs
@@ -322,7 +335,7 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
         assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
         rarest_first = [f"{nsid}:{t}" for t in ("note3", "gamma", "alpha")]
         assert passes == [("any", rarest_first)]  # 407 postings: one pass of PASS_STEP
-        pg.bm25_pass_step = 0
+        pg.bm25_pass_step, pg.bm25_seed = 0, False  # one term per pass, no seeding pass
         passes.clear()
         assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
         assert passes[0] == ("any", rarest_first[:1]) and len(passes) > 1

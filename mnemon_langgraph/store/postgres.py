@@ -313,6 +313,7 @@ class PostgresStore(MnemonStore):
         self.half_scan = True  # exact search via mnemon_halfvecs; the bench compares both
         self.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
         self.bm25_pass_step = PASS_STEP
+        self.bm25_seed = True  # a seeding clause pass before a common word's records
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -1179,10 +1180,13 @@ class PostgresStore(MnemonStore):
         bounds = {t: term_bound(n_docs, avgdl, stats[t]) for t in order}
         df = {t: stats[t].df for t in order}
         top: list[tuple[int, str, float]] = []
-        start = 0
+        start, seed = 0, self.bm25_seed
         while True:
             theta = top[-1][2] if len(top) >= k else 0.0
-            step = next_pass(order, start, bounds, df, n_docs, theta, self.bm25_pass_step)
+            step = next_pass(
+                order, start, bounds, df, n_docs, theta, self.bm25_pass_step, seed=seed
+            )
+            seed = seed and step.next_index != start  # one seeding pass at most
             if step.kind == "done":
                 return top
             if step.kind == "any":

@@ -217,6 +217,28 @@ def clause_cost(clauses: Sequence[Clause], df: dict[str, int], n_docs: int) -> f
     return rows + postings / GIN_POSTINGS_PER_ROW
 
 
+def _seed_pass(
+    rest: Sequence[str], bounds: dict[str, float], df: dict[str, int], n_docs: int, start: int
+) -> MaxScorePass | None:
+    """A pass that finds a first ``theta`` without reading a common word's records.
+
+    While fewer than ``k`` records are known, the next ``"any"`` pass must read every
+    record of the next term, a common word's tens of thousands at 1M records. The records
+    holding the two strongest terms' worth of bound together (clauses at the threshold of
+    the two largest bounds: two or more words at once, GIN-intersected) are few and score
+    high, so when they are expected to cost under half that pass, they are read first; if
+    ``k`` of them exist their ``k``-th score is a ``theta`` (every one is a real record).
+    The pass reads no term's records in full, so the plan's position does not move.
+    """
+    if len(rest) < 3:
+        return None
+    top = sorted((bounds[t] for t in rest), reverse=True)
+    clauses = qualifying_clauses({t: bounds[t] for t in rest}, top[0] + top[1])
+    if not clauses or clause_cost(clauses, df, n_docs) > df[rest[0]] / 2:
+        return None
+    return MaxScorePass("clauses", clauses=tuple(clauses), next_index=start)
+
+
 def next_pass(
     order: Sequence[str],
     start: int,
@@ -225,6 +247,8 @@ def next_pass(
     n_docs: int,
     theta: float,
     step: int = PASS_STEP,
+    *,
+    seed: bool = False,
 ) -> MaxScorePass:
     """The next pass after the records holding ``order[:start]`` were read and scored.
 
@@ -234,7 +258,10 @@ def next_pass(
     so the plan is ``"done"`` once that sum is strictly below ``theta``. Otherwise a
     ``"clauses"`` pass (exact at once) when its expected cost (:func:`clause_cost`) is
     no more than the next term's ``df``; else an ``"any"`` pass over the next rarest
-    terms (at least one; more while their ``df`` sum stays within ``step``).
+    terms (at least one; more while their ``df`` sum stays within ``step``). With
+    ``seed``, no ``theta`` yet and a next term with more than ``step`` records, first a
+    seeding clause pass (:func:`_seed_pass`) that leaves ``start`` where it is (the caller
+    asks for it once).
     """
     rest = list(order[start:])
     if not rest:
@@ -245,6 +272,8 @@ def next_pass(
         clauses = qualifying_clauses({t: bounds[t] for t in rest}, theta)
         if clauses is not None and clause_cost(clauses, df, n_docs) <= df[rest[0]]:
             return MaxScorePass("clauses", clauses=tuple(clauses), next_index=len(order))
+    elif seed and df[rest[0]] > step and (seeding := _seed_pass(rest, bounds, df, n_docs, start)):
+        return seeding
     batch, total = [rest[0]], df[rest[0]]
     for term in rest[1:]:
         if total + df[term] > step:

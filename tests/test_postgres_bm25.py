@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.sources import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
+from mnemon_langgraph.store.postgres_bm25 import PASS_STEP, SET_PASS_MIN_POSTINGS
 from mnemon_langgraph.types import Message
 
 TOP = 48
@@ -68,6 +70,10 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
                 ids = index.bm25.ids_for(seqs.tolist())
                 expected = list(zip(ids, scores.tolist(), strict=True))
                 got = pg.lexical_ranking(query, namespace=ns, k=TOP)
+                # the MaxScore passes (by default only above 10,000 postings) rank the same
+                pg.bm25_set_pass_min, pg.bm25_pass_step = 0, 0
+                assert pg.lexical_ranking(query, namespace=ns, k=TOP) == got, query
+                pg.bm25_set_pass_min, pg.bm25_pass_step = SET_PASS_MIN_POSTINGS, PASS_STEP
                 for (eid, es), (gid, gs) in zip(expected, got, strict=False):
                     if eid == gid:
                         assert gs == pytest.approx(es, rel=REL), (query, eid)
@@ -112,29 +118,79 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
     assert compared == 80
 
 
-def test_essential_terms_keep_every_term_that_could_reach_the_threshold() -> None:
-    """MaxScore's cut: the smallest bounds, summed strictly below the threshold, go."""
-    from mnemon_langgraph.store.postgres_bm25 import essential_terms
+def test_next_pass_reads_rare_terms_first_and_stops_when_the_rest_cannot_reach_theta() -> None:
+    """The plan: rarest first; "done" once the unread terms' bounds sum strictly below
+    theta; a "clauses" pass when it is expected to cost less than the next term."""
+    from mnemon_langgraph.store.postgres_bm25 import TermStats, next_pass, pass_order
 
-    bounds = {"common": 0.5, "like": 0.7, "rare": 4.0, "rarer": 6.0}
-    assert essential_terms(bounds, 1.3) == ["rare", "rarer"]  # 0.5 + 0.7 < 1.3
-    assert essential_terms(bounds, 1.2) == ["like", "rare", "rarer"]  # equal is not below
-    assert essential_terms(bounds, 0.0) == sorted(bounds)  # fewer than k hits: no pruning
-    assert essential_terms(bounds, 100.0) == []
+    stats = {
+        "rarer": TermStats(10, 1.0, 5),
+        "rare": TermStats(40, 1.0, 5),
+        "like": TermStats(3_000, 1.0, 5),
+        "common": TermStats(5_000, 1.0, 5),
+        "absent": TermStats(0, 1.0, 5),
+    }
+    order = pass_order(stats)
+    assert order == ["rarer", "rare", "like", "common"]  # rarest first, no absent term
+    df = {t: stats[t].df for t in order}
+    bounds = {"rarer": 6.0, "rare": 4.0, "like": 0.7, "common": 0.5}
+    n = 10_000
+    # nothing found yet (theta 0): every term's records may count; rare terms batch up
+    first = next_pass(order, 0, bounds, df, n, 0.0, step=100)
+    assert (first.kind, first.terms, first.next_index) == ("any", ("rarer", "rare"), 2)
+    assert next_pass(order, 0, bounds, df, n, 0.0, step=0).terms == ("rarer",)  # >= 1 term
+    # like + common can add 1.2 at most: below a theta of 1.3, nothing unread can count
+    assert next_pass(order, 2, bounds, df, n, 1.3).kind == "done"
+    # equal is not below (an older record could tie and win): not done. Only records
+    # holding both (expected 3,000 * 5,000 / 10,000 = 1,500 rows, plus 8,000 postings
+    # decoded: 20 row-equivalents; < 3,000) -> one "clauses" pass, exact at once
+    tie = next_pass(order, 2, bounds, df, n, 1.2)
+    assert (tie.kind, tie.clauses, tie.next_index) == ("clauses", ((("like",), ("common",)),), 4)
+    # a low theta: each common word alone qualifies (5,000 + 3,000 expected): read "like"
+    low = next_pass(order, 2, bounds, df, n, 0.4)
+    assert (low.kind, low.terms, low.next_index) == ("any", ("like",), 3)
+    assert next_pass(order, 4, bounds, df, n, 0.0).kind == "done"  # every term was read
+
+    # no theta yet and the next term is common: a seeding clause pass first (records
+    # holding the two strongest terms together), which leaves the position where it is
+    common = {"a": TermStats(5_000, 1.0, 5), "b": TermStats(6_000, 1.0, 5)}
+    common["c"] = TermStats(7_000, 1.0, 5)
+    cb, cdf, corder = (
+        {"a": 2.0, "b": 1.9, "c": 1.8},
+        {t: common[t].df for t in common},
+        ["a", "b", "c"],
+    )
+    seeded = next_pass(corder, 0, cb, cdf, 100_000, 0.0, seed=True)
+    assert (seeded.kind, seeded.clauses, seeded.next_index) == ("clauses", ((("a",), ("b",)),), 0)
+    assert next_pass(corder, 0, cb, cdf, 100_000, 0.0).kind == "any"  # not asked: no seed
 
 
-def test_qualifying_sets_are_the_minimal_term_sets_reaching_the_threshold() -> None:
-    """A record must hold one set in full; common words qualify only together."""
-    from mnemon_langgraph.store.postgres_bm25 import MAX_SET_TERMS, qualifying_sets
+def test_qualifying_clauses_cover_every_term_set_that_can_reach_the_threshold() -> None:
+    """Every set of terms whose bounds reach theta satisfies a clause; a set below it needs
+    none (common words qualify only together: a clause holds one and needs another)."""
+    import itertools
+
+    from mnemon_langgraph.store.postgres_bm25 import MAX_CLAUSES, qualifying_clauses
 
     bounds = {"a": 2.0, "b": 2.0, "c": 5.0}
-    assert qualifying_sets(bounds, 3.0) == [["c"], ["a", "b"]]
-    assert qualifying_sets(bounds, 4.0) == [["c"], ["a", "b"]]  # reaching counts
-    assert qualifying_sets(bounds, 4.5) == [["c"]]
-    assert qualifying_sets(bounds, 0.0) == [["c"], ["a"], ["b"]]
-    assert qualifying_sets(bounds, 9.5) == []  # nothing can reach it
-    many = {f"t{i}": 1.0 for i in range(MAX_SET_TERMS + 1)}
-    assert qualifying_sets(many, 3.0) is None  # too many subsets: essential terms instead
+    assert qualifying_clauses(bounds, 3.0) == [((), ("c",)), (("a",), ("b",))]
+    assert qualifying_clauses(bounds, 4.0) == [((), ("c",)), (("a",), ("b",))]  # reaching
+    assert qualifying_clauses(bounds, 4.5) == [((), ("c",))]
+    assert qualifying_clauses(bounds, 0.0) == [((), ("c", "a", "b"))]
+    assert qualifying_clauses(bounds, 9.5) == []  # nothing can reach it
+    many = {f"t{i}": 1.0 for i in range(14)}
+    assert qualifying_clauses(many, 3.0) is None  # 78 pairs + any third: another any-pass
+    # exhaustive check on uneven bounds: a record holding `held` satisfies some clause
+    # exactly when its bounds reach theta (or more: clauses may over-cover, never under)
+    uneven = {"w": 3.1, "x": 2.2, "y": 1.3, "z": 0.9, "v": 0.4}
+    for theta in (0.3, 1.0, 2.5, 3.5, 4.4, 6.0, 7.9, 8.0):
+        clauses = qualifying_clauses(uneven, theta)
+        assert clauses is not None and len(clauses) <= MAX_CLAUSES
+        for size in range(1, len(uneven) + 1):
+            for held in itertools.combinations(uneven, size):
+                hit = any(set(h) <= set(held) and set(x) & set(held) for h, x in clauses)
+                if sum(uneven[t] for t in held) >= theta:
+                    assert hit, (theta, held, clauses)
 
 
 def test_term_bound_is_above_every_records_contribution() -> None:
@@ -172,64 +228,84 @@ def _common_word_messages() -> list[Message]:
     return out
 
 
+def _spy_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
+    """Record each BM25 statement: ``("any", candidate terms)`` or ``("clauses", [(held,
+    any_of), …])``."""
+    passes: list[tuple[str, list[Any]]] = []
+    real = PostgresStore._bm25_rows
+
+    async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
+        n = sum(f"%(x{i})s" in sql for i in range(len(params)))
+        clauses = [(tuple(params.get(f"h{i}", ())), tuple(params[f"x{i}"])) for i in range(n)]
+        passes.append(("clauses", clauses) if clauses else ("any", list(params["cand"])))
+        return await real(conn, sql, params)
+
+    monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
+    return passes
+
+
+def _read_alone(plan: list[tuple[str, list[Any]]]) -> set[str]:
+    """The terms whose every record a plan read: "any" terms, any-of terms of clauses
+    that hold no other term."""
+    out: set[str] = set()
+    for kind, terms in plan:
+        out.update(terms if kind == "any" else [t for held, x in terms if not held for t in x])
+    return out
+
+
+QUERIES = [
+    "alpha beta note3",  # note3's records prove the ranking: alpha's and beta's never read
+    "alpha gamma note3",  # gamma can beat note3's records: its records are read too
+    "gamma note7",
+    "beta note11 note12",
+    "alpha beta",
+    "gamma",
+]
+
+
 def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pruned == unpruned top k on every query; both passes act; naive pruning would fail."""
+    """Pruned == unpruned top k on every query, on plans that skip common words' records;
+    with a broken bound (the negative control) the same comparison fails."""
     from mnemon_langgraph.store import postgres as pg_module
-    from mnemon_langgraph.store.postgres_bm25 import SET_PASS_MIN_POSTINGS
 
-    queries = [
-        "alpha beta note3",  # the bound proves the first pass (note3's records) exact
-        "alpha gamma note3",  # gamma can beat note3's records: a second pass adds it
-        "gamma note7",
-        "beta note11 note12",
-        "alpha beta",
-        "gamma",
-    ]
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
-        pg.bm25_set_pass_min = 0  # 400 records: the term-set pass only runs when told to
-        passes: list[object] = []  # per SQL pass: the candidate terms, or the term sets
-        real = PostgresStore._bm25_rows
-
-        async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
-            sets = [params[f"s{i}"] for i in range(len(params)) if f"%(s{i})s" in sql]
-            passes.append(("sets", sets) if sets else ("any", params["cand"]))
-            return await real(conn, sql, params)
-
-        monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
-        seen: dict[tuple[str, int], list[object]] = {}
-        for query in queries:
+        nsid = _nsid(pg, ("t",))
+        pg.bm25_set_pass_min = 0  # 400 records: MaxScore passes only run when told to
+        pg.bm25_pass_step = 0  # one term per "any" pass, so that each pass shows
+        passes = _spy_passes(monkeypatch)
+        plans: dict[tuple[str, int], list[tuple[str, list[Any]]]] = {}
+        for query in QUERIES:
             for k in (3, 5, 10, 48):
                 passes.clear()
                 pruned = pg.lexical_ranking(query, namespace=("t",), k=k)
-                seen[query, k] = list(passes)
+                plans[query, k] = list(passes)
                 pg.bm25_prune = False
                 full = pg.lexical_ranking(query, namespace=("t",), k=k)
                 pg.bm25_prune = True
                 assert full and pruned == full, (query, k)
-                if (query, k) == ("alpha gamma note3", 3):
-                    pruned_3 = pruned
-        n3, gamma = ["1:note3"], ["1:gamma"]
-        assert seen["alpha beta note3", 3] == [("any", n3)]  # one pass, over note3's records
-        # gamma alone can beat note3's records; alpha (in 350 of 400) only beside note3:
-        # the second pass ranks the records holding gamma, or alpha and note3 together
-        assert seen["alpha gamma note3", 3] == [("any", n3), ("sets", [gamma, ["1:alpha", *n3]])]
-        # by default a query this small (few postings) gets the full query, in one pass
-        pg.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
-        passes.clear()
-        assert pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=3) == pruned_3
-        assert passes == [("any", ["1:alpha", "1:gamma", *n3])]
-        # negative control: skipping the other terms without the bound check drops true
-        # top-k records (gamma's), and the comparison above would have caught it
-        full = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
-        note3 = {f"m{i}" for i in range(0, 400, 4) if (i // 4) % 15 == 3}
-        assert len(note3) >= 5 and not {rid for rid, _ in full} <= note3
-        pg.bm25_set_pass_min = 0  # the passes again, now with a broken exactness check
-        monkeypatch.setattr(pg_module, "qualifying_sets", lambda bounds, threshold: [])
-        naive = pg.lexical_ranking("alpha gamma note3", namespace=("t",), k=5)
-        assert len(naive) == 5 and naive != full
+        # pruning happened: in these plans some query term's records were never read (a
+        # clause reads a term's records only beside another term's)
+        unread = {
+            key: {f"{nsid}:{t}" for t in key[0].split()} - _read_alone(plan)
+            for key, plan in plans.items()
+        }
+        assert sum(bool(u) for u in unread.values()) >= 8, unread
+        n3 = [f"{nsid}:note3"]
+        assert plans["alpha beta note3", 3] == [("any", n3)]  # one pass: note3's records
+        # negative control: bounds that are not upper bounds stop the plan after the
+        # first pass, and the comparison above catches the records it misses
+        monkeypatch.setattr(pg_module, "term_bound", lambda n, avgdl, stats: 0.0)
+        wrong = 0
+        for query in QUERIES:
+            pruned = pg.lexical_ranking(query, namespace=("t",), k=5)
+            pg.bm25_prune = False
+            full = pg.lexical_ranking(query, namespace=("t",), k=5)
+            pg.bm25_prune = True
+            wrong += pruned != full
+        assert wrong >= 2
 
 
 def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
@@ -239,48 +315,30 @@ def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
     return int(rows[0][0])
 
 
-def test_first_pass_is_skipped_when_its_records_cannot_fill_k() -> None:
-    """A first pass over fewer than ``k`` records can prove nothing: the full query runs."""
-    from mnemon_langgraph.store.postgres_bm25 import TermStats, first_pass_terms
-
-    stats = {"rare": TermStats(30, 2.0, 3), "rarer": TermStats(15, 1.0, 4)}
-    stats["common"] = TermStats(5_000, 3.0, 2)
-    assert first_pass_terms(10_000, stats, 45) == ["rare", "rarer"]  # 45 postings: enough
-    assert first_pass_terms(10_000, stats, 46) is None  # 45 < 46: the pass would be short
-    assert first_pass_terms(10_000, stats) == ["rare", "rarer"]  # no k: no such check
-
-
-def test_lexical_ranking_runs_one_statement_when_no_first_pass_can_help(
+def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The 10k-record anomaly: at the hybrid search's depth (100) most first passes were
-    short, or (real passages) rarely exact while the full query was cheap, so MaxScore ran
-    two BM25 statements where the full query alone answers."""
+    """Few postings (fewer than ``bm25_set_pass_min``, by default 10,000): the full query at
+    once, without a transaction or passes; above it, the MaxScore passes."""
+    from mnemon_langgraph.store.postgres_bm25 import SET_PASS_MIN_POSTINGS
+
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
-        pg.bm25_set_pass_min = 0  # 400 records: MaxScore passes only run when told to
-        calls: list[list[str]] = []
-        real = PostgresStore._bm25_rows
-
-        async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
-            calls.append(params["cand"])
-            return await real(conn, sql, params)
-
-        monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
+        passes = _spy_passes(monkeypatch)
         nsid = _nsid(pg, ("one",))
         everything = [f"{nsid}:{t}" for t in ("alpha", "gamma", "note3")]
-        # note3 is in 7 records: a first pass could not fill 10, so one full statement
-        ranked = pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=10)
-        assert len(ranked) == 10 and calls == [everything]
-        # control: with k = 3 the first pass (note3's records) runs first
-        calls.clear()
-        pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
-        assert calls[0] == [f"{nsid}:note3"] and len(calls) == 2
-        # fewer postings than bm25_set_pass_min (by default 10,000): the full query at once
-        pg.bm25_set_pass_min = 10_000
-        calls.clear()
-        pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
-        assert calls == [everything]
+        assert pg.bm25_set_pass_min == SET_PASS_MIN_POSTINGS
+        ranked = pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
+        assert len(ranked) == 3 and passes == [("any", everything)]
+        pg.bm25_set_pass_min = 0
+        passes.clear()
+        assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
+        rarest_first = [f"{nsid}:{t}" for t in ("note3", "gamma", "alpha")]
+        assert passes == [("any", rarest_first)]  # 407 postings: one pass of PASS_STEP
+        pg.bm25_pass_step, pg.bm25_seed = 0, False  # one term per pass, no seeding pass
+        passes.clear()
+        assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
+        assert passes[0] == ("any", rarest_first[:1]) and len(passes) > 1
 
 
 def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:

@@ -53,13 +53,13 @@ from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
+    PASS_STEP,
     SET_PASS_MIN_POSTINGS,
     TermStats,
     bm25_sql,
-    essential_terms,
-    first_pass_terms,
     namespaced,
-    qualifying_sets,
+    next_pass,
+    pass_order,
     term_bound,
     term_counts,
 )
@@ -147,6 +147,17 @@ def _row_to_record(row: Sequence[Any], ns: Namespace) -> Record:
         seq=seq,
         roles=tuple(roles),
     )
+
+
+def _merge_top(
+    top: list[tuple[int, str, float]], rows: list[tuple[int, str, float]], k: int
+) -> list[tuple[int, str, float]]:
+    """The best ``k`` of two rankings of ``(seq, id, score)`` (a record in both counts once:
+    the same snapshot gives it the same score), by score and then older first."""
+    merged = {row[0]: row for row in top}
+    for row in rows:
+        merged.setdefault(row[0], row)
+    return sorted(merged.values(), key=lambda r: (-r[2], r[0]))[:k]
 
 
 def _filter_sql(filters: SearchFilters | None, params: dict[str, Any]) -> str:
@@ -302,6 +313,8 @@ class PostgresStore(MnemonStore):
         self.bm25_prune = True  # the bench turns it off to measure what pruning saves
         self.half_scan = True  # exact search via mnemon_halfvecs; the bench compares both
         self.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
+        self.bm25_pass_step = PASS_STEP
+        self.bm25_seed = True  # a seeding clause pass before a common word's records
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -1146,11 +1159,11 @@ class PostgresStore(MnemonStore):
     ) -> list[tuple[int, str, float]]:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
-        With :attr:`bm25_prune` (MaxScore, see :mod:`.postgres_bm25`): a first pass over
-        the records holding a rare query term, then, unless the per-term bounds prove it
-        exact, a second over the records holding a qualifying set of terms. Statistics, bounds and
-        passes read one snapshot (``REPEATABLE READ``), so concurrent writers cannot make
-        the bounds disagree with the scores.
+        With :attr:`bm25_prune`: term-at-a-time MaxScore passes (:meth:`_maxscore`), unless
+        the query's postings are fewer than :attr:`bm25_set_pass_min` (the one full query
+        is cheaper there). Statistics, bounds and passes read one snapshot
+        (``REPEATABLE READ``), so concurrent writers cannot make the bounds disagree with
+        the scores.
         """
         terms = sorted({f"{nsid}:{t}" for t in _terms(query)})
         if not terms or k <= 0:
@@ -1158,41 +1171,78 @@ class PostgresStore(MnemonStore):
         params: dict[str, Any] = {"terms": terms, "cand": terms, "nsid": nsid, "k": int(k)}
         params.update({f"t{i}": t for i, t in enumerate(terms)})
         where = _filter_sql(filters, params)
-        sql = bm25_sql(len(terms), where)
         if not self.bm25_prune:
-            return await self._bm25_rows(conn, sql, params)
+            return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         # Decide on the autocommit connection first: when the full query is cheap (few
-        # postings) or no first pass can help (see first_pass_terms), the one full query
-        # needs no transaction (BEGIN / SET / COMMIT: ~3 ms of a ~7 ms query at 10k).
-        n_docs, _, stats = await self._term_stats(conn, nsid, terms)
-        few = sum(s.df for s in stats.values()) < self.bm25_set_pass_min
-        if few or first_pass_terms(n_docs, stats, k) is None:
-            return await self._bm25_rows(conn, sql, params)
+        # postings) it needs no transaction (BEGIN / SET / COMMIT: ~3 ms of ~7 at 10k).
+        _, _, stats = await self._term_stats(conn, nsid, terms)
+        if sum(s.df for s in stats.values()) < self.bm25_set_pass_min:
+            return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             n_docs, avgdl, stats = await self._term_stats(conn, nsid, terms)  # tx snapshot
-            first = first_pass_terms(n_docs, stats, k)
-            if first is None:
-                return await self._bm25_rows(conn, sql, params)
-            rows = await self._bm25_rows(conn, sql, params | {"cand": first})
-            if len(rows) < k:  # no threshold: every record holding a query term may count
-                return await self._bm25_rows(conn, sql, params)
-            threshold = rows[-1][2]
-            bounds = {t: term_bound(n_docs, avgdl, s) for t, s in stats.items() if s.df > 0}
-            sets = qualifying_sets(bounds, threshold)
-            if sets is not None and all(set(s) & set(first) for s in sets):
-                return rows  # every record that can reach the threshold held a first-pass term
-            if sum(s.df for s in stats.values()) < self.bm25_set_pass_min:
-                return await self._bm25_rows(conn, sql, params)  # full query is cheap here
-            if sets is None:
-                needed = essential_terms(bounds, threshold)
-                return await self._bm25_rows(conn, sql, params | {"cand": needed})
-            match = " OR ".join(f"r.terms @> %(s{i})s::text[]" for i in range(len(sets)))
-            params.update({f"s{i}": s for i, s in enumerate(sets)})
-            # Measured: for an OR of @> the planner picks a sequential scan of the table
-            # (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it here.
-            await conn.execute("SET LOCAL enable_seqscan = off")
-            return await self._bm25_rows(conn, bm25_sql(len(terms), where, f"({match})"), params)
+            return await self._maxscore(conn, (n_docs, avgdl, stats), where, params)
+
+    async def _maxscore(
+        self,
+        conn: Any,
+        corpus: tuple[int, float, dict[str, TermStats]],
+        where: str,
+        params: dict[str, Any],
+    ) -> list[tuple[int, str, float]]:
+        """Run :func:`~.postgres_bm25.next_pass`'s plan: rarest terms first, each pass
+        scoring every query term on its records, until the bounds prove the top ``k``.
+
+        Each pass returns its own top ``k``; the top ``k`` of their union is the top ``k``
+        of every record read, and the plan stops only when no record left unread can
+        reach its ``k``-th score (ties by ``seq``, as one query would break them).
+        """
+        n_docs, avgdl, stats = corpus
+        k, n_terms = int(params["k"]), len(params["terms"])
+        order = pass_order(stats)
+        bounds = {t: term_bound(n_docs, avgdl, stats[t]) for t in order}
+        df = {t: stats[t].df for t in order}
+        top: list[tuple[int, str, float]] = []
+        start, seed = 0, self.bm25_seed
+        while True:
+            theta = top[-1][2] if len(top) >= k else 0.0
+            step = next_pass(
+                order, start, bounds, df, n_docs, theta, self.bm25_pass_step, seed=seed
+            )
+            seed = seed and step.next_index != start  # one seeding pass at most
+            if step.kind == "done":
+                return top
+            if step.kind == "any":
+                sql = bm25_sql(n_terms, where)
+                rows = await self._bm25_rows(conn, sql, params | {"cand": list(step.terms)})
+            else:
+                rows = await self._clause_pass(conn, n_terms, where, params, step.clauses)
+            top = _merge_top(top, rows, k)
+            start = step.next_index
+
+    async def _clause_pass(
+        self,
+        conn: Any,
+        n_terms: int,
+        where: str,
+        params: dict[str, Any],
+        clauses: Sequence[tuple[Sequence[str], Sequence[str]]],
+    ) -> list[tuple[int, str, float]]:
+        """Rank the records satisfying one of ``clauses`` (held terms, any-of terms)."""
+        params = dict(params)
+        match = []
+        for i, (held, any_of) in enumerate(clauses):
+            params[f"x{i}"] = list(any_of)
+            cond = f"r.terms && %(x{i})s::text[]"
+            if held:
+                params[f"h{i}"] = list(held)
+                cond = f"(r.terms @> %(h{i})s::text[] AND {cond})"
+            match.append(cond)
+        # Measured: for an OR of @> the planner picks a sequential scan of the table
+        # (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it here.
+        await conn.execute("SET LOCAL enable_seqscan = off")
+        sql = bm25_sql(n_terms, where, "(" + " OR ".join(match) + ")")
+        return await self._bm25_rows(conn, sql, params)
 
     @staticmethod
     async def _bm25_rows(

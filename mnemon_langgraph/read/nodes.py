@@ -48,7 +48,7 @@ from mnemon_langgraph.read.rules import (
     rank_by,
     should_continue,
 )
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import FOLLOW_LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import (
     PoolRecord,
     ReadState,
@@ -279,6 +279,8 @@ class Reader(ItemsNode):
                     "record_id": record["id"],
                     "session": session,
                     "k": self.settings.follow_records,
+                    "fetch_k": self.settings.follow_records
+                    * (FOLLOW_LOOKAHEAD if self.settings.follow_unseen else 1),
                 }
             )
             fetch.append((idx, 0))
@@ -303,6 +305,9 @@ class Reader(ItemsNode):
                 s["exhausted"] = True
                 continue
             k = s.get("k") or self.settings.page_records
+            if "record_id" in s and self.settings.follow_unseen:
+                pooled = {p["id"] for p in state.get("pool", [])}
+                hits = [h for h in hits if h.record.id not in pooled]
             page = take_page(hits, max_records=k, max_chars=self.settings.page_chars)
             s["next_offset"] = offset + len(page)
             # a follow search is a look around one record, never paged
@@ -369,7 +374,7 @@ class Reader(ItemsNode):
         """The keyword arguments of one search call (a follow search may keep to a session)."""
         kwargs: dict[str, Any] = {
             "namespace": ns,
-            "k": search.get("k") or self.settings.page_records,
+            "k": search.get("fetch_k") or search.get("k") or self.settings.page_records,
             "offset": offset,
         }
         session = search.get("session")

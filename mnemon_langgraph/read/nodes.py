@@ -279,10 +279,10 @@ class Reader(ItemsNode):
                     "record_id": record["id"],
                     "session": session,
                     "k": self.settings.follow_records,
-                    "fetch_k": self.settings.follow_records
-                    * (FOLLOW_LOOKAHEAD if self.settings.follow_unseen else 1),
                 }
             )
+            if self.settings.follow_unseen:  # read deeper, keep the first records not pooled
+                searches[-1]["fetch_k"] = self.settings.follow_records * FOLLOW_LOOKAHEAD
             fetch.append((idx, 0))
 
     def _retrieve_finish(

@@ -128,3 +128,15 @@ def test_pool_keeps_each_records_best_bm25_and_dense_rank() -> None:
     assert new == 1
     assert (by_id["y"]["bm25_rank"], by_id["y"]["dense_rank"]) == (2, 0)
     assert (by_id["z"]["bm25_rank"], by_id["z"]["dense_rank"]) == (None, 3)
+
+
+def test_take_page_skips_pooled_records_without_counting_them() -> None:
+    """``pooled`` hits stay in the prefix (provenance, rank positions) but a page still
+    holds ``max_records`` records the turn has not seen; without ``pooled`` it is the plain
+    prefix (the negative control: the same call counts every hit)."""
+    hits = _hits([f"r{i}" for i in range(10)])
+    page = take_page(hits, max_records=3, pooled={"r0", "r2"})
+    assert [h.record.id for h in page] == ["r0", "r1", "r2", "r3", "r4"]
+    assert [h.record.id for h in take_page(hits, max_records=3)] == ["r0", "r1", "r2"]
+    # trailing pooled hits are passed over too; a fully pooled list is returned whole
+    assert len(take_page(hits, max_records=3, pooled={f"r{i}" for i in range(10)})) == 10

@@ -209,18 +209,18 @@ def test_ainvoke_follows_like_invoke(store) -> None:
     ]
 
 
-def test_follow_unseen_skips_records_already_pooled(store) -> None:
+def test_skip_pooled_follow_skips_records_already_pooled(store) -> None:
     """With one record per follow search, its top hit is the followed record itself
-    (already pooled): the follow adds nothing, unless ``follow_unseen`` asks for records
+    (already pooled): the follow adds nothing, unless ``skip_pooled`` asks for records
     not pooled yet — then the best one sharing the followed record's words is pooled."""
     plain, pooled, ids = _ask(
-        store, follow_positives=1, follow_scope="memory", follow_records=1, follow_unseen=False
+        store, follow_positives=1, follow_scope="memory", follow_records=1, skip_pooled=False
     )
     assert ids[FOUND] in pooled  # fails on an empty pool
     assert not [p for p in plain.trace["pool"] if p["round"] == 2]  # the follow found no one new
     assert ids[SAME_SESSION] not in pooled and ids[OTHER_SESSION] not in pooled
     view, pooled, ids = _ask(
-        store, follow_positives=1, follow_scope="memory", follow_records=1, follow_unseen=True
+        store, follow_positives=1, follow_scope="memory", follow_records=1, skip_pooled=True
     )
     new = [p["id"] for p in view.trace["pool"] if p["round"] == 2]
     assert new == [ids[SAME_SESSION]]  # one record, as asked, and not the followed one

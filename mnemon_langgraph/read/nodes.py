@@ -7,7 +7,7 @@ state). Sync and async faces share pure helpers; only the backend calls differ.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Container, Generator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
@@ -48,7 +48,7 @@ from mnemon_langgraph.read.rules import (
     rank_by,
     should_continue,
 )
-from mnemon_langgraph.read.settings import FOLLOW_LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import (
     PoolRecord,
     ReadState,
@@ -281,8 +281,6 @@ class Reader(ItemsNode):
                     "k": self.settings.follow_records,
                 }
             )
-            if self.settings.follow_unseen:  # read deeper, keep the first records not pooled
-                searches[-1]["fetch_k"] = self.settings.follow_records * FOLLOW_LOOKAHEAD
             fetch.append((idx, 0))
 
     def _retrieve_finish(
@@ -295,6 +293,8 @@ class Reader(ItemsNode):
         model_seconds: float,
     ) -> dict[str, Any]:
         round_no = state.get("rounds", 0) + 1
+        pooled = {p["id"] for p in state.get("pool", [])}
+        seen = set(pooled)
         pages: list[tuple[int, int, list[SearchHit]]] = []
         for idx, offset, hits in fetched:
             s = searches[idx]
@@ -305,13 +305,15 @@ class Reader(ItemsNode):
                 s["exhausted"] = True
                 continue
             k = s.get("k") or self.settings.page_records
-            if "record_id" in s and self.settings.follow_unseen:
-                pooled = {p["id"] for p in state.get("pool", [])}
-                hits = [h for h in hits if h.record.id not in pooled]
-            page = take_page(hits, max_records=k, max_chars=self.settings.page_chars)
+            skip = seen if self.settings.skip_pooled else ()
+            page = take_page(hits, max_records=k, max_chars=self.settings.page_chars, pooled=skip)
+            new = {h.record.id for h in page} - seen
+            if pooled:  # the round's later pages skip these too (first pool: RRF decides)
+                seen |= new
             s["next_offset"] = offset + len(page)
             # a follow search is a look around one record, never paged
-            s["exhausted"] = len(hits) < k or "record_id" in s
+            s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
+            s["exhausted"] |= "record_id" in s
             pages.append((idx, offset, page))
             trace.append(
                 {
@@ -321,6 +323,7 @@ class Reader(ItemsNode):
                     "origin": s["origin"],
                     "offset": offset,
                     "returned": len(page),
+                    "new": len(new),
                     "round": round_no,
                 }
             )
@@ -345,6 +348,7 @@ class Reader(ItemsNode):
         model_seconds = 0.0
         round_no = state.get("rounds", 0) + 1
         recent = recent_messages(state, self.settings)
+        pooled = {p["id"] for p in state.get("pool", [])}
         for need in asks:
             tried = [s["query"] for s in searches]
             out = yield Call(
@@ -360,7 +364,7 @@ class Reader(ItemsNode):
                     self.source.search,
                     self.source.asearch,
                     (searches[i]["query"],),
-                    self._search_kwargs(ns, searches[i], o),
+                    self._search_kwargs(ns, searches[i], o, pooled),
                 )
                 for i, o in fetch
             )
@@ -368,13 +372,19 @@ class Reader(ItemsNode):
         fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
         return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
 
+    def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
+        """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times
+        that once records are pooled and ``skip_pooled`` keeps only new ones on a page."""
+        k = int(search.get("k") or self.settings.page_records)
+        return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
+
     def _search_kwargs(
-        self, ns: Namespace, search: Mapping[str, Any], offset: int
+        self, ns: Namespace, search: Mapping[str, Any], offset: int, pooled: Container[str]
     ) -> dict[str, Any]:
         """The keyword arguments of one search call (a follow search may keep to a session)."""
         kwargs: dict[str, Any] = {
             "namespace": ns,
-            "k": search.get("fetch_k") or search.get("k") or self.settings.page_records,
+            "k": self._fetch_k(search, pooled),
             "offset": offset,
         }
         session = search.get("session")

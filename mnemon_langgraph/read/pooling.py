@@ -8,7 +8,7 @@ ordered by summed reciprocal rank (the *fused order* the View falls back on).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -62,6 +62,7 @@ def take_page(
     max_records: int = 20,
     max_chars: int = 12_000,
     render: Callable[[SearchHit], str] = _rendered,
+    pooled: Container[str] = (),
 ) -> list[SearchHit]:
     """The leading hits that fit a page: ``max_records`` or ``max_chars``, whichever first.
 
@@ -69,24 +70,34 @@ def take_page(
     is always taken, even if it alone is longer than ``max_chars``, so a page is never
     empty while hits remain (paper §4.2: 20 records or 12,000 characters).
 
+    Hits whose record id is in ``pooled`` are kept in the prefix (so their provenance and
+    rank positions stay right) but count toward neither limit: a page then holds up to
+    ``max_records`` records the turn has not pooled yet, however many pooled ones it
+    passes over (``ReadSettings.skip_pooled``).
+
     Args:
         hits: Hits in ranking order.
-        max_records: Most records on a page (paper: 20).
-        max_chars: Most characters of rendered text on a page (paper: 12,000).
+        max_records: Most new records on a page (paper: 20).
+        max_chars: Most characters of new records' rendered text (paper: 12,000).
         render: How a hit is shown (default ``hit.record.render()``).
+        pooled: Ids of records already pooled (default none: every hit counts).
 
     Returns:
         A prefix of ``hits`` (empty only when ``hits`` is).
     """
     page: list[SearchHit] = []
-    used = 0
+    taken = used = 0
     for hit in hits:
-        if len(page) >= max(1, max_records):
+        if hit.record.id in pooled:
+            page.append(hit)
+            continue
+        if taken >= max(1, max_records):
             break
         size = len(render(hit))
-        if page and used + size > max_chars:
+        if taken and used + size > max_chars:
             break
         page.append(hit)
+        taken += 1
         used += size
     return page
 

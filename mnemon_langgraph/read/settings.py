@@ -7,15 +7,15 @@ from typing import Literal, get_args
 
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["FOLLOW_LOOKAHEAD", "FollowScope", "ReadSettings"]
+__all__ = ["LOOKAHEAD", "FollowScope", "ReadSettings"]
 
 FollowScope = Literal["session", "memory", "both"]
 
 
-FOLLOW_LOOKAHEAD = 4
-"""With ``ReadSettings.follow_unseen``, a follow search reads this many times
-``follow_records`` hits and keeps the first ones not pooled yet (24 by default: inside the
-hybrid search's candidate depth of 100, so ranking costs the same)."""
+LOOKAHEAD = 4
+"""With ``ReadSettings.skip_pooled``, a search after the first pool reads this many times
+its page's records and keeps the first ones not pooled yet (24 for a follow search, 80
+for a page of a planned search)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +68,16 @@ class ReadSettings:
             is usually the first); such a search is never paged.
         follow_words: Most words of a follow search: the record's longest content words
             the need does not use (``read.planner.record_query``).
-        follow_unseen: A follow search returns up to ``follow_records`` records **not
-            already pooled** (it looks :data:`FOLLOW_LOOKAHEAD` times as deep) instead of
-            its top ``follow_records`` whether pooled or not, so each follow adds the same
-            number of new records to judge however large the memory is. Off by default:
-            on the dev conversations leave-one-conversation-out cross-validation gave the
-            same held-out figures either way (84.76% / 62.56% mean per conversation at
-            12,000 / 2,000 characters) for 5% more judgments per turn, and ``bench scale``
-            judgments per turn were 235 / 240 / 247 at 1k / 100k / 1M records with it
-            against 225 / 239 / 234 without — no flatter within its six probes' spread.
+        skip_pooled: Once the first pool is built, every later search (a page of a
+            planned search, a follow) returns up to its budget of records **not pooled
+            yet**, reading up to :data:`LOOKAHEAD` times deeper; records already pooled
+            that it passes over only gain provenance. ``False``: a page is its next
+            ``page_records`` hits whether pooled or not (the paper's paging), so in a
+            small history, where the pool already holds much of what a search finds,
+            a page adds fewer new records and a turn costs less than in a large one.
+            With it, each page and follow adds the same number of records to judge
+            however large the memory is, which is what makes the per-turn work a
+            function of the budgets alone (``mnemon bench scale``).
     """
 
     max_needs: int = 3
@@ -102,7 +103,7 @@ class ReadSettings:
     follow_scope: FollowScope = "both"
     follow_records: int = 6
     follow_words: int = 16
-    follow_unseen: bool = False
+    skip_pooled: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -307,9 +307,9 @@ class Reader(ItemsNode):
             k = s.get("k") or self.settings.page_records
             skip = seen if self.settings.skip_pooled else ()
             page = take_page(hits, max_records=k, max_chars=self.settings.page_chars, pooled=skip)
-            new = {h.record.id for h in page} - seen
+            fresh = {h.record.id for h in page} - seen
             if pooled:  # the round's later pages skip these too (first pool: RRF decides)
-                seen |= new
+                seen |= fresh
             s["next_offset"] = offset + len(page)
             # a follow search is a look around one record, never paged
             s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
@@ -323,7 +323,7 @@ class Reader(ItemsNode):
                     "origin": s["origin"],
                     "offset": offset,
                     "returned": len(page),
-                    "new": len(new),
+                    "new": len(fresh),
                     "round": round_no,
                 }
             )
@@ -334,8 +334,8 @@ class Reader(ItemsNode):
         else:
             added = 0
             for idx, offset, page in pages:
-                pool, new = merge_page(pool, idx, offset, page, round_no)
-                added += new
+                pool, gained = merge_page(pool, idx, offset, page, round_no)
+                added += gained
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
         trace.append(timing_event("retrieve", start, model_seconds))
         return {"searches": searches, "pool": pool, "pending": [], "trace": trace}

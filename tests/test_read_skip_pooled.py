@@ -41,7 +41,8 @@ def _views(synthetic_store, skip: bool):
         source=store, judge=fast_judge(), settings=ReadSettings(skip_pooled=skip)
     )
     return [
-        graph.invoke({"messages": [HumanMessage(q)]}, context=ctx)["view"] for q in PROBE_QUESTIONS
+        graph.invoke({"messages": [HumanMessage(q)]}, context=ctx)["view"]
+        for q in PROBE_QUESTIONS[:6]
     ]
 
 

@@ -107,8 +107,32 @@ PROBE_QUESTIONS: tuple[str, ...] = (
     "Where is Caroline planning a trip next month?",
     "What activities does Melanie do to relax?",
     "Who did Caroline give a necklace to?",
+    "When did Melanie visit the museum?",
+    "Who went to the beach with Caroline?",
+    "What did Caroline buy yesterday?",
+    "How long has Melanie been doing yoga?",
+    "Where did Caroline and her cousin plan a trip?",
+    "Did Melanie start running after talking to the coach?",
+    "What gift did Melanie give her neighbour for their birthday?",
+    "Which places did Caroline visit with an old friend?",
+    "Why did Melanie get into gardening?",
+    "When did Caroline buy a telescope?",
+    "What does Caroline want to get so she can try photography?",
+    "How often does Melanie go to the library?",
+    "Who loved the trip to Paris?",
+    "What did Caroline say about learning the guitar?",
+    "Has Melanie been to the mountains?",
+    "What did Caroline's coworker think of the bookstore?",
+    "When is Melanie planning to go to the community center?",
+    "What kinds of things has Caroline bought?",
 )
-"""The turns asked at every size (the same questions, so counts are comparable)."""
+"""The turns asked at every size (the same questions, so counts are comparable).
+
+Twenty-four, not the six of earlier runs: per question the judgments of a turn vary by
+about ±10% with what the searches happen to find (which records are pooled twice, which
+followed records share words), at every size, so six questions could not resolve a 5%
+bound on the median. The eighteen added questions were written from the generator's
+vocabulary before any run with them."""
 
 
 def synthetic_messages(n: int, *, seed: int = 0, per_session: int = 20) -> list[Message]:

@@ -75,9 +75,14 @@ class ReadSettings:
             ``page_records`` hits whether pooled or not (the paper's paging), so in a
             small history, where the pool already holds much of what a search finds,
             a page adds fewer new records and a turn costs less than in a large one.
-            With it, each page and follow adds the same number of records to judge
-            however large the memory is, which is what makes the per-turn work a
-            function of the budgets alone (``mnemon bench scale``).
+            With it (the default), each page and follow adds the same number of records
+            to judge however large the memory is, which is what makes the per-turn work
+            a function of the budgets alone (``mnemon bench scale``). Chosen by
+            leave-one-conversation-out cross-validation on the dev conversations: all
+            five folds chose it; held-out all-evidence 84.74% / 61.58% at 12,000 / 2,000
+            characters against 84.34% / 61.58% with plain paging, for 17% more
+            judgments per turn at that size (130 against 111, median) — as many as a
+            turn over a large memory makes either way.
     """
 
     max_needs: int = 3
@@ -103,7 +108,7 @@ class ReadSettings:
     follow_scope: FollowScope = "both"
     follow_records: int = 6
     follow_words: int = 16
-    skip_pooled: bool = False
+    skip_pooled: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):

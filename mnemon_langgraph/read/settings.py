@@ -77,6 +77,17 @@ class ReadSettings:
             12,000 / 2,000 characters) for 5% more judgments per turn, and ``bench scale``
             judgments per turn were 235 / 240 / 247 at 1k / 100k / 1M records with it
             against 225 / 239 / 234 without — no flatter within its six probes' spread.
+        view_neighbours: The View's best this many records bring their pooled
+            neighbours (same session, the records just before and after) forward: an
+            answer often continues in the next turn, which shares few words with the
+            question, so System 1 ranks it low. 0 turns it off. Default 2: chosen with
+            ``neighbours_after`` among 0 / 1 / 2, 3 / 5 and next-only / both sides by
+            leave-one-conversation-out cross-validation on the dev conversations (every
+            fold chose 2 / 3; docs/results/misses.md). No store read: only pooled records
+            move (four in five such neighbours are pooled, most by the follow searches).
+        neighbours_after: Those neighbours enter right after this many of the View's
+            records, ahead of the rest of the ranking (3: in a 2,000-character View,
+            which holds about three records, they never displace a ranked record).
     """
 
     max_needs: int = 3
@@ -103,6 +114,8 @@ class ReadSettings:
     follow_records: int = 6
     follow_words: int = 16
     follow_unseen: bool = False
+    view_neighbours: int = 2
+    neighbours_after: int = 3
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -121,7 +134,12 @@ class ReadSettings:
                     raise ConfigurationError(
                         f"ReadSettings.{f.name} must be in [0, 1], got {value}"
                     )
-            elif f.name in ("candidates_floor", "follow_positives"):
+            elif f.name in (
+                "candidates_floor",
+                "follow_positives",
+                "view_neighbours",
+                "neighbours_after",
+            ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
             elif value <= 0:

@@ -316,6 +316,9 @@ def test_neighbours_of_the_best_records_enter_after_the_first_ones() -> None:
     assert "just before the View's record ranked 1" in v.records[3].placed_by
     assert "just after the View's record ranked 2" in v.records[6].placed_by
     assert "over the View's budget" in v.trace["placement"]["r1"]
+    from mnemon_langgraph.cli.demo import plain_placement
+
+    assert "just before or after one of the best records" in plain_placement(v.records[3].placed_by)
 
 
 def test_neighbours_never_bring_back_stale_or_other_session_records() -> None:

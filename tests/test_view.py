@@ -322,12 +322,16 @@ def test_neighbours_of_the_best_records_enter_after_the_first_ones() -> None:
 
 
 def test_neighbours_never_bring_back_stale_or_other_session_records() -> None:
-    pool = [*_session(4), dict(rec(9, session=2), position=2)]
+    # r8: same session and position as r0, but from another source (a document, not the chat)
+    other_source = dict(rec(8), position=0, source="doc")
+    pool = [*_session(4), other_source, dict(rec(9, session=2), position=2)]
     js = [j("r1", "needed", 0.9), j("r3", "needed", 0.8), j("r9", "needed", 0.7)]
     js += [j("r0", "needed", 0.1), j("r0", "stale", 0.9), j("r2", "needed", 0.05)]
+    js += [j("r8", "needed", 0.01)]
     cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1)
     v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
-    # r1's neighbours: r0 (stale: left out) and r2 (moved up); r9 is position 2 of session 2
+    # r1's neighbours: r0 (stale: left out) and r2 (moved up); r8 is another source's, r9
+    # another session's
     assert v.record_ids == ["r1", "r2", "r3"]
     assert "no longer current" in v.trace["placement"]["r0"]
     no_position = [rec(i) for i in range(4)]  # records without a position have no neighbours

@@ -75,16 +75,20 @@ def variant(top: int, after: int, sides: tuple[int, ...]) -> Callable[..., Any]:
     """A candidate reordering like ``view._with_neighbours``, with its sides as a choice."""
 
     def reorder(candidates: Any, pool: Any, skip: Any, settings: Any) -> list[Any]:
-        at = {(r.get("session"), r["position"]): r["id"] for r in pool if "position" in r}
+        at = {
+            (r.get("source"), r.get("session"), r["position"]): r["id"]
+            for r in pool
+            if "position" in r
+        }
         where = {rid: key for key, rid in at.items()}
         ids = [rid for rid, _ in candidates]
         moved: list[str] = []
         for rid in ids[:top]:
             if rid not in where:
                 continue
-            session, position = where[rid]
+            source, session, position = where[rid]
             for step in sides:
-                other = at.get((session, position + step))
+                other = at.get((source, session, position + step))
                 if other and other not in ids[:after] and other not in moved and other not in skip:
                     moved.append(other)
         head = list(candidates[:after])

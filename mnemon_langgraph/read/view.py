@@ -369,8 +369,8 @@ def _with_neighbours(
 ) -> list[tuple[str, str]]:
     """``candidates`` with the pooled neighbours of the best ones moved up.
 
-    The records just before and after (same session, position ∓ 1) each of the first
-    ``settings.view_neighbours`` candidates enter right after the first
+    The records just before and after (same source and session, position ∓ 1) each of
+    the first ``settings.view_neighbours`` candidates enter right after the first
     ``settings.neighbours_after`` candidates, ahead of the rest of the ranking: an answer
     often continues in the next turn (a question and its reply, a plan and its date) that
     shares few words with the question, so System 1 scores it low while its neighbour is
@@ -383,7 +383,7 @@ def _with_neighbours(
     if top_n <= 0:
         return list(candidates)
     at = {
-        (r.get("session"), r["position"]): r["id"]
+        (r.get("source"), r.get("session"), r["position"]): r["id"]
         for r in pool
         if isinstance(r.get("position"), int)
     }
@@ -394,9 +394,9 @@ def _with_neighbours(
     for rank, (rid, _) in enumerate(candidates[:top_n], start=1):
         if rid not in where:
             continue
-        session, position = where[rid]
+        source, session, position = where[rid]
         for step, side in ((-1, "before"), (1, "after")):
-            other = at.get((session, position + step))
+            other = at.get((source, session, position + step))
             if other is None or other in taken:
                 continue
             taken.add(other)

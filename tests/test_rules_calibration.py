@@ -107,11 +107,18 @@ def test_rules_are_calibration_invariant(js, h, kinds, steps, exhausted) -> None
 @settings(max_examples=150, deadline=None)
 @given(js=judgments(), h=monotone_h(), named=st.booleans())
 def test_view_is_calibration_invariant(js, h, named) -> None:
+    # positions in two sessions, so the neighbours of the best records move up as well
     pool = [
-        {"id": rid, "session": 1, "text": f"speaker: text {rid} " * 40, "message_ids": [rid]}
-        for rid in IDS
+        {
+            "id": rid,
+            "session": 1 + i % 2,
+            "position": i // 2,
+            "text": f"speaker: text {rid} " * 40,
+            "message_ids": [rid],
+        }
+        for i, rid in enumerate(IDS)
     ]
-    cfg = ReadSettings(view_records=5, view_chars=4000)
+    cfg = ReadSettings(view_records=5, view_chars=4000, neighbours_after=1)
     a = compose_view(pool, js, needs_named=named, index={}, settings=cfg)
     b = compose_view(pool, _mapped(js, h), needs_named=named, index={}, settings=cfg)
     assert a.text == b.text

@@ -292,3 +292,58 @@ def test_default_view_is_sized_by_characters_alone() -> None:
     assert v.record_ids == [p["id"] for p in pool[: len(v.records)]]  # order kept, cut at the end
     left = v.trace["placement"][pool[len(v.records)]["id"]]
     assert "characters" in left and "records)" not in left
+
+
+# --- the neighbours of the best records (issue 12: an answer continues in the next turn) ---
+
+
+def _session(n: int) -> list[dict]:
+    return [dict(rec(i), position=i) for i in range(n)]
+
+
+def test_neighbours_of_the_best_records_enter_after_the_first_ones() -> None:
+    pool = _session(10)
+    # r5 ranks first, r8 second; their neighbours r4, r6 (of r5) and r7, r9 (of r8) rank last.
+    ranked = ["r5", "r8", "r0", "r1", "r2", "r3", "r4", "r6", "r7", "r9"]
+    js = [j(rid, "needed", 0.95 - i / 20) for i, rid in enumerate(ranked)]
+    cfg = ReadSettings(view_records=7)
+    plain = ReadSettings(view_records=7, view_neighbours=0)
+    off = compose_view(pool, js, needs_named=True, index={}, settings=plain)
+    assert off.record_ids == ranked[:7]  # the ranking alone: no neighbour of r5 or r8
+    v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
+    assert cfg.view_neighbours == 2 and cfg.neighbours_after == 3
+    assert v.record_ids == ["r5", "r8", "r0", "r4", "r6", "r7", "r9"]
+    assert "just before the View's record ranked 1" in v.records[3].placed_by
+    assert "just after the View's record ranked 2" in v.records[6].placed_by
+    assert "over the View's budget" in v.trace["placement"]["r1"]
+    from mnemon_langgraph.cli.demo import plain_placement
+
+    assert "just before or after one of the best records" in plain_placement(v.records[3].placed_by)
+
+
+def test_neighbours_never_bring_back_stale_or_other_session_records() -> None:
+    # r8: same session and position as r0, but from another source (a document, not the chat)
+    other_source = dict(rec(8), position=0, source="doc")
+    pool = [*_session(4), other_source, dict(rec(9, session=2), position=2)]
+    js = [j("r1", "needed", 0.9), j("r3", "needed", 0.8), j("r9", "needed", 0.7)]
+    js += [j("r0", "needed", 0.1), j("r0", "stale", 0.9), j("r2", "needed", 0.05)]
+    js += [j("r8", "needed", 0.01)]
+    cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1)
+    v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
+    # r1's neighbours: r0 (stale: left out) and r2 (moved up); r8 is another source's, r9
+    # another session's
+    assert v.record_ids == ["r1", "r2", "r3"]
+    assert "no longer current" in v.trace["placement"]["r0"]
+    no_position = [rec(i) for i in range(4)]  # records without a position have no neighbours
+    v2 = compose_view(no_position, js, needs_named=True, index={}, settings=cfg)
+    assert v2.record_ids == ["r1", "r3", "r2"]
+
+
+def test_neighbour_settings_are_validated() -> None:
+    import pytest
+
+    from mnemon_langgraph.errors import ConfigurationError
+
+    for bad in ({"view_neighbours": -1}, {"neighbours_after": -2}):
+        with pytest.raises(ConfigurationError):
+            ReadSettings(**bad)

@@ -49,6 +49,11 @@ _PLAIN_PLACEMENT = (
         "in the View)",
     ),
     ("fused order", "search order (the judge gave it no score)"),
+    (
+        "neighbour of",
+        "said just before or after one of the best records (an answer often continues in "
+        "the next message)",
+    ),
 )
 
 

@@ -83,6 +83,19 @@ class ReadSettings:
             characters against 84.34% / 61.58% with plain paging, for 17% more
             judgments per turn at that size (130 against 111, median) — as many as a
             turn over a large memory makes either way.
+        view_neighbours: The View's best this many records bring their pooled
+            neighbours (same session, the records just before and after) forward: an
+            answer often continues in the next turn, which shares few words with the
+            question, so System 1 ranks it low. 0 turns it off. Default 2: chosen with
+            ``neighbours_after`` among 0 / 1 / 2, 3 / 5 and next-only / both sides by
+            leave-one-conversation-out cross-validation on the dev conversations (every
+            fold chose 2 / 3; docs/results/misses.md). No store read: only pooled records
+            move (four in five such neighbours are pooled, most by the follow searches).
+        neighbours_after: Those neighbours enter right after this many of the View's
+            records, ahead of the rest of the ranking (3: a 2,000-character View holds
+            about three records, so there they change nothing; on the dev conversations
+            moving them up behind the first one or two records cost such Views 0.3–4.7
+            points).
     """
 
     max_needs: int = 3
@@ -109,6 +122,8 @@ class ReadSettings:
     follow_records: int = 6
     follow_words: int = 16
     skip_pooled: bool = True
+    view_neighbours: int = 2
+    neighbours_after: int = 3
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -127,7 +142,12 @@ class ReadSettings:
                     raise ConfigurationError(
                         f"ReadSettings.{f.name} must be in [0, 1], got {value}"
                     )
-            elif f.name in ("candidates_floor", "follow_positives"):
+            elif f.name in (
+                "candidates_floor",
+                "follow_positives",
+                "view_neighbours",
+                "neighbours_after",
+            ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
             elif value <= 0:

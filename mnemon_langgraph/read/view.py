@@ -6,7 +6,9 @@ share of the character budget. Records follow: those judged needed, then (when t
 planner named a need) the rest in System 1's ranking, up to the View's budget (16
 records, 12,000 characters), trimmed from the end to make room for the index. Records
 judged no longer current are left out. With no judgments at all (System 1 failed), the
-records are ranked by fused search order.
+records are ranked by fused search order. The pooled neighbours of the best records (same
+session, just before and after) move up behind the first few records: an answer often
+continues in the next turn, which shares few words with the question.
 
 :func:`compose_view` is pure: it reads only the order of judgments and ``p >= 1/2``.
 :func:`explain` answers "why is this record in the View?" (or why not) from the trace.
@@ -216,6 +218,7 @@ _BY_RANKING = (
     "System 1 ranking (planner named a need): not judged needed, but budget remained and "
     "the need may still use it"
 )
+_NEIGHBOUR = "neighbour of one of the View's best records, same session"
 _SEEN = "left out: all its messages are among the recent messages the agent already sees"
 
 _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -358,6 +361,52 @@ def _candidates(
     return candidates
 
 
+def _with_neighbours(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    skip: set[str],
+    settings: ReadSettings,
+) -> list[tuple[str, str]]:
+    """``candidates`` with the pooled neighbours of the best ones moved up.
+
+    The records just before and after (same source and session, position ∓ 1) each of
+    the first ``settings.view_neighbours`` candidates enter right after the first
+    ``settings.neighbours_after`` candidates, ahead of the rest of the ranking: an answer
+    often continues in the next turn (a question and its reply, a plan and its date) that
+    shares few words with the question, so System 1 scores it low while its neighbour is
+    the best record of the turn. Only pooled records move (no store read), never one left
+    out as no longer current or already seen. The rule reads the candidates' order only,
+    so calibration invariance holds. On the dev conversations, leave-one-conversation-out
+    cross-validation chose 2 / 3 on every fold (docs/results/misses.md).
+    """
+    head_n, top_n = settings.neighbours_after, settings.view_neighbours
+    if top_n <= 0:
+        return list(candidates)
+    at = {
+        (r.get("source"), r.get("session"), r["position"]): r["id"]
+        for r in pool
+        if isinstance(r.get("position"), int)
+    }
+    where = {rid: key for key, rid in at.items()}
+    head = list(candidates[:head_n])
+    taken = {rid for rid, _ in head} | skip
+    moved: list[tuple[str, str]] = []
+    for rank, (rid, _) in enumerate(candidates[:top_n], start=1):
+        if rid not in where:
+            continue
+        source, session, position = where[rid]
+        for step, side in ((-1, "before"), (1, "after")):
+            other = at.get((source, session, position + step))
+            if other is None or other in taken:
+                continue
+            taken.add(other)
+            moved.append((other, f"{_NEIGHBOUR} (just {side} the View's record ranked {rank})"))
+    if not moved:
+        return list(candidates)
+    ids = {rid for rid, _ in moved}
+    return head + moved + [c for c in candidates[head_n:] if c[0] not in ids]
+
+
 def _fill(
     candidates: Sequence[tuple[str, str]],
     by_id: Mapping[str, Mapping[str, Any]],
@@ -430,6 +479,7 @@ def compose_view(
     skip = stale | set(seen)
     session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
+    candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
     chosen = _fill(candidates, by_id, budget, settings, placement)

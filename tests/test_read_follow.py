@@ -144,6 +144,9 @@ def test_following_across_the_memory_pools_and_shows_the_other_part(store) -> No
     assert action["record_id"] == ids[FOUND] and action["executed"]
     entry = next(p for p in view.trace["pool"] if p["id"] == ids[OTHER_SESSION])
     assert entry["round"] == 2 and [search["index"]] == [f[0] for f in entry["found"]]
+    # the trace names each pooled record's messages, so a reader can map it to the chat
+    (record,) = store.journal.get_records(NS, [entry["id"]])
+    assert entry["message_ids"] == list(record.message_ids) != []
 
 
 def test_following_within_the_session_stays_in_the_session(store) -> None:

@@ -94,7 +94,12 @@ def build_trace(
         ],
         "search_calls": [e for e in events if e.get("event") == "search"],
         "pool": [
-            {"id": p["id"], "found": p.get("found", []), "round": p.get("round", 1)}
+            {
+                "id": p["id"],
+                "message_ids": list(p.get("message_ids", [])),
+                "found": p.get("found", []),
+                "round": p.get("round", 1),
+            }
             for p in state.get("pool", [])
         ],
         "judgments": list(state.get("judgments", [])),

@@ -57,6 +57,7 @@ from mnemon_langgraph.store.postgres_bm25 import (
     FIRST_DEPTH,
     FULL_BELOW_POSTINGS,
     IMPACT_SLACK,
+    LOOKUP_SQL,
     CorpusStats,
     TermRead,
     TermStats,
@@ -72,6 +73,7 @@ from mnemon_langgraph.store.postgres_bm25 import (
     postings_sql,
     reaches,
     reaching,
+    record_bounds,
     term_bound,
     term_counts,
 )
@@ -108,11 +110,20 @@ vectors, ``m = 16, ef_construction = 64``, iterative scan ``relaxed_order``): fo
 namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k
 records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k; a
 namespace holding 1% of the table had recall 1.00 at every value. Only namespaces of
-:data:`EXACT_BELOW` records or more use HNSW, so they get 1,000 (the most pgvector
-accepts); the 10k entry serves stores opened with a smaller ``exact_below``.
+:data:`EXACT_BELOW` records or more use HNSW, so they get :data:`EF_SEARCH_LARGE`; the 10k
+entry serves stores opened with a smaller ``exact_below``.
 """
 
-EF_SEARCH_LARGE = 1000
+EF_SEARCH_LARGE = 200
+"""``hnsw.ef_search`` past :data:`EF_SEARCH_BY_SIZE` (in practice: namespaces of
+:data:`EXACT_BELOW` records or more). Measured on real text (1M MiniLM passage vectors, one
+namespace, ``bench backend --corpus``): recall@48 0.986 / 0.995 / 0.997 / 0.999 at
+ef_search 100 / 200 / 400 / 1000 (9 / 21 / 27 / 56 ms); 200 keeps the 0.98 goal with a
+margin at a third of 1,000's time (re-checked by ``docs/results/pg_bm25_1m.py parts``).
+Was 1,000 (the most pgvector accepts) while the only figures were the word-mix stand-in
+vectors', which reach 0.98 nowhere at 100k (0.82 at 200, 0.94 at 1,000): a corpus whose
+vectors are as unclustered as those would lose recall here; pass ``ef_search=`` to the
+store to trade latency back for it."""
 HALF_RERANK = 200
 """How many nearest neighbours by the half-precision copy the exact search re-ranks by the
 float vectors (at least ``4 × k``). Measured at 100k word-mix vectors: 48 re-ranked already
@@ -1259,8 +1270,9 @@ class PostgresStore(MnemonStore):
         while True:
             reads |= await self._read_postings(conn, depth, reads)
             cuts = {t: cut_bound(weight[t], r, scale, caps[t]) for t, r in reads.items()}
-            seqs, bounds, unread = candidate_bounds(reads, cuts, per_impact)
-            theta = await self._complete(conn, seqs, bounds, unread, exact, where, params)
+            candidates = candidate_bounds(reads, cuts, per_impact)
+            theta = await self._complete(conn, candidates, per_impact, exact, where, params)
+            unread = candidates[2]
             if unread == 0 or not reaches(unread, theta):
                 break
             depth = plan_depths(
@@ -1300,46 +1312,84 @@ class PostgresStore(MnemonStore):
     async def _complete(
         self,
         conn: Any,
-        seqs: np.ndarray,
-        bounds: np.ndarray,
-        unread: float,
+        candidates: tuple[np.ndarray, np.ndarray, float],
+        per_impact: dict[str, float],
         exact: dict[int, tuple[str, float] | None],
         where: str,
         params: dict[str, Any],
     ) -> float:
-        """Score candidates exactly, best bound first, while one left may reach ``theta``.
+        """Rule out or score candidates, best bound first, while one left may reach ``theta``.
 
-        Scores come from the record rows (:func:`bm25_sql` matching ``seq``), the very
-        expression of the full query; a candidate the filters exclude is kept as ``None``.
-        Stops early when the records never named may still reach ``theta`` (``unread``):
-        the next round reads deeper postings anyway. Returns ``theta`` (0 while fewer than
-        ``k`` matches are known).
+        A chunk of the candidates whose bound reaches ``theta`` gets its tight bound from
+        all its postings of the query's terms (:meth:`_record_bounds`); those still reaching
+        ``theta`` are scored on their record rows (:func:`bm25_sql` matching ``seq``: the
+        very expression of the full query; a record the filters exclude is kept as
+        ``None``). ``theta`` only rises, so a candidate ruled out stays out. Stops early
+        when the records never named may still reach ``theta`` (``unread``): the next round
+        reads deeper postings anyway. Returns ``theta`` (0 while fewer than ``k`` matches
+        are known).
         """
+        seqs, bounds, unread = candidates
         k, chunk = int(params["k"]), max(2 * int(params["k"]), 64)
-        n_terms = len(params["terms"])
-        unscored = np.ones(len(seqs), dtype=bool)
+        unseen = np.ones(len(seqs), dtype=bool)
         while True:
             scores = sorted((hit[1] for hit in exact.values() if hit is not None), reverse=True)
             theta = scores[k - 1] if len(scores) >= k else 0.0
             if len(scores) >= k and reaches(unread, theta):
                 return theta
-            # the unscored candidates that may reach theta, best bound first (a partial
-            # sort: at 1M records there are ~10^5 candidates and ~10^3 get scored)
-            open_ = np.flatnonzero(unscored & reaching(bounds, theta))
+            # the unseen candidates that may reach theta, best bound first (a partial sort:
+            # at 1M records there are ~10^5 candidates and a few thousand get looked at)
+            open_ = np.flatnonzero(unseen & reaching(bounds, theta))
             if not len(open_):
                 return theta
             if len(open_) > chunk:
                 open_ = open_[np.argpartition(-bounds[open_], chunk - 1)[:chunk]]
-            unscored[open_] = False
-            batch = [s for s in seqs[open_].tolist() if s not in exact]
-            rows = await self._bm25_rows(
-                conn,
-                bm25_sql(n_terms, where, "r.seq = ANY(%(seqs)s)"),
-                params | {"seqs": batch, "k": len(batch)},
-            )
-            exact.update(dict.fromkeys(batch))
-            exact.update({s: (rid, score) for s, rid, score in rows})
+            unseen[open_] = False
+            batch = np.array([s for s in seqs[open_].tolist() if s not in exact], np.int64)
+            tight = await self._record_bounds(conn, batch, per_impact)
+            batch = batch[reaching(tight, theta)]
+            await self._score_rows(conn, batch.tolist(), exact, where, params)
             chunk *= 2
+
+    @staticmethod
+    async def _record_bounds(
+        conn: Any, batch: np.ndarray, per_impact: dict[str, float]
+    ) -> np.ndarray:
+        """Each record's bound from all its postings of the query's terms (:data:`LOOKUP_SQL`,
+        :func:`~.postgres_bm25.record_bounds`)."""
+        if not len(batch):
+            return np.zeros(0)
+        terms = sorted(per_impact)
+        cur = await conn.execute(LOOKUP_SQL, {"lseqs": batch.tolist(), "lterms": terms})
+        row = await cur.fetchone()
+        assert row is not None  # an aggregate without GROUP BY: always one row
+        return record_bounds(
+            decode_array(row[0], ">i8").astype(np.int64),
+            decode_array(row[1], ">i4").astype(np.int64),
+            decode_array(row[2], ">f4"),
+            np.array([per_impact[t] for t in terms]),
+            batch,
+        )
+
+    async def _score_rows(
+        self,
+        conn: Any,
+        seqs: list[int],
+        exact: dict[int, tuple[str, float] | None],
+        where: str,
+        params: dict[str, Any],
+    ) -> None:
+        """Exact scores of these records from their rows, into ``exact`` (``None``: the
+        filters exclude it)."""
+        if not seqs:
+            return
+        rows = await self._bm25_rows(
+            conn,
+            bm25_sql(len(params["terms"]), where, "r.seq = ANY(%(seqs)s)"),
+            params | {"seqs": seqs, "k": len(seqs)},
+        )
+        exact.update(dict.fromkeys(seqs))
+        exact.update({s: (rid, score) for s, rid, score in rows})
 
     @staticmethod
     async def _bm25_rows(

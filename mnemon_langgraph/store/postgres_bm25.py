@@ -56,6 +56,7 @@ __all__ = [
     "FIRST_DEPTH",
     "FULL_BELOW_POSTINGS",
     "IMPACT_SLACK",
+    "LOOKUP_SQL",
     "CorpusStats",
     "TermRead",
     "TermStats",
@@ -72,6 +73,7 @@ __all__ = [
     "postings_sql",
     "reaches",
     "reaching",
+    "record_bounds",
     "term_bound",
     "term_counts",
 ]
@@ -171,24 +173,26 @@ FULL_BELOW_POSTINGS = 10_000
 """Below this many postings (sum of the query terms' ``df``) the store runs the plain full
 query over the records' GIN index, without reading impact postings. Measured (``bench
 backend``, common-word queries): with ~4k postings (10k records) the full query took 55 ms
-p50 and a pruning pass 84 ms; with ~17k (52k records) 460–550 ms against 134–154. (Kept
-from the MaxScore passes that impact postings replaced; re-check with ``bench backend``.)"""
+p50 and a pruning pass 84 ms; with ~17k (52k records) 460–550 ms against 134–154. (The
+threshold of the MaxScore passes that impact postings replaced, kept: at 10k records of real
+passages the queries' postings are mostly below it, so the 10k search is unchanged.)"""
 
 FIRST_DEPTH = 4_000
 """Postings of each common term read in the first round (a term with at most this many
 postings is read whole at once). At 1M records a 20-word passage query then reads ~40k
 postings and finds a ``theta`` close to the final one; the next round reads only what the
-cut plan (:func:`plan_depths`) asks for. Measured with :data:`DEEPEN_MARGIN` (1M records,
-40 passage queries, depth 100, loaded machine): 2,000 gave p50 193–220 ms, 4,000 gave
-168–189 ms."""
+cut plan (:func:`plan_depths`) asks for. Measured with :data:`DEEPEN_MARGIN` 0.5 (1M
+records, 40 passage queries, depth 100, loaded machine): 2,500 / 4,000 / 6,000 gave p50
+87 / 96 / 90 ms: flat, within the noise."""
 
-DEEPEN_MARGIN = 0.7
+DEEPEN_MARGIN = 0.5
 """A deeper round aims at cut bounds summing to this share of the known ``theta``. The two
-costs pull apart: a lower share reads more postings (~1 µs each), a higher one leaves more
-candidates whose bound reaches ``theta`` to score on their rows (~20 µs each). Measured at
-1M records (40 passage queries, depth 100, first depth 4,000, loaded machine): 0.5 read
-~133 ms of postings and scored 1,200 rows (p50 189 ms); 0.7: 76 ms and 3,600 rows (168
-ms); 0.85: 41 ms and 8,800 rows (176 ms)."""
+costs pull apart: a lower share reads more postings (~0.5–1 µs each), a higher one leaves
+more candidates whose bound reaches ``theta`` to look up (~8–14 µs each, :data:`LOOKUP_SQL`)
+and score. Measured at 1M records (40 passage queries, depth 100, first depth 4,000, loaded
+machine): 0.5 read 56 ms of postings and looked up 19 ms of candidates (p50 96 ms); 0.6:
+53 + 30 ms (103); 0.7: 48 + 48 ms (108); 0.85: 46 + 110 ms (173). Before candidates were
+looked up (scored on their rows only, ~20 µs each) 0.7 was best: 168 ms."""
 
 
 @dataclass(frozen=True)
@@ -364,6 +368,45 @@ CROSS JOIN LATERAL (
 """
 
 
+LOOKUP_SQL = """
+SELECT array_send(array_agg(p.seq)), array_send(array_agg(array_position(%(lterms)s, p.term))),
+       array_send(array_agg(p.impact))
+FROM unnest(%(lseqs)s::bigint[]) AS c(seq)
+CROSS JOIN LATERAL (
+    SELECT x.seq, x.term, x.impact FROM mnemon_postings x
+    WHERE x.seq = c.seq AND x.term = ANY(%(lterms)s::text[])
+) p
+"""
+"""Every posting of the query's terms held by the records ``%(lseqs)s``: per record, an
+index-only scan of ``mnemon_postings_seq`` (``seq`` including ``term, impact``). The
+``LATERAL`` form keeps it per record: written as one ``seq = ANY(…) AND term = ANY(…)``
+filter, the planner scanned every posting of the query's terms instead (163k index
+entries for 3,000 records, 33 ms). The term comes back as its 1-based position in
+``%(lterms)s``."""
+
+
+def record_bounds(
+    seqs: np.ndarray,
+    term_pos: np.ndarray,
+    impacts: np.ndarray,
+    per_impact: np.ndarray,
+    wanted: np.ndarray,
+) -> np.ndarray:
+    """Each of ``wanted``'s upper bound from all its postings of the query's terms.
+
+    ``term_pos`` is 1-based into ``per_impact`` (each term's IDF times length scale and
+    slack); a record's bound is ``Σ per_impact[t] · impact`` over the terms it holds: its
+    score at the reference length, scaled (:func:`impact_scale`), so within a factor
+    ``max(1, A / A_ref)`` of the exact score. Far tighter than a bound with cut bounds
+    for unread terms: only the records it cannot rule out are scored on their rows.
+    """
+    parts = per_impact[term_pos - 1] * impacts.astype(np.float64)
+    order = np.argsort(wanted)
+    where = np.searchsorted(wanted, seqs, sorter=order)
+    sums = np.bincount(order[where], weights=parts, minlength=len(wanted))
+    return sums
+
+
 def decode_array(raw: bytes | None, dtype: str) -> np.ndarray:
     """A one-dimensional, NULL-free array from ``array_send`` as numpy (``dtype`` big-endian:
     ``">i8"``, ``">f8"``, ``">f4"``). Layout: dimensions, has-null flag, element type
@@ -406,9 +449,8 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
     ``%(t0)s`` …), ``%(nsid)s``, ``%(k)s`` and the filter bounds. ``N``, ``avgdl`` and each
     term's IDF are uncorrelated scalar subqueries, so PostgreSQL computes them once (an
     InitPlan). ``match`` selects the candidate rows: by default those holding a term of
-    ``%(cand)s`` (all query terms, or the rare terms of a MaxScore ``"any"`` pass,
-    :func:`next_pass`), or an ``OR`` of ``r.terms @> …`` conditions
-    (:func:`qualifying_clauses`); every query term is scored on each candidate either way.
+    ``%(cand)s`` (the full query: GIN), or ``r.seq = ANY(%(seqs)s)`` (the candidates the
+    impact postings could not rule out); every query term is scored on each row either way.
 
     Each candidate row costs one ``array_position`` per query term and one length norm,
     computed in a ``LATERAL`` subselect; both subselects end in ``OFFSET 0``, which keeps

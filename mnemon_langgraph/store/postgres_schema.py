@@ -146,7 +146,7 @@ the next store's setup), with a ``maintenance_work_mem`` large enough to hold th
 (README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
 
 _V2 = [
-    # MaxScore bounds (postgres_bm25.term_bound). The defaults are the loosest bounds, so
+    # Per-term bounds (postgres_bm25.term_bound). The defaults are the loosest bounds, so
     # a row the backfill below does not reach is still bounded correctly.
     "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS max_tf real NOT NULL DEFAULT 1e30",
     "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS min_len integer NOT NULL DEFAULT 0",
@@ -209,7 +209,10 @@ _V4 = [
     # the table only (what an impact is computed from), not in the index the query reads.
     "CREATE INDEX IF NOT EXISTS mnemon_postings_impact "
     "ON mnemon_postings (term, impact DESC) INCLUDE (seq)",
-    "CREATE INDEX IF NOT EXISTS mnemon_postings_seq ON mnemon_postings (seq)",  # cascades
+    # A record's postings, index-only: the cascade's lookup and the candidates' tight
+    # bounds (postgres_bm25.LOOKUP_SQL).
+    "CREATE INDEX IF NOT EXISTS mnemon_postings_seq ON mnemon_postings (seq) "
+    "INCLUDE (term, impact)",
     # Index-only scans skip the heap only on pages the visibility map marks all-visible:
     # vacuum this insert-mostly table after 2% new rows (PostgreSQL's default: 20%).
     "ALTER TABLE mnemon_postings SET (autovacuum_vacuum_insert_scale_factor = 0.02)",

@@ -22,7 +22,7 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.sources import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
-from mnemon_langgraph.store.postgres_bm25 import PASS_STEP, SET_PASS_MIN_POSTINGS
+from mnemon_langgraph.store.postgres_bm25 import FIRST_DEPTH, FULL_BELOW_POSTINGS
 from mnemon_langgraph.types import Message
 
 TOP = 48
@@ -70,10 +70,11 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
                 ids = index.bm25.ids_for(seqs.tolist())
                 expected = list(zip(ids, scores.tolist(), strict=True))
                 got = pg.lexical_ranking(query, namespace=ns, k=TOP)
-                # the MaxScore passes (by default only above 10,000 postings) rank the same
-                pg.bm25_set_pass_min, pg.bm25_pass_step = 0, 0
+                # the impact postings (by default only above 10,000 postings) rank the same,
+                # also when every term starts at 8 postings (several deeper rounds)
+                pg.bm25_full_below, pg.bm25_first_depth = 0, 8
                 assert pg.lexical_ranking(query, namespace=ns, k=TOP) == got, query
-                pg.bm25_set_pass_min, pg.bm25_pass_step = SET_PASS_MIN_POSTINGS, PASS_STEP
+                pg.bm25_full_below, pg.bm25_first_depth = FULL_BELOW_POSTINGS, FIRST_DEPTH
                 for (eid, es), (gid, gs) in zip(expected, got, strict=False):
                     if eid == gid:
                         assert gs == pytest.approx(es, rel=REL), (query, eid)
@@ -118,79 +119,92 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
     assert compared == 80
 
 
-def test_next_pass_reads_rare_terms_first_and_stops_when_the_rest_cannot_reach_theta() -> None:
-    """The plan: rarest first; "done" once the unread terms' bounds sum strictly below
-    theta; a "clauses" pass when it is expected to cost less than the next term."""
-    from mnemon_langgraph.store.postgres_bm25 import TermStats, next_pass, pass_order
+def test_impact_scale_bounds_every_contribution_at_any_average_length() -> None:
+    """``impact at A <= impact at A_ref * max(1, A / A_ref)`` (the proof in the docstring),
+    checked on a grid of term frequencies, lengths and both sides of ``A_ref``; and the
+    bound is tight where it should be (``A = A_ref``: equal)."""
+    from mnemon_langgraph.store.postgres_bm25 import impact, impact_scale
 
-    stats = {
-        "rarer": TermStats(10, 1.0, 5),
-        "rare": TermStats(40, 1.0, 5),
-        "like": TermStats(3_000, 1.0, 5),
-        "common": TermStats(5_000, 1.0, 5),
-        "absent": TermStats(0, 1.0, 5),
-    }
-    order = pass_order(stats)
-    assert order == ["rarer", "rare", "like", "common"]  # rarest first, no absent term
-    df = {t: stats[t].df for t in order}
-    bounds = {"rarer": 6.0, "rare": 4.0, "like": 0.7, "common": 0.5}
-    n = 10_000
-    # nothing found yet (theta 0): every term's records may count; rare terms batch up
-    first = next_pass(order, 0, bounds, df, n, 0.0, step=100)
-    assert (first.kind, first.terms, first.next_index) == ("any", ("rarer", "rare"), 2)
-    assert next_pass(order, 0, bounds, df, n, 0.0, step=0).terms == ("rarer",)  # >= 1 term
-    # like + common can add 1.2 at most: below a theta of 1.3, nothing unread can count
-    assert next_pass(order, 2, bounds, df, n, 1.3).kind == "done"
-    # equal is not below (an older record could tie and win): not done. Only records
-    # holding both (expected 3,000 * 5,000 / 10,000 = 1,500 rows, plus 8,000 postings
-    # decoded: 20 row-equivalents; < 3,000) -> one "clauses" pass, exact at once
-    tie = next_pass(order, 2, bounds, df, n, 1.2)
-    assert (tie.kind, tie.clauses, tie.next_index) == ("clauses", ((("like",), ("common",)),), 4)
-    # a low theta: each common word alone qualifies (5,000 + 3,000 expected): read "like"
-    low = next_pass(order, 2, bounds, df, n, 0.4)
-    assert (low.kind, low.terms, low.next_index) == ("any", ("like",), 3)
-    assert next_pass(order, 4, bounds, df, n, 0.0).kind == "done"  # every term was read
-
-    # no theta yet and the next term is common: a seeding clause pass first (records
-    # holding the two strongest terms together), which leaves the position where it is
-    common = {"a": TermStats(5_000, 1.0, 5), "b": TermStats(6_000, 1.0, 5)}
-    common["c"] = TermStats(7_000, 1.0, 5)
-    cb, cdf, corder = (
-        {"a": 2.0, "b": 1.9, "c": 1.8},
-        {t: common[t].df for t in common},
-        ["a", "b", "c"],
-    )
-    seeded = next_pass(corder, 0, cb, cdf, 100_000, 0.0, seed=True)
-    assert (seeded.kind, seeded.clauses, seeded.next_index) == ("clauses", ((("a",), ("b",)),), 0)
-    assert next_pass(corder, 0, cb, cdf, 100_000, 0.0).kind == "any"  # not asked: no seed
+    ref = 15.0
+    for avgdl in (1.0, 7.5, 14.9, 15.0, 15.1, 30.0, 300.0):
+        scale = impact_scale(avgdl, ref)
+        for tf in (1.0, 2.0, 5.0, 40.0):
+            for length in (1, 3, 15, 60, 500):
+                assert impact(tf, length, avgdl) <= impact(tf, length, ref) * scale * (1 + 1e-12)
+    assert impact_scale(15.0, ref) == 1.0 and impact_scale(30.0, ref) == 2.0
+    assert impact_scale(5.0, ref) == 1.0  # a shorter average never loosens the bound
 
 
-def test_qualifying_clauses_cover_every_term_set_that_can_reach_the_threshold() -> None:
-    """Every set of terms whose bounds reach theta satisfies a clause; a set below it needs
-    none (common words qualify only together: a clause holds one and needs another)."""
-    import itertools
+def test_candidate_bounds_add_read_parts_and_cut_bounds_of_unread_terms() -> None:
+    """A record's bound: ``weight · impact`` of its read postings plus the cut bounds of
+    the terms whose posting was not read; ``B`` (every cut bound) bounds a record no
+    posting names, and a record only at the cut (no more than ``B``) is left to it."""
+    import numpy as np
 
-    from mnemon_langgraph.store.postgres_bm25 import MAX_CLAUSES, qualifying_clauses
+    from mnemon_langgraph.store.postgres_bm25 import TermRead, candidate_bounds, cut_bound
 
-    bounds = {"a": 2.0, "b": 2.0, "c": 5.0}
-    assert qualifying_clauses(bounds, 3.0) == [((), ("c",)), (("a",), ("b",))]
-    assert qualifying_clauses(bounds, 4.0) == [((), ("c",)), (("a",), ("b",))]  # reaching
-    assert qualifying_clauses(bounds, 4.5) == [((), ("c",))]
-    assert qualifying_clauses(bounds, 0.0) == [((), ("c", "a", "b"))]
-    assert qualifying_clauses(bounds, 9.5) == []  # nothing can reach it
-    many = {f"t{i}": 1.0 for i in range(14)}
-    assert qualifying_clauses(many, 3.0) is None  # 78 pairs + any third: another any-pass
-    # exhaustive check on uneven bounds: a record holding `held` satisfies some clause
-    # exactly when its bounds reach theta (or more: clauses may over-cover, never under)
-    uneven = {"w": 3.1, "x": 2.2, "y": 1.3, "z": 0.9, "v": 0.4}
-    for theta in (0.3, 1.0, 2.5, 3.5, 4.4, 6.0, 7.9, 8.0):
-        clauses = qualifying_clauses(uneven, theta)
-        assert clauses is not None and len(clauses) <= MAX_CLAUSES
-        for size in range(1, len(uneven) + 1):
-            for held in itertools.combinations(uneven, size):
-                hit = any(set(h) <= set(held) and set(x) & set(held) for h, x in clauses)
-                if sum(uneven[t] for t in held) >= theta:
-                    assert hit, (theta, held, clauses)
+    def read(seqs: list[int], imps: list[float], full: bool) -> TermRead:
+        return TermRead(len(seqs) + (not full), np.array(seqs), np.array(imps, np.float32), full)
+
+    reads = {"a": read([1, 2, 4], [0.6, 0.4, 0.2], False), "b": read([2, 3], [0.5, 0.2], True)}
+    cuts = {t: cut_bound(5.0, r, 1.0, 100.0) for t, r in reads.items()}
+    assert cuts["b"] == 0.0  # read whole: nothing unread
+    assert cuts["a"] == pytest.approx(1.0, rel=1e-5) and cuts["a"] >= 5.0 * float(np.float32(0.2))
+    weights = {"a": 5.0, "b": 10.0}
+    seqs, bounds, unread = candidate_bounds(reads, cuts, weights)
+    assert unread == pytest.approx(1.0, rel=1e-5)
+    got = dict(zip(seqs.tolist(), bounds.tolist(), strict=True))
+    # 4 holds "a" at the cut only: bounded by B like a record never read, so left out
+    assert got == pytest.approx({1: 3.0, 2: 2.0 + 5.0, 3: 2.0 + cuts["a"]}, rel=1e-5)
+    far = {"a": read([1, 10**9], [0.6, 0.4], True)}  # sparse seqs: the sorting path
+    seqs, bounds, unread = candidate_bounds(far, {"a": 0.0}, {"a": 5.0})
+    assert seqs.tolist() == [1, 10**9] and bounds == pytest.approx([3.0, 2.0]) and unread == 0
+    assert cut_bound(5.0, reads["a"], 1.0, 0.5) == 0.5  # capped by the term's own bound
+    assert cut_bound(5.0, reads["a"], 2.0, 100.0) == pytest.approx(2 * cuts["a"])  # longer avg
+
+
+def test_plan_depths_deepens_the_cheapest_bound_first_and_reads_whole_terms_at_the_end() -> None:
+    """Greedy: the predicted bound removed per posting decides; with no theta yet every
+    open term goes four times deeper; a depth never passes ``df + 1`` (read whole)."""
+    import numpy as np
+
+    from mnemon_langgraph.store.postgres_bm25 import TermRead, plan_depths
+
+    pool = np.linspace(0.9, 0.1, 1000, dtype=np.float32)  # a term read whole
+    rare = TermRead(1001, np.arange(1000), pool, True)
+    imps = np.linspace(0.9, 0.5, 100, dtype=np.float32)
+    heavy = TermRead(100, np.arange(100), imps, False)  # 100 of 200 read
+    light = TermRead(100, np.arange(100), imps, False)  # 100 of 100,000
+    reads = {"rare": rare, "heavy": heavy, "light": light}
+    df = {"rare": 1000, "heavy": 200, "light": 100_000}
+    weights = {"rare": 9.0, "heavy": 5.0, "light": 1.0}
+    # a cut of 0.5 on both: bound 3.0; asking for 2.0, reading heavy whole (101 more
+    # postings for 2.5) beats any depth of light
+    assert plan_depths(reads, df, weights, 2.0) == {"heavy": 201}
+    assert plan_depths(reads, df, weights, 0.0) == {"heavy": 201, "light": 400}
+    deep = plan_depths(reads, df, weights, 0.05)  # only reading light (nearly) whole does it
+    assert deep["heavy"] == 201 and deep["light"] > 10_000
+
+
+def test_decode_array_reads_postgres_binary_arrays(postgres_url: str) -> None:
+    """``array_send`` output decodes to the same values (and an empty or NULL array)."""
+    import numpy as np
+    import psycopg
+
+    from mnemon_langgraph.store.postgres_bm25 import decode_array
+
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute(
+            "SELECT array_send(ARRAY[3, -1, 9000000000]::bigint[]), "
+            "array_send(ARRAY[0.25, 1e-300]::float8[]), array_send(ARRAY[0.5]::real[]), "
+            "array_send('{}'::bigint[]), NULL::bytea"
+        ).fetchone()
+    assert row is not None
+    assert decode_array(row[0], ">i8").tolist() == [3, -1, 9_000_000_000]
+    assert decode_array(row[1], ">f8").tolist() == [0.25, 1e-300]
+    assert decode_array(row[2], ">f4").tolist() == [0.5]
+    assert len(decode_array(row[3], ">i8")) == 0 and len(decode_array(row[4], ">i8")) == 0
+    assert decode_array(row[0], ">i8").dtype == np.dtype(">i8")
 
 
 def test_term_bound_is_above_every_records_contribution() -> None:
@@ -228,33 +242,22 @@ def _common_word_messages() -> list[Message]:
     return out
 
 
-def _spy_passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
-    """Record each BM25 statement: ``("any", candidate terms)`` or ``("clauses", [(held,
-    any_of), …])``."""
-    passes: list[tuple[str, list[Any]]] = []
-    real = PostgresStore._bm25_rows
+def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int]]:
+    """Record each round of impact postings read: ``{term: postings read}``."""
+    rounds: list[dict[str, int]] = []
+    real = PostgresStore._read_postings
 
-    async def spy(conn: object, sql: str, params: dict[str, list[str]]) -> object:
-        n = sum(f"%(x{i})s" in sql for i in range(len(params)))
-        clauses = [(tuple(params.get(f"h{i}", ())), tuple(params[f"x{i}"])) for i in range(n)]
-        passes.append(("clauses", clauses) if clauses else ("any", list(params["cand"])))
-        return await real(conn, sql, params)
+    async def spy(self: PostgresStore, conn: Any, depth: Any, *args: Any) -> Any:
+        got = await real(self, conn, depth, *args)
+        rounds.append({t: len(r.seqs) for t, r in got.items()})
+        return got
 
-    monkeypatch.setattr(PostgresStore, "_bm25_rows", staticmethod(spy))
-    return passes
-
-
-def _read_alone(plan: list[tuple[str, list[Any]]]) -> set[str]:
-    """The terms whose every record a plan read: "any" terms, any-of terms of clauses
-    that hold no other term."""
-    out: set[str] = set()
-    for kind, terms in plan:
-        out.update(terms if kind == "any" else [t for held, x in terms if not held for t in x])
-    return out
+    monkeypatch.setattr(PostgresStore, "_read_postings", spy)
+    return rounds
 
 
 QUERIES = [
-    "alpha beta note3",  # note3's records prove the ranking: alpha's and beta's never read
+    "alpha beta note3",  # note3's records prove the ranking: most of alpha's never read
     "alpha gamma note3",  # gamma can beat note3's records: its records are read too
     "gamma note7",
     "beta note11 note12",
@@ -263,41 +266,41 @@ QUERIES = [
 ]
 
 
-def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
+def test_impact_bm25_equals_full_bm25_on_very_common_words(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pruned == unpruned top k on every query, on plans that skip common words' records;
-    with a broken bound (the negative control) the same comparison fails."""
+    """Impact-ordered top k == full top k on every query, on reads that leave most of the
+    common words' postings unread; with a broken cut bound (the negative control) the same
+    comparison fails."""
     from mnemon_langgraph.store import postgres as pg_module
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
-        nsid = _nsid(pg, ("t",))
-        pg.bm25_set_pass_min = 0  # 400 records: MaxScore passes only run when told to
-        pg.bm25_pass_step = 0  # one term per "any" pass, so that each pass shows
-        passes = _spy_passes(monkeypatch)
-        plans: dict[tuple[str, int], list[tuple[str, list[Any]]]] = {}
+        pg.bm25_full_below = 0  # 400 records: impact postings only run when told to
+        pg.bm25_first_depth = 4  # read 4 postings of each term first, then deeper
+        rounds = _spy_reads(monkeypatch)
+        read: dict[tuple[str, int], int] = {}
         for query in QUERIES:
             for k in (3, 5, 10, 48):
-                passes.clear()
+                rounds.clear()
                 pruned = pg.lexical_ranking(query, namespace=("t",), k=k)
-                plans[query, k] = list(passes)
+                deepest: dict[str, int] = {}  # a deeper round re-reads a term from its top
+                for got in rounds:
+                    deepest.update({t: max(n, deepest.get(t, 0)) for t, n in got.items()})
+                read[query, k] = sum(deepest.values())
                 pg.bm25_prune = False
                 full = pg.lexical_ranking(query, namespace=("t",), k=k)
                 pg.bm25_prune = True
                 assert full and pruned == full, (query, k)
-        # pruning happened: in these plans some query term's records were never read (a
-        # clause reads a term's records only beside another term's)
-        unread = {
-            key: {f"{nsid}:{t}" for t in key[0].split()} - _read_alone(plan)
-            for key, plan in plans.items()
-        }
-        assert sum(bool(u) for u in unread.values()) >= 8, unread
-        n3 = [f"{nsid}:note3"]
-        assert plans["alpha beta note3", 3] == [("any", n3)]  # one pass: note3's records
-        # negative control: bounds that are not upper bounds stop the plan after the
-        # first pass, and the comparison above catches the records it misses
-        monkeypatch.setattr(pg_module, "term_bound", lambda n, avgdl, stats: 0.0)
+        total = {q: sum(pg.term_statistics(("t",), q.split())[1].values()) for q in QUERIES}
+        # pruning happened: for small k most postings of alpha (350) and beta (200) unread
+        pruned_reads = [key for key, n in read.items() if n < total[key[0]]]
+        # identical records tie at theta, and a tie must be read whole (the older wins):
+        # most of these plans read everything; pruning on varied text: the test below
+        assert len(pruned_reads) >= 2, sorted(pruned_reads)
+        # negative control: cut bounds that are not upper bounds stop after the first
+        # round, and the comparison above catches the records it misses
+        monkeypatch.setattr(pg_module, "cut_bound", lambda *args: 0.0)
         wrong = 0
         for query in QUERIES:
             pruned = pg.lexical_ranking(query, namespace=("t",), k=5)
@@ -308,6 +311,53 @@ def test_maxscore_bm25_equals_full_bm25_on_very_common_words(
         assert wrong >= 2
 
 
+def _varied_messages(count: int) -> list[Message]:
+    """Records of 3–40 words drawn from a Zipf-like vocabulary of 80 words (seeded), so
+    impacts spread as on real text (lengths and term frequencies vary) and most words
+    are in hundreds of records."""
+    import random
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(80)]
+    weights = [1 / (i + 1) for i in range(80)]
+    return [
+        Message(" ".join(rng.choices(words, weights, k=rng.randint(3, 40))), "A", id=f"v{i}")
+        for i in range(count)
+    ]
+
+
+def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On varied text the rounds often stop before reading every posting (on a namespace
+    this small the plan reads common terms nearly whole: pruning pays at 1M records, see
+    the README), and rank exactly as the full query (ids, order, scores) every time."""
+    import random
+
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.ingest(("v",), _varied_messages(1500), source="test", pack=False)
+        pg.bm25_full_below, pg.bm25_first_depth = 0, 16
+        rounds = _spy_reads(monkeypatch)
+        rng = random.Random(3)
+        pruned_count = compared = 0
+        for _ in range(30):
+            query = " ".join(f"w{rng.randint(0, 79)}" for _ in range(rng.randint(2, 7)))
+            total = sum(pg.term_statistics(("v",), query.split())[1].values())
+            for k in (5, 20):
+                rounds.clear()
+                pruned = pg.lexical_ranking(query, namespace=("v",), k=k)
+                deepest: dict[str, int] = {}
+                for got in rounds:
+                    deepest.update({t: max(n, deepest.get(t, 0)) for t, n in got.items()})
+                pg.bm25_prune = False
+                full = pg.lexical_ranking(query, namespace=("v",), k=k)
+                pg.bm25_prune = True
+                assert full and pruned == full, (query, k)
+                compared += 1
+                pruned_count += sum(deepest.values()) < total
+        assert compared == 60 and pruned_count >= 12, pruned_count  # 17 when written
+
+
 def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
     rows = pg.run(
         pg.fetch("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (pg.key(ns),))
@@ -315,30 +365,74 @@ def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
     return int(rows[0][0])
 
 
+def test_impact_bm25_honours_filters_and_deletes(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Filters apply to the exactly scored rows (the top k of the filtered records, as the
+    full query gives), and deleted records leave no postings behind (cascade)."""
+    from mnemon_langgraph.types import SearchFilters
+
+    msgs = [
+        Message(m.text, m.speaker, id=m.id, session=1 + i % 3)
+        for i, m in enumerate(_common_word_messages())
+    ]
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.ingest(("f",), msgs, source="test", pack=False)
+        pg.bm25_full_below, pg.bm25_first_depth = 0, 4
+        for query in QUERIES:
+            filters = SearchFilters(session_from=2, session_to=2)
+            pruned = pg._loop.run(_bm25(pg, ("f",), query, 5, filters))
+            pg.bm25_prune = False
+            full = pg._loop.run(_bm25(pg, ("f",), query, 5, filters))
+            pg.bm25_prune = True
+            assert full and pruned == full, query
+        nsid = _nsid(pg, ("f",))
+        victims = [r.id for r in pg.records(("f",))][:50]
+        before = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
+        pg.delete_records(("f",), victims)
+        rows = pg.run(
+            pg.fetch(
+                "SELECT count(*) FROM mnemon_postings p LEFT JOIN mnemon_records r "
+                "USING (seq) WHERE r.seq IS NULL OR r.nsid <> %s",
+                (nsid,),
+            )
+        )
+        after = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
+        assert rows[0][0] == 0 and after < before
+        pruned = pg.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
+        pg.bm25_prune = False
+        assert pruned == pg.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
+
+
+async def _bm25(
+    pg: PostgresStore, ns: tuple[str, ...], query: str, k: int, filters: Any
+) -> list[tuple[int, str, float]]:
+    async with pg.connection() as conn:
+        nsid = await pg._nsid(conn, ns)
+        assert nsid is not None
+        return await pg._bm25(conn, nsid, query, k, filters)
+
+
 def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Few postings (fewer than ``bm25_set_pass_min``, by default 10,000): the full query at
-    once, without a transaction or passes; above it, the MaxScore passes."""
-    from mnemon_langgraph.store.postgres_bm25 import SET_PASS_MIN_POSTINGS
-
+    """Few postings (fewer than ``bm25_full_below``, by default 10,000): the full query at
+    once, no impact postings read; above it, the impact rounds (rare terms read whole)."""
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
-        passes = _spy_passes(monkeypatch)
+        rounds = _spy_reads(monkeypatch)
         nsid = _nsid(pg, ("one",))
-        everything = [f"{nsid}:{t}" for t in ("alpha", "gamma", "note3")]
-        assert pg.bm25_set_pass_min == SET_PASS_MIN_POSTINGS
+        assert pg.bm25_full_below == FULL_BELOW_POSTINGS
         ranked = pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
-        assert len(ranked) == 3 and passes == [("any", everything)]
-        pg.bm25_set_pass_min = 0
-        passes.clear()
+        assert len(ranked) == 3 and rounds == []
+        pg.bm25_full_below = 0
         assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
-        rarest_first = [f"{nsid}:{t}" for t in ("note3", "gamma", "alpha")]
-        assert passes == [("any", rarest_first)]  # 407 postings: one pass of PASS_STEP
-        pg.bm25_pass_step, pg.bm25_seed = 0, False  # one term per pass, no seeding pass
-        passes.clear()
+        note3, gamma = f"{nsid}:note3", f"{nsid}:gamma"
+        assert rounds[0][note3] == 7 and rounds[0][gamma] == 50  # 407 postings: all whole
+        pg.bm25_first_depth = 2
+        rounds.clear()
         assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
-        assert passes[0] == ("any", rarest_first[:1]) and len(passes) > 1
+        assert set(rounds[0].values()) == {2} and len(rounds) > 1
 
 
 def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:

@@ -1,9 +1,10 @@
-"""Schema version 1 → 3 on a real server: every row kept, the MaxScore bounds and the
-half-precision vector copies filled.
+"""Schema version 1 → 4 on a real server: every row kept, the term bounds, the
+half-precision vector copies and the impact postings filled.
 
-Version 1 is built here as version 3 minus what ``MIGRATIONS[1]`` and ``MIGRATIONS[2]`` add
-(the two bound columns of ``mnemon_terms``; the ``mnemon_halfvecs`` table) and the version
-row set back to 1: the exact layout a version-1 package left.
+Version 1 is built here as version 4 minus what ``MIGRATIONS[1:]`` add (the two bound
+columns of ``mnemon_terms``; the ``mnemon_halfvecs`` table; ``mnemon_namespaces.ref_avgdl``
+and the ``mnemon_postings`` table) and the version row set back to 1: the exact layout a
+version-1 package left.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres_bm25 import impact
 from mnemon_langgraph.store.postgres_schema import SCHEMA_VERSION, TABLES
 from mnemon_langgraph.types import Message
 
@@ -29,6 +33,8 @@ def _to_version_1(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER TABLE mnemon_terms DROP COLUMN max_tf, DROP COLUMN min_len")
         conn.execute("DROP TABLE mnemon_halfvecs")
+        conn.execute("DROP TABLE mnemon_postings")
+        conn.execute("ALTER TABLE mnemon_namespaces DROP COLUMN ref_avgdl")
         conn.execute("UPDATE mnemon_meta SET value = '1' WHERE key = 'schema_version'")
 
 
@@ -39,7 +45,7 @@ def _snapshot(url: str) -> dict[str, Any]:
         out: dict[str, Any] = {
             t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()
             for t in TABLES
-            if t != "mnemon_halfvecs"  # added by version 3, checked on its own
+            if t not in ("mnemon_halfvecs", "mnemon_postings")  # added later, checked below
         }
         out["records"] = conn.execute(
             "SELECT id, seq, nsid, text, terms, tfs, length FROM mnemon_records ORDER BY seq"
@@ -61,7 +67,7 @@ def _rankings(store: PostgresStore) -> list[Any]:
     ]
 
 
-def test_migration_from_version_1_keeps_every_row_and_fills_bounds_and_halfvecs(
+def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_postings(
     postgres_url: str,
 ) -> None:
     """Same rows in every table and rankings; the bounds equal a recount from the records;
@@ -81,11 +87,13 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_and_halfvecs(
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:  # opening migrates
         after_rankings = _rankings(pg)
+        pg.bm25_full_below = 0  # the impact postings the migration wrote rank the same
+        assert after_rankings == _rankings(pg)
         pg.bm25_prune = False
         assert after_rankings == _rankings(pg)
     after = _snapshot(postgres_url)
     meta = dict(after.pop("meta"))
-    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "3"
+    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "4"
     assert meta == {k: v for k, v in before.pop("meta") if k != "schema_version"}
     assert after == before  # every row of every table, unchanged
     with psycopg.connect(postgres_url) as conn:
@@ -99,6 +107,21 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_and_halfvecs(
             "FROM mnemon_halfvecs h JOIN mnemon_vectors v USING (record_id) "
             "ORDER BY h.record_id"
         ).fetchall()
+        postings = conn.execute(
+            "SELECT p.seq, p.term, p.impact, p.tf, p.len FROM mnemon_postings p ORDER BY 1, 2"
+        ).fetchall()
+        expected = conn.execute(
+            "SELECT r.seq, u.term, u.tf, r.length, n.ref_avgdl, n.total_len::float8 / n.docs "
+            "FROM mnemon_records r JOIN mnemon_namespaces n USING (nsid) "
+            "CROSS JOIN LATERAL unnest(r.terms, r.tfs) AS u(term, tf) ORDER BY 1, 2"
+        ).fetchall()
     assert sorted(stored) == sorted(recount) and len(stored) > 10
+    # one posting per (record, distinct term), impact at the namespace's average length
+    assert len(postings) == len(expected) > 119
+    for (seq, term, imp, tf, length), (eseq, eterm, etf, elen, ref, avg) in zip(
+        postings, expected, strict=True
+    ):
+        assert (seq, term, tf, length) == (eseq, eterm, etf, elen) and ref == avg
+        assert imp == pytest.approx(impact(etf, elen, ref), rel=1e-6)
     assert halves == [(rid, True, True) for rid, _ in after["vectors"]] and len(halves) == 119
     assert all(ranked for _, ranked in after_rankings)  # dense search reads the copies

@@ -11,10 +11,11 @@ builds a throwaway database for every run (~35 min at 1M on 2 cores); this keeps
 it with ``pg_ctl -D FOLDER stop`` as the server's user) and writes the bench's namespaces
 by its bulk path (``bench.backend._ingest_big`` with ``--bulk-index``; vectors from the
 cache beside PASSAGES.txt, no embedding). ``measure`` gives the bench's timed figures
-without ingesting (hybrid, hybrid without MaxScore, BM25 top 48 MaxScore vs full with the
+without ingesting (hybrid, hybrid without pruning, BM25 top 48 pruned vs full with the
 same-ranking counts, BM25 at depth 100), for both query kinds; ``parts`` splits the hybrid
-search into BM25 (depth 100) and dense (the store's ``ef_search`` and 200), two rounds.
-Run the timed ones under the CPU lock; compare code versions on the same database.
+search into BM25 (depth 100) and dense (the store's ``ef_search`` and 200), two rounds,
+then prints the recall@48 of the store's dense path against an exact scan. Run the timed
+ones under the CPU lock; compare code versions on the same database.
 """
 
 from __future__ import annotations
@@ -87,7 +88,27 @@ def parts(url: str, n: int, corpus: str) -> dict[str, Any]:
                 "dense_store_ef": _p(d),
                 "dense_ef200": _p(d2),
             }
+        out["dense_recall48_store_path"] = _recall(store, big, qs)
     return out
+
+
+def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
+    """Recall@48 of the dense path the store chooses (HNSW at its ``ef_search`` past
+    ``exact_below`` records) against an exact scan, mean and min over the queries."""
+    from mnemon_langgraph.store.postgres import ef_search_for
+
+    got = []
+    for q in queries:
+        exact = {rid for rid, _ in store.dense_ranking(q, namespace=ns, k=48, exact=True)}
+        found = {rid for rid, _ in store.dense_ranking(q, namespace=ns, k=48)}
+        got.append(len(exact & found) / max(1, len(exact)))
+    docs = store.count(ns)
+    return {
+        "path": "hnsw" if docs >= store.exact_below else "exact",
+        "ef_search": ef_search_for(docs),
+        "mean": round(sum(got) / len(got), 4),
+        "min": round(min(got), 4),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -53,18 +53,32 @@ from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
-    PASS_STEP,
-    SET_PASS_MIN_POSTINGS,
+    DEEPEN_MARGIN,
+    FIRST_DEPTH,
+    FULL_BELOW_POSTINGS,
+    IMPACT_SLACK,
+    LOOKUP_SQL,
+    CorpusStats,
+    TermRead,
     TermStats,
     bm25_sql,
+    candidate_bounds,
+    cut_bound,
+    decode_array,
+    idf,
+    impact,
+    impact_scale,
     namespaced,
-    next_pass,
-    pass_order,
+    plan_depths,
+    postings_sql,
+    reaches,
+    reaching,
+    record_bounds,
     term_bound,
     term_counts,
 )
 from mnemon_langgraph.store.postgres_bm25 import lexical_terms as _terms
-from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema
+from mnemon_langgraph.store.postgres_schema import TABLES, setup_schema, stored_version
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -96,11 +110,20 @@ vectors, ``m = 16, ef_construction = 64``, iterative scan ``relaxed_order``): fo
 namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k
 records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k; a
 namespace holding 1% of the table had recall 1.00 at every value. Only namespaces of
-:data:`EXACT_BELOW` records or more use HNSW, so they get 1,000 (the most pgvector
-accepts); the 10k entry serves stores opened with a smaller ``exact_below``.
+:data:`EXACT_BELOW` records or more use HNSW, so they get :data:`EF_SEARCH_LARGE`; the 10k
+entry serves stores opened with a smaller ``exact_below``.
 """
 
-EF_SEARCH_LARGE = 1000
+EF_SEARCH_LARGE = 200
+"""``hnsw.ef_search`` past :data:`EF_SEARCH_BY_SIZE` (in practice: namespaces of
+:data:`EXACT_BELOW` records or more). Measured on real text (1M MiniLM passage vectors, one
+namespace, ``bench backend --corpus``): recall@48 0.986 / 0.995 / 0.997 / 0.999 at
+ef_search 100 / 200 / 400 / 1000 (9 / 21 / 27 / 56 ms); 200 keeps the 0.98 goal with a
+margin at a third of 1,000's time (re-checked by ``docs/results/pg_bm25_1m.py parts``).
+Was 1,000 (the most pgvector accepts) while the only figures were the word-mix stand-in
+vectors', which reach 0.98 nowhere at 100k (0.82 at 200, 0.94 at 1,000): a corpus whose
+vectors are as unclustered as those would lose recall here; pass ``ef_search=`` to the
+store to trade latency back for it."""
 HALF_RERANK = 200
 """How many nearest neighbours by the half-precision copy the exact search re-ranks by the
 float vectors (at least ``4 × k``). Measured at 100k word-mix vectors: 48 re-ranked already
@@ -312,9 +335,8 @@ class PostgresStore(MnemonStore):
         self.ef_search = None if ef_search is None else int(ef_search)
         self.bm25_prune = True  # the bench turns it off to measure what pruning saves
         self.half_scan = True  # exact search via mnemon_halfvecs; the bench compares both
-        self.bm25_set_pass_min = SET_PASS_MIN_POSTINGS
-        self.bm25_pass_step = PASS_STEP
-        self.bm25_seed = True  # a seeding clause pass before a common word's records
+        self.bm25_full_below = FULL_BELOW_POSTINGS
+        self.bm25_first_depth = FIRST_DEPTH
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -382,7 +404,13 @@ class PostgresStore(MnemonStore):
     async def _setup(self) -> int:
         conn = await self._connect()
         try:
-            return await setup_schema(conn, self.model_name, self.dimension)
+            before = await stored_version(conn)
+            await conn.rollback()  # the read above opened a transaction
+            version = await setup_schema(conn, self.model_name, self.dimension)
+            if 0 < before < 4:  # postings just filled: mark their pages all-visible
+                await conn.set_autocommit(True)
+                await conn.execute("VACUUM (ANALYZE) mnemon_postings")
+            return version
         finally:
             await conn.close()
 
@@ -597,7 +625,42 @@ class PostgresStore(MnemonStore):
             vec_rows,
         )
         await self._adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
+        await self._write_postings(conn, nsid, [(seq, lexical[j]) for j, seq in inserted])
         return written
+
+    @staticmethod
+    async def _write_postings(
+        conn: Any, nsid: int, rows: Sequence[tuple[int, tuple[list[str], list[float], int]]]
+    ) -> None:
+        """One ``mnemon_postings`` row per (record, distinct term), with its impact at the
+        namespace's reference average length (:func:`~.postgres_bm25.impact`; the first
+        write holding a term sets it, after the statistics were updated). Caller's transaction;
+        the rows go with their record (``ON DELETE CASCADE`` on ``seq``)."""
+        if not any(lexical[0] for _, lexical in rows):
+            return
+        cur = await conn.execute(  # total_len > 0 here: these records hold terms
+            "UPDATE mnemon_namespaces SET ref_avgdl = COALESCE(ref_avgdl, "
+            "total_len::float8 / docs) WHERE nsid = %s RETURNING ref_avgdl",
+            (nsid,),
+        )
+        got = await cur.fetchone()
+        ref = float(got[0])
+        seqs: list[int] = []
+        terms: list[str] = []
+        impacts: list[float] = []
+        tfs: list[float] = []
+        lengths: list[int] = []
+        for seq, (record_terms, record_tfs, length) in rows:
+            seqs += [seq] * len(record_terms)
+            terms += record_terms
+            impacts += [impact(tf, length, ref) for tf in record_tfs]
+            tfs += record_tfs
+            lengths += [length] * len(record_terms)
+        await conn.execute(
+            "INSERT INTO mnemon_postings(seq, term, impact, tf, len) SELECT * FROM "
+            "unnest(%s::bigint[], %s::text[], %s::real[], %s::real[], %s::int[])",
+            (seqs, terms, impacts, tfs, lengths),
+        )
 
     @staticmethod
     async def _adjust_stats(
@@ -1159,9 +1222,9 @@ class PostgresStore(MnemonStore):
     ) -> list[tuple[int, str, float]]:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
-        With :attr:`bm25_prune`: term-at-a-time MaxScore passes (:meth:`_maxscore`), unless
-        the query's postings are fewer than :attr:`bm25_set_pass_min` (the one full query
-        is cheaper there). Statistics, bounds and passes read one snapshot
+        With :attr:`bm25_prune`: impact postings read score at a time (:meth:`_impact`),
+        unless the query's postings are fewer than :attr:`bm25_full_below` (the one full
+        query is cheaper there). Statistics, postings and scores read one snapshot
         (``REPEATABLE READ``), so concurrent writers cannot make the bounds disagree with
         the scores.
         """
@@ -1175,74 +1238,158 @@ class PostgresStore(MnemonStore):
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         # Decide on the autocommit connection first: when the full query is cheap (few
         # postings) it needs no transaction (BEGIN / SET / COMMIT: ~3 ms of ~7 at 10k).
-        _, _, stats = await self._term_stats(conn, nsid, terms)
-        if sum(s.df for s in stats.values()) < self.bm25_set_pass_min:
+        corpus = await self._term_stats(conn, nsid, terms)
+        if sum(s.df for s in corpus.stats.values()) < self.bm25_full_below:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            n_docs, avgdl, stats = await self._term_stats(conn, nsid, terms)  # tx snapshot
-            return await self._maxscore(conn, (n_docs, avgdl, stats), where, params)
+            corpus = await self._term_stats(conn, nsid, terms)  # the transaction's snapshot
+            return await self._impact(conn, corpus, where, params)
 
-    async def _maxscore(
-        self,
-        conn: Any,
-        corpus: tuple[int, float, dict[str, TermStats]],
-        where: str,
-        params: dict[str, Any],
+    async def _impact(
+        self, conn: Any, corpus: CorpusStats, where: str, params: dict[str, Any]
     ) -> list[tuple[int, str, float]]:
-        """Run :func:`~.postgres_bm25.next_pass`'s plan: rarest terms first, each pass
-        scoring every query term on its records, until the bounds prove the top ``k``.
+        """Read impact postings in rounds until the exact top ``k`` is proven.
 
-        Each pass returns its own top ``k``; the top ``k`` of their union is the top ``k``
-        of every record read, and the plan stops only when no record left unread can
-        reach its ``k``-th score (ties by ``seq``, as one query would break them).
+        Each round reads the terms' best postings to the planned depths
+        (:meth:`_read_postings`), bounds every record (:func:`candidate_bounds`) and scores
+        the best-bounded candidates exactly (:meth:`_complete`). Done when ``theta`` (the
+        ``k``-th exact score) is strictly above the bound of every record never named and
+        every candidate left unscored; else :func:`plan_depths` deepens the cuts.
         """
-        n_docs, avgdl, stats = corpus
-        k, n_terms = int(params["k"]), len(params["terms"])
-        order = pass_order(stats)
-        bounds = {t: term_bound(n_docs, avgdl, stats[t]) for t in order}
-        df = {t: stats[t].df for t in order}
-        top: list[tuple[int, str, float]] = []
-        start, seed = 0, self.bm25_seed
+        k = int(params["k"])
+        n_docs, avgdl = corpus.docs, corpus.avgdl
+        scale = impact_scale(avgdl, corpus.ref_avgdl)
+        live = {t: s for t, s in corpus.stats.items() if s.df > 0}
+        weight = {t: idf(n_docs, s.df) for t, s in live.items()}
+        caps = {t: term_bound(n_docs, avgdl, s) for t, s in live.items()}
+        per_impact = {t: w * scale * (1 + IMPACT_SLACK) for t, w in weight.items()}
+        depth = {t: min(s.df + 1, self.bm25_first_depth) for t, s in live.items()}
+        reads: dict[str, TermRead] = {}
+        exact: dict[int, tuple[str, float] | None] = {}  # seq -> (id, score); None: no match
         while True:
-            theta = top[-1][2] if len(top) >= k else 0.0
-            step = next_pass(
-                order, start, bounds, df, n_docs, theta, self.bm25_pass_step, seed=seed
+            reads |= await self._read_postings(conn, depth, reads)
+            cuts = {t: cut_bound(weight[t], r, scale, caps[t]) for t, r in reads.items()}
+            candidates = candidate_bounds(reads, cuts, per_impact)
+            theta = await self._complete(conn, candidates, per_impact, exact, where, params)
+            unread = candidates[2]
+            if unread == 0 or not reaches(unread, theta):
+                break
+            depth = plan_depths(
+                reads, {t: s.df for t, s in live.items()}, per_impact, DEEPEN_MARGIN * theta
             )
-            seed = seed and step.next_index != start  # one seeding pass at most
-            if step.kind == "done":
-                return top
-            if step.kind == "any":
-                sql = bm25_sql(n_terms, where)
-                rows = await self._bm25_rows(conn, sql, params | {"cand": list(step.terms)})
-            else:
-                rows = await self._clause_pass(conn, n_terms, where, params, step.clauses)
-            top = _merge_top(top, rows, k)
-            start = step.next_index
+        found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]
+        return sorted(found, key=lambda r: (-r[2], r[0]))[:k]
 
-    async def _clause_pass(
+    async def _read_postings(
+        self, conn: Any, depth: dict[str, int], reads: dict[str, TermRead]
+    ) -> dict[str, TermRead]:
+        """Each term of ``depth`` read to that depth (:func:`postings_sql`): a term read
+        before continues below its cut (:meth:`TermRead.deeper`), not from the top."""
+        terms = sorted(depth)
+        empty = TermRead(0, np.zeros(0, np.int64), np.zeros(0, np.float32), False)
+        plan = {t: reads.get(t, empty).deeper(depth[t]) for t in terms}
+        cur = await conn.execute(
+            postings_sql(),
+            {
+                "pterms": terms,
+                "plims": [plan[t][0] for t in terms],
+                "pcuts": [plan[t][1] for t in terms],
+            },
+        )
+        out = {}
+        for term, n, seqs, imps in await cur.fetchall():
+            limit = plan[term][0]
+            more = TermRead(
+                depth=depth[term],
+                seqs=decode_array(seqs, ">i8").astype(np.int64),
+                impacts=decode_array(imps, ">f4").astype(np.float32),
+                full=int(n) < limit,
+            )
+            out[term] = reads.get(term, empty).merged(more, limit)
+        return out
+
+    async def _complete(
         self,
         conn: Any,
-        n_terms: int,
+        candidates: tuple[np.ndarray, np.ndarray, float],
+        per_impact: dict[str, float],
+        exact: dict[int, tuple[str, float] | None],
         where: str,
         params: dict[str, Any],
-        clauses: Sequence[tuple[Sequence[str], Sequence[str]]],
-    ) -> list[tuple[int, str, float]]:
-        """Rank the records satisfying one of ``clauses`` (held terms, any-of terms)."""
-        params = dict(params)
-        match = []
-        for i, (held, any_of) in enumerate(clauses):
-            params[f"x{i}"] = list(any_of)
-            cond = f"r.terms && %(x{i})s::text[]"
-            if held:
-                params[f"h{i}"] = list(held)
-                cond = f"(r.terms @> %(h{i})s::text[] AND {cond})"
-            match.append(cond)
-        # Measured: for an OR of @> the planner picks a sequential scan of the table
-        # (343 ms on 52k records) over the GIN bitmap OR (76 ms): forbid it here.
-        await conn.execute("SET LOCAL enable_seqscan = off")
-        sql = bm25_sql(n_terms, where, "(" + " OR ".join(match) + ")")
-        return await self._bm25_rows(conn, sql, params)
+    ) -> float:
+        """Rule out or score candidates, best bound first, while one left may reach ``theta``.
+
+        A chunk of the candidates whose bound reaches ``theta`` gets its tight bound from
+        all its postings of the query's terms (:meth:`_record_bounds`); those still reaching
+        ``theta`` are scored on their record rows (:func:`bm25_sql` matching ``seq``: the
+        very expression of the full query; a record the filters exclude is kept as
+        ``None``). ``theta`` only rises, so a candidate ruled out stays out. Stops early
+        when the records never named may still reach ``theta`` (``unread``): the next round
+        reads deeper postings anyway. Returns ``theta`` (0 while fewer than ``k`` matches
+        are known).
+        """
+        seqs, bounds, unread = candidates
+        k, chunk = int(params["k"]), max(2 * int(params["k"]), 64)
+        unseen = np.ones(len(seqs), dtype=bool)
+        while True:
+            scores = sorted((hit[1] for hit in exact.values() if hit is not None), reverse=True)
+            theta = scores[k - 1] if len(scores) >= k else 0.0
+            if len(scores) >= k and reaches(unread, theta):
+                return theta
+            # the unseen candidates that may reach theta, best bound first (a partial sort:
+            # at 1M records there are ~10^5 candidates and a few thousand get looked at)
+            open_ = np.flatnonzero(unseen & reaching(bounds, theta))
+            if not len(open_):
+                return theta
+            if len(open_) > chunk:
+                open_ = open_[np.argpartition(-bounds[open_], chunk - 1)[:chunk]]
+            unseen[open_] = False
+            batch = np.array([s for s in seqs[open_].tolist() if s not in exact], np.int64)
+            tight = await self._record_bounds(conn, batch, per_impact)
+            batch = batch[reaching(tight, theta)]
+            await self._score_rows(conn, batch.tolist(), exact, where, params)
+            chunk *= 2
+
+    @staticmethod
+    async def _record_bounds(
+        conn: Any, batch: np.ndarray, per_impact: dict[str, float]
+    ) -> np.ndarray:
+        """Each record's bound from all its postings of the query's terms (:data:`LOOKUP_SQL`,
+        :func:`~.postgres_bm25.record_bounds`)."""
+        if not len(batch):
+            return np.zeros(0)
+        terms = sorted(per_impact)
+        cur = await conn.execute(LOOKUP_SQL, {"lseqs": batch.tolist(), "lterms": terms})
+        row = await cur.fetchone()
+        assert row is not None  # an aggregate without GROUP BY: always one row
+        return record_bounds(
+            decode_array(row[0], ">i8").astype(np.int64),
+            decode_array(row[1], ">i4").astype(np.int64),
+            decode_array(row[2], ">f4"),
+            np.array([per_impact[t] for t in terms]),
+            batch,
+        )
+
+    async def _score_rows(
+        self,
+        conn: Any,
+        seqs: list[int],
+        exact: dict[int, tuple[str, float] | None],
+        where: str,
+        params: dict[str, Any],
+    ) -> None:
+        """Exact scores of these records from their rows, into ``exact`` (``None``: the
+        filters exclude it)."""
+        if not seqs:
+            return
+        rows = await self._bm25_rows(
+            conn,
+            bm25_sql(len(params["terms"]), where, "r.seq = ANY(%(seqs)s)"),
+            params | {"seqs": seqs, "k": len(seqs)},
+        )
+        exact.update(dict.fromkeys(seqs))
+        exact.update({s: (rid, score) for s, rid, score in rows})
 
     @staticmethod
     async def _bm25_rows(
@@ -1252,12 +1399,10 @@ class PostgresStore(MnemonStore):
         return [(int(s), rid, float(score)) for s, rid, score in await cur.fetchall()]
 
     @staticmethod
-    async def _term_stats(
-        conn: Any, nsid: int, terms: list[str]
-    ) -> tuple[int, float, dict[str, TermStats]]:
-        """``(records, average length, per-term statistics)`` of the namespace."""
+    async def _term_stats(conn: Any, nsid: int, terms: list[str]) -> CorpusStats:
+        """The namespace's records, average and reference lengths, per-term statistics."""
         cur = await conn.execute(
-            "SELECT n.docs, n.total_len, t.term, t.df, t.max_tf, t.min_len "
+            "SELECT n.docs, n.total_len, n.ref_avgdl, t.term, t.df, t.max_tf, t.min_len "
             "FROM mnemon_namespaces n LEFT JOIN mnemon_terms t ON t.term = ANY(%s) "
             "WHERE n.nsid = %s",
             (terms, nsid),
@@ -1265,12 +1410,13 @@ class PostgresStore(MnemonStore):
         rows = await cur.fetchall()
         docs, total = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
         avgdl = total / docs if total > 0 and docs > 0 else 1.0
+        ref = float(rows[0][2]) if rows and rows[0][2] is not None else avgdl
         stats = {
             str(t): TermStats(int(df), float(mt), int(ml))
-            for _, _, t, df, mt, ml in rows
+            for _, _, _, t, df, mt, ml in rows
             if t is not None
         }
-        return docs, avgdl, stats
+        return CorpusStats(docs, avgdl, ref, stats)
 
     async def _dense(
         self,

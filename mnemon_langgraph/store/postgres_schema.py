@@ -19,12 +19,18 @@ Why these shapes:
   :func:`setup` once the embedding dimension is known, with a half-precision copy in
   ``mnemon_halfvecs`` (schema version 3): the exact search scans the narrow copy and
   re-ranks its nearest by the float vectors.
+* ``mnemon_postings`` (schema version 4) repeats each record's terms as one narrow row per
+  (record, distinct term) with its BM25 *impact*, indexed by ``(term, impact DESC)``, so a
+  query reads a term's best postings from the index alone (``postgres_bm25``). Rows go with
+  their record (``ON DELETE CASCADE`` on ``seq``), like the vectors.
 
 Migrations only add (``CREATE … IF NOT EXISTS``, new columns) or rebuild derived indexes;
 they never drop rows. The version and the embedding model identity are rows of
 ``mnemon_meta``. An existing database migrates on the next open (or ``store.setup()``), in
-one transaction under an advisory lock: version 1 → 2 fills the MaxScore bounds from the
-records (the lock makes other processes' setup wait; a failure rolls all of it back).
+one transaction under an advisory lock: version 1 → 2 fills per-term bounds from the
+records, 3 → 4 the impact postings (the lock makes other processes' setup wait; a failure
+rolls all of it back). A store that migrated to version 4 then runs ``VACUUM (ANALYZE)
+mnemon_postings`` (outside the transaction), so index-only scans need no heap visits.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from mnemon_langgraph.errors import EmbeddingMismatchError, SchemaVersionError
+from mnemon_langgraph.store.postgres_bm25 import BM25_B, BM25_K1
 
 __all__ = [
     "HNSW_EF_CONSTRUCTION",
@@ -41,9 +48,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "TABLES",
     "setup_schema",
+    "stored_version",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 TABLES = (
     "mnemon_meta",
@@ -53,6 +61,7 @@ TABLES = (
     "mnemon_terms",
     "mnemon_vectors",
     "mnemon_halfvecs",
+    "mnemon_postings",
     "mnemon_audit",
 )
 """Every table the store writes (the erase and its residue test cover all of them)."""
@@ -137,7 +146,7 @@ the next store's setup), with a ``maintenance_work_mem`` large enough to hold th
 (README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
 
 _V2 = [
-    # MaxScore bounds (postgres_bm25.term_bound). The defaults are the loosest bounds, so
+    # Per-term bounds (postgres_bm25.term_bound). The defaults are the loosest bounds, so
     # a row the backfill below does not reach is still bounded correctly.
     "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS max_tf real NOT NULL DEFAULT 1e30",
     "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS min_len integer NOT NULL DEFAULT 0",
@@ -172,10 +181,50 @@ _V3 = [
     END $$""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+_IMPACT = (  # postgres_bm25.impact in SQL, at the namespace's reference average length
+    f"(u.tf / (u.tf + {BM25_K1}::float8 * ({1 - BM25_B}::float8 + {BM25_B}::float8 * "
+    "r.length / n.ref_avgdl)))::real"
+)
+
+_V4 = [
+    # Impact postings (postgres_bm25, "Impact postings"): one row per (record, distinct
+    # term) outside the records' rows, so BM25 at 1M records reads index entries rather
+    # than scattered heap rows. ref_avgdl fixes the length an impact is computed at.
+    "ALTER TABLE mnemon_namespaces ADD COLUMN IF NOT EXISTS ref_avgdl float8",
+    "UPDATE mnemon_namespaces SET ref_avgdl = total_len::float8 / docs "
+    "WHERE ref_avgdl IS NULL AND total_len > 0 AND docs > 0",
+    """CREATE TABLE IF NOT EXISTS mnemon_postings (
+        seq bigint NOT NULL REFERENCES mnemon_records(seq) ON DELETE CASCADE,
+        term text NOT NULL,
+        impact real NOT NULL,
+        tf real NOT NULL,
+        len integer NOT NULL)""",
+    # Sorting 12.8M postings for the index (1M records) needs memory; this transaction only.
+    "SET LOCAL maintenance_work_mem = '512MB'",
+    f"""INSERT INTO mnemon_postings(seq, term, impact, tf, len)
+    SELECT r.seq, u.term, {_IMPACT}, u.tf, r.length
+    FROM mnemon_records r JOIN mnemon_namespaces n ON n.nsid = r.nsid
+    CROSS JOIN LATERAL unnest(r.terms, r.tfs) AS u(term, tf)""",
+    # A term's best postings: an index-only range scan (seq included). tf and len stay in
+    # the table only (what an impact is computed from), not in the index the query reads.
+    "CREATE INDEX IF NOT EXISTS mnemon_postings_impact "
+    "ON mnemon_postings (term, impact DESC) INCLUDE (seq)",
+    # A record's postings, index-only: the cascade's lookup and the candidates' tight
+    # bounds (postgres_bm25.LOOKUP_SQL).
+    "CREATE INDEX IF NOT EXISTS mnemon_postings_seq ON mnemon_postings (seq) "
+    "INCLUDE (term, impact)",
+    # Index-only scans skip the heap only on pages the visibility map marks all-visible:
+    # vacuum this insert-mostly table after 2% new rows (PostgreSQL's default: 20%).
+    "ALTER TABLE mnemon_postings SET (autovacuum_vacuum_insert_scale_factor = 0.02)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
-adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``."""
+adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
+``mnemon_namespaces.ref_avgdl`` and ``mnemon_postings``, filled from the records' term
+arrays (measured at 1M records, 12.8M postings: 1 min 49 s to insert, 29 s to index,
+2 GB with its two indexes)."""
 
 
 def _vector_ddl(dim: int) -> list[str]:
@@ -202,6 +251,14 @@ async def _table_exists(conn: Any, name: str) -> bool:
     cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,))
     row = await cur.fetchone()
     return bool(row and row[0])
+
+
+async def stored_version(conn: Any) -> int:
+    """The schema version the database holds (0: none yet). Read without the setup lock:
+    only a hint (the store vacuums the new postings after a migration to version 4)."""
+    if not await _table_exists(conn, "mnemon_meta"):
+        return 0
+    return int(await _meta(conn, "schema_version") or 0)
 
 
 async def setup_schema(conn: Any, model_name: str, dim: int) -> int:

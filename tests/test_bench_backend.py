@@ -36,13 +36,13 @@ def test_bench_backend_reports_the_ef_tradeoff_and_pruning(postgres_url: str) ->
     # 600 vectors: every ef_search reaches the goal, so the smallest is chosen
     assert all(t["big"]["recall_at_48"] >= backend.RECALL_GOAL for t in table)
     assert row["ef"]["chosen_ef_search"] == backend.EF_CHOICES[0]
-    # MaxScore is exact: every query's top 48 equals the full BM25's
+    # pruning is exact: every query's top 48 equals the full BM25's
     for name in ("bm25_topic", "bm25_common"):
         assert row[name]["same_top48"] == row[name]["queries"] == 10
     # 600 (and 6) vectors, 200 re-ranked: the halfvec path must find the exact top 48
     assert row["dense_big"]["half_recall_at_48"] == row["dense_small_1pct"]["half_recall_min"] == 1
     text = backend.render(result)
-    assert "chosen ef_search" in text and "without BM25 MaxScore" in text
+    assert "chosen ef_search" in text and "without BM25 pruning" in text
     assert "halfvec + float re-rank" in text
 
 

@@ -8,7 +8,7 @@ stand-in random vectors) into namespace ``("bench", "big-N")`` and ``N // 100`` 
 
 * ingest: messages per second (one turn per record, batches of ``--batch``);
 * hybrid search (BM25 + dense, fused) on the big namespace: p50 / p95 latency for topic
-  questions and for common-word queries; on PostgreSQL also without BM25 MaxScore, and BM25
+  questions and for common-word queries; on PostgreSQL also without BM25 pruning, and BM25
   alone (top 48) with and without it, with the count of identical rankings (it is exact);
 * PostgreSQL only: recall@48 of the HNSW index (iterative scan) against an exact scan,
   for the big namespace (all ``N`` rows of its own) and for the small one (about 1% of
@@ -360,7 +360,7 @@ def _common_queries(texts: list[str], queries: list[str], count: int, seed: int)
 
 
 def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
-    """BM25 alone (top 48), MaxScore on and off: p50 / p95 ms, and whether they agree."""
+    """BM25 alone (top 48), pruned and full: p50 / p95 ms, and whether they agree."""
     pruned, on_ms = _timed(lambda q: store.lexical_ranking(q, namespace=ns, k=TOP), queries)
     store.bm25_prune = False
     try:
@@ -368,8 +368,8 @@ def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[s
     finally:
         store.bm25_prune = True
     return {
-        "maxscore_ms_p50": round(_pct(on_ms, 0.5), 2),
-        "maxscore_ms_p95": round(_pct(on_ms, 0.95), 2),
+        "pruned_ms_p50": round(_pct(on_ms, 0.5), 2),
+        "pruned_ms_p95": round(_pct(on_ms, 0.95), 2),
         "full_ms_p50": round(_pct(off_ms, 0.5), 2),
         "full_ms_p95": round(_pct(off_ms, 0.95), 2),
         "same_top48": sum(a == b for a, b in zip(pruned, full, strict=True)),
@@ -499,14 +499,14 @@ def _render_ef(r: dict[str, Any]) -> list[str]:
     out = [
         f"  common-word queries, hybrid: p50 {r['hybrid_common_ms_p50']:.2f} ms, "
         f"p95 {r['hybrid_common_ms_p95']:.2f} ms",
-        f"  without BM25 MaxScore, hybrid: p50 {r['hybrid_unpruned_ms_p50']:.2f} ms, "
+        f"  without BM25 pruning, hybrid: p50 {r['hybrid_unpruned_ms_p50']:.2f} ms, "
         f"p95 {r['hybrid_unpruned_ms_p95']:.2f} ms",
     ]
     for name in ("bm25_topic", "bm25_common"):
         b = r[name]
         out.append(
-            f"  {name} top {TOP}: MaxScore p50/p95 {b['maxscore_ms_p50']:.1f}/"
-            f"{b['maxscore_ms_p95']:.1f} ms, full {b['full_ms_p50']:.1f}/{b['full_ms_p95']:.1f}"
+            f"  {name} top {TOP}: pruned p50/p95 {b['pruned_ms_p50']:.1f}/"
+            f"{b['pruned_ms_p95']:.1f} ms, full {b['full_ms_p50']:.1f}/{b['full_ms_p95']:.1f}"
             f" ms, same ranking {b['same_top48']}/{b['queries']}"
         )
     for name in ("dense_big", "dense_small_1pct"):

@@ -19,6 +19,7 @@ with its checks, the input checks, file ingest) lives here once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -55,6 +56,11 @@ def _abstract(store: object) -> NoReturn:
 
 
 _EMBED_BATCH = 64
+QUERY_VECTORS_KEPT = 256
+"""Query vectors a store keeps (least recently used out). A read-path turn asks the store
+for about nine searches and 40% of them repeat a text it already embedded this turn (the
+latest message, a planned search paged again in a later round; measured on LoCoMo dev
+turns), each an embedding-model call; a user's next turn repeats few. 0 keeps none."""
 _URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
 
@@ -273,6 +279,20 @@ class MnemonStore(StoreBackend):
         return out
 
     def _embed_query(self, query: str) -> np.ndarray:
+        """The unit query vector of ``query``, read-only, from the store's cache when it
+        embedded the same text recently (:data:`QUERY_VECTORS_KEPT`; a failed call is not
+        kept). ``functools.lru_cache`` rather than our own: thread-safe, and the read
+        path's parallel searches call this from several threads."""
+        cache = self.__dict__.get("_query_vectors")
+        if cache is None:
+            uncached = self._embed_query_uncached
+            cache = self.__dict__.setdefault(
+                "_query_vectors", functools.lru_cache(maxsize=QUERY_VECTORS_KEPT)(uncached)
+            )
+        vec: np.ndarray = cache(query)
+        return vec
+
+    def _embed_query_uncached(self, query: str) -> np.ndarray:
         try:
             vec = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
         except Exception as exc:
@@ -282,7 +302,9 @@ class MnemonStore(StoreBackend):
                 f"embedding model returned an unusable query vector (shape {vec.shape}, "
                 f"expected ({self.dimension},), finite values)"
             )
-        return normalize_rows(vec)
+        unit = normalize_rows(vec)
+        unit.setflags(write=False)  # shared by every caller of the cache
+        return unit
 
     # -- shared write helpers ---------------------------------------------------------------
 

@@ -3,10 +3,11 @@
 The View leads with the index — standing instructions, a one-line topic directory, and
 the timelines and value histories System 1 judged needed — each block within its fixed
 share of the character budget. Records follow: those judged needed, then (when the
-planner named a need) the rest in System 1's ranking, up to the View's budget (16
-records, 12,000 characters), trimmed from the end to make room for the index. Records
-judged no longer current are left out. With no judgments at all (System 1 failed), the
-records are ranked by fused search order. The pooled neighbours of the best records (same
+planner named a need) the rest in System 1's ranking, up to the View's budget (12,000
+characters by default; a record cap only when ``view_records`` sets one), trimmed from
+the end to make room for the index. Records judged no longer current are left out. With
+no judgments at all (System 1 failed), the records are ranked by fused search order. The
+pooled neighbours of the best records (same
 session, just before and after) move up behind the first few records: an answer often
 continues in the next turn, which shares few words with the question.
 

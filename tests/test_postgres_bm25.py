@@ -22,7 +22,7 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.sources import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
-from mnemon_langgraph.store.postgres_bm25 import FIRST_DEPTH, FULL_BELOW_POSTINGS
+from mnemon_langgraph.store.postgres_bm25 import FULL_BELOW_POSTINGS
 from mnemon_langgraph.types import Message
 
 TOP = 48
@@ -56,6 +56,7 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
         MnemonStore(postgres_url, fake_embeddings()) as pg,
     ):
         assert isinstance(emb, EmbeddedStore) and isinstance(pg, PostgresStore)
+        pg.bm25_pack_min, pg.bm25_pack_part = 8, 8  # packs of 8 for every term in > 8 records
         for path in files:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
@@ -71,10 +72,10 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
                 expected = list(zip(ids, scores.tolist(), strict=True))
                 got = pg.lexical_ranking(query, namespace=ns, k=TOP)
                 # the impact postings (by default only above 10,000 postings) rank the same,
-                # also when every term starts at 8 postings (several deeper rounds)
-                pg.bm25_full_below, pg.bm25_first_depth = 0, 8
+                # also when every pack part holds 8 postings (several deeper rounds)
+                pg.bm25_full_below = 0
                 assert pg.lexical_ranking(query, namespace=ns, k=TOP) == got, query
-                pg.bm25_full_below, pg.bm25_first_depth = FULL_BELOW_POSTINGS, FIRST_DEPTH
+                pg.bm25_full_below = FULL_BELOW_POSTINGS
                 for (eid, es), (gid, gs) in zip(expected, got, strict=False):
                     if eid == gid:
                         assert gs == pytest.approx(es, rel=REL), (query, eid)
@@ -144,7 +145,8 @@ def test_candidate_bounds_add_read_parts_and_cut_bounds_of_unread_terms() -> Non
     from mnemon_langgraph.store.postgres_bm25 import TermRead, candidate_bounds, cut_bound
 
     def read(seqs: list[int], imps: list[float], full: bool) -> TermRead:
-        return TermRead(len(seqs) + (not full), np.array(seqs), np.array(imps, np.float32), full)
+        low = float(np.float32(min(imps)))  # the lowest impact of the parts read
+        return TermRead(len(seqs), np.array(seqs), np.array(imps, np.float32), full, low)
 
     reads = {"a": read([1, 2, 4], [0.6, 0.4, 0.2], False), "b": read([2, 3], [0.5, 0.2], True)}
     cuts = {t: cut_bound(5.0, r, 1.0, 100.0) for t, r in reads.items()}
@@ -173,8 +175,8 @@ def test_plan_depths_deepens_the_cheapest_bound_first_and_reads_whole_terms_at_t
     pool = np.linspace(0.9, 0.1, 1000, dtype=np.float32)  # a term read whole
     rare = TermRead(1001, np.arange(1000), pool, True)
     imps = np.linspace(0.9, 0.5, 100, dtype=np.float32)
-    heavy = TermRead(100, np.arange(100), imps, False)  # 100 of 200 read
-    light = TermRead(100, np.arange(100), imps, False)  # 100 of 100,000
+    heavy = TermRead(100, np.arange(100), imps, False, 0.5)  # 100 of 200 read
+    light = TermRead(100, np.arange(100), imps, False, 0.5)  # 100 of 100,000
     reads = {"rare": rare, "heavy": heavy, "light": light}
     df = {"rare": 1000, "heavy": 200, "light": 100_000}
     weights = {"rare": 9.0, "heavy": 5.0, "light": 1.0}
@@ -245,14 +247,21 @@ def _common_word_messages() -> list[Message]:
 def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int]]:
     """Record each round of impact postings read: ``{term: postings read}``."""
     rounds: list[dict[str, int]] = []
-    real = PostgresStore._read_postings
+    real_first, real_parts = PostgresStore._read_first, PostgresStore._read_parts
 
-    async def spy(self: PostgresStore, conn: Any, depth: Any, *args: Any) -> Any:
-        got = await real(self, conn, depth, *args)
+    async def first(self: PostgresStore, conn: Any, live: Any) -> Any:
+        got = await real_first(self, conn, live)
         rounds.append({t: len(r.seqs) for t, r in got.items()})
         return got
 
-    monkeypatch.setattr(PostgresStore, "_read_postings", spy)
+    async def parts(self: PostgresStore, conn: Any, depth: Any, reads: Any) -> Any:
+        got = await real_parts(self, conn, depth, reads)
+        if depth and reads.get(next(iter(depth))) is not None and reads[next(iter(depth))].parts:
+            rounds.append({t: len(r.seqs) for t, r in got.items()})  # a deeper round
+        return got
+
+    monkeypatch.setattr(PostgresStore, "_read_first", first)
+    monkeypatch.setattr(PostgresStore, "_read_parts", parts)
     return rounds
 
 
@@ -275,9 +284,9 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
     from mnemon_langgraph.store import postgres as pg_module
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.bm25_pack_min, pg.bm25_pack_part = 4, 4  # packs of 4: read 4 first, then deeper
         pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
         pg.bm25_full_below = 0  # 400 records: impact postings only run when told to
-        pg.bm25_first_depth = 4  # read 4 postings of each term first, then deeper
         rounds = _spy_reads(monkeypatch)
         read: dict[tuple[str, int], int] = {}
         for query in QUERIES:
@@ -335,8 +344,9 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
     import random
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.bm25_pack_min, pg.bm25_pack_part = 16, 16
         pg.ingest(("v",), _varied_messages(1500), source="test", pack=False)
-        pg.bm25_full_below, pg.bm25_first_depth = 0, 16
+        pg.bm25_full_below = 0
         rounds = _spy_reads(monkeypatch)
         rng = random.Random(3)
         pruned_count = compared = 0
@@ -377,8 +387,9 @@ def test_impact_bm25_honours_filters_and_deletes(
         for i, m in enumerate(_common_word_messages())
     ]
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        pg.bm25_pack_min, pg.bm25_pack_part = 4, 4
         pg.ingest(("f",), msgs, source="test", pack=False)
-        pg.bm25_full_below, pg.bm25_first_depth = 0, 4
+        pg.bm25_full_below = 0
         for query in QUERIES:
             filters = SearchFilters(session_from=2, session_to=2)
             pruned = pg._loop.run(_bm25(pg, ("f",), query, 5, filters))
@@ -428,10 +439,12 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
         pg.bm25_full_below = 0
         assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
         note3, gamma = f"{nsid}:note3", f"{nsid}:gamma"
-        assert rounds[0][note3] == 7 and rounds[0][gamma] == 50  # 407 postings: all whole
-        pg.bm25_first_depth = 2
+        # 407 postings, no term in more than 1,024 records (no packs): all read whole
+        assert rounds[0][note3] == 7 and rounds[0][gamma] == 50
+        pg.bm25_pack_min, pg.bm25_pack_part = 1, 2  # every term packed, parts of 2
+        pg.ingest(("two",), _common_word_messages(), source="test", pack=False)
         rounds.clear()
-        assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
+        assert [r for r, _ in pg.lexical_ranking("alpha gamma note3", namespace=("two",), k=3)]
         assert set(rounds[0].values()) == {2} and len(rounds) > 1
 
 

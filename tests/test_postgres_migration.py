@@ -17,6 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _packs_check import check_packs
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
@@ -31,7 +32,11 @@ def _to_version_1(url: str) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("ALTER TABLE mnemon_terms DROP COLUMN max_tf, DROP COLUMN min_len")
+        conn.execute(
+            "ALTER TABLE mnemon_terms DROP COLUMN max_tf, DROP COLUMN min_len, "
+            "DROP COLUMN packed, DROP COLUMN upto"
+        )
+        conn.execute("DROP TABLE mnemon_packs")
         conn.execute("DROP TABLE mnemon_halfvecs")
         conn.execute("DROP TABLE mnemon_postings")
         conn.execute("ALTER TABLE mnemon_namespaces DROP COLUMN ref_avgdl")
@@ -45,7 +50,7 @@ def _snapshot(url: str) -> dict[str, Any]:
         out: dict[str, Any] = {
             t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()
             for t in TABLES
-            if t not in ("mnemon_halfvecs", "mnemon_postings")  # added later, checked below
+            if t not in ("mnemon_halfvecs", "mnemon_postings", "mnemon_packs")  # checked below
         }
         out["records"] = conn.execute(
             "SELECT id, seq, nsid, text, terms, tfs, length FROM mnemon_records ORDER BY seq"
@@ -85,7 +90,10 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
     before = _snapshot(postgres_url)
     assert dict(before["meta"])["schema_version"] == "1" and len(before["records"]) == 119
 
-    with PostgresStore(postgres_url, fake_embeddings()) as pg:  # opening migrates
+    pg = PostgresStore(postgres_url, fake_embeddings(), setup=False)
+    with pg:
+        pg.bm25_pack_min, pg.bm25_pack_part = 8, 8  # small packs, so that there are some
+        assert pg.setup() == SCHEMA_VERSION  # migrates, then packs the common terms
         after_rankings = _rankings(pg)
         pg.bm25_full_below = 0  # the impact postings the migration wrote rank the same
         assert after_rankings == _rankings(pg)
@@ -93,7 +101,7 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
         assert after_rankings == _rankings(pg)
     after = _snapshot(postgres_url)
     meta = dict(after.pop("meta"))
-    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "4"
+    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "5"
     assert meta == {k: v for k, v in before.pop("meta") if k != "schema_version"}
     assert after == before  # every row of every table, unchanged
     with psycopg.connect(postgres_url) as conn:
@@ -125,3 +133,5 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
         assert imp == pytest.approx(impact(etf, elen, ref), rel=1e-6)
     assert halves == [(rid, True, True) for rid, _ in after["vectors"]] and len(halves) == 119
     assert all(ranked for _, ranked in after_rankings)  # dense search reads the copies
+    packed = check_packs(postgres_url)  # built from the postings the migration wrote
+    assert len(packed) >= 5 and sum(packed.values()) > 119, packed

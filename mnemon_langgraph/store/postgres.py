@@ -35,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
+import math
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
@@ -54,11 +56,17 @@ from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_k
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
     DEEPEN_MARGIN,
-    FIRST_DEPTH,
+    DELTA_SQL,
+    FIRST_PARTS,
     FULL_BELOW_POSTINGS,
     IMPACT_SLACK,
     LOOKUP_SQL,
+    PACK_GROWTH,
+    PACK_MIN,
+    PACK_PART,
+    PARTS_SQL,
     CorpusStats,
+    PackPart,
     TermRead,
     TermStats,
     bm25_sql,
@@ -69,8 +77,8 @@ from mnemon_langgraph.store.postgres_bm25 import (
     impact,
     impact_scale,
     namespaced,
+    pack_parts,
     plan_depths,
-    postings_sql,
     reaches,
     reaching,
     record_bounds,
@@ -143,6 +151,7 @@ def ef_search_for(docs: int) -> int:
 
 NO_DATE = int(np.iinfo(np.int64).min)
 _NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
+_LOG = logging.getLogger(__name__)
 _NO_LENGTH = 2**31 - 1  # min_len of a removal: LEAST keeps the stored value
 _RECORD_SQL = (
     "SELECT id, seq, source, session, date, position, speakers, message_ids, roles, text "
@@ -336,7 +345,9 @@ class PostgresStore(MnemonStore):
         self.bm25_prune = True  # the bench turns it off to measure what pruning saves
         self.half_scan = True  # exact search via mnemon_halfvecs; the bench compares both
         self.bm25_full_below = FULL_BELOW_POSTINGS
-        self.bm25_first_depth = FIRST_DEPTH
+        self.bm25_first_parts = FIRST_PARTS
+        self.bm25_pack_part = PACK_PART  # postings per part of the packs this store writes
+        self.bm25_pack_min = PACK_MIN  # terms with more postings get a pack
         self._loop = _LoopThread()
         self._closed = False
         self._pool_cls = pool_mod.AsyncConnectionPool
@@ -407,8 +418,11 @@ class PostgresStore(MnemonStore):
             before = await stored_version(conn)
             await conn.rollback()  # the read above opened a transaction
             version = await setup_schema(conn, self.model_name, self.dimension)
-            if 0 < before < 4:  # postings just filled: mark their pages all-visible
+            if 0 < before < 5:  # postings filled or re-indexed: pack them, mark pages visible
                 await conn.set_autocommit(True)
+                cur = await conn.execute("SELECT nsid FROM mnemon_namespaces ORDER BY nsid")
+                for (nsid,) in await cur.fetchall():
+                    await self._refresh_on(conn, int(nsid), None)
                 await conn.execute("VACUUM (ANALYZE) mnemon_postings")
             return version
         finally:
@@ -539,7 +553,8 @@ class PostgresStore(MnemonStore):
             await self._lock_namespace(conn, ns)
             nsid = await self._nsid(conn, ns, create=True)
             assert nsid is not None
-            written = await self._write(conn, nsid, records, vectors)
+            written, terms = await self._write(conn, nsid, records, vectors)
+        await self._refresh_packs(nsid, terms)
         return IngestResult(
             records_written=len(written),
             messages_written=len({mid for r in written for mid in r.message_ids}),
@@ -549,8 +564,11 @@ class PostgresStore(MnemonStore):
 
     async def _write(
         self, conn: Any, nsid: int, records: Sequence[Record], vectors: np.ndarray
-    ) -> list[Record]:
-        """Insert records, their message ids, vectors and BM25 statistics (caller's tx)."""
+    ) -> tuple[list[Record], list[str]]:
+        """Insert records, their message ids, vectors and BM25 statistics (caller's tx).
+
+        Returns the records written and the terms they hold (whose packs may be due,
+        :meth:`_refresh_packs`)."""
         rows: list[tuple[Any, ...]] = []
         order: list[int] = []
         lexical: list[tuple[list[str], list[float], int]] = []  # (terms, tfs, length) per row
@@ -597,7 +615,7 @@ class PostgresStore(MnemonStore):
             if not cur.nextset():
                 break
         if not inserted:
-            return written
+            return written, []
         df: dict[str, int] = {}
         bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
@@ -626,7 +644,7 @@ class PostgresStore(MnemonStore):
         )
         await self._adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         await self._write_postings(conn, nsid, [(seq, lexical[j]) for j, seq in inserted])
-        return written
+        return written, sorted(df)
 
     @staticmethod
     async def _write_postings(
@@ -727,19 +745,144 @@ class PostgresStore(MnemonStore):
         )
 
     async def _delete_ids(self, conn: Any, nsid: int, ids: Sequence[str]) -> list[str]:
+        """Delete records by id (caller's transaction, namespace locked): their rows, the
+        rows that cascade, their BM25 statistics and their postings in the packs."""
+        unique = list(dict.fromkeys(ids))
+        cur = await conn.execute(  # before the cascade takes the postings: what packs hold
+            "SELECT p.term, array_agg(p.seq), array_agg(p.impact) FROM mnemon_records r "
+            "JOIN mnemon_postings p ON p.seq = r.seq JOIN mnemon_terms t ON t.term = p.term "
+            "WHERE r.nsid = %s AND r.id = ANY(%s) AND t.packed > 0 AND p.seq <= t.upto "
+            "GROUP BY p.term",
+            (nsid, unique),
+        )
+        packed = await cur.fetchall()
         cur = await conn.execute(
             "DELETE FROM mnemon_records WHERE nsid = %s AND id = ANY(%s) "
             "RETURNING id, seq, terms, length",
-            (nsid, list(dict.fromkeys(ids))),
+            (nsid, unique),
         )
         rows = sorted(await cur.fetchall(), key=lambda r: r[1])
         df: dict[str, int] = {}
         for row in rows:
             for term in row[2]:
                 df[term] = df.get(term, 0) - 1
+        for term, seqs, impacts in packed:
+            await self._unpack(conn, term, np.array(seqs, np.int64), np.array(impacts))
         if rows:
             await self._adjust_stats(conn, nsid, df, -len(rows), -sum(r[3] for r in rows))
+            await conn.execute(  # a term no record holds any more keeps no pack either
+                "DELETE FROM mnemon_packs p WHERE p.term = ANY(%s) AND NOT EXISTS "
+                "(SELECT 1 FROM mnemon_terms t WHERE t.term = p.term)",
+                (sorted(df),),
+            )
         return [r[0] for r in rows]
+
+    # -- packs (postgres_bm25, "Impact postings") ----------------------------------------------
+
+    @staticmethod
+    async def _unpack(conn: Any, term: str, seqs: np.ndarray, impacts: np.ndarray) -> None:
+        """Take deleted records' postings (``seqs``, with their ``impacts``) out of the
+        parts of ``term``'s pack that hold them (caller's transaction). A posting of impact
+        ``x`` lies in a part whose lowest impact is at most ``x`` and whose predecessor's is
+        at least ``x``; only those parts are read and rewritten. Their ``low`` stays: still
+        an upper bound of every later part's impacts."""
+        cur = await conn.execute(
+            "SELECT part, low FROM mnemon_packs WHERE term = %s ORDER BY part", (term,)
+        )
+        lows = await cur.fetchall()
+        above = [math.inf] + [float(low) for _, low in lows[:-1]]
+        wanted = [
+            part
+            for (part, low), high in zip(lows, above, strict=True)
+            if np.any((impacts >= float(low) - 1e-7) & (impacts <= high + 1e-7))
+        ]
+        cur = await conn.execute(
+            "SELECT part, low, last, seqs, imps FROM mnemon_packs WHERE term = %s "
+            "AND part = ANY(%s) FOR UPDATE",
+            (term, wanted),
+        )
+        removed = 0
+        for part, low, last, raw_seqs, raw_imps in await cur.fetchall():
+            old = PackPart.from_row(low, last, raw_seqs, raw_imps)
+            keep = ~np.isin(old.seqs, seqs)
+            if keep.all():
+                continue
+            removed += int((~keep).sum())
+            n, _, _, b_seqs, b_imps = PackPart(
+                old.seqs[keep], old.impacts[keep], old.low, old.last
+            ).row()
+            await conn.execute(
+                "UPDATE mnemon_packs SET n = %s, seqs = %s, imps = %s WHERE term = %s "
+                "AND part = %s",
+                (n, b_seqs, b_imps, term, part),
+            )
+        if removed:
+            await conn.execute(
+                "UPDATE mnemon_terms SET packed = packed - %s WHERE term = %s", (removed, term)
+            )
+
+    async def _refresh_packs(self, nsid: int, terms: Sequence[str] | None) -> None:
+        """(Re)pack the terms of ``terms`` (``None``: every term of the namespace) that
+        :func:`~.postgres_bm25.needs_pack` says are due (:meth:`_refresh_on`).
+
+        Packs are derived data: a pack that is not refreshed only leaves more postings to
+        read from the index, never a wrong ranking. So a failure here is logged and the
+        next write of the namespace tries again; the write that triggered it stands.
+        """
+        if terms is not None and not terms:
+            return
+        try:
+            async with self._pool.connection() as conn:
+                await self._refresh_on(conn, nsid, terms)
+        except self._psycopg.Error as exc:
+            _LOG.warning("packing BM25 postings of namespace %s failed: %s", nsid, exc)
+
+    async def _refresh_on(self, conn: Any, nsid: int, terms: Sequence[str] | None) -> None:
+        """:meth:`_refresh_packs` on an autocommit connection: each due term in a
+        transaction of its own under the namespace's write lock, so no writer of the
+        namespace holds an uncommitted ``seq`` below the pack's ``upto`` and no delete
+        runs meanwhile."""
+        where = "term = ANY(%(terms)s)" if terms is not None else "nsid = %(nsid)s"
+        cur = await conn.execute(
+            f"SELECT term FROM mnemon_terms WHERE {where} AND df > %(min)s AND df - packed > "
+            f"GREATEST(%(min)s, packed / {PACK_GROWTH}) ORDER BY term",
+            {"terms": list(terms or ()), "nsid": nsid, "min": self.bm25_pack_min},
+        )
+        for (term,) in await cur.fetchall():
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock(%s, hashtext(n.namespace)) "
+                    "FROM mnemon_namespaces n WHERE n.nsid = %s",
+                    (_NS_LOCK, nsid),
+                )
+                await self._pack(conn, nsid, term)
+
+    async def _pack(self, conn: Any, nsid: int, term: str) -> None:
+        """Rewrite ``term``'s pack from all its postings (caller's transaction, locked)."""
+        cur = await conn.execute(
+            "SELECT array_send(array_agg(seq)), array_send(array_agg(impact)), max(seq), "
+            "(SELECT df > %s FROM mnemon_terms WHERE term = %s) "
+            "FROM mnemon_postings WHERE term = %s",
+            (self.bm25_pack_min, term, term),
+        )
+        row = await cur.fetchone()
+        await conn.execute("DELETE FROM mnemon_packs WHERE term = %s", (term,))
+        if row is None or row[2] is None or not row[3]:  # gone, or rare again
+            await conn.execute(
+                "UPDATE mnemon_terms SET packed = 0, upto = 0 WHERE term = %s", (term,)
+            )
+            return
+        seqs = decode_array(row[0], ">i8").astype(np.int64)
+        parts = pack_parts(seqs, decode_array(row[1], ">f4"), self.bm25_pack_part)
+        await conn.cursor().executemany(
+            "INSERT INTO mnemon_packs(term, part, nsid, n, low, last, seqs, imps) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [(term, i, nsid, *p.row()) for i, p in enumerate(parts)],
+        )
+        await conn.execute(
+            "UPDATE mnemon_terms SET packed = %s, upto = %s WHERE term = %s",
+            (len(seqs), int(row[2]), term),
+        )
 
     def delete_records(
         self,
@@ -848,7 +991,9 @@ class PostgresStore(MnemonStore):
                 first = {s: await self._next_position(ns, s, conn) for s in sessions}
                 new = chunk_messages(survivors, namespace=ns, source=source, first_positions=first)
                 vectors = await asyncio.to_thread(self._embed, [r.text for r in new], None)
-                written = await self._write(conn, nsid, new, vectors)
+                written, terms = await self._write(conn, nsid, new, vectors)
+        if survivors:
+            await self._refresh_packs(nsid, terms)
         return deleted, IngestResult(
             records_written=len(written),
             messages_written=len({mid for r in written for mid in r.message_ids}),
@@ -1251,11 +1396,13 @@ class PostgresStore(MnemonStore):
     ) -> list[tuple[int, str, float]]:
         """Read impact postings in rounds until the exact top ``k`` is proven.
 
-        Each round reads the terms' best postings to the planned depths
-        (:meth:`_read_postings`), bounds every record (:func:`candidate_bounds`) and scores
-        the best-bounded candidates exactly (:meth:`_complete`). Done when ``theta`` (the
-        ``k``-th exact score) is strictly above the bound of every record never named and
-        every candidate left unscored; else :func:`plan_depths` deepens the cuts.
+        The first round reads every term's postings that no pack holds (all of a term
+        without one) and the first parts of each pack (:meth:`_read_first`); each round
+        bounds every record (:func:`candidate_bounds`) and scores the best-bounded
+        candidates exactly (:meth:`_complete`). Done when ``theta`` (the ``k``-th exact
+        score) is strictly above the bound of every record never named and every candidate
+        left unscored; else :func:`plan_depths` deepens the cuts and their parts are read
+        (:meth:`_read_parts`).
         """
         k = int(params["k"])
         n_docs, avgdl = corpus.docs, corpus.avgdl
@@ -1264,49 +1411,71 @@ class PostgresStore(MnemonStore):
         weight = {t: idf(n_docs, s.df) for t, s in live.items()}
         caps = {t: term_bound(n_docs, avgdl, s) for t, s in live.items()}
         per_impact = {t: w * scale * (1 + IMPACT_SLACK) for t, w in weight.items()}
-        depth = {t: min(s.df + 1, self.bm25_first_depth) for t, s in live.items()}
-        reads: dict[str, TermRead] = {}
+        reads = await self._read_first(conn, live)
         exact: dict[int, tuple[str, float] | None] = {}  # seq -> (id, score); None: no match
         while True:
-            reads |= await self._read_postings(conn, depth, reads)
             cuts = {t: cut_bound(weight[t], r, scale, caps[t]) for t, r in reads.items()}
             candidates = candidate_bounds(reads, cuts, per_impact)
             theta = await self._complete(conn, candidates, per_impact, exact, where, params)
             unread = candidates[2]
             if unread == 0 or not reaches(unread, theta):
                 break
-            depth = plan_depths(
-                reads, {t: s.df for t, s in live.items()}, per_impact, DEEPEN_MARGIN * theta
-            )
+            packed = {t: max(s.packed, 1) for t, s in live.items()}
+            depth = plan_depths(reads, packed, per_impact, DEEPEN_MARGIN * theta)
+            reads |= await self._read_parts(conn, depth, reads)
         found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]
         return sorted(found, key=lambda r: (-r[2], r[0]))[:k]
 
-    async def _read_postings(
-        self, conn: Any, depth: dict[str, int], reads: dict[str, TermRead]
-    ) -> dict[str, TermRead]:
-        """Each term of ``depth`` read to that depth (:func:`postings_sql`): a term read
-        before continues below its cut (:meth:`TermRead.deeper`), not from the top."""
-        terms = sorted(depth)
-        empty = TermRead(0, np.zeros(0, np.int64), np.zeros(0, np.float32), False)
-        plan = {t: reads.get(t, empty).deeper(depth[t]) for t in terms}
+    async def _read_first(self, conn: Any, live: dict[str, TermStats]) -> dict[str, TermRead]:
+        """The first round: each term's postings above its pack's ``upto`` (all of a term
+        without a pack: :data:`~.postgres_bm25.DELTA_SQL`), then the first
+        :attr:`bm25_first_parts` parts of each pack."""
+        terms = sorted(live)
         cur = await conn.execute(
-            postings_sql(),
-            {
-                "pterms": terms,
-                "plims": [plan[t][0] for t in terms],
-                "pcuts": [plan[t][1] for t in terms],
-            },
+            DELTA_SQL, {"dterms": terms, "dupto": [live[t].upto for t in terms]}
         )
-        out = {}
-        for term, n, seqs, imps in await cur.fetchall():
-            limit = plan[term][0]
-            more = TermRead(
-                depth=depth[term],
+        reads: dict[str, TermRead] = {}
+        for term, seqs, imps in await cur.fetchall():
+            packed = live[term].packed > 0
+            reads[term] = TermRead(
+                depth=0,
                 seqs=decode_array(seqs, ">i8").astype(np.int64),
                 impacts=decode_array(imps, ">f4").astype(np.float32),
-                full=int(n) < limit,
+                full=not packed,
+                low=math.inf,
             )
-            out[term] = reads.get(term, empty).merged(more, limit)
+        first = {t: self.bm25_first_parts * self.bm25_pack_part for t in terms if not reads[t].full}
+        return reads | await self._read_parts(conn, first, reads)
+
+    async def _read_parts(
+        self, conn: Any, depth: dict[str, int], reads: dict[str, TermRead]
+    ) -> dict[str, TermRead]:
+        """Each packed term of ``depth`` read on to (at least) that many of its pack's
+        postings, by whole parts (:data:`~.postgres_bm25.PARTS_SQL`)."""
+        size = max(1, self.bm25_pack_part)
+        plan = {
+            t: (reads[t].parts, max(reads[t].parts + 1, -(-d // size))) for t, d in depth.items()
+        }
+        terms = sorted(plan)
+        if not terms:
+            return {}
+        cur = await conn.execute(
+            PARTS_SQL,
+            {
+                "pterms": terms,
+                "pfrom": [plan[t][0] for t in terms],
+                "pto": [plan[t][1] for t in terms],
+            },
+        )
+        got: dict[str, list[PackPart]] = {t: [] for t in terms}
+        for term, low, last, seqs, imps in await cur.fetchall():
+            got[term].append(PackPart.from_row(low, last, seqs, imps))
+        out = {}
+        for term, parts in got.items():
+            if parts:
+                out[term] = reads[term].extended(parts)
+            else:  # the pack is gone (a delete took its last record): nothing more to read
+                out[term] = dataclasses.replace(reads[term], full=True)
         return out
 
     async def _complete(
@@ -1402,9 +1571,9 @@ class PostgresStore(MnemonStore):
     async def _term_stats(conn: Any, nsid: int, terms: list[str]) -> CorpusStats:
         """The namespace's records, average and reference lengths, per-term statistics."""
         cur = await conn.execute(
-            "SELECT n.docs, n.total_len, n.ref_avgdl, t.term, t.df, t.max_tf, t.min_len "
-            "FROM mnemon_namespaces n LEFT JOIN mnemon_terms t ON t.term = ANY(%s) "
-            "WHERE n.nsid = %s",
+            "SELECT n.docs, n.total_len, n.ref_avgdl, t.term, t.df, t.max_tf, t.min_len, "
+            "t.packed, t.upto FROM mnemon_namespaces n "
+            "LEFT JOIN mnemon_terms t ON t.term = ANY(%s) WHERE n.nsid = %s",
             (terms, nsid),
         )
         rows = await cur.fetchall()
@@ -1412,8 +1581,8 @@ class PostgresStore(MnemonStore):
         avgdl = total / docs if total > 0 and docs > 0 else 1.0
         ref = float(rows[0][2]) if rows and rows[0][2] is not None else avgdl
         stats = {
-            str(t): TermStats(int(df), float(mt), int(ml))
-            for _, _, _, t, df, mt, ml in rows
+            str(t): TermStats(int(df), float(mt), int(ml), int(pk), int(up))
+            for _, _, _, t, df, mt, ml, pk, up in rows
             if t is not None
         }
         return CorpusStats(docs, avgdl, ref, stats)

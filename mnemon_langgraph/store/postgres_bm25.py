@@ -17,25 +17,37 @@ Ties are broken by ``seq`` (older first), as in the embedded index. The embedded
 computes in float32 and PostgreSQL in float8, so scores agree to about 1e-6 relative and
 orders agree except between records whose scores differ by less than that.
 
-**Impact postings, score at a time** (schema version 4). A query with common words (a
+**Impact postings, score at a time** (schema versions 4 and 5). A query with common words (a
 speaker's name, "like", "really"; a 20-word passage) holds terms found in a large share of the
 namespace, so the plain query costs time linear in the namespace: every record holding any
 query term is read from the heap (a scattered row, ~10–25 µs to read and score at 1M
 records). ``mnemon_postings`` holds one compact row per (record, distinct term) with its
-*impact* (:func:`impact`), under a B-tree on ``(term, impact DESC)`` that includes ``seq``,
-``tf`` and ``len``: a term's best postings are an index-only range scan, ~1 µs per posting
-with the aggregation, and never touch a record row. The caller
-(:meth:`PostgresStore._bm25`) reads each term's best postings (:func:`postings_sql`; rare
-terms whole), sums the exact contributions per record (:func:`candidate_bounds`, numpy),
-and scores the candidates with the highest upper bounds exactly on their record rows
-(:func:`bm25_sql` with ``match`` on ``seq``: the same expression as the full query, so the
-same floats). A record whose posting of a term was not read gets at most ``idf · cut ·
-scale`` from it (:func:`cut_bound`, :func:`impact_scale`); once the ``k``-th exact score
-``theta`` is strictly above both the bound of every record never named (the sum of the cut
-bounds) and the upper bound of every candidate not scored, the top ``k`` is exact. If not,
-deeper cuts are planned from the impacts already read (:func:`plan_depths`) and read in
-another round. Why not a PostgreSQL extension (pg_search, VectorChord-bm25): their scores
-are not the embedded index's, and equality with it is a requirement.
+*impact* (:func:`impact`), written in the ingest transaction and gone with its record, under a
+B-tree on ``(term, seq)`` that includes the impact. A common term (more than
+:data:`PACK_MIN` postings) also has a **pack** (``mnemon_packs``, version 5): its postings
+sorted by impact, highest first, in parts of :data:`PACK_PART` postings, each part one row of
+two ``bytea`` (``seq`` and impact), so a term's best postings cost a few rows instead of one
+index entry each (~0.3 µs per posting; at 1M records that was the whole cost of a
+common-word query). A pack covers the term's postings up to its ``upto`` seq; the ones written
+since are read from the index, and the term is packed again once they are many
+(:func:`needs_pack`, after the ingest that crossed the line, under the namespace's write
+lock, so no writer of the namespace has a ``seq`` below ``upto`` still uncommitted). A
+deleted record's postings are taken out of the parts holding them in the delete's
+transaction, so no pack remembers a deleted record's words.
+
+The caller (:meth:`PostgresStore._bm25`) reads each term's new postings whole and the first
+parts of its pack (:data:`DELTA_SQL`, :data:`PARTS_SQL`; terms without a pack whole), sums
+the exact contributions per record (:func:`candidate_bounds`, numpy), and scores the
+candidates with the highest upper bounds exactly on their record rows (:func:`bm25_sql` with
+``match`` on ``seq``: the same expression as the full query, so the same floats). A record
+whose posting of a term was not read gets at most ``idf · cut · scale`` from it
+(:func:`cut_bound`, :func:`impact_scale`), ``cut`` being the lowest impact of the parts read;
+once the ``k``-th exact score ``theta`` is strictly above both the bound of every record
+never named (the sum of the cut bounds) and the upper bound of every candidate not scored,
+the top ``k`` is exact. If not, deeper cuts are planned from the impacts already read
+(:func:`plan_depths`) and their parts read in another round. Why not a PostgreSQL
+extension (pg_search, VectorChord-bm25): their scores are not the embedded index's, and
+equality with it is a requirement.
 """
 
 from __future__ import annotations
@@ -53,11 +65,17 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "DEEPEN_MARGIN",
-    "FIRST_DEPTH",
+    "DELTA_SQL",
+    "FIRST_PARTS",
     "FULL_BELOW_POSTINGS",
     "IMPACT_SLACK",
     "LOOKUP_SQL",
+    "PACK_GROWTH",
+    "PACK_MIN",
+    "PACK_PART",
+    "PARTS_SQL",
     "CorpusStats",
+    "PackPart",
     "TermRead",
     "TermStats",
     "bm25_sql",
@@ -69,8 +87,9 @@ __all__ = [
     "impact_scale",
     "lexical_terms",
     "namespaced",
+    "needs_pack",
+    "pack_parts",
     "plan_depths",
-    "postings_sql",
     "reaches",
     "reaching",
     "record_bounds",
@@ -92,11 +111,15 @@ def idf(n_docs: float, df: float) -> float:
 class TermStats:
     """What bounds one query term's contribution: its ``df`` and, over the records that
     held it, the largest term frequency and the shortest length (the column defaults,
-    ``1e30`` and ``0``, are the loosest bounds: "unknown")."""
+    ``1e30`` and ``0``, are the loosest bounds: "unknown"); ``packed``, how many of its
+    postings its pack holds (0: none), and ``upto``, the pack's last ``seq``: the term's
+    postings above it were written since and are read from the index."""
 
     df: int
     max_tf: float
     min_len: int
+    packed: int = 0
+    upto: int = 0
 
 
 def term_bound(n_docs: int, avgdl: float, stats: TermStats) -> float:
@@ -177,64 +200,157 @@ p50 and a pruning pass 84 ms; with ~17k (52k records) 460–550 ms against 134�
 threshold of the MaxScore passes that impact postings replaced, kept: at 10k records of real
 passages the queries' postings are mostly below it, so the 10k search is unchanged.)"""
 
-FIRST_DEPTH = 4_000
-"""Postings of each common term read in the first round (a term with at most this many
-postings is read whole at once). At 1M records a 20-word passage query then reads ~40k
-postings and finds a ``theta`` close to the final one; the next round reads only what the
-cut plan (:func:`plan_depths`) asks for. Measured with :data:`DEEPEN_MARGIN` 0.5 (1M
-records, 40 passage queries, depth 100, loaded machine): 2,500 / 4,000 / 6,000 gave p50
-87 / 96 / 90 ms: flat, within the noise."""
+PACK_PART = 4_096
+"""Postings per part of a term's pack (:data:`PARTS_SQL`): 48 KB of ``seq`` and impact. A
+round reads whole parts, so this is also the step by which a term is read deeper."""
 
-DEEPEN_MARGIN = 0.5
+PACK_MIN = 1_024
+"""A term gets a pack once it has more postings than this; rarer terms are read whole from
+the postings index (:data:`DELTA_SQL`: at most this many index entries, ~0.3 µs each)."""
+
+PACK_GROWTH = 16
+"""A term is packed again once its postings written since the pack (read whole by every
+query holding it, :data:`DELTA_SQL`) exceed ``max(PACK_MIN, packed / PACK_GROWTH)``. The
+two costs pull apart: each posting of a common term is rewritten about ``PACK_GROWTH`` times
+over its life (~12 bytes and ~0.3 µs each: at 1M records ~50 µs per ingested record, against
+~3 ms to embed it), and a query reads up to ``packed / PACK_GROWTH`` postings of such a term
+from the index besides its parts (half that on average)."""
+
+FIRST_PARTS = 1
+"""Parts of each packed term read in the first round (:data:`PACK_PART` postings each).
+At 1M records a 20-word passage query then reads ~80k postings and finds a ``theta`` close
+to the final one; later rounds read what the cut plan (:func:`plan_depths`) asks for."""
+
+DEEPEN_MARGIN = 0.15
 """A deeper round aims at cut bounds summing to this share of the known ``theta``. The two
-costs pull apart: a lower share reads more postings (~0.5–1 µs each), a higher one leaves
-more candidates whose bound reaches ``theta`` to look up (~8–14 µs each, :data:`LOOKUP_SQL`)
-and score. Measured at 1M records (40 passage queries, depth 100, first depth 4,000, loaded
-machine): 0.5 read 56 ms of postings and looked up 19 ms of candidates (p50 96 ms); 0.6:
-53 + 30 ms (103); 0.7: 48 + 48 ms (108); 0.85: 46 + 110 ms (173). Before candidates were
-looked up (scored on their rows only, ~20 µs each) 0.7 was best: 168 ms."""
+costs pull apart: a lower share reads more postings, a higher one leaves more candidates
+whose bound reaches ``theta`` to look up (~8–14 µs each, :data:`LOOKUP_SQL`) and score.
+With postings read from packs (~0.1 µs each) reading deeper is cheap: measured at 1M
+records (``bench backend``'s 40 passage and 40 common-word queries, depth 100, BM25 alone,
+two passes, quiet machine), p50 passage / common 53–57 / 58–59 ms at 0.5, 40–42 / 46–47 at
+0.3, 43–45 / 45–50 at 0.15, 39–47 / 46–52 at 0.08, 46–47 / 44–50 at 0.03: flat below 0.3.
+(With postings read one index entry at a time, version 4, 0.5 was best: 96 ms.) Three
+first parts instead of one read more than the proof needs (p95 300 ms)."""
 
 
 @dataclass(frozen=True)
 class TermRead:
-    """The postings of one query term read so far: its ``depth`` best by impact.
+    """The postings of one query term read so far.
 
-    ``seqs`` and ``impacts`` are parallel. ``full`` when the term has no other posting
-    (fewer rows came back than asked for); then its cut is 0.
+    ``seqs`` and ``impacts`` are parallel. A term without a pack is read whole at once
+    (``full``). A packed term holds what was written since its pack (read whole) and its
+    pack's first ``parts`` parts, which hold its best postings by impact: every posting not
+    read is in a later part, so its impact is at most ``low``, the lowest impact of the
+    parts read. ``depth`` counts the pack's postings read (:func:`plan_depths`).
     """
 
     depth: int
     seqs: np.ndarray
     impacts: np.ndarray
     full: bool
+    low: float = 0.0
+    parts: int = 0
 
     @property
     def cut(self) -> float:
         """Every unread posting of the term has an impact of at most this (0 when full)."""
-        return 0.0 if self.full or not len(self.impacts) else float(self.impacts.min())
+        return 0.0 if self.full else self.low
 
-    def deeper(self, depth: int) -> tuple[int, float]:
-        """``(limit, highest impact)`` of the read that takes this term to ``depth``: the
-        postings at or below the cut, as many more as wanted plus those at the cut that
-        were already read (ties: :meth:`merged` drops them again)."""
-        if not len(self.impacts):
-            return depth, math.inf
-        cut = float(self.impacts.min())
-        return depth - len(self.seqs) + int(np.count_nonzero(self.impacts == cut)), cut
-
-    def merged(self, more: TermRead, limit: int) -> TermRead:
-        """This read followed by ``more`` (read with :meth:`deeper`'s ``limit``)."""
-        if not len(self.impacts):
-            return more
-        cut = self.impacts.min()
-        tied = self.seqs[self.impacts == cut]
-        fresh = ~((more.impacts == cut) & np.isin(more.seqs, tied))
+    def extended(self, parts: Sequence[PackPart]) -> TermRead:
+        """This read followed by the next ``parts`` of the term's pack, in order."""
+        if not parts:
+            return self
         return TermRead(
-            depth=more.depth,
-            seqs=np.concatenate([self.seqs, more.seqs[fresh]]),
-            impacts=np.concatenate([self.impacts, more.impacts[fresh]]),
-            full=len(more.seqs) < limit,
+            depth=self.depth + sum(len(p.seqs) for p in parts),
+            seqs=np.concatenate([self.seqs, *(p.seqs for p in parts)]),
+            impacts=np.concatenate([self.impacts, *(p.impacts for p in parts)]),
+            full=parts[-1].last,
+            low=parts[-1].low,
+            parts=self.parts + len(parts),
         )
+
+
+@dataclass(frozen=True)
+class PackPart:
+    """One part of a term's pack: ``seqs`` and ``impacts`` in impact order (highest first),
+    ``low`` the lowest impact in it (every later part's impacts are at most that; removing a
+    deleted record's posting leaves it, still an upper bound), ``last`` for the final part."""
+
+    seqs: np.ndarray
+    impacts: np.ndarray
+    low: float
+    last: bool
+
+    def row(self) -> tuple[int, float, bool, bytes, bytes]:
+        """``(n, low, last, seqs, impacts)`` as stored (little-endian int64 / float32)."""
+        return (
+            len(self.seqs),
+            float(self.low),
+            bool(self.last),
+            self.seqs.astype("<i8").tobytes(),
+            self.impacts.astype("<f4").tobytes(),
+        )
+
+    @classmethod
+    def from_row(cls, low: float, last: bool, seqs: bytes, impacts: bytes) -> PackPart:
+        """The inverse of :meth:`row`."""
+        return cls(
+            np.frombuffer(bytes(seqs), dtype="<i8").astype(np.int64),
+            np.frombuffer(bytes(impacts), dtype="<f4").astype(np.float32),
+            float(np.float32(low)),  # the stored float4 exactly (its text form may round up)
+            bool(last),
+        )
+
+
+def pack_parts(seqs: np.ndarray, impacts: np.ndarray, size: int) -> list[PackPart]:
+    """A term's postings as pack parts of ``size``: by impact, highest first (ties: older
+    ``seq`` first, so a pack is a function of its postings)."""
+    order = np.lexsort((seqs, -impacts.astype(np.float64)))
+    seqs, impacts = seqs[order], impacts[order].astype(np.float32)
+    starts = list(range(0, len(seqs), max(1, int(size))))
+    return [
+        PackPart(
+            seqs[a : a + size],
+            impacts[a : a + size],
+            float(impacts[a : a + size].min()),
+            a == starts[-1],
+        )
+        for a in starts
+    ]
+
+
+def needs_pack(df: int, packed: int, pack_min: int = PACK_MIN) -> bool:
+    """Whether a term of ``df`` postings, ``packed`` of them in its pack, is (re)packed:
+    it is common (:data:`PACK_MIN`) and its postings written since the pack exceed
+    ``max(pack_min, packed / PACK_GROWTH)`` (:data:`PACK_GROWTH`)."""
+    return df > pack_min and df - packed > max(pack_min, packed // PACK_GROWTH)
+
+
+DELTA_SQL = """
+SELECT q.term, array_send(x.seqs), array_send(x.imps)
+FROM unnest(%(dterms)s::text[], %(dupto)s::bigint[]) AS q(term, upto)
+CROSS JOIN LATERAL (
+    SELECT array_agg(p.seq) AS seqs, array_agg(p.impact) AS imps
+    FROM mnemon_postings p WHERE p.term = q.term AND p.seq > q.upto
+) x
+"""
+"""Each term's postings above ``upto``: a term's postings written since its pack (or, with
+``upto`` 0, all of a term without one), an index-only range scan of ``mnemon_postings_term``
+(``term, seq`` including ``impact``). The arrays come back in PostgreSQL's binary array
+format (``array_send``), which :func:`decode_array` turns into numpy without a Python object
+per posting."""
+
+PARTS_SQL = """
+SELECT p.term, p.low, p.last, p.seqs, p.imps
+FROM unnest(%(pterms)s::text[], %(pfrom)s::int[], %(pto)s::int[]) AS q(term, a, b)
+JOIN mnemon_packs p ON p.term = q.term AND p.part >= q.a AND p.part < q.b
+ORDER BY p.term, p.part
+"""
+"""Parts ``[a, b)`` of each term's pack (primary key ``term, part``): one row of two
+``bytea`` per :data:`PACK_PART` postings, against one index entry per posting when a term's
+best postings were read from a ``(term, impact)`` index (schema version 4): measured at 1M
+records, ~0.3 µs per posting that way (index-only scan plus aggregation), the whole of a
+common-word query's BM25 cost."""
 
 
 def cut_bound(weight: float, read: TermRead, scale: float, cap: float) -> float:
@@ -342,30 +458,6 @@ def plan_depths(
         t = max(open_terms, key=lambda x: weights[x] * cut[x])
         changed = {t: _deeper(reads[t].depth, df[t], 4)}
     return changed
-
-
-def postings_sql() -> str:
-    """Read the best postings of several terms by impact, one row per term.
-
-    Parameters: ``%(pterms)s``, ``%(plims)s``, ``%(pcuts)s`` (parallel arrays: term, how
-    many postings, the highest impact wanted: infinity for a term not read yet, its cut
-    for a deeper read, :meth:`TermRead.deeper`). Each term's postings are an index-only range
-    scan of ``mnemon_postings_impact`` (``term, impact DESC`` including ``seq``), which
-    never reads a record row; only ``seq`` and the impact come back (bounds need no more:
-    :func:`candidate_bounds`). The arrays come back in PostgreSQL's binary array
-    format (``array_send``), which :func:`decode_array` turns into a numpy array without a
-    Python object per posting (measured at 1M records: ~1.5× faster than psycopg's list
-    loader at 20k postings per term, the same at 5k).
-    """
-    return """
-SELECT q.term, x.n, array_send(x.seqs), array_send(x.imps)
-FROM unnest(%(pterms)s::text[], %(plims)s::int[], %(pcuts)s::real[]) AS q(term, lim, cut)
-CROSS JOIN LATERAL (
-    SELECT count(*) AS n, array_agg(y.seq) AS seqs, array_agg(y.impact) AS imps
-    FROM (SELECT p.seq, p.impact FROM mnemon_postings p
-          WHERE p.term = q.term AND p.impact <= q.cut ORDER BY p.impact DESC LIMIT q.lim) y
-) x
-"""
 
 
 LOOKUP_SQL = """

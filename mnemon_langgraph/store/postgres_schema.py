@@ -20,17 +20,20 @@ Why these shapes:
   ``mnemon_halfvecs`` (schema version 3): the exact search scans the narrow copy and
   re-ranks its nearest by the float vectors.
 * ``mnemon_postings`` (schema version 4) repeats each record's terms as one narrow row per
-  (record, distinct term) with its BM25 *impact*, indexed by ``(term, impact DESC)``, so a
-  query reads a term's best postings from the index alone (``postgres_bm25``). Rows go with
-  their record (``ON DELETE CASCADE`` on ``seq``), like the vectors.
+  (record, distinct term) with its BM25 *impact*, indexed by ``(term, seq)`` (version 5;
+  ``(term, impact DESC)`` before). Rows go with their record (``ON DELETE CASCADE`` on
+  ``seq``), like the vectors. ``mnemon_packs`` (version 5) holds each common term's postings
+  sorted by impact in parts of a few thousand, so a query reads a term's best postings as a
+  few rows (``postgres_bm25``); ``mnemon_terms.packed`` / ``upto`` say what a pack covers.
 
 Migrations only add (``CREATE … IF NOT EXISTS``, new columns) or rebuild derived indexes;
 they never drop rows. The version and the embedding model identity are rows of
 ``mnemon_meta``. An existing database migrates on the next open (or ``store.setup()``), in
 one transaction under an advisory lock: version 1 → 2 fills per-term bounds from the
 records, 3 → 4 the impact postings (the lock makes other processes' setup wait; a failure
-rolls all of it back). A store that migrated to version 4 then runs ``VACUUM (ANALYZE)
-mnemon_postings`` (outside the transaction), so index-only scans need no heap visits.
+rolls all of it back). A store that migrated to version 4 or 5 then packs the common terms
+and runs ``VACUUM (ANALYZE) mnemon_postings`` (outside the transaction), so index-only scans
+need no heap visits.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ __all__ = [
     "stored_version",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 TABLES = (
     "mnemon_meta",
@@ -62,6 +65,7 @@ TABLES = (
     "mnemon_vectors",
     "mnemon_halfvecs",
     "mnemon_postings",
+    "mnemon_packs",
     "mnemon_audit",
 )
 """Every table the store writes (the erase and its residue test cover all of them)."""
@@ -207,6 +211,7 @@ _V4 = [
     CROSS JOIN LATERAL unnest(r.terms, r.tfs) AS u(term, tf)""",
     # A term's best postings: an index-only range scan (seq included). tf and len stay in
     # the table only (what an impact is computed from), not in the index the query reads.
+    # (Version 5 replaces it by (term, seq) and the packs.)
     "CREATE INDEX IF NOT EXISTS mnemon_postings_impact "
     "ON mnemon_postings (term, impact DESC) INCLUDE (seq)",
     # A record's postings, index-only: the cascade's lookup and the candidates' tight
@@ -218,13 +223,45 @@ _V4 = [
     "ALTER TABLE mnemon_postings SET (autovacuum_vacuum_insert_scale_factor = 0.02)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+_V5 = [
+    # Packs (postgres_bm25, "Impact postings"): a common term's postings by impact, in parts
+    # of a few thousand per row, so its best postings cost a few rows, not an index entry
+    # each. Derived data: built from mnemon_postings after the migration (PostgresStore
+    # setup) and after ingests; a term's postings above `upto` are read from the index.
+    "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS packed integer NOT NULL DEFAULT 0",
+    "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS upto bigint NOT NULL DEFAULT 0",
+    """CREATE TABLE IF NOT EXISTS mnemon_packs (
+        term text NOT NULL,
+        part integer NOT NULL,
+        nsid bigint NOT NULL,
+        n integer NOT NULL,
+        low real NOT NULL,
+        last boolean NOT NULL,
+        seqs bytea NOT NULL,
+        imps bytea NOT NULL,
+        PRIMARY KEY (term, part))""",
+    "CREATE INDEX IF NOT EXISTS mnemon_packs_ns ON mnemon_packs (nsid)",
+    # Stored out of line uncompressed: sequence numbers and float impacts barely compress,
+    # and a read would pay for the decompression every time.
+    "ALTER TABLE mnemon_packs ALTER COLUMN seqs SET STORAGE EXTERNAL",
+    "ALTER TABLE mnemon_packs ALTER COLUMN imps SET STORAGE EXTERNAL",
+    "SET LOCAL maintenance_work_mem = '512MB'",
+    # A term's postings in seq order, index-only: the postings written since its pack (or
+    # all of a term without one). Replaces (term, impact DESC), which the packs replace.
+    "CREATE INDEX IF NOT EXISTS mnemon_postings_term ON mnemon_postings (term, seq) "
+    "INCLUDE (impact)",
+    "DROP INDEX IF EXISTS mnemon_postings_impact",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
 ``mnemon_namespaces.ref_avgdl`` and ``mnemon_postings``, filled from the records' term
 arrays (measured at 1M records, 12.8M postings: 1 min 49 s to insert, 29 s to index,
-2 GB with its two indexes)."""
+2 GB with its two indexes); version 5 adds ``mnemon_packs`` and two columns of
+``mnemon_terms``, indexes the postings by ``(term, seq)`` instead of ``(term, impact)`` and
+leaves the packs to the store's setup, which builds them from the postings."""
 
 
 def _vector_ddl(dim: int) -> list[str]:

@@ -1268,7 +1268,6 @@ class PostgresStore(MnemonStore):
         ns = normalize_namespace(namespace)
         if k <= 0 or offset < 0:
             return []
-        qv = await asyncio.to_thread(self._embed_query, query)
         depth = max(self.candidate_depth, offset + k)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
@@ -1276,11 +1275,23 @@ class PostgresStore(MnemonStore):
                 (namespace_key(ns),),
             )
             row = await cur.fetchone()
-            if row is None:
-                return []
-            nsid, docs = int(row[0]), int(row[1])
-            lexical = await self._bm25(conn, nsid, query, depth, filters)
-            dense = await self._dense(conn, nsid, docs, qv, depth, filters)
+        if row is None:
+            return []
+        nsid, docs = int(row[0]), int(row[1])
+
+        async def lexical_side() -> list[tuple[int, str, float]]:
+            async with self._pool.connection() as conn:
+                return await self._bm25(conn, nsid, query, depth, filters)
+
+        async def dense_side() -> list[tuple[int, str, float]]:
+            qv = await asyncio.to_thread(self._embed_query, query)
+            async with self._pool.connection() as conn:
+                return await self._dense(conn, nsid, docs, qv, depth, filters)
+
+        # The two rankings on two pooled connections at once (the server runs them in two
+        # backends; the query is embedded meanwhile). Each side holds one connection at a
+        # time, so searches filling the pool wait for one another but never deadlock.
+        lexical, dense = await asyncio.gather(lexical_side(), dense_side())
         fused = rrf_fuse([[s for s, _, _ in lexical], [s for s, _, _ in dense]], k=RRF_K)
         page = fused[offset : offset + k]
         ids_by_seq = {s: rid for s, rid, _ in lexical} | {s: rid for s, rid, _ in dense}

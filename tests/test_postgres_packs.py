@@ -193,3 +193,30 @@ def test_a_failed_repack_is_logged_and_done_by_the_next_write(
         pg.ingest(("r",), _messages(10, "s", 6), source="test", pack=False)
         assert len(check_packs(postgres_url)) >= 20
         _assert_pruned_equals_full(pg, ("r",))
+
+
+def test_unpack_finds_a_posting_whatever_impact_it_is_given(postgres_url: str) -> None:
+    """The parts an impact points at are tried first; a posting not found there (an impact
+    that was rounded, or wrong) is still taken out of whichever part holds it."""
+    with PostgresStore(postgres_url, fake_embeddings()) as pg:
+        _small_packs(pg)
+        pg.ingest(("u",), _messages(200, "u", 8), source="test", pack=False)
+        term, parts = pg.run(
+            pg.fetch(
+                "SELECT term, count(*) FROM mnemon_packs GROUP BY term ORDER BY 2 DESC LIMIT 1"
+            )
+        )[0]
+        assert parts >= 5
+        row = pg.run(
+            pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s AND part = 1", (term,))
+        )[0]
+        seq = int(np.frombuffer(bytes(row[0]), "<i8")[0])
+
+        async def unpack() -> None:
+            async with pg.connection() as conn, conn.transaction():
+                await PostgresStore._unpack(conn, term, np.array([seq]), np.array([-1.0]))
+
+        pg.run(unpack())
+        held = pg.run(pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s", (term,)))
+        seqs = np.concatenate([np.frombuffer(bytes(r[0]), "<i8") for r in held])
+        assert seq not in seqs.tolist() and len(seqs) > 0

@@ -779,27 +779,42 @@ class PostgresStore(MnemonStore):
 
     # -- packs (postgres_bm25, "Impact postings") ----------------------------------------------
 
-    @staticmethod
-    async def _unpack(conn: Any, term: str, seqs: np.ndarray, impacts: np.ndarray) -> None:
+    @classmethod
+    async def _unpack(cls, conn: Any, term: str, seqs: np.ndarray, impacts: np.ndarray) -> None:
         """Take deleted records' postings (``seqs``, with their ``impacts``) out of the
         parts of ``term``'s pack that hold them (caller's transaction). A posting of impact
         ``x`` lies in a part whose lowest impact is at most ``x`` and whose predecessor's is
-        at least ``x``; only those parts are read and rewritten. Their ``low`` stays: still
-        an upper bound of every later part's impacts."""
+        at least ``x``; those parts are read and rewritten first, and the others only if a
+        posting was not found there (float text rounding cannot leave one behind). Their
+        ``low`` stays: still an upper bound of every later part's impacts."""
         cur = await conn.execute(
             "SELECT part, low FROM mnemon_packs WHERE term = %s ORDER BY part", (term,)
         )
         lows = await cur.fetchall()
         above = [math.inf] + [float(low) for _, low in lows[:-1]]
-        wanted = [
+        likely = [
             part
             for (part, low), high in zip(lows, above, strict=True)
             if np.any((impacts >= float(low) - 1e-7) & (impacts <= high + 1e-7))
         ]
+        removed = await cls._drop_from_parts(conn, term, likely, seqs)
+        if removed < len(seqs):
+            rest = [part for part, _ in lows if part not in set(likely)]
+            removed += await cls._drop_from_parts(conn, term, rest, seqs)
+        if removed:
+            await conn.execute(
+                "UPDATE mnemon_terms SET packed = packed - %s WHERE term = %s", (removed, term)
+            )
+
+    @staticmethod
+    async def _drop_from_parts(conn: Any, term: str, parts: list[int], seqs: np.ndarray) -> int:
+        """Rewrite those of ``parts`` holding any of ``seqs`` without them; how many went."""
+        if not parts:
+            return 0
         cur = await conn.execute(
             "SELECT part, low, last, seqs, imps FROM mnemon_packs WHERE term = %s "
             "AND part = ANY(%s) FOR UPDATE",
-            (term, wanted),
+            (term, parts),
         )
         removed = 0
         for part, low, last, raw_seqs, raw_imps in await cur.fetchall():
@@ -816,10 +831,7 @@ class PostgresStore(MnemonStore):
                 "AND part = %s",
                 (n, b_seqs, b_imps, term, part),
             )
-        if removed:
-            await conn.execute(
-                "UPDATE mnemon_terms SET packed = packed - %s WHERE term = %s", (removed, term)
-            )
+        return removed
 
     async def _refresh_packs(self, nsid: int, terms: Sequence[str] | None) -> None:
         """(Re)pack the terms of ``terms`` (``None``: every term of the namespace) that

@@ -343,10 +343,15 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
     the README), and rank exactly as the full query (ids, order, scores) every time."""
     import random
 
+    from mnemon_langgraph.store import postgres as pg_module
+
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.bm25_pack_min, pg.bm25_pack_part = 16, 16
         pg.ingest(("v",), _varied_messages(1500), source="test", pack=False)
         pg.bm25_full_below = 0
+        # the default margin (0.15) reads a namespace this small whole; 0.5 stops rounds
+        # with postings unread, the case this test is about
+        monkeypatch.setattr(pg_module, "DEEPEN_MARGIN", 0.5)
         rounds = _spy_reads(monkeypatch)
         rng = random.Random(3)
         pruned_count = compared = 0

@@ -569,34 +569,7 @@ class PostgresStore(MnemonStore):
 
         Returns the records written and the terms they hold (whose packs may be due,
         :meth:`_refresh_packs`)."""
-        rows: list[tuple[Any, ...]] = []
-        order: list[int] = []
-        lexical: list[tuple[list[str], list[float], int]] = []  # (terms, tfs, length) per row
-        seen: set[str] = set()
-        for i, rec in enumerate(records):
-            if rec.id in seen:
-                continue
-            seen.add(rec.id)
-            terms, tfs, length = term_counts(nsid, rec.text)
-            lists = [json.dumps(list(x)) for x in (rec.speakers, rec.message_ids, rec.roles)]
-            rows.append(
-                (
-                    rec.id,
-                    nsid,
-                    rec.source,
-                    int(rec.session),
-                    rec.date,
-                    date_to_epoch(rec.date),
-                    int(rec.position),
-                    *lists,
-                    rec.text,
-                    terms,
-                    tfs,
-                    length,
-                )
-            )
-            order.append(i)
-            lexical.append((terms, tfs, length))
+        rows, order, lexical = self._record_rows(nsid, records)
         written: list[Record] = []
         cur = conn.cursor()
         await cur.executemany(
@@ -645,6 +618,42 @@ class PostgresStore(MnemonStore):
         await self._adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         await self._write_postings(conn, nsid, [(seq, lexical[j]) for j, seq in inserted])
         return written, sorted(df)
+
+    @staticmethod
+    def _record_rows(
+        nsid: int, records: Sequence[Record]
+    ) -> tuple[list[tuple[Any, ...]], list[int], list[tuple[list[str], list[float], int]]]:
+        """``mnemon_records`` rows of the records (first of each id), their indexes into
+        ``records`` and their ``(terms, tfs, length)``."""
+        rows: list[tuple[Any, ...]] = []
+        order: list[int] = []
+        lexical: list[tuple[list[str], list[float], int]] = []
+        seen: set[str] = set()
+        for i, rec in enumerate(records):
+            if rec.id in seen:
+                continue
+            seen.add(rec.id)
+            terms, tfs, length = term_counts(nsid, rec.text)
+            lists = [json.dumps(list(x)) for x in (rec.speakers, rec.message_ids, rec.roles)]
+            rows.append(
+                (
+                    rec.id,
+                    nsid,
+                    rec.source,
+                    int(rec.session),
+                    rec.date,
+                    date_to_epoch(rec.date),
+                    int(rec.position),
+                    *lists,
+                    rec.text,
+                    terms,
+                    tfs,
+                    length,
+                )
+            )
+            order.append(i)
+            lexical.append((terms, tfs, length))
+        return rows, order, lexical
 
     @staticmethod
     async def _write_postings(

@@ -77,6 +77,7 @@ from mnemon_langgraph.store.postgres_bm25 import (
     impact,
     impact_scale,
     namespaced,
+    needs_pack,
     pack_parts,
     plan_depths,
     reaches,
@@ -864,6 +865,8 @@ class PostgresStore(MnemonStore):
         namespace holds an uncommitted ``seq`` below the pack's ``upto`` and no delete
         runs meanwhile."""
         where = "term = ANY(%(terms)s)" if terms is not None else "nsid = %(nsid)s"
+        # needs_pack as a filter (integer division on both sides), so only the due terms'
+        # rows come back; each is checked again by needs_pack itself once the lock is held
         cur = await conn.execute(
             f"SELECT term FROM mnemon_terms WHERE {where} AND df > %(min)s AND df - packed > "
             f"GREATEST(%(min)s, packed / {PACK_GROWTH}) ORDER BY term",
@@ -876,7 +879,12 @@ class PostgresStore(MnemonStore):
                     "FROM mnemon_namespaces n WHERE n.nsid = %s",
                     (_NS_LOCK, nsid),
                 )
-                await self._pack(conn, nsid, term)
+                got = await conn.execute(
+                    "SELECT df, packed FROM mnemon_terms WHERE term = %s", (term,)
+                )
+                row = await got.fetchone()  # another writer may have packed it meanwhile
+                if row is not None and needs_pack(int(row[0]), int(row[1]), self.bm25_pack_min):
+                    await self._pack(conn, nsid, term)
 
     async def _pack(self, conn: Any, nsid: int, term: str) -> None:
         """Rewrite ``term``'s pack from all its postings (caller's transaction, locked)."""

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import PrivateAttr
 
-from mnemon_langgraph.judges.features import FEATURES, Doc
+from mnemon_langgraph.judges.features import FEATURES, Doc, terms
 from mnemon_langgraph.judges.learned import JudgeWeights
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import (
@@ -192,7 +192,10 @@ def test_p_stays_a_strictly_increasing_function_of_one_score_with_rank_features(
     assert rows[:, FEATURES.index("rrf")].std() > 0  # the rank evidence moves the score
     scores = judge.scorer.scores(rows)
     ps = np.array([answers[q].noul for q in qs])
-    assert ps == pytest.approx(1 / (1 + np.exp(-scores)), abs=1e-12)
+    assert judge.calibration is not None  # the default: p = σ(k · t(s)), k > 0 for the turn
+    n_terms = len(set(terms("What bread is Ada baking?")))
+    turn = judge.calibration.apply(scores, n_terms=n_terms, screen=True)
+    assert ps == pytest.approx(1 / (1 + np.exp(-turn)), abs=1e-12)
     order = np.argsort(scores)
     assert np.all(np.diff(ps[order]) >= 0)
 

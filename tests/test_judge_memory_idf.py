@@ -122,7 +122,8 @@ class _Rows(LocalDecisionModel):
 
 
 def _lex(memory_idf: bool, memory: Mapping[str, Any] | None) -> tuple[np.ndarray, list[float]]:
-    judge = _Rows(lexical_only=True, memory_idf=memory_idf)
+    # calibration=None: p = σ(score) exactly, so p shows the lexical evidence alone
+    judge = _Rows(lexical_only=True, memory_idf=memory_idf, calibration=None)
     ids = ["r0", "r1", "r2", "r3"]
     qs = {question_id(r, Proposition.NEEDED): build_question(Proposition.NEEDED, r) for r in ids}
     answers = judge._classify(_state(memory), qs).answers

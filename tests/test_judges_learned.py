@@ -64,7 +64,8 @@ def test_weights_naming_other_features_are_refused(tmp_path: Path) -> None:
 
 def test_a_judge_with_given_weights_uses_them() -> None:
     only_lex = JudgeWeights(FEATURES, tuple(10.0 if f == "lex" else 0.0 for f in FEATURES), -2.0)
-    judge = LocalDecisionModel(lexical_only=True, weights=only_lex)
+    # calibration=None: p = σ(w·x + b) exactly (the calibration: test_judge_calibration.py)
+    judge = LocalDecisionModel(lexical_only=True, weights=only_lex, calibration=None)
     result = judge_wave(judge, [JudgeRequest([NEEDED], LOCOMO_LIKE, [QUESTION])])
     p = {j.target_id: j.p for j in result.judgments}
     assert p["gold"] == max(p.values()) and p["gold"] > 0.5

@@ -1,9 +1,11 @@
 """The local judge's linear scorer: weights over :data:`~.features.FEATURES`, with provenance.
 
-A :class:`JudgeWeights` turns a feature row ``x`` into one score ``s = w·x + b`` and that
-into ``p = σ(s)``. Every probability the local judge gives is therefore a strictly
-increasing function of one score per (record, proposition) — the calibration-invariance
-property the read path relies on (paper §4: rules compare p with 1/2 and rank by p).
+A :class:`JudgeWeights` turns a feature row ``x`` into one score ``s = w·x + b``, and the
+turn's :class:`Calibration` turns that into ``p = σ(k · t(s))`` (``p = σ(s)`` without it).
+Within a turn every probability the local judge gives is therefore a strictly increasing
+function of one score per (record, proposition), with ``p >= 1/2`` exactly when ``s >= 0``
+— the calibration-invariance property the read path relies on (paper §4: rules compare p
+with 1/2 and rank by p).
 
 Learned weights live in ``mnemon_langgraph/data/judge_weights.json``, written by
 ``mnemon train judge`` with their provenance: the training command, the data, the date and
@@ -30,6 +32,7 @@ from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.features import FEATURES
 
 __all__ = [
+    "Calibration",
     "JudgeWeights",
     "default_weights",
     "fit_logistic",
@@ -106,6 +109,69 @@ class JudgeWeights:
         except (OSError, ValueError) as exc:
             raise ConfigurationError(f"judge weights {path}: cannot read ({exc})") from exc
         return cls.from_json(data)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How one turn's scores become probabilities: ``p = σ(k · t(s))``, same order, same sign.
+
+    ``s = w·x + b`` ranks the records of one turn; the read path reads only that order and
+    ``p >= 1/2`` (``s >= 0``). But a p is also read *across* turns and propositions — the
+    judge's pooled ROC AUC (paper §6.5) ranks every pooled record of every question by its
+    P(needed), a screened-out record by its *screen* p — and there the plain ``σ(s)`` is
+    miscalibrated in two measured ways (LoCoMo dev, README "The judge's p is calibrated"):
+
+    * **How much a score says grows with the question's words.** The lexical evidence is
+      the share of the question's words a record covers; over ``n`` words its noise falls
+      like ``1/√n``, so the same score is stronger evidence on an eight-word question than
+      on a two-word one. ``k = (n / pivot_terms) ** exponent`` (``n``: distinct content
+      words of the latest message, at least 1; ``exponent`` 1/2 is that square root) keeps
+      a question of ``pivot_terms`` words (the median) at ``σ(s)``.
+    * **A screen "no" is evidence too.** Records the screen rejects were needed 3× less
+      often than needed-judged records of the same score (0.43% against 1.28% at
+      ``s ∈ [−2, −1)``), so a negative *screen* score is moved down by ``screen_no_shift``
+      (``t(s) = s − shift`` for ``s < 0``, else ``s``).
+
+    Within a turn ``k`` is one positive constant (every call of a turn judges the same
+    latest message) and ``t`` is strictly increasing with ``t(0) = 0``, so each p stays a
+    strictly increasing function of one score, every ``p >= 1/2`` decision and every order
+    is unchanged, and the read path's actions and the View are exactly what ``σ(s)`` gives
+    (calibration invariance, paper Proposition 1). Both constants were chosen by
+    leave-one-conversation-out cross-validation of the pooled AUC
+    (``docs/results/judge_calibration_cv.py``).
+
+    Attributes:
+        exponent: Power of ``n / pivot_terms`` (0 turns the scale off).
+        pivot_terms: Word count whose scores keep their scale.
+        screen_no_shift: Subtracted from negative screen scores (0 turns it off).
+    """
+
+    exponent: float = 0.5
+    pivot_terms: int = 5
+    screen_no_shift: float = 3.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.exponent) and self.exponent >= 0):
+            raise ConfigurationError(f"calibration exponent must be >= 0, got {self.exponent}")
+        if self.pivot_terms < 1:
+            raise ConfigurationError(
+                f"calibration pivot_terms must be >= 1, got {self.pivot_terms}"
+            )
+        if not (math.isfinite(self.screen_no_shift) and self.screen_no_shift >= 0):
+            raise ConfigurationError(
+                f"calibration screen_no_shift must be >= 0, got {self.screen_no_shift}"
+            )
+
+    def factor(self, n_terms: int) -> float:
+        """``k``: the turn's scale for a latest message of ``n_terms`` distinct content words."""
+        return float((max(1, n_terms) / self.pivot_terms) ** self.exponent)
+
+    def apply(self, scores: np.ndarray, *, n_terms: int, screen: bool) -> np.ndarray:
+        """``k · t(s)`` of one group's scores (``screen``: the group answers *screen*)."""
+        out = np.asarray(scores, dtype=np.float64)
+        if screen and self.screen_no_shift:
+            out = np.where(out < 0, out - self.screen_no_shift, out)
+        return out * self.factor(n_terms)
 
 
 def hand_weights() -> JudgeWeights:

@@ -11,12 +11,15 @@ memory when the read path sends its word counts, ``state["memory"]``); whether t
 was said on the day (month) the message names; time, number and speaker cues; how far it
 trails the call's best record; how similar its neighbours are; how the turn's searches
 ranked it (the retrieval evidence the read path sends with each pooled record) — and maps
-them to one score ``s = w·x + b`` and ``p = σ(s)`` with
-:class:`~mnemon_langgraph.judges.learned.JudgeWeights`:
+them to one score ``s = w·x + b`` with :class:`~mnemon_langgraph.judges.learned.JudgeWeights`:
 the weights ``mnemon train judge`` learned (logistic regression, chosen by leave-one-
 conversation-out cross-validation; provenance in the weights file), or the hand-set formula
-when no weights are installed. Each p is a strictly increasing function of that one score,
-so the order of records is the order of ``s`` and calibration invariance holds.
+when no weights are installed. ``p = σ(k · t(s))`` with the turn's
+:class:`~mnemon_langgraph.judges.learned.Calibration` (``k`` grows with the question's
+words, ``t`` moves a screen "no" down): within a turn each p is a strictly increasing
+function of that one score with the sign of ``s``, so the order of records is the order of
+``s``, every decision is ``s >= 0`` and calibration invariance holds; across turns the p
+are comparable (the judge's pooled AUC).
 
 Similarities come from the read path's ``evidence.sim`` when a record carries it: cosines
 of the journal's stored vectors with the queries, so pooled records are not embedded again;
@@ -59,7 +62,7 @@ from mnemon_langgraph.judges.features import (
     terms,
     with_relative,
 )
-from mnemon_langgraph.judges.learned import JudgeWeights, default_weights
+from mnemon_langgraph.judges.learned import Calibration, JudgeWeights, default_weights
 from mnemon_langgraph.judges.propositions import Proposition, QuestionKey, parse_question_id
 from mnemon_langgraph.judges.staleness import replacements, stale_p
 
@@ -107,6 +110,9 @@ class LocalDecisionModel(BaseDecisionModel):
         memory_idf: Weigh the query's words by their rarity in the whole memory when the
             state carries the counts (``state["memory"]``, sent by the read path), not in
             the pool being judged (see :func:`~.features.idf_of_memory`).
+        calibration: How a turn's scores become probabilities (:class:`Calibration`; its
+            constants were chosen for the hand formula); ``None`` gives ``p = σ(s)``.
+            Either way the read path's actions and View are the same.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -117,6 +123,7 @@ class LocalDecisionModel(BaseDecisionModel):
     line_level: bool = False
     weights: JudgeWeights | None = None
     memory_idf: bool = MEMORY_IDF
+    calibration: Calibration | None = Calibration()
 
     _embedder: Any = PrivateAttr(default=None)
     _loaded: bool = PrivateAttr(default=False)
@@ -289,10 +296,14 @@ class LocalDecisionModel(BaseDecisionModel):
             else:
                 groups.setdefault((key.proposition, key.need_index), []).append((qid, key, doc))
         replaced = replacements(call.records) if groups else {}
+        n_terms = len(set(terms(call.query.latest)))
         for (prop, _), members in groups.items():
             rows = self.features(call, [(key, doc) for _, key, doc in members])
             self.observe(prop, [doc for _, _, doc in members], rows)
             scores = _inherit(self.scorer.scores(rows), [d.id for _, _, d in members], replaced)
+            if self.calibration is not None:
+                screen = prop is Proposition.SCREEN
+                scores = self.calibration.apply(scores, n_terms=n_terms, screen=screen)
             for (qid, _, _), s in zip(members, scores, strict=True):
                 answers[qid] = NoulAnswer(type="noul", noul=_sigmoid(s))
         n_in = sum(len(d.text) for d in call.by_id.values()) // 4

@@ -26,6 +26,7 @@ from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
+from tests._conversations import TALK
 from tests._search_fakes import HashEmbeddings
 from tests.test_judges_local import LOCOMO_LIKE
 
@@ -92,18 +93,6 @@ def test_the_judge_applies_the_calibration_to_its_one_score(prop: Any) -> None:
     assert sorted(raw, key=raw.__getitem__) == sorted(cal, key=cal.__getitem__)
     assert {r for r, p in raw.items() if p >= 0.5} == {r for r, p in cal.items() if p >= 0.5}
     assert any(abs(raw[r] - cal[r]) > 1e-3 for r in raw)  # negative control: p did move
-
-
-TALK = [
-    ("Ada", "I adopted a grey cat called Pixel last spring."),
-    ("Bo", "Lovely! Does Pixel like the garden?"),
-    ("Ada", "She hunts moths in the garden every evening."),
-    ("Bo", "My band played a gig at the harbour on Friday."),
-    ("Ada", "I am learning to bake sourdough bread this month."),
-    ("Bo", "We booked a trip to Lisbon for the autumn holidays."),
-    ("Ada", "Pixel the cat slept on my sourdough starter, sadly."),
-    ("Bo", "The harbour gig went well, we sold every ticket."),
-]
 
 
 @pytest.mark.parametrize(

@@ -36,19 +36,10 @@ from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
+from tests._conversations import TALK
 from tests._search_fakes import HashEmbeddings
 
 NS = ("ada",)
-TALK = [
-    ("Ada", "I adopted a grey cat called Pixel last spring."),
-    ("Bo", "Lovely! Does Pixel like the garden?"),
-    ("Ada", "She hunts moths in the garden every evening."),
-    ("Bo", "My band played a gig at the harbour on Friday."),
-    ("Ada", "I am learning to bake sourdough bread this month."),
-    ("Bo", "We booked a trip to Lisbon for the autumn holidays."),
-    ("Ada", "Pixel the cat slept on my sourdough starter, sadly."),
-    ("Bo", "The harbour gig went well, we sold every ticket."),
-]
 
 
 class _Spy(LocalDecisionModel):

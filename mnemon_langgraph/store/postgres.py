@@ -889,20 +889,16 @@ class PostgresStore(MnemonStore):
                     await self._pack(conn, nsid, term)
 
     async def _pack(self, conn: Any, nsid: int, term: str) -> None:
-        """Rewrite ``term``'s pack from all its postings (caller's transaction, locked)."""
+        """Rewrite ``term``'s pack from all its postings (caller's transaction, locked; the
+        caller checked that the term is due, so it has postings)."""
         cur = await conn.execute(
-            "SELECT array_send(array_agg(seq)), array_send(array_agg(impact)), max(seq), "
-            "(SELECT df > %s FROM mnemon_terms WHERE term = %s) "
+            "SELECT array_send(array_agg(seq)), array_send(array_agg(impact)), max(seq) "
             "FROM mnemon_postings WHERE term = %s",
-            (self.bm25_pack_min, term, term),
+            (term,),
         )
         row = await cur.fetchone()
+        assert row is not None and row[2] is not None  # an aggregate: one row; due: postings
         await conn.execute("DELETE FROM mnemon_packs WHERE term = %s", (term,))
-        if row is None or row[2] is None or not row[3]:  # gone, or rare again
-            await conn.execute(
-                "UPDATE mnemon_terms SET packed = 0, upto = 0 WHERE term = %s", (term,)
-            )
-            return
         seqs = decode_array(row[0], ">i8").astype(np.int64)
         parts = pack_parts(seqs, decode_array(row[1], ">f4"), self.bm25_pack_part)
         await conn.cursor().executemany(
@@ -1452,6 +1448,7 @@ class PostgresStore(MnemonStore):
         weight = {t: idf(n_docs, s.df) for t, s in live.items()}
         caps = {t: term_bound(n_docs, avgdl, s) for t, s in live.items()}
         per_impact = {t: w * scale * (1 + IMPACT_SLACK) for t, w in weight.items()}
+        packed = {t: max(s.packed, 1) for t, s in live.items()}  # plan_depths' "df"
         reads = await self._read_first(conn, live)
         exact: dict[int, tuple[str, float] | None] = {}  # seq -> (id, score); None: no match
         while True:
@@ -1461,7 +1458,6 @@ class PostgresStore(MnemonStore):
             unread = candidates[2]
             if unread == 0 or not reaches(unread, theta):
                 break
-            packed = {t: max(s.packed, 1) for t, s in live.items()}
             depth = plan_depths(reads, packed, per_impact, DEEPEN_MARGIN * theta)
             reads |= await self._read_parts(conn, depth, reads)
         found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]

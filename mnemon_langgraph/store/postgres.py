@@ -423,9 +423,11 @@ class PostgresStore(MnemonStore):
             version = await setup_schema(conn, self.model_name, self.dimension)
             if 0 < before < 5:  # postings filled or re-indexed: pack them, mark pages visible
                 await conn.set_autocommit(True)
-                cur = await conn.execute("SELECT nsid FROM mnemon_namespaces ORDER BY nsid")
-                for (nsid,) in await cur.fetchall():
-                    await self._refresh_on(conn, int(nsid), None)
+                cur = await conn.execute(
+                    "SELECT nsid, namespace FROM mnemon_namespaces ORDER BY nsid"
+                )
+                for nsid, key in await cur.fetchall():
+                    await self._refresh_on(conn, ns_from_key(key), int(nsid), None)
                 await conn.execute("VACUUM (ANALYZE) mnemon_postings")
             return version
         finally:
@@ -557,7 +559,7 @@ class PostgresStore(MnemonStore):
             nsid = await self._nsid(conn, ns, create=True)
             assert nsid is not None
             written, terms = await self._write(conn, nsid, records, vectors)
-        await self._refresh_packs(nsid, terms)
+        await self._refresh_packs(ns, nsid, terms)
         return IngestResult(
             records_written=len(written),
             messages_written=len({mid for r in written for mid in r.message_ids}),
@@ -811,7 +813,8 @@ class PostgresStore(MnemonStore):
         ]
         removed = await cls._drop_from_parts(conn, term, likely, seqs)
         if removed < len(seqs):
-            rest = [part for part, _ in lows if part not in set(likely)]
+            tried = set(likely)
+            rest = [part for part, _ in lows if part not in tried]
             removed += await cls._drop_from_parts(conn, term, rest, seqs)
         if removed:
             await conn.execute(
@@ -845,7 +848,7 @@ class PostgresStore(MnemonStore):
             )
         return removed
 
-    async def _refresh_packs(self, nsid: int, terms: Sequence[str] | None) -> None:
+    async def _refresh_packs(self, ns: Namespace, nsid: int, terms: Sequence[str] | None) -> None:
         """(Re)pack the terms of ``terms`` (``None``: every term of the namespace) that
         :func:`~.postgres_bm25.needs_pack` says are due (:meth:`_refresh_on`).
 
@@ -857,11 +860,13 @@ class PostgresStore(MnemonStore):
             return
         try:
             async with self._pool.connection() as conn:
-                await self._refresh_on(conn, nsid, terms)
+                await self._refresh_on(conn, ns, nsid, terms)
         except self._psycopg.Error as exc:
             _LOG.warning("packing BM25 postings of namespace %s failed: %s", nsid, exc)
 
-    async def _refresh_on(self, conn: Any, nsid: int, terms: Sequence[str] | None) -> None:
+    async def _refresh_on(
+        self, conn: Any, ns: Namespace, nsid: int, terms: Sequence[str] | None
+    ) -> None:
         """:meth:`_refresh_packs` on an autocommit connection: each due term in a
         transaction of its own under the namespace's write lock, so no writer of the
         namespace holds an uncommitted ``seq`` below the pack's ``upto`` and no delete
@@ -876,11 +881,7 @@ class PostgresStore(MnemonStore):
         )
         for (term,) in await cur.fetchall():
             async with conn.transaction():
-                await conn.execute(
-                    "SELECT pg_advisory_xact_lock(%s, hashtext(n.namespace)) "
-                    "FROM mnemon_namespaces n WHERE n.nsid = %s",
-                    (_NS_LOCK, nsid),
-                )
+                await self._lock_namespace(conn, ns)
                 got = await conn.execute(
                     "SELECT df, packed FROM mnemon_terms WHERE term = %s", (term,)
                 )
@@ -1020,7 +1021,7 @@ class PostgresStore(MnemonStore):
                 vectors = await asyncio.to_thread(self._embed, [r.text for r in new], None)
                 written, terms = await self._write(conn, nsid, new, vectors)
         if survivors:
-            await self._refresh_packs(nsid, terms)
+            await self._refresh_packs(ns, nsid, terms)
         return deleted, IngestResult(
             records_written=len(written),
             messages_written=len({mid for r in written for mid in r.message_ids}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -78,7 +79,7 @@ def test_search_memory_tool_reads_only_the_runs_customer(store: MnemonStore) -> 
     out = agent.invoke({"messages": [("user", "Where do I live?")]}, context=Customer("ada"))
     (result,) = _tool_results(out)
     (ada_record,) = store.list_records(ADA)
-    assert "Lisbon" in result and f'id="{ada_record.id}"' in result
+    assert "Lisbon" in result and f'id="{ada_record.id[:10]}"' in result
     assert "Biscuit" not in result  # bob's record is in another namespace
     assert out["messages"][-1].text == "Lisbon."
 
@@ -108,6 +109,43 @@ def test_forget_cannot_reach_another_users_record(store: MnemonStore) -> None:
     assert "nothing was deleted" in _tool_results(out)[0]
     assert [r.id for r in store.list_records(BOB)] == [bob_record.id]
     assert store.journal.audit_log(BOB) == []
+
+
+def test_forget_takes_the_id_as_the_memory_shows_it(store: MnemonStore) -> None:
+    """search_memory shows ids shortened (view.SHORT_ID_CHARS); forget finds the record."""
+    (record,) = store.list_records(ADA)
+    agent = _agent(store, [_call("search_memory", {"query": "Lisbon"}), AIMessage("Found")])
+    out = agent.invoke({"messages": [("user", "Where do I live?")]}, context=Customer("ada"))
+    shown = re.findall(r'<record id="([^"]+)"', _tool_results(out)[0])
+    assert shown == [record.id[:10]]
+    agent = _agent(store, [_call("forget", {"record_id": shown[0]}), AIMessage("Forgotten")])
+    out = agent.invoke({"messages": [("user", "Forget that")]}, context=Customer("ada"))
+    assert "Forgot record" in _tool_results(out)[0]
+    assert store.list_records(ADA) == []
+    (entry,) = store.journal.audit_log(ADA)
+    assert entry.record_ids == (record.id,)  # the audit names the whole id
+
+
+@pytest.mark.parametrize("ref", ["r-", "r", "", "%", "r-%", "x" * 500, "r-\udc80"])
+def test_forget_deletes_nothing_on_a_short_ambiguous_or_odd_id(
+    store: MnemonStore, ref: str
+) -> None:
+    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], source="chat")
+    before = [r.id for r in store.list_records(ADA)]
+    assert len(before) == 2
+    agent = _agent(store, [_call("forget", {"record_id": ref}), AIMessage("Sorry")])
+    out = agent.invoke({"messages": [("user", "Forget it")]}, context=Customer("ada"))
+    assert "nothing was deleted" in _tool_results(out)[0]
+    assert [r.id for r in store.list_records(ADA)] == before
+    assert store.journal.audit_log(ADA) == []
+
+
+def test_forget_by_shown_id_cannot_reach_another_user(store: MnemonStore) -> None:
+    (bob_record,) = store.list_records(BOB)
+    agent = _agent(store, [_call("forget", {"record_id": bob_record.id[:10]}), AIMessage("No")])
+    out = agent.invoke({"messages": [("user", "Forget that")]}, context=Customer("ada"))
+    assert "nothing was deleted" in _tool_results(out)[0]
+    assert [r.id for r in store.list_records(BOB)] == [bob_record.id]
 
 
 def test_view_search_async_and_include(store: MnemonStore) -> None:

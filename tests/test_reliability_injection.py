@@ -226,7 +226,8 @@ def test_view_keeps_hostile_text_inside_its_record_blocks(store: MnemonStore) ->
     opens = re.findall(r"<record\b[^>]*>", text)
     assert len(opens) == len(view.records) == text.count("</record>")
     blocks = re.findall(r"<record id=\"([^\"]*)\"[^>]*>\n(.*?)\n</record>", text, re.DOTALL)
-    assert [b[0] for b in blocks] == view.record_ids
+    assert [b[0] for b in blocks] == [r.shown_id for r in view.records]
+    assert all(r.id.startswith(r.shown_id) and len(r.shown_id) >= 10 for r in view.records)
     for (_, body), rec in zip(blocks, view.records, strict=True):
         assert body == escape_data(rec.text)
     outside = re.sub(r"<record\b[^>]*>.*?</record>", "", text, flags=re.DOTALL)

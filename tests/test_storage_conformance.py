@@ -137,6 +137,25 @@ def test_journal_keeps_order_seq_and_records_by_id(store: MnemonStore) -> None:
     assert store.known_message_ids(ADA, ["m0", "m5", "nope"]) == {"m0", "m5"}
 
 
+def test_record_ids_are_found_again_from_their_start_literally(store: MnemonStore) -> None:
+    """The View shows ids shortened; the store finds them again, in one namespace only."""
+    ids = sorted(
+        store.ingest(ADA, tagged_messages("prefix", 40), source="chat", pack=False).record_ids
+    )
+    bo = store.ingest(BO, tagged_messages("other", 3), source="chat").record_ids
+    one = ids[17]
+    assert store.match_record_ids(ADA, one) == [one]
+    assert store.match_record_ids(ADA, one[:10]) == [one]
+    assert store.match_record_ids(ADA, "r-", limit=50) == ids  # sorted, and every one
+    assert store.match_record_ids(ADA, "r-", limit=2) == ids[:2]
+    # literal: LIKE's wildcards and a range's neighbours match nothing
+    odd = ("r-\udc80", "r-\x00", "r-\n")  # a lone surrogate, NUL: neither is stored text
+    for ref in ("r-%", "r-_", "%", one[:10] + "%", one + "0", "R" + one[1:], "", *odd):
+        assert store.match_record_ids(ADA, ref) == [], ref
+    assert store.match_record_ids(ADA, bo[0][:10]) == []  # another namespace's record
+    assert store.match_record_ids(("users", "nobody"), one) == []
+
+
 def test_text_postgresql_cannot_hold_is_refused_alike_and_writes_nothing(
     store: MnemonStore,
 ) -> None:

@@ -7,7 +7,14 @@ import re
 
 from mnemon_langgraph.read.rules import Judgment
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.view import PREAMBLE, compose_view, escape_data, explain
+from mnemon_langgraph.read.view import (
+    PREAMBLE,
+    SHORT_ID_CHARS,
+    compose_view,
+    escape_data,
+    explain,
+    short_ids,
+)
 
 
 def rec(i: int, text: str | None = None, session: int = 1) -> dict:
@@ -38,6 +45,32 @@ def test_records_are_delimited_and_headed_by_session_and_date() -> None:
     assert v.text.startswith(PREAMBLE)
     assert '<record id="r1" session="3" date="2023-05-08">\nAnn: fact number 1\n</record>' in v.text
     assert v.records[0].date == "2023-05-08T13:56:00" and v.message_ids == ["D3:1"]
+
+
+def test_ids_are_shown_short_and_told_apart() -> None:
+    """A header is budget: the View shows 10 characters of an id, more only to tell two apart."""
+    a, b, c = "r-" + "ab12cd34" + "0" * 24, "r-" + "ab12cd34" + "1" * 24, "r-" + "ff" * 16
+    assert short_ids([c]) == {c: c[:SHORT_ID_CHARS]}
+    shown = short_ids([a, b, c, a])
+    assert shown[a] != shown[b] and {len(x) for x in shown.values()} == {14}  # one length
+    assert all(full.startswith(part) for full, part in shown.items())
+    assert short_ids(["r1", "r2"]) == {"r1": "r1", "r2": "r2"}  # short ids stay whole
+    pool = [dict(rec(1), id=a), dict(rec(2), id=b), dict(rec(3), id=c)]
+    js = [j(a, "needed", 0.9), j(b, "needed", 0.8), j(c, "needed", 0.7)]
+    v = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    heads = re.findall(r'<record id="([^"]*)"', v.text)
+    assert heads == [shown[a], shown[b], shown[c]] and v.record_ids == [a, b, c]
+    assert short_ids([a, c]) == {a: a[:10], c: c[:10]}
+    assert [r["shown_id"] for r in v.to_dict()["records"]] == heads
+    # the short header buys room: the same budget holds more of the same records
+    many = [dict(rec(i), id=f"r-{i:02d}" + "e" * 30) for i in range(40)]
+    judged = [j(r["id"], "needed", 0.9 - i / 100) for i, r in enumerate(many)]
+    tight = ReadSettings(view_chars=2_000)
+    short = compose_view(many, judged, needs_named=True, index={}, settings=tight)
+    whole = "".join(r.render().replace(r.shown_id, r.id) for r in short.records)
+    assert len(whole) > len("".join(r.render() for r in short.records)) + 20 * len(short.records)
+    assert explain(short, many[0]["id"][:10]).startswith(f"record {many[0]['id']}:")
+    assert "several records start with it" in explain(short, "r-0")
 
 
 def test_instruction_like_record_stays_inside_its_delimiters() -> None:

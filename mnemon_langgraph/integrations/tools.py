@@ -55,6 +55,8 @@ _REMEMBER_DOC = (
     "Save a fact to the user's long-term memory, when the user asks you to remember it. "
     "Write it as a short, self-contained sentence."
 )
+_MAX_ID_CHARS = 200  # a record id is 34 characters; longer input names no record
+
 _FORGET_DOC = (
     "Delete one record (by the id search_memory showed) from the user's long-term memory, "
     "when the user asks you to forget it. The deletion is audited."
@@ -63,10 +65,11 @@ _FORGET_DOC = (
 
 def render_hits(hits: Sequence[SearchHit]) -> str:
     """Search hits as delimited, escaped record blocks (the View's record format)."""
-    from mnemon_langgraph.read.view import ViewRecord
+    from mnemon_langgraph.read.view import ViewRecord, short_ids
 
     if not hits:
         return "No matching records in memory."
+    shown = short_ids([h.record.id for h in hits])
     blocks = [
         ViewRecord(
             id=h.record.id,
@@ -74,6 +77,7 @@ def render_hits(hits: Sequence[SearchHit]) -> str:
             session=h.record.session,
             date=h.record.date.isoformat() if h.record.date else None,
             text=h.record.text,
+            shown_id=shown[h.record.id],
         ).render()
         for h in hits
     ]
@@ -127,15 +131,37 @@ class _Tools:
 
     # --- forget ------------------------------------------------------------------------------
     def forget(self, record_id: str, runtime: ToolRuntime[Any, Any], reason: str = "") -> str:
-        deleted = self.store.delete_records(
-            self.ns(runtime),
-            [record_id],
-            actor="tool:forget",
-            reason=reason or "the user asked the agent to forget it",
+        namespace = self.ns(runtime)
+        # The View and search_memory show ids shortened (view.SHORT_ID_CHARS): the record
+        # is the one whose id starts with what the model passed, and only when one does.
+        from mnemon_langgraph.read.view import SHORT_ID_CHARS
+
+        ref = record_id.strip()
+        matches = (
+            self.store.match_record_ids(namespace, ref, limit=2)
+            if ref.isascii() and len(ref) <= _MAX_ID_CHARS
+            else []
+        )
+        if len(ref) < SHORT_ID_CHARS:  # shorter than the View shows: only an exact id
+            matches = [m for m in matches if m == ref]
+        if len(matches) > 1:
+            return (
+                f"Several records' ids start with {ref!r}; nothing was deleted. "
+                "Pass the id exactly as the memory showed it."
+            )
+        deleted = (
+            self.store.delete_records(
+                namespace,
+                matches,
+                actor="tool:forget",
+                reason=reason or "the user asked the agent to forget it",
+            )
+            if matches
+            else []
         )
         if not deleted:
             return f"No record {record_id!r} in this user's memory; nothing was deleted."
-        return f"Forgot record {record_id} (deletion audited)."
+        return f"Forgot record {ref} (deletion audited)."
 
     async def aforget(
         self, record_id: str, runtime: ToolRuntime[Any, Any], reason: str = ""

@@ -31,12 +31,14 @@ from mnemon_langgraph.read.settings import ReadSettings
 
 __all__ = [
     "PREAMBLE",
+    "SHORT_ID_CHARS",
     "View",
     "ViewRecord",
     "compose_view",
     "escape_data",
     "explain",
     "seen_in_recent",
+    "short_ids",
 ]
 
 PREAMBLE = (
@@ -65,6 +67,32 @@ def _attr(value: object) -> str:
     )
 
 
+SHORT_ID_CHARS = 10
+"""Characters of a record id the View shows (``r-`` and 8 hex digits of its 32).
+
+A record's header is budget the View cannot spend on text: with the whole id it cost
+~90 characters, 16% of a 12,000-character View of 20 records. The store finds a record
+again from its shown id (:meth:`~mnemon_langgraph.store.MnemonStore.match_record_ids`),
+so the ``forget`` tool and ``explain`` take it; where two records of one View share the
+first 10 characters, both are shown longer (:func:`short_ids`)."""
+
+
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """The shortest prefixes, from :data:`SHORT_ID_CHARS` characters on, that tell ``ids`` apart.
+
+    Args:
+        ids: Record ids shown together.
+
+    Returns:
+        Each id's shown form (the whole id when it is no longer than the prefix).
+    """
+    distinct = list(dict.fromkeys(ids))
+    n = SHORT_ID_CHARS
+    while len({i[:n] for i in distinct}) < len(distinct):
+        n += 4  # ids are distinct, so this ends at the longest id's length
+    return {i: i[:n] for i in distinct}
+
+
 @dataclass(frozen=True, slots=True)
 class ViewRecord:
     """One record in the View.
@@ -76,6 +104,7 @@ class ViewRecord:
         date: Session date (ISO), if known.
         text: The record's ``speaker: text`` lines.
         placed_by: The rule that placed it (``needed``, ``ranking``, ``fused order``).
+        shown_id: The id as the block shows it (:func:`short_ids`); ``""``: the whole id.
     """
 
     id: str
@@ -84,12 +113,13 @@ class ViewRecord:
     date: str | None
     text: str
     placed_by: str = ""
+    shown_id: str = ""
 
     def render(self) -> str:
         """The record as a delimited block."""
         date = f' date="{_attr(self.date[:10])}"' if self.date else ""
         return (
-            f'<record id="{_attr(self.id)}" session="{self.session}"{date}>\n'
+            f'<record id="{_attr(self.shown_id or self.id)}" session="{self.session}"{date}>\n'
             f"{escape_data(self.text)}\n</record>"
         )
 
@@ -102,6 +132,7 @@ class ViewRecord:
             "date": self.date,
             "text": self.text,
             "placed_by": self.placed_by,
+            "shown_id": self.shown_id or self.id,
         }
 
 
@@ -204,7 +235,7 @@ def _index_block(
     return "<index>\n" + "\n".join(parts) + "\n</index>", shown
 
 
-def _view_record(rec: Mapping[str, Any], placed_by: str) -> ViewRecord:
+def _view_record(rec: Mapping[str, Any], placed_by: str, shown_id: str = "") -> ViewRecord:
     return ViewRecord(
         id=rec["id"],
         message_ids=tuple(rec.get("message_ids") or ()),
@@ -212,6 +243,7 @@ def _view_record(rec: Mapping[str, Any], placed_by: str) -> ViewRecord:
         date=rec.get("date"),
         text=rec.get("text", ""),
         placed_by=placed_by,
+        shown_id=shown_id,
     )
 
 
@@ -419,8 +451,10 @@ def _fill(
     chosen: list[ViewRecord] = []
     used = 0
     cap = settings.view_records
+    # shown ids told apart over the whole pool, so they are whichever records enter
+    shown = short_ids(list(by_id))
     for pos, (rid, why) in enumerate(candidates):
-        vr = _view_record(by_id[rid], why)
+        vr = _view_record(by_id[rid], why, shown[rid])
         size = len(vr.render()) + 2
         full = cap is not None and len(chosen) >= cap
         if full or used + size > budget:
@@ -510,12 +544,19 @@ def explain(view: View, record_id: str) -> str:
 
     Args:
         view: A View returned by the read graph.
-        record_id: Any record id (in the View or not).
+        record_id: Any record id (in the View or not), whole or as the View shows it.
 
     Returns:
         A few lines of plain text.
     """
     trace = view.trace
+    pooled = [p["id"] for p in trace.get("pool", [])]
+    known = {*view.record_ids, *pooled, *trace.get("placement", {})}
+    if record_id not in known:
+        matches = sorted(rid for rid in known if rid.startswith(record_id))
+        if len(matches) > 1:
+            return f"record {record_id}: several records start with it: {', '.join(matches)}"
+        record_id = matches[0] if matches else record_id
     lines = [f"record {record_id}:"]
     searches = {s["index"]: s for s in trace.get("searches", [])}
     entry = next((p for p in trace.get("pool", []) if p["id"] == record_id), None)

@@ -673,6 +673,24 @@ class Journal:
             if left is not None:
                 left -= len(rows)
 
+    def match_record_ids(
+        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
+    ) -> list[str]:
+        """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``).
+
+        The View shows a record's id shortened (``view.SHORT_ID_CHARS``); this finds the
+        record again. ``prefix`` is matched literally — a half-open range over the primary
+        key (SQLite compares text by bytes), so no ``LIKE`` wildcard can widen it.
+        """
+        if not prefix or not prefix.isprintable():
+            return []  # no record id holds such a character (ids are "r-" and hex)
+        key = namespace_key(namespace)
+        rows = self._read(
+            "SELECT id FROM records WHERE id >= ? AND id < ? AND namespace = ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "\U0010ffff", key, int(limit)),
+        )
+        return [r[0] for r in rows]
+
     def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
         """Records of ``namespace`` with the given ids, in the order of ``ids``.
 

@@ -156,6 +156,11 @@ class StoreBackend(Protocol):
     def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
         return _abstract(self)
 
+    def match_record_ids(
+        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
+    ) -> list[str]:
+        return _abstract(self)
+
     def stored_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> dict[str, np.ndarray]:

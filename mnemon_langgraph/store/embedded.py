@@ -300,6 +300,12 @@ class EmbeddedStore(MnemonStore):
         """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
         return self.journal.get_records(normalize_namespace(namespace), list(ids))
 
+    def match_record_ids(
+        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
+    ) -> list[str]:
+        """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``)."""
+        return self.journal.match_record_ids(normalize_namespace(namespace), prefix, limit)
+
     def term_statistics(
         self, namespace: str | Sequence[str], terms: Sequence[str]
     ) -> tuple[int, dict[str, int]]:

@@ -1139,6 +1139,28 @@ class PostgresStore(MnemonStore):
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
         return self._loop.run(self._get(normalize_namespace(namespace), wanted))
 
+    def match_record_ids(
+        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
+    ) -> list[str]:
+        """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``).
+
+        The View shows ids shortened; this finds the record again. ``starts_with`` is
+        literal (no ``LIKE`` wildcard) and independent of the database's collation, which
+        a range over the primary key is not; it reads the namespace's ids (``forget`` is
+        the caller, not the read path).
+        """
+        if not prefix or not prefix.isprintable():
+            return []  # no record id holds such a character (ids are "r-" and hex)
+        rows = self._loop.run(
+            self._read(
+                "SELECT r.id FROM mnemon_records r WHERE r.nsid = (SELECT nsid FROM "
+                "mnemon_namespaces WHERE namespace = %s) AND starts_with(r.id, %s) "
+                "ORDER BY r.id LIMIT %s",
+                (namespace_key(normalize_namespace(namespace)), prefix, int(limit)),
+            )
+        )
+        return [r[0] for r in rows]
+
     def stored_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> dict[str, np.ndarray]:

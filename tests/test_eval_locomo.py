@@ -7,6 +7,8 @@ deterministic fake embeddings and the offline local judge (lexical + fake vector
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -190,6 +192,25 @@ def test_cli_rejects_unknown_conversation_and_judge(tmp_path: Path) -> None:
     assert main([*args, "--judge", "llm:no-provider"]) == 2
     assert main([*args, "--planner", "no-provider"]) == 2
     assert main([*args, "--baseline-k", "3,x"]) == 2
+
+
+def test_cli_eval_writes_records_of_the_asked_size(tmp_path: Path) -> None:
+    """``--record-chars`` sizes the journal's records (the README's record-size figures)."""
+    sizes = {}
+    for n in (300, None):
+        journal = tmp_path / f"j{n}.sqlite"
+        argv = ["eval", "locomo", str(CONV30), "--out", str(tmp_path / f"o{n}")]
+        argv += ["--limit-questions", "1", "--embeddings", "fake", "--store", str(journal)]
+        argv += ["--no-progress", "--no-plots", *(["--record-chars", str(n)] if n else [])]
+        assert main(argv) == 0
+        command = json.loads((tmp_path / f"o{n}" / "summary.json").read_text())["metadata"]
+        assert ("--record-chars 300" in command["command"]) == (n == 300)
+        with closing(sqlite3.connect(journal)) as db:
+            texts = [row[0] for row in db.execute("SELECT text FROM records")]
+        sizes[n] = (len(texts), max(map(len, texts)))
+    assert sizes[300][1] <= 300 < sizes[None][1] <= 600
+    assert sizes[300][0] > sizes[None][0]
+    assert main([*argv[:-1], "--record-chars", "50"]) == 2  # refused, with the reason
 
 
 class _FakeView:

@@ -36,7 +36,7 @@ from _reliability_common import (
 )
 from _store_child import BATCH, NS, SHARED, batch_messages
 
-from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.search.bm25 import tokenize
 from mnemon_langgraph.store import MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.types import Message, SearchFilters, TermStatsSource, VectorSource
@@ -154,6 +154,37 @@ def test_record_ids_are_found_again_from_their_start_literally(store: MnemonStor
         assert store.match_record_ids(ADA, ref) == [], ref
     assert store.match_record_ids(ADA, bo[0][:10]) == []  # another namespace's record
     assert store.match_record_ids(("users", "nobody"), one) == []
+
+
+def test_record_size_is_the_stores_setting_for_ingest_and_rewrites(target: str) -> None:
+    """``record_chars`` sizes the records a store writes, also when a delete rewrites them."""
+    walk = "we walked past the old mill and on to the bridge over the harbour, then home for tea"
+    messages = [
+        Message(f"{walk} ({i})", "Ada" if i % 2 else "Bo", id=f"m{i}", session=1) for i in range(12)
+    ]
+    with MnemonStore(target, fake_embeddings(), record_chars=300) as small:
+        small.ingest(ADA, messages, source="chat")
+        records = list(small.records(ADA))
+        assert records and max(len(r.text) for r in records) <= 300
+        assert [len(r.message_ids) for r in records] == [3, 3, 3, 3]  # packed up to the size
+        small.delete_messages(ADA, ["m4"])
+        rewritten = list(small.records(ADA))
+        assert "m4" not in {m for r in rewritten for m in r.message_ids}
+        assert max(len(r.text) for r in rewritten) <= 300
+    with MnemonStore(target, fake_embeddings()) as default:
+        default.ingest(BO, messages, source="chat")
+        packed = list(default.records(BO))
+        assert [len(r.message_ids) for r in packed] == [6, 6]  # the default: 600
+
+
+@pytest.mark.parametrize("bad", [0, 119, 4_001, True, 600.0, "600"])
+def test_a_record_size_out_of_range_is_refused_before_anything_is_opened(
+    target: str, bad: Any
+) -> None:
+    with pytest.raises(ConfigurationError, match="record_chars must be a whole number"):
+        MnemonStore(target, fake_embeddings(), record_chars=bad)
+    if not is_postgres_url(target):
+        assert not Path(target).exists()
 
 
 def test_text_postgresql_cannot_hold_is_refused_alike_and_writes_nothing(

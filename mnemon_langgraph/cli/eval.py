@@ -95,6 +95,13 @@ def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="journal to ingest into (default: a fresh temporary one)",
     )
+    loc.add_argument(
+        "--record-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most characters of a record the journal writes (default 600)",
+    )
     add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
     loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     loc.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -182,7 +189,8 @@ def _run_locomo(args: argparse.Namespace) -> int:
     store_path: Path | str = default_store_path()
     if args.store:  # a journal path, or a postgresql:// URL (then the eval runs on it)
         store_path = args.store if is_postgres_url(args.store) else Path(args.store)
-    store = MnemonStore(store_path, embeddings=embeddings)
+    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
+    store = MnemonStore(store_path, embeddings=embeddings, **sizing)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
         with quiet_read_path(args.verbose):  # failures are summed up in one line below
@@ -255,6 +263,7 @@ def _command(args: argparse.Namespace) -> str:
         ("--answer-model", args.answer_model),
         ("--grader-model", args.grader_model),
         ("--store", args.store),
+        ("--record-chars", args.record_chars),
         ("--embeddings", args.embeddings),
     ):
         if value is not None:

@@ -34,7 +34,12 @@ from mnemon_langgraph.search.hybrid import (
     all_index_folders,
     index_folder,
 )
-from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
+from mnemon_langgraph.storage.chunking import (
+    DEFAULT_MAX_CHARS,
+    check_record_chars,
+    chunk_messages,
+    derive_message_id,
+)
 from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.storage.schema import AuditEntry
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
@@ -67,9 +72,13 @@ class EmbeddedStore(MnemonStore):
         vector_settings: Extra :class:`~mnemon_langgraph.search.vectors.VectorIndex` settings
             (``hnsw_threshold``, ``hnsw_m``, ``ef_search`` …).
         journal: An already open journal to use instead of opening ``path``.
+        record_chars: Most characters of a record this store writes (default 600, the
+            paper's; :data:`~mnemon_langgraph.storage.chunking.DEFAULT_MAX_CHARS`). Records
+            already stored keep their size.
 
     Raises:
         EmbeddingMismatchError: The journal holds vectors of another model or dimension.
+        ConfigurationError: ``record_chars`` is out of range.
     """
 
     def __init__(
@@ -80,7 +89,9 @@ class EmbeddedStore(MnemonStore):
         candidate_depth: int = CANDIDATE_DEPTH,
         vector_settings: dict[str, Any] | None = None,
         journal: Journal | None = None,
+        record_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
+        self.record_chars = check_record_chars(record_chars)
         self.path = Path(path)
         self._owns_journal = journal is None
         self.journal = journal if journal is not None else _open_journal(self.path)
@@ -180,7 +191,12 @@ class EmbeddedStore(MnemonStore):
         sessions = {m.session if m.session is not None else 1 for m in fresh}
         first_positions = {s: self.journal.next_position(ns, s) for s in sessions}
         records = chunk_messages(
-            fresh, namespace=ns, source=source, pack=pack, first_positions=first_positions
+            fresh,
+            namespace=ns,
+            source=source,
+            max_chars=self.record_chars,
+            pack=pack,
+            first_positions=first_positions,
         )
         vectors = self._embed([r.text for r in records], progress)
         index = self.index(ns)
@@ -259,7 +275,13 @@ class EmbeddedStore(MnemonStore):
             # connection, so they already see the old records deleted.
             sessions = {m.session if m.session is not None else 1 for m in survivors}
             first = {s: self.journal.next_position(ns, s) for s in sessions}
-            records = chunk_messages(survivors, namespace=ns, source=source, first_positions=first)
+            records = chunk_messages(
+                survivors,
+                namespace=ns,
+                source=source,
+                max_chars=self.record_chars,
+                first_positions=first,
+            )
             produced[:] = records
             return records, self._embed([r.text for r in records], None)
 

@@ -51,7 +51,12 @@ from mnemon_langgraph.errors import ConfigurationError, InputError, MissingDepen
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
 from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
-from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
+from mnemon_langgraph.storage.chunking import (
+    DEFAULT_MAX_CHARS,
+    check_record_chars,
+    chunk_messages,
+    derive_message_id,
+)
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
@@ -317,10 +322,13 @@ class PostgresStore(MnemonStore):
             the namespace's size (:func:`ef_search_for`).
         pool_size: Most connections this process opens.
         setup: Create or migrate the schema on open (``False``: call :meth:`setup`).
+        record_chars: Most characters of a record this store writes (default 600, the
+            paper's; :data:`~mnemon_langgraph.storage.chunking.DEFAULT_MAX_CHARS`). Records
+            already stored keep their size.
 
     Raises:
         MissingDependencyError: psycopg / psycopg_pool / pgvector are not installed.
-        ConfigurationError: The server cannot be reached.
+        ConfigurationError: The server cannot be reached, or ``record_chars`` is out of range.
         EmbeddingMismatchError: The database holds vectors of another model or dimension.
         SchemaVersionError: The database was set up by a newer version of this package.
     """
@@ -335,7 +343,9 @@ class PostgresStore(MnemonStore):
         ef_search: int | None = None,
         pool_size: int = 8,
         setup: bool = True,
+        record_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
+        self.record_chars = check_record_chars(record_chars)
         self._psycopg, pool_mod, self._register_vector = _import_driver()
         self.url = url
         self.path = redact(url)
@@ -551,7 +561,12 @@ class PostgresStore(MnemonStore):
         sessions = {m.session if m.session is not None else 1 for m in fresh}
         first = {s: await self._next_position(ns, s) for s in sessions}
         records = chunk_messages(
-            fresh, namespace=ns, source=source, pack=pack, first_positions=first
+            fresh,
+            namespace=ns,
+            source=source,
+            max_chars=self.record_chars,
+            pack=pack,
+            first_positions=first,
         )
         vectors = await asyncio.to_thread(self._embed, [r.text for r in records], progress)
         async with self._pool.connection() as conn, conn.transaction():
@@ -1017,7 +1032,13 @@ class PostgresStore(MnemonStore):
             if survivors:
                 sessions = {m.session if m.session is not None else 1 for m in survivors}
                 first = {s: await self._next_position(ns, s, conn) for s in sessions}
-                new = chunk_messages(survivors, namespace=ns, source=source, first_positions=first)
+                new = chunk_messages(
+                    survivors,
+                    namespace=ns,
+                    source=source,
+                    max_chars=self.record_chars,
+                    first_positions=first,
+                )
                 vectors = await asyncio.to_thread(self._embed, [r.text for r in new], None)
                 written, terms = await self._write(conn, nsid, new, vectors)
         if survivors:

@@ -31,7 +31,7 @@ def _view() -> SimpleNamespace:
             {"target": "r4", "proposition": "needed", "p": 0.8},
         ],
         "placement": {
-            "r1": "in the View, position 1: judged needed (p >= 1/2)",
+            "r1": "in the View, taken at rank 1: judged needed (p >= 1/2)",
             "r2": _BUDGET,
             "r3": _BUDGET,
             "r4": "left out: judged no longer current (p >= 1/2 on 'stale')",

@@ -140,6 +140,17 @@ def test_forget_deletes_nothing_on_a_short_ambiguous_or_odd_id(
     assert store.journal.audit_log(ADA) == []
 
 
+def test_forget_refuses_a_blocks_list_of_ids(store: MnemonStore) -> None:
+    """A View block of consecutive records names all their ids; forget takes one."""
+    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], source="chat")
+    ids = [r.id for r in store.list_records(ADA)]
+    both = " ".join(i[:10] for i in ids)
+    agent = _agent(store, [_call("forget", {"record_id": both}), AIMessage("Which one?")])
+    out = agent.invoke({"messages": [("user", "Forget it")]}, context=Customer("ada"))
+    assert "names several records; nothing was deleted" in _tool_results(out)[0]
+    assert [r.id for r in store.list_records(ADA)] == ids
+
+
 def test_forget_by_shown_id_cannot_reach_another_user(store: MnemonStore) -> None:
     (bob_record,) = store.list_records(BOB)
     agent = _agent(store, [_call("forget", {"record_id": bob_record.id[:10]}), AIMessage("No")])

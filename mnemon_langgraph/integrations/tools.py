@@ -59,7 +59,8 @@ _MAX_ID_CHARS = 200  # a record id is 34 characters; longer input names no recor
 
 _FORGET_DOC = (
     "Delete one record (by the id search_memory showed) from the user's long-term memory, "
-    "when the user asks you to forget it. The deletion is audited."
+    "when the user asks you to forget it. The deletion is audited. A memory block may name "
+    "several record ids; pass one."
 )
 
 
@@ -137,6 +138,8 @@ class _Tools:
         from mnemon_langgraph.read.view import SHORT_ID_CHARS
 
         ref = record_id.strip()
+        if len(ref.split()) > 1:  # a View block of consecutive records names all their ids
+            return f"{record_id!r} names several records; nothing was deleted. Pass one record id."
         matches = (
             self.store.match_record_ids(namespace, ref, limit=2)
             if ref.isascii() and len(ref) <= _MAX_ID_CHARS

@@ -9,7 +9,9 @@ the end to make room for the index. Records judged no longer current are left ou
 no judgments at all (System 1 failed), the records are ranked by fused search order. The
 pooled neighbours of the best records (same
 session, just before and after) move up behind the first few records: an answer often
-continues in the next turn, which shares few words with the question.
+continues in the next turn, which shares few words with the question. Records next to each
+other in one session and day are shown as one block under one header that names their
+(shortened) ids in order, placed where the best of them ranks.
 
 :func:`compose_view` is pure: it reads only the order of judgments and ``p >= 1/2``.
 :func:`explain` answers "why is this record in the View?" (or why not) from the trace.
@@ -142,7 +144,8 @@ class View:
 
     Attributes:
         text: The View as the agent reads it (preamble, index, delimited records).
-        records: Records in the View, in order.
+        records: Records in the View, in the order the rules took them (the text shows
+            consecutive ones together, in blocks of up to :data:`BLOCK_RECORDS`).
         items: Index items shown (as dicts: id, kind, text, group).
         trace: Searches, pool, judgments, actions, errors, timings and counts.
         empty_reason: Why the View holds no records, when it holds none.
@@ -156,7 +159,7 @@ class View:
 
     @property
     def message_ids(self) -> list[str]:
-        """Ids of every message in the View's records, in View order."""
+        """Ids of every message in the View's records, in the order of :attr:`records`."""
         return [m for r in self.records for m in r.message_ids]
 
     @property
@@ -440,22 +443,71 @@ def _with_neighbours(
     return head + moved + [c for c in candidates[head_n:] if c[0] not in ids]
 
 
+BLOCK_RECORDS = 3
+"""Most records one block of the View shows under one header (:func:`_fill`).
+
+Consecutive records of one session and day share a block, which spends one header where
+each would spend ~60 characters (LoCoMo dev: about 6 of a 12,000-character View's 20
+records continue another one) and shows a question with its reply in one piece. Three is
+a record, the one before and the one after: the block stays near the rank of its best
+record instead of growing into the whole session when a View holds most of a small
+history (on the dev conversations 3 and no limit give the same Views' evidence)."""
+
+
+def _place(rec: Mapping[str, Any]) -> tuple[tuple[Any, ...], int] | None:
+    """Where a record sits: ((source, session, day), position), or ``None`` if unknown."""
+    position = rec.get("position")
+    if not isinstance(position, int) or isinstance(position, bool):
+        return None
+    return (rec.get("source"), rec.get("session"), str(rec.get("date") or "")[:10]), position
+
+
+@dataclass
+class _Block:
+    """A stretch of one session and day in the View: its first and last positions."""
+
+    where: tuple[Any, ...] | None
+    low: int
+    high: int
+    ids: list[str]
+
+    def takes(self, place: tuple[tuple[Any, ...], int] | None) -> bool:
+        if place is None or self.where is None or len(self.ids) >= BLOCK_RECORDS:
+            return False
+        where, position = place
+        return where == self.where and position in (self.low - 1, self.high + 1)
+
+
 def _fill(
     candidates: Sequence[tuple[str, str]],
     by_id: Mapping[str, Mapping[str, Any]],
     budget: int,
     settings: ReadSettings,
     placement: dict[str, str],
-) -> list[ViewRecord]:
-    """Take candidates in order until the View's records or characters run out."""
+) -> tuple[list[ViewRecord], list[_Block]]:
+    """Take candidates in order until the View's records or characters run out.
+
+    A record right before or after a block's records (same source, session and day) joins
+    that block while it holds fewer than :data:`BLOCK_RECORDS`: it costs its text and its
+    shown id, not a header. Blocks keep the order of their first record.
+
+    Returns:
+        The records taken, in order, and the blocks that show them.
+    """
     chosen: list[ViewRecord] = []
+    blocks: list[_Block] = []
     used = 0
     cap = settings.view_records
     # shown ids told apart over the whole pool, so they are whichever records enter
     shown = short_ids(list(by_id))
     for pos, (rid, why) in enumerate(candidates):
         vr = _view_record(by_id[rid], why, shown[rid])
-        size = len(vr.render()) + 2
+        place = _place(by_id[rid])
+        block = next((b for b in blocks if b.takes(place)), None)
+        if block is not None:
+            size = len(escape_data(vr.text)) + 1 + len(vr.shown_id) + 1
+        else:
+            size = len(vr.render()) + 2
         full = cap is not None and len(chosen) >= cap
         if full or used + size > budget:
             chars = f"{settings.view_chars} characters, index included"
@@ -468,8 +520,27 @@ def _fill(
             break
         chosen.append(vr)
         used += size
-        placement[rid] = f"in the View, position {len(chosen)}: {why}"
-    return chosen
+        if block is not None and place is not None:
+            block.low, block.high = min(block.low, place[1]), max(block.high, place[1])
+            block.ids.append(rid)
+        elif place is not None:
+            blocks.append(_Block(place[0], place[1], place[1], [rid]))
+        else:
+            blocks.append(_Block(None, 0, 0, [rid]))
+        placement[rid] = f"in the View, taken at rank {len(chosen)}: {why}"
+    return chosen, blocks
+
+
+def _render_block(block: Sequence[ViewRecord]) -> str:
+    """One block: a record's own (:meth:`ViewRecord.render`), or consecutive records in
+    their conversation's order under one header naming each one's shown id, in that order."""
+    if len(block) == 1:
+        return block[0].render()
+    head = block[0]
+    ids = " ".join(_attr(vr.shown_id or vr.id) for vr in block)
+    date = f' date="{_attr(head.date[:10])}"' if head.date else ""
+    body = "\n".join(escape_data(vr.text) for vr in block)
+    return f'<record id="{ids}" session="{head.session}"{date}>\n{body}\n</record>'
 
 
 def compose_view(
@@ -517,14 +588,18 @@ def compose_view(
     candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
-    chosen = _fill(candidates, by_id, budget, settings, placement)
+    chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement)
     for rid in order:
         placement.setdefault(rid, "left out")
 
+    taken = {vr.id: vr for vr in chosen}
+    position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}
     blocks = [PREAMBLE]
     if index_text:
         blocks.append(index_text)
-    blocks.extend(r.render() for r in chosen)
+    for block in shown_blocks:
+        block.ids.sort(key=position.__getitem__)
+        blocks.append(_render_block([taken[rid] for rid in block.ids]))
     reason = None
     if not chosen:
         reason = empty_reason or ("no record was judged needed" if pool else "no record found")

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
@@ -32,6 +32,7 @@ from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import InputError, ModelCallError
 from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.storage.chunking import chunk_messages
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -234,6 +235,7 @@ class MnemonStore(StoreBackend):
     embeddings: Embeddings
     model_name: str
     dimension: int
+    record_chars: int
 
     def __new__(cls, *args: Any, **kwargs: Any) -> MnemonStore:
         # Python calls the chosen subclass's ``__init__`` with the same arguments, once.
@@ -258,6 +260,27 @@ class MnemonStore(StoreBackend):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- records (shared: both backends cut messages into records the same way) ----------
+
+    def _records_of(
+        self,
+        messages: Sequence[Message],
+        ns: Namespace,
+        source: str,
+        *,
+        pack: bool = True,
+        first_positions: Mapping[int, int] | None = None,
+    ) -> list[Record]:
+        """The records this store writes for ``messages`` (its ``record_chars``)."""
+        return chunk_messages(
+            messages,
+            namespace=ns,
+            source=source,
+            max_chars=self.record_chars,
+            pack=pack,
+            first_positions=first_positions,
+        )
 
     # -- embedding (shared: both backends store vectors normalised the same way) ----------
 

@@ -37,7 +37,6 @@ from mnemon_langgraph.search.hybrid import (
 from mnemon_langgraph.storage.chunking import (
     DEFAULT_MAX_CHARS,
     check_record_chars,
-    chunk_messages,
     derive_message_id,
 )
 from mnemon_langgraph.storage.journal import Journal
@@ -190,14 +189,7 @@ class EmbeddedStore(MnemonStore):
             return IngestResult(0, 0, len(given))
         sessions = {m.session if m.session is not None else 1 for m in fresh}
         first_positions = {s: self.journal.next_position(ns, s) for s in sessions}
-        records = chunk_messages(
-            fresh,
-            namespace=ns,
-            source=source,
-            max_chars=self.record_chars,
-            pack=pack,
-            first_positions=first_positions,
-        )
+        records = self._records_of(fresh, ns, source, pack=pack, first_positions=first_positions)
         vectors = self._embed([r.text for r in records], progress)
         index = self.index(ns)
         with index.lock:
@@ -275,13 +267,7 @@ class EmbeddedStore(MnemonStore):
             # connection, so they already see the old records deleted.
             sessions = {m.session if m.session is not None else 1 for m in survivors}
             first = {s: self.journal.next_position(ns, s) for s in sessions}
-            records = chunk_messages(
-                survivors,
-                namespace=ns,
-                source=source,
-                max_chars=self.record_chars,
-                first_positions=first,
-            )
+            records = self._records_of(survivors, ns, source, first_positions=first)
             produced[:] = records
             return records, self._embed([r.text for r in records], None)
 

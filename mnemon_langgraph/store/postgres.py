@@ -54,7 +54,6 @@ from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
 from mnemon_langgraph.storage.chunking import (
     DEFAULT_MAX_CHARS,
     check_record_chars,
-    chunk_messages,
     derive_message_id,
 )
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
@@ -560,14 +559,7 @@ class PostgresStore(MnemonStore):
             return IngestResult(0, 0, len(given))
         sessions = {m.session if m.session is not None else 1 for m in fresh}
         first = {s: await self._next_position(ns, s) for s in sessions}
-        records = chunk_messages(
-            fresh,
-            namespace=ns,
-            source=source,
-            max_chars=self.record_chars,
-            pack=pack,
-            first_positions=first,
-        )
+        records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = await asyncio.to_thread(self._embed, [r.text for r in records], progress)
         async with self._pool.connection() as conn, conn.transaction():
             await self._lock_namespace(conn, ns)
@@ -1032,13 +1024,7 @@ class PostgresStore(MnemonStore):
             if survivors:
                 sessions = {m.session if m.session is not None else 1 for m in survivors}
                 first = {s: await self._next_position(ns, s, conn) for s in sessions}
-                new = chunk_messages(
-                    survivors,
-                    namespace=ns,
-                    source=source,
-                    max_chars=self.record_chars,
-                    first_positions=first,
-                )
+                new = self._records_of(survivors, ns, source, first_positions=first)
                 vectors = await asyncio.to_thread(self._embed, [r.text for r in new], None)
                 written, terms = await self._write(conn, nsid, new, vectors)
         if survivors:

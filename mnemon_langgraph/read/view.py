@@ -121,11 +121,7 @@ class ViewRecord:
 
     def render(self) -> str:
         """The record as a delimited block."""
-        date = f' date="{_attr(self.date[:10])}"' if self.date else ""
-        return (
-            f'<record id="{_attr(self.shown_id or self.id)}" session="{self.session}"{date}>\n'
-            f"{escape_data(self.text)}\n</record>"
-        )
+        return _render_block((self,))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -534,10 +530,8 @@ def _fill(
 
 
 def _render_block(block: Sequence[ViewRecord]) -> str:
-    """One block: a record's own (:meth:`ViewRecord.render`), or consecutive records in
-    their conversation's order under one header naming each one's shown id, in that order."""
-    if len(block) == 1:
-        return block[0].render()
+    """One block: a record, or consecutive records in their conversation's order, under one
+    header naming each one's shown id in that order (the only place a header is written)."""
     head = block[0]
     ids = " ".join(_attr(vr.shown_id or vr.id) for vr in block)
     date = f' date="{_attr(head.date[:10])}"' if head.date else ""

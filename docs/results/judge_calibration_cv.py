@@ -3,12 +3,14 @@
 Runs the default read graph once over LoCoMo-format files with the local judge's calibration
 off (``p = σ(s)``; ``mnemon eval locomo`` with a fresh store), keeps every pooled record's
 P(needed) as the eval scores it (its last *needed* judgment, else its *screen* one), which
-of the two it is, its gold label and its question's distinct content words, then scores
-the pooled AUC of every :class:`~mnemon_langgraph.judges.learned.Calibration`
-``p = σ(k · t(s))`` of a grid: ``k = (n / 5) ** exponent``, ``t(s) = s − shift`` for a
-negative screen score. Within a question the calibration keeps every order and every
-``p >= 1/2`` decision, so the read path and the View are the same for every grid point
-(calibration invariance): only the AUC has to be replayed, and it is exact.
+of the two it is, its gold label, its question's distinct content words and whether the
+turn's plan had a need of kind ``ALL``, then scores the pooled AUC of every
+:class:`~mnemon_langgraph.judges.learned.Calibration` ``p = σ(k · t(s))`` of a grid:
+``k = (n / 5) ** exponent``, ``t(s) = s − shift`` for a negative screen score, and a
+negative score of an ``ALL`` turn multiplied by ``all_no_scale``. Within a question the
+calibration keeps every order and every ``p >= 1/2`` decision, so the read path and the View
+are the same for every grid point (calibration invariance): only the AUC has to be
+replayed, and it is exact.
 
 Each fold chooses the grid point with the highest pooled AUC over the other conversations
 (ties to the earlier point) and is scored on its held-out conversation; the held-out scores
@@ -46,6 +48,10 @@ from mnemon_langgraph.store import MnemonStore
 
 EXPONENTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)
 SHIFTS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
+ALL_SCALES = (1.0, 0.75, 0.6, 0.5, 0.4)
+Point = tuple[float, float, float]
+"""A grid point: (exponent, screen shift, ALL-turn scale of a negative score)."""
+OFF: Point = (0.0, 0.0, 1.0)
 SCORED = (1, 2, 3, 4)
 
 
@@ -55,10 +61,13 @@ class _Keep:
     def __init__(self, graph: Any) -> None:
         self.graph = graph
         self.judgments: list[list[dict[str, Any]]] = []
+        self.every_instance: list[bool] = []
 
     def invoke(self, *args: Any, **kwargs: Any) -> Any:
         state = self.graph.invoke(*args, **kwargs)
-        self.judgments.append(list(state["view"].trace.get("judgments") or []))
+        trace = state["view"].trace
+        self.judgments.append(list(trace.get("judgments") or []))
+        self.every_instance.append(any(n.get("kind") == "ALL" for n in trace.get("needs") or []))
         return state
 
 
@@ -81,8 +90,10 @@ def capture(files: Sequence[str], out: str) -> dict[str, np.ndarray]:
         )
         store.close()
     rows = [json.loads(x) for x in (Path(out) / "results.jsonl").read_text().splitlines()]
-    cols: dict[str, list[Any]] = {k: [] for k in ("s", "gold", "screen", "n", "conv", "q")}
-    for qi, (row, judged) in enumerate(zip(rows, graph.judgments, strict=True)):
+    keys = ("s", "gold", "screen", "n", "every_instance", "conv", "q")
+    cols: dict[str, list[Any]] = {k: [] for k in keys}
+    turns = zip(rows, graph.judgments, graph.every_instance, strict=True)
+    for qi, (row, judged, every) in enumerate(turns):
         if not row.get("gold_evidence") or row.get("category") not in SCORED:
             continue
         last: dict[str, tuple[str, float]] = {}
@@ -97,19 +108,23 @@ def capture(files: Sequence[str], out: str) -> dict[str, np.ndarray]:
             prop, p = last[rid]
             for key, value in zip(
                 cols,
-                (_logit(p), gold, prop == "screen", n_terms, row["conversation"], qi),
+                (_logit(p), gold, prop == "screen", n_terms, every, row["conversation"], qi),
                 strict=True,
             ):
                 cols[key].append(value)
     return {k: np.asarray(v) for k, v in cols.items()}
 
 
-def scores(data: dict[str, np.ndarray], exponent: float, shift: float) -> np.ndarray:
+def scores(data: dict[str, np.ndarray], point: Point) -> np.ndarray:
     """Every row's calibrated score under one grid point (the judge's own Calibration)."""
-    cal = Calibration(exponent=exponent, screen_no_shift=shift)
+    exponent, shift, scale = point
+    cal = Calibration(exponent=exponent, screen_no_shift=shift, all_no_scale=scale)
     out = np.empty(len(data["s"]))
-    for i, (s, screen, n) in enumerate(zip(data["s"], data["screen"], data["n"], strict=True)):
-        out[i] = cal.apply(np.array([s]), n_terms=int(n), screen=bool(screen))[0]
+    rows = zip(data["s"], data["screen"], data["n"], data["every_instance"], strict=True)
+    for i, (s, screen, n, every) in enumerate(rows):
+        out[i] = cal.apply(
+            np.array([s]), n_terms=int(n), screen=bool(screen), every_instance=bool(every)
+        )[0]
     return out
 
 
@@ -123,9 +138,7 @@ def _mean_per_conversation(s: np.ndarray, y: np.ndarray, conv: np.ndarray) -> fl
     return float(np.mean([_auc(s[conv == c], y[conv == c]) for c in sorted(set(conv))]))
 
 
-def cross_validate(
-    data: dict[str, np.ndarray], grid: Sequence[tuple[float, float]]
-) -> dict[str, Any]:
+def cross_validate(data: dict[str, np.ndarray], grid: Sequence[Point]) -> dict[str, Any]:
     """Each fold picks the grid point of best training AUC; held-out AUC per fold and pooled.
 
     Pooling the folds' held-out scores mixes calibrations chosen by different folds (an
@@ -133,7 +146,9 @@ def cross_validate(
     folds' own AUCs is reported beside it.
     """
     grid = list(grid)
-    by_point = {g: scores(data, *g) for g in {*grid, (0.0, 0.0), (0.5, 3.0)}}
+    shipped = Calibration()
+    ship: Point = (shipped.exponent, shipped.screen_no_shift, shipped.all_no_scale)
+    by_point = {g: scores(data, g) for g in {*grid, OFF, ship}}
     y, conv = data["gold"], data["conv"]
     held = np.empty(len(y))
     folds: dict[str, Any] = {}
@@ -144,15 +159,15 @@ def cross_validate(
         folds[c] = {
             "choice": best,
             "held_out_auc": _auc(by_point[best][~train], y[~train]),
-            "uncalibrated_auc": _auc(by_point[(0.0, 0.0)][~train], y[~train]),
+            "uncalibrated_auc": _auc(by_point[OFF][~train], y[~train]),
         }
     return {
         "held_out_pooled_auc": _auc(held, y),
         "held_out_mean_per_fold": float(np.mean([f["held_out_auc"] for f in folds.values()])),
-        "uncalibrated_pooled_auc": _auc(by_point[(0.0, 0.0)], y),
-        "uncalibrated_mean_per_fold": _mean_per_conversation(by_point[(0.0, 0.0)], y, conv),
-        "shipped_pooled_auc": _auc(by_point[(0.5, 3.0)], y),
-        "shipped_mean_per_conversation": _mean_per_conversation(by_point[(0.5, 3.0)], y, conv),
+        "uncalibrated_pooled_auc": _auc(by_point[OFF], y),
+        "uncalibrated_mean_per_fold": _mean_per_conversation(by_point[OFF], y, conv),
+        "shipped_pooled_auc": _auc(by_point[ship], y),
+        "shipped_mean_per_conversation": _mean_per_conversation(by_point[ship], y, conv),
         "choice_on_all": max(grid, key=lambda g: (_auc(by_point[g], y), -grid.index(g))),
         "folds": folds,
         "rows": len(y),
@@ -170,9 +185,14 @@ def main(argv: Sequence[str]) -> None:
         data = capture(files, str(out))
         np.savez(saved, **data)
     result = {
-        "grid": cross_validate(data, [(e, c) for e in EXPONENTS for c in SHIFTS]),
-        # the 1/sqrt(n) argument fixes the exponent; only the screen shift is chosen
-        "exponent_one_half": cross_validate(data, [(0.5, c) for c in SHIFTS]),
+        # the 1/sqrt(n) argument fixes the exponent; the shift and the ALL scale are chosen
+        "exponent_one_half": cross_validate(
+            data, [(0.5, c, a) for c in SHIFTS for a in ALL_SCALES]
+        ),
+        "exponent_one_half_no_all_scale": cross_validate(data, [(0.5, c, 1.0) for c in SHIFTS]),
+        "grid": cross_validate(
+            data, [(e, c, a) for e in EXPONENTS for c in SHIFTS for a in ALL_SCALES]
+        ),
     }
     (out / "calibration_cv.json").write_text(json.dumps(result, indent=2, default=str))
     print(json.dumps(result, indent=2, default=str))

@@ -222,9 +222,17 @@ class Query:
     named: frozenset[str]
     days: frozenset[str]
     months: frozenset[str]
+    every_instance: bool = False
+    """A need is of kind ``ALL``: the reply needs every instance (a list, a count)."""
 
     @classmethod
-    def parse(cls, messages: Sequence[Mapping[str, Any]], needs: Sequence[str]) -> Query:
+    def parse(
+        cls,
+        messages: Sequence[Mapping[str, Any]],
+        needs: Sequence[str],
+        *,
+        every_instance: bool = False,
+    ) -> Query:
         """The queries and the cues of the latest message."""
         latest, context = split_queries(messages)
         days, months = asked_dates(latest)
@@ -237,6 +245,7 @@ class Query:
             named=frozenset(text.fold(w) for w in text.capitalised_words(latest)),
             days=frozenset(days),
             months=frozenset(months),
+            every_instance=every_instance,
         )
 
     def texts(self) -> list[str]:

@@ -131,24 +131,33 @@ class Calibration:
       often than needed-judged records of the same score (0.43% against 1.28% at
       ``s ∈ [−2, −1)``), so a negative *screen* score is moved down by ``screen_no_shift``
       (``t(s) = s − shift`` for ``s < 0``, else ``s``).
+    * **A "no" says less when the reply needs every instance.** For a need of kind ``ALL``
+      (a list, a count) the instances rarely repeat the question's words ("what activities
+      …" is answered by "we went camping"), so a low score is weaker evidence that a record
+      is not needed; such a turn's negative scores are multiplied by ``all_no_scale``
+      (after the screen shift). On the dev run's pooled records the ``ALL`` turns held 14%
+      of the rows and 24% of the gold records.
 
     Within a turn ``k`` is one positive constant (every call of a turn judges the same
-    latest message) and ``t`` is strictly increasing with ``t(0) = 0``, so each p stays a
+    latest message and needs) and ``t`` is strictly increasing with ``t(0) = 0``, so each p stays a
     strictly increasing function of one score, every ``p >= 1/2`` decision and every order
     is unchanged, and the read path's actions and the View are exactly what ``σ(s)`` gives
-    (calibration invariance, paper Proposition 1). Both constants were chosen by
-    leave-one-conversation-out cross-validation of the pooled AUC
-    (``docs/results/judge_calibration_cv.py``).
+    (calibration invariance, paper Proposition 1). The shift and the scale were chosen by
+    leave-one-conversation-out cross-validation of the pooled AUC, the exponent fixed at
+    the ``1/2`` the argument above gives (``docs/results/judge_calibration_cv.py``).
 
     Attributes:
         exponent: Power of ``n / pivot_terms`` (0 turns the scale off).
         pivot_terms: Word count whose scores keep their scale.
         screen_no_shift: Subtracted from negative screen scores (0 turns it off).
+        all_no_scale: Multiplies the negative scores of a turn with an ``ALL`` need
+            (``0 < x``; 1 turns it off).
     """
 
     exponent: float = 0.5
     pivot_terms: int = 5
-    screen_no_shift: float = 3.0
+    screen_no_shift: float = 2.0
+    all_no_scale: float = 0.6
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.exponent) and self.exponent >= 0):
@@ -161,16 +170,31 @@ class Calibration:
             raise ConfigurationError(
                 f"calibration screen_no_shift must be >= 0, got {self.screen_no_shift}"
             )
+        if not (math.isfinite(self.all_no_scale) and self.all_no_scale > 0):
+            raise ConfigurationError(
+                f"calibration all_no_scale must be > 0, got {self.all_no_scale}"
+            )
 
     def factor(self, n_terms: int) -> float:
         """``k``: the turn's scale for a latest message of ``n_terms`` distinct content words."""
         return float((max(1, n_terms) / self.pivot_terms) ** self.exponent)
 
-    def apply(self, scores: np.ndarray, *, n_terms: int, screen: bool) -> np.ndarray:
-        """``k · t(s)`` of one group's scores (``screen``: the group answers *screen*)."""
+    def apply(
+        self, scores: np.ndarray, *, n_terms: int, screen: bool, every_instance: bool = False
+    ) -> np.ndarray:
+        """``k · t(s)`` of one group's scores.
+
+        Args:
+            scores: The group's scores ``s``.
+            n_terms: Distinct content words of the turn's latest message.
+            screen: The group answers *screen*.
+            every_instance: The turn has a need of kind ``ALL``.
+        """
         out = np.asarray(scores, dtype=np.float64)
         if screen and self.screen_no_shift:
             out = np.where(out < 0, out - self.screen_no_shift, out)
+        if every_instance and self.all_no_scale != 1:
+            out = np.where(out < 0, out * self.all_no_scale, out)
         return out * self.factor(n_terms)
 
 

@@ -16,7 +16,8 @@ the weights ``mnemon train judge`` learned (logistic regression, chosen by leave
 conversation-out cross-validation; provenance in the weights file), or the hand-set formula
 when no weights are installed. ``p = σ(k · t(s))`` with the turn's
 :class:`~mnemon_langgraph.judges.learned.Calibration` (``k`` grows with the question's
-words, ``t`` moves a screen "no" down): within a turn each p is a strictly increasing
+words, ``t`` moves a screen "no" down and makes a "no" weaker when a need asks for every
+instance): within a turn each p is a strictly increasing
 function of that one score with the sign of ``s``, so the order of records is the order of
 ``s``, every decision is ``s >= 0`` and calibration invariance holds; across turns the p
 are comparable (the judge's pooled AUC).
@@ -190,14 +191,13 @@ class LocalDecisionModel(BaseDecisionModel):
             raise ModelCallError("local judge: state must be the read path's JSON object")
         data: Mapping[str, Any] = state
         messages = [m for m in data.get("messages") or [] if isinstance(m, Mapping)]
-        needs = [
-            str(n.get("text", "")) if isinstance(n, Mapping) else str(n)
-            for n in data.get("needs") or []
-        ]
+        raw_needs = list(data.get("needs") or [])
+        needs = [str(n.get("text", "")) if isinstance(n, Mapping) else str(n) for n in raw_needs]
+        every_instance = any(isinstance(n, Mapping) and n.get("kind") == "ALL" for n in raw_needs)
         records = [Doc(r, i) for i, r in enumerate(data.get("records") or []) if _is_map(r)]
         items = [Doc(r, i) for i, r in enumerate(data.get("items") or []) if _is_map(r)]
         by_id = {d.id: d for d in [*records, *items]}
-        query = Query.parse(messages, needs)
+        query = Query.parse(messages, needs, every_instance=every_instance)
         lines = {d.id: record_lines(d.text) for d in by_id.values()} if self.line_level else {}
         # Records the read path sent stored-vector similarities for are not embedded again.
         todo = [d for d in by_id.values() if lines or d.stored_sim("latest") is None]
@@ -303,7 +303,12 @@ class LocalDecisionModel(BaseDecisionModel):
             scores = _inherit(self.scorer.scores(rows), [d.id for _, _, d in members], replaced)
             if self.calibration is not None:
                 screen = prop is Proposition.SCREEN
-                scores = self.calibration.apply(scores, n_terms=n_terms, screen=screen)
+                scores = self.calibration.apply(
+                    scores,
+                    n_terms=n_terms,
+                    screen=screen,
+                    every_instance=call.query.every_instance,
+                )
             for (qid, _, _), s in zip(members, scores, strict=True):
                 answers[qid] = NoulAnswer(type="noul", noul=_sigmoid(s))
         n_in = sum(len(d.text) for d in call.by_id.values()) // 4

@@ -291,9 +291,9 @@ class Reader(ItemsNode):
         trace: list[dict[str, Any]],
         start: float,
         model_seconds: float,
+        pooled: set[str],
     ) -> dict[str, Any]:
         round_no = state.get("rounds", 0) + 1
-        pooled = {p["id"] for p in state.get("pool", [])}
         seen = set(pooled)
         pages: list[tuple[int, int, list[SearchHit]]] = []
         for idx, offset, hits in fetched:
@@ -370,7 +370,7 @@ class Reader(ItemsNode):
             )
         )
         fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds)
+        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
 
     def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
         """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times

@@ -36,11 +36,13 @@ dataset's names or wording.
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ __all__ = [
     "coverage",
     "idf_of_docs",
     "idf_of_memory",
+    "named_date_range",
     "split_queries",
     "stem",
     "terms",
@@ -281,6 +284,25 @@ def asked_dates(message: str) -> tuple[set[str], set[str]]:
         if day and 1 <= int(day) <= 31:
             days.add(f"{year}-{month:02d}-{int(day):02d}")
     return days, months
+
+
+def named_date_range(message: str) -> tuple[datetime, datetime] | None:
+    """From the first day of the earliest month ``message`` names to the end of the latest.
+
+    Whole months, also when a day is named: a record is dated by its session, and the
+    judge's ``date_day`` cue ranks the named day first among the month's records. ``None``
+    when no valid calendar month is named.
+    """
+    months = []
+    for ym in asked_dates(message)[1]:
+        year, month = (int(x) for x in ym.split("-"))
+        if 1 <= month <= 12 and 1 <= year <= 9999:
+            months.append((year, month))
+    if not months:
+        return None
+    (y0, m0), (y1, m1) = min(months), max(months)
+    last = calendar.monthrange(y1, m1)[1]
+    return datetime(y0, m0, 1), datetime(y1, m1, last, 23, 59, 59, 999999)
 
 
 def split_queries(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:

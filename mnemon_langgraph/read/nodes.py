@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Container, Generator, Mapping, Sequence
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any, Literal
 
 from langchain_core.decisions import BaseDecisionModel
@@ -18,6 +19,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Overwrite
 
 from mnemon_langgraph.items import ItemSource
+from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
 from mnemon_langgraph.read.evidence import EvidenceBuilder
@@ -110,9 +112,9 @@ class Reader(ItemsNode):
         return namespace, recent, now.isoformat() if now is not None else ""
 
     def _plan_finish(
-        self, namespace: Namespace, now: str, plan: PlanResult, start: float
+        self, namespace: Namespace, now: str, plan: PlanResult, start: float, latest: str
     ) -> dict[str, Any]:
-        searches = [
+        searches: list[dict[str, Any]] = [
             {
                 "index": i,
                 "query": s.query,
@@ -123,6 +125,20 @@ class Reader(ItemsNode):
             }
             for i, s in enumerate(plan.searches)
         ]
+        bounds = named_date_range(latest) if self.settings.date_search else None
+        if bounds is not None:
+            searches.append(
+                {
+                    "index": len(searches),
+                    "query": latest,
+                    "origin": "date",
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": 1,
+                    "date_from": bounds[0].isoformat(),
+                    "date_to": bounds[1].isoformat(),
+                }
+            )
         needs = [
             {**asdict(n), "state": "open", "lead_step": 0, "positives": []} for n in plan.needs
         ]
@@ -171,7 +187,7 @@ class Reader(ItemsNode):
             )
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
-        return self._plan_finish(namespace, now, plan, start)
+        return self._plan_finish(namespace, now, plan, start, latest_text(recent))
 
     def plan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
         """Node ``plan`` under ``invoke``."""
@@ -390,6 +406,11 @@ class Reader(ItemsNode):
         session = search.get("session")
         if session is not None:
             kwargs["filters"] = SearchFilters(session_from=session, session_to=session)
+        elif search.get("date_from"):
+            kwargs["filters"] = SearchFilters(
+                date_from=datetime.fromisoformat(search["date_from"]),
+                date_to=datetime.fromisoformat(search["date_to"]),
+            )
         return kwargs
 
     def retrieve(self, state: ReadState) -> dict[str, Any]:

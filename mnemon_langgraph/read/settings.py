@@ -96,6 +96,13 @@ class ReadSettings:
             about three records, so there they change nothing; on the dev conversations
             moving them up behind the first one or two records cost such Views 0.3–4.7
             points).
+        date_search: When the latest message names a calendar month or day ("on 3 June
+            2023", "in November 2022", "2023-08-15"), the first round adds one search
+            with the message kept to the records dated in the named months
+            (``judges.features.named_date_range``): a question about a date is often
+            answered by a record that shares few of its words, and without the date's
+            records in the pool the judge's date cue has nothing to lift. ``False``
+            turns it off.
     """
 
     max_needs: int = 3
@@ -124,6 +131,7 @@ class ReadSettings:
     skip_pooled: bool = True
     view_neighbours: int = 2
     neighbours_after: int = 3
+    date_search: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -84,6 +84,8 @@ class SearchEntry(TypedDict, total=False):
     record_id: str  # a follow search: the positive record whose text it searches with
     session: int | None  # a follow search kept to the record's session
     k: int  # records per page when not ``page_records`` (a follow search)
+    date_from: str  # a date search: ISO bounds of the days the latest message names
+    date_to: str
 
 
 class PoolRecord(TypedDict, total=False):

@@ -252,6 +252,45 @@ def test_search_ranks_lexically_and_densely_and_applies_filters(store: MnemonSto
     assert store.search("gardening", namespace=("users", "nobody"), k=5) == []
 
 
+def test_a_date_filter_keeps_to_its_bounds_inside_the_ranking(store: MnemonStore) -> None:
+    """The read path's date search (``ReadSettings.date_search``) relies on this: bounds are
+    inclusive, applied before the page is cut (so a month's records are found however far
+    the unfiltered ranking puts them), and undated records never pass."""
+    from datetime import datetime
+
+    messages = [
+        Message(
+            f"tulips note {i}, tulips and gardening again",
+            "Ada",
+            id=f"t{i}",
+            session=1 + i,
+            timestamp=datetime(2023, 1 + i % 12, 1 + i % 28, 12),
+        )
+        for i in range(36)
+    ] + [
+        Message(
+            "signed up at the shelter",
+            "Ada",
+            id="june",
+            session=40,
+            timestamp=datetime(2023, 6, 30, 23, 59),
+        ),
+        Message("an undated tulips note", "Ada", id="undated", session=41),
+    ]
+    store.ingest(ADA, messages, source="chat", pack=False)
+    june = SearchFilters(
+        date_from=datetime(2023, 6, 1), date_to=datetime(2023, 6, 30, 23, 59, 59, 999999)
+    )
+    hits = store.search("tulips gardening", namespace=ADA, k=20, filters=june)
+    ids = {m for h in hits for m in h.record.message_ids}
+    assert ids == {"t5", "t17", "t29", "june"}  # the last minute of the month included
+    assert [h.rank for h in hits] == list(range(len(hits)))
+    assert all(h.record.date is not None and h.record.date.month == 6 for h in hits)
+    # negative control: unfiltered, the page is the tulips notes, not the shelter one
+    plain = store.search("tulips gardening", namespace=ADA, k=4)
+    assert "june" not in {m for h in plain for m in h.record.message_ids}
+
+
 def test_namespaces_are_isolated(store: MnemonStore) -> None:
     store.ingest(ADA, tagged_messages("adaonly", 5), source="chat")
     bo = store.ingest(BO, tagged_messages("boonly", 5), source="chat")

@@ -14,7 +14,7 @@ figures beat the hand formula's; without that file the judge uses :func:`hand_we
 the hand-set formula (``s = 0.45·sem + 0.55·lex + date and time bonuses``, cut at 0.30,
 scale 0.06), which gives the retrieval-evidence features weight 0. On LoCoMo dev, learned weights
 over all features (pointwise or pairwise, see :func:`fit_pairwise`) have not beaten it under
-leave-one-conversation-out cross-validation of the View (README, Results), so none ship.
+leave-one-conversation-out cross-validation of the View (docs/results/log.md), so none ship.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ class Calibration:
     ``p >= 1/2`` (``s >= 0``). But a p is also read *across* turns and propositions — the
     judge's pooled ROC AUC (paper §6.5) ranks every pooled record of every question by its
     P(needed), a screened-out record by its *screen* p — and there the plain ``σ(s)`` is
-    miscalibrated in two measured ways (LoCoMo dev, README "The judge's p is calibrated"):
+    miscalibrated in two measured ways (LoCoMo dev; docs/results/log.md, "The judge's p is
+    calibrated"):
 
     * **How much a score says grows with the question's words.** The lexical evidence is
       the share of the question's words a record covers; over ``n`` words its noise falls
@@ -203,9 +204,9 @@ def hand_weights() -> JudgeWeights:
 
     The bonuses: the record was said on the day (+0.15) or in the month (+0.05) the message
     names, and — for a *when* question — the record holds a time expression (+0.05; chosen by
-    leave-one-conversation-out cross-validation, README "What was fitted": a *when* question
-    is answered by the turn that says when, which the question's words alone rank no higher
-    than the turns that merely mention the event).
+    leave-one-conversation-out cross-validation, docs/results/log.md, "What was fitted": a
+    *when* question is answered by the turn that says when, which the question's words alone
+    rank no higher than the turns that merely mention the event).
     """
     scale = 0.06
     by_name = {

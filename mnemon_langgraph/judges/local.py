@@ -73,7 +73,7 @@ logger = logging.getLogger(__name__)
 
 _CACHE = 4096
 MEMORY_IDF = True
-"""Default :attr:`LocalDecisionModel.memory_idf` (see README, "What was fitted")."""
+"""Default :attr:`LocalDecisionModel.memory_idf` (see docs/results/log.md, "What was fitted")."""
 
 
 def score_to_p(score: float) -> float:

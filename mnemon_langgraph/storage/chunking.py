@@ -57,7 +57,7 @@ DEFAULT_MAX_CHARS = 600
 A store takes another (``MnemonStore(..., record_chars=N)``, :func:`check_record_chars`):
 smaller records let a small View hold more separate excerpts, larger ones keep more of an
 exchange together; on LoCoMo dev, 300-character records gained 3.5 points of all-evidence
-at a 2,000-character View and lost 1.9 at 12,000 (README, Results), so 600 stays the
+at a 2,000-character View and lost 1.9 at 12,000 (docs/results/log.md), so 600 stays the
 default for the default budget."""
 
 RECORD_CHARS_RANGE = (120, 4_000)

@@ -68,7 +68,7 @@ def test_the_labelled_set_is_big_and_balanced_enough() -> None:
 @pytest.mark.parametrize(
     ("name", "min_precision", "min_recall"),
     # Measured: 62/62 precision, 62/64 recall; held out 19/20 and 19/20.
-    [("update_pairs.jsonl", 0.95, 0.92), ("update_pairs_heldout.jsonl", 0.9, 0.9)],
+    [("update_pairs.jsonl", 0.95, 0.95), ("update_pairs_heldout.jsonl", 0.9, 0.9)],
 )
 def test_precision_and_recall_on_labelled_pairs(
     name: str, min_precision: float, min_recall: float
@@ -88,6 +88,20 @@ def test_precision_and_recall_on_labelled_pairs(
     ],
 )
 def test_the_issue_examples_are_recognised(earlier: str, later: str) -> None:
+    assert _stale(earlier, later) >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        ("I drink about four coffees a day.", "I quit coffee completely, only tea now."),
+        ("I run 10k every morning.", "I gave up running after my knee surgery."),
+        ("I smoke a few cigarettes a day.", "I quit smoking three weeks ago."),
+    ],
+)
+def test_one_word_in_two_forms_is_one_subject(earlier: str, later: str) -> None:
+    # The shared stemmer is light ("running" -> runn, "coffees" -> coffe): the detector
+    # compares sentences on forms that conflate those (staleness._canon).
     assert _stale(earlier, later) >= 0.5
 
 

@@ -118,7 +118,24 @@ _GENERIC_TEXT = """just new now still day days today week weeks year years month
     see saw look looking come came back first gonna wanna lately recently ago soon always
     never again not no nor now before after home won don can isn aren didn doesn wasn weren
     couldn wouldn shouldn haven hasn hadn ain let"""
-_GENERIC = frozenset(stem(w) for w in _GENERIC_TEXT.split())
+
+
+def _canon(term: str) -> str:
+    """``term`` with a final ``e`` run dropped and a final doubled consonant undoubled.
+
+    The shared tokenizer's stemmer is light (``search.text.stem``: suffixes only), so one
+    word can leave two stems: "running" → ``runn`` beside "run", "coffees" → ``coffe``
+    beside "coffee", "smoking" → ``smok`` beside "smoke". Comparing sentences on these
+    forms lets "I run 10k every morning" and "I gave up running" share their subject; a
+    form shorter than three letters keeps the stem ("tree" stays ``tree``).
+    """
+    base = term.rstrip("e")
+    if len(base) >= 2 and base[-1] == base[-2] and base[-1] not in "aeiouy0123456789":
+        base = base[:-1]
+    return base if len(base) >= 3 else term
+
+
+_GENERIC = frozenset(_canon(stem(w)) for w in _GENERIC_TEXT.split())
 
 
 class _Clause:
@@ -128,8 +145,8 @@ class _Clause:
         self, speaker: str | None, words: frozenset[str], proper: set[str], sentence: str
     ) -> None:
         self.speaker = speaker
-        self.terms = words
-        self.proper = frozenset(proper)
+        self.terms = frozenset(_canon(t) for t in words)
+        self.proper = frozenset(_canon(t) for t in proper)
         asked = _is_question(sentence)  # a question changes nothing and states nothing
         self.asked = asked
         counted = [
@@ -137,7 +154,7 @@ class _Clause:
         ]
         self.change = bool(counted)
         self.objects = frozenset(
-            t for m in counted for t in terms(" ".join(sentence[m.start() :].split()[:5]))
+            _canon(t) for m in counted for t in terms(" ".join(sentence[m.start() :].split()[:5]))
         )
         self.slots = frozenset(
             {slot for slot, vocab in _SLOTS.items() if vocab & words}
@@ -253,7 +270,7 @@ def stale_p(doc: Doc, records: Sequence[Doc], messages: Sequence[Mapping[str, An
     later = _later_clauses(doc, records, messages)
     if not later:
         return STALE_NO
-    names = frozenset(stem(n) for r in records for n in r.speakers)
+    names = frozenset(_canon(stem(n)) for r in records for n in r.speakers)
     best = max((_changes(t, m, names) for m in clauses(doc.text) for t in later), default=0)
     if not best:
         return STALE_NO
@@ -268,7 +285,7 @@ def replacements(records: Sequence[Doc]) -> dict[str, str]:
     city do I live in?" then ranks "I moved to Rotterdam" where "I live in Leeds" would
     have been.
     """
-    names = frozenset(stem(n) for r in records for n in r.speakers)
+    names = frozenset(_canon(stem(n)) for r in records for n in r.speakers)
     changing = [(r, [c for c in clauses(r.text) if c.change]) for r in records]
     changing = [(r, cs) for r, cs in changing if cs]
     out: dict[str, str] = {}

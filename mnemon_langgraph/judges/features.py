@@ -30,7 +30,7 @@ the journal's *stored* vectors with the queries) whenever a record has them; onl
 without them are embedded by the judge.
 
 Words, stems and month names come from the one shared tokenizer
-(:mod:`mnemon_langgraph.search.text`: Unicode words, Snowball stems); no rule keys on any
+(:mod:`mnemon_langgraph.search.text`: Unicode words, light suffix stems); no rule keys on any
 dataset's names or wording.
 """
 

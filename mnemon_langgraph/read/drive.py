@@ -2,11 +2,12 @@
 
 A node's body is a generator: it does all the work and *yields* each backend call it
 needs (a :class:`Call`, or a :class:`Gather` of independent calls) instead of making it.
-:func:`drive` runs the body under ``invoke`` (sync calls; a ``Gather`` side by side in a
-context-copying thread pool), :func:`adrive` under ``ainvoke`` (awaited; a ``Gather`` with
-``asyncio.gather``). The body gets each result back (or the exception, raised at the
-``yield``), so the logic exists once and the two faces cannot drift apart. A
-``RunnableLambda(sync, async)`` turns the two drivers into one graph node.
+:func:`drive` runs the body under ``invoke`` (sync calls; a ``Gather`` side by side in the
+process's context-copying :func:`~mnemon_langgraph.read.workers.gather_pool`), :func:`adrive`
+under ``ainvoke`` (awaited; a ``Gather`` with ``asyncio.gather``). The body gets each result
+back (or the exception, raised at the ``yield``), so the logic exists once and the two faces
+cannot drift apart. A ``RunnableLambda(sync, async)`` turns the two drivers into one graph
+node.
 
 Why not ``asyncio.run`` for the sync face, or threads for the async one: the sync face must
 work inside a running event loop's worker threads and keep LangChain's run context
@@ -20,12 +21,11 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
-from langchain_core.runnables.config import ContextThreadPoolExecutor
+from mnemon_langgraph.read.workers import gather_pool, in_gather_worker
 
 __all__ = ["Body", "Call", "Gather", "Step", "adrive", "drive", "in_thread"]
 
 R = TypeVar("R")
-_MAX_WORKERS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +76,11 @@ def _captured(call: Call) -> Any:
 def _run(step: Step) -> Any:
     if isinstance(step, Call):
         return step.run()
-    if len(step.calls) <= 1:
+    if len(step.calls) <= 1 or in_gather_worker():
         return [_captured(c) for c in step.calls]
-    with ContextThreadPoolExecutor(max_workers=min(_MAX_WORKERS, len(step.calls))) as pool:
-        return list(pool.map(_captured, step.calls))
+    # The process's one pool (workers.py says why): ``map`` waits for every call, and the
+    # results come back in the calls' order.
+    return list(gather_pool().map(_captured, step.calls))
 
 
 async def _acaptured(call: Call) -> Any:

@@ -1,31 +1,77 @@
-"""One shared, context-copying thread pool for the timeouts of sync model calls.
+"""The process's two context-copying thread pools: timed model calls, and side-by-side calls.
 
-A sync ``invoke`` cannot cancel a model call, so a timeout means: run the call in a worker
-and stop waiting for it. Starting a pool per call would cost a thread start each time and
-leave pools behind when calls hang; one pool for the process bounds that. It lives here,
-in the read layer, so that both the planner (read) and the consolidation job (a higher
-layer) may use it without an upward import.
+* :func:`shared_pool` runs sync model calls that have a timeout. A sync ``invoke`` cannot
+  cancel a model call, so a timeout means: run the call in a worker and stop waiting for
+  it. A call that hangs past its timeout keeps a worker until the provider gives up.
+* :func:`gather_pool` runs the independent calls of a node body's ``Gather`` (a turn's
+  searches, side by side) under a sync ``invoke``.
+
+Why pools that live for the process rather than one per call: a pool per call started a
+thread per call (about a dozen per turn), and on a two-core machine starting and tearing
+them down cost a read-path turn more than the searches gained by running side by side
+(docs/results/log.md, "read path: one pool"). Both live here, in the read layer, so that
+the planner and the node drivers (read) and the consolidation job (a higher layer) may use
+them without an upward import.
+
+``ContextThreadPoolExecutor`` copies the caller's context into the worker, so the run's
+callbacks (tracing) see every call made in it under a sync ``invoke`` too. A forked child
+(a pre-forking server) gets fresh pools: the parent's worker threads do not exist there.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
-__all__ = ["shared_pool"]
+__all__ = ["gather_pool", "in_gather_worker", "shared_pool"]
 
-# ContextThreadPoolExecutor copies the caller's context into the worker, so the run's
-# callbacks (tracing) see every model call made in it under a sync ``invoke`` too. A call
-# that hangs past its timeout keeps a worker until the provider gives up.
-_POOL: ContextThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+_LOCK = threading.Lock()
+_POOLS: dict[str, ContextThreadPoolExecutor] = {}
+_SIZES = {"mnemon-call": 16, "mnemon-gather": 8}
+_LOCAL = threading.local()
+
+
+def _pool(name: str) -> ContextThreadPoolExecutor:
+    with _LOCK:
+        pool = _POOLS.get(name)
+        if pool is None:
+            initializer = _mark_gather_worker if name == "mnemon-gather" else None
+            pool = _POOLS[name] = ContextThreadPoolExecutor(
+                max_workers=_SIZES[name], thread_name_prefix=name, initializer=initializer
+            )
+        return pool
+
+
+def _mark_gather_worker() -> None:
+    _LOCAL.gather_worker = True
 
 
 def shared_pool() -> ContextThreadPoolExecutor:
     """The process's one pool for timed sync model calls, created on first use."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ContextThreadPoolExecutor(max_workers=16, thread_name_prefix="mnemon-call")
-        return _POOL
+    return _pool("mnemon-call")
+
+
+def gather_pool() -> ContextThreadPoolExecutor:
+    """The process's one pool for a sync ``Gather``'s calls, created on first use."""
+    return _pool("mnemon-gather")
+
+
+def in_gather_worker() -> bool:
+    """Whether this thread is one of :func:`gather_pool`'s workers.
+
+    A call running there that gathers again must run its calls inline: queueing them behind
+    its own (busy) pool could wait forever once every worker waits the same way.
+    """
+    return bool(getattr(_LOCAL, "gather_worker", False))
+
+
+def _forget_pools() -> None:  # pragma: no cover - runs in a forked child
+    global _LOCK
+    _LOCK = threading.Lock()
+    _POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)

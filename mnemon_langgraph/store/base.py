@@ -19,7 +19,6 @@ with its checks, the input checks, file ingest) lives here once.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,6 +32,7 @@ from langchain_core.embeddings import Embeddings
 from mnemon_langgraph.errors import InputError, ModelCallError
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.store.query_vectors import SingleFlightCache
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -309,13 +309,14 @@ class MnemonStore(StoreBackend):
     def _embed_query(self, query: str) -> np.ndarray:
         """The unit query vector of ``query``, read-only, from the store's cache when it
         embedded the same text recently (:data:`QUERY_VECTORS_KEPT`; a failed call is not
-        kept). ``functools.lru_cache`` rather than our own: thread-safe, and the read
-        path's parallel searches call this from several threads."""
+        kept). The parallel searches of a turn ask from several threads at once, often for
+        the same text: :class:`~mnemon_langgraph.store.query_vectors.SingleFlightCache`
+        embeds it once for all of them."""
         cache = self.__dict__.get("_query_vectors")
         if cache is None:
-            uncached = self._embed_query_uncached
             cache = self.__dict__.setdefault(
-                "_query_vectors", functools.lru_cache(maxsize=QUERY_VECTORS_KEPT)(uncached)
+                "_query_vectors",
+                SingleFlightCache(self._embed_query_uncached, QUERY_VECTORS_KEPT),
             )
         vec: np.ndarray = cache(query)
         return vec

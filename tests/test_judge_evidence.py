@@ -299,3 +299,20 @@ def test_evidence_is_looked_up_only_for_the_records_a_wave_judges(store: Any) ->
     rounds = state["view"].trace["counts"]["rounds"]
     assert len(looked_up) == len(set(looked_up)) or rounds > 1
     assert len(looked_up) <= pooled * rounds
+
+
+def test_a_text_is_parsed_once_and_its_parse_cannot_be_changed() -> None:
+    """Waves and turns judge the same records again: their parse is shared, so frozen."""
+    body = "Ada: I moved to Rotterdam on 6 September at 10am\nBo: 3 boxes left"
+    a = Doc({"id": "r0", "text": body, "header": "Session 2"}, 0)
+    b = Doc({"id": "r9", "text": body, "header": "Session 5"}, 4)
+    assert a.tf is b.tf and a.numbers is b.numbers  # one parse of the text
+    assert a.session == 2 and b.session == 5 and (a.id, b.order) == ("r0", 4)  # per record
+    assert a.tf["rotterdam"] == 1 and a.numbers == {"6", "3"} and a.times
+    assert a.speakers == {"ada", "bo"}
+    with pytest.raises(TypeError):
+        a.tf["rotterdam"] = 5  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        a.numbers.add("7")  # type: ignore[attr-defined]
+    other = Doc({"id": "r1", "text": "Bo: nothing here"}, 1)
+    assert other.tf is not a.tf and "rotterdam" not in other.tf and not other.times

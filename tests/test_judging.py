@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import Field
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import IndexItem
@@ -187,6 +188,31 @@ def test_sync_timeouts_degrade_without_raising() -> None:
         model.release()
     assert result.judgments == [] and len(result.errors) == 1
     assert "timed out" in result.errors[0]
+
+
+class _WhereScripted(ScriptedDecisionModel):
+    """Records the thread each call ran on."""
+
+    threads: list[str] = Field(default_factory=list)
+
+    def _classify(self, state: Any, questions: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return super()._classify(state, questions)
+
+
+def test_sync_waves_share_the_process_pool_and_a_hung_call_does_not_hold_it() -> None:
+    hung = ScriptedDecisionModel(hang=True)
+    try:
+        stuck = judge_wave(hung, [JudgeRequest([SCREEN], RECORDS[:10], ["q"])], timeout_s=0.05)
+        assert "timed out" in stuck.errors[0]  # its worker is still busy with the call
+        model = _WhereScripted(default=0.6)
+        for _ in range(10):
+            result = judge_wave(model, [JudgeRequest([SCREEN], RECORDS, ["q"])])
+            assert result.errors == [] and len(result.judgments) == 95
+    finally:
+        hung.release()
+    assert len(model.threads) == 30 and all(t.startswith("mnemon-call") for t in model.threads)
+    assert len(set(model.threads)) <= 4  # reused workers, not three new threads per wave
 
 
 def test_missing_answers_fail_the_call() -> None:

@@ -37,12 +37,14 @@ dataset's names or wording.
 from __future__ import annotations
 
 import calendar
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -133,6 +135,28 @@ def terms(body: str) -> list[str]:
     return [t for t in text.terms(body) if t not in _FILLER]
 
 
+_TEXTS_KEPT = 4096
+"""Record texts whose parse :class:`Doc` keeps. A turn judges the same pooled records in
+several waves, and the next turn pools many of them again; tokenising each text once per
+wave was a third of the local judge's time (docs/results/log.md, "Read path: one pool")."""
+
+
+@functools.lru_cache(maxsize=_TEXTS_KEPT)
+def _text_facts(
+    body: str,
+) -> tuple[Mapping[str, int], frozenset[str], bool, frozenset[str]]:
+    """Term frequencies, numbers, whether a time is named, and speakers of ``body``.
+
+    Shared by every :class:`Doc` of the same text, so nothing here can be mutated.
+    """
+    return (
+        MappingProxyType(Counter(terms(body))),
+        frozenset(NUMBER.findall(body)),
+        bool(_TIME_EXPR.search(body)),
+        frozenset(s.strip().casefold() for s in SPEAKER.findall(body)),
+    )
+
+
 class Doc:
     """A record (or index item) of the state, parsed once per call.
 
@@ -171,10 +195,7 @@ class Doc:
         self.session = int(match.group(1)) if match else None
         date = _HEADER_DATE.search(header)
         self.date = " ".join(g for g in date.groups() if g) if date else None
-        self.tf = Counter(terms(self.text))
-        self.numbers = set(NUMBER.findall(self.text))
-        self.times = bool(_TIME_EXPR.search(self.text))
-        self.speakers = {s.strip().casefold() for s in SPEAKER.findall(self.text)}
+        self.tf, self.numbers, self.times, self.speakers = _text_facts(self.text)
         raw = entry.get("evidence")
         self.evidence: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
 

@@ -31,7 +31,6 @@ from typing import Any, TypeAlias
 from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, Noul
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from mnemon_langgraph.errors import ConfigurationError, InputError, ModelCallError
 from mnemon_langgraph.items import IndexItem
@@ -42,6 +41,7 @@ from mnemon_langgraph.judges.propositions import (
     question_id,
 )
 from mnemon_langgraph.read.rules import Judgment
+from mnemon_langgraph.read.workers import shared_pool
 from mnemon_langgraph.types import Message, Record
 
 __all__ = [
@@ -65,7 +65,6 @@ MAX_RECORDS_PER_CALL = 40
 MAX_MESSAGES = 6
 """Messages of the dialogue sent with every call (paper §4.2: the last six)."""
 MAX_RETRIES = 1
-_MAX_WORKERS = 16
 
 MessageLike: TypeAlias = Message | BaseMessage | Mapping[str, Any] | str
 Target: TypeAlias = Record | IndexItem
@@ -532,23 +531,18 @@ def judge_wave(
     attempts = [_Attempt(model, c, timeout_s) for c in calls]
     if not calls:
         return _collect(model, calls, [], 0)
-    # Not a `with` block: a hung backend call must not hold the wave past its timeout.
-    # ContextThreadPoolExecutor keeps the run's callbacks (tracing) in the worker threads.
-    pool = ContextThreadPoolExecutor(max_workers=min(len(calls), _MAX_WORKERS))
-    try:
-        futures = [
-            pool.submit(a.runnable(retries).invoke, _request(a.call), config) for a in attempts
-        ]
-        limit = None if timeout_s is None else timeout_s * (retries + 1)
-        concurrent.futures.wait(futures, timeout=limit)
-        outcomes: list[_Outcome] = []
-        for attempt, future in zip(attempts, futures, strict=True):
-            if not future.done():
-                future.cancel()
-                outcomes.append(_failure(TimeoutError(), timeout_s))
-            else:
-                error = future.exception()
-                outcomes.append(attempt.outcome(error if error is not None else future.result()))
-        return _collect(model, calls, outcomes, sum(a.count for a in attempts))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    # The process's pool for timed model calls (workers.py says why not one per wave): a
+    # hung backend call keeps its worker, never the wave past its timeout.
+    pool = shared_pool()
+    futures = [pool.submit(a.runnable(retries).invoke, _request(a.call), config) for a in attempts]
+    limit = None if timeout_s is None else timeout_s * (retries + 1)
+    concurrent.futures.wait(futures, timeout=limit)
+    outcomes: list[_Outcome] = []
+    for attempt, future in zip(attempts, futures, strict=True):
+        if not future.done():
+            future.cancel()
+            outcomes.append(_failure(TimeoutError(), timeout_s))
+        else:
+            error = future.exception()
+            outcomes.append(attempt.outcome(error if error is not None else future.result()))
+    return _collect(model, calls, outcomes, sum(a.count for a in attempts))

@@ -1,8 +1,11 @@
 """The process's two context-copying thread pools: timed model calls, and side-by-side calls.
 
-* :func:`shared_pool` runs sync model calls that have a timeout. A sync ``invoke`` cannot
-  cancel a model call, so a timeout means: run the call in a worker and stop waiting for
-  it. A call that hangs past its timeout keeps a worker until the provider gives up.
+* :func:`shared_pool` runs sync model calls that have a timeout: the planner's, a judging
+  wave's, the consolidation job's. A sync ``invoke`` cannot cancel a model call, so a
+  timeout means: run the call in a worker and stop waiting for it. A call that hangs past
+  its timeout keeps a worker until the provider gives up. Up to 64 workers, started only as
+  calls need them, so that the turns of many users at once do not queue behind each other
+  (a call waiting in the queue spends its own timeout).
 * :func:`gather_pool` runs the independent calls of a node body's ``Gather`` (a turn's
   searches, side by side) under a sync ``invoke``.
 
@@ -29,7 +32,7 @@ __all__ = ["gather_pool", "in_gather_worker", "shared_pool"]
 
 _LOCK = threading.Lock()
 _POOLS: dict[str, ContextThreadPoolExecutor] = {}
-_SIZES = {"mnemon-call": 16, "mnemon-gather": 8}
+_SIZES = {"mnemon-call": 64, "mnemon-gather": 8}
 _LOCAL = threading.local()
 
 

@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read.state import resolve_namespace
+from mnemon_langgraph.storage.content_caches import register_content_cache
 from mnemon_langgraph.types import Message, Namespace, normalize_namespace
 
 if TYPE_CHECKING:
@@ -298,6 +299,12 @@ class ViewCache:
         self._cache: OrderedDict[tuple[Any, ...], SystemMessage] = OrderedDict()
         self._size = max(1, size)
         self._lock = threading.Lock()
+        register_content_cache(self.clear)
+
+    def clear(self) -> None:
+        """Forget every kept View (a deletion: a View quotes record text)."""
+        with self._lock:
+            self._cache.clear()
 
     def _cached(self, key: tuple[Any, ...]) -> SystemMessage | None:
         with self._lock:

@@ -51,6 +51,7 @@ import numpy as np
 
 from mnemon_langgraph.search import text
 from mnemon_langgraph.search.fusion import RRF_K
+from mnemon_langgraph.storage.content_caches import register_content_cache
 
 __all__ = [
     "FEATURES",
@@ -155,6 +156,9 @@ def _text_facts(
         bool(_TIME_EXPR.search(body)),
         frozenset(s.strip().casefold() for s in SPEAKER.findall(body)),
     )
+
+
+register_content_cache(_text_facts.cache_clear)
 
 
 class Doc:

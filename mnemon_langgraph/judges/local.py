@@ -66,6 +66,7 @@ from mnemon_langgraph.judges.features import (
 from mnemon_langgraph.judges.learned import Calibration, JudgeWeights, default_weights
 from mnemon_langgraph.judges.propositions import Proposition, QuestionKey, parse_question_id
 from mnemon_langgraph.judges.staleness import replacements, stale_p
+from mnemon_langgraph.storage.content_caches import register_content_cache
 
 __all__ = ["LocalDecisionModel", "score_to_p"]
 
@@ -131,6 +132,15 @@ class LocalDecisionModel(BaseDecisionModel):
     _cache: OrderedDict[str, np.ndarray] = PrivateAttr(default_factory=OrderedDict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _scorer: JudgeWeights | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Register the text-keyed vector cache with the deletions (content_caches)."""
+        super().model_post_init(context)
+        register_content_cache(self._forget_vectors)
+
+    def _forget_vectors(self) -> None:
+        with self._lock:
+            self._cache.clear()
 
     @property
     def _provider(self) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 from mnemon_langgraph.judges.features import MONTHS, NUMBER, SPEAKER, Doc, stem, terms
 from mnemon_langgraph.search import text
+from mnemon_langgraph.storage.content_caches import register_content_cache
 
 __all__ = ["STALE_NO", "replacements", "stale_p"]
 
@@ -209,6 +210,9 @@ def clauses(said: str, default_speaker: str | None = None) -> tuple[_Clause, ...
             } | set(NUMBER.findall(sentence))
             out.append(_Clause(speaker, frozenset(terms(sentence)), proper, sentence))
     return tuple(out)
+
+
+register_content_cache(clauses.cache_clear)
 
 
 def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:

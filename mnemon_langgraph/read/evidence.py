@@ -35,6 +35,7 @@ from mnemon_langgraph.judges.features import split_queries, terms
 from mnemon_langgraph.read.judging import message_json
 from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.storage.content_caches import register_content_cache
 from mnemon_langgraph.types import Namespace, TermStatsSource, VectorSource
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
@@ -89,6 +90,12 @@ class EvidenceBuilder:
         self._rrf_k = rrf_k
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        register_content_cache(self._forget_vectors)
+
+    def _forget_vectors(self) -> None:
+        """Empty the query-vector cache (a deletion: a query may quote deleted text)."""
+        with self._lock:
+            self._cache.clear()
 
     def memory_terms(
         self, namespace: Namespace, messages: Sequence[Any], needs: Sequence[Any]

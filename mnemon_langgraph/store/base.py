@@ -32,6 +32,7 @@ from langchain_core.embeddings import Embeddings
 from mnemon_langgraph.errors import InputError, ModelCallError
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.storage.content_caches import register_content_cache
 from mnemon_langgraph.store.query_vectors import SingleFlightCache
 from mnemon_langgraph.types import (
     Message,
@@ -314,10 +315,10 @@ class MnemonStore(StoreBackend):
         embeds it once for all of them."""
         cache = self.__dict__.get("_query_vectors")
         if cache is None:
-            cache = self.__dict__.setdefault(
-                "_query_vectors",
-                SingleFlightCache(self._embed_query_uncached, QUERY_VECTORS_KEPT),
-            )
+            fresh = SingleFlightCache(self._embed_query_uncached, QUERY_VECTORS_KEPT)
+            cache = self.__dict__.setdefault("_query_vectors", fresh)
+            if cache is fresh:  # a deletion empties it (a query may quote deleted text)
+                register_content_cache(fresh.clear)
         vec: np.ndarray = cache(query)
         return vec
 

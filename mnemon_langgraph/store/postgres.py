@@ -56,6 +56,7 @@ from mnemon_langgraph.storage.chunking import (
     check_record_chars,
     derive_message_id,
 )
+from mnemon_langgraph.storage.content_caches import forget_cached_content
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
@@ -928,7 +929,10 @@ class PostgresStore(MnemonStore):
         reason: str = "",
     ) -> list[str]:
         """Delete records (vectors and message rows go with them); one tx with its audit row."""
-        return self._loop.run(self._delete_records(namespace, ids, actor, reason))
+        try:
+            return self._loop.run(self._delete_records(namespace, ids, actor, reason))
+        finally:
+            forget_cached_content()  # storage/content_caches.py: the process's copies
 
     async def _delete_records(
         self, namespace: str | Sequence[str], ids: Sequence[str], actor: str, reason: str
@@ -967,7 +971,11 @@ class PostgresStore(MnemonStore):
         See ``EmbeddedStore.delete_messages``: if embedding the survivors fails nothing is
         deleted.
         """
-        return self._loop.run(self._delete_messages(namespace, message_ids, actor, reason, source))
+        try:
+            deleting = self._delete_messages(namespace, message_ids, actor, reason, source)
+            return self._loop.run(deleting)
+        finally:
+            forget_cached_content()  # storage/content_caches.py: the process's copies
 
     async def _holding_records(self, conn: Any, nsid: int, targets: set[str]) -> list[str]:
         """Every record holding part of ``targets``, transitively through shared messages."""
@@ -1046,7 +1054,10 @@ class PostgresStore(MnemonStore):
         Returns:
             Number of records erased.
         """
-        return self._loop.run(self._erase(namespace, actor))
+        try:
+            return self._loop.run(self._erase(namespace, actor))
+        finally:
+            forget_cached_content()  # storage/content_caches.py: the process's copies
 
     async def _erase(self, namespace: str | Sequence[str], actor: str) -> int:
         ns = normalize_namespace(namespace)

@@ -37,10 +37,19 @@ class SingleFlightCache(Generic[V]):
         self._done: OrderedDict[str, V] = OrderedDict()
         self._running: dict[str, Future[V]] = {}
         self._lock = threading.Lock()
+        self._generation = 0  # bumped by clear(): a result computed before is not kept
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._done)
+
+    def clear(self) -> None:
+        """Forget every kept value; a computation in flight still answers its callers but
+        is not kept."""
+        with self._lock:
+            self._done.clear()
+            self._running.clear()
+            self._generation += 1
 
     def __call__(self, key: str) -> V:
         if self._maxsize == 0:
@@ -53,19 +62,23 @@ class SingleFlightCache(Generic[V]):
             owner = future is None
             if future is None:
                 future = self._running[key] = Future()
+            generation = self._generation
         if not owner:
             return future.result()  # the owner's value, or its exception raised here
         try:
             value = self._compute(key)
         except BaseException as exc:
             with self._lock:
-                del self._running[key]
+                if self._running.get(key) is future:
+                    del self._running[key]
             future.set_exception(exc)
             raise
         with self._lock:
-            del self._running[key]
-            self._done[key] = value
-            while len(self._done) > self._maxsize:
-                self._done.popitem(last=False)
+            if self._running.get(key) is future:
+                del self._running[key]
+            if generation == self._generation:
+                self._done[key] = value
+                while len(self._done) > self._maxsize:
+                    self._done.popitem(last=False)
         future.set_result(value)
         return value

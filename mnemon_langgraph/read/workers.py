@@ -7,7 +7,9 @@
   calls need them, so that the turns of many users at once do not queue behind each other
   (a call waiting in the queue spends its own timeout).
 * :func:`gather_pool` runs the independent calls of a node body's ``Gather`` (a turn's
-  searches, side by side) under a sync ``invoke``.
+  searches, side by side) under a sync ``invoke``. 32 workers, started only as calls need
+  them: a turn gathers at most about nine calls, and the concurrent turns of a server on
+  PostgreSQL, whose searches mostly wait on the database, must not queue behind a few.
 
 Why pools that live for the process rather than one per call: a pool per call started a
 thread per call (about a dozen per turn), and on a two-core machine starting and tearing
@@ -32,7 +34,7 @@ __all__ = ["gather_pool", "in_gather_worker", "shared_pool"]
 
 _LOCK = threading.Lock()
 _POOLS: dict[str, ContextThreadPoolExecutor] = {}
-_SIZES = {"mnemon-call": 64, "mnemon-gather": 8}
+_SIZES = {"mnemon-call": 64, "mnemon-gather": 32}
 _LOCAL = threading.local()
 
 

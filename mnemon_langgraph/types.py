@@ -363,8 +363,13 @@ class VectorSource(Protocol):
     :class:`SearchSource` need not be (its records then get rank evidence only).
     """
 
-    embeddings: Any
-    """The embedder the stored vectors came from (used for the query texts)."""
+    def query_vector(self, query: str) -> Any:
+        """The unit vector of a query text, as the source's dense search embeds it.
+
+        Raises:
+            ModelCallError: The embedder failed (the read path then sends ranks only).
+        """
+        ...
 
     def stored_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str]

@@ -80,11 +80,21 @@ def test_judge_gets_stored_vector_similarities_and_ranks_without_re_embedding(st
     emb = store.embeddings
     judge = _Spy(embeddings=emb)
     before = emb.documents
+    asked: list[str] = []
+    embed_query = emb.embed_query
+
+    def counted(text: str) -> list[float]:
+        asked.append(text)
+        return embed_query(text)
+
+    emb.embed_query = counted
     _ask(store, judge, "What is the name of Ada's cat?")
     records = [r for s in judge._states for r in s["records"]]
     assert records, "the judge was asked about no record"
-    # only the turn's few query texts were embedded (latest message + needs), no record
-    assert 0 < emb.documents - before <= 1 + len(judge._states[0]["needs"]) + 1
+    # no record was embedded again, and each query text once for the searches and the
+    # evidence together: the evidence takes the store's own query vectors
+    assert emb.documents == before
+    assert "What is the name of Ada's cat?" in asked and len(asked) == len(set(asked))
     stored = store.stored_vectors(NS, [r.id for r in store.records(NS)])
     by_text = {r.text: stored[r.id] for r in store.records(NS)}
     latest = np.asarray(emb._vec("What is the name of Ada's cat?"))
@@ -218,8 +228,11 @@ def test_failing_query_embedder_leaves_ranks_only_and_never_raises(
     ]
 
     class _Source:
-        embeddings = emb
         stored_vectors = staticmethod(store.stored_vectors)
+
+        @staticmethod
+        def query_vector(text: str) -> np.ndarray:  # a source without the store's checks
+            return np.asarray(emb.embed_documents([text])[0])
 
     emb.broken = True
     built, _ = EvidenceBuilder(_Source()).build(NS, pool, ["where is Pixel?"], ["the cat"])

@@ -7,8 +7,10 @@ and how high. :class:`EvidenceBuilder` turns that into one small
 :func:`~mnemon_langgraph.read.judging.build_state` sends beside the record's text:
 
 * ``sim`` — the cosine of the record's **stored** vector with the latest message, the
-  earlier dialogue and each need. Only those few query texts are embedded (one batched
-  call per turn, cached); the pooled records are never re-embedded;
+  earlier dialogue and each need. Only those few query texts are embedded, by the source
+  itself (:meth:`~mnemon_langgraph.types.VectorSource.query_vector`: as its dense search
+  embeds a query, from the same cache, so a text the turn already searched costs no model
+  call); the pooled records are never re-embedded;
 * ``rank`` / ``rrf`` / ``searches`` — its best fused rank, its summed reciprocal rank over
   the turn's searches and how many searches found it;
 * ``bm25`` / ``dense`` — its best rank in each retriever (``None``: not ranked by it).
@@ -23,9 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,14 +35,11 @@ from mnemon_langgraph.judges.features import split_queries, terms
 from mnemon_langgraph.read.judging import message_json
 from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
-from mnemon_langgraph.storage.content_caches import register_content_cache
 from mnemon_langgraph.types import Namespace, TermStatsSource, VectorSource
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
 
 logger = logging.getLogger(__name__)
-
-_CACHE = 512
 
 
 def query_texts(messages: Sequence[Any], needs: Sequence[Any]) -> dict[str, str]:
@@ -86,16 +83,8 @@ class EvidenceBuilder:
         self._source = source
         vectors = isinstance(source, VectorSource)
         self._lookup = source.stored_vectors if vectors else None
-        self._embeddings: Any = source.embeddings if vectors else None
+        self._query_vector = source.query_vector if vectors else None
         self._rrf_k = rrf_k
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        register_content_cache(self._forget_vectors)
-
-    def _forget_vectors(self) -> None:
-        """Empty the query-vector cache (a deletion: a query may quote deleted text)."""
-        with self._lock:
-            self._cache.clear()
 
     def memory_terms(
         self, namespace: Namespace, messages: Sequence[Any], needs: Sequence[Any]
@@ -133,25 +122,15 @@ class EvidenceBuilder:
     @property
     def has_vectors(self) -> bool:
         """Whether similarities can come from stored vectors."""
-        return self._lookup is not None and self._embeddings is not None
+        return self._lookup is not None and self._query_vector is not None
 
     def _embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Unit vectors of the query texts (cached: a dialogue repeats across turns)."""
-        with self._lock:
-            found = {t: self._cache[t] for t in texts if t in self._cache}
-        todo = list(dict.fromkeys(t for t in texts if t not in found))
-        if todo:
-            vecs = np.asarray(self._embeddings.embed_documents(todo), dtype=np.float64)
-            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.where(norms > 0, norms, 1.0)
-            with self._lock:
-                for text, vec in zip(todo, vecs, strict=True):
-                    found[text] = vec
-                    if np.isfinite(vec).all():  # a broken answer is not kept for later turns
-                        self._cache[text] = vec
-                while len(self._cache) > _CACHE:
-                    self._cache.popitem(last=False)
-        return found
+        """Unit vectors of the query texts, from the source (its cache: a turn's searches
+        embedded most of them already, and a dialogue repeats across turns)."""
+        assert self._query_vector is not None
+        return {
+            t: np.asarray(self._query_vector(t), dtype=np.float64) for t in dict.fromkeys(texts)
+        }
 
     def build(
         self,

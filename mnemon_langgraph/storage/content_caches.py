@@ -1,9 +1,9 @@
 """The in-memory caches of memory content a process keeps, and the one call that empties them.
 
 Several parts of the read path keep what they derived from memory text for the next wave or
-turn: the store's recent query vectors, the local judge's parses and vectors of record
-texts, the update detector's sentences, the evidence builder's query vectors, the
-integrations' Views of the current turn. Each registers here how it is emptied, and every
+turn: the store's recent query vectors (which the judge's evidence uses too), the local
+judge's parses and vectors of record texts, the update detector's sentences, the
+integrations' Views of recent turns. Each registers here how it is emptied, and every
 deletion (``delete_records``, ``delete_messages``, ``erase_namespace``, on either backend)
 calls :func:`forget_cached_content` once it has succeeded, so that a deleted record's text
 is not served, or held, by the process that deleted it. Coarse on purpose: deletions are

@@ -307,6 +307,17 @@ class MnemonStore(StoreBackend):
                 progress(start + len(chunk), len(texts))
         return out
 
+    def query_vector(self, query: str) -> np.ndarray:
+        """The unit vector of ``query`` as :meth:`search` embeds it (read-only, cached).
+
+        The read path's evidence compares it with the stored record vectors, so the judge's
+        similarities are those of the dense search and reuse its model calls.
+
+        Raises:
+            ModelCallError: The embedder failed or returned an unusable vector.
+        """
+        return self._embed_query(query)
+
     def _embed_query(self, query: str) -> np.ndarray:
         """The unit query vector of ``query``, read-only, from the store's cache when it
         embedded the same text recently (:data:`QUERY_VECTORS_KEPT`; a failed call is not

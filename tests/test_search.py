@@ -55,7 +55,7 @@ def test_hits_carry_both_ranks_and_rrf_score(store: MnemonStore) -> None:
     # the fused order agrees with rrf_fuse over the two retrievers' rankings
     index = store.index(NS)
     bm, _ = index.bm25.search("guitar ocean", CANDIDATE_DEPTH)
-    qv = store._embed_query("guitar ocean")
+    qv = store.query_vector("guitar ocean")
     dn, _ = index.vectors.search(qv[0], CANDIDATE_DEPTH)
     fused = rrf_fuse([bm.tolist(), dn.tolist()])
     assert [h.record.seq for h in hits] == [f.key for f in fused[:10]]

@@ -50,7 +50,7 @@ def test_a_repeated_query_text_is_embedded_once(tmp_path: Path) -> None:
         assert len(first) == 2 and again[0].record.id == first[1].record.id  # same ranking
         store.search("ocean", namespace=NS, k=2)
         assert emb.queries == 2  # another text is embedded (fails if nothing is asked)
-        vec = store._embed_query("garden")
+        vec = store.query_vector("garden")
         assert emb.queries == 2 and not vec.flags.writeable  # shared, so never mutable
         with pytest.raises(ValueError):
             vec[0] = 1.0

@@ -162,7 +162,7 @@ register_content_cache(_text_facts.cache_clear)
 
 
 class Doc:
-    """A record (or index item) of the state, parsed once per call.
+    """A record (or index item) of the state; its text's parse is shared (:func:`_text_facts`).
 
     Attributes:
         id: The local id the questions name.

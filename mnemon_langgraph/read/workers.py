@@ -42,15 +42,17 @@ def _pool(name: str) -> ContextThreadPoolExecutor:
     with _LOCK:
         pool = _POOLS.get(name)
         if pool is None:
-            initializer = _mark_gather_worker if name == "mnemon-gather" else None
             pool = _POOLS[name] = ContextThreadPoolExecutor(
-                max_workers=_SIZES[name], thread_name_prefix=name, initializer=initializer
+                max_workers=_SIZES[name],
+                thread_name_prefix=name,
+                initializer=_mark_worker,
+                initargs=(name,),
             )
         return pool
 
 
-def _mark_gather_worker() -> None:
-    _LOCAL.gather_worker = True
+def _mark_worker(name: str) -> None:
+    _LOCAL.pool = name
 
 
 def shared_pool() -> ContextThreadPoolExecutor:
@@ -69,7 +71,7 @@ def in_gather_worker() -> bool:
     A call running there that gathers again must run its calls inline: queueing them behind
     its own (busy) pool could wait forever once every worker waits the same way.
     """
-    return bool(getattr(_LOCAL, "gather_worker", False))
+    return getattr(_LOCAL, "pool", None) == "mnemon-gather"
 
 
 def _forget_pools() -> None:  # pragma: no cover - runs in a forked child

@@ -4,9 +4,10 @@ Several parts of the read path keep what they derived from memory text for the n
 turn: the store's recent query vectors (which the judge's evidence uses too), the local
 judge's parses and vectors of record texts, the update detector's sentences, the
 integrations' Views of recent turns. Each registers here how it is emptied, and every
-deletion (``delete_records``, ``delete_messages``, ``erase_namespace``, on either backend)
-calls :func:`forget_cached_content` once it has succeeded, so that a deleted record's text
-is not served, or held, by the process that deleted it. Coarse on purpose: deletions are
+deletion (``delete_records``, ``delete_messages``, ``erase_namespace``, on either backend,
+decorated with :func:`forgets_cached_content`) calls :func:`forget_cached_content` when it
+ends, so that a deleted record's text is not served, or held, by the process that deleted
+it. Coarse on purpose: deletions are
 rare, and every cache refills within a turn or two, so telling what came from which record
 is not worth the bookkeeping.
 
@@ -20,15 +21,19 @@ goes away with it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
-__all__ = ["forget_cached_content", "register_content_cache"]
+__all__ = ["forget_cached_content", "forgets_cached_content", "register_content_cache"]
 
 logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _LOCK = threading.Lock()
 _CLEARERS: list[Callable[[], Callable[[], object] | None]] = []
@@ -69,3 +74,20 @@ def forget_cached_content() -> int:
         finally:
             del clear  # a logged traceback keeps this frame: it must not keep the owner
     return emptied
+
+
+def forgets_cached_content(deletion: F) -> F:
+    """Decorate a store's deletion method: :func:`forget_cached_content` when it ends.
+
+    Also when it raises: a deletion that failed may still have removed some of the rows,
+    and emptying a cache only costs the next turn a few model calls.
+    """
+
+    @functools.wraps(deletion)
+    def deleting(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return deletion(*args, **kwargs)
+        finally:
+            forget_cached_content()
+
+    return cast(F, deleting)

@@ -310,20 +310,16 @@ class MnemonStore(StoreBackend):
     def query_vector(self, query: str) -> np.ndarray:
         """The unit vector of ``query`` as :meth:`search` embeds it (read-only, cached).
 
-        The read path's evidence compares it with the stored record vectors, so the judge's
-        similarities are those of the dense search and reuse its model calls.
+        Kept for the :data:`QUERY_VECTORS_KEPT` most recent texts (a failed call is not
+        kept). The parallel searches of a turn ask from several threads at once, often for
+        the same text, and the read path's evidence asks again for the texts it compares
+        with the stored record vectors:
+        :class:`~mnemon_langgraph.store.query_vectors.SingleFlightCache` embeds each once
+        for all of them.
 
         Raises:
             ModelCallError: The embedder failed or returned an unusable vector.
         """
-        return self._embed_query(query)
-
-    def _embed_query(self, query: str) -> np.ndarray:
-        """The unit query vector of ``query``, read-only, from the store's cache when it
-        embedded the same text recently (:data:`QUERY_VECTORS_KEPT`; a failed call is not
-        kept). The parallel searches of a turn ask from several threads at once, often for
-        the same text: :class:`~mnemon_langgraph.store.query_vectors.SingleFlightCache`
-        embeds it once for all of them."""
         cache = self.__dict__.get("_query_vectors")
         if cache is None:
             fresh = SingleFlightCache(self._embed_query_uncached, QUERY_VECTORS_KEPT)

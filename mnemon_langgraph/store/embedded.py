@@ -39,7 +39,7 @@ from mnemon_langgraph.storage.chunking import (
     check_record_chars,
     derive_message_id,
 )
-from mnemon_langgraph.storage.content_caches import forget_cached_content
+from mnemon_langgraph.storage.content_caches import forgets_cached_content
 from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.storage.schema import AuditEntry
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
@@ -217,6 +217,7 @@ class EmbeddedStore(MnemonStore):
             self.ingest, namespace, list(messages), source=source, pack=pack
         )
 
+    @forgets_cached_content
     def delete_records(
         self,
         namespace: str | Sequence[str],
@@ -226,18 +227,16 @@ class EmbeddedStore(MnemonStore):
         reason: str = "",
     ) -> list[str]:
         """Delete records from the journal and both indexes; returns the ids deleted."""
-        try:
-            ns = normalize_namespace(namespace)
-            index = self.index(ns)
-            with index.lock:
-                index.sync()
-                deleted = self.journal.delete_records(ns, ids, actor=actor, reason=reason)
-                if deleted:
-                    index.remove(deleted)
-            return deleted
-        finally:
-            forget_cached_content()  # storage/content_caches.py: the process's copies
+        ns = normalize_namespace(namespace)
+        index = self.index(ns)
+        with index.lock:
+            index.sync()
+            deleted = self.journal.delete_records(ns, ids, actor=actor, reason=reason)
+            if deleted:
+                index.remove(deleted)
+        return deleted
 
+    @forgets_cached_content
     def delete_messages(
         self,
         namespace: str | Sequence[str],
@@ -262,55 +261,50 @@ class EmbeddedStore(MnemonStore):
         Raises:
             ModelCallError: The embedder failed on the survivors (nothing was deleted).
         """
-        try:
-            ns = normalize_namespace(namespace)
-            index = self.index(ns)
-            produced: list[Record] = []
+        ns = normalize_namespace(namespace)
+        index = self.index(ns)
+        produced: list[Record] = []
 
-            def replace(survivors: list[Message]) -> tuple[list[Record], np.ndarray]:
-                # Runs inside the deletion's transaction: positions are read on this thread's
-                # connection, so they already see the old records deleted.
-                sessions = {m.session if m.session is not None else 1 for m in survivors}
-                first = {s: self.journal.next_position(ns, s) for s in sessions}
-                records = self._records_of(survivors, ns, source, first_positions=first)
-                produced[:] = records
-                return records, self._embed([r.text for r in records], None)
+        def replace(survivors: list[Message]) -> tuple[list[Record], np.ndarray]:
+            # Runs inside the deletion's transaction: positions are read on this thread's
+            # connection, so they already see the old records deleted.
+            sessions = {m.session if m.session is not None else 1 for m in survivors}
+            first = {s: self.journal.next_position(ns, s) for s in sessions}
+            records = self._records_of(survivors, ns, source, first_positions=first)
+            produced[:] = records
+            return records, self._embed([r.text for r in records], None)
 
-            with index.lock:
-                index.sync()
-                deleted, survivors = self.journal.delete_messages(
-                    ns, message_ids, actor=actor, reason=reason, replace=replace
-                )
-                if deleted:
-                    index.remove(deleted)  # also catches up with the records written above
-            if not survivors:
-                return deleted, IngestResult(0, 0, 0)
-            written = self.journal.get_records(ns, [r.id for r in produced])
-            return deleted, IngestResult(
-                records_written=len(written),
-                messages_written=len({mid for r in written for mid in r.message_ids}),
-                messages_skipped=0,
-                record_ids=tuple(r.id for r in written),
+        with index.lock:
+            index.sync()
+            deleted, survivors = self.journal.delete_messages(
+                ns, message_ids, actor=actor, reason=reason, replace=replace
             )
-        finally:
-            forget_cached_content()  # storage/content_caches.py: the process's copies
+            if deleted:
+                index.remove(deleted)  # also catches up with the records written above
+        if not survivors:
+            return deleted, IngestResult(0, 0, 0)
+        written = self.journal.get_records(ns, [r.id for r in produced])
+        return deleted, IngestResult(
+            records_written=len(written),
+            messages_written=len({mid for r in written for mid in r.message_ids}),
+            messages_skipped=0,
+            record_ids=tuple(r.id for r in written),
+        )
 
+    @forgets_cached_content
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase a namespace from the journal and delete its index folder; returns the count."""
-        try:
-            ns = normalize_namespace(namespace)
-            index = self.index(ns)
-            extra = all_index_folders(self.path, ns)[1:]
-            with index.lock:
-                # Index files first (derived; an EraseError here leaves the rows, so the erase
-                # can be rerun), then the rows, then the files again in case another process
-                # saved them meanwhile: no interruption leaves erased words on disk.
-                index.erase_files(extra)
-                count = self.journal.erase_namespace(ns, actor=actor)
-                index.erase_files(extra)
-            return count
-        finally:
-            forget_cached_content()  # storage/content_caches.py: the process's copies
+        ns = normalize_namespace(namespace)
+        index = self.index(ns)
+        extra = all_index_folders(self.path, ns)[1:]
+        with index.lock:
+            # Index files first (derived; an EraseError here leaves the rows, so the erase
+            # can be rerun), then the rows, then the files again in case another process
+            # saved them meanwhile: no interruption leaves erased words on disk.
+            index.erase_files(extra)
+            count = self.journal.erase_namespace(ns, actor=actor)
+            index.erase_files(extra)
+        return count
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -388,7 +382,7 @@ class EmbeddedStore(MnemonStore):
         _check_query(query, k, offset)
         if k <= 0:
             return []
-        query_vector = self._embed_query(query)
+        query_vector = self.query_vector(query)
         ranked = self.index(ns).fused_ranking(
             query, query_vector, k=k, offset=offset, filters=filters
         )

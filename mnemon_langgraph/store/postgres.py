@@ -56,7 +56,7 @@ from mnemon_langgraph.storage.chunking import (
     check_record_chars,
     derive_message_id,
 )
-from mnemon_langgraph.storage.content_caches import forget_cached_content
+from mnemon_langgraph.storage.content_caches import forgets_cached_content
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
 from mnemon_langgraph.store.postgres_bm25 import (
@@ -920,6 +920,7 @@ class PostgresStore(MnemonStore):
             (len(seqs), int(row[2]), term),
         )
 
+    @forgets_cached_content
     def delete_records(
         self,
         namespace: str | Sequence[str],
@@ -929,10 +930,7 @@ class PostgresStore(MnemonStore):
         reason: str = "",
     ) -> list[str]:
         """Delete records (vectors and message rows go with them); one tx with its audit row."""
-        try:
-            return self._loop.run(self._delete_records(namespace, ids, actor, reason))
-        finally:
-            forget_cached_content()  # storage/content_caches.py: the process's copies
+        return self._loop.run(self._delete_records(namespace, ids, actor, reason))
 
     async def _delete_records(
         self, namespace: str | Sequence[str], ids: Sequence[str], actor: str, reason: str
@@ -957,6 +955,7 @@ class PostgresStore(MnemonStore):
                 )
         return deleted
 
+    @forgets_cached_content
     def delete_messages(
         self,
         namespace: str | Sequence[str],
@@ -971,11 +970,7 @@ class PostgresStore(MnemonStore):
         See ``EmbeddedStore.delete_messages``: if embedding the survivors fails nothing is
         deleted.
         """
-        try:
-            deleting = self._delete_messages(namespace, message_ids, actor, reason, source)
-            return self._loop.run(deleting)
-        finally:
-            forget_cached_content()  # storage/content_caches.py: the process's copies
+        return self._loop.run(self._delete_messages(namespace, message_ids, actor, reason, source))
 
     async def _holding_records(self, conn: Any, nsid: int, targets: set[str]) -> list[str]:
         """Every record holding part of ``targets``, transitively through shared messages."""
@@ -1044,6 +1039,7 @@ class PostgresStore(MnemonStore):
             record_ids=tuple(r.id for r in written),
         )
 
+    @forgets_cached_content
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase every row of the namespace in every table, then ``VACUUM`` them.
 
@@ -1054,10 +1050,7 @@ class PostgresStore(MnemonStore):
         Returns:
             Number of records erased.
         """
-        try:
-            return self._loop.run(self._erase(namespace, actor))
-        finally:
-            forget_cached_content()  # storage/content_caches.py: the process's copies
+        return self._loop.run(self._erase(namespace, actor))
 
     async def _erase(self, namespace: str | Sequence[str], actor: str) -> int:
         ns = normalize_namespace(namespace)
@@ -1348,7 +1341,7 @@ class PostgresStore(MnemonStore):
             nsid, docs = int(row[0]), int(row[1])
 
             async def dense_on(dconn: Any) -> list[tuple[int, str, float]]:
-                qv = await asyncio.to_thread(self._embed_query, query)
+                qv = await asyncio.to_thread(self.query_vector, query)
                 return await self._dense(dconn, nsid, docs, qv, depth, filters)
 
             async with self._spare_connection() as spare:
@@ -1428,7 +1421,7 @@ class PostgresStore(MnemonStore):
     async def _dense_only(
         self, query: str, ns: Namespace, k: int, exact: bool | None
     ) -> list[tuple[str, float]]:
-        qv = await asyncio.to_thread(self._embed_query, query)
+        qv = await asyncio.to_thread(self.query_vector, query)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s",

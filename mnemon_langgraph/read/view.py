@@ -20,7 +20,6 @@ other in one session and day are shown as one block under one header that names 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,14 +50,23 @@ PREAMBLE = (
 """The View's first line. It is part of the View's budget (a quarter of a 1,000-character
 View), so it says what the blocks are and that they are data in as few words as it can."""
 
-_TAG = re.compile(
-    r"<(/?\s*(?:record|index|instructions|topics|timeline|values|memory)\b)", re.IGNORECASE
-)
+LESS_THAN_LOOKALIKES = "\uff1c\ufe64\u2329\u3008\u27e8\u2039\u276e\u276c\u29fc\u02c2\u1438"
+"""Characters a model may read as ``<``: the fullwidth and small forms (NFKC folds them to
+``<``), angle brackets and quotation marks of that shape, and the modifier and syllabics
+letters drawn like it."""
+
+_ESCAPES = {ord("<"): "&lt;"} | {ord(c): f"&#x{ord(c):X};" for c in LESS_THAN_LOOKALIKES}
 
 
 def escape_data(text: str) -> str:
-    """Escape anything in ``text`` that could open or close a View block."""
-    return _TAG.sub(r"&lt;\1", text)
+    """``text`` with every ``<`` (and every look-alike of it) escaped.
+
+    Quoted text can then neither open nor close a block of the View, the search tool's
+    output or the system message around them, whatever the tag's case, spacing or
+    spelling: a tag needs a ``<``, and record text keeps none. Block tags are written by
+    the View itself, around escaped text.
+    """
+    return text.translate(_ESCAPES)
 
 
 def _attr(value: object) -> str:

@@ -184,6 +184,11 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
             HumanMessage(content=question, name=self.human_prefix, id=f"{turn}-h"),
             AIMessage(content=answer, name=self.ai_prefix, id=f"{turn}-a"),
         ]
+        # An empty side (a reply of "" from a chain that only acted) is left out, so the
+        # other side is still written; a turn with no text at all is refused.
+        pair = [m for m in pair if str(m.content).strip()]
+        if not pair:
+            raise InputError("save_context: both the input and the output are empty")
         # The one date rule of every surface: dated when written (sessions continue).
         return stamp_messages(self.store, self._ns, messages_from_langchain(pair))
 

@@ -10,6 +10,7 @@ once, so the surfaces cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
 import threading
 from collections import OrderedDict
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.read.state import resolve_namespace
+from mnemon_langgraph.read.state import namespace_value, resolve_namespace
+from mnemon_langgraph.read.view import LESS_THAN_LOOKALIKES, escape_data
 from mnemon_langgraph.storage.content_caches import register_content_cache
 from mnemon_langgraph.types import Message, Namespace, normalize_namespace
 
@@ -72,12 +74,21 @@ def _template_fields(template: NamespaceTemplate) -> list[str]:
     parts = [template] if isinstance(template, str) else list(template)
     fields: list[str] = []
     for part in parts:
+        in_part = 0
         for _, name, _, _ in string.Formatter().parse(str(part)):
             if name is not None:
                 if not name.isidentifier():
                     raise ConfigurationError(
                         f"namespace template {template!r}: placeholder {{{name}}} must be a "
                         "plain field name such as {user_id}"
+                    )
+                in_part += 1
+                if in_part > 1:
+                    # "{org}-{user_id}" fills ("a", "b-c") and ("a-b", "c") alike.
+                    raise ConfigurationError(
+                        f"namespace template {template!r}: part {part!r} holds more than one "
+                        "field, so two users could share one namespace; put each field in "
+                        'its own namespace part, e.g. ("org", "{org}", "user", "{user_id}")'
                     )
                 fields.append(name)
     return fields
@@ -88,7 +99,7 @@ def _field(source: Any, name: str) -> str | None:
     if source is None:
         return None
     value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
-    return str(value) if value not in (None, "") else None
+    return namespace_value(name, value)
 
 
 def fill_namespace(
@@ -184,6 +195,11 @@ def current_context() -> Any:
 # --- the View ----------------------------------------------------------------------------------
 
 
+_MEMORY_VIEW_TAG = re.compile(
+    "([<" + LESS_THAN_LOOKALIKES + r"])(\s*/?\s*memory[\W_]*view)", re.IGNORECASE
+)
+
+
 def render_view_message(view: Any, *, message_id: str = VIEW_MESSAGE_ID) -> SystemMessage:
     """The View as a system message.
 
@@ -198,7 +214,9 @@ def render_view_message(view: Any, *, message_id: str = VIEW_MESSAGE_ID) -> Syst
         The system message.
     """
     text = view if isinstance(view, str) else str(getattr(view, "text", "") or "")
-    text = text.replace("</memory_view>", "&lt;/memory_view&gt;")
+    # A View's record text is escaped already (no ``<`` left in it); a string, or any tag
+    # of ours in any case, spacing or look-alike bracket, must not close the block either.
+    text = _MEMORY_VIEW_TAG.sub(lambda m: escape_data(m.group(1)) + m.group(2), text)
     body = text.strip() or "(nothing relevant in memory)"
     return SystemMessage(
         content=f"{_VIEW_PREAMBLE}\n<memory_view>\n{body}\n</memory_view>",

@@ -258,9 +258,29 @@ def _namespace_of(value: Any) -> Namespace | None:
         user_id = getattr(value, "user_id", None)
     if namespace:
         return normalize_namespace(namespace)
-    if user_id:
-        return normalize_namespace(str(user_id))
+    user = namespace_value("user_id", user_id)
+    if user is not None:
+        return normalize_namespace(user)
     return None
+
+
+def namespace_value(name: str, value: Any) -> str | None:
+    """``value`` of field ``name`` as a namespace string; ``None`` if absent (``None``/``""``).
+
+    Only ``str`` and ``int`` (not ``bool``) are accepted: ``str()`` of any other object (a
+    user object whose ``__str__`` is a display name, ``object()``) is not a stable identity.
+
+    Raises:
+        ConfigurationError: ``value`` is of another type.
+    """
+    if value is None or (isinstance(value, str) and not value):
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ConfigurationError(
+            f"namespace field {name!r} must be a str or int, got {type(value).__name__}; "
+            f"pass the user's stable id (e.g. user.id), not the object"
+        )
+    return str(value)
 
 
 def _runtime_context() -> Any:

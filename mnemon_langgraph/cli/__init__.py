@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except MnemonError as exc:
         # Typed errors carry a message meant for the user; no traceback.
-        print(f"mnemon: error: {exc}", file=sys.stderr)
+        print(f"mnemon: error: {_redacted(exc, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mnemon: interrupted", file=sys.stderr)
@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         # A provider or network error from a model call (an unreachable model …): one line.
-        text = str(exc).strip().splitlines()
+        text = _redacted(exc, args).strip().splitlines()
         print(
             f"mnemon: error: {type(exc).__name__}: {text[0] if text else ''} "
             "(run with -v for the traceback)",
@@ -85,6 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     return int(code or 0)
+
+
+def _redacted(exc: BaseException, args: argparse.Namespace) -> str:
+    """``exc``'s message with no database password: the raw ``--db`` value is replaced by
+    its redacted form, and any other URL in the message is redacted too."""
+    from mnemon_langgraph.cli._common import redact_db
+
+    text = str(exc)
+    db = getattr(args, "db", None)
+    if isinstance(db, str) and db:
+        text = text.replace(db, redact_db(db))
+    return redact_db(text)
 
 
 def _detach_stdout() -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "planner",
     "print_json",
     "quiet_read_path",
+    "redact_db",
     "require_journal",
     "resolve_backend",
 ]
@@ -108,6 +109,17 @@ def embeddings_for(choice: str, recorded: str | None = None) -> Any:
     from mnemon_langgraph.search.embeddings import default_embeddings
 
     return default_embeddings(recorded)
+
+
+def redact_db(db: object) -> str:
+    """``--db`` as the command may show it: a path as is, a URL without its passwords.
+
+    Delegates to :func:`mnemon_langgraph.store.postgres.redact` (the one redaction; it needs
+    only the standard library, psycopg is imported when a store connects).
+    """
+    from mnemon_langgraph.store.postgres import redact
+
+    return redact(str(db))
 
 
 def require_journal(db: str) -> None:

@@ -132,12 +132,19 @@ def diagnose(
     """Check (and with ``repair``, fix) the indexes of one or every namespace of ``db``.
 
     Raises:
-        ConfigurationError: No journal at ``db``.
+        ConfigurationError: No journal at ``db``, or ``db`` is a PostgreSQL URL (the doctor
+            checks SQLite journals and their index files; PostgreSQL keeps no index files).
     """
     from mnemon_langgraph.errors import ConfigurationError
     from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
 
+    if is_postgres_url(db):
+        raise ConfigurationError(
+            "doctor checks SQLite journals and their index files; for PostgreSQL use "
+            "`mnemon stats --db URL`"
+        )
     path = Path(db)
     if not path.is_file():
         raise ConfigurationError(f"no journal at {path}")

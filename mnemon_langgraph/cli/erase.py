@@ -18,7 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_arg, print_json
+from mnemon_langgraph.cli._common import (
+    add_db_arg,
+    add_namespace_arg,
+    namespace_arg,
+    print_json,
+    redact_db,
+)
 
 __all__ = ["erase_namespace_files", "register", "run"]
 
@@ -111,7 +117,7 @@ def _confirm(db: str, ns: tuple[str, ...]) -> bool:
             file=sys.stderr,
         )
         return False
-    answer = input(f"Erase every record of namespace {list(ns)!r} from {db}? [y/N] ")
+    answer = input(f"Erase every record of namespace {list(ns)!r} from {redact_db(db)}? [y/N] ")
     if answer.strip().lower() in ("y", "yes"):
         return True
     print("nothing erased")
@@ -137,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     count = erase_namespace_files(args.db, ns, actor=args.actor)
     if args.json:
-        print_json({"db": str(args.db), "namespace": list(ns), "records_erased": count})
+        print_json({"db": redact_db(args.db), "namespace": list(ns), "records_erased": count})
     else:
-        print(f"erased {count} records of namespace {list(ns)!r} from {args.db}")
+        print(f"erased {count} records of namespace {list(ns)!r} from {redact_db(args.db)}")
     return 0

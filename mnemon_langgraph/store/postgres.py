@@ -166,9 +166,21 @@ _RECORD_SQL = (
 )
 
 
+_URL_PASSWORD = re.compile(r"(://[^:@/\s]*):[^/\s]*@")
+_QUERY_PASSWORD = re.compile(r"([?&][^=&#\s]*password=)[^&#\s]*", re.IGNORECASE)
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (for stats and error messages)."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """``url`` (or a text naming one) without its passwords, for output and error messages.
+
+    The one redaction of the package (the CLI uses it for every ``--db`` it prints): the
+    password of a URL's userinfo and of any ``…password=`` query parameter (``password``,
+    ``sslpassword``) become ``***``. Text without ``://`` (a journal's file path) is returned
+    as is. Only the standard library is used, so redacting never needs psycopg.
+    """
+    if "://" not in url:
+        return url
+    return _QUERY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
 
 
 def _row_to_record(row: Sequence[Any], ns: Namespace) -> Record:

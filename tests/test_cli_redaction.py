@@ -1,0 +1,123 @@
+"""No ``mnemon`` command prints, logs or JSON-outputs a connection string's password.
+
+Every command that takes ``--db`` is run in-process against a PostgreSQL URL on loopback
+port 1 (connection refused at once); the password must appear nowhere, and the command must
+fail with something printed (so an empty output cannot pass).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from mnemon_langgraph.cli import main
+from mnemon_langgraph.cli._common import redact_db
+from mnemon_langgraph.store.postgres import redact
+
+SECRET = "s3cretpw"
+URL = f"postgresql://postgres:{SECRET}@127.0.0.1:1/nodb"
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        (URL, "postgresql://postgres:***@127.0.0.1:1/nodb"),
+        (
+            "postgresql:///db?password=x&sslmode=disable",
+            "postgresql:///db?password=***&sslmode=disable",
+        ),
+        ("postgres://u@h/db?sslpassword=y", "postgres://u@h/db?sslpassword=***"),
+        ("postgresql://u@h:5432/db?sslmode=require", "postgresql://u@h:5432/db?sslmode=require"),
+        ("/tmp/a:b@c/memory.db", "/tmp/a:b@c/memory.db"),
+        ("memory.db", "memory.db"),
+    ],
+)
+def test_redact(given: str, shown: str) -> None:
+    assert redact(given) == shown
+    assert redact_db(given) == shown
+    assert redact_db(Path("memory.db")) == "memory.db"
+
+
+def _argvs(tmp_path: Path) -> list[list[str]]:
+    convo = tmp_path / "c.jsonl"
+    convo.write_text('{"id": "m1", "role": "user", "content": "I live in Leeds."}\n')
+    return [
+        ["doctor", "--db", URL],
+        ["doctor", "--db", URL, "--json", "--check"],
+        ["erase", "--db", URL, "--namespace", "ada", "--yes"],
+        ["erase", "--db", URL, "--namespace", "ada", "--yes", "--json"],
+        ["stats", "--db", URL],
+        ["stats", "--db", URL, "--json"],
+        ["ingest", str(convo), "--db", URL, "--namespace", "ada", "--no-progress"],
+        ["search", "where", "--db", URL, "--namespace", "ada"],
+        ["view", "where do I live?", "--db", URL, "--namespace", "ada"],
+        ["consolidate", "--db", URL, "--namespace", "ada", "--model", "openai:gpt-4.1-mini"],
+    ]
+
+
+@pytest.mark.parametrize("index", range(10))
+def test_no_command_shows_the_password(
+    index: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pytest.importorskip("psycopg")
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    import mnemon_langgraph.cli.consolidate as consolidate
+
+    monkeypatch.setattr(consolidate, "_init_model", lambda spec: object())  # no API key needed
+    argv = _argvs(tmp_path)[index]
+    with caplog.at_level(logging.DEBUG):
+        code = main(argv)
+    out, err = capsys.readouterr()
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert code != 0, (argv, out, err)
+    assert (out + err).strip(), argv
+    for text in (out, err, logged):
+        assert SECRET not in text, (argv, text)
+    if argv[0] == "doctor":
+        assert "mnemon stats --db URL" in err and "no journal" not in err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_erase_result_shows_no_password(
+    as_json: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A successful erase names the database without its password (text and ``--json``)."""
+    import mnemon_langgraph.cli.erase as erase
+
+    monkeypatch.setattr(erase, "erase_namespace_files", lambda db, ns, actor: 3)
+    argv = ["erase", "--db", URL, "--namespace", "ada", "--yes"] + (["--json"] if as_json else [])
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err
+    if as_json:
+        assert json.loads(out)["db"] == redact(URL)
+    else:
+        assert "erased 3 records" in out and redact(URL) in out
+
+
+def test_error_handler_redacts_the_raw_db(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An exception whose message holds the raw ``--db`` URL is printed redacted."""
+    import mnemon_langgraph.cli.stats as stats
+    from mnemon_langgraph.errors import ConfigurationError
+
+    def boom(args: object) -> int:
+        raise ConfigurationError(f"bad database {URL}")
+
+    def crash(args: object) -> int:
+        raise RuntimeError(f"driver said: {URL}?sslpassword=other")
+
+    for func, code in ((boom, 2), (crash, 1)):
+        monkeypatch.setattr(stats, "run", func)
+        assert main(["stats", "--db", URL]) == code
+        err = capsys.readouterr().err
+        assert err.startswith("mnemon: error: ") and redact(URL) in err
+        assert SECRET not in err and "other" not in err

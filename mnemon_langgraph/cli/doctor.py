@@ -13,20 +13,36 @@ The doctor checks, per namespace:
 * index folders whose namespace has no rows left (an erase interrupted between its
   steps, or a namespace erased by an older version) → removed, as they hold its words.
 
-``--check`` only reports; the exit code is then 1 when anything needs repair.
+Before any of that it checks the journal itself (:func:`journal_check`): an empty or
+foreign file, a failed ``PRAGMA integrity_check``, message or vector rows naming no record
+(``PRAGMA foreign_key_check``), namespace keys that do not decode, and stored vectors whose
+length is not the model's dimension. The doctor never removes what it cannot rebuild from
+the journal: on a journal it cannot trust it repairs nothing (index folders included), a
+namespace whose key does not decode keeps any index folder that may be its own, and a
+namespace with damaged vectors is reported, not rebuilt (that needs the model). Each
+namespace is reported on its own; one that cannot be checked does not stop the others.
+
+``--check`` only reports; the exit code is then 1 when anything needs repair. Without it,
+the exit code is 1 when something is left that the doctor cannot repair.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_arg, print_json
 
-__all__ = ["NamespaceReport", "diagnose", "register", "run"]
+__all__ = ["JournalCheck", "NamespaceReport", "diagnose", "journal_check", "register", "run"]
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+# Rows of these tables name a record; without it they are leftovers of nothing (the
+# messages table is an index of records.message_ids, a vector is derived from its record).
+DERIVED_TABLES = ("messages", "vectors")
 
 
 @dataclass
@@ -37,10 +53,137 @@ class NamespaceReport:
     records: int = 0
     problems: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
+    unrepairable: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+
+@dataclass
+class JournalCheck:
+    """What the doctor found in the journal file itself, before looking at any index.
+
+    Attributes:
+        problems: Damage found, in words.
+        usable: ``False`` when the journal cannot be trusted at all (empty, not SQLite, not
+            a mnemon journal, failed integrity check): nothing is then repaired.
+        namespaces: The namespaces whose stored key decodes, sorted.
+        undecodable: Stored namespace keys that are not a JSON list of strings.
+        orphan_rows: Per derived table, rows naming a record that does not exist.
+        bad_vectors: Per namespace, stored vectors whose length is not the model's.
+    """
+
+    problems: list[str] = field(default_factory=list)
+    usable: bool = True
+    namespaces: list[tuple[str, ...]] = field(default_factory=list)
+    undecodable: list[str] = field(default_factory=list)
+    orphan_rows: dict[str, int] = field(default_factory=dict)
+    bad_vectors: dict[tuple[str, ...], int] = field(default_factory=dict)
+
+
+def _decode_namespace(key: str) -> tuple[str, ...] | None:
+    try:
+        value = json.loads(key)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+        return None
+    return tuple(value)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    # A read-only URI: opening must never create or migrate anything (Journal() would
+    # write a fresh schema into an empty file, hiding that it is empty).
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
+def _file_problem(path: Path) -> str | None:
+    size = path.stat().st_size
+    if size == 0:
+        return "the journal file is empty (0 bytes); restore it from a backup"
+    with path.open("rb") as fh:
+        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            return "the journal file is not an SQLite database"
+    return None
+
+
+def journal_check(path: Path) -> JournalCheck:
+    """Check the journal file itself: readable, intact, consistent (never writes).
+
+    Args:
+        path: The journal's SQLite file.
+    """
+    check = JournalCheck()
+    problem = _file_problem(path)
+    if problem is not None:
+        check.problems.append(problem)
+        check.usable = False
+        return check
+    conn = _read_only(path)
+    try:
+        _check_tables(conn, check)
+    except sqlite3.DatabaseError as exc:
+        check.problems.append(f"the journal cannot be read: {exc}")
+        check.usable = False
+    finally:
+        conn.close()
+    return check
+
+
+def _check_tables(conn: sqlite3.Connection, check: JournalCheck) -> None:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"records", "meta"} <= tables:
+        check.problems.append("the file is not a mnemon journal (no records or meta table)")
+        check.usable = False
+        return
+    integrity = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    if integrity != ["ok"]:
+        check.problems.append("PRAGMA integrity_check failed: " + "; ".join(integrity[:5]))
+        check.usable = False
+        return
+    for table, *_ in conn.execute("PRAGMA foreign_key_check"):
+        check.orphan_rows[table] = check.orphan_rows.get(table, 0) + 1
+    for table, n in sorted(check.orphan_rows.items()):
+        check.problems.append(f"{n} {table} rows name a record that does not exist")
+    keys = {
+        str(r[0]): int(r[1])
+        for r in conn.execute("SELECT namespace, COUNT(*) FROM records GROUP BY namespace")
+    }
+    decoded = {key: _decode_namespace(key) for key in keys}
+    check.undecodable = sorted(key for key, ns in decoded.items() if ns is None)
+    for key in check.undecodable:
+        check.problems.append(
+            f"{keys[key]} records under a namespace key that does not decode: {key[:80]!r}"
+        )
+    check.namespaces = sorted({ns for ns in decoded.values() if ns is not None})
+    _check_vector_lengths(conn, check, decoded)
+
+
+def _check_vector_lengths(
+    conn: sqlite3.Connection, check: JournalCheck, decoded: dict[str, tuple[str, ...] | None]
+) -> None:
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key = 'embedding_dim'").fetchall())
+    if "embedding_dim" not in meta or "vectors" not in {
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }:
+        return
+    dim = int(meta["embedding_dim"])
+    rows = conn.execute(
+        "SELECT namespace, COUNT(*), MIN(length(vector)), MAX(length(vector)) FROM vectors "
+        "WHERE length(vector) != ? GROUP BY namespace",
+        (dim * 4,),
+    ).fetchall()
+    for key, n, low, high in rows:
+        ns = decoded.get(str(key)) or _decode_namespace(str(key))
+        if ns is None:
+            continue  # reported with its undecodable key
+        check.bad_vectors[ns] = int(n)
+        sizes = f"{low // 4}" if low == high else f"{low // 4}..{high // 4}"
+        check.problems.append(
+            f"{' / '.join(ns)}: {n} stored vectors hold {sizes} floats, not the "
+            f"model's {dim} (re-embed them; the doctor loads no model)"
+        )
 
 
 def register(sub: Any) -> None:
@@ -62,13 +205,33 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) -> NamespaceReport:
+def _check_namespace(
+    journal: Any, db: Path, ns: tuple[str, ...], repair: bool, bad_vectors: int = 0
+) -> NamespaceReport:
+    """One namespace's report; a failure of the check itself is reported, not raised."""
+    try:
+        return _check_index(journal, db, ns, repair, bad_vectors)
+    except Exception as exc:  # one damaged namespace must not stop the others
+        report = NamespaceReport(list(ns))
+        report.problems.append(f"cannot be checked: {type(exc).__name__}: {exc}")
+        report.unrepairable.append("not repaired: the check itself failed")
+        return report
+
+
+def _check_index(
+    journal: Any, db: Path, ns: tuple[str, ...], repair: bool, bad_vectors: int
+) -> NamespaceReport:
     from mnemon_langgraph.search.hybrid import NamespaceIndex, index_folder
     from mnemon_langgraph.types import MAX_SESSION
 
     model = journal.embedding_model()
-    index = NamespaceIndex(journal, ns, index_folder(db, ns), model[1] if model else 1)
     report = NamespaceReport(list(ns), records=journal.count(ns))
+    if bad_vectors:
+        # Rebuilding would read vectors of the wrong shape; they need the model again.
+        report.problems.append(f"{bad_vectors} stored vectors of the wrong length")
+        report.unrepairable.append("not rebuilt: its stored vectors must be re-embedded first")
+        return report
+    index = NamespaceIndex(journal, ns, index_folder(db, ns), model[1] if model else 1)
     generation, journal_max = journal.generation(ns), journal.max_seq(ns)
     problem = index.checkpoint_problem()
     if problem is not None:
@@ -91,6 +254,7 @@ def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) 
         index.rebuild(generation)
         if index.skipped:
             report.problems.append(f"{len(index.skipped)} records the index cannot take")
+            report.unrepairable.append(f"{len(index.skipped)} records left out of the index")
         if index.save_problem:
             report.repaired.append(f"rebuilt in memory only; cannot save: {index.save_problem}")
         else:
@@ -98,7 +262,9 @@ def _check_namespace(journal: Any, db: Path, ns: tuple[str, ...], repair: bool) 
     return report
 
 
-def _orphans(journal: Any, db: Path, repair: bool) -> list[NamespaceReport]:
+def _orphans(
+    journal: Any, db: Path, repair: bool, live_namespaces: list[tuple[str, ...]]
+) -> list[NamespaceReport]:
     """Index folders of namespaces with no rows left in the journal."""
     from mnemon_langgraph.search.hybrid import index_folder, indexes_root, remove_index_folder
 
@@ -106,7 +272,7 @@ def _orphans(journal: Any, db: Path, repair: bool) -> list[NamespaceReport]:
     if not root.is_dir():
         return []
     reports = []
-    live = {index_folder(db, ns).name for ns in journal.namespaces()}
+    live = {index_folder(db, ns).name for ns in live_namespaces}
     for folder in sorted(root.iterdir()):
         if folder.name in live:
             continue  # a namespace with records: checked (and repaired) by _check_namespace
@@ -148,12 +314,58 @@ def diagnose(
     path = Path(db)
     if not path.is_file():
         raise ConfigurationError(f"no journal at {path}")
+    check = journal_check(path)
+    if not check.usable:
+        report = NamespaceReport(["<journal>"], problems=list(check.problems))
+        report.unrepairable.append("nothing repaired: the journal itself cannot be trusted")
+        return [report]
+    reports = [_journal_report(path, check, repair)] if check.orphan_rows else []
+    if check.undecodable:
+        reports.append(_undecodable_report(check))
     with Journal(path, read_only=not repair) as journal:
-        spaces = [normalize_namespace(namespace)] if namespace else journal.namespaces()
-        reports = [_check_namespace(journal, path, ns, repair) for ns in spaces]
-        if namespace is None:
-            reports += _orphans(journal, path, repair)
+        spaces = [normalize_namespace(namespace)] if namespace else check.namespaces
+        reports += [
+            _check_namespace(journal, path, ns, repair, check.bad_vectors.get(ns, 0))
+            for ns in spaces
+        ]
+        if namespace is None and not check.undecodable:
+            # With an undecodable key, any folder may be that namespace's: keep them all.
+            reports += _orphans(journal, path, repair, check.namespaces)
     return reports
+
+
+def _journal_report(path: Path, check: JournalCheck, repair: bool) -> NamespaceReport:
+    """Rows of derived tables that name no record: removed on repair (nothing is lost)."""
+    report = NamespaceReport(
+        ["<journal>"], problems=[p for p in check.problems if "name a record" in p]
+    )
+    if repair:
+        conn = sqlite3.connect(path)
+        try:
+            with conn:
+                for table in DERIVED_TABLES:
+                    if table in check.orphan_rows:
+                        conn.execute(
+                            f"DELETE FROM {table} WHERE record_id NOT IN (SELECT id FROM records)"
+                        )
+        finally:
+            conn.close()
+        report.repaired.append(
+            "removed rows that name no record: "
+            + ", ".join(f"{n} {t}" for t, n in sorted(check.orphan_rows.items()))
+        )
+    return report
+
+
+def _undecodable_report(check: JournalCheck) -> NamespaceReport:
+    report = NamespaceReport(
+        ["<journal>"], problems=[p for p in check.problems if "does not decode" in p]
+    )
+    report.unrepairable.append(
+        "records under undecodable namespace keys are left as they are, and so is every "
+        "index folder the journal names no namespace for"
+    )
+    return report
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,5 +382,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}: {r.records} records; {state}")
             for fix in r.repaired:
                 print(f"  repaired: {fix}")
-    needs = any(not r.healthy for r in reports)
-    return 1 if (args.check and needs) else 0
+            for left in r.unrepairable:
+                print(f"  {left}")
+    if args.check:
+        return 1 if any(not r.healthy for r in reports) else 0
+    return 1 if any(r.unrepairable for r in reports) else 0

@@ -219,11 +219,16 @@ class Doc:
         return float(value) if isinstance(value, int | float) else None
 
     def retrieval(self) -> list[float]:
-        """``[rrf·k, fused, bm25, dense]`` rank features (zeros without evidence)."""
+        """``[rrf·k, fused, bm25, dense]`` rank features (zeros without evidence).
+
+        ``k`` is the constant the read path fused with (the evidence's ``rrf_k``), so the
+        first feature counts top-ranked searches whatever ``ReadSettings.rrf_k`` is.
+        """
         ev = self.evidence
-        rrf = ev.get("rrf")
+        rrf, k = ev.get("rrf"), ev.get("rrf_k")
+        k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else RRF_K
         return [
-            float(rrf) * RRF_K if isinstance(rrf, int | float) else 0.0,
+            float(rrf) * k if isinstance(rrf, int | float) else 0.0,
             _rank_feature(ev.get("rank")),
             _rank_feature(ev.get("bm25")),
             _rank_feature(ev.get("dense")),

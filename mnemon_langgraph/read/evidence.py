@@ -64,6 +64,7 @@ def rank_evidence(entry: PoolRecord, rrf_k: int = RRF_K) -> RecordEvidence:
     return RecordEvidence(
         rank=min(best.values(), default=0),
         rrf=round(sum(reciprocal_rank(r, rrf_k) for r in best.values()), 6),
+        rrf_k=rrf_k,
         searches=len(best),
         bm25=entry.get("bm25_rank"),
         dense=entry.get("dense_rank"),

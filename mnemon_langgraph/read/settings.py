@@ -32,15 +32,15 @@ class ReadSettings:
         pool_size: Records in the first pool (paper: 48); pages the rules ask for add to it.
         max_rounds: Rounds of judge → act (paper: 3).
         view_records: Most records in the View, or ``None`` (default): no count limit, the
-            View's size is ``view_chars`` alone. The paper caps the View at 16 records
-            beside 12,000 characters; measured on the dev conversations (docs/results/
-            misses.md) the count cap, not the characters, cut 75 of 145 all-evidence misses
-            at 12,000 characters — records ranked next, with a fifth of the budget unused.
-            Set 16 for the paper's View.
+            View's size is ``view_chars`` alone. Set 16 for the paper's View (why the
+            default differs: docs/results/misses.md).
         view_chars: Characters of the View's blocks, index included (paper: 12,000).
         max_records_per_call: Records per System 1 call (paper: 40; Jev's batch size).
         recent_messages: Messages of the conversation the planner and System 1 read (paper: 6).
-        rrf_k: Reciprocal rank fusion constant (paper: 60).
+        rrf_k: Reciprocal rank fusion constant of the pool, which fuses the turn's
+            searches (paper: 60); the judge's rank feature is scaled by the same ``k``.
+            Inside one search, the store fuses its BM25 and dense rankings with its own
+            constant (:data:`mnemon_langgraph.search.fusion.RRF_K`).
         nearest_items: Index items nearest the message that System 1 judges (paper: a dozen).
         instructions_share: Share of ``view_chars`` for standing instructions (10%).
         directory_share: Share of ``view_chars`` for the one-line topic directory (5%).
@@ -58,9 +58,8 @@ class ReadSettings:
         follow_positives: New positives of each need that the next round **follows**:
             searches worded from the record (``read.rules.FollowRecord``), so the other
             parts of an answer that spans records are pooled. 0 turns it off (the paper
-            has no such step). Default 2 (with ``follow_scope="both"``): chosen among
-            0–3 and the three scopes by leave-one-conversation-out cross-validation on the
-            dev conversations — four folds chose it, one chose 1 (docs/results/misses.md).
+            has no such step). Default 2 with ``follow_scope="both"``, chosen by
+            leave-one-conversation-out cross-validation (docs/results/misses.md).
         follow_scope: Where a followed record's search looks: ``session`` (its own
             session: what was said around it), ``memory`` (every session: the same
             people and things later or earlier) or ``both`` (two searches).
@@ -72,30 +71,19 @@ class ReadSettings:
             planned search, a follow) returns up to its budget of records **not pooled
             yet**, reading up to :data:`LOOKAHEAD` times deeper; records already pooled
             that it passes over only gain provenance. ``False``: a page is its next
-            ``page_records`` hits whether pooled or not (the paper's paging), so in a
-            small history, where the pool already holds much of what a search finds,
-            a page adds fewer new records and a turn costs less than in a large one.
-            With it (the default), each page and follow adds the same number of records
-            to judge however large the memory is, which is what makes the per-turn work
-            a function of the budgets alone (``mnemon bench scale``). Chosen by
-            leave-one-conversation-out cross-validation on the dev conversations: all
-            five folds chose it; held-out all-evidence 84.74% / 61.58% at 12,000 / 2,000
-            characters against 84.34% / 61.58% with plain paging, for 17% more
-            judgments per turn at that size (130 against 111, median) — as many as a
-            turn over a large memory makes either way.
+            ``page_records`` hits whether pooled or not (the paper's paging). With it (the
+            default), each page and follow adds the same number of records to judge however
+            large the memory is, so the per-turn work is a function of the budgets alone
+            (``mnemon bench scale``). Chosen by cross-validation (docs/results/log.md).
         view_neighbours: The View's best this many records bring their pooled
             neighbours (same session, the records just before and after) forward: an
             answer often continues in the next turn, which shares few words with the
-            question, so System 1 ranks it low. 0 turns it off. Default 2: chosen with
-            ``neighbours_after`` among 0 / 1 / 2, 3 / 5 and next-only / both sides by
-            leave-one-conversation-out cross-validation on the dev conversations (every
-            fold chose 2 / 3; docs/results/misses.md). No store read: only pooled records
-            move (four in five such neighbours are pooled, most by the follow searches).
+            question, so System 1 ranks it low. 0 turns it off. No store read: only pooled
+            records move. Default 2, chosen with ``neighbours_after`` by cross-validation
+            (docs/results/misses.md).
         neighbours_after: Those neighbours enter right after this many of the View's
-            records, ahead of the rest of the ranking (3: a 2,000-character View holds
-            about three records, so there they change nothing; on the dev conversations
-            moving them up behind the first one or two records cost such Views 0.3–4.7
-            points).
+            records, ahead of the rest of the ranking (3: about what a 2,000-character View
+            holds, so there they change nothing).
         date_search: When the latest message names a calendar month or day ("on 3 June
             2023", "in November 2022", "2023-08-15"), the first round adds one search
             with the message kept to the records dated in the named months

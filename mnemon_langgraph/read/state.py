@@ -120,13 +120,15 @@ class RecordEvidence(TypedDict, total=False):
     records are never re-embedded): ``sim`` holds the cosine of the record's stored vector
     with the latest message (``latest``), the earlier dialogue (``context``) and each need
     (``needs``, in need order); ``rank`` is its best fused rank over the turn's searches,
-    ``rrf`` its summed reciprocal rank ``Σ 1/(k + rank)``, ``searches`` how many searches
-    found it, ``bm25`` / ``dense`` its best rank in each retriever (``None``: not ranked).
+    ``rrf`` its summed reciprocal rank ``Σ 1/(k + rank)`` with ``rrf_k`` the ``k`` used
+    (``ReadSettings.rrf_k``), ``searches`` how many searches found it, ``bm25`` /
+    ``dense`` its best rank in each retriever (``None``: not ranked).
     """
 
     sim: dict[str, Any]
     rank: int
     rrf: float
+    rrf_k: int
     searches: int
     bm25: int | None
     dense: int | None

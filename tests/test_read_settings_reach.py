@@ -1,0 +1,328 @@
+"""Every ``ReadSettings`` field reaches the code it budgets.
+
+One scripted turn over a 144-record history (a chat planner naming two needs and three
+searches, a judge answering from the text, a small consolidated index) is run with the
+defaults and then with one field changed; for each field, the observable that field
+budgets must move — the number of needs, the size of a search page, the judge's batch,
+the View's length, the searches a follow makes, and so on — and the default run is
+checked to be one where it could move (so no case passes on an empty or degenerate turn).
+A field added to ``ReadSettings`` without a case here fails ``test_every_field_has_a_case``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from test_planner import NEED_JSON, RoutingFakeChat
+
+from mnemon_langgraph.items import IndexItem
+from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
+from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.search.fusion import RRF_K
+
+NS = ("users", "ada")
+SEARCHES = '{"searches": ["garden plans with the support group", "garden tools", "support group dates"], "hypothetical_record": "Ada: our support group meets in the garden."}'  # noqa: E501
+QUESTION = (
+    "When does Ada's support group meet in the garden, what did it plan in March 2023, "
+    "and where are my garden notes?"
+)
+EARLY = "Ada: I keep my garden notes in a blue notebook."
+LONG_INSTRUCTION = "Always answer with the garden's plant names first. " * 12
+
+
+def _text(session: int, position: int) -> str:
+    words = ["tulip", "rose", "basil", "mint", "fern", "ivy"]
+    topic = "support group" if position % 3 == 0 else "garden club"
+    extra = " ".join(words[(session + position + j) % len(words)] for j in range(4))
+    return (
+        f"Ada: the {topic} met in the garden in session {session}, "
+        f"turn {position}; we talked about {extra} and the watering rota for the plot."
+    )
+
+
+def _records() -> list[Any]:
+    out = []
+    for session in range(1, 13):
+        month = 1 + (session - 1) % 4  # January .. April 2023
+        for position in range(12):
+            rid = f"s{session}p{position}"
+            out.append(
+                make_record(
+                    rid,
+                    _text(session, position),
+                    namespace=NS,
+                    session=session,
+                    date=datetime(2023, month, 1 + session),
+                    position=position,
+                    seq=len(out) + 1,
+                )
+            )
+    out.append(make_record("note", EARLY, namespace=NS, session=13, seq=len(out) + 1))
+    return out
+
+
+def _items() -> InMemoryItemSource:
+    events = [
+        IndexItem(
+            f"x-e{i}",
+            NS,
+            "event",
+            f"The support group met in the garden on day {i} and planned the {w} beds",
+            (f"s{i}p0",),
+            topic="support group",
+            date=datetime(2023, 3, i),
+        )
+        for i, w in zip(
+            range(1, 9),
+            ["tulip", "rose", "basil", "mint", "fern", "ivy", "oak", "elm"],
+            strict=True,
+        )
+    ]
+    return InMemoryItemSource(
+        [
+            IndexItem("x-i0", NS, "instruction", LONG_INSTRUCTION, ("s1p1",)),
+            *events,
+            IndexItem("x-t1", NS, "event", "Ada took up pottery", ("s2p1",), topic="pottery"),
+        ]
+    )
+
+
+def _judge_rule(low: bool) -> Callable[..., float]:
+    def answer(qid: str, question: Any, state: Any) -> float:
+        local, _, suffix = qid.partition(".")
+        if suffix == "stale":
+            return 0.05
+        if low:
+            return 0.05
+        if local.startswith("i"):  # an index item (local ids: r<n> records, i<n> items)
+            return 0.8
+        rows = {r["id"]: r for r in state["records"]}
+        text = str(rows.get(local, {}).get("text", ""))
+        return 0.9 if "support group" in text and "session 1," in text else 0.3
+
+    return answer
+
+
+class SlowFirstCall:
+    """Makes the first call of a scripted backend slow (then every call is instant)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.done = seconds, False
+
+    def __call__(self) -> None:
+        if not self.done:
+            self.done = True
+            time.sleep(self.seconds)
+
+
+class SlowPlannerChat(RoutingFakeChat):
+    delay: float = 0.0
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        if self.delay:
+            time.sleep(self.delay)
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
+
+
+@dataclass
+class Turn:
+    """What one turn did: its View as a dict, the source's calls and the planner's prompts."""
+
+    view: dict[str, Any]
+    calls: list[tuple[str, int, int]]
+    prompts: list[str]
+    judged_rrf: list[float]
+
+    @property
+    def trace(self) -> dict[str, Any]:
+        return self.view["trace"]
+
+    def searches(self, prefix: str) -> list[dict[str, Any]]:
+        return [s for s in self.trace["searches"] if str(s["origin"]).startswith(prefix)]
+
+
+def run_turn(
+    settings: ReadSettings,
+    *,
+    low_judge: bool = False,
+    planner_delay: float = 0.0,
+    judge_delay: float = 0.0,
+) -> Turn:
+    source = InMemorySearchSource(_records())
+    rule = _judge_rule(low_judge)
+    slow = SlowFirstCall(judge_delay)
+    seen_rrf: list[float] = []
+
+    def answer(qid: str, question: Any, state: Any) -> float:
+        if judge_delay:
+            slow()
+        for r in state["records"]:
+            rrf = (r.get("evidence") or {}).get("rrf")
+            if isinstance(rrf, float):
+                seen_rrf.append(rrf)
+        return rule(qid, question, state)
+
+    planner = SlowPlannerChat(
+        script={"search": [SEARCHES], "need": [NEED_JSON]}, delay=planner_delay
+    )
+    graph = create_read_graph(
+        source=source,
+        judge=ScriptedDecisionModel(answers=answer),
+        planner=planner,
+        items=_items(),
+        settings=settings,
+    )
+    messages: list[BaseMessage] = [
+        HumanMessage("The tulips are up."),
+        AIMessage("Lovely."),
+        HumanMessage("The mint is spreading."),
+        AIMessage("It does that."),
+        HumanMessage("I keep my garden notes in a blue notebook.", name="Ada", id="note:m0"),
+        AIMessage("Noted."),
+        HumanMessage(QUESTION),
+    ]
+    out = graph.invoke({"messages": messages}, context=ReadContext(namespace=NS))
+    return Turn(out["view"].to_dict(), list(source.calls), list(planner.prompts), seen_rrf)
+
+
+@pytest.fixture(scope="module")
+def default() -> Turn:
+    return run_turn(ReadSettings())
+
+
+def _round1_page(t: Turn) -> int:
+    return max(c["returned"] for c in t.trace["search_calls"] if c["round"] == 1)
+
+
+def _first_wave_calls(t: Turn) -> int:
+    return int(t.trace["waves"][0]["calls"])
+
+
+def _items_judged(t: Turn) -> int:
+    return len({j["target"] for j in t.trace["judgments"] if j["proposition"] == "item_needed"})
+
+
+def _depth_judged(t: Turn) -> int:
+    """Records judged beyond the screen (need, staleness ... propositions)."""
+    return len(
+        {
+            j["target"]
+            for j in t.trace["judgments"]
+            if j["proposition"] not in ("screen", "item_needed")
+            and not j["target"].startswith("x-")
+        }
+    )
+
+
+def _follow_returned(t: Turn) -> int:
+    return max(
+        (c["returned"] for c in t.trace["search_calls"] if str(c["origin"]).startswith("follow")),
+        default=0,
+    )
+
+
+def _follow_words(t: Turn) -> int:
+    return max(len(s["query"].split()) for s in t.searches("follow"))
+
+
+def _neighbours(t: Turn) -> list[int]:
+    return [
+        i for i, r in enumerate(t.view["records"]) if str(r["placed_by"]).startswith("neighbour")
+    ]
+
+
+def _placement_of_early(t: Turn) -> str:
+    return str(t.trace["placement"].get("note", ""))
+
+
+def _early_in_prompts(t: Turn) -> bool:
+    return any("blue notebook" in p for p in t.prompts)
+
+
+# field -> (changed value, observable, extra run options). The observable must differ
+# between the default run (with the same options) and the changed one.
+CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
+    "max_needs": (1, lambda t: len(t.trace["needs"]), {}),
+    "searches_per_plan": (1, lambda t: len(t.searches("plan")), {}),
+    "page_records": (4, _round1_page, {}),
+    "page_chars": (400, _round1_page, {}),
+    "pool_size": (10, lambda t: sum(1 for p in t.trace["pool"] if p["round"] == 1), {}),
+    "max_rounds": (1, lambda t: t.trace["counts"]["rounds"], {}),
+    "view_records": (2, lambda t: len(t.view["records"]), {}),
+    "view_chars": (1500, lambda t: len(t.view["text"]), {}),
+    "max_records_per_call": (5, _first_wave_calls, {}),
+    "recent_messages": (1, _early_in_prompts, {}),
+    "rrf_k": (2, lambda t: sorted(set(t.judged_rrf))[-3:], {}),
+    "nearest_items": (2, _items_judged, {}),
+    "instructions_share": (
+        0.01,
+        lambda t: LONG_INSTRUCTION[:40] in t.view["text"],
+        {},
+    ),
+    "directory_share": (0.0, lambda t: "support group; pottery" in t.view["text"], {}),
+    "groups_share": (0.0, lambda t: "planned the tulip beds" in t.view["text"], {}),
+    "candidates_floor": (0, _depth_judged, {"low_judge": True}),
+    "planner_timeout_s": (0.2, lambda t: ("notes", t.trace["plan_notes"]), {"planner_delay": 1.0}),
+    "judge_timeout_s": (0.2, lambda t: ("degraded", t.trace["degradations"]), {"judge_delay": 1.0}),
+    "leave_out_recent": (False, _placement_of_early, {}),
+    "follow_positives": (0, lambda t: len(t.searches("follow")), {}),
+    "follow_scope": ("session", lambda t: sorted({s["origin"] for s in t.searches("follow")}), {}),
+    "follow_records": (2, _follow_returned, {}),
+    "follow_words": (2, _follow_words, {}),
+    "skip_pooled": (False, lambda t: max(k for _, k, off in t.calls if off > 0 or k > 20), {}),
+    "view_neighbours": (0, _neighbours, {}),
+    "neighbours_after": (0, _neighbours, {}),
+    "date_search": (False, lambda t: len(t.searches("date")), {}),
+}
+
+
+def _trivial(value: Any) -> bool:
+    return (
+        value is None or value is False or value in ([], "") or (type(value) is int and value == 0)
+    )
+
+
+def test_every_field_has_a_case() -> None:
+    assert sorted(CASES) == sorted(f.name for f in fields(ReadSettings))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_changing_the_field_moves_what_it_budgets(name: str, default: Turn) -> None:
+    value, observe, options = CASES[name]
+    base = run_turn(ReadSettings(), **options) if options else default
+    assert getattr(ReadSettings(), name) != value
+    changed = run_turn(replace(ReadSettings(), **{name: value}), **options)
+    assert changed.trace["settings"][name] == value, "the turn did not run with the change"
+    before, after = observe(base), observe(changed)
+    assert not _trivial(before), f"{name}: the default turn gives nothing to move ({before!r})"
+    assert before != after, f"{name}: {before!r} in both runs"
+
+
+def test_the_default_turn_exercises_every_path(default: Turn) -> None:
+    t = default.trace
+    assert len(t["needs"]) == 2 and len(default.searches("plan")) == 3
+    assert default.searches("follow:session")
+    assert [s for s in t["searches"] if s["origin"] == "follow"], "no follow over every session"
+    assert default.searches("date"), "the message names March 2023"
+    assert _neighbours(default), "no neighbour was brought forward"
+    assert "left out" in _placement_of_early(default)
+    assert _items_judged(default) >= 8
+    assert max(k for _, k, _ in default.calls) == LOOKAHEAD * ReadSettings().page_records
+
+
+def test_the_rrf_constant_reaches_the_judges_rank_feature() -> None:
+    from mnemon_langgraph.judges.features import Doc
+
+    row = {"id": "r", "text": "x", "evidence": {"rrf": 0.05, "rrf_k": 20}}
+    assert Doc(row, 0).retrieval()[0] == pytest.approx(1.0)
+    row["evidence"] = {"rrf": 0.05}  # evidence written before the constant was recorded
+    assert Doc(row, 0).retrieval()[0] == pytest.approx(0.05 * RRF_K)

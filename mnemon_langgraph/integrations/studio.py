@@ -5,9 +5,10 @@ call these functions and do nothing else. Variables:
 
 - ``MNEMON_DB``: path of the journal (default ``mnemon.db`` in the working directory; the
   repository's ``.gitignore`` ignores ``/*.db`` and their ``.indexes`` folders);
-- ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config.
-  Unset, such a run is refused with a message saying what to set (never a silent read of
-  some shared namespace);
+- ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config
+  (or a JSON array template such as ``["org", "{org}", "user", "{user_id}"]`` that each run
+  fills from its context). Unset, such a run is refused with a message saying what to set
+  (never a silent read of some shared namespace);
 - ``MNEMON_PLANNER_MODEL``: System 2 chat model for the read graph, as
   ``init_chat_model`` takes it (``openai:gpt-4.1-mini``); unset: the offline rule planner;
 - ``MNEMON_JUDGE``: System 1 backend: ``local`` (default, offline), ``jev`` (needs
@@ -18,6 +19,7 @@ call these functions and do nothing else. Variables:
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,28 +30,55 @@ from langgraph.graph import END, START, StateGraph
 
 from mnemon_langgraph.backends import chat_model_from_spec, judge_from_spec
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.integrations._common import current_context, namespace_from
+from mnemon_langgraph.integrations._common import (
+    current_context,
+    namespace_from,
+    template_fields,
+)
 
 __all__ = [
     "DEFAULT_DB",
     "MissingChatModel",
     "chat_model_from_env",
     "consolidation_graph_from_env",
+    "context_schema_for",
     "default_namespace",
     "judge_from_env",
+    "no_namespace_message",
     "read_graph_from_env",
+    "resolve_run_namespace",
     "store_from_env",
     "with_default_namespace",
 ]
 
 DEFAULT_DB = "mnemon.db"
 
-_NO_NAMESPACE = (
-    "this graph reads one user's memory and the run named none: set configurable.user_id "
-    "(or namespace) in the run's config (LangGraph Studio: the assistant's configuration), pass "
-    "context={{'user_id': ...}}, or start the server with MNEMON_NAMESPACE=<namespace> to read "
-    "that namespace by default (looked in: {where})"
-)
+_EXAMPLE_USER = "user-1"
+
+
+def no_namespace_message(fields: Sequence[str] = (), *, has_default: bool = False) -> str:
+    """What a run that names no user is told: only calls that work, written out in full.
+
+    Args:
+        fields: The namespace template's fields (none: the run names ``user_id``).
+        has_default: Whether the server has a default namespace (then setting
+            ``MNEMON_NAMESPACE`` would not help, and is not recommended).
+    """
+    names = list(fields) or ["user_id"]
+    values = {name: _EXAMPLE_USER for name in names}
+    text = (
+        f"this graph reads one user's memory and the run named none: pass "
+        f"context={values!r} or config={{'configurable': {values!r}}} with the run "
+        "(LangGraph Studio: the run's context form, or the assistant's configuration)"
+    )
+    if not fields:
+        text += ", or context={'namespace': ['users', 'user-1']}"
+    if not has_default:
+        text += (
+            ", or start the server with MNEMON_NAMESPACE=<namespace> to read that namespace "
+            "by default"
+        )
+    return text
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -86,9 +115,49 @@ def store_from_env(environ: Mapping[str, str] | None = None) -> Any:
     return MnemonStore(_env(environ).get("MNEMON_DB") or DEFAULT_DB)
 
 
-def default_namespace(environ: Mapping[str, str] | None = None) -> str | None:
-    """``MNEMON_NAMESPACE``, or ``None`` (runs must then name their user)."""
-    return _env(environ).get("MNEMON_NAMESPACE") or None
+def default_namespace(environ: Mapping[str, str] | None = None) -> str | tuple[str, ...] | None:
+    """``MNEMON_NAMESPACE``, or ``None`` (runs must then name their user).
+
+    A value starting with ``[`` is a JSON array of parts, e.g. ``["org", "{org}", "user",
+    "{user_id}"]``: a namespace template each run fills from its context or config.
+
+    Raises:
+        ConfigurationError: A ``[`` value that is not a JSON array of strings.
+    """
+    value = _env(environ).get("MNEMON_NAMESPACE", "").strip()
+    if not value.startswith("["):
+        return value or None
+    try:
+        parts = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"MNEMON_NAMESPACE={value!r} is not a JSON array: {exc}") from exc
+    if not parts or not all(isinstance(p, str) and p for p in parts):
+        raise ConfigurationError(
+            f"MNEMON_NAMESPACE={value!r}: a JSON namespace must be a non-empty list of strings"
+        )
+    return tuple(parts)
+
+
+def context_schema_for(default: str | Sequence[str] | None) -> type[Any]:
+    """The context schema of a graph whose runs resolve their namespace against ``default``.
+
+    :class:`~mnemon_langgraph.read.state.ReadContext` (``namespace``, ``now``, ``user_id``)
+    plus one field per placeholder of a template ``default``; LangGraph Studio's context form
+    shows these fields, and ``context={...}`` with any of them is accepted.
+    """
+    from mnemon_langgraph.read.state import read_context_schema
+
+    return read_context_schema(template_fields(default))
+
+
+def resolve_run_namespace(context: Any, config: Any, default: str | Sequence[str] | None) -> Any:
+    """The run's namespace (:func:`namespace_from`), or a refusal naming calls that work."""
+    try:
+        return namespace_from(context=context, config=config, default=default)
+    except ConfigurationError as exc:
+        fields = template_fields(default)
+        message = no_namespace_message(fields, has_default=default is not None)
+        raise ConfigurationError(message) from exc
 
 
 def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None) -> Any:
@@ -105,11 +174,7 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
 
     def _context(config: RunnableConfig) -> Any:
         context = current_context()
-        try:
-            namespace = namespace_from(context=context, config=config, default=default)
-        except ConfigurationError as exc:
-            where = "the run's context, config['configurable'] namespace/user_id, MNEMON_NAMESPACE"
-            raise ConfigurationError(_NO_NAMESPACE.format(where=where)) from exc
+        namespace = resolve_run_namespace(context, config, default)
         return ReadContext(namespace=namespace, now=getattr(context, "now", None))
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -121,7 +186,10 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
         return {"view": out["view"]}
 
     builder = StateGraph(
-        ReadOutput, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
+        ReadOutput,
+        context_schema=context_schema_for(default),
+        input_schema=ReadInput,
+        output_schema=ReadOutput,
     )
     node: Any = RunnableLambda(read, aread, name="read")
     builder.add_node("read", node)

@@ -174,3 +174,25 @@ def test_agent_with_read_context_schema_takes_user_id(tmp_path: Path) -> None:
     (result,) = [m.text for m in out["messages"] if isinstance(m, ToolMessage)]
     assert "Lisbon" in result
     store.close()
+
+
+def test_middleware_with_a_template_context_schema(tmp_path: Path) -> None:
+    """``read_context_schema`` gives a ``create_agent`` the fields its namespace template names."""
+    from mnemon_langgraph import MnemonMiddleware
+
+    store = MnemonStore(tmp_path / "t.db", embeddings=DeterministicFakeEmbedding(size=32))
+    template = ("org", "{org}", "user", "{user_id}")
+    model = _ToolCallingFake(messages=iter([AIMessage("Noted.")]))
+    agent = create_agent(
+        model,
+        middleware=[MnemonMiddleware(store, namespace=template)],
+        context_schema=read_context_schema(["org"]),
+    )
+    agent.invoke(
+        {"messages": [("user", "My boat is Wave.")]}, context={"org": "a", "user_id": USER}
+    )
+    assert any("Wave" in r.text for r in store.list_records(("org", "a", "user", USER)))
+    assert store.list_records(("org", "b", "user", USER)) == []
+    with pytest.raises(ConfigurationError, match="org"):
+        agent.invoke({"messages": [("user", "hi")]}, context={"user_id": USER})
+    store.close()

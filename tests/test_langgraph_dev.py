@@ -1,4 +1,7 @@
-"""``langgraph dev`` serves both graphs of langgraph.json; the read graph runs over HTTP."""
+"""``langgraph dev`` serves the graphs of langgraph.json; the read and agent graphs run over HTTP.
+
+One server is started per backend for the whole module (each boot takes seconds).
+"""
 
 from __future__ import annotations
 
@@ -23,10 +26,11 @@ BOOT_TIMEOUT_S = 90.0
 RUN_TIMEOUT_S = 90.0
 
 
-def test_langgraph_json_names_both_graphs() -> None:
+def test_langgraph_json_names_the_graphs() -> None:
     config = json.loads((REPO / "langgraph.json").read_text())
     graphs = config["graphs"]
     assert graphs == {
+        "mnemon_agent": "./graphs/agent_graph.py:graph",
         "mnemon_read": "./graphs/read_graph.py:graph",
         "mnemon_consolidation": "./graphs/consolidation_graph.py:graph",
     }
@@ -73,8 +77,32 @@ def _prefill(db: Path | str) -> None:
         close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(scope="module")
+def module_postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh database on the test server for this module's dev server; dropped afterwards."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    name = "mnemon_dev_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(postgres_server)
+    yield urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def dev_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield from _serve(request, tmp_path_factory.mktemp("dev"), monkeypatch)
+
+
+def _serve(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
     exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which(
@@ -87,7 +115,7 @@ def dev_server(
     # MNEMON_DB is a file path, or the URL of the test PostgreSQL server (tests/conftest.py)
     db: Path | str = tmp_path / "journal.db"
     if request.param == "postgres":
-        db = str(request.getfixturevalue("postgres_url"))
+        db = str(request.getfixturevalue("module_postgres_url"))
     _prefill(db)
     port = _free_port()
     env = {
@@ -95,6 +123,7 @@ def dev_server(
         "MNEMON_DB": str(db),
         "MNEMON_NAMESPACE": "ada",
         "MNEMON_JUDGE": "test_integration_studio:make_judge",
+        "MNEMON_AGENT_MODEL": "",  # the offline stand-in, whatever the caller's environment
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(Path(__file__).parent), os.environ.get("PYTHONPATH")) if p
         ),
@@ -161,7 +190,11 @@ def test_dev_server_runs_read_graph(dev_server: str) -> None:
 
     with httpx.Client(base_url=dev_server, timeout=RUN_TIMEOUT_S) as client:
         assistants = client.post("/assistants/search", json={"limit": 10}).json()
-        assert {a["graph_id"] for a in assistants} >= {"mnemon_read", "mnemon_consolidation"}
+        assert {a["graph_id"] for a in assistants} >= {
+            "mnemon_agent",
+            "mnemon_read",
+            "mnemon_consolidation",
+        }
 
         thread = client.post("/threads", json={}).json()
         body: dict[str, Any] = {
@@ -179,3 +212,36 @@ def test_dev_server_runs_read_graph(dev_server: str) -> None:
         other = client.post("/runs/wait", json=body)
         assert other.status_code == 200, other.text
         assert "Pixel" not in other.json()["view"]["text"]
+
+
+@pytest.mark.slow
+def test_dev_server_agent_remembers_per_user(dev_server: str) -> None:
+    """User A tells a fact in one thread and asks in a new one; user B never sees it."""
+    from langgraph_sdk import get_sync_client
+
+    from mnemon_langgraph.integrations.studio import OFFLINE_LABEL
+
+    client = get_sync_client(url=dev_server, timeout=RUN_TIMEOUT_S)
+    (agent,) = client.assistants.search(graph_id="mnemon_agent")
+    schemas = client.assistants.get_schemas(agent["assistant_id"])
+    assert {"user_id", "namespace"} <= set(schemas["context_schema"]["properties"])
+
+    def say(user: str, text: str) -> str:
+        thread = client.threads.create()
+        out = client.runs.wait(
+            thread["thread_id"],
+            "mnemon_agent",
+            input={"messages": [{"role": "user", "content": text}]},
+            context={"user_id": user},
+        )
+        assert isinstance(out, dict) and "messages" in out, out
+        reply = out["messages"][-1]
+        assert reply["type"] == "ai", reply
+        return str(reply["content"])
+
+    told = say("carol", "My locker code is 4711 and my locker is by the gym.")
+    assert told.startswith(OFFLINE_LABEL)
+    asked = say("carol", "What is my locker code?")
+    assert asked.startswith(OFFLINE_LABEL) and "4711" in asked
+    other = say("dave", "What is my locker code?")
+    assert other.startswith(OFFLINE_LABEL) and "4711" not in other

@@ -23,6 +23,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "ingest",
     "search",
     "view",
+    "mcp",
     "stats",
     "demo",
     "bench",

@@ -49,6 +49,7 @@ __all__ = [
     "render_view_message",
     "run_read_graph",
     "stamp_messages",
+    "template_fields",
 ]
 
 VIEW_MESSAGE_ID = "mnemon-view"
@@ -92,6 +93,15 @@ def _template_fields(template: NamespaceTemplate) -> list[str]:
                     )
                 fields.append(name)
     return fields
+
+
+def template_fields(template: NamespaceTemplate | None) -> list[str]:
+    """The ``{field}`` names of a namespace template, in order (none for a plain namespace).
+
+    Raises:
+        ConfigurationError: A placeholder is not a plain name, or a part holds two.
+    """
+    return _template_fields(template) if template is not None else []
 
 
 def _field(source: Any, name: str) -> str | None:

@@ -1,55 +1,96 @@
-"""Build the two graphs from environment variables, for ``langgraph dev`` / LangGraph Studio.
+"""Build the graphs of ``langgraph.json`` from environment variables, for ``langgraph dev``.
 
-``graphs/read_graph.py`` and ``graphs/consolidation_graph.py`` (named in ``langgraph.json``)
+``graphs/read_graph.py``, ``graphs/agent_graph.py`` and ``graphs/consolidation_graph.py``
 call these functions and do nothing else. Variables:
 
 - ``MNEMON_DB``: path of the journal (default ``mnemon.db`` in the working directory; the
   repository's ``.gitignore`` ignores ``/*.db`` and their ``.indexes`` folders);
-- ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config.
-  Unset, such a run is refused with a message saying what to set (never a silent read of
-  some shared namespace);
+- ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config
+  (or a JSON array template such as ``["org", "{org}", "user", "{user_id}"]`` that each run
+  fills from its context). Unset, such a run is refused with a message saying what to set
+  (never a silent read of some shared namespace);
 - ``MNEMON_PLANNER_MODEL``: System 2 chat model for the read graph, as
   ``init_chat_model`` takes it (``openai:gpt-4.1-mini``); unset: the offline rule planner;
 - ``MNEMON_JUDGE``: System 1 backend: ``local`` (default, offline), ``jev`` (needs
   ``TYPESAFE_API_KEY``), or ``llm:<provider:model>``;
+- ``MNEMON_AGENT_MODEL``: the chat model of the ``mnemon_agent`` graph (``provider:model``);
+  unset: a clearly labelled offline stand-in that quotes what memory found;
 - ``MNEMON_CONSOLIDATION_MODEL``: chat model that folds batches in the consolidation graph
   (unset: the graph is built without one and says so when run).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
 from mnemon_langgraph.backends import chat_model_from_spec, judge_from_spec
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.integrations._common import current_context, namespace_from
+from mnemon_langgraph.integrations._common import (
+    current_context,
+    is_view,
+    namespace_from,
+    template_fields,
+)
+from mnemon_langgraph.read.view import PREAMBLE
 
 __all__ = [
     "DEFAULT_DB",
+    "OFFLINE_LABEL",
+    "OFFLINE_NAME",
     "MissingChatModel",
+    "OfflineStandInModel",
+    "agent_graph_from_env",
     "chat_model_from_env",
     "consolidation_graph_from_env",
+    "context_schema_for",
+    "create_chat_agent",
     "default_namespace",
     "judge_from_env",
+    "no_namespace_message",
     "read_graph_from_env",
+    "resolve_run_namespace",
     "store_from_env",
     "with_default_namespace",
 ]
 
 DEFAULT_DB = "mnemon.db"
 
-_NO_NAMESPACE = (
-    "this graph reads one user's memory and the run named none: set configurable.user_id "
-    "(or namespace) in the run's config (LangGraph Studio: the assistant's configuration), pass "
-    "context={{'user_id': ...}}, or start the server with MNEMON_NAMESPACE=<namespace> to read "
-    "that namespace by default (looked in: {where})"
-)
+_EXAMPLE_USER = "user-1"
+
+
+def no_namespace_message(fields: Sequence[str] = (), *, has_default: bool = False) -> str:
+    """What a run that names no user is told: only calls that work, written out in full.
+
+    Args:
+        fields: The namespace template's fields (none: the run names ``user_id``).
+        has_default: Whether the server has a default namespace (then setting
+            ``MNEMON_NAMESPACE`` would not help, and is not recommended).
+    """
+    names = list(fields) or ["user_id"]
+    values = {name: _EXAMPLE_USER for name in names}
+    text = (
+        f"this graph reads one user's memory and the run named none: pass "
+        f"context={values!r} or config={{'configurable': {values!r}}} with the run "
+        "(LangGraph Studio: the run's context form, or the assistant's configuration)"
+    )
+    if not fields:
+        text += ", or context={'namespace': ['users', 'user-1']}"
+    if not has_default:
+        text += (
+            ", or start the server with MNEMON_NAMESPACE=<namespace> to read that namespace "
+            "by default"
+        )
+    return text
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -86,9 +127,49 @@ def store_from_env(environ: Mapping[str, str] | None = None) -> Any:
     return MnemonStore(_env(environ).get("MNEMON_DB") or DEFAULT_DB)
 
 
-def default_namespace(environ: Mapping[str, str] | None = None) -> str | None:
-    """``MNEMON_NAMESPACE``, or ``None`` (runs must then name their user)."""
-    return _env(environ).get("MNEMON_NAMESPACE") or None
+def default_namespace(environ: Mapping[str, str] | None = None) -> str | tuple[str, ...] | None:
+    """``MNEMON_NAMESPACE``, or ``None`` (runs must then name their user).
+
+    A value starting with ``[`` is a JSON array of parts, e.g. ``["org", "{org}", "user",
+    "{user_id}"]``: a namespace template each run fills from its context or config.
+
+    Raises:
+        ConfigurationError: A ``[`` value that is not a JSON array of strings.
+    """
+    value = _env(environ).get("MNEMON_NAMESPACE", "").strip()
+    if not value.startswith("["):
+        return value or None
+    try:
+        parts = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"MNEMON_NAMESPACE={value!r} is not a JSON array: {exc}") from exc
+    if not parts or not all(isinstance(p, str) and p for p in parts):
+        raise ConfigurationError(
+            f"MNEMON_NAMESPACE={value!r}: a JSON namespace must be a non-empty list of strings"
+        )
+    return tuple(parts)
+
+
+def context_schema_for(default: str | Sequence[str] | None) -> type[Any]:
+    """The context schema of a graph whose runs resolve their namespace against ``default``.
+
+    :class:`~mnemon_langgraph.read.state.ReadContext` (``namespace``, ``now``, ``user_id``)
+    plus one field per placeholder of a template ``default``; LangGraph Studio's context form
+    shows these fields, and ``context={...}`` with any of them is accepted.
+    """
+    from mnemon_langgraph.read.state import read_context_schema
+
+    return read_context_schema(template_fields(default))
+
+
+def resolve_run_namespace(context: Any, config: Any, default: str | Sequence[str] | None) -> Any:
+    """The run's namespace (:func:`namespace_from`), or a refusal naming calls that work."""
+    try:
+        return namespace_from(context=context, config=config, default=default)
+    except ConfigurationError as exc:
+        fields = template_fields(default)
+        message = no_namespace_message(fields, has_default=default is not None)
+        raise ConfigurationError(message) from exc
 
 
 def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None) -> Any:
@@ -105,11 +186,7 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
 
     def _context(config: RunnableConfig) -> Any:
         context = current_context()
-        try:
-            namespace = namespace_from(context=context, config=config, default=default)
-        except ConfigurationError as exc:
-            where = "the run's context, config['configurable'] namespace/user_id, MNEMON_NAMESPACE"
-            raise ConfigurationError(_NO_NAMESPACE.format(where=where)) from exc
+        namespace = resolve_run_namespace(context, config, default)
         return ReadContext(namespace=namespace, now=getattr(context, "now", None))
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -121,7 +198,10 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
         return {"view": out["view"]}
 
     builder = StateGraph(
-        ReadOutput, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
+        ReadOutput,
+        context_schema=context_schema_for(default),
+        input_schema=ReadInput,
+        output_schema=ReadOutput,
     )
     node: Any = RunnableLambda(read, aread, name="read")
     builder.add_node("read", node)
@@ -136,16 +216,20 @@ def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
     Runs that name no namespace (in their context or ``configurable``) read
     ``MNEMON_NAMESPACE``, or are refused when it is unset (see :func:`with_default_namespace`).
     """
+    graph = _read_graph_over(store_from_env(environ), environ)
+    return with_default_namespace(graph, default_namespace(environ))
+
+
+def _read_graph_over(store: Any, environ: Mapping[str, str] | None) -> Any:
+    """The read graph over ``store`` with the planner and judge the environment names."""
     from mnemon_langgraph.read.graph import create_read_graph
 
-    store = store_from_env(environ)
-    graph = create_read_graph(
+    return create_read_graph(
         source=store,
         judge=judge_from_env(environ),
         planner=chat_model_from_env("MNEMON_PLANNER_MODEL", environ),
         items=_items(store),
     )
-    return with_default_namespace(graph, default_namespace(environ))
 
 
 def _items(store: Any) -> Any:
@@ -187,3 +271,133 @@ def consolidation_graph_from_env(environ: Mapping[str, str] | None = None) -> An
     store = store_from_env(environ)
     model = chat_model_from_env("MNEMON_CONSOLIDATION_MODEL", environ) or MissingChatModel()
     return create_consolidation_graph(model=model, store=store)
+
+
+# --- the chat agent with memory (mnemon_agent) -------------------------------------------------
+
+OFFLINE_NAME = "mnemon-offline-stand-in"
+"""``name`` of the offline stand-in's replies (they are never written to memory)."""
+
+OFFLINE_LABEL = (
+    "[Offline stand-in, not a model: no chat model is configured (start the server with "
+    "MNEMON_AGENT_MODEL=provider:model, e.g. openai:gpt-4.1-mini). This reply only quotes "
+    "what memory found for your message.]"
+)
+
+
+class OfflineStandInModel(BaseChatModel):
+    """The agent's model when ``MNEMON_AGENT_MODEL`` is unset: quotes the View, labelled.
+
+    So LangGraph Studio shows a working memory agent offline: each reply starts with
+    :data:`OFFLINE_LABEL` and quotes the View the model would have read (its record text
+    escaped, as in the View), or says memory found nothing.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "mnemon-offline-stand-in"
+
+    def _generate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        view = next((m for m in messages if isinstance(m, BaseMessage) and is_view(m)), None)
+        body = _VIEW_BODY.search(view.text) if view is not None else None
+        found = body.group(1).strip() if body else ""
+        if found.removeprefix(PREAMBLE).strip() in ("", "(nothing relevant in memory)"):
+            found = "Memory found nothing for this message."
+        reply = AIMessage(f"{OFFLINE_LABEL}\n\n{found}", name=OFFLINE_NAME)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+_VIEW_BODY = re.compile(r"<memory_view>\n(.*)\n</memory_view>", re.DOTALL)
+
+
+def _is_stand_in(message: Any) -> bool:
+    return isinstance(message, AIMessage) and message.name == OFFLINE_NAME
+
+
+def create_chat_agent(
+    store: Any,
+    *,
+    model: BaseChatModel | None = None,
+    namespace: str | Sequence[str] | None = None,
+    read_graph: Any = None,
+) -> Any:
+    """A chat agent with memory: the View before each model call, the turn written after it.
+
+    ``START → model → remember → END`` over ``MessagesState``: the model node is wrapped by
+    :func:`~.subgraph.memory_nodes` (the View reaches the model as its first message and is
+    never stored in the thread), and ``remember`` writes the turn's new messages to the
+    journal. The replies of the :class:`OfflineStandInModel` are not written: they only quote
+    memory back.
+
+    Args:
+        store: The ``MnemonStore``.
+        model: The chat model (default: the labelled offline stand-in).
+        namespace: A namespace template (``("org", "{org}", "user", "{user_id}")``) or the
+            namespace of runs that name none; ``None``: every run must name its user.
+        read_graph: The compiled read graph (default: built over ``store``).
+
+    Returns:
+        The compiled graph (named ``mnemon_agent``); its context schema has ``user_id``,
+        ``namespace``, ``now`` and the template's fields.
+    """
+    from langgraph.graph import MessagesState
+
+    from mnemon_langgraph.integrations.subgraph import memory_nodes
+
+    chat = model or OfflineStandInModel()
+    with_view, remember = memory_nodes(
+        store, read_graph=read_graph, namespace=namespace, source="mnemon_agent"
+    )
+
+    def reply(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [chat.invoke(state["messages"], config)]}
+
+    async def areply(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [await chat.ainvoke(state["messages"], config)]}
+
+    model_node = with_view(RunnableLambda(reply, areply, name="reply"))
+
+    def call(state: dict[str, Any], config: RunnableConfig) -> Any:
+        resolve_run_namespace(current_context(), config, namespace)  # refuse with the hint
+        return model_node.invoke(state, config)
+
+    async def acall(state: dict[str, Any], config: RunnableConfig) -> Any:
+        resolve_run_namespace(current_context(), config, namespace)
+        return await model_node.ainvoke(state, config)
+
+    def kept(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [m for m in state["messages"] if not _is_stand_in(m)]}
+
+    def write(state: dict[str, Any], config: RunnableConfig) -> Any:
+        return remember.invoke(kept(state), config)
+
+    async def awrite(state: dict[str, Any], config: RunnableConfig) -> Any:
+        return await remember.ainvoke(kept(state), config)
+
+    builder = StateGraph(MessagesState, context_schema=context_schema_for(namespace))
+    model_step: Any = RunnableLambda(call, acall, name="model")
+    write_step: Any = RunnableLambda(write, awrite, name="remember")
+    builder.add_node("model", model_step)
+    builder.add_node("remember", write_step)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "remember")
+    builder.add_edge("remember", END)
+    return builder.compile(name="mnemon_agent")
+
+
+def agent_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
+    """The ``mnemon_agent`` graph over ``MNEMON_DB``, its model from ``MNEMON_AGENT_MODEL``.
+
+    Unset, the model is the labelled :class:`OfflineStandInModel`; the read path's planner and
+    judge come from ``MNEMON_PLANNER_MODEL`` / ``MNEMON_JUDGE``, the default namespace (or
+    template) from ``MNEMON_NAMESPACE``, as for the read graph.
+    """
+    store = store_from_env(environ)
+    return create_chat_agent(
+        store,
+        model=chat_model_from_env("MNEMON_AGENT_MODEL", environ),
+        namespace=default_namespace(environ),
+        read_graph=_read_graph_over(store, environ),
+    )

@@ -9,11 +9,13 @@ the runtime context (:class:`ReadContext`) or, as a fallback, from
 
 from __future__ import annotations
 
+import dataclasses
+import keyword
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph.message import add_messages
@@ -43,6 +45,7 @@ __all__ = [
     "judgment_entry",
     "judgments_of",
     "needs_of",
+    "read_context_schema",
     "recent_messages",
     "resolve_namespace",
     "s1_messages",
@@ -59,10 +62,51 @@ class ReadContext:
             ``("users", "ada")``.
         now: When the latest message is asked (defaults to the wall clock); System 1 sees
             it, so questions asked after the last session are judged against the right day.
+        user_id: Whose memory to read when ``namespace`` is not given: ``user_id="ada"``
+            reads the one-part namespace ``("ada",)``. ``context={"user_id": "ada"}`` works
+            too (LangGraph builds this class from the dict).
+
+    A graph whose namespace is a template (``("org", "{org}", "user", "{user_id}")``) takes
+    a context with one field per placeholder: see :func:`read_context_schema`.
     """
 
     namespace: str | tuple[str, ...] | None = None
     now: datetime | None = None
+    user_id: str | int | None = None
+
+
+def read_context_schema(fields: Sequence[str] = ()) -> type[ReadContext]:
+    """:class:`ReadContext`, extended by one optional field per name in ``fields``.
+
+    A graph whose namespace template names ``{org}`` declares this as its
+    ``context_schema``, so ``context={"org": "acme", "user_id": "ada"}`` is accepted and
+    LangGraph Studio's context form shows every field the template needs.
+
+    Args:
+        fields: Field names (identifiers) besides ``namespace``, ``now`` and ``user_id``.
+
+    Returns:
+        ``ReadContext`` itself when no new field is named, else a frozen subclass.
+
+    Raises:
+        ConfigurationError: A name is not an identifier.
+    """
+    own = {f.name for f in dataclasses.fields(ReadContext)}
+    extra = [name for name in dict.fromkeys(fields) if name not in own]
+    bad = [name for name in extra if not name.isidentifier() or keyword.iskeyword(name)]
+    if bad:
+        raise ConfigurationError(f"context fields must be plain identifiers, got {bad}")
+    if not extra:
+        return ReadContext
+    schema = dataclasses.make_dataclass(
+        "ReadContext",
+        [(name, str | int | None, dataclasses.field(default=None)) for name in extra],
+        bases=(ReadContext,),
+        frozen=True,
+        slots=True,
+    )
+    schema.__module__ = __name__
+    return cast("type[ReadContext]", schema)
 
 
 class ReadInput(TypedDict):
@@ -323,8 +367,9 @@ def resolve_namespace(
     if found is None:
         raise ConfigurationError(
             "the read graph needs a namespace (whose memory to read): pass "
-            "context=ReadContext(namespace='user-1') to invoke, or "
-            "config={'configurable': {'namespace': 'user-1'}} (or 'user_id')"
+            "context=ReadContext(user_id='user-1') or context={'user_id': 'user-1'} "
+            "(or namespace=...) to invoke, or config={'configurable': {'user_id': 'user-1'}} "
+            "(or 'namespace')"
         )
     return found
 

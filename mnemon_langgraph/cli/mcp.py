@@ -1,0 +1,113 @@
+"""``mnemon mcp``: serve one user's memory to MCP clients (Claude Desktop, Cursor, agents).
+
+Examples::
+
+    mnemon mcp --db memory.db --user ada                  # stdio (what desktop clients start)
+    mnemon mcp --db memory.db --namespace users --namespace ada --http 8765
+    mnemon mcp --db postgresql://me@localhost/mem --user ada --http
+
+Every tool call is confined to the namespace given here; stdout carries the MCP protocol
+(stdio transport), so nothing else is printed there. ``--http`` serves streamable HTTP at
+``http://127.0.0.1:PORT/mcp`` (loopback only: the server has no authentication).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from mnemon_langgraph.cli._common import add_db_arg, namespace_arg, open_store
+
+__all__ = ["DEFAULT_HTTP_PORT", "register"]
+
+DEFAULT_HTTP_PORT = 8765
+"""Port of ``--http`` given without one."""
+
+
+def register(sub: Any) -> None:
+    """Add the ``mcp`` subcommand."""
+    p = sub.add_parser(
+        "mcp",
+        help="serve one user's memory as an MCP server (stdio, or --http on loopback)",
+        description="An MCP server with the tools search_memory, remember, forget, view and "
+        "list_recent, confined to one namespace.",
+    )
+    add_db_arg(p)
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument(
+        "--namespace",
+        action="append",
+        metavar="PART",
+        help="the namespace served; repeat for a multi-part namespace",
+    )
+    who.add_argument("--user", metavar="USER", help="the user served: the namespace (USER,)")
+    p.add_argument(
+        "--http",
+        nargs="?",
+        type=int,
+        const=DEFAULT_HTTP_PORT,
+        default=None,
+        metavar="PORT",
+        help=f"serve streamable HTTP on 127.0.0.1:PORT/mcp (default port {DEFAULT_HTTP_PORT}) "
+        "instead of stdio",
+    )
+    p.add_argument("--name", default="mnemon", help="the server name clients show")
+    p.add_argument(
+        "--planner",
+        default="rules",
+        metavar="rules|PROVIDER:MODEL",
+        help="System 2 of the view tool: 'rules' (default, no model) or a chat model",
+    )
+    p.add_argument(
+        "--judge",
+        default="local",
+        metavar="local|llm:PROVIDER:MODEL|jev",
+        help="System 1 of the view tool: 'local' (default, offline), 'llm:…' or 'jev'",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
+    from mnemon_langgraph.cli import _common
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.integrations.mcp import create_mcp_server
+    from mnemon_langgraph.read.graph import create_read_graph
+
+    namespace = namespace_arg(args.namespace) or namespace_arg(args.user)
+    if namespace is None:  # argparse's group is required; this keeps mypy and callers honest
+        raise ConfigurationError("mnemon mcp: pass --namespace or --user")
+    if args.http is not None and not 0 < args.http < 65536:
+        raise ConfigurationError(f"--http: {args.http} is not a TCP port")
+    planner = _common.planner(args.planner)
+    store = open_store(args.db, create=True)
+    try:
+        judge = _common.judge(args.judge, getattr(store, "embeddings", None))
+        graph = create_read_graph(source=store, judge=judge, planner=planner)
+        server = create_mcp_server(
+            store,
+            namespace,
+            read_graph=graph,
+            name=args.name,
+            port=args.http or DEFAULT_HTTP_PORT,
+        )
+        server.run("streamable-http" if args.http is not None else "stdio")
+    finally:
+        _reopen_closed_stdout()
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    return 0
+
+
+def _reopen_closed_stdout() -> None:
+    """Point a closed ``sys.stdout`` at the null device.
+
+    The SDK's stdio transport writes the protocol through its own wrapper of stdout's
+    buffer and closes it when the client goes away; the command line's final flush must
+    then find a stream, not raise on a closed file.
+    """
+    if sys.stdout is not None and sys.stdout.closed:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process exits

@@ -111,22 +111,44 @@ def test_every_fence_names_its_language() -> None:
     assert not unnamed, f"say ```text (shown) or ```python / ```bash (run): {unnamed}"
 
 
+def marker_problem(b: Block) -> str | None:
+    """Why ``b``'s marker does not hold (None when it does, or when it has none)."""
+    if b.marker is None:
+        return None
+    if b.language not in RUNNABLE:
+        return f"{b.where}: only python/bash blocks take a marker"
+    if b.marker == "not-run":
+        return None if len(b.argument) >= 10 else f"{b.where}: say why it is not run"
+    if b.marker == "ci":
+        ok = b.page == "README.md" and b.argument in ("install", "test")
+        return None if ok else f"{b.where}: only the README's install and test commands"
+    if b.marker == "needs":
+        return None if b.argument == "postgres" else f"{b.where}: unknown need {b.argument!r}"
+    module_path = REPO / b.argument  # tested-by: that module runs it and says so
+    if not (module_path.is_file() and module_path.parent.name == "tests"):
+        return f"{b.where}: no test module {b.argument!r}"
+    module = importlib.import_module(module_path.stem)
+    if b.code not in getattr(module, "TESTED_BLOCKS", ()):
+        return f"{b.where}: not in {b.argument}'s TESTED_BLOCKS"
+    return None
+
+
 def test_every_marked_block_says_why_or_who_runs_it() -> None:
-    for b in all_blocks():
-        if b.marker is None:
-            continue
-        assert b.language in RUNNABLE, f"{b.where}: only python/bash blocks take a marker"
-        if b.marker == "not-run":
-            assert len(b.argument) >= 10, f"{b.where}: say why it is not run"
-        elif b.marker == "ci":
-            assert b.page == "README.md" and b.argument in ("install", "test"), b.where
-        elif b.marker == "needs":
-            assert b.argument == "postgres", f"{b.where}: unknown need {b.argument!r}"
-        else:  # tested-by: that module runs it and says so
-            module_path = REPO / b.argument
-            assert module_path.is_file() and module_path.parent.name == "tests", b.where
-            module = importlib.import_module(module_path.stem)
-            assert b.code in module.TESTED_BLOCKS, f"{b.where}: not run by {b.argument}"
+    problems = [p for b in all_blocks() if (p := marker_problem(b))]
+    assert not problems, problems
+
+
+def test_a_marker_that_does_not_hold_is_found() -> None:
+    quickstart = next(b for b in blocks(REPO / "README.md") if b.marker == "tested-by")
+    bad = [
+        Block("x.md", 1, "python", "print(2)\n", "tested-by", quickstart.argument),
+        Block("x.md", 1, "python", quickstart.code, "tested-by", "tests/test_nothing.py"),
+        Block("x.md", 1, "bash", "ls\n", "not-run", ""),
+        Block("x.md", 1, "bash", "ls\n", "ci", "install"),
+        Block("x.md", 1, "bash", "ls\n", "needs", "redis"),
+    ]
+    assert all(marker_problem(b) for b in bad)
+    assert marker_problem(quickstart) is None
 
 
 def test_the_ci_blocks_are_what_ci_runs() -> None:
@@ -179,6 +201,14 @@ def _run_block(block: Block, folder: Path, env: dict[str, str]) -> str:
     )
     assert out.returncode == 0, f"{block.where} failed:\n{out.stdout[-1500:]}\n{out.stderr[-3000:]}"
     return out.stdout
+
+
+def test_a_failing_block_fails_its_page(tmp_path: Path) -> None:
+    """The runner sees a command's exit code (a reading command refuses a missing journal)."""
+    block = Block("x.md", 1, "bash", "mnemon stats --db missing.db\n", None, "")
+    with pytest.raises(AssertionError, match=re.escape("x.md:1 failed")):
+        _run_block(block, tmp_path, _environment(tmp_path))
+    assert not (tmp_path / "missing.db").exists()
 
 
 @pytest.mark.slow

@@ -17,7 +17,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 
 FIND_DATA = '''\
-import os
 import tempfile
 from pathlib import Path
 
@@ -32,12 +31,10 @@ def find_repo(start: Path | None = None) -> Path:
 
 
 REPO = find_repo()
-# LoCoMo dev data: $MNEMON_LOCOMO_DEV, else ../shared/data/locomo-dev beside the repository
-LOCOMO_DIR = Path(os.environ.get("MNEMON_LOCOMO_DEV") or REPO.parent / "shared/data/locomo-dev")
 # an invented year-long conversation (LoCoMo layout) shipped with the notebooks
 LONG_SAMPLE = REPO / "notebooks" / "data" / "allotment_year.json"
-WORKDIR = Path(tempfile.mkdtemp(prefix="mnemon-notebook-"))
-print("LoCoMo dev data:", "present" if LOCOMO_DIR.exists() else "absent")'''
+WORKDIR = Path(tempfile.mkdtemp(prefix="mnemon-notebook-"))  # scratch: journals, figures
+print("sample:", LONG_SAMPLE.relative_to(REPO))'''
 
 
 def _nb(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
@@ -88,13 +85,13 @@ print(messages[0])""",
     (
         "code",
         """\
-from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph import MnemonStore
 
 store = MnemonStore(WORKDIR / "journal.db")
 NAMESPACE = ("demo",)
 result = store.ingest(NAMESPACE, messages, source=source)
 print(result.records_written, "records from", result.messages_written, "messages")
-print(next(iter(store.journal.records(NAMESPACE))).render())""",
+print(store.list_records(NAMESPACE, limit=1)[0].render())""",
     ),
     (
         "md",
@@ -107,11 +104,10 @@ View holds a few of the journal's records: is the turn that answers the question
     (
         "code",
         """\
-from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph import ReadContext, create_read_graph
 
 read_graph = create_read_graph(source=store)
-total = store.journal.count(NAMESPACE)
+total = store.count(NAMESPACE)
 views = []
 for q in questions:
     out = read_graph.invoke(
@@ -143,7 +139,7 @@ or replaced by a later one) and the rule that placed it.""",
     (
         "code",
         """\
-from mnemon_langgraph.read.view import explain
+from mnemon_langgraph import explain
 
 view = next((v for v in views if v.records), views[0])
 if view.records:
@@ -168,8 +164,9 @@ AGENT = [
 Two ways to give an agent long-term memory, both with a fake chat model so the notebook runs
 offline (swap in any LangChain chat model):
 
-1. **as nodes of your own LangGraph graph** (`memory_nodes` / `add_memory`): `recall` puts the
-   View in front of the model as one system message; `remember` writes the turn afterwards;
+1. **as nodes of your own LangGraph graph** (`add_memory`, or `memory_nodes` for your own
+   wiring): `with_view` wraps your model node so the model sees the View as its first
+   message (a system message), and a `remember` node writes the turn afterwards;
 2. **as `create_agent` middleware** (`MnemonMiddleware`): the View is added to the model
    request only (never to the agent's state); the turn is written after the agent finishes.""",
     ),
@@ -184,8 +181,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from mnemon_langgraph import MnemonStore
 from mnemon_langgraph.sources import load_jsonl
-from mnemon_langgraph.store import MnemonStore
 
 
 class EchoModel(BaseChatModel):
@@ -211,7 +208,7 @@ from mnemon_langgraph.sources import SAMPLE_PATH
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
 store.ingest(("noor",), sample, source="sample")
-print(store.journal.count(("noor",)), "records for noor")""",
+print(store.count(("noor",)), "records for noor")""",
     ),
     (
         "md",
@@ -224,7 +221,7 @@ print(store.journal.count(("noor",)), "records for noor")""",
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import MessagesState, StateGraph
 
-from mnemon_langgraph.integrations import add_memory
+from mnemon_langgraph import add_memory
 
 model = EchoModel()
 builder = StateGraph(MessagesState)
@@ -239,7 +236,7 @@ print(model.seen[-1][0].text[:1200])""",
         "code",
         """\
 # the turn is in the journal now (question and reply), the View is not
-print([r.text for r in store.journal.records(("noor",))][-1])""",
+print(store.list_records(("noor",))[-1].text)""",
     ),
     (
         "md",
@@ -253,7 +250,7 @@ from dataclasses import dataclass
 
 from langchain.agents import create_agent
 
-from mnemon_langgraph.integrations import MnemonMiddleware
+from mnemon_langgraph import MnemonMiddleware
 
 
 @dataclass
@@ -306,8 +303,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from mnemon_langgraph import MnemonStore
 from mnemon_langgraph.sources import load_jsonl
-from mnemon_langgraph.store import MnemonStore
 
 
 class ScriptedFolder(BaseChatModel):
@@ -344,12 +341,13 @@ from mnemon_langgraph.sources import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
-store.ingest(("noor",), sample, source="sample")""",
+result = store.ingest(("noor",), sample, source="sample")
+print(result.records_written, "records from", result.messages_written, "messages")""",
     ),
     (
         "code",
         """\
-from mnemon_langgraph.consolidation import create_consolidation_graph
+from mnemon_langgraph import create_consolidation_graph
 
 job = create_consolidation_graph(model=ScriptedFolder(), store=store)
 report = job.invoke({"namespace": ("noor",)})["report"]
@@ -359,7 +357,7 @@ print("watermark:", report.watermark)""",
     (
         "code",
         """\
-from mnemon_langgraph.consolidation import SQLiteItemStore
+from mnemon_langgraph import SQLiteItemStore
 
 items = SQLiteItemStore(store.journal, embeddings=store.embeddings)
 for item in items.instructions(("noor",)):
@@ -375,8 +373,7 @@ a topic directory and the timelines judged needed, before the records.""",
     (
         "code",
         """\
-from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph import ReadContext, create_read_graph
 
 read_graph = create_read_graph(source=store, items=items)
 view = read_graph.invoke(
@@ -420,29 +417,29 @@ What matters first is **evidence in the View**: the share of questions whose gol
 turns reach the View, by question category. This notebook reads the `results.jsonl` of a
 `mnemon eval locomo` run when one is given in `MNEMON_RESULTS`; otherwise it makes a small run
 here with the same harness (`run_locomo_eval`, offline: rule planner, local judge) on the first
-questions of LoCoMo's conv-26 when the dev data is present (`MNEMON_LOCOMO_DEV`), else on the
-invented conversation shipped in `notebooks/data/`. Category 5 (adversarial: the answer is not
-in the conversation) has no evidence to find and is left out, as in the harness's scores.""",
+questions of the invented conversation shipped in `notebooks/data/` (LoCoMo's layout, so
+`mnemon eval locomo` reads it too; the stored outputs below come from it). Category 5
+(adversarial: the answer is not in the conversation) has no evidence to find and is left out,
+as in the harness's scores.""",
     ),
     ("code", FIND_DATA),
     (
         "code",
         """\
 import json
+import os
 
 RESULTS = os.environ.get("MNEMON_RESULTS")
 N_QUESTIONS = 12  # questions of the small run; raise it for a real look
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-LOCOMO_FILE = LOCOMO_DIR / "conv-26.json"
-DATA = LOCOMO_FILE if LOCOMO_FILE.exists() else LONG_SAMPLE
-print("small run on:", DATA.name)""",
+DATA = LONG_SAMPLE
+print("results of:", RESULTS and Path(RESULTS).name or f"a small run on {DATA.name}")""",
     ),
     (
         "code",
         """\
+from mnemon_langgraph import MnemonStore, create_read_graph
 from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
-from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.store import MnemonStore
 
 
 def small_run(out_dir: Path) -> Path:

@@ -154,20 +154,26 @@ SNIPPETS = {
 }
 
 
+# The blocks this module runs, wherever the docs show them (README.md, docs/integrations.md);
+# tests/test_docs.py checks that every block marked "tested-by" this module is one of them.
+TESTED_BLOCKS = tuple(SNIPPETS.values())
+
+
 @pytest.fixture(autouse=True)
 def _small_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")  # the snippets' default embedder, made small
 
 
-def _readme_blocks() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def _python_blocks(page: str) -> list[str]:
+    text = (REPO / page).read_text(encoding="utf-8")
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
-def test_snippets_are_the_readme_ones() -> None:
-    blocks = _readme_blocks()
+@pytest.mark.parametrize("page", ["README.md", "docs/integrations.md"])
+def test_snippets_are_the_readme_ones(page: str) -> None:
+    blocks = _python_blocks(page)
     for name, snippet in SNIPPETS.items():
-        assert snippet in blocks, f"README snippet {name!r} differs from the tested one"
+        assert snippet in blocks, f"{page} snippet {name!r} differs from the tested one"
 
 
 def test_readme_snippets_import_from_the_top_level() -> None:

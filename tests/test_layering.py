@@ -1,7 +1,7 @@
 """The package's layers: lower layers never import higher ones, and packages form no cycle.
 
-Reading order of the code follows the write, read and consolidate paths (DESIGN.md, "Where
-things live"): base types, then the journal and search, then the store, loaders and judges,
+Reading order of the code follows the write, read and consolidate paths (docs/design.md,
+"Layers"): base types, then the journal and search, then the store, loaders and judges,
 then the read graph, consolidation, the integration surfaces, and last the tools around them
 (eval, bench, cli). Every import counts — module level, inside functions and under
 ``TYPE_CHECKING`` — because a lazy import of a higher layer is still a cycle waiting to happen.

@@ -120,19 +120,32 @@ def level_of(item: pytest.Item) -> str:
     return max(found, key=LEVEL_MARKERS.index)
 
 
+XDIST_GROUPS: dict[str, str] = {
+    # both `langgraph dev` servers run in the repository folder and keep their state in
+    # its .langgraph_api/: one worker runs them, one after the other
+    "test_langgraph_dev.py": "langgraph_dev",
+}
+"""Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
+keeps each group on one worker; docs/testing.md)."""
+
 COLLECTED: list[pytest.Item] = []
 """Every test this process collected, before ``-m`` or ``-k`` deselected any (for
 tests/test_markers.py, which checks the whole collection, not only what runs)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give every collected test its level marker (``unit``, ``integration`` or ``system``)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every collected test its level marker (``unit``, ``integration`` or ``system``),
+    and its :data:`XDIST_GROUPS` group when pytest-xdist is installed."""
     COLLECTED[:] = items
+    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
         level = level_of(item)
         if item.get_closest_marker(level) is None:
             item.add_marker(getattr(pytest.mark, level))
+        group = XDIST_GROUPS.get(item.path.name)
+        if xdist and group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _start_is_python(args: Any) -> bool:

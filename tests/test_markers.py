@@ -7,7 +7,7 @@ import re
 
 import pytest
 from _paths import REPO
-from conftest import COLLECTED, LEVEL_MARKERS, LEVELS, POSTGRES_FIXTURES
+from conftest import COLLECTED, LEVEL_MARKERS, LEVELS, POSTGRES_FIXTURES, XDIST_GROUPS
 
 TESTS = REPO / "tests"
 
@@ -41,6 +41,12 @@ def test_the_table_names_existing_files_and_tests() -> None:
         if name:
             defined = re.search(rf"^(async )?def {re.escape(name)}\(", path.read_text(), re.M)
             assert defined, f"LEVELS names a missing test: {key}"
+
+
+def test_xdist_groups_name_existing_files() -> None:
+    assert XDIST_GROUPS
+    for file in XDIST_GROUPS:
+        assert (TESTS / file).is_file(), f"XDIST_GROUPS names a missing file: {file}"
 
 
 def test_levels_are_registered_markers(pytestconfig: pytest.Config) -> None:

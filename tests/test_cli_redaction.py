@@ -2,7 +2,9 @@
 
 Every command that takes ``--db`` is run in-process against a PostgreSQL URL on loopback
 port 1 (connection refused at once); the password must appear nowhere, and the command must
-fail with something printed (so an empty output cannot pass).
+fail with something printed (so an empty output cannot pass). The connection pool retries a
+refused connection until its open timeout; the tests cap that timeout (the failure and its
+messages are the same, only the number of retries drops).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +61,25 @@ def _argvs(tmp_path: Path) -> list[list[str]]:
     ]
 
 
+POOL_OPEN_TIMEOUT_S = 1.0
+
+
+def _cap_pool_open_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``AsyncConnectionPool.open(wait=True)`` give up after a second, not thirty.
+
+    The store opens its pool with psycopg_pool's own ``open(wait=True, timeout=...)``, which
+    retries a refused connection until the timeout; capping it there (not in the store)
+    keeps the store's code path, its error and every log line of the attempt unchanged.
+    """
+    pool_mod = pytest.importorskip("psycopg_pool")
+    real_open = pool_mod.AsyncConnectionPool.open
+
+    async def open_soon(self: Any, wait: bool = False, timeout: float = 30.0) -> None:
+        await real_open(self, wait=wait, timeout=min(timeout, POOL_OPEN_TIMEOUT_S))
+
+    monkeypatch.setattr(pool_mod.AsyncConnectionPool, "open", open_soon)
+
+
 @pytest.mark.parametrize("index", range(10))
 def test_no_command_shows_the_password(
     index: int,
@@ -67,6 +89,7 @@ def test_no_command_shows_the_password(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     pytest.importorskip("psycopg")
+    _cap_pool_open_timeout(monkeypatch)
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
     import mnemon_langgraph.cli.consolidate as consolidate
 

@@ -108,7 +108,9 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[FakeJev]:
     srv = FakeJev()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    # serve_forever checks for shutdown every poll_interval (0.5 s by default), and the
+    # fixture's shutdown() waits for that check
+    thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield srv

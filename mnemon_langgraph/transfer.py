@@ -55,6 +55,7 @@ __all__ = [
     "VERSION",
     "ExportSummary",
     "ImportResult",
+    "export_document",
     "export_jsonl",
     "export_lines",
     "import_jsonl",
@@ -170,6 +171,27 @@ def export_jsonl(store: Any, namespace: str | Sequence[str], fp: IO[str]) -> Exp
         lines=header["lines"],
         items=header["items"],
     )
+
+
+def export_document(store: Any, namespace: str | Sequence[str]) -> dict[str, Any]:
+    """Everything stored about ``namespace``, as one JSON-ready document (for a data-access
+    request; :func:`export_jsonl` is the form to move a memory with).
+
+    ``store.export``'s document (the records with their dates, sessions, speakers, message
+    ids and journal ``seq``, and the audit trail) plus what consolidation wrote about the
+    user: ``items`` (each with the ids of the records it came from) and
+    ``consolidated_through`` (the last record folded, or ``None``).
+    """
+    ns = normalize_namespace(namespace)
+    document: dict[str, Any] = json.loads(store.export(ns))
+    items, watermark = _items_of(store, ns)
+    folded = [r["id"] for r in document["records"] if r["seq"] <= watermark]
+    document["items"] = [
+        {k: v for k, v in _item_line(item).items() if k not in ("type", "namespace")}
+        for item in items
+    ]
+    document["consolidated_through"] = folded[-1] if folded else None
+    return document
 
 
 def _dumps(data: dict[str, Any]) -> str:

@@ -40,25 +40,39 @@ def register(sub: Any) -> None:
     add_db_arg(p)
     add_namespace_arg(p)
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "json"),
+        default="jsonl",
+        help="jsonl (default): the file `mnemon import` reads; json: one document of "
+        "everything stored about the namespace (records, index items with their links, "
+        "the audit trail), for a data-access request",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Export the namespace; a summary goes to stderr when writing to a file."""
     from mnemon_langgraph.errors import InputError
-    from mnemon_langgraph.transfer import export_lines
+    from mnemon_langgraph.transfer import export_document, export_lines
 
     ns = namespace_arg(args.namespace)
     assert ns is not None  # --namespace is required
     with open_for_reading(args.db) as store:
         if ns not in store.namespaces():
             raise InputError(f"namespace {list(ns)!r} holds no records (see `mnemon list`)")
-        lines = export_lines(store, ns)
+        if args.format == "json":
+            lines = [json.dumps(export_document(store, ns), ensure_ascii=False, indent=2)]
+        else:
+            lines = export_lines(store, ns)
     if not args.out:
         for line in lines:
             sys.stdout.write(line + "\n")
         return 0
     _write_atomically(Path(args.out), lines)
+    if args.format == "json":
+        print(f"exported namespace {list(ns)!r} to {args.out}", file=sys.stderr)
+        return 0
     head = json.loads(lines[0])
     print(
         f"exported namespace {list(ns)!r} to {args.out}: {head['records']} records, "

@@ -20,11 +20,15 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain.tools import ToolRuntime
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+
+try:
+    from langchain.tools import ToolRuntime
+except ModuleNotFoundError as exc:  # the [agents] extra: one line saying so, not a traceback
+    raise MissingDependencyError("the memory tools", "langchain", "agents") from exc
 from mnemon_langgraph.integrations._common import (
     NamespaceTemplate,
     ReadGraph,

@@ -24,7 +24,7 @@ __all__ = [
     "RuntimeMnemonError",
     "SchemaVersionError",
     "SetupError",
-]
+]  # only error classes (tests/test_public_api.py); install_hint is the one helper beside them
 
 
 class MnemonError(Exception):
@@ -49,10 +49,45 @@ class MissingDependencyError(SetupError, ImportError):
     """
 
     def __init__(self, feature: str, package: str, extra: str | None = None) -> None:
-        hint = f"pip install 'mnemon-langgraph[{extra}]'" if extra else f"pip install {package}"
+        hint = install_hint(extra) if extra else f"pip install {package}"
         super().__init__(f"{feature} needs the optional package {package!r}: {hint}")
         self.feature = feature
         self.package = package
+
+
+def install_hint(extra: str) -> str:
+    """The ``pip install`` line that adds ``extra`` to the package *as it is installed*.
+
+    Run from a source tree (a clone, installed with ``pip install -e .`` or not at all):
+    ``pip install -e '/path/to/clone[agents]'``. Installed from a folder into
+    site-packages (``pip install /path/to/clone``, recorded in the distribution's
+    ``direct_url.json``, PEP 610): ``pip install '/path/to/clone[agents]'``. Otherwise,
+    installed from an index: ``pip install 'mnemon-langgraph[agents]'``.
+    """
+    import json
+    from importlib import metadata
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        direct = metadata.distribution("mnemon-langgraph").read_text("direct_url.json")
+        info = json.loads(direct) if direct else {}
+    except (metadata.PackageNotFoundError, ValueError):
+        info = {}
+    return _install_line(extra, root if (root / "pyproject.toml").is_file() else None, info)
+
+
+def _install_line(extra: str, source_tree: object, direct_url: dict[str, object]) -> str:
+    """:func:`install_hint`'s rule, given the source tree (or ``None``) and direct_url.json."""
+    from urllib.parse import unquote, urlsplit
+
+    if source_tree is not None:
+        return f"pip install -e '{source_tree}[{extra}]'"
+    url, dir_info = str(direct_url.get("url", "")), direct_url.get("dir_info")
+    if url.startswith("file://") and isinstance(dir_info, dict):
+        editable = "-e " if dir_info.get("editable") else ""
+        return f"pip install {editable}'{unquote(urlsplit(url).path)}[{extra}]'"
+    return f"pip install 'mnemon-langgraph[{extra}]'"
 
 
 class EmbeddingMismatchError(SetupError, ValueError):

@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"backends"},
     {"read"},
     {"consolidation"},
-    {"integrations"},
+    {"integrations", "transfer"},
     {"eval"},
     {"bench"},
     {"cli"},

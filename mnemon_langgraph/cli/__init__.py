@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from mnemon_langgraph.errors import MnemonError
 
@@ -23,8 +24,12 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "ingest",
     "search",
     "view",
+    "explain",
     "mcp",
     "stats",
+    "list",
+    "export",
+    "importing",
     "demo",
     "bench",
     "consolidate",
@@ -35,13 +40,32 @@ _COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser that accepts the global options after any subcommand too.
+
+    ``add_subparsers`` makes every subcommand's parser of the same class, so each one (and
+    each ``bench NAME``) gets ``-v``. There its default is ``SUPPRESS``: a subcommand that
+    is not given ``-v`` leaves the value the top level set, instead of resetting it.
+    """
+
+    def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=False if top_level else argparse.SUPPRESS,
+            help="log at INFO level and show the traceback of an error",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``mnemon`` argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mnemon",
         description="Long-term memory for LangGraph agents: raw records, fast judgments.",
+        top_level=True,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(f"mnemon_langgraph.cli.{name}").register(sub)
@@ -52,8 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mnemon`` command line; returns the process exit code.
 
     Exit codes: 0 done, 1 the command failed (its own report, or an unexpected error shown as
-    one line; ``-v`` shows the traceback), 2 bad setup or input (a typed error: one line),
-    130 interrupted, 141 the reader of stdout went away (``mnemon view … | head``).
+    one line), 2 bad setup or input (a typed error, or a file that cannot be read: one
+    line), 130 interrupted, 141 the reader of stdout went away (``mnemon view … | head``).
+    With ``-v`` (before or after the subcommand) every error also prints its traceback.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -68,36 +93,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         _detach_stdout()
         return 141
     except MnemonError as exc:
-        # Typed errors carry a message meant for the user; no traceback.
+        # Typed errors carry a message meant for the user; the traceback only with -v.
+        _traceback_if(args)
         print(f"mnemon: error: {_redacted(exc, args)}", file=sys.stderr)
+        return 2
+    except _UNREADABLE as exc:
+        # A path the user gave that cannot be used (a missing --corpus, a folder for a
+        # file): input, like a typed error, not an "unexpected" failure.
+        _traceback_if(args)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(_redact_text(f"mnemon: error: {exc.strerror or exc}{where}", args), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mnemon: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if args.verbose:
-            raise
+        _traceback_if(args)
         # A provider or network error from a model call (an unreachable model …): one line.
         text = _redacted(exc, args).strip().splitlines()
+        hint = "" if args.verbose else " (run with -v for the traceback)"
         print(
-            f"mnemon: error: {type(exc).__name__}: {text[0] if text else ''} "
-            "(run with -v for the traceback)",
+            f"mnemon: error: {type(exc).__name__}: {text[0] if text else ''}{hint}",
             file=sys.stderr,
         )
         return 1
     return int(code or 0)
 
 
-def _redacted(exc: BaseException, args: argparse.Namespace) -> str:
-    """``exc``'s message with no database password: the raw ``--db`` value is replaced by
-    its redacted form, and any other URL in the message is redacted too."""
+_UNREADABLE = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def _traceback_if(args: argparse.Namespace) -> None:
+    """With ``-v``: the traceback of the exception being handled, on stderr, redacted."""
+    if not getattr(args, "verbose", False):
+        return
+    import traceback
+
+    text = "".join(traceback.format_exc())
+    sys.stderr.write(_redact_text(text, args))
+
+
+def _redact_text(text: str, args: argparse.Namespace) -> str:
     from mnemon_langgraph.cli._common import redact_db
 
-    text = str(exc)
     db = getattr(args, "db", None)
     if isinstance(db, str) and db:
         text = text.replace(db, redact_db(db))
     return redact_db(text)
+
+
+def _redacted(exc: BaseException, args: argparse.Namespace) -> str:
+    """``exc``'s message with no database password: the raw ``--db`` value is replaced by
+    its redacted form, and any other URL in the message is redacted too."""
+    return _redact_text(str(exc), args)
 
 
 def _detach_stdout() -> None:

@@ -25,18 +25,22 @@ __all__ = [
     "add_db_arg",
     "add_embeddings_arg",
     "add_namespace_arg",
+    "add_read_args",
     "chat_model",
     "embeddings_for",
     "first_line",
     "judge",
     "namespace_arg",
+    "open_for_reading",
     "open_store",
     "planner",
     "print_json",
     "quiet_read_path",
+    "read_view",
     "redact_db",
     "require_journal",
     "resolve_backend",
+    "resolve_record_id",
 ]
 
 EMBEDDING_CHOICES: tuple[str, ...] = ("minilm", "fake")
@@ -232,3 +236,105 @@ def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON (dates as ISO strings)."""
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def open_for_reading(db: str) -> Any:
+    """A store for commands that only read records and items: no embedding model is loaded,
+    so a journal opens whatever model wrote it (embedding through it is refused).
+
+    Raises:
+        ConfigurationError: No journal at ``db``.
+    """
+    from mnemon_langgraph.store import is_postgres_url
+
+    if is_postgres_url(db):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        return PostgresStore.for_maintenance(db)
+    from mnemon_langgraph.storage.journal import Journal
+
+    require_journal(db)
+    with Journal(db, read_only=True) as journal:
+        recorded = journal.embedding_model()
+    if recorded is None:  # nothing embedded yet: any embedder opens it
+        return open_store(db)
+    return open_store(db, embeddings=_NoEmbedder(*recorded))
+
+
+class _NoEmbedder:
+    """Stands in for the model a journal records, for reading only; refuses to embed.
+
+    (LangChain's ``Embeddings`` interface is the two methods below; the store asks only
+    for ``model_name`` and ``dimension`` when it opens.)
+    """
+
+    def __init__(self, model_name: str, dimension: int) -> None:
+        self.model_name = model_name
+        self.dimension = dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        from mnemon_langgraph.errors import ConfigurationError
+
+        raise ConfigurationError("this command opened the journal for reading only")
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def resolve_record_id(store: Any, namespace: Namespace, record_id: str) -> str:
+    """The whole id of the record ``record_id`` names in ``namespace`` (a unique prefix
+    works, as the View shows ids shortened).
+
+    Raises:
+        InputError: No record of the namespace has that id, or several start with it.
+    """
+    from mnemon_langgraph.errors import InputError
+
+    if store.get_records(namespace, [record_id]):
+        return record_id
+    matches = store.match_record_ids(namespace, record_id, limit=3)
+    if len(matches) == 1:
+        return str(matches[0])
+    if matches:
+        raise InputError(
+            f"record id {record_id!r} is ambiguous in namespace {list(namespace)!r}: "
+            f"{', '.join(matches[:2])}, …"
+        )
+    raise InputError(
+        f"unknown record id {record_id!r}: namespace {list(namespace)!r} holds no such record "
+        "(ids are shown by `mnemon view --json` and `mnemon export`)"
+    )
+
+
+def read_view(store: Any, message: str, namespace: Namespace, args: argparse.Namespace) -> Any:
+    """Run the read graph once for ``message`` (``args.planner``, ``args.judge``) → its View."""
+    from langchain_core.messages import HumanMessage
+
+    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.read.state import ReadContext
+
+    chosen_planner = planner(args.planner)
+    chosen_judge = judge(args.judge, getattr(store, "embeddings", None))
+    graph = create_read_graph(source=store, judge=chosen_judge, planner=chosen_planner)
+    with quiet_read_path(args.verbose):  # failures are summed up in one line after the View
+        result = graph.invoke(
+            {"messages": [HumanMessage(message)]}, context=ReadContext(namespace=namespace)
+        )
+    return result["view"]
+
+
+def add_read_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--planner`` and ``--judge`` (the read path's two model choices)."""
+    parser.add_argument(
+        "--planner",
+        default="rules",
+        metavar="rules|PROVIDER:MODEL",
+        help="System 2: 'rules' (default, no model) or a chat model for "
+        "langchain's init_chat_model, e.g. openai:gpt-4.1-mini",
+    )
+    parser.add_argument(
+        "--judge",
+        default="local",
+        metavar="local|llm:PROVIDER:MODEL|jev",
+        help="System 1: 'local' (default, offline), 'llm:PROVIDER:MODEL' or 'jev'",
+    )

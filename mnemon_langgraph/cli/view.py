@@ -24,6 +24,7 @@ from mnemon_langgraph.cli._common import (
     open_store,
     print_json,
     quiet_read_path,
+    resolve_record_id,
 )
 
 __all__ = ["load_judge", "load_planner", "register"]
@@ -99,9 +100,12 @@ def _read(args: argparse.Namespace) -> Any:
     from mnemon_langgraph.read.state import ReadContext
 
     namespace = namespace_arg(args.namespace)
+    assert namespace is not None  # --namespace is required
     planner = load_planner(args.planner)
     store = open_store(args.db)
     try:
+        # An --explain id the namespace does not hold is an error, not a record "never pooled".
+        args.explain = [resolve_record_id(store, namespace, rid) for rid in args.explain or ()]
         judge = load_judge(args.judge, getattr(store, "embeddings", None))
         graph = create_read_graph(source=store, judge=judge, planner=planner)
         with quiet_read_path(args.verbose):  # failures are summed up in one line after the View

@@ -238,12 +238,14 @@ def _select_items(files: Sequence[str | Path], cfg: EvalConfig) -> list[LocomoIt
 
 def _plots_wanted(requested: bool) -> bool:
     """Plots are a bonus: without matplotlib, warn now (before the long work) and skip them."""
+    from mnemon_langgraph.errors import install_hint
     from mnemon_langgraph.eval.plots import plotting_available
 
     if requested and not plotting_available():
         log.warning(
-            "plots skipped: matplotlib is not installed (pip install 'mnemon-langgraph[eval]'); "
-            "summary.json and summary.md are still written"
+            "plots skipped: matplotlib is not installed (%s); "
+            "summary.json and summary.md are still written",
+            install_hint("eval"),
         )
         return False
     return requested

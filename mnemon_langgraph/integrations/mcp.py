@@ -31,7 +31,7 @@ from mnemon_langgraph.integrations._common import (
     render_view_message,
     run_read_graph,
 )
-from mnemon_langgraph.integrations.tools import (
+from mnemon_langgraph.integrations.actions import (
     forget_record,
     remember_fact,
     render_hits,

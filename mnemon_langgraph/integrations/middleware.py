@@ -18,9 +18,20 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
+
+from mnemon_langgraph.errors import MissingDependencyError
+
+try:
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+        ModelResponse,
+    )
+except ModuleNotFoundError as exc:  # the [agents] extra: one line saying so, not a traceback
+    raise MissingDependencyError("MnemonMiddleware", "langchain", "agents") from exc
 
 from mnemon_langgraph.integrations._common import (
     NamespaceTemplate,

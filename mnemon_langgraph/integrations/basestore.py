@@ -1,0 +1,387 @@
+"""``MnemonBaseStore``: the memory as a LangGraph ``BaseStore``.
+
+``MnemonBaseStore(store)`` wraps a :class:`~mnemon_langgraph.store.MnemonStore` of either
+backend so it can be passed wherever LangGraph expects a store: ``graph.compile(store=...)``,
+``create_agent(store=...)``, ``get_store()`` and ``runtime.store`` in nodes, tools and
+middleware, and LangMem's memory tools.
+
+* ``put`` / ``get`` / ``delete`` keep key-value items (a LangMem memory, a profile) in the
+  store's own database, beside the journal (:mod:`.basestore_items`).
+* ``search(prefix, query=...)`` ranks the items *and the conversation records* of every
+  namespace under ``prefix``: records by the store's hybrid search, items by BM25 and the
+  store's embedder over their indexed fields, both fused by RRF (:mod:`.basestore_rank`).
+  A record's value has ``kind: "record"``, its text as ``content``, its ``date`` and
+  ``message_ids``; items keep the value they were put with. Without a query, ``search``
+  lists items only (newest first): there is nothing to rank records by.
+
+Namespaces are the journal's: the tuple ``("memories", "ada")`` is the namespace the
+other surfaces write records to for that user. LangGraph forbids ``.`` in a label, so a
+journal namespace such as ``("users", "ada@example.com")`` cannot be named here (it is
+left out of listings and searches). TTL is not supported (``supports_ttl = False``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from mnemon_langgraph.errors import ConfigurationError, InputError, ModelCallError
+from mnemon_langgraph.integrations.basestore_items import (
+    ItemAudit,
+    ItemTable,
+    LoopThread,
+    PostgresItems,
+    SQLiteItems,
+    Write,
+)
+from mnemon_langgraph.integrations.basestore_rank import (
+    RECORD_KIND,
+    IndexSpec,
+    ItemRow,
+    check_filter,
+    check_key,
+    check_namespace,
+    dump_value,
+    indexed_texts,
+    matches,
+    rank_items,
+    reachable,
+    record_item,
+    record_value,
+)
+from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
+
+if TYPE_CHECKING:
+    from mnemon_langgraph.store import MnemonStore
+
+__all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore"]
+
+RECORD_SCAN = 1000
+"""Most records of one namespace a filtered search looks through for matches (best first)."""
+
+_Scored = tuple[float, int, Namespace, str, SearchItem]  # score, 0 item / 1 record, ns, key
+
+
+class MnemonBaseStore(BaseStore):
+    """A LangGraph ``BaseStore`` over a :class:`~mnemon_langgraph.store.MnemonStore`.
+
+    Args:
+        store: The store (SQLite file or PostgreSQL URL). It is not closed by
+            :meth:`close`: whoever opened it closes it.
+        index: The fields made searchable when ``put`` is given no ``index``: LangGraph
+            field paths (``["content"]``, ``["facts[*].text"]``), ``["$"]`` for the whole
+            value (the default) or ``False`` for none.
+
+    Raises:
+        ConfigurationError: The store is neither backend (or an in-memory SQLite journal).
+    """
+
+    supports_ttl: bool = False
+
+    def __init__(self, store: MnemonStore, *, index: IndexSpec = ("$",)) -> None:
+        from mnemon_langgraph.store import EmbeddedStore, is_postgres_url
+
+        self.store = store
+        self.index: IndexSpec = _check_index(index)
+        self._loop = LoopThread()
+        self._items: ItemTable
+        try:
+            if isinstance(store, EmbeddedStore):
+                self._items = SQLiteItems(store.path)
+            elif is_postgres_url(getattr(store, "url", None)):
+                self._items = PostgresItems(store.url, self._loop)  # type: ignore[attr-defined]
+            else:
+                raise ConfigurationError(
+                    f"MnemonBaseStore needs a MnemonStore, got {type(store).__name__}"
+                )
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def __repr__(self) -> str:
+        return f"MnemonBaseStore({getattr(self.store, 'path', '?')!s})"
+
+    def __enter__(self) -> MnemonBaseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the item tables' connection(s); the wrapped store stays open."""
+        self._items.close()
+        self._loop.stop()
+
+    # -- BaseStore ------------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order (a put is seen by a later get of the same batch).
+
+        Every op is checked, and every put's fields embedded, before anything is written:
+        a bad op or a failing embedder leaves the store as it was.
+        """
+        return self._loop.run(self._run(list(ops)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch`, on the caller's event loop (PostgreSQL: native async)."""
+        return await self._run(list(ops))
+
+    async def _run(self, ops: list[Op]) -> list[Result]:
+        for op in ops:
+            _check_op(op, self.index)
+        writes = await self._writes(ops)
+        results: list[Result] = [None] * len(ops)
+        i = 0
+        while i < len(ops):
+            op = ops[i]
+            if isinstance(op, PutOp):
+                j = i
+                while j < len(ops) and isinstance(ops[j], PutOp):
+                    j += 1
+                await self._items.write([writes[k] for k in range(i, j)], actor="basestore")
+                i = j
+                continue
+            if isinstance(op, GetOp):
+                row = await self._items.get(normalize_namespace(op.namespace), op.key)
+                results[i] = None if row is None else _item(row)
+            elif isinstance(op, SearchOp):
+                results[i] = await self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = await self._list(op)
+            i += 1
+        return results
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def _writes(self, ops: Sequence[Op]) -> dict[int, Write]:
+        """The :class:`Write` of each put op, by position; every field embedded in one call."""
+        writes: dict[int, Write] = {}
+        plans: list[tuple[int, PutOp, list[str]]] = []
+        for i, op in enumerate(ops):
+            if not isinstance(op, PutOp):
+                continue
+            writes[i] = Write(normalize_namespace(op.namespace), op.key, None)
+            if op.value is not None:
+                spec = self.index if op.index is None else op.index
+                plans.append((i, op, indexed_texts(op.value, spec)))
+        texts = [t for _, _, ts in plans for t in ts]
+        vectors = await asyncio.to_thread(self._embed, texts) if texts else None
+        start = 0
+        for i, op, ts in plans:
+            rows = vectors[start : start + len(ts)] if vectors is not None and ts else None
+            start += len(ts)
+            value = dump_value(op.value)
+            writes[i] = Write(writes[i].namespace, op.key, value, "\n".join(ts), rows)
+        return writes
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        try:
+            raw = self.store.embeddings.embed_documents(texts)
+        except Exception as exc:
+            raise ModelCallError(f"embedding model failed on item fields: {exc}") from exc
+        vecs = np.asarray(raw, dtype=np.float32)
+        if vecs.shape != (len(texts), self.store.dimension) or not np.isfinite(vecs).all():
+            raise ModelCallError(
+                f"embedding model returned shape {vecs.shape} (expected "
+                f"({len(texts)}, {self.store.dimension}), finite values)"
+            )
+        return normalize_rows(vecs)
+
+    # -- search ---------------------------------------------------------------------------------
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = check_namespace(op.namespace_prefix, allow_empty=True)
+        wanted = check_filter(op.filter)
+        rows = [r for r in await self._items.under(prefix) if matches(r.value, wanted)]
+        if not op.query:
+            rows.sort(key=lambda r: (-r.updated_at.timestamp(), r.namespace, r.key))
+            page = rows[op.offset : op.offset + op.limit]
+            return [_search_item(r, None) for r in page]
+        query_vector = await asyncio.to_thread(self.store.query_vector, op.query)
+        ranked = rank_items(rows, op.query, query_vector)
+        scored: list[_Scored] = [
+            (score, 0, r.namespace, r.key, _search_item(r, score)) for r, score in ranked
+        ]
+        need = op.offset + op.limit
+        for record, score, value in await self._record_hits(prefix, op.query, wanted, need):
+            found = record_item(record, score, value)
+            scored.append((score, 1, found.namespace, found.key, found))
+        # One scale (RRF of a BM25 and a dense ranking each); ties: items, then by name.
+        scored.sort(key=lambda s: (-s[0], s[1], s[2], s[3]))
+        return [s[4] for s in scored[op.offset : need]]
+
+    async def _record_hits(
+        self, prefix: Namespace, query: str, wanted: dict[str, Any], need: int
+    ) -> list[tuple[Record, float, dict[str, Any]]]:
+        """The best ``need`` records passing ``wanted`` in each namespace under ``prefix``."""
+        kind = {"kind": wanted["kind"]} if "kind" in wanted else {}
+        if need <= 0 or not matches({"kind": RECORD_KIND}, kind):
+            return []  # the filter's kind rules records out: no search needed
+        every = await asyncio.to_thread(self.store.namespaces)
+        spaces = [ns for ns in every if tuple(ns[: len(prefix)]) == prefix and reachable(ns)]
+        found = await asyncio.gather(
+            *(self._namespace_hits(ns, query, wanted, need) for ns in spaces)
+        )
+        return [hit for hits in found for hit in hits]
+
+    async def _namespace_hits(
+        self, ns: Namespace, query: str, wanted: dict[str, Any], need: int
+    ) -> list[tuple[Record, float, dict[str, Any]]]:
+        page = max(need, 20) if wanted else need
+        kept: list[tuple[Record, float, dict[str, Any]]] = []
+        offset = 0
+        while len(kept) < need and offset < RECORD_SCAN:
+            hits = await self.store.asearch(query, namespace=ns, k=page, offset=offset)
+            for hit in hits:
+                value = record_value(hit.record)
+                if matches(value, wanted):
+                    kept.append((hit.record, float(hit.score), value))
+            if len(hits) < page:
+                break
+            offset += page
+        return kept[:need]
+
+    # -- namespaces -----------------------------------------------------------------------------
+
+    async def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        spaces = set(await self._items.namespaces())
+        spaces.update(ns for ns in await asyncio.to_thread(self.store.namespaces) if reachable(ns))
+        conditions = op.match_conditions or ()
+        chosen = [ns for ns in spaces if all(_match(c, ns) for c in conditions)]
+        if op.max_depth is not None:
+            chosen = list({ns[: op.max_depth] for ns in chosen})
+        return sorted(chosen)[op.offset : op.offset + op.limit]
+
+    # -- erase and audit ------------------------------------------------------------------------
+
+    def erase_namespace(
+        self, namespace: str | Sequence[str], *, actor: str = "api"
+    ) -> dict[str, int]:
+        """Erase a namespace: its items, then its records (both audited).
+
+        Exactly that namespace (not the ones under it), like
+        :meth:`~mnemon_langgraph.store.MnemonStore.erase_namespace`. Items go first, so an
+        interrupted erase leaves records that a second run removes.
+
+        Returns:
+            ``{"items": ..., "records": ...}`` erased.
+        """
+        return self._loop.run(self.aerase_namespace(namespace, actor=actor))
+
+    async def aerase_namespace(
+        self, namespace: str | Sequence[str], *, actor: str = "api"
+    ) -> dict[str, int]:
+        """Async :meth:`erase_namespace`."""
+        ns = normalize_namespace(namespace)
+        items = await self._items.erase(ns, actor=actor)
+        records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
+        return {"items": items, "records": int(records)}
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[ItemAudit]:
+        """Audited deletions of items (deletes and erases), oldest first.
+
+        Records' deletions are in the store's own ``audit_log``.
+        """
+        ns = None if namespace is None else normalize_namespace(namespace)
+        return self._loop.run(self._items.audit_log(ns))
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _check_index(index: Any) -> IndexSpec:
+    if index is False:
+        return False
+    if isinstance(index, str) or not isinstance(index, Sequence):
+        raise ConfigurationError(f"index must be False or a list of field paths, got {index!r}")
+    if not all(isinstance(p, str) and p for p in index):
+        raise ConfigurationError(f"index field paths must be non-empty strings, got {index!r}")
+    return tuple(index)
+
+
+def _check_op(op: Any, default_index: IndexSpec) -> None:
+    """Raise for an op that cannot run, before any op of the batch runs."""
+    if isinstance(op, GetOp):
+        check_namespace(op.namespace)
+        check_key(op.key)
+    elif isinstance(op, PutOp):
+        ns = check_namespace(op.namespace)
+        if ns[0] == "langgraph":
+            raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
+        check_key(op.key)
+        if op.ttl is not None:
+            raise NotImplementedError("MnemonBaseStore does not support TTL (ttl must be None)")
+        if op.value is not None:
+            dump_value(op.value)
+            if op.value.get("kind") == RECORD_KIND:
+                raise InputError(
+                    f'value["kind"] == {RECORD_KIND!r} marks conversation records in search '
+                    "results; give the item another kind"
+                )
+            if op.index is not None:
+                _check_index(op.index)
+    elif isinstance(op, SearchOp):
+        check_namespace(op.namespace_prefix, allow_empty=True)
+        check_filter(op.filter)
+        check_count(op.limit, what="limit")
+        check_count(op.offset, what="offset")
+        if op.query is not None and not isinstance(op.query, str):
+            raise InputError(f"query must be a string, got {type(op.query).__name__}")
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            check_namespace(tuple(p for p in condition.path if p != "*"), allow_empty=True)
+            if condition.match_type not in ("prefix", "suffix"):
+                raise InputError(f"unknown match type {condition.match_type!r}")
+        if op.max_depth is not None:
+            check_count(op.max_depth, what="max_depth", minimum=1)
+        check_count(op.limit, what="limit")
+        check_count(op.offset, what="offset")
+    else:
+        raise InputError(f"unknown store operation {type(op).__name__}")
+
+
+def _match(condition: MatchCondition, ns: Namespace) -> bool:
+    """LangGraph's namespace match: whole labels, ``"*"`` matching any one label."""
+    path = tuple(condition.path)
+    if len(ns) < len(path):
+        return False
+    part = ns[: len(path)] if condition.match_type == "prefix" else ns[len(ns) - len(path) :]
+    return all(p == "*" or p == label for p, label in zip(path, part, strict=True))
+
+
+def _item(row: ItemRow) -> Item:
+    return Item(
+        value=row.value,
+        key=row.key,
+        namespace=row.namespace,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _search_item(row: ItemRow, score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=row.namespace,
+        key=row.key,
+        value=row.value,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        score=score,
+    )

@@ -8,8 +8,9 @@ middleware, and LangMem's memory tools.
 * ``put`` / ``get`` / ``delete`` keep key-value items (a LangMem memory, a profile) in the
   store's own database, beside the journal (:mod:`.basestore_items`).
 * ``search(prefix, query=...)`` ranks the items *and the conversation records* of every
-  namespace under ``prefix``: records by the store's hybrid search, items by BM25 and the
-  store's embedder over their indexed fields, both fused by RRF (:mod:`.basestore_rank`).
+  namespace under ``prefix`` as one pool: the store's hybrid search picks each namespace's
+  best records, then items (their indexed fields) and records are ranked together by BM25
+  and the store's vectors, fused by RRF (:mod:`.basestore_rank`).
   A record's value has ``kind: "record"``, its text as ``content``, its ``date`` and
   ``message_ids``; items keep the value they were put with. Without a query, ``search``
   lists items only (newest first): there is nothing to rank records by.
@@ -52,6 +53,7 @@ from mnemon_langgraph.integrations.basestore_items import (
 )
 from mnemon_langgraph.integrations.basestore_rank import (
     RECORD_KIND,
+    Candidate,
     IndexSpec,
     ItemRow,
     check_filter,
@@ -60,7 +62,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
     dump_value,
     indexed_texts,
     matches,
-    rank_items,
+    rank_pool,
     reachable,
     record_item,
     record_value,
@@ -75,8 +77,6 @@ __all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore"]
 
 RECORD_SCAN = 1000
 """Most records of one namespace a filtered search looks through for matches (best first)."""
-
-_Scored = tuple[float, int, Namespace, str, SearchItem]  # score, 0 item / 1 record, ns, key
 
 
 class MnemonBaseStore(BaseStore):
@@ -215,22 +215,20 @@ class MnemonBaseStore(BaseStore):
             page = rows[op.offset : op.offset + op.limit]
             return [_search_item(r, None) for r in page]
         query_vector = await asyncio.to_thread(self.store.query_vector, op.query)
-        ranked = rank_items(rows, op.query, query_vector)
-        scored: list[_Scored] = [
-            (score, 0, r.namespace, r.key, _search_item(r, score)) for r, score in ranked
-        ]
         need = op.offset + op.limit
-        for record, score, value in await self._record_hits(prefix, op.query, wanted, need):
-            found = record_item(record, score, value)
-            scored.append((score, 1, found.namespace, found.key, found))
-        # One scale (RRF of a BM25 and a dense ranking each); ties: items, then by name.
-        scored.sort(key=lambda s: (-s[0], s[1], s[2], s[3]))
-        return [s[4] for s in scored[op.offset : need]]
+        pool = [Candidate(r.text, r.vectors, _search_item(r, None)) for r in rows if r.text]
+        pool.extend(await self._record_candidates(prefix, op.query, wanted, need))
+        ranked = rank_pool(pool, op.query, query_vector)
+        return [_scored(c.result, score) for c, score in ranked[op.offset : need]]
 
-    async def _record_hits(
+    async def _record_candidates(
         self, prefix: Namespace, query: str, wanted: dict[str, Any], need: int
-    ) -> list[tuple[Record, float, dict[str, Any]]]:
-        """The best ``need`` records passing ``wanted`` in each namespace under ``prefix``."""
+    ) -> list[Candidate]:
+        """The best ``need`` records passing ``wanted`` of each namespace under ``prefix``.
+
+        Found by the store's hybrid search, then ranked with the items as one pool (their
+        stored vectors, their indexed text), so an item and a record compete on one scale.
+        """
         kind = {"kind": wanted["kind"]} if "kind" in wanted else {}
         if need <= 0 or not matches({"kind": RECORD_KIND}, kind):
             return []  # the filter's kind rules records out: no search needed
@@ -239,24 +237,34 @@ class MnemonBaseStore(BaseStore):
         found = await asyncio.gather(
             *(self._namespace_hits(ns, query, wanted, need) for ns in spaces)
         )
-        return [hit for hits in found for hit in hits]
+        return [c for hits in found for c in hits]
 
     async def _namespace_hits(
         self, ns: Namespace, query: str, wanted: dict[str, Any], need: int
-    ) -> list[tuple[Record, float, dict[str, Any]]]:
+    ) -> list[Candidate]:
         page = max(need, 20) if wanted else need
-        kept: list[tuple[Record, float, dict[str, Any]]] = []
+        kept: list[tuple[Record, dict[str, Any]]] = []
         offset = 0
         while len(kept) < need and offset < RECORD_SCAN:
             hits = await self.store.asearch(query, namespace=ns, k=page, offset=offset)
             for hit in hits:
                 value = record_value(hit.record)
                 if matches(value, wanted):
-                    kept.append((hit.record, float(hit.score), value))
+                    kept.append((hit.record, value))
             if len(hits) < page:
                 break
             offset += page
-        return kept[:need]
+        kept = kept[:need]
+        ids = [record.id for record, _ in kept]
+        vectors = await asyncio.to_thread(self.store.stored_vectors, ns, ids) if ids else {}
+        return [
+            Candidate(
+                record.render(),
+                None if vectors.get(record.id) is None else np.atleast_2d(vectors[record.id]),
+                record_item(record, None, value),
+            )
+            for record, value in kept
+        ]
 
     # -- namespaces -----------------------------------------------------------------------------
 
@@ -373,6 +381,17 @@ def _item(row: ItemRow) -> Item:
         namespace=row.namespace,
         created_at=row.created_at,
         updated_at=row.updated_at,
+    )
+
+
+def _scored(item: SearchItem, score: float) -> SearchItem:
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
     )
 
 

@@ -1,7 +1,7 @@
 """The pure half of :class:`~mnemon_langgraph.integrations.basestore.MnemonBaseStore`.
 
-What to index of an item, whether a value passes a LangGraph filter, how items are ranked
-for a query (the package's BM25 and the store's embedder, fused by RRF like records) and
+What to index of an item, whether a value passes a LangGraph filter, how items and records
+are ranked together for a query (the package's BM25 and the store's vectors, fused by RRF) and
 how a conversation record looks as a :class:`~langgraph.store.base.SearchItem`. No I/O:
 both backends and both faces (``batch`` / ``abatch``) share it.
 """
@@ -27,6 +27,7 @@ from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 __all__ = [
     "OPERATORS",
     "RECORD_KIND",
+    "Candidate",
     "IndexSpec",
     "ItemRow",
     "check_filter",
@@ -35,7 +36,7 @@ __all__ = [
     "dump_value",
     "indexed_texts",
     "matches",
-    "rank_items",
+    "rank_pool",
     "reachable",
     "record_item",
     "record_value",
@@ -273,42 +274,53 @@ def indexed_texts(value: Mapping[str, Any], index: IndexSpec) -> list[str]:
 # --- ranking --------------------------------------------------------------------------------
 
 
-def rank_items(
-    rows: Sequence[ItemRow], query: str, query_vector: np.ndarray | None
-) -> list[tuple[ItemRow, float]]:
-    """Searchable ``rows`` ranked for ``query``: BM25 and vectors fused by RRF (k=60).
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One thing a query may find: an item or a record, with what is searched of it.
 
-    The same fusion as records (:func:`~mnemon_langgraph.search.fusion.rrf_fuse` over a
-    BM25 ranking and a dense ranking), so an item's score and a record's are on one scale.
-    BM25 is the package's :class:`~mnemon_langgraph.search.bm25.BM25Index`, built over just
-    these rows (their statistics, not the records'); an item's dense score is its best
-    indexed text's cosine. Rows with nothing indexed are not ranked.
+    Attributes:
+        text: Its searchable text (an item's indexed fields, a record as indexed).
+        vectors: Its unit vectors (``n × dim``; one row for a record), ``None`` when unknown.
+        result: What the search returns for it.
     """
-    searchable = [r for r in rows if r.text]
-    if not searchable:
+
+    text: str
+    vectors: np.ndarray | None
+    result: SearchItem
+
+
+def rank_pool(
+    pool: Sequence[Candidate], query: str, query_vector: np.ndarray | None
+) -> list[tuple[Candidate, float]]:
+    """``pool`` ranked for ``query`` as one corpus: BM25 and cosine fused by RRF (k=60).
+
+    Items and records compete on the same two rankings, as records do in the store's own
+    search (:func:`~mnemon_langgraph.search.fusion.rrf_fuse` over a BM25 ranking and a dense
+    ranking). BM25 is the package's :class:`~mnemon_langgraph.search.bm25.BM25Index` built
+    over the pool (its statistics); a candidate's dense score is its best vector's cosine
+    (vectors are unit length, from the store's embedder). Ties keep pool order.
+    """
+    if not pool:
         return []
     bm25 = BM25Index()
-    seqs = list(range(1, len(searchable) + 1))
+    seqs = list(range(1, len(pool) + 1))
     bm25.add(
-        seqs,
-        [str(s) for s in seqs],
-        [r.text for r in searchable],
-        [1] * len(seqs),
+        seqs, [str(s) for s in seqs], [c.text for c in pool], [1] * len(seqs),
         [NO_DATE] * len(seqs),
-    )
+    )  # fmt: skip
     lexical, _ = bm25.search(query, len(seqs))
     dense: list[int] = []
     if query_vector is not None:
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         scored = [
-            (float(np.max(r.vectors @ q)), s)
-            for r, s in zip(searchable, seqs, strict=True)
-            if r.vectors is not None and r.vectors.ndim == 2 and r.vectors.shape[1] == len(q)
+            (float(np.max(c.vectors @ q)), s)
+            for c, s in zip(pool, seqs, strict=True)
+            if c.vectors is not None and c.vectors.ndim == 2 and c.vectors.shape[1] == len(q)
         ]
         scored.sort(key=lambda x: (-x[0], x[1]))
         dense = [s for _, s in scored]
     fused = rrf_fuse([[int(s) for s in lexical], dense], k=RRF_K)
-    return [(searchable[f.key - 1], f.score) for f in fused]
+    return [(pool[f.key - 1], f.score) for f in fused]
 
 
 # --- records as search items ----------------------------------------------------------------

@@ -20,7 +20,7 @@ from langchain.tools import ToolRuntime, tool
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp
+from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp, SearchItem
 from langgraph.store.memory import InMemoryStore
 
 from mnemon_langgraph import MnemonBaseStore, MnemonStore
@@ -137,6 +137,13 @@ def test_bad_input_is_refused_and_loses_nothing(bs: MnemonBaseStore) -> None:
     assert bs.get(ADA, "new") is None
     with pytest.raises(InputError):
         bs.put(ADA, "nan", {"x": float("nan")})
+    with pytest.raises(InputError, match="Unicode"):
+        bs.put(ADA, "surrogate", {"content": "bad \ud800 text"})
+    with pytest.raises(InvalidNamespaceError):
+        bs.batch([PutOp("memories", "k", {"x": 1})])  # type: ignore[arg-type]
+    bs.put(["memories", "ada"], "listed", {"content": "a list names a namespace too"})  # type: ignore[arg-type]
+    assert bs.get(ADA, "listed") is not None
+    bs.delete(ADA, "listed")
     with pytest.raises(InputError, match="record"):
         bs.put(ADA, "fake", {"kind": "record", "content": "forged"})
     with pytest.raises(InvalidNamespaceError):
@@ -368,6 +375,7 @@ def test_create_agent_tool_reads_runtime_store(bs: MnemonBaseStore, store: Mnemo
 
 def test_langmem_tools_against_it(bs: MnemonBaseStore) -> None:
     import langmem  # the langmem extra (in dev): a missing package fails, never skips
+
     ns = ("memories", "{langgraph_user_id}")
     tools = [langmem.create_manage_memory_tool(ns), langmem.create_search_memory_tool(ns)]
     script = [
@@ -393,6 +401,7 @@ def test_langmem_tools_against_it(bs: MnemonBaseStore) -> None:
 
 def test_langmem_async_tools(bs: MnemonBaseStore) -> None:
     import langmem
+
     manage = langmem.create_manage_memory_tool(("memories", "ada"), store=bs)
     search = langmem.create_search_memory_tool(("memories", "ada"), store=bs)
 
@@ -423,3 +432,26 @@ def test_same_answers_as_langgraphs_in_memory_store_on_filters(bs: MnemonBaseSto
         }, f
     assert bs.list_namespaces() == ref.list_namespaces()
     assert bs.list_namespaces(prefix=("p",)) == ref.list_namespaces(prefix=("p",))
+
+
+def test_pool_ranking_fuses_bm25_with_the_best_vector_of_each_candidate() -> None:
+    import numpy as np
+
+    from mnemon_langgraph.integrations.basestore_rank import Candidate, rank_pool
+
+    def cand(key: str, text: str, vectors: list[list[float]] | None) -> Candidate:
+        item = SearchItem(("n",), key, {}, datetime(2024, 1, 1), datetime(2024, 1, 1))
+        return Candidate(text, None if vectors is None else np.asarray(vectors, np.float32), item)
+
+    pool = [
+        cand("b", "nothing here", [[0.6, 0.8]]),
+        cand("a", "unrelated words", [[0.0, 1.0], [1.0, 0.0]]),  # its second text matches best
+        cand("c", "the zebra text", None),  # no vector: ranked by BM25 alone
+    ]
+    ranked = rank_pool(pool, "zebra", np.asarray([1.0, 0.0], np.float32), depth=10)
+    by_key = {c.result.key: s for c, s in ranked}
+    assert by_key == pytest.approx({"c": 1 / 60, "a": 1 / 60, "b": 1 / 61})
+    assert [c.result.key for c, _ in ranked][:2] == ["c", "a"]  # tie: BM25's list first
+    top1 = rank_pool(pool, "zebra", np.asarray([1.0, 0.0], np.float32), depth=1)
+    assert {c.result.key for c, _ in top1} == {"c", "a"}  # each ranking cut to its top 1
+    assert rank_pool(pool, "zebra", None, depth=10)[0][0].result.key == "c"

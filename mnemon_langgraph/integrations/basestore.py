@@ -67,6 +67,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
+from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
 
@@ -218,7 +219,7 @@ class MnemonBaseStore(BaseStore):
         need = op.offset + op.limit
         pool = [Candidate(r.text, r.vectors, _search_item(r, None)) for r in rows if r.text]
         pool.extend(await self._record_candidates(prefix, op.query, wanted, need))
-        ranked = rank_pool(pool, op.query, query_vector)
+        ranked = rank_pool(pool, op.query, query_vector, max(CANDIDATE_DEPTH, need))
         return [_scored(c.result, score) for c, score in ranked[op.offset : need]]
 
     async def _record_candidates(

@@ -98,10 +98,11 @@ def check_namespace(namespace: Any, *, allow_empty: bool = False) -> Namespace:
         NamespaceError: A label the journal cannot hold (blank, over 512 characters, a lone
             surrogate).
     """
-    if not isinstance(namespace, tuple):
+    if isinstance(namespace, str) or not isinstance(namespace, Sequence):
         raise InvalidNamespaceError(
-            f"namespace must be a tuple of strings, got {type(namespace).__name__}"
+            f"namespace must be a tuple of strings, got {type(namespace).__name__}: {namespace!r}"
         )
+    namespace = tuple(namespace)
     for label in namespace:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             raise InvalidNamespaceError(
@@ -139,7 +140,10 @@ def dump_value(value: Any) -> str:
     if not all(isinstance(k, str) for k in value):
         raise InputError("item value keys must be strings")
     try:
+        json.dumps(dict(value), allow_nan=False, ensure_ascii=False).encode("utf-8")
         return json.dumps(dict(value), allow_nan=False, separators=(",", ":"))
+    except UnicodeEncodeError as exc:  # a lone surrogate: no index or database can hold it
+        raise InputError(f"item value holds text that is not valid Unicode: {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise InputError(f"item value is not JSON-serializable: {exc}") from exc
 
@@ -290,17 +294,18 @@ class Candidate:
 
 
 def rank_pool(
-    pool: Sequence[Candidate], query: str, query_vector: np.ndarray | None
+    pool: Sequence[Candidate], query: str, query_vector: np.ndarray | None, depth: int
 ) -> list[tuple[Candidate, float]]:
     """``pool`` ranked for ``query`` as one corpus: BM25 and cosine fused by RRF (k=60).
 
     Items and records compete on the same two rankings, as records do in the store's own
-    search (:func:`~mnemon_langgraph.search.fusion.rrf_fuse` over a BM25 ranking and a dense
-    ranking). BM25 is the package's :class:`~mnemon_langgraph.search.bm25.BM25Index` built
-    over the pool (its statistics); a candidate's dense score is its best vector's cosine
-    (vectors are unit length, from the store's embedder). Ties keep pool order.
+    search (:func:`~mnemon_langgraph.search.fusion.rrf_fuse` over the top ``depth`` of a
+    BM25 ranking and of a dense ranking). BM25 is the package's
+    :class:`~mnemon_langgraph.search.bm25.BM25Index` built over the pool (its statistics);
+    a candidate's dense score is its best vector's cosine (unit vectors from the store's
+    embedder). Ties keep pool order.
     """
-    if not pool:
+    if not pool or depth <= 0:
         return []
     bm25 = BM25Index()
     seqs = list(range(1, len(pool) + 1))
@@ -308,19 +313,30 @@ def rank_pool(
         seqs, [str(s) for s in seqs], [c.text for c in pool], [1] * len(seqs),
         [NO_DATE] * len(seqs),
     )  # fmt: skip
-    lexical, _ = bm25.search(query, len(seqs))
-    dense: list[int] = []
-    if query_vector is not None:
-        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        scored = [
-            (float(np.max(c.vectors @ q)), s)
-            for c, s in zip(pool, seqs, strict=True)
-            if c.vectors is not None and c.vectors.ndim == 2 and c.vectors.shape[1] == len(q)
-        ]
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        dense = [s for _, s in scored]
+    lexical, _ = bm25.search(query, depth)
+    dense = [] if query_vector is None else _dense_ranking(pool, query_vector, depth)
     fused = rrf_fuse([[int(s) for s in lexical], dense], k=RRF_K)
     return [(pool[f.key - 1], f.score) for f in fused]
+
+
+def _dense_ranking(pool: Sequence[Candidate], query_vector: np.ndarray, depth: int) -> list[int]:
+    """1-based pool positions by best cosine with ``query_vector``, top ``depth``."""
+    q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    owners, blocks = [], []
+    for pos, c in enumerate(pool, start=1):
+        v = c.vectors
+        if v is not None and v.ndim == 2 and v.shape[1] == len(q) and len(v):
+            owners.append(np.full(len(v), pos, dtype=np.int64))
+            blocks.append(v)
+    if not blocks:
+        return []
+    owner = np.concatenate(owners)
+    sims = np.vstack(blocks).astype(np.float32, copy=False) @ q
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # owners are grouped
+    best = np.maximum.reduceat(sims, starts)
+    who = owner[starts]
+    order = np.lexsort((who, -best))[:depth]  # ties: earlier in the pool first
+    return [int(w) for w in who[order]]
 
 
 # --- records as search items ----------------------------------------------------------------

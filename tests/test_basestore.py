@@ -25,6 +25,7 @@ from langgraph.store.memory import InMemoryStore
 
 from mnemon_langgraph import MnemonBaseStore, MnemonStore
 from mnemon_langgraph.errors import InputError, ModelCallError
+from mnemon_langgraph.integrations.basestore_rank import reachable
 from mnemon_langgraph.types import Message
 
 ADA = ("memories", "ada")
@@ -192,6 +193,9 @@ def test_list_namespaces(bs: MnemonBaseStore, store: MnemonStore) -> None:
     assert bs.list_namespaces(prefix=("a",), max_depth=2) == [("a", "b"), ("a", "x")]
     assert bs.list_namespaces(limit=2, offset=1) == [("a", "b", "d"), ("a", "x")]
     assert bs.list_namespaces(prefix=("nothing",)) == []
+    found = bs.search((), query="cat Pixel Porto")  # the whole store: every reachable namespace
+    assert {i.namespace for i in found} >= {("r", "ada")}
+    assert all(reachable(i.namespace) for i in found)
 
 
 # --- search ------------------------------------------------------------------------------------
@@ -259,6 +263,24 @@ def test_search_ranks_items_and_records(bs: MnemonBaseStore, store: MnemonStore)
     assert [i.value["message_ids"] for i in by_session] == [["m2"]]
     page = bs.search(ADA, query="Pixel the cat", limit=2, offset=1)
     assert [i.key for i in page] == [i.key for i in found[1:3]]
+    # a record is written and deleted through the store, never through put/delete
+    assert bs.get(ADA, cat.key) is None
+    bs.delete(ADA, cat.key)
+    assert store.count(ADA) == 2 and bs.audit_log(ADA) == []
+
+
+def test_concurrent_writers_from_threads(bs: MnemonBaseStore) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(i: int) -> None:
+        bs.put(ADA, f"k{i}", {"content": f"fact number {i}", "i": i})
+        assert bs.get(ADA, f"k{i}") is not None
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(24)))
+    assert len(bs.search(ADA, limit=100)) == 24
+    late = bs.search(ADA, filter={"i": {"$gte": 20}})
+    assert {i.key for i in late} == {f"k{i}" for i in range(20, 24)}
 
 
 def test_async_face_matches_the_sync_face(bs: MnemonBaseStore, store: MnemonStore) -> None:
@@ -351,6 +373,24 @@ def test_compiled_graph_node_uses_get_store(bs: MnemonBaseStore, store: MnemonSt
     out = graph.invoke({"messages": [("user", "hi")]})
     assert "Pixel" in out["messages"][-1].text
     assert bs.get(ADA, "seen") is not None
+
+
+def test_async_graph_node_awaits_the_store(bs: MnemonBaseStore, store: MnemonStore) -> None:
+    from langgraph.config import get_store
+    from langgraph.graph import MessagesState, StateGraph
+
+    _seed_records(store)
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        s = get_store()
+        await s.aput(ADA, "async", {"content": "written from an async node"})
+        hits = await s.asearch(ADA, query="grey cat Pixel")
+        return {"messages": [("ai", hits[0].value["content"])]}
+
+    graph = StateGraph(MessagesState).add_node("n", node).add_edge("__start__", "n")
+    out = asyncio.run(graph.compile(store=bs).ainvoke({"messages": [("user", "hi")]}))
+    assert "Pixel" in out["messages"][-1].text
+    assert bs.get(ADA, "async") is not None
 
 
 def test_create_agent_tool_reads_runtime_store(bs: MnemonBaseStore, store: MnemonStore) -> None:

@@ -111,7 +111,11 @@ def test_put_get_update_delete(bs: MnemonBaseStore) -> None:
     assert second is not None and second.value["content"] == "likes coffee"
     assert second.created_at == first.created_at
     assert second.updated_at >= first.updated_at
+    bs.put(ADA, "q", {"content": "newer"})
+    assert [i.key for i in bs.search(ADA)] == ["q", "p"]  # no query: newest first
+    assert [i.score for i in bs.search(ADA)] == [None, None]
     bs.delete(ADA, "p")
+    bs.delete(ADA, "q")
     assert bs.get(ADA, "p") is None
     assert bs.search(ADA) == []
 

@@ -499,3 +499,31 @@ def test_pool_ranking_fuses_bm25_with_the_best_vector_of_each_candidate() -> Non
     top1 = rank_pool(pool, "zebra", np.asarray([1.0, 0.0], np.float32), depth=1)
     assert {c.result.key for c, _ in top1} == {"c", "a"}  # each ranking cut to its top 1
     assert rank_pool(pool, "zebra", None, depth=10)[0][0].result.key == "c"
+
+
+def test_items_move_between_backends_losslessly(tmp_path: Path, postgres_url: str) -> None:
+    with _open(str(tmp_path / "a.db")) as src_store, MnemonBaseStore(src_store) as src:
+        src.put(ADA, "b", {"content": "likes tea", "n": 1.5, "tags": ["x", "ü"]})
+        src.put(ADA, "a", {"title": "zebra facts", "body": "stripes"}, index=["title"])
+        src.put(ADA, "c", {"content": "hidden"}, index=False)
+        src.put(("memories", "ada", "sub"), "d", {"content": "not exported with ada"})
+        exported = src.export_items(ADA)
+    assert [r["key"] for r in exported] == ["a", "b", "c"]
+    assert [r["index"] for r in exported] == [["title"], ["$"], False]
+    text = json.dumps(exported, ensure_ascii=False, sort_keys=True)
+    with _open(postgres_url) as dst_store, MnemonBaseStore(dst_store) as dst:
+        assert dst.import_items(json.loads(text)) == 3
+        assert dst.import_items(json.loads(text)) == 3  # idempotent
+        again = json.dumps(dst.export_items(ADA), ensure_ascii=False, sort_keys=True)
+        assert again == text
+        found = dst.search(ADA, query="zebra")
+        assert found[0].key == "a" and "c" not in {i.key for i in found}  # index kept
+        bad = [*json.loads(text), {"namespace": ["memories", "ada"], "key": "z", "value": 3,
+                                   "created_at": "2024-01-01T00:00:00+00:00",
+                                   "updated_at": "2024-01-01T00:00:00+00:00"}]  # fmt: skip
+        dst.delete(ADA, "b")
+        with pytest.raises(InputError, match="item 3"):
+            dst.import_items(bad)
+        assert dst.get(ADA, "b") is None  # nothing of the refused import was written
+        with pytest.raises(InputError, match="item 0: created_at"):
+            dst.import_items([{**exported[0], "created_at": "yesterday"}])

@@ -24,7 +24,9 @@ left out of listings and searches). TTL is not supported (``supports_ttl = False
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +77,9 @@ if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
 
 __all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore"]
+
+_Put = tuple[Namespace, str, Mapping[str, Any] | None, IndexSpec, tuple[datetime, datetime] | None]
+"""A checked put: namespace, key, value (``None``: delete), index spec, restored times."""
 
 RECORD_SCAN = 1000
 """Most records of one namespace a filtered search looks through for matches (best first)."""
@@ -172,24 +177,30 @@ class MnemonBaseStore(BaseStore):
     # -- writes ---------------------------------------------------------------------------------
 
     async def _writes(self, ops: Sequence[Op]) -> dict[int, Write]:
-        """The :class:`Write` of each put op, by position; every field embedded in one call."""
-        writes: dict[int, Write] = {}
-        plans: list[tuple[int, PutOp, list[str]]] = []
+        """The :class:`Write` of each put op, by position."""
+        puts: dict[int, _Put] = {}
         for i, op in enumerate(ops):
-            if not isinstance(op, PutOp):
-                continue
-            writes[i] = Write(normalize_namespace(op.namespace), op.key, None)
-            if op.value is not None:
+            if isinstance(op, PutOp):
                 spec = self.index if op.index is None else op.index
-                plans.append((i, op, indexed_texts(op.value, spec)))
-        texts = [t for _, _, ts in plans for t in ts]
+                puts[i] = (normalize_namespace(op.namespace), op.key, op.value, spec, None)
+        return await self._prepare(puts)
+
+    async def _prepare(self, puts: dict[int, _Put]) -> dict[int, Write]:
+        """Writes for checked puts, every indexed field embedded in one call."""
+        texts_of = {i: indexed_texts(p[2], p[3]) for i, p in puts.items() if p[2] is not None}
+        texts = [t for ts in texts_of.values() for t in ts]
         vectors = await asyncio.to_thread(self._embed, texts) if texts else None
+        writes: dict[int, Write] = {}
         start = 0
-        for i, op, ts in plans:
+        for i, (ns, key, value, spec, stamp) in puts.items():
+            if value is None:
+                writes[i] = Write(ns, key, None)
+                continue
+            ts = texts_of[i]
             rows = vectors[start : start + len(ts)] if vectors is not None and ts else None
             start += len(ts)
-            value = dump_value(op.value)
-            writes[i] = Write(writes[i].namespace, op.key, value, "\n".join(ts), rows)
+            fields = json.dumps(False if spec is False else list(spec))
+            writes[i] = Write(ns, key, dump_value(value), "\n".join(ts), rows, fields, stamp)
         return writes
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -303,6 +314,51 @@ class MnemonBaseStore(BaseStore):
         records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
         return {"items": items, "records": int(records)}
 
+    # -- moving items -------------------------------------------------------------------------
+
+    def export_items(self, namespace: str | Sequence[str]) -> list[dict[str, Any]]:
+        """The items of exactly ``namespace`` as JSON-ready dicts, by key.
+
+        Each is ``{"namespace", "key", "value", "index", "created_at", "updated_at"}``
+        (``index``: what was searchable; times ISO 8601 UTC). :meth:`import_items` takes
+        them back, on either backend.
+        """
+        return self._loop.run(self.aexport_items(namespace))
+
+    async def aexport_items(self, namespace: str | Sequence[str]) -> list[dict[str, Any]]:
+        """Async :meth:`export_items`."""
+        ns = check_namespace(normalize_namespace(namespace))
+        rows = [r for r in await self._items.under(ns) if r.namespace == ns]
+        return [
+            {
+                "namespace": list(r.namespace),
+                "key": r.key,
+                "value": r.value,
+                "index": False if r.fields is False else list(r.fields),
+                "created_at": r.created_at.isoformat(),
+                "updated_at": r.updated_at.isoformat(),
+            }
+            for r in rows
+        ]
+
+    def import_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Write exported items back, times included; returns how many.
+
+        Idempotent (an item with the same namespace and key is replaced); every row is
+        checked, and every indexed field embedded, before anything is written.
+
+        Raises:
+            InputError: A malformed row (the message names its position); nothing written.
+        """
+        return self._loop.run(self.aimport_items(rows))
+
+    async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Async :meth:`import_items`."""
+        puts = {n: _import_row(n, row, self.index) for n, row in enumerate(rows)}
+        writes = await self._prepare(puts)
+        await self._items.write(list(writes.values()), actor="import")
+        return len(writes)
+
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[ItemAudit]:
         """Audited deletions of items (deletes and erases), oldest first.
 
@@ -338,12 +394,7 @@ def _check_op(op: Any, default_index: IndexSpec) -> None:
         if op.ttl is not None:
             raise NotImplementedError("MnemonBaseStore does not support TTL (ttl must be None)")
         if op.value is not None:
-            dump_value(op.value)
-            if op.value.get("kind") == RECORD_KIND:
-                raise InputError(
-                    f'value["kind"] == {RECORD_KIND!r} marks conversation records in search '
-                    "results; give the item another kind"
-                )
+            _check_value(op.value)
             if op.index is not None:
                 _check_index(op.index)
     elif isinstance(op, SearchOp):
@@ -364,6 +415,41 @@ def _check_op(op: Any, default_index: IndexSpec) -> None:
         check_count(op.offset, what="offset")
     else:
         raise InputError(f"unknown store operation {type(op).__name__}")
+
+
+def _check_value(value: Any) -> None:
+    dump_value(value)
+    if value.get("kind") == RECORD_KIND:
+        raise InputError(
+            f'value["kind"] == {RECORD_KIND!r} marks conversation records in search '
+            "results; give the item another kind"
+        )
+
+
+def _import_row(n: int, row: Any, default_index: IndexSpec) -> _Put:
+    """A checked put restoring an exported item (see ``export_items``)."""
+    try:
+        if not isinstance(row, Mapping):
+            raise InputError(f"expected an object, got {type(row).__name__}")
+        ns = check_namespace(tuple(row.get("namespace") or ()))
+        key = check_key(row.get("key"))
+        value = row.get("value")
+        _check_value(value)
+        spec = _check_index(row["index"]) if "index" in row else default_index
+        created, updated = (_instant(row.get(f), f) for f in ("created_at", "updated_at"))
+    except (InputError, InvalidNamespaceError, ConfigurationError) as exc:
+        raise InputError(f"item {n}: {exc}") from exc
+    return ns, key, value, spec, (created, updated)
+
+
+def _instant(value: Any, name: str) -> datetime:
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be an ISO 8601 string, got {value!r}")
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InputError(f"{name} is not an ISO 8601 time: {value!r}") from exc
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def _match(condition: MatchCondition, ns: Namespace) -> bool:

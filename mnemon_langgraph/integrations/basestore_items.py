@@ -56,13 +56,19 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """One put (``value`` is the JSON text) or delete (``value is None``) of an item."""
+    """One put (``value`` is the JSON text) or delete (``value is None``) of an item.
+
+    ``fields`` is the JSON of the index spec the texts came from; ``stamp`` (a restore)
+    sets both times instead of keeping ``created_at`` and taking now as ``updated_at``.
+    """
 
     namespace: Namespace
     key: str
     value: str | None
     text: str = ""
     vectors: np.ndarray | None = None
+    fields: str = '["$"]'
+    stamp: tuple[datetime, datetime] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +179,7 @@ CREATE TABLE IF NOT EXISTS mnemon_kv_items (
     text TEXT NOT NULL DEFAULT '',
     vectors BLOB,
     dim INTEGER NOT NULL DEFAULT 0,
+    fields TEXT NOT NULL DEFAULT '["$"]',
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     PRIMARY KEY (namespace, key)
@@ -189,7 +196,25 @@ CREATE TABLE IF NOT EXISTS mnemon_kv_audit (
 CREATE INDEX IF NOT EXISTS mnemon_kv_audit_ns ON mnemon_kv_audit(ns, id);
 """
 
-_COLUMNS = "namespace, key, value, text, vectors, dim, created_at, updated_at"
+_COLUMNS = "namespace, key, value, text, vectors, dim, created_at, updated_at, fields"
+
+
+def _upsert(mark: str, w: Write) -> str:
+    """The upsert of ``w`` (``mark``: the driver's placeholder); a restore sets both times."""
+    marks = ", ".join([mark] * 9)
+    times = "created_at = excluded.created_at, " if w.stamp is not None else ""
+    return (
+        f"INSERT INTO mnemon_kv_items({_COLUMNS}) VALUES ({marks}) "
+        "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
+        "text = excluded.text, vectors = excluded.vectors, dim = excluded.dim, "
+        f"fields = excluded.fields, {times}updated_at = excluded.updated_at"
+    )
+
+
+def _params(ns: str, w: Write, now: datetime) -> tuple[Any, ...]:
+    blob, dim = _blob(w.vectors)
+    created, updated = w.stamp if w.stamp is not None else (now, now)
+    return (ns, w.key, w.value, w.text, blob, dim, created, updated, w.fields)
 
 
 def _row(r: Sequence[Any]) -> ItemRow:
@@ -200,9 +225,14 @@ def _row(r: Sequence[Any]) -> ItemRow:
         value=json.loads(r[2]),
         text=r[3],
         vectors=_vectors(r[4], r[5]),
-        created_at=created if isinstance(created, datetime) else datetime.fromisoformat(created),
-        updated_at=updated if isinstance(updated, datetime) else datetime.fromisoformat(updated),
+        created_at=_utc(created),
+        updated_at=_utc(updated),
+        fields=json.loads(r[8]) or False,
     )
+
+
+def _utc(value: datetime | str) -> datetime:
+    return (value if isinstance(value, datetime) else datetime.fromisoformat(value)).astimezone(UTC)
 
 
 class SQLiteItems:
@@ -258,7 +288,7 @@ class SQLiteItems:
                 raise self._error(exc, doing) from exc
 
     def _write_in(self, conn: sqlite3.Connection, writes: Sequence[Write], actor: str) -> bool:
-        now = datetime.now(UTC).isoformat()
+        now = datetime.now(UTC)
         deleted: dict[tuple[str, str], bool] = {}
         for w in writes:
             ns = namespace_key(w.namespace)
@@ -268,20 +298,14 @@ class SQLiteItems:
                 )
                 deleted[(ns, w.key)] = deleted.get((ns, w.key), False) or cur.rowcount > 0
                 continue
-            blob, dim = _blob(w.vectors)
-            conn.execute(
-                f"INSERT INTO mnemon_kv_items({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(namespace, key) DO UPDATE SET value = excluded.value, "
-                "text = excluded.text, vectors = excluded.vectors, dim = excluded.dim, "
-                "updated_at = excluded.updated_at",
-                (ns, w.key, w.value, w.text, blob, dim, now, now),
-            )
+            stamped = _params(ns, w, now)
+            conn.execute(_upsert("?", w), tuple(_iso(v) for v in stamped))
             deleted[(ns, w.key)] = False  # a put after a delete in one batch: not deleted
         for ns, keys in _audit_rows(writes, deleted).items():
             conn.execute(
                 "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
                 "VALUES (?, ?, 'delete_items', ?, ?, ?)",
-                (now, actor, ns, json.dumps(keys), len(keys)),
+                (now.isoformat(), actor, ns, json.dumps(keys), len(keys)),
             )
         return any(deleted.values())
 
@@ -358,6 +382,10 @@ class SQLiteItems:
             self._conn.close()
 
 
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
 def _audit_entry(r: Sequence[Any]) -> ItemAudit:
     at = r[1] if isinstance(r[1], datetime) else datetime.fromisoformat(r[1])
     return ItemAudit(
@@ -381,6 +409,7 @@ _PG_SCHEMA = (
         text text NOT NULL DEFAULT '',
         vectors bytea,
         dim integer NOT NULL DEFAULT 0,
+        fields text NOT NULL DEFAULT '["$"]',
         created_at timestamptz NOT NULL,
         updated_at timestamptz NOT NULL,
         PRIMARY KEY (namespace, key)
@@ -461,15 +490,7 @@ class PostgresItems:
                     )
                     deleted[(ns, w.key)] = deleted.get((ns, w.key), False) or cur.rowcount > 0
                     continue
-                blob, dim = _blob(w.vectors)
-                await conn.execute(
-                    f"INSERT INTO mnemon_kv_items({_COLUMNS}) VALUES "
-                    "(%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, key) DO UPDATE "
-                    "SET value = excluded.value, text = excluded.text, "
-                    "vectors = excluded.vectors, dim = excluded.dim, "
-                    "updated_at = excluded.updated_at",
-                    (ns, w.key, w.value, w.text, blob, dim, now, now),
-                )
+                await conn.execute(_upsert("%s", w), _params(ns, w, now))
                 deleted[(ns, w.key)] = False
             for ns, keys in _audit_rows(writes, deleted).items():
                 await conn.execute(

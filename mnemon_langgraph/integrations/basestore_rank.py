@@ -48,10 +48,11 @@ RECORD_KIND = "record"
 OPERATORS = frozenset(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))
 """The filter operators LangGraph documents for ``BaseStore.search``."""
 
-IndexSpec = Literal[False] | Sequence[str]
-"""What of an item is searchable: ``False`` (nothing) or LangGraph field paths (``"$"``: all)."""
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+IndexSpec = Literal[False] | Sequence[str]
+"""What of an item is searchable: ``False`` (nothing) or LangGraph field paths (``"$"``: all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class ItemRow:
         vectors: Unit vectors of its indexed texts (``n × dim``), ``None`` when not indexed.
         created_at: First put (UTC).
         updated_at: Last put (UTC).
+        fields: What was indexed (``False`` or field paths), so a copy can re-index it.
     """
 
     namespace: Namespace
@@ -75,6 +77,7 @@ class ItemRow:
     vectors: np.ndarray | None
     created_at: datetime
     updated_at: datetime
+    fields: IndexSpec = ("$",)
 
 
 # --- checks ---------------------------------------------------------------------------------

@@ -160,6 +160,21 @@ def test_bad_input_is_refused_and_loses_nothing(bs: MnemonBaseStore) -> None:
     assert [i.key for i in bs.search(ADA)] == ["keep"]
 
 
+def test_closing_is_idempotent_and_final(store: MnemonStore) -> None:
+    from mnemon_langgraph.errors import RuntimeMnemonError
+
+    bs = MnemonBaseStore(store)
+    bs.put(ADA, "k", {"content": "x"})
+    bs.close()
+    bs.close()
+    with pytest.raises(RuntimeMnemonError, match="closed"):
+        bs.get(ADA, "k")
+    with pytest.raises(RuntimeMnemonError, match="closed"):
+        asyncio.run(bs.aget(ADA, "k"))
+    with MnemonBaseStore(store) as again:  # the store itself stayed open
+        assert again.get(ADA, "k") is not None
+
+
 def test_a_failing_embedder_writes_nothing(target: str) -> None:
     with _open(target, FailingEmbeddings()) as store, MnemonBaseStore(store) as bs:
         with pytest.raises(ModelCallError):

@@ -44,7 +44,12 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from mnemon_langgraph.errors import ConfigurationError, InputError, ModelCallError
+from mnemon_langgraph.errors import (
+    ConfigurationError,
+    InputError,
+    ModelCallError,
+    RuntimeMnemonError,
+)
 from mnemon_langgraph.integrations.basestore_items import (
     ItemAudit,
     ItemTable,
@@ -107,6 +112,7 @@ class MnemonBaseStore(BaseStore):
         self.store = store
         self.index: IndexSpec = _check_index(index)
         self._loop = LoopThread()
+        self._closed = False
         self._items: ItemTable
         try:
             if isinstance(store, EmbeddedStore):
@@ -131,7 +137,10 @@ class MnemonBaseStore(BaseStore):
         self.close()
 
     def close(self) -> None:
-        """Close the item tables' connection(s); the wrapped store stays open."""
+        """Close the item tables' connection(s); the wrapped store stays open. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         self._items.close()
         self._loop.stop()
 
@@ -143,13 +152,19 @@ class MnemonBaseStore(BaseStore):
         Every op is checked, and every put's fields embedded, before anything is written:
         a bad op or a failing embedder leaves the store as it was.
         """
+        self._check_open()
         return self._loop.run(self._run(list(ops)))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeMnemonError("this MnemonBaseStore is closed")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`, on the caller's event loop (PostgreSQL: native async)."""
         return await self._run(list(ops))
 
     async def _run(self, ops: list[Op]) -> list[Result]:
+        self._check_open()
         for op in ops:
             _check_op(op, self.index)
         writes = await self._writes(ops)
@@ -303,6 +318,7 @@ class MnemonBaseStore(BaseStore):
         Returns:
             ``{"items": ..., "records": ...}`` erased.
         """
+        self._check_open()
         return self._loop.run(self.aerase_namespace(namespace, actor=actor))
 
     async def aerase_namespace(
@@ -323,6 +339,7 @@ class MnemonBaseStore(BaseStore):
         (``index``: what was searchable; times ISO 8601 UTC). :meth:`import_items` takes
         them back, on either backend.
         """
+        self._check_open()
         return self._loop.run(self.aexport_items(namespace))
 
     async def aexport_items(self, namespace: str | Sequence[str]) -> list[dict[str, Any]]:
@@ -350,6 +367,7 @@ class MnemonBaseStore(BaseStore):
         Raises:
             InputError: A malformed row (the message names its position); nothing written.
         """
+        self._check_open()
         return self._loop.run(self.aimport_items(rows))
 
     async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -365,6 +383,7 @@ class MnemonBaseStore(BaseStore):
         Records' deletions are in the store's own ``audit_log``.
         """
         ns = None if namespace is None else normalize_namespace(namespace)
+        self._check_open()
         return self._loop.run(self._items.audit_log(ns))
 
 

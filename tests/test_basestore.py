@@ -97,6 +97,12 @@ def test_is_a_real_basestore_without_ttl(bs: MnemonBaseStore) -> None:
     with pytest.raises(NotImplementedError):
         bs.batch([PutOp(ADA, "k", {"content": "x"}, ttl=5.0)])
     assert bs.get(ADA, "k") is None  # nothing half-written
+    from mnemon_langgraph.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="MnemonStore"):
+        MnemonBaseStore(InMemoryStore())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="index"):
+        MnemonBaseStore(bs.store, index="content")
 
 
 def test_put_get_update_delete(bs: MnemonBaseStore) -> None:

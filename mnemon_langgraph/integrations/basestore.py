@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +82,7 @@ from mnemon_langgraph.types import Namespace, Record, check_count, normalize_nam
 if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
 
-__all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore"]
+__all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore", "base_store_from_env"]
 
 _Put = tuple[Namespace, str, Mapping[str, Any] | None, IndexSpec, tuple[datetime, datetime] | None]
 """A checked put: namespace, key, value (``None``: delete), index spec, restored times."""
@@ -385,6 +386,25 @@ class MnemonBaseStore(BaseStore):
         ns = None if namespace is None else normalize_namespace(namespace)
         self._check_open()
         return self._loop.run(self._items.audit_log(ns))
+
+
+@contextmanager
+def base_store_from_env(environ: Mapping[str, str] | None = None) -> Iterator[MnemonBaseStore]:
+    """A :class:`MnemonBaseStore` over the store at ``MNEMON_DB``, both closed on exit.
+
+    For a LangGraph server (``langgraph dev``, Studio), whose own store then is this memory:
+    in ``langgraph.json``, ``"store": {"path":
+    "mnemon_langgraph.integrations.basestore.base_store_from_env"}``. ``MNEMON_DB`` is read
+    as by the server's graphs (:func:`~mnemon_langgraph.integrations.studio.store_from_env`).
+    """
+    from mnemon_langgraph.integrations.studio import store_from_env
+
+    store = store_from_env(environ)
+    try:
+        with MnemonBaseStore(store) as base:
+            yield base
+    finally:
+        store.close()
 
 
 # --- helpers ------------------------------------------------------------------------------------

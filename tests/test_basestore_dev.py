@@ -158,3 +158,20 @@ def test_the_servers_store_api_is_the_memory(server: tuple[str, Path]) -> None:
 
     with sqlite3.connect(db) as conn:  # the server wrote into the journal's own file
         assert conn.execute("SELECT key FROM mnemon_kv_items").fetchall() == [("diet",)]
+
+
+def test_the_user_page_snippet_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    monkeypatch.chdir(tmp_path)
+    page = (REPO / "docs" / "basestore.md").read_text(encoding="utf-8")
+    [code] = re.findall(r"```python\n(.*?)```", page, re.S)
+    exec(compile(code, "docs/basestore.md", "exec"), {"__name__": "docs_basestore"})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "{'content': 'Ada is vegetarian', 'since': 2019}"
+    kinds = {line.split()[1] for line in lines[1:3]}
+    assert kinds == {"item", "record"}  # the search found the item and the record
+    assert lines[-1] == "Ada is vegetarian"  # the graph's node read the store

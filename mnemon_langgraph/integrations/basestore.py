@@ -326,6 +326,7 @@ class MnemonBaseStore(BaseStore):
         self, namespace: str | Sequence[str], *, actor: str = "api"
     ) -> dict[str, int]:
         """Async :meth:`erase_namespace`."""
+        self._check_open()
         ns = normalize_namespace(namespace)
         items = await self._items.erase(ns, actor=actor)
         records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
@@ -345,6 +346,7 @@ class MnemonBaseStore(BaseStore):
 
     async def aexport_items(self, namespace: str | Sequence[str]) -> list[dict[str, Any]]:
         """Async :meth:`export_items`."""
+        self._check_open()
         ns = check_namespace(normalize_namespace(namespace))
         rows = [r for r in await self._items.under(ns) if r.namespace == ns]
         return [
@@ -373,6 +375,7 @@ class MnemonBaseStore(BaseStore):
 
     async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Async :meth:`import_items`."""
+        self._check_open()
         puts = {n: _import_row(n, row, self.index) for n, row in enumerate(rows)}
         writes = await self._prepare(puts)
         await self._items.write(list(writes.values()), actor="import")

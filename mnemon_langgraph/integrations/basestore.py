@@ -94,6 +94,10 @@ RECORD_SCAN = 1000
 class MnemonBaseStore(BaseStore):
     """A LangGraph ``BaseStore`` over a :class:`~mnemon_langgraph.store.MnemonStore`.
 
+    One async implementation serves both faces: :meth:`abatch` runs it on the caller's
+    event loop; :meth:`batch` runs it on this object's own event-loop thread and waits, so
+    sync calls work inside and outside a running loop. Thread-safe.
+
     Args:
         store: The store (SQLite file or PostgreSQL URL). It is not closed by
             :meth:`close`: whoever opened it closes it.

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         create_consolidation_graph,
     )
     from mnemon_langgraph.integrations import (
+        MnemonBaseStore,
         MnemonMemory,
         MnemonMiddleware,
         MnemonRetriever,
@@ -60,6 +61,7 @@ _WHERE: dict[str, str] = {
     "MnemonMemory": "integrations",
     "create_memory_tools": "integrations",
     "MnemonRetriever": "integrations",
+    "MnemonBaseStore": "integrations",
 }
 
 __all__ = [  # noqa: RUF022 - grouped as in _WHERE, pinned by tests/test_public_api.py
@@ -81,6 +83,7 @@ __all__ = [  # noqa: RUF022 - grouped as in _WHERE, pinned by tests/test_public_
     "MnemonMemory",
     "create_memory_tools",
     "MnemonRetriever",
+    "MnemonBaseStore",
 ]
 
 

@@ -21,6 +21,7 @@ EXPECTED = {
     "create_consolidation_graph", "ConsolidationSettings", "SQLiteItemStore",
     # agent surfaces
     "add_memory", "MnemonMiddleware", "MnemonMemory", "create_memory_tools", "MnemonRetriever",
+    "MnemonBaseStore",
 }  # fmt: skip
 
 

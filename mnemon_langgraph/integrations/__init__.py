@@ -10,7 +10,8 @@ the surface that uses them:
 - :class:`MnemonMemory` — the classic ``BaseMemory`` shape (:mod:`.memory`);
 - :class:`MnemonChatMessageHistory` — a ``BaseChatMessageHistory`` (:mod:`.history`);
 - :func:`create_memory_tools` — ``search_memory`` / ``remember`` / ``forget`` tools (:mod:`.tools`);
-- :class:`MnemonRetriever` — the hybrid search as a ``BaseRetriever`` (:mod:`.retriever`).
+- :class:`MnemonRetriever` — the hybrid search as a ``BaseRetriever`` (:mod:`.retriever`);
+- :class:`MnemonBaseStore` — the memory as a LangGraph ``BaseStore`` (:mod:`.basestore`).
 
 Every surface finds the run's namespace by one rule (:func:`namespace_from`) and none stores
 the View in the agent's state.
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         fill_namespace,
         namespace_from,
     )
+    from mnemon_langgraph.integrations.basestore import MnemonBaseStore
     from mnemon_langgraph.integrations.history import MnemonChatMessageHistory
     from mnemon_langgraph.integrations.memory import MnemonMemory
     from mnemon_langgraph.integrations.middleware import MnemonMiddleware
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VIEW_MESSAGE_ID",
     "MemoryNodes",
+    "MnemonBaseStore",
     "MnemonChatMessageHistory",
     "MnemonMemory",
     "MnemonMiddleware",
@@ -60,6 +63,7 @@ _WHERE = {
     "MnemonMiddleware": "middleware",
     "MnemonMemory": "memory",
     "MnemonChatMessageHistory": "history",
+    "MnemonBaseStore": "basestore",
 }
 
 

@@ -1,0 +1,539 @@
+"""``MnemonBaseStore``: the memory as a LangGraph ``BaseStore``.
+
+``MnemonBaseStore(store)`` wraps a :class:`~mnemon_langgraph.store.MnemonStore` of either
+backend so it can be passed wherever LangGraph expects a store: ``graph.compile(store=...)``,
+``create_agent(store=...)``, ``get_store()`` and ``runtime.store`` in nodes, tools and
+middleware, and LangMem's memory tools.
+
+* ``put`` / ``get`` / ``delete`` keep key-value items (a LangMem memory, a profile) in the
+  store's own database, beside the journal (:mod:`.basestore_items`).
+* ``search(prefix, query=...)`` ranks the items *and the conversation records* of every
+  namespace under ``prefix`` as one pool: the store's hybrid search picks each namespace's
+  best records, then items (their indexed fields) and records are ranked together by BM25
+  and the store's vectors, fused by RRF (:mod:`.basestore_rank`).
+  A record's value has ``kind: "record"``, its text as ``content``, its ``date`` and
+  ``message_ids``; items keep the value they were put with. Without a query, ``search``
+  lists items only (newest first): there is nothing to rank records by.
+
+Namespaces are the journal's: the tuple ``("memories", "ada")`` is the namespace the
+other surfaces write records to for that user. LangGraph forbids ``.`` in a label, so a
+journal namespace such as ``("users", "ada@example.com")`` cannot be named here (it is
+left out of listings and searches). TTL is not supported (``supports_ttl = False``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from mnemon_langgraph.errors import (
+    ConfigurationError,
+    InputError,
+    ModelCallError,
+    RuntimeMnemonError,
+)
+from mnemon_langgraph.integrations.basestore_items import (
+    ItemAudit,
+    ItemTable,
+    LoopThread,
+    PostgresItems,
+    SQLiteItems,
+    Write,
+)
+from mnemon_langgraph.integrations.basestore_rank import (
+    RECORD_KIND,
+    Candidate,
+    IndexSpec,
+    ItemRow,
+    check_filter,
+    check_key,
+    check_namespace,
+    dump_value,
+    indexed_texts,
+    matches,
+    rank_pool,
+    reachable,
+    record_item,
+    record_value,
+)
+from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
+from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
+
+if TYPE_CHECKING:
+    from mnemon_langgraph.store import MnemonStore
+
+__all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore", "base_store_from_env"]
+
+_Put = tuple[Namespace, str, Mapping[str, Any] | None, IndexSpec, tuple[datetime, datetime] | None]
+"""A checked put: namespace, key, value (``None``: delete), index spec, restored times."""
+
+RECORD_SCAN = 1000
+"""Most records of one namespace a filtered search looks through for matches (best first)."""
+
+
+class MnemonBaseStore(BaseStore):
+    """A LangGraph ``BaseStore`` over a :class:`~mnemon_langgraph.store.MnemonStore`.
+
+    One async implementation serves both faces: :meth:`abatch` runs it on the caller's
+    event loop; :meth:`batch` runs it on this object's own event-loop thread and waits, so
+    sync calls work inside and outside a running loop. Thread-safe.
+
+    Args:
+        store: The store (SQLite file or PostgreSQL URL). It is not closed by
+            :meth:`close`: whoever opened it closes it.
+        index: The fields made searchable when ``put`` is given no ``index``: LangGraph
+            field paths (``["content"]``, ``["facts[*].text"]``), ``["$"]`` for the whole
+            value (the default) or ``False`` for none.
+
+    Raises:
+        ConfigurationError: The store is neither backend (or an in-memory SQLite journal).
+    """
+
+    supports_ttl: bool = False
+
+    def __init__(self, store: MnemonStore, *, index: IndexSpec = ("$",)) -> None:
+        from mnemon_langgraph.store import EmbeddedStore, is_postgres_url
+
+        self.store = store
+        self.index: IndexSpec = _check_index(index)
+        self._loop = LoopThread()
+        self._closed = False
+        self._items: ItemTable
+        try:
+            if isinstance(store, EmbeddedStore):
+                self._items = SQLiteItems(store.path)
+            elif is_postgres_url(getattr(store, "url", None)):
+                self._items = PostgresItems(store.url, self._loop)  # type: ignore[attr-defined]
+            else:
+                raise ConfigurationError(
+                    f"MnemonBaseStore needs a MnemonStore, got {type(store).__name__}"
+                )
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def __repr__(self) -> str:
+        return f"MnemonBaseStore({getattr(self.store, 'path', '?')!s})"
+
+    def __enter__(self) -> MnemonBaseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the item tables' connection(s); the wrapped store stays open. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._items.close()
+        self._loop.stop()
+
+    # -- BaseStore ------------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order (a put is seen by a later get of the same batch).
+
+        Every op is checked, and every put's fields embedded, before anything is written:
+        a bad op or a failing embedder leaves the store as it was.
+        """
+        self._check_open()
+        return self._loop.run(self._run(list(ops)))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeMnemonError("this MnemonBaseStore is closed")
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch`, on the caller's event loop (PostgreSQL: native async)."""
+        return await self._run(list(ops))
+
+    async def _run(self, ops: list[Op]) -> list[Result]:
+        self._check_open()
+        for op in ops:
+            _check_op(op, self.index)
+        writes = await self._writes(ops)
+        results: list[Result] = [None] * len(ops)
+        i = 0
+        while i < len(ops):
+            op = ops[i]
+            if isinstance(op, PutOp):
+                j = i
+                while j < len(ops) and isinstance(ops[j], PutOp):
+                    j += 1
+                await self._items.write([writes[k] for k in range(i, j)], actor="basestore")
+                i = j
+                continue
+            if isinstance(op, GetOp):
+                row = await self._items.get(normalize_namespace(op.namespace), op.key)
+                results[i] = None if row is None else _item(row)
+            elif isinstance(op, SearchOp):
+                results[i] = await self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = await self._list(op)
+            i += 1
+        return results
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def _writes(self, ops: Sequence[Op]) -> dict[int, Write]:
+        """The :class:`Write` of each put op, by position."""
+        puts: dict[int, _Put] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                spec = self.index if op.index is None else op.index
+                puts[i] = (normalize_namespace(op.namespace), op.key, op.value, spec, None)
+        return await self._prepare(puts)
+
+    async def _prepare(self, puts: dict[int, _Put]) -> dict[int, Write]:
+        """Writes for checked puts, every indexed field embedded in one call."""
+        texts_of = {i: indexed_texts(p[2], p[3]) for i, p in puts.items() if p[2] is not None}
+        texts = [t for ts in texts_of.values() for t in ts]
+        vectors = await asyncio.to_thread(self._embed, texts) if texts else None
+        writes: dict[int, Write] = {}
+        start = 0
+        for i, (ns, key, value, spec, stamp) in puts.items():
+            if value is None:
+                writes[i] = Write(ns, key, None)
+                continue
+            ts = texts_of[i]
+            rows = vectors[start : start + len(ts)] if vectors is not None and ts else None
+            start += len(ts)
+            fields = json.dumps(False if spec is False else list(spec))
+            writes[i] = Write(ns, key, dump_value(value), "\n".join(ts), rows, fields, stamp)
+        return writes
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        try:
+            raw = self.store.embeddings.embed_documents(texts)
+        except Exception as exc:
+            raise ModelCallError(f"embedding model failed on item fields: {exc}") from exc
+        vecs = np.asarray(raw, dtype=np.float32)
+        if vecs.shape != (len(texts), self.store.dimension) or not np.isfinite(vecs).all():
+            raise ModelCallError(
+                f"embedding model returned shape {vecs.shape} (expected "
+                f"({len(texts)}, {self.store.dimension}), finite values)"
+            )
+        return normalize_rows(vecs)
+
+    # -- search ---------------------------------------------------------------------------------
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = check_namespace(op.namespace_prefix, allow_empty=True)
+        wanted = check_filter(op.filter)
+        rows = [r for r in await self._items.under(prefix) if matches(r.value, wanted)]
+        if not op.query:
+            rows.sort(key=lambda r: (-r.updated_at.timestamp(), r.namespace, r.key))
+            page = rows[op.offset : op.offset + op.limit]
+            return [_search_item(r, None) for r in page]
+        query_vector = await asyncio.to_thread(self.store.query_vector, op.query)
+        need = op.offset + op.limit
+        pool = [Candidate(r.text, r.vectors, _search_item(r, None)) for r in rows if r.text]
+        pool.extend(await self._record_candidates(prefix, op.query, wanted, need))
+        ranked = rank_pool(pool, op.query, query_vector, max(CANDIDATE_DEPTH, need))
+        return [_scored(c.result, score) for c, score in ranked[op.offset : need]]
+
+    async def _record_candidates(
+        self, prefix: Namespace, query: str, wanted: dict[str, Any], need: int
+    ) -> list[Candidate]:
+        """The best ``need`` records passing ``wanted`` of each namespace under ``prefix``.
+
+        Found by the store's hybrid search, then ranked with the items as one pool (their
+        stored vectors, their indexed text), so an item and a record compete on one scale.
+        """
+        kind = {"kind": wanted["kind"]} if "kind" in wanted else {}
+        if need <= 0 or not matches({"kind": RECORD_KIND}, kind):
+            return []  # the filter's kind rules records out: no search needed
+        every = await asyncio.to_thread(self.store.namespaces)
+        spaces = [ns for ns in every if tuple(ns[: len(prefix)]) == prefix and reachable(ns)]
+        found = await asyncio.gather(
+            *(self._namespace_hits(ns, query, wanted, need) for ns in spaces)
+        )
+        return [c for hits in found for c in hits]
+
+    async def _namespace_hits(
+        self, ns: Namespace, query: str, wanted: dict[str, Any], need: int
+    ) -> list[Candidate]:
+        page = max(need, 20) if wanted else need
+        kept: list[tuple[Record, dict[str, Any]]] = []
+        offset = 0
+        while len(kept) < need and offset < RECORD_SCAN:
+            hits = await self.store.asearch(query, namespace=ns, k=page, offset=offset)
+            for hit in hits:
+                value = record_value(hit.record)
+                if matches(value, wanted):
+                    kept.append((hit.record, value))
+            if len(hits) < page:
+                break
+            offset += page
+        kept = kept[:need]
+        ids = [record.id for record, _ in kept]
+        vectors = await asyncio.to_thread(self.store.stored_vectors, ns, ids) if ids else {}
+        return [
+            Candidate(
+                record.render(),
+                None if vectors.get(record.id) is None else np.atleast_2d(vectors[record.id]),
+                record_item(record, None, value),
+            )
+            for record, value in kept
+        ]
+
+    # -- namespaces -----------------------------------------------------------------------------
+
+    async def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        spaces = set(await self._items.namespaces())
+        spaces.update(ns for ns in await asyncio.to_thread(self.store.namespaces) if reachable(ns))
+        conditions = op.match_conditions or ()
+        chosen = [ns for ns in spaces if all(_match(c, ns) for c in conditions)]
+        if op.max_depth is not None:
+            chosen = list({ns[: op.max_depth] for ns in chosen})
+        return sorted(chosen)[op.offset : op.offset + op.limit]
+
+    # -- erase and audit ------------------------------------------------------------------------
+
+    def erase_namespace(
+        self, namespace: str | Sequence[str], *, actor: str = "api"
+    ) -> dict[str, int]:
+        """Erase a namespace: its items, then its records (both audited).
+
+        Exactly that namespace (not the ones under it), like
+        :meth:`~mnemon_langgraph.store.MnemonStore.erase_namespace`. Items go first, so an
+        interrupted erase leaves records that a second run removes.
+
+        Returns:
+            ``{"items": ..., "records": ...}`` erased.
+        """
+        self._check_open()
+        return self._loop.run(self.aerase_namespace(namespace, actor=actor))
+
+    async def aerase_namespace(
+        self, namespace: str | Sequence[str], *, actor: str = "api"
+    ) -> dict[str, int]:
+        """Async :meth:`erase_namespace`."""
+        self._check_open()
+        ns = normalize_namespace(namespace)
+        items = await self._items.erase(ns, actor=actor)
+        records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
+        return {"items": items, "records": int(records)}
+
+    # -- moving items -------------------------------------------------------------------------
+
+    def export_items(self, namespace: str | Sequence[str]) -> list[dict[str, Any]]:
+        """The items of exactly ``namespace`` as JSON-ready dicts, by key.
+
+        Each is ``{"namespace", "key", "value", "index", "created_at", "updated_at"}``
+        (``index``: what was searchable; times ISO 8601 UTC). :meth:`import_items` takes
+        them back, on either backend.
+        """
+        self._check_open()
+        return self._loop.run(self.aexport_items(namespace))
+
+    async def aexport_items(self, namespace: str | Sequence[str]) -> list[dict[str, Any]]:
+        """Async :meth:`export_items`."""
+        self._check_open()
+        ns = check_namespace(normalize_namespace(namespace))
+        rows = [r for r in await self._items.under(ns) if r.namespace == ns]
+        return [
+            {
+                "namespace": list(r.namespace),
+                "key": r.key,
+                "value": r.value,
+                "index": False if r.fields is False else list(r.fields),
+                "created_at": r.created_at.isoformat(),
+                "updated_at": r.updated_at.isoformat(),
+            }
+            for r in rows
+        ]
+
+    def import_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Write exported items back, times included; returns how many.
+
+        Idempotent (an item with the same namespace and key is replaced); every row is
+        checked, and every indexed field embedded, before anything is written.
+
+        Raises:
+            InputError: A malformed row (the message names its position); nothing written.
+        """
+        self._check_open()
+        return self._loop.run(self.aimport_items(rows))
+
+    async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Async :meth:`import_items`."""
+        self._check_open()
+        puts = {n: _import_row(n, row, self.index) for n, row in enumerate(rows)}
+        writes = await self._prepare(puts)
+        await self._items.write(list(writes.values()), actor="import")
+        return len(writes)
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[ItemAudit]:
+        """Audited deletions of items (deletes and erases), oldest first.
+
+        Records' deletions are in the store's own ``audit_log``.
+        """
+        ns = None if namespace is None else normalize_namespace(namespace)
+        self._check_open()
+        return self._loop.run(self._items.audit_log(ns))
+
+
+@contextmanager
+def base_store_from_env(environ: Mapping[str, str] | None = None) -> Iterator[MnemonBaseStore]:
+    """A :class:`MnemonBaseStore` over the store at ``MNEMON_DB``, both closed on exit.
+
+    For a LangGraph server (``langgraph dev``, Studio), whose own store then is this memory:
+    in ``langgraph.json``, ``"store": {"path":
+    "mnemon_langgraph.integrations.basestore.base_store_from_env"}``. ``MNEMON_DB`` is read
+    as by the server's graphs (:func:`~mnemon_langgraph.integrations.studio.store_from_env`).
+    """
+    from mnemon_langgraph.integrations.studio import store_from_env
+
+    store = store_from_env(environ)
+    try:
+        with MnemonBaseStore(store) as base:
+            yield base
+    finally:
+        store.close()
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _check_index(index: Any) -> IndexSpec:
+    if index is False:
+        return False
+    if isinstance(index, str) or not isinstance(index, Sequence):
+        raise ConfigurationError(f"index must be False or a list of field paths, got {index!r}")
+    if not all(isinstance(p, str) and p for p in index):
+        raise ConfigurationError(f"index field paths must be non-empty strings, got {index!r}")
+    return tuple(index)
+
+
+def _check_op(op: Any, default_index: IndexSpec) -> None:
+    """Raise for an op that cannot run, before any op of the batch runs."""
+    if isinstance(op, GetOp):
+        check_namespace(op.namespace)
+        check_key(op.key)
+    elif isinstance(op, PutOp):
+        ns = check_namespace(op.namespace)
+        if ns[0] == "langgraph":
+            raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
+        check_key(op.key)
+        if op.ttl is not None:
+            raise NotImplementedError("MnemonBaseStore does not support TTL (ttl must be None)")
+        if op.value is not None:
+            _check_value(op.value)
+            if op.index is not None:
+                _check_index(op.index)
+    elif isinstance(op, SearchOp):
+        check_namespace(op.namespace_prefix, allow_empty=True)
+        check_filter(op.filter)
+        check_count(op.limit, what="limit")
+        check_count(op.offset, what="offset")
+        if op.query is not None and not isinstance(op.query, str):
+            raise InputError(f"query must be a string, got {type(op.query).__name__}")
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            check_namespace(tuple(p for p in condition.path if p != "*"), allow_empty=True)
+            if condition.match_type not in ("prefix", "suffix"):
+                raise InputError(f"unknown match type {condition.match_type!r}")
+        if op.max_depth is not None:
+            check_count(op.max_depth, what="max_depth", minimum=1)
+        check_count(op.limit, what="limit")
+        check_count(op.offset, what="offset")
+    else:
+        raise InputError(f"unknown store operation {type(op).__name__}")
+
+
+def _check_value(value: Any) -> None:
+    dump_value(value)
+    if value.get("kind") == RECORD_KIND:
+        raise InputError(
+            f'value["kind"] == {RECORD_KIND!r} marks conversation records in search '
+            "results; give the item another kind"
+        )
+
+
+def _import_row(n: int, row: Any, default_index: IndexSpec) -> _Put:
+    """A checked put restoring an exported item (see ``export_items``)."""
+    try:
+        if not isinstance(row, Mapping):
+            raise InputError(f"expected an object, got {type(row).__name__}")
+        ns = check_namespace(tuple(row.get("namespace") or ()))
+        key = check_key(row.get("key"))
+        value = row.get("value")
+        _check_value(value)
+        spec = _check_index(row["index"]) if "index" in row else default_index
+        created, updated = (_instant(row.get(f), f) for f in ("created_at", "updated_at"))
+    except (InputError, InvalidNamespaceError, ConfigurationError) as exc:
+        raise InputError(f"item {n}: {exc}") from exc
+    return ns, key, value, spec, (created, updated)
+
+
+def _instant(value: Any, name: str) -> datetime:
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be an ISO 8601 string, got {value!r}")
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InputError(f"{name} is not an ISO 8601 time: {value!r}") from exc
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _match(condition: MatchCondition, ns: Namespace) -> bool:
+    """LangGraph's namespace match: whole labels, ``"*"`` matching any one label."""
+    path = tuple(condition.path)
+    if len(ns) < len(path):
+        return False
+    part = ns[: len(path)] if condition.match_type == "prefix" else ns[len(ns) - len(path) :]
+    return all(p == "*" or p == label for p, label in zip(path, part, strict=True))
+
+
+def _item(row: ItemRow) -> Item:
+    return Item(
+        value=row.value,
+        key=row.key,
+        namespace=row.namespace,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _scored(item: SearchItem, score: float) -> SearchItem:
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )
+
+
+def _search_item(row: ItemRow, score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=row.namespace,
+        key=row.key,
+        value=row.value,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        score=score,
+    )

@@ -39,7 +39,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC
 from typing import Any, TypeVar
@@ -47,18 +47,16 @@ from typing import Any, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import ConfigurationError, InputError, MissingDependencyError
+from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
 from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH, date_to_epoch
 from mnemon_langgraph.storage.chunking import (
     DEFAULT_MAX_CHARS,
     check_record_chars,
-    derive_message_id,
 )
-from mnemon_langgraph.storage.content_caches import forgets_cached_content
 from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key, rebuild_messages
-from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
+from mnemon_langgraph.store.base import MnemonStore, check_search, fresh_messages, sessions_of
 from mnemon_langgraph.store.postgres_bm25 import (
     DEEPEN_MARGIN,
     DELTA_SQL,
@@ -527,51 +525,34 @@ class PostgresStore(MnemonStore):
 
     # -- writing ------------------------------------------------------------------------------
 
-    def ingest(
+    def _write_messages(
         self,
-        namespace: str | Sequence[str],
-        messages: Iterable[Message],
-        *,
-        source: str,
-        pack: bool = True,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult:
-        """Write messages as records, idempotently (see ``EmbeddedStore.ingest``)."""
-        return self._loop.run(self._ingest(namespace, list(messages), source, pack, progress))
-
-    async def aingest(
-        self,
-        namespace: str | Sequence[str],
-        messages: Iterable[Message],
-        *,
-        source: str,
-        pack: bool = True,
-    ) -> IngestResult:
-        """Async :meth:`ingest` (psycopg async; the caller's loop is never blocked)."""
-        return await self._loop.submit(self._ingest(namespace, list(messages), source, pack, None))
-
-    async def _ingest(
-        self,
-        namespace: str | Sequence[str],
-        given: list[Message],
+        ns: Namespace,
+        messages: list[Message],
         source: str,
         pack: bool,
         progress: Callable[[int, int], None] | None,
-    ) -> IngestResult:
-        ns = normalize_namespace(namespace)
-        check_unicode(ns, source, given)
-        with_ids = [
-            m
-            if m.id is not None
-            else dataclasses.replace(m, id=derive_message_id(m, source=source, index=i))
-            for i, m in enumerate(given)
-        ]
-        known = await self._known(ns, [m.id for m in with_ids if m.id])
-        fresh = [m for m in with_ids if m.id not in known]
+    ) -> list[Record]:
+        return self._loop.run(self._ingest(ns, messages, source, pack, progress))
+
+    async def _awrite_messages(
+        self, ns: Namespace, messages: list[Message], source: str, pack: bool
+    ) -> list[Record]:
+        return await self._loop.submit(self._ingest(ns, messages, source, pack, None))
+
+    async def _ingest(
+        self,
+        ns: Namespace,
+        messages: list[Message],
+        source: str,
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> list[Record]:
+        known = await self._known(ns, [m.id for m in messages if m.id])
+        fresh = fresh_messages(messages, known)
         if not fresh:
-            return IngestResult(0, 0, len(given))
-        sessions = {m.session if m.session is not None else 1 for m in fresh}
-        first = {s: await self._next_position(ns, s) for s in sessions}
+            return []
+        first = {s: await self._next_position(ns, s) for s in sessions_of(fresh)}
         records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = await asyncio.to_thread(self._embed, [r.text for r in records], progress)
         async with self._pool.connection() as conn, conn.transaction():
@@ -580,12 +561,7 @@ class PostgresStore(MnemonStore):
             assert nsid is not None
             written, terms = await self._write(conn, nsid, records, vectors)
         await self._refresh_packs(ns, nsid, terms)
-        return IngestResult(
-            records_written=len(written),
-            messages_written=len({mid for r in written for mid in r.message_ids}),
-            messages_skipped=len(given) - len(fresh),
-            record_ids=tuple(r.id for r in written),
-        )
+        return written
 
     async def _write(
         self, conn: Any, nsid: int, records: Sequence[Record], vectors: np.ndarray
@@ -932,23 +908,12 @@ class PostgresStore(MnemonStore):
             (len(seqs), int(row[2]), term),
         )
 
-    @forgets_cached_content
-    def delete_records(
-        self,
-        namespace: str | Sequence[str],
-        ids: Sequence[str],
-        *,
-        actor: str = "api",
-        reason: str = "",
-    ) -> list[str]:
-        """Delete records (vectors and message rows go with them); one tx with its audit row."""
-        return self._loop.run(self._delete_records(namespace, ids, actor, reason))
+    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
+        return self._loop.run(self._adelete_records(ns, ids, actor, reason))
 
-    async def _delete_records(
-        self, namespace: str | Sequence[str], ids: Sequence[str], actor: str, reason: str
+    async def _adelete_records(
+        self, ns: Namespace, wanted: list[str], actor: str, reason: str
     ) -> list[str]:
-        ns = normalize_namespace(namespace)
-        wanted = [ids] if isinstance(ids, str) else list(ids)
         async with self._pool.connection() as conn, conn.transaction():
             await self._lock_namespace(conn, ns)
             nsid = await self._nsid(conn, ns)
@@ -967,22 +932,10 @@ class PostgresStore(MnemonStore):
                 )
         return deleted
 
-    @forgets_cached_content
-    def delete_messages(
-        self,
-        namespace: str | Sequence[str],
-        message_ids: Sequence[str],
-        *,
-        actor: str = "api",
-        reason: str = "",
-        source: str = "reingest",
-    ) -> tuple[list[str], IngestResult]:
-        """Delete messages; the other messages of their records are re-written, same tx.
-
-        See ``EmbeddedStore.delete_messages``: if embedding the survivors fails nothing is
-        deleted.
-        """
-        return self._loop.run(self._delete_messages(namespace, message_ids, actor, reason, source))
+    def _delete_messages(
+        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+    ) -> tuple[list[str], list[Record]]:
+        return self._loop.run(self._adelete_messages(ns, ids, actor, reason, source))
 
     async def _holding_records(self, conn: Any, nsid: int, targets: set[str]) -> list[str]:
         """Every record holding part of ``targets``, transitively through shared messages."""
@@ -1003,21 +956,15 @@ class PostgresStore(MnemonStore):
                     pending.append(mid)
         return sorted(record_ids)
 
-    async def _delete_messages(
-        self,
-        namespace: str | Sequence[str],
-        message_ids: Sequence[str],
-        actor: str,
-        reason: str,
-        source: str,
-    ) -> tuple[list[str], IngestResult]:
-        ns = normalize_namespace(namespace)
-        targets = {message_ids} if isinstance(message_ids, str) else set(message_ids)
+    async def _adelete_messages(
+        self, ns: Namespace, message_ids: list[str], actor: str, reason: str, source: str
+    ) -> tuple[list[str], list[Record]]:
+        targets = set(message_ids)
         async with self._pool.connection() as conn, conn.transaction():
             await self._lock_namespace(conn, ns)
             nsid = await self._nsid(conn, ns)
-            if nsid is None or not targets:
-                return [], IngestResult(0, 0, 0)
+            if nsid is None:
+                return [], []
             ids = await self._holding_records(conn, nsid, targets)
             cur = await conn.execute(_RECORD_SQL + " WHERE id = ANY(%s)", (ids,))
             old = [_row_to_record(r, ns) for r in await cur.fetchall()]
@@ -1037,35 +984,22 @@ class PostgresStore(MnemonStore):
                 )
             written: list[Record] = []
             if survivors:
-                sessions = {m.session if m.session is not None else 1 for m in survivors}
-                first = {s: await self._next_position(ns, s, conn) for s in sessions}
+                first = {s: await self._next_position(ns, s, conn) for s in sessions_of(survivors)}
                 new = self._records_of(survivors, ns, source, first_positions=first)
                 vectors = await asyncio.to_thread(self._embed, [r.text for r in new], None)
                 written, terms = await self._write(conn, nsid, new, vectors)
         if survivors:
             await self._refresh_packs(ns, nsid, terms)
-        return deleted, IngestResult(
-            records_written=len(written),
-            messages_written=len({mid for r in written for mid in r.message_ids}),
-            messages_skipped=0,
-            record_ids=tuple(r.id for r in written),
-        )
+        return deleted, written
 
-    @forgets_cached_content
-    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
-        """Erase every row of the namespace in every table, then ``VACUUM`` them.
-
-        One transaction deletes the records (vectors and message rows cascade), the BM25
+    def _erase_namespace(self, ns: Namespace, actor: str) -> int:
+        """One transaction deletes the records (vectors and message rows cascade), the BM25
         statistics, index items and consolidation state, the namespace's earlier audit rows
-        and its id, and writes one audit row (who, when, which namespace, how many).
+        and its id, and writes one audit row (who, when, which namespace, how many); then
+        the tables are ``VACUUM``\\ ed."""
+        return self._loop.run(self._erase(ns, actor))
 
-        Returns:
-            Number of records erased.
-        """
-        return self._loop.run(self._erase(namespace, actor))
-
-    async def _erase(self, namespace: str | Sequence[str], actor: str) -> int:
-        ns = normalize_namespace(namespace)
+    async def _erase(self, ns: Namespace, actor: str) -> int:
         key = namespace_key(ns)
         async with self._pool.connection() as conn, conn.transaction():
             await self._lock_namespace(conn, ns)
@@ -1140,13 +1074,23 @@ class PostgresStore(MnemonStore):
         value = rows[0][0] if rows and rows[0] else None
         return 0 if value is None else int(value) + 1
 
-    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
-        """The subset of ``ids`` already stored in ``namespace``."""
-        wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
-        for value in wanted:
-            if not isinstance(value, str):
-                raise InputError(f"ids must be strings, got {type(value).__name__}: {value!r}")
-        return self._loop.run(self._known(normalize_namespace(namespace), wanted))
+    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+        return self._loop.run(self._known(ns, ids))
+
+    def _holds_namespace(self, ns: Namespace) -> bool:
+        return self._loop.run(self._holds(ns))
+
+    async def _holds(self, ns: Namespace) -> bool:
+        """A row of ``ns`` in any table but the audit (what an erase removes)."""
+        async with self._pool.connection() as conn:
+            nsid = await self._nsid(conn, ns)
+            if nsid is None:
+                return False
+            for table in await self._nsid_tables(conn):
+                cur = await conn.execute(f"SELECT 1 FROM {table} WHERE nsid = %s LIMIT 1", (nsid,))
+                if await cur.fetchone() is not None:
+                    return True
+        return False
 
     async def _get(self, ns: Namespace, ids: list[str]) -> list[Record]:
         rows = await self._read(
@@ -1157,43 +1101,29 @@ class PostgresStore(MnemonStore):
         found = {r[0]: _row_to_record(r, ns) for r in rows}
         return [found[i] for i in ids if i in found]
 
-    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
-        """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
-        wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
-        return self._loop.run(self._get(normalize_namespace(namespace), wanted))
+    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+        return self._loop.run(self._get(ns, ids))
 
-    def match_record_ids(
-        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
-    ) -> list[str]:
-        """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``).
-
-        The View shows ids shortened; this finds the record again. ``starts_with`` is
-        literal (no ``LIKE`` wildcard) and independent of the database's collation, which
-        a range over the primary key is not; it reads the namespace's ids (``forget`` is
-        the caller, not the read path).
-        """
-        if not prefix or not prefix.isprintable():
-            return []  # no record id holds such a character (ids are "r-" and hex)
+    def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
+        # ``starts_with`` is literal (no ``LIKE`` wildcard) and independent of the
+        # database's collation, which a range over the primary key is not.
         rows = self._loop.run(
             self._read(
                 "SELECT r.id FROM mnemon_records r WHERE r.nsid = (SELECT nsid FROM "
                 "mnemon_namespaces WHERE namespace = %s) AND starts_with(r.id, %s) "
                 "ORDER BY r.id LIMIT %s",
-                (namespace_key(normalize_namespace(namespace)), prefix, int(limit)),
+                (namespace_key(ns), prefix, limit),
             )
         )
         return [r[0] for r in rows]
 
-    def stored_vectors(
-        self, namespace: str | Sequence[str], ids: Sequence[str]
-    ) -> dict[str, np.ndarray]:
-        """The stored (unit) vectors of these records, by id (the read path's evidence)."""
+    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
         rows = self._loop.run(
             self._read(
                 "SELECT v.record_id, v.embedding FROM mnemon_vectors v WHERE v.nsid = "
                 "(SELECT nsid FROM mnemon_namespaces WHERE namespace = %s) "
                 "AND v.record_id = ANY(%s)",
-                (namespace_key(normalize_namespace(namespace)), list(dict.fromkeys(ids))),
+                (namespace_key(ns), ids),
             )
         )
         # pgvector hands back its Vector type (to_numpy) or, unregistered, a plain sequence
@@ -1202,14 +1132,11 @@ class PostgresStore(MnemonStore):
             for r in rows
         }
 
-    def term_statistics(
-        self, namespace: str | Sequence[str], terms: Sequence[str]
-    ) -> tuple[int, dict[str, int]]:
-        """Live records of ``namespace`` and how many hold each term (its BM25 statistics:
-        ``mnemon_namespaces.docs`` and ``mnemon_terms.df``, the counts search uses)."""
-        return self._loop.run(self._term_statistics(normalize_namespace(namespace), terms))
+    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """``mnemon_namespaces.docs`` and ``mnemon_terms.df``: the counts search uses."""
+        return self._loop.run(self._aterm_statistics(ns, terms))
 
-    async def _term_statistics(
+    async def _aterm_statistics(
         self, ns: Namespace, terms: Sequence[str]
     ) -> tuple[int, dict[str, int]]:
         wanted = list(dict.fromkeys(terms))
@@ -1232,12 +1159,8 @@ class PostgresStore(MnemonStore):
         )
         return [_row_to_record(r, ns) for r in rows]
 
-    def records(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Record]:
-        """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads)."""
-        ns = normalize_namespace(namespace)
-        last, left = int(after_seq), limit
+    def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
+        last, left = after_seq, limit
         while left is None or left > 0:
             size = 1000 if left is None else min(1000, left)
             page = self._loop.run(self._page(ns, last, size))
@@ -1252,23 +1175,21 @@ class PostgresStore(MnemonStore):
         rows = await self._read(sql, params)
         return rows[0][0] if rows else None
 
-    def max_seq(self, namespace: str | Sequence[str]) -> int:
-        """Highest seq of ``namespace`` (``0`` when empty)."""
+    def _max_seq(self, ns: Namespace) -> int:
         value = self._loop.run(
             self._scalar(
                 "SELECT max(r.seq) FROM mnemon_records r JOIN mnemon_namespaces n "
                 "ON n.nsid = r.nsid WHERE n.namespace = %s",
-                (namespace_key(namespace),),
+                (namespace_key(ns),),
             )
         )
         return int(value or 0)
 
-    def count(self, namespace: str | Sequence[str]) -> int:
-        """Number of records in ``namespace``."""
+    def _count(self, ns: Namespace) -> int:
         value = self._loop.run(
             self._scalar(
                 "SELECT docs FROM mnemon_namespaces WHERE namespace = %s",
-                (namespace_key(namespace),),
+                (namespace_key(ns),),
             )
         )
         return int(value or 0)
@@ -1278,16 +1199,15 @@ class PostgresStore(MnemonStore):
         rows = self._loop.run(self._read("SELECT namespace FROM mnemon_namespaces WHERE docs > 0"))
         return sorted(ns_from_key(r[0]) for r in rows)
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
-        """Audited deletions, oldest first, of one namespace or of all."""
+    def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
         sql = (
             "SELECT id, at, actor, action, namespace, count, record_ids, message_ids, reason "
             "FROM mnemon_audit"
         )
         params: tuple[Any, ...] = ()
-        if namespace is not None:
+        if ns is not None:
             sql += " WHERE namespace = %s"
-            params = (namespace_key(namespace),)
+            params = (namespace_key(ns),)
         rows = self._loop.run(self._read(sql + " ORDER BY id", params))
         return [
             AuditEntry(
@@ -1306,41 +1226,19 @@ class PostgresStore(MnemonStore):
 
     # -- searching ----------------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        namespace: Namespace | str | Sequence[str],
-        k: int = 20,
-        offset: int = 0,
-        filters: SearchFilters | None = None,
+    def _search(
+        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
     ) -> list[SearchHit]:
-        """Hybrid search (BM25 in SQL + pgvector, RRF k=60) within one namespace."""
-        return self._loop.run(self._search(query, namespace, k, offset, filters))
+        return self._loop.run(self._hybrid(query, ns, k, offset, filters))
 
-    async def asearch(
-        self,
-        query: str,
-        *,
-        namespace: Namespace | str | Sequence[str],
-        k: int = 20,
-        offset: int = 0,
-        filters: SearchFilters | None = None,
+    async def _asearch(
+        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
     ) -> list[SearchHit]:
-        """Async :meth:`search`."""
-        return await self._loop.submit(self._search(query, namespace, k, offset, filters))
+        return await self._loop.submit(self._hybrid(query, ns, k, offset, filters))
 
-    async def _search(
-        self,
-        query: str,
-        namespace: Namespace | str | Sequence[str],
-        k: int,
-        offset: int,
-        filters: SearchFilters | None,
+    async def _hybrid(
+        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
     ) -> list[SearchHit]:
-        ns = normalize_namespace(namespace)
-        if k <= 0 or offset < 0:
-            return []
         depth = max(self.candidate_depth, offset + k)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
@@ -1396,7 +1294,8 @@ class PostgresStore(MnemonStore):
 
         For inspection and for checking that the SQL BM25 equals the embedded one.
         """
-        return self._loop.run(self._lexical(normalize_namespace(namespace), query, k, filters))
+        ns = check_search(query, namespace, k, 0, filters)
+        return self._loop.run(self._lexical(ns, query, k, filters))
 
     async def _lexical(
         self, ns: Namespace, query: str, k: int, filters: SearchFilters | None
@@ -1428,7 +1327,8 @@ class PostgresStore(MnemonStore):
                 ``None``: as :meth:`search` chooses (by ``exact_below``). The benchmark
                 compares the two to measure recall.
         """
-        return self._loop.run(self._dense_only(query, normalize_namespace(namespace), k, exact))
+        ns = check_search(query, namespace, k, 0, None)
+        return self._loop.run(self._dense_only(query, ns, k, exact))
 
     async def _dense_only(
         self, query: str, ns: Namespace, k: int, exact: bool | None
@@ -1728,11 +1628,10 @@ class PostgresStore(MnemonStore):
 
     # -- stats --------------------------------------------------------------------------------
 
-    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
-        """Counts per namespace (same keys as the embedded store's)."""
-        return self._loop.run(self._stats(namespace))
+    def _stats(self, ns: Namespace | None) -> dict[str, Any]:
+        return self._loop.run(self._astats(ns))
 
-    async def _stats(self, namespace: str | Sequence[str] | None) -> dict[str, Any]:
+    async def _astats(self, namespace: Namespace | None) -> dict[str, Any]:
         sql = (
             "SELECT n.namespace, n.docs, (SELECT max(seq) FROM mnemon_records r "
             "WHERE r.nsid = n.nsid), (SELECT count(*) FROM mnemon_vectors v "

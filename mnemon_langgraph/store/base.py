@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -36,13 +34,13 @@ from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
 from mnemon_langgraph.storage.content_caches import forgets_cached_content, register_content_cache
 from mnemon_langgraph.store.query_vectors import SingleFlightCache
+from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
     Message,
     Namespace,
     Record,
     SearchFilters,
     SearchHit,
-    as_naive_utc,
     check_count,
     normalize_namespace,
 )
@@ -54,6 +52,7 @@ if TYPE_CHECKING:
 
     from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.storage.schema import AuditEntry
+    from mnemon_langgraph.store.postgres import PostgresSettings
 
 __all__ = [
     "MAX_PAGE",
@@ -273,9 +272,10 @@ class StoreOptions(TypedDict, total=False):
     ef_search: int | None
     pool_size: int
     setup: bool
+    settings: PostgresSettings
 
 
-class MnemonStore:
+class MnemonStore(PerUserAPI):
     """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
 
     A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
@@ -763,92 +763,6 @@ class MnemonStore:
             )
         return total
 
-    # =======================================================================================
-    # Plain per-user API, for application code that is not an agent (mem0-style). Built on
-    # the protocol's methods (ingest, delete_records, records, max_seq, audit_log), so it
-    # works the same on either backend.
-    # A ``user`` is a namespace: "ada" is ("ada",); ("users", "ada") works too.
-    # =======================================================================================
-
-    def add_messages(
-        self,
-        user: str | Sequence[str],
-        messages: Sequence[Any],
-        *,
-        source: str = "api",
-        now: datetime | None = None,
-    ) -> IngestResult:
-        """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
-        ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
-
-        The one date rule of every surface: a message is dated when it was written (``now``,
-        default the current UTC time) unless it carries its own timestamp; undated messages
-        continue the user's last session unless more than four hours passed since it.
-
-        Returns:
-            What was written (messages already stored, by id, are skipped).
-
-        Raises:
-            InputError: A message that cannot be converted (unknown role, no text).
-        """
-        from langchain_core.messages import convert_to_messages
-
-        from mnemon_langgraph.sources import messages_from_langchain
-        from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
-
-        ns = normalize_namespace(user)
-        ours = [m for m in messages if isinstance(m, Message)]
-        theirs = [m for m in messages if not isinstance(m, Message)]
-        if ours and theirs:
-            raise InputError("add_messages: pass Message objects or chat messages, not both")
-        try:
-            given = ours or messages_from_langchain(convert_to_messages(theirs))
-        except (ValueError, NotImplementedError) as exc:
-            raise InputError(f"add_messages: {exc}") from exc
-        last = next(iter(self.records(ns, after_seq=self.max_seq(ns) - 1)), None)
-        stamp = as_naive_utc(now or datetime.now(UTC))
-        session = last.session if last is not None else 1
-        if last is not None and last.date and stamp and stamp - last.date > DEFAULT_SESSION_GAP:
-            session += 1
-        dated = [
-            m
-            if m.timestamp is not None
-            else dataclasses.replace(m, timestamp=stamp, session=session)
-            for m in given
-        ]
-        return self.ingest(ns, dated, source=source)
-
-    def list_records(self, user: str | Sequence[str], *, limit: int | None = None) -> list[Record]:
-        """A user's records, oldest first (at most ``limit``)."""
-        return list(self.records(normalize_namespace(user), limit=limit))
-
-    def delete(
-        self, user: str | Sequence[str], record_ids: Sequence[str], *, reason: str = ""
-    ) -> list[str]:
-        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
-
-        Ids of other users' records are never deleted: deletion is scoped to ``user``.
-        """
-        if isinstance(record_ids, str):
-            raise InputError("delete: pass a list of record ids, not one string")
-        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
-
-    def export(self, user: str | Sequence[str]) -> str:
-        """Everything stored for a user as JSON (records, then the audit trail of deletions).
-
-        For data-access requests: the records with their dates, sessions, speakers and message
-        ids, and the journal's audit entries for the namespace. Embeddings are not exported
-        (they are derived from the text).
-        """
-        ns = normalize_namespace(user)
-        records = [_record_json(r) for r in self.records(ns)]
-        audit = [_jsonable(dataclasses.asdict(e)) for e in self.audit_log(ns)]
-        return json.dumps(
-            {"namespace": list(ns), "records": records, "audit": audit},
-            ensure_ascii=False,
-            indent=2,
-        )
-
 
 def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
     """Raise :class:`InputError` for text that cannot be stored: lone surrogates, NUL.
@@ -881,21 +795,6 @@ def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]
     for i, m in enumerate(messages):
         for name in ("text", "speaker", "id"):
             check(getattr(m, name, None), f"message {i} ({name})")
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with datetimes as ISO 8601 and tuples as lists (for :meth:`MnemonStore.export`)."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def _record_json(record: Record) -> dict[str, Any]:
-    return _jsonable(dataclasses.asdict(record))  # type: ignore[no-any-return]
 
 
 # =======================================================================================

@@ -1,4 +1,5 @@
-"""What every pack of a PostgreSQL store must satisfy (``postgres_bm25``, "Impact postings").
+"""What every pack of a PostgreSQL store must satisfy (``store.postgres.impact``, "Impact
+postings").
 
 Shared by the packs tests and the migration test.
 """
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.store.postgres_bm25 import PackPart
+from mnemon_langgraph.store.postgres.impact import PackPart
 
 
 def check_packs(url: str) -> dict[str, int]:

@@ -114,6 +114,7 @@ def test_erase_result_shows_no_password(
     """A successful erase names the database without its password (text and ``--json``)."""
     import mnemon_langgraph.cli.erase as erase
 
+    monkeypatch.setattr(erase, "_namespace_exists", lambda db, ns: True)
     monkeypatch.setattr(erase, "erase_namespace_files", lambda db, ns, actor: 3)
     argv = ["erase", "--db", URL, "--namespace", "ada", "--yes"] + (["--json"] if as_json else [])
     assert main(argv) == 0

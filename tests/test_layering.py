@@ -142,3 +142,72 @@ def test_private_import_scan_finds_one(tmp_path: Path, monkeypatch: pytest.Monke
     (fake / "bench" / "c.py").write_text("from mnemon_langgraph.bench import _common\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     assert _private_imports() == ["bench/a.py:1 mnemon_langgraph.bench.b._helper"]
+
+
+# The PostgreSQL backend's parts (store/postgres/), lowest first: a part imports only parts
+# of a lower rank, so the facade (``store``) is the one module that knows them all and no
+# part reaches back into it.
+PG_PARTS: list[set[str]] = [
+    {"impact", "rows", "engine"},
+    {"schema", "settings"},
+    {"reads", "packs", "bm25", "dense", "stats"},
+    {"writes", "search"},
+    {"store"},
+]
+PG_RANK = {part: rank for rank, layer in enumerate(PG_PARTS) for part in layer}
+BACKENDS = {
+    "embedded": "mnemon_langgraph.store.embedded",
+    "postgres": "mnemon_langgraph.store.postgres",
+}
+
+
+def _module_imports(path: Path) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+            found += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+    return found
+
+
+def test_every_postgres_part_has_a_rank() -> None:
+    parts = {p.stem for p in (PACKAGE / "store" / "postgres").glob("*.py")} - {"__init__"}
+    assert parts == set(PG_RANK), "add new store/postgres modules to PG_PARTS"
+
+
+def test_postgres_parts_import_only_lower_parts() -> None:
+    prefix = "mnemon_langgraph.store.postgres."
+    upward = []
+    for path in (PACKAGE / "store" / "postgres").glob("*.py"):
+        if path.stem == "__init__":
+            continue
+        for module, line in _module_imports(path):
+            if module == "mnemon_langgraph.store.postgres":
+                upward.append(f"{path.name}:{line} imports the package facade")
+            other = module.removeprefix(prefix).split(".")[0]
+            lower = other not in PG_RANK or PG_RANK[other] < PG_RANK[path.stem]
+            if module.startswith(prefix) and other != path.stem and not lower:
+                upward.append(f"{path.name}:{line} imports {other}")
+    assert upward == []
+
+
+def test_backends_never_import_each_other() -> None:
+    """Each backend stands alone on the shared base (store/base.py): what both need lives
+    there once, and only the factory there names a backend."""
+    crossing = []
+    files = {
+        "embedded": [PACKAGE / "store" / "embedded.py"],
+        "postgres": list((PACKAGE / "store" / "postgres").glob("*.py")),
+    }
+    for backend, paths in files.items():
+        other = next(m for b, m in BACKENDS.items() if b != backend)
+        for path in paths:
+            crossing += [
+                f"{path.name}:{line} imports {module}"
+                for module, line in _module_imports(path)
+                if module == other or module.startswith(other + ".")
+            ]
+    assert crossing == []
+    assert files["postgres"], "the scan must see the PostgreSQL parts"

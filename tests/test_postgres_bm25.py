@@ -22,7 +22,9 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.sources import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
-from mnemon_langgraph.store.postgres_bm25 import FULL_BELOW_POSTINGS
+from mnemon_langgraph.store.postgres import PostgresSettings
+from mnemon_langgraph.store.postgres.bm25 import BM25Query
+from mnemon_langgraph.store.postgres.impact import FULL_BELOW_POSTINGS
 from mnemon_langgraph.types import Message
 
 TOP = 48
@@ -53,10 +55,14 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
     compared = mismatched = nonempty = 0
     with (
         MnemonStore(tmp_path / "m.db", fake_embeddings()) as emb,
-        MnemonStore(postgres_url, fake_embeddings()) as pg,
+        MnemonStore(  # packs of 8 for every term in > 8 records
+            postgres_url,
+            fake_embeddings(),
+            settings=PostgresSettings(bm25_pack_min=8, bm25_pack_part=8),
+        ) as pg,
     ):
         assert isinstance(emb, EmbeddedStore) and isinstance(pg, PostgresStore)
-        pg.bm25_pack_min, pg.bm25_pack_part = 8, 8  # packs of 8 for every term in > 8 records
+        impact_only = pg.with_settings(bm25_full_below=0)
         for path in files:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
@@ -73,9 +79,7 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
                 got = pg.lexical_ranking(query, namespace=ns, k=TOP)
                 # the impact postings (by default only above 10,000 postings) rank the same,
                 # also when every pack part holds 8 postings (several deeper rounds)
-                pg.bm25_full_below = 0
-                assert pg.lexical_ranking(query, namespace=ns, k=TOP) == got, query
-                pg.bm25_full_below = FULL_BELOW_POSTINGS
+                assert impact_only.lexical_ranking(query, namespace=ns, k=TOP) == got, query
                 for (eid, es), (gid, gs) in zip(expected, got, strict=False):
                     if eid == gid:
                         assert gs == pytest.approx(es, rel=REL), (query, eid)
@@ -124,7 +128,7 @@ def test_impact_scale_bounds_every_contribution_at_any_average_length() -> None:
     """``impact at A <= impact at A_ref * max(1, A / A_ref)`` (the proof in the docstring),
     checked on a grid of term frequencies, lengths and both sides of ``A_ref``; and the
     bound is tight where it should be (``A = A_ref``: equal)."""
-    from mnemon_langgraph.store.postgres_bm25 import impact, impact_scale
+    from mnemon_langgraph.store.postgres.impact import impact, impact_scale
 
     ref = 15.0
     for avgdl in (1.0, 7.5, 14.9, 15.0, 15.1, 30.0, 300.0):
@@ -142,7 +146,7 @@ def test_candidate_bounds_add_read_parts_and_cut_bounds_of_unread_terms() -> Non
     posting names, and a record only at the cut (no more than ``B``) is left to it."""
     import numpy as np
 
-    from mnemon_langgraph.store.postgres_bm25 import TermRead, candidate_bounds, cut_bound
+    from mnemon_langgraph.store.postgres.impact import TermRead, candidate_bounds, cut_bound
 
     def read(seqs: list[int], imps: list[float], full: bool) -> TermRead:
         low = float(np.float32(min(imps)))  # the lowest impact of the parts read
@@ -170,7 +174,7 @@ def test_plan_depths_deepens_the_cheapest_bound_first_and_reads_whole_terms_at_t
     open term goes four times deeper; a depth never passes ``df + 1`` (read whole)."""
     import numpy as np
 
-    from mnemon_langgraph.store.postgres_bm25 import TermRead, plan_depths
+    from mnemon_langgraph.store.postgres.impact import TermRead, plan_depths
 
     pool = np.linspace(0.9, 0.1, 1000, dtype=np.float32)  # a term read whole
     rare = TermRead(1001, np.arange(1000), pool, True)
@@ -193,7 +197,7 @@ def test_decode_array_reads_postgres_binary_arrays(postgres_url: str) -> None:
     import numpy as np
     import psycopg
 
-    from mnemon_langgraph.store.postgres_bm25 import decode_array
+    from mnemon_langgraph.store.postgres.impact import decode_array
 
     with psycopg.connect(postgres_url) as conn:
         row = conn.execute(
@@ -211,7 +215,7 @@ def test_decode_array_reads_postgres_binary_arrays(postgres_url: str) -> None:
 
 def test_term_bound_is_above_every_records_contribution() -> None:
     """The bound from (max tf, min length) is at least any record's actual contribution."""
-    from mnemon_langgraph.store.postgres_bm25 import BM25_B, BM25_K1, TermStats, idf, term_bound
+    from mnemon_langgraph.store.postgres.impact import BM25_B, BM25_K1, TermStats, idf, term_bound
 
     n, avgdl = 1000, 12.0
     stats = TermStats(df=300, max_tf=3.0, min_len=4)
@@ -247,21 +251,21 @@ def _common_word_messages() -> list[Message]:
 def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int]]:
     """Record each round of impact postings read: ``{term: postings read}``."""
     rounds: list[dict[str, int]] = []
-    real_first, real_parts = PostgresStore._read_first, PostgresStore._read_parts
+    real_first, real_parts = BM25Query._read_first, BM25Query._read_parts
 
-    async def first(self: PostgresStore, conn: Any, live: Any) -> Any:
+    async def first(self: BM25Query, conn: Any, live: Any) -> Any:
         got = await real_first(self, conn, live)
         rounds.append({t: len(r.seqs) for t, r in got.items()})
         return got
 
-    async def parts(self: PostgresStore, conn: Any, depth: Any, reads: Any) -> Any:
+    async def parts(self: BM25Query, conn: Any, depth: Any, reads: Any) -> Any:
         got = await real_parts(self, conn, depth, reads)
         if depth and reads.get(next(iter(depth))) is not None and reads[next(iter(depth))].parts:
             rounds.append({t: len(r.seqs) for t, r in got.items()})  # a deeper round
         return got
 
-    monkeypatch.setattr(PostgresStore, "_read_first", first)
-    monkeypatch.setattr(PostgresStore, "_read_parts", parts)
+    monkeypatch.setattr(BM25Query, "_read_first", first)
+    monkeypatch.setattr(BM25Query, "_read_parts", parts)
     return rounds
 
 
@@ -281,12 +285,13 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
     """Impact-ordered top k == full top k on every query, on reads that leave most of the
     common words' postings unread; with a broken cut bound (the negative control) the same
     comparison fails."""
-    from mnemon_langgraph.store import postgres as pg_module
+    from mnemon_langgraph.store.postgres import bm25 as pg_module
 
-    with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.bm25_pack_min, pg.bm25_pack_part = 4, 4  # packs of 4: read 4 first, then deeper
+    # packs of 4: read 4 first, then deeper; 400 records: impact postings only when told to
+    small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
+    with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
         pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
-        pg.bm25_full_below = 0  # 400 records: impact postings only run when told to
+        unpruned = pg.with_settings(bm25_prune=False)
         rounds = _spy_reads(monkeypatch)
         read: dict[tuple[str, int], int] = {}
         for query in QUERIES:
@@ -297,9 +302,7 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
                 for got in rounds:
                     deepest.update({t: max(n, deepest.get(t, 0)) for t, n in got.items()})
                 read[query, k] = sum(deepest.values())
-                pg.bm25_prune = False
-                full = pg.lexical_ranking(query, namespace=("t",), k=k)
-                pg.bm25_prune = True
+                full = unpruned.lexical_ranking(query, namespace=("t",), k=k)
                 assert full and pruned == full, (query, k)
         total = {q: sum(pg.term_statistics(("t",), q.split())[1].values()) for q in QUERIES}
         # pruning happened: for small k most postings of alpha (350) and beta (200) unread
@@ -313,9 +316,7 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
         wrong = 0
         for query in QUERIES:
             pruned = pg.lexical_ranking(query, namespace=("t",), k=5)
-            pg.bm25_prune = False
-            full = pg.lexical_ranking(query, namespace=("t",), k=5)
-            pg.bm25_prune = True
+            full = unpruned.lexical_ranking(query, namespace=("t",), k=5)
             wrong += pruned != full
         assert wrong >= 2
 
@@ -343,12 +344,12 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
     the README), and rank exactly as the full query (ids, order, scores) every time."""
     import random
 
-    from mnemon_langgraph.store import postgres as pg_module
+    from mnemon_langgraph.store.postgres import bm25 as pg_module
 
-    with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.bm25_pack_min, pg.bm25_pack_part = 16, 16
+    small = PostgresSettings(bm25_pack_min=16, bm25_pack_part=16, bm25_full_below=0)
+    with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
         pg.ingest(("v",), _varied_messages(1500), source="test", pack=False)
-        pg.bm25_full_below = 0
+        unpruned = pg.with_settings(bm25_prune=False)
         # the default margin (0.15) reads a namespace this small whole; 0.5 stops rounds
         # with postings unread, the case this test is about
         monkeypatch.setattr(pg_module, "DEEPEN_MARGIN", 0.5)
@@ -364,9 +365,7 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
                 deepest: dict[str, int] = {}
                 for got in rounds:
                     deepest.update({t: max(n, deepest.get(t, 0)) for t, n in got.items()})
-                pg.bm25_prune = False
-                full = pg.lexical_ranking(query, namespace=("v",), k=k)
-                pg.bm25_prune = True
+                full = unpruned.lexical_ranking(query, namespace=("v",), k=k)
                 assert full and pruned == full, (query, k)
                 compared += 1
                 pruned_count += sum(deepest.values()) < total
@@ -391,16 +390,14 @@ def test_impact_bm25_honours_filters_and_deletes(
         Message(m.text, m.speaker, id=m.id, session=1 + i % 3)
         for i, m in enumerate(_common_word_messages())
     ]
-    with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.bm25_pack_min, pg.bm25_pack_part = 4, 4
+    small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
+    with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
         pg.ingest(("f",), msgs, source="test", pack=False)
-        pg.bm25_full_below = 0
+        unpruned = pg.with_settings(bm25_prune=False)
         for query in QUERIES:
             filters = SearchFilters(session_from=2, session_to=2)
-            pruned = pg._loop.run(_bm25(pg, ("f",), query, 5, filters))
-            pg.bm25_prune = False
-            full = pg._loop.run(_bm25(pg, ("f",), query, 5, filters))
-            pg.bm25_prune = True
+            pruned = pg.run(_bm25(pg, ("f",), query, 5, filters))
+            full = pg.run(_bm25(unpruned, ("f",), query, 5, filters))
             assert full and pruned == full, query
         nsid = _nsid(pg, ("f",))
         victims = [r.id for r in pg.records(("f",))][:50]
@@ -416,17 +413,16 @@ def test_impact_bm25_honours_filters_and_deletes(
         after = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
         assert rows[0][0] == 0 and after < before
         pruned = pg.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
-        pg.bm25_prune = False
-        assert pruned == pg.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
+        assert pruned == unpruned.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
 
 
 async def _bm25(
     pg: PostgresStore, ns: tuple[str, ...], query: str, k: int, filters: Any
 ) -> list[tuple[int, str, float]]:
     async with pg.connection() as conn:
-        nsid = await pg._nsid(conn, ns)
+        nsid = await pg.engine.nsid(conn, ns)
         assert nsid is not None
-        return await pg._bm25(conn, nsid, query, k, filters)
+        return await pg.bm25.top(conn, nsid, query, k, filters)
 
 
 def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
@@ -438,18 +434,18 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
         pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
         rounds = _spy_reads(monkeypatch)
         nsid = _nsid(pg, ("one",))
-        assert pg.bm25_full_below == FULL_BELOW_POSTINGS
+        assert pg.settings.bm25_full_below == FULL_BELOW_POSTINGS
         ranked = pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3)
         assert len(ranked) == 3 and rounds == []
-        pg.bm25_full_below = 0
-        assert pg.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
+        impact_only = pg.with_settings(bm25_full_below=0)
+        assert impact_only.lexical_ranking("alpha gamma note3", namespace=("one",), k=3) == ranked
         note3, gamma = f"{nsid}:note3", f"{nsid}:gamma"
         # 407 postings, no term in more than 1,024 records (no packs): all read whole
         assert rounds[0][note3] == 7 and rounds[0][gamma] == 50
-        pg.bm25_pack_min, pg.bm25_pack_part = 1, 2  # every term packed, parts of 2
-        pg.ingest(("two",), _common_word_messages(), source="test", pack=False)
+        tiny = impact_only.with_settings(bm25_pack_min=1, bm25_pack_part=2)  # parts of 2
+        tiny.ingest(("two",), _common_word_messages(), source="test", pack=False)
         rounds.clear()
-        assert [r for r, _ in pg.lexical_ranking("alpha gamma note3", namespace=("two",), k=3)]
+        assert [r for r, _ in tiny.lexical_ranking("alpha gamma note3", namespace=("two",), k=3)]
         assert set(rounds[0].values()) == {2} and len(rounds) > 1
 
 
@@ -460,7 +456,7 @@ def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:
     filter and the sort key (four ``array_position`` calls per term and row; 2.3× slower
     at 10k records, same rows).
     """
-    from mnemon_langgraph.store.postgres_bm25 import bm25_sql
+    from mnemon_langgraph.store.postgres.impact import bm25_sql
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("plan",), _common_word_messages()[:40], source="test", pack=False)

@@ -102,18 +102,18 @@ def test_filtered_exact_search_scans_halfvecs_and_equals_the_exact_order(
 ) -> None:
     """A session filter joins the records to the halfvec scan; the float re-rank still
     gives the exact order among the filtered records (more of them than are re-ranked)."""
-    from mnemon_langgraph.store import postgres as pg_module
+    from mnemon_langgraph.store.postgres import dense as pg_module
 
     count = 1500  # 500 in session 2: more than the 400 the search re-ranks
     msgs = [Message(f"rec{i}", "A", id=f"rec{i}", session=1 + i % 3) for i in range(count)]
     calls: list[tuple[str, str]] = []  # (filter conditions, the SQL that ran)
-    real = pg_module._exact_dense_sql
+    real = pg_module.exact_dense_sql
 
     def spy(where: str, half: bool) -> str:
         calls.append((where, real(where, half)))
         return calls[-1][1]
 
-    monkeypatch.setattr(pg_module, "_exact_dense_sql", spy)
+    monkeypatch.setattr(pg_module, "exact_dense_sql", spy)
     with PostgresStore(postgres_url, _Planted()) as pg:
         pg.ingest(("f",), msgs, source="test", pack=False)
         hits = pg.search(

@@ -21,8 +21,9 @@ from _packs_check import check_packs
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
-from mnemon_langgraph.store.postgres_bm25 import impact
-from mnemon_langgraph.store.postgres_schema import SCHEMA_VERSION, TABLES
+from mnemon_langgraph.store.postgres import PostgresSettings
+from mnemon_langgraph.store.postgres.impact import impact
+from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION, TABLES
 from mnemon_langgraph.types import Message
 
 QUERIES = ["alpha note3", "beta gamma", "note7 filler2"]
@@ -90,15 +91,14 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
     before = _snapshot(postgres_url)
     assert dict(before["meta"])["schema_version"] == "1" and len(before["records"]) == 119
 
-    pg = PostgresStore(postgres_url, fake_embeddings(), setup=False)
+    small = PostgresSettings(bm25_pack_min=8, bm25_pack_part=8)  # so that there are some
+    pg = PostgresStore(postgres_url, fake_embeddings(), setup=False, settings=small)
     with pg:
-        pg.bm25_pack_min, pg.bm25_pack_part = 8, 8  # small packs, so that there are some
         assert pg.setup() == SCHEMA_VERSION  # migrates, then packs the common terms
         after_rankings = _rankings(pg)
-        pg.bm25_full_below = 0  # the impact postings the migration wrote rank the same
-        assert after_rankings == _rankings(pg)
-        pg.bm25_prune = False
-        assert after_rankings == _rankings(pg)
+        # the impact postings the migration wrote rank the same
+        assert after_rankings == _rankings(pg.with_settings(bm25_full_below=0))
+        assert after_rankings == _rankings(pg.with_settings(bm25_prune=False))
     after = _snapshot(postgres_url)
     meta = dict(after.pop("meta"))
     assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "5"

@@ -23,7 +23,9 @@ from _packs_check import check_packs
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
-from mnemon_langgraph.store.postgres_bm25 import PACK_GROWTH, needs_pack, pack_parts
+from mnemon_langgraph.store.postgres import PostgresSettings
+from mnemon_langgraph.store.postgres.impact import PACK_GROWTH, needs_pack, pack_parts
+from mnemon_langgraph.store.postgres.packs import Packs
 from mnemon_langgraph.types import Message
 
 WORDS = [f"w{i}" for i in range(40)]
@@ -40,19 +42,20 @@ def _messages(count: int, prefix: str, seed: int) -> list[Message]:
     ]
 
 
+# the impact rounds on every query, however small the namespace
+SMALL = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
+
+
 def _small_packs(pg: PostgresStore) -> PostgresStore:
-    pg.bm25_pack_min, pg.bm25_pack_part = 4, 4
-    pg.bm25_full_below = 0  # the impact rounds on every query, however small the namespace
-    return pg
+    """A sibling of ``pg`` (same pool) writing and reading small packs."""
+    return pg.with_settings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
 
 
 def _assert_pruned_equals_full(pg: PostgresStore, ns: tuple[str, ...]) -> None:
     for query in QUERIES:
         for k in (3, 20):
             pruned = pg.lexical_ranking(query, namespace=ns, k=k)
-            pg.bm25_prune = False
-            full = pg.lexical_ranking(query, namespace=ns, k=k)
-            pg.bm25_prune = True
+            full = pg.with_settings(bm25_prune=False).lexical_ranking(query, namespace=ns, k=k)
             assert full and pruned == full, (query, k)
 
 
@@ -78,7 +81,7 @@ def test_needs_pack_when_common_and_enough_new_postings() -> None:
 
 def test_packs_follow_ingests_deletes_and_erase(postgres_url: str) -> None:
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        _small_packs(pg)
+        pg = _small_packs(pg)
         ns, other = ("p",), ("q",)
         pg.ingest(other, _messages(60, "o", 1), source="test", pack=False)
         uptos = []
@@ -115,10 +118,10 @@ def test_a_delete_that_left_packs_alone_is_caught(
         return None
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        _small_packs(pg)
+        pg = _small_packs(pg)
         pg.ingest(("n",), _messages(200, "n", 3), source="test", pack=False)
         check_packs(postgres_url)
-        monkeypatch.setattr(PostgresStore, "_unpack", staticmethod(keep))
+        monkeypatch.setattr(Packs, "unpack", staticmethod(keep))
         pg.delete_records(("n",), [r.id for r in pg.records(("n",))][::3])
         with pytest.raises(AssertionError):
             check_packs(postgres_url)
@@ -129,7 +132,7 @@ def test_concurrent_writers_and_a_deleter_keep_packs_exact(postgres_url: str) ->
     fifth deletes from it: every message is stored once and the packs hold exactly the
     live postings up to their ``upto`` (a repack under the namespace lock never misses a
     posting committed late nor keeps a deleted one)."""
-    stores = [_small_packs(PostgresStore(postgres_url, fake_embeddings())) for _ in range(5)]
+    stores = [PostgresStore(postgres_url, fake_embeddings(), settings=SMALL) for _ in range(5)]
     errors: list[BaseException] = []
     ns = ("c",)
 
@@ -173,23 +176,23 @@ def test_a_failed_repack_is_logged_and_done_by_the_next_write(
 ) -> None:
     import psycopg
 
-    real = PostgresStore._pack
+    real = Packs.pack
     calls = {"n": 0}
 
-    async def failing(self: PostgresStore, conn: object, nsid: int, term: str) -> None:
+    async def failing(self: Packs, conn: object, nsid: int, term: str) -> None:
         calls["n"] += 1
         raise psycopg.OperationalError("disk full (simulated)")
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        _small_packs(pg)
-        monkeypatch.setattr(PostgresStore, "_pack", failing)
+        pg = _small_packs(pg)
+        monkeypatch.setattr(Packs, "pack", failing)
         with caplog.at_level(logging.WARNING, logger="mnemon_langgraph.store.postgres"):
             result = pg.ingest(("r",), _messages(100, "r", 5), source="test", pack=False)
         assert result.records_written == 100 and calls["n"] == 1  # the ingest stands
         assert "packing BM25 postings" in caplog.text
         assert check_packs(postgres_url) == {}  # no pack yet: terms are read whole
         _assert_pruned_equals_full(pg, ("r",))
-        monkeypatch.setattr(PostgresStore, "_pack", real)
+        monkeypatch.setattr(Packs, "pack", real)
         pg.ingest(("r",), _messages(10, "s", 6), source="test", pack=False)
         assert len(check_packs(postgres_url)) >= 20
         _assert_pruned_equals_full(pg, ("r",))
@@ -199,7 +202,7 @@ def test_unpack_finds_a_posting_whatever_impact_it_is_given(postgres_url: str) -
     """The parts an impact points at are tried first; a posting not found there (an impact
     that was rounded, or wrong) is still taken out of whichever part holds it."""
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        _small_packs(pg)
+        pg = _small_packs(pg)
         pg.ingest(("u",), _messages(200, "u", 8), source="test", pack=False)
         term, parts = pg.run(
             pg.fetch(
@@ -214,7 +217,7 @@ def test_unpack_finds_a_posting_whatever_impact_it_is_given(postgres_url: str) -
 
         async def unpack() -> None:
             async with pg.connection() as conn, conn.transaction():
-                await PostgresStore._unpack(conn, term, np.array([seq]), np.array([-1.0]))
+                await Packs.unpack(conn, term, np.array([seq]), np.array([-1.0]))
 
         pg.run(unpack())
         held = pg.run(pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s", (term,)))

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.types import Message
 
 QUERIES = ["alpha beta", "gamma note3", "beta", "alpha note7 filler"]
@@ -32,9 +33,9 @@ def _messages() -> list[Message]:
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each search got a spare connection."""
     got: list[bool] = []
-    real = PostgresStore._spare_connection
+    real = PostgresEngine.spare_connection
 
-    def spare(self: PostgresStore) -> Any:
+    def spare(self: PostgresEngine) -> Any:
         cm = real(self)
 
         class Spy:
@@ -48,7 +49,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
         return Spy()
 
-    monkeypatch.setattr(PostgresStore, "_spare_connection", spare)
+    monkeypatch.setattr(PostgresEngine, "spare_connection", spare)
     return got
 
 
@@ -90,8 +91,8 @@ def test_an_idle_pool_runs_the_two_rankings_on_two_connections(
         pg.ingest(("s",), _messages(), source="test", pack=False)
 
         async def two_ready() -> None:  # the pool opens one connection; have two idle
-            await pg._pool.resize(min_size=2, max_size=4)
-            await pg._pool.wait(timeout=30)
+            await pg.engine.pool.resize(min_size=2, max_size=4)
+            await pg.engine.pool.wait(timeout=30)
 
         pg.run(two_ready())
         got = _spy(monkeypatch)

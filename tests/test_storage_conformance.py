@@ -38,7 +38,7 @@ from _store_child import BATCH, NS, SHARED, batch_messages
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.search.bm25 import tokenize
-from mnemon_langgraph.store import MnemonStore, StoreBackend, is_postgres_url
+from mnemon_langgraph.store import IngestResult, MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.types import Message, SearchFilters, TermStatsSource, VectorSource
 
 CHILD = Path(__file__).parent / "_store_child.py"
@@ -497,3 +497,130 @@ def test_two_consolidation_jobs_never_fold_the_same_records_twice(target: str) -
         store.ingest(BO, tagged_messages("race", 40), source="chat", pack=False)
         alone = _consolidate(store, BO)
         assert items.state(ADA).batches == items.state(BO).batches == len(alone.batches)
+
+
+# -- the same arguments, the same errors: every public method on both backends ------------
+
+_PEAR = [Message("a pear and an apple", "Ada", id="pear0")]
+BAD_CALLS: dict[str, Any] = {
+    # the table of the storage redesign: SQLite and PostgreSQL answered differently
+    "search offset=-1": lambda s: s.search("pear", namespace=ADA, offset=-1),
+    "search k=2.5": lambda s: s.search("pear", namespace=ADA, k=2.5),
+    "search lone surrogate": lambda s: s.search("pear \ud800", namespace=ADA),
+    "search query=None": lambda s: s.search(None, namespace=ADA),
+    # bounds and types of every other argument
+    "search k=-1": lambda s: s.search("pear", namespace=ADA, k=-1),
+    "search k=True": lambda s: s.search("pear", namespace=ADA, k=True),
+    "search k=2**63": lambda s: s.search("pear", namespace=ADA, k=2**63),
+    "search offset=2**63": lambda s: s.search("pear", namespace=ADA, offset=2**63),
+    "search offset=-5": lambda s: s.search("pear", namespace=ADA, offset=-5),
+    "search filters=dict": lambda s: s.search("pear", namespace=ADA, filters={"session_to": 1}),
+    "search query=bytes": lambda s: s.search(b"pear", namespace=ADA),
+    "search namespace=()": lambda s: s.search("pear", namespace=()),
+    "asearch offset=-1": lambda s: _run(s.asearch("pear", namespace=ADA, offset=-1)),
+    "asearch query=None": lambda s: _run(s.asearch(None, namespace=ADA)),
+    "ingest messages=5": lambda s: s.ingest(ADA, 5, source="t"),
+    "ingest messages=str": lambda s: s.ingest(ADA, "hello", source="t"),
+    "ingest messages=[dict]": lambda s: s.ingest(ADA, [{"text": "hi"}], source="t"),
+    "ingest one Message": lambda s: s.ingest(ADA, _PEAR[0], source="t"),
+    "ingest source=None": lambda s: s.ingest(ADA, _PEAR, source=None),
+    "ingest pack='yes'": lambda s: s.ingest(ADA, _PEAR, source="t", pack="yes"),
+    "ingest progress=1": lambda s: s.ingest(ADA, _PEAR, source="t", progress=1),
+    "ingest surrogate text": lambda s: s.ingest(ADA, [Message("x \ud800", "Ada")], source="t"),
+    "aingest messages=[dict]": lambda s: _run(s.aingest(ADA, [{"text": "hi"}], source="t")),
+    "get_records ids=None": lambda s: s.get_records(ADA, None),
+    "get_records ids=[1]": lambda s: s.get_records(ADA, [1]),
+    "stored_vectors ids=[1]": lambda s: s.stored_vectors(ADA, [1]),
+    "term_statistics terms=[None]": lambda s: s.term_statistics(ADA, [None]),
+    "match_record_ids limit=-1": lambda s: s.match_record_ids(ADA, "r-", limit=-1),
+    "match_record_ids limit=2**63": lambda s: s.match_record_ids(ADA, "r-", limit=2**63),
+    "match_record_ids prefix=None": lambda s: s.match_record_ids(ADA, None),
+    "records after_seq=2**63": lambda s: s.records(ADA, after_seq=2**63),
+    "records after_seq=-1": lambda s: s.records(ADA, after_seq=-1),
+    "records limit=1.5": lambda s: s.records(ADA, limit=1.5),
+    "known_message_ids ids=5": lambda s: s.known_message_ids(ADA, 5),
+    "known_message_ids ids=[None]": lambda s: s.known_message_ids(ADA, [None]),
+    "max_seq namespace=5": lambda s: s.max_seq(5),
+    "count namespace=('',)": lambda s: s.count(("",)),
+    "delete_records ids=[1]": lambda s: s.delete_records(ADA, [1]),
+    "delete_records ids=None": lambda s: s.delete_records(ADA, None),
+    "delete_records actor=None": lambda s: s.delete_records(ADA, ["r-x"], actor=None),
+    "delete_messages ids=[None]": lambda s: s.delete_messages(ADA, [None]),
+    "delete_messages source=None": lambda s: s.delete_messages(ADA, ["pear0"], source=None),
+    "erase_namespace actor=None": lambda s: s.erase_namespace(ADA, actor=None),
+    "audit_log namespace=5": lambda s: s.audit_log(5),
+    "stats namespace=[]": lambda s: s.stats([]),
+    "delete ids=str": lambda s: s.delete(ADA, "r-x"),
+}
+
+
+def _run(coro: Any) -> Any:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_bad_arguments_raise_input_error_alike_and_change_nothing(
+    store: MnemonStore, case: str
+) -> None:
+    """The one contract: every bad argument of every public method is the package's
+    ``InputError`` on both backends (never a driver's or Python's own error), raised
+    before anything is read or written."""
+    store.ingest(ADA, _PEAR, source="chat")
+    before = [r.id for r in store.records(ADA)]
+    with pytest.raises(InputError):
+        BAD_CALLS[case](store)
+    assert [r.id for r in store.records(ADA)] == before
+    assert store.audit_log(ADA) == [] and store.count(ADA) == 1
+    assert [h.record.id for h in store.search("pear", namespace=ADA)] == before
+
+
+def test_edge_arguments_answer_alike(store: MnemonStore) -> None:
+    """The valid edges: ``k=0``, an offset past the end, an empty id list, a prefix no id
+    can hold, one string as one id; and ``messages_skipped`` is counted by one rule."""
+    first = store.ingest(ADA, _PEAR, source="chat")
+    assert (first.records_written, first.messages_written, first.messages_skipped) == (1, 1, 0)
+    again = store.ingest(ADA, [*_PEAR, *_PEAR], source="chat")
+    assert (again.records_written, again.messages_skipped) == (0, 2)
+    with pytest.raises(InputError, match="appears twice"):  # a new id given twice in one call
+        store.ingest(BO, [Message("bo once", "Bo", id="b0")] * 2, source="chat")
+    assert store.count(BO) == 0
+    assert store.search("pear", namespace=ADA, k=0) == []
+    assert store.search("pear", namespace=ADA, offset=10_000) == []
+    assert _run(store.asearch("pear", namespace=ADA, k=0)) == []
+    assert [h.record.id for h in _run(store.asearch("pear", namespace=ADA))] == list(
+        first.record_ids
+    )
+    assert store.get_records(ADA, []) == [] and store.stored_vectors(ADA, []) == {}
+    assert [r.id for r in store.get_records(ADA, first.record_ids[0])] == list(first.record_ids)
+    assert store.match_record_ids(ADA, "r-\n") == [] and store.match_record_ids(ADA, "") == []
+    assert store.match_record_ids(ADA, "r-", limit=0) == []
+    assert store.match_record_ids(ADA, first.record_ids[0][:6]) == list(first.record_ids)
+    assert store.known_message_ids(ADA, "pear0") == {"pear0"}
+    assert list(store.records(ADA, after_seq=2**63 - 1)) == []
+    assert store.delete_records(ADA, []) == []
+    assert store.delete_messages(ADA, []) == ([], IngestResult(0, 0, 0))
+    assert store.audit_log(ADA) == []  # a deletion of nothing is not audited
+    assert store.holds_namespace(ADA) and not store.holds_namespace(("users", "nobody"))
+
+
+def test_cli_erase_of_a_missing_namespace_exits_1_alike_and_audits_nothing(
+    target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.cli import main
+
+    with MnemonStore(target, fake_embeddings()) as store:
+        store.ingest(ADA, _PEAR, source="chat")
+    assert main(["erase", "--db", target, "--namespace", "nobody", "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "nothing erased" in err
+    with MnemonStore(target, fake_embeddings()) as store:
+        assert store.audit_log() == [] and store.count(ADA) == 1
+    assert (
+        main(["erase", "--db", target, "--namespace", "users", "--namespace", "ada", "--yes"]) == 0
+    )
+    assert "erased 1 records" in capsys.readouterr().out
+    with MnemonStore(target, fake_embeddings()) as store:
+        assert [a.action for a in store.audit_log()] == ["erase_namespace"]
+        assert store.count(ADA) == 0 and not store.holds_namespace(ADA)

@@ -58,9 +58,8 @@ def measure(url: str, n: int, corpus: str) -> dict[str, Any]:
         for name, queries in (("hybrid", qs), ("hybrid_common", common)):
             _, ms = B._timed(lambda q: store.search(q, namespace=big, k=20), queries)
             row[f"{name}_ms_p50_p95"] = _p(ms)
-        store.bm25_prune = False
-        _, ms = B._timed(lambda q: store.search(q, namespace=big, k=20), qs)
-        store.bm25_prune = True
+        unpruned = store.with_settings(bm25_prune=False)
+        _, ms = B._timed(lambda q: unpruned.search(q, namespace=big, k=20), qs)
         row["hybrid_unpruned_ms_p50_p95"] = _p(ms)
         row["bm25_topic"] = B._bm25_figures(store, big, qs)
         row["bm25_common"] = B._bm25_figures(store, big, common)
@@ -79,9 +78,8 @@ def parts(url: str, n: int, corpus: str) -> dict[str, Any]:
             _, h = B._timed(lambda q: store.search(q, namespace=big, k=20), qs)
             _, b = B._timed(lambda q: store.lexical_ranking(q, namespace=big, k=100), qs)
             _, d = B._timed(lambda q: store.dense_ranking(q, namespace=big, k=100), qs)
-            store.ef_search = 200
-            _, d2 = B._timed(lambda q: store.dense_ranking(q, namespace=big, k=100), qs)
-            store.ef_search = None
+            ef200 = store.with_settings(ef_search=200)
+            _, d2 = B._timed(lambda q, s=ef200: s.dense_ranking(q, namespace=big, k=100), qs)
             out[f"round{rnd}"] = {
                 "hybrid": _p(h),
                 "bm25_depth100": _p(b),
@@ -104,7 +102,7 @@ def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, An
         got.append(len(exact & found) / max(1, len(exact)))
     docs = store.count(ns)
     return {
-        "path": "hnsw" if docs >= store.exact_below else "exact",
+        "path": "hnsw" if docs >= store.settings.exact_below else "exact",
         "ef_search": ef_search_for(docs),
         "mean": round(sum(got) / len(got), 4),
         "min": round(min(got), 4),

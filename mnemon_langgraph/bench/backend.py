@@ -26,7 +26,7 @@ nothing about real embeddings. MiniLM itself would take ~20 min per 100k texts h
 per line) and the bundled MiniLM's vectors of them, cached beside the file
 (:func:`_corpus_workload`). ``--bulk-index`` (PostgreSQL) drops the HNSW index while the
 big namespace is written and builds it once after: maintaining it is most of the write
-time (see :data:`~mnemon_langgraph.store.postgres_schema.HNSW_INDEX_SQL`).
+time (see :data:`~mnemon_langgraph.store.postgres.schema.HNSW_INDEX_SQL`).
 
 Use a fresh database (or folder): sizes already there are not written twice (ingest is
 idempotent), and the write rate would then mean nothing.
@@ -127,13 +127,10 @@ def _tie_recall(approx: list[Any], exact: list[Any]) -> list[float]:
 def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
     """HNSW and the half-precision exact path (what search uses below ``exact_below``),
     each against the exact scan of the float vectors, with their latencies."""
-    store.half_scan = False
-    try:
-        exact, exact_ms = _timed(
-            lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
-        )
-    finally:
-        store.half_scan = True
+    floats = store.with_settings(half_scan=False)  # the float vectors scanned: the truth
+    exact, exact_ms = _timed(
+        lambda q: floats.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
+    )
     half, half_ms = _timed(
         lambda q: store.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
     )
@@ -185,7 +182,7 @@ def _build_hnsw(url: str) -> float:
     """Build the HNSW index the store's setup would create; seconds taken."""
     import psycopg
 
-    from mnemon_langgraph.store.postgres_schema import HNSW_INDEX_SQL
+    from mnemon_langgraph.store.postgres.schema import HNSW_INDEX_SQL
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"SET maintenance_work_mem = '{BULK_MAINTENANCE_MEM}'")
@@ -221,20 +218,16 @@ def _ingest_big(store: Any, target: str, n: int, messages: list[Any], args: Any)
 
 def _ef_tradeoff(store: Any, big: Any, small: Any, probes: list[str]) -> dict[str, Any]:
     """Recall and latency of HNSW per ``ef_search``; the smallest meeting the goal on both."""
-    saved = store.ef_search
     table: list[dict[str, Any]] = []
-    try:
-        for ef in EF_CHOICES:
-            store.ef_search = ef
-            table.append(
-                {
-                    "ef_search": ef,
-                    "big": _recall(store, big, probes),
-                    "small_1pct": _recall(store, small, probes),
-                }
-            )
-    finally:
-        store.ef_search = saved
+    for ef in EF_CHOICES:
+        tuned = store.with_settings(ef_search=ef)  # same pool, this ef_search
+        table.append(
+            {
+                "ef_search": ef,
+                "big": _recall(tuned, big, probes),
+                "small_1pct": _recall(tuned, small, probes),
+            }
+        )
     good = [
         r["ef_search"]
         for r in table
@@ -362,11 +355,8 @@ def _common_queries(texts: list[str], queries: list[str], count: int, seed: int)
 def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
     """BM25 alone (top 48), pruned and full: p50 / p95 ms, and whether they agree."""
     pruned, on_ms = _timed(lambda q: store.lexical_ranking(q, namespace=ns, k=TOP), queries)
-    store.bm25_prune = False
-    try:
-        full, off_ms = _timed(lambda q: store.lexical_ranking(q, namespace=ns, k=TOP), queries)
-    finally:
-        store.bm25_prune = True
+    unpruned = store.with_settings(bm25_prune=False)
+    full, off_ms = _timed(lambda q: unpruned.lexical_ranking(q, namespace=ns, k=TOP), queries)
     return {
         "pruned_ms_p50": round(_pct(on_ms, 0.5), 2),
         "pruned_ms_p95": round(_pct(on_ms, 0.95), 2),
@@ -380,9 +370,8 @@ def _bm25_figures(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[s
 def _postgres_figures(store: Any, target: str, n: int, work: dict[str, Any]) -> dict[str, Any]:
     big, small = ("bench", f"big-{n}"), ("bench", f"small-{n}")
     queries = work["queries"]
-    store.bm25_prune = False
-    _, unpruned_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
-    store.bm25_prune = True
+    unpruned = store.with_settings(bm25_prune=False)
+    _, unpruned_ms = _timed(lambda q: unpruned.search(q, namespace=big, k=20), queries)
     return {
         "hybrid_unpruned_ms_p50": round(_pct(unpruned_ms, 0.5), 2),
         "hybrid_unpruned_ms_p95": round(_pct(unpruned_ms, 0.95), 2),

@@ -100,9 +100,17 @@ def _require_journal(path: Path) -> None:
 
 
 def _namespace_exists(db: str | Path, ns: tuple[str, ...]) -> bool:
-    """Whether the journal holds any row of ``ns``, or an index folder of it is left."""
+    """Whether the store holds any row of ``ns`` (audit rows aside: an erase of nothing
+    writes none), or, embedded, an index folder of it is left."""
     from mnemon_langgraph.search.hybrid import all_index_folders
     from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import is_postgres_url
+
+    if is_postgres_url(db):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.for_maintenance(str(db)) as store:
+            return store.holds_namespace(ns)
 
     with Journal(db, read_only=True) as journal:
         if journal.holds_namespace(ns):
@@ -132,13 +140,13 @@ def run(args: argparse.Namespace) -> int:
 
     if not is_postgres_url(args.db):
         _require_journal(Path(args.db))
-        if not _namespace_exists(args.db, ns):
-            print(
-                f"mnemon: error: namespace {list(ns)!r} does not exist in {args.db}; "
-                "nothing erased",
-                file=sys.stderr,
-            )
-            return 1
+    if not _namespace_exists(args.db, ns):  # the same answer on both backends
+        print(
+            f"mnemon: error: namespace {list(ns)!r} does not exist in {redact_db(args.db)}; "
+            "nothing erased",
+            file=sys.stderr,
+        )
+        return 1
     if not args.yes and not _confirm(args.db, ns):
         return 1
     count = erase_namespace_files(args.db, ns, actor=args.actor)

@@ -1,62 +1,90 @@
 """The seam between "the store" and "a backend": :class:`StoreBackend` and :class:`MnemonStore`.
 
 Every surface (read graph, consolidation, retriever, integrations, CLI, eval, benches) needs
-the same few things from a store; :class:`StoreBackend` names them, so a surface never
-reaches into one backend's internals (the SQLite journal, the index folders, a connection
-pool). Two implementations sit beside this module:
+the same few things from a store; :class:`StoreBackend` names them (write side and read
+side), so a surface never reaches into one backend's internals (the SQLite journal, the
+index folders, a connection pool). Two implementations sit beside this module:
 
 * :class:`~mnemon_langgraph.store.embedded.EmbeddedStore`: one SQLite journal file plus
   per-namespace index folders (the default, one machine).
 * :class:`~mnemon_langgraph.store.postgres.PostgresStore`: everything in PostgreSQL
   (pgvector, BM25 computed in SQL), shared by any number of processes on any number of hosts.
 
-:class:`MnemonStore` is the one public class: ``MnemonStore("memory.db")`` builds an
-``EmbeddedStore``, ``MnemonStore("postgresql://…")`` a ``PostgresStore``. Both subclass it,
-so ``isinstance(store, MnemonStore)`` holds for either, and the code both need (embedding
-with its checks, the input checks, file ingest) lives here once.
+:class:`MnemonStore` is the one public class and the base of both: ``MnemonStore("memory.db")``
+builds an ``EmbeddedStore``, ``MnemonStore("postgresql://…")`` a ``PostgresStore``
+(:func:`backend_class`). Its public methods check their arguments and run the behaviour
+both backends share (the ingest preamble, the result counts, embedding, file ingest, the
+per-user API) once, then call one small hook of the backend, so the two cannot drift.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import InputError, ModelCallError
 from mnemon_langgraph.search.vectors import normalize_rows
-from mnemon_langgraph.storage.chunking import chunk_messages
-from mnemon_langgraph.storage.content_caches import register_content_cache
+from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
+from mnemon_langgraph.storage.content_caches import forgets_cached_content, register_content_cache
 from mnemon_langgraph.store.query_vectors import SingleFlightCache
+from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
     Message,
     Namespace,
     Record,
     SearchFilters,
     SearchHit,
-    as_naive_utc,
+    check_count,
     normalize_namespace,
 )
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.storage.schema import AuditEntry
+    from typing import Self
 
-__all__ = ["IngestResult", "MnemonStore", "StoreBackend", "is_postgres_url"]
+    from typing_extensions import Unpack
+
+    from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.storage.schema import AuditEntry
+    from mnemon_langgraph.store.postgres import PostgresSettings
+
+__all__ = [
+    "MAX_PAGE",
+    "MAX_SEQ",
+    "IngestBatch",
+    "IngestResult",
+    "MnemonStore",
+    "StoreBackend",
+    "StoreOptions",
+    "backend_class",
+    "check_bounded",
+    "check_ids",
+    "check_ingest",
+    "check_search",
+    "check_text",
+    "check_unicode",
+    "fresh_messages",
+    "is_postgres_url",
+    "sessions_of",
+    "written_result",
+]
 
 
 def _abstract(store: object) -> NoReturn:
-    # A call, not ``...``: the protocol's members then count as implemented defaults, so
-    # ``MnemonStore`` can subclass the protocol explicitly (and be instantiated, choosing
-    # a backend in ``__new__``) while every backend still overrides each member.
     raise NotImplementedError(f"{type(store).__name__} does not implement this")
 
 
+MAX_PAGE = 1_000_000
+"""Largest ``k`` and ``offset`` a search accepts (far above any page the read path asks
+for; it keeps ``offset + k`` a valid SQL ``LIMIT`` on every backend)."""
+MAX_SEQ = 2**63 - 1
+"""Largest ``after_seq`` / ``limit`` of :meth:`MnemonStore.records` (a 64-bit integer)."""
 _EMBED_BATCH = 64
 QUERY_VECTORS_KEPT = 256
 """Query vectors a store keeps (least recently used out). A read-path turn asks the store
@@ -69,6 +97,21 @@ _URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 def is_postgres_url(target: object) -> bool:
     """Whether ``target`` names a PostgreSQL server (a ``postgresql://`` URL) and not a file."""
     return isinstance(target, str) and target.startswith(_URL_PREFIXES)
+
+
+def backend_class(target: object) -> type[MnemonStore]:
+    """The backend class for ``target``: a ``postgresql://`` URL or a journal path."""
+    if is_postgres_url(target):
+        from mnemon_langgraph.store.postgres import PostgresStore
+
+        return PostgresStore
+    if not isinstance(target, str | os.PathLike):
+        raise TypeError(
+            f"MnemonStore needs a journal path or a postgresql:// URL, got {type(target).__name__}"
+        )
+    from mnemon_langgraph.store.embedded import EmbeddedStore
+
+    return EmbeddedStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +138,194 @@ class StoreBackend(Protocol):
     Writes (:meth:`ingest`, deletions, :meth:`erase_namespace`) are atomic and idempotent;
     reads never return a record of another namespace. ``seq`` numbers grow with every
     record written to a namespace, so ``records(ns, after_seq=w)`` is a watermark read.
+    Every argument is checked before anything is read or written, the same on every
+    backend: a bad one raises :class:`~mnemon_langgraph.errors.InputError` (or
+    :class:`~mnemon_langgraph.errors.NamespaceError`), never a driver's error.
     """
 
     embeddings: Embeddings
     model_name: str
     dimension: int
+
+    # -- write side ---------------------------------------------------------------------
+
+    def ingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult: ...
+
+    async def aingest(
+        self,
+        namespace: str | Sequence[str],
+        messages: Iterable[Message],
+        *,
+        source: str,
+        pack: bool = True,
+    ) -> IngestResult: ...
+
+    def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str | Sequence[str],
+        format: str = "auto",
+        pack: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult: ...
+
+    def delete_records(
+        self,
+        namespace: str | Sequence[str],
+        ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+    ) -> list[str]: ...
+
+    def delete_messages(
+        self,
+        namespace: str | Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "api",
+        reason: str = "",
+        source: str = "reingest",
+    ) -> tuple[list[str], IngestResult]: ...
+
+    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    # -- read side ----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]: ...
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | str | Sequence[str],
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]: ...
+
+    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]: ...
+
+    def match_record_ids(
+        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
+    ) -> list[str]: ...
+
+    def stored_vectors(
+        self, namespace: str | Sequence[str], ids: Sequence[str]
+    ) -> dict[str, np.ndarray]: ...
+
+    def term_statistics(
+        self, namespace: str | Sequence[str], terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]: ...
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]: ...
+
+    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]: ...
+
+    def max_seq(self, namespace: str | Sequence[str]) -> int: ...
+
+    def count(self, namespace: str | Sequence[str]) -> int: ...
+
+    def namespaces(self) -> list[Namespace]: ...
+
+    def holds_namespace(self, namespace: str | Sequence[str]) -> bool: ...
+
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]: ...
+
+    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]: ...
+
+
+class StoreOptions(TypedDict, total=False):
+    """The keyword settings of :class:`MnemonStore` (each backend takes its own subset;
+    one it does not know is a ``TypeError``, as for any constructor)."""
+
+    candidate_depth: int
+    record_chars: int
+    # embedded only
+    vector_settings: dict[str, Any] | None
+    journal: Journal | None
+    # PostgreSQL only
+    exact_below: int
+    ef_search: int | None
+    pool_size: int
+    setup: bool
+    settings: PostgresSettings
+
+
+class MnemonStore(PerUserAPI):
+    """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
+
+    A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
+    URL gives the PostgreSQL backend (needs the ``[postgres]`` extra). Settings not known
+    to the chosen backend raise ``TypeError`` as for any constructor.
+
+    The base class of both backends and the one place their shared behaviour lives: every
+    public method checks its arguments here (:func:`check_ingest` …), normalises the
+    namespace and then calls one small hook of the backend (``_write_messages``,
+    ``_search``, ``_get_records`` …); the ingest preamble, the result counts, file ingest,
+    embedding and the per-user API are written once. It satisfies :class:`StoreBackend`.
+    """
+
+    embeddings: Embeddings
+    model_name: str
+    dimension: int
+    record_chars: int
+
+    def __new__(
+        cls,
+        target: str | os.PathLike[str],
+        embeddings: Embeddings | None = None,
+        **options: Unpack[StoreOptions],
+    ) -> MnemonStore:
+        # ``MnemonStore(...)`` chooses the backend by its target; Python then calls the
+        # chosen class's ``__init__`` with the same arguments, once. A backend class
+        # called directly (``EmbeddedStore(path)``) is built as itself.
+        if cls is MnemonStore:
+            return object.__new__(backend_class(target))
+        return object.__new__(cls)
+
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str],
+        embeddings: Embeddings | None = None,
+        **options: Unpack[StoreOptions],
+    ) -> MnemonStore:
+        """Same as ``MnemonStore(target, embeddings, **options)``."""
+        return MnemonStore(target, embeddings, **options)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # =======================================================================================
+    # The public contract, once: check the arguments, then call the backend's hook.
+    # =======================================================================================
 
     def ingest(
         self,
@@ -110,7 +336,31 @@ class StoreBackend(Protocol):
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
     ) -> IngestResult:
-        return _abstract(self)
+        """Write messages as records and index them, idempotently.
+
+        Messages already stored (same id in this namespace) are skipped; a message without
+        an id gets a deterministic one (:func:`~.chunking.derive_message_id`), so ingesting
+        the same input twice writes nothing the second time. Records, their vectors and
+        their index entries are written in one transaction.
+
+        Args:
+            namespace: Where the records go.
+            messages: :class:`~mnemon_langgraph.types.Message` objects in conversation order.
+            source: Source name (file name, ``"chat"`` …); part of record ids.
+            pack: Let short consecutive turns share a record (``False``: one per record).
+            progress: Called as ``progress(records_embedded, records_total)`` after each
+                embedding batch.
+
+        Returns:
+            What was written.
+
+        Raises:
+            InputError: ``messages`` is not a list of ``Message``, a bad ``source`` or
+                text that cannot be stored (lone surrogates, NUL).
+            ModelCallError: The embedder failed (nothing was written).
+        """
+        ns, batch = check_ingest(namespace, messages, source, pack, progress)
+        return batch.result(self._write_messages(ns, batch.messages, source, pack, progress))
 
     async def aingest(
         self,
@@ -120,18 +370,9 @@ class StoreBackend(Protocol):
         source: str,
         pack: bool = True,
     ) -> IngestResult:
-        return _abstract(self)
-
-    def ingest_file(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        namespace: str | Sequence[str],
-        format: str = "auto",
-        pack: bool = True,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult:
-        return _abstract(self)
+        """Async :meth:`ingest` (same checks; the caller's loop is never blocked)."""
+        ns, batch = check_ingest(namespace, messages, source, pack, None)
+        return batch.result(await self._awrite_messages(ns, batch.messages, source, pack))
 
     def search(
         self,
@@ -142,7 +383,28 @@ class StoreBackend(Protocol):
         offset: int = 0,
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
-        return _abstract(self)
+        """Hybrid search (BM25 + dense, fused by reciprocal rank) within one namespace.
+
+        Args:
+            query: Free text (valid Unicode).
+            namespace: Only records of this namespace are ever returned.
+            k: Page size, ``0`` .. :data:`MAX_PAGE`.
+            offset: Fused rank of the first hit returned, ``0`` .. :data:`MAX_PAGE`.
+            filters: Date and session bounds (inclusive), applied inside the ranking.
+
+        Returns:
+            Hits ``offset .. offset + k`` of the fused ranking, with their 0-based fused
+            rank, fused score, BM25 rank and dense rank.
+
+        Raises:
+            InputError: A query that is not valid text, a bad ``k``, ``offset`` or
+                ``filters``.
+            ModelCallError: The embedder failed on the query.
+        """
+        ns = check_search(query, namespace, k, offset, filters)
+        if k == 0:
+            return []
+        return self._search(query, ns, k, offset, filters)
 
     async def asearch(
         self,
@@ -153,38 +415,93 @@ class StoreBackend(Protocol):
         offset: int = 0,
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
-        return _abstract(self)
+        """Async :meth:`search` (same checks)."""
+        ns = check_search(query, namespace, k, offset, filters)
+        if k == 0:
+            return []
+        return await self._asearch(query, ns, k, offset, filters)
 
     def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
-        return _abstract(self)
+        """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped;
+        one string is one id)."""
+        return self._get_records(normalize_namespace(namespace), check_ids(ids))
 
     def match_record_ids(
         self, namespace: str | Sequence[str], prefix: str, limit: int = 2
     ) -> list[str]:
-        return _abstract(self)
+        """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``).
+
+        The View shows ids shortened; this finds the record again. ``prefix`` is matched
+        literally (no wildcard).
+        """
+        ns = normalize_namespace(namespace)
+        if not isinstance(prefix, str):
+            raise InputError(f"prefix must be a string, got {type(prefix).__name__}")
+        check_bounded(limit, "limit")
+        if not prefix or not prefix.isprintable() or limit == 0:
+            return []  # no record id holds such a character (ids are "r-" and hex)
+        return self._match_record_ids(ns, prefix, limit)
 
     def stored_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> dict[str, np.ndarray]:
-        return _abstract(self)
+        """The stored (unit) vectors of these records, by id (the read path's evidence)."""
+        return self._stored_vectors(normalize_namespace(namespace), check_ids(ids))
+
+    def term_statistics(
+        self, namespace: str | Sequence[str], terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        """Live records of ``namespace`` and how many hold each term (the counts BM25
+        search uses)."""
+        return self._term_statistics(normalize_namespace(namespace), check_ids(terms, "terms"))
 
     def records(
         self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Record]:
-        return _abstract(self)
+        """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads).
+
+        Raises:
+            InputError: ``after_seq`` or ``limit`` is not an integer in ``0 .. 2**63 - 1``
+                (checked at the call, before the first record is read).
+        """
+        ns = normalize_namespace(namespace)
+        check_bounded(after_seq, "after_seq", MAX_SEQ)
+        if limit is not None:
+            check_bounded(limit, "limit", MAX_SEQ)
+        return self._records(ns, after_seq, limit)
 
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
-        return _abstract(self)
+        """The subset of ``ids`` already stored in ``namespace``."""
+        return self._known_message_ids(normalize_namespace(namespace), check_ids(ids))
 
     def max_seq(self, namespace: str | Sequence[str]) -> int:
-        return _abstract(self)
+        """Highest seq of ``namespace`` (``0`` when empty)."""
+        return self._max_seq(normalize_namespace(namespace))
 
     def count(self, namespace: str | Sequence[str]) -> int:
-        return _abstract(self)
+        """Number of records in ``namespace``."""
+        return self._count(normalize_namespace(namespace))
 
-    def namespaces(self) -> list[Namespace]:
-        return _abstract(self)
+    def holds_namespace(self, namespace: str | Sequence[str]) -> bool:
+        """Whether anything of ``namespace`` is stored (records, items, state; audit rows
+        do not count): what :meth:`erase_namespace` would remove."""
+        return self._holds_namespace(normalize_namespace(namespace))
 
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+        """Audited deletions, oldest first, of one namespace or of all."""
+        return self._audit_log(None if namespace is None else normalize_namespace(namespace))
+
+    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
+        """Counts for one namespace or for the whole store.
+
+        Returns:
+            ``{"path", "embedding_model", "dimension", "namespaces": [{"namespace",
+            "records", "max_seq", "generation", "indexed", "vectors", "vector_index"}, …]}``
+            (PostgreSQL adds ``schema_version`` and ``tables``).
+        """
+        return self._stats(None if namespace is None else normalize_namespace(namespace))
+
+    @forgets_cached_content
     def delete_records(
         self,
         namespace: str | Sequence[str],
@@ -193,8 +510,15 @@ class StoreBackend(Protocol):
         actor: str = "api",
         reason: str = "",
     ) -> list[str]:
-        return _abstract(self)
+        """Delete records (their vectors, messages and index entries go with them) in one
+        transaction with their audit row; returns the ids deleted (one string is one id)."""
+        ns = normalize_namespace(namespace)
+        wanted = check_ids(ids)
+        check_text(actor, "actor")
+        check_text(reason, "reason")
+        return self._delete_records(ns, wanted, actor, reason) if wanted else []
 
+    @forgets_cached_content
     def delete_messages(
         self,
         namespace: str | Sequence[str],
@@ -204,63 +528,123 @@ class StoreBackend(Protocol):
         reason: str = "",
         source: str = "reingest",
     ) -> tuple[list[str], IngestResult]:
-        return _abstract(self)
+        """Delete messages: every record holding them goes, the other messages come back.
 
+        The records that held any part of the messages are deleted; the *other* messages
+        of those records are written again (re-chunked and re-embedded) under ``source``,
+        so nothing but the named messages is lost. The deletion, its audit row and the
+        re-written records are one transaction: if embedding the survivors fails, or the
+        process dies, nothing is deleted.
+
+        Returns:
+            ``(deleted_record_ids, result_of_rewriting_the_survivors)``.
+
+        Raises:
+            ModelCallError: The embedder failed on the survivors (nothing was deleted).
+        """
+        ns = normalize_namespace(namespace)
+        wanted = check_ids(message_ids, "message_ids")
+        for value, what in ((actor, "actor"), (reason, "reason"), (source, "source")):
+            check_text(value, what)
+        if not wanted:
+            return [], IngestResult(0, 0, 0)
+        deleted, written = self._delete_messages(ns, wanted, actor, reason, source)
+        return deleted, written_result(written)
+
+    @forgets_cached_content
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+        """Erase every row of the namespace in every table, with one audit row (who, when,
+        which namespace, how many records); returns the number of records erased."""
+        ns = normalize_namespace(namespace)
+        check_text(actor, "actor")
+        return self._erase_namespace(ns, actor)
+
+    # =======================================================================================
+    # Backend hooks: arguments already checked, namespaces normalised, id lists de-duplicated.
+    # =======================================================================================
+
+    def _write_messages(
+        self,
+        ns: Namespace,
+        messages: list[Message],
+        source: str,
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> list[Record]:
+        """Write the messages not stored yet (every one has an id); the records written."""
         return _abstract(self)
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+    async def _awrite_messages(
+        self, ns: Namespace, messages: list[Message], source: str, pack: bool
+    ) -> list[Record]:
+        return await asyncio.to_thread(self._write_messages, ns, messages, source, pack, None)
+
+    def _search(
+        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
+    ) -> list[SearchHit]:
         return _abstract(self)
 
-    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
+    async def _asearch(
+        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
+    ) -> list[SearchHit]:
+        return await asyncio.to_thread(self._search, query, ns, k, offset, filters)
+
+    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+        return _abstract(self)
+
+    def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
+        return _abstract(self)
+
+    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+        return _abstract(self)
+
+    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+        return _abstract(self)
+
+    def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
+        return _abstract(self)
+
+    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+        return _abstract(self)
+
+    def _max_seq(self, ns: Namespace) -> int:
+        return _abstract(self)
+
+    def _count(self, ns: Namespace) -> int:
+        return _abstract(self)
+
+    def _holds_namespace(self, ns: Namespace) -> bool:
+        return _abstract(self)
+
+    def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
+        return _abstract(self)
+
+    def _stats(self, ns: Namespace | None) -> dict[str, Any]:
+        return _abstract(self)
+
+    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
+        return _abstract(self)
+
+    def _delete_messages(
+        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+    ) -> tuple[list[str], list[Record]]:
+        """Delete the records holding ``ids``; ``(deleted ids, survivors' records written)``."""
+        return _abstract(self)
+
+    def _erase_namespace(self, ns: Namespace, actor: str) -> int:
+        return _abstract(self)
+
+    def namespaces(self) -> list[Namespace]:
+        """Every namespace that holds at least one record, sorted."""
         return _abstract(self)
 
     def flush(self) -> None:
+        """Write whatever the backend keeps unsaved (nothing on PostgreSQL)."""
         _abstract(self)
 
     def close(self) -> None:
+        """Release the backend (files, pool); closing twice is harmless."""
         _abstract(self)
-
-
-class MnemonStore(StoreBackend):
-    """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
-
-    A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
-    URL gives the PostgreSQL backend (needs the ``[postgres]`` extra). Settings not known
-    to the chosen backend raise ``TypeError`` as for any constructor.
-
-    Implements :class:`StoreBackend` through the two subclasses; this class holds the
-    code they share.
-    """
-
-    embeddings: Embeddings
-    model_name: str
-    dimension: int
-    record_chars: int
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> MnemonStore:
-        # Python calls the chosen subclass's ``__init__`` with the same arguments, once.
-        if cls is MnemonStore:
-            target = args[0] if args else kwargs.get("path", kwargs.get("url"))
-            if is_postgres_url(target):
-                from mnemon_langgraph.store.postgres import PostgresStore
-
-                return super().__new__(PostgresStore)
-            from mnemon_langgraph.store.embedded import EmbeddedStore
-
-            return super().__new__(EmbeddedStore)
-        return super().__new__(cls)
-
-    @classmethod
-    def open(cls, target: Any, embeddings: Embeddings | None = None, **kwargs: Any) -> MnemonStore:
-        """Same as ``MnemonStore(target, embeddings, **kwargs)``."""
-        return cls(target, embeddings, **kwargs)
-
-    def __enter__(self) -> MnemonStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- records (shared: both backends cut messages into records the same way) ----------
 
@@ -379,92 +763,6 @@ class MnemonStore(StoreBackend):
             )
         return total
 
-    # =======================================================================================
-    # Plain per-user API, for application code that is not an agent (mem0-style). Built on
-    # the protocol's methods (ingest, delete_records, records, max_seq, audit_log), so it
-    # works the same on either backend.
-    # A ``user`` is a namespace: "ada" is ("ada",); ("users", "ada") works too.
-    # =======================================================================================
-
-    def add_messages(
-        self,
-        user: str | Sequence[str],
-        messages: Sequence[Any],
-        *,
-        source: str = "api",
-        now: datetime | None = None,
-    ) -> IngestResult:
-        """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
-        ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
-
-        The one date rule of every surface: a message is dated when it was written (``now``,
-        default the current UTC time) unless it carries its own timestamp; undated messages
-        continue the user's last session unless more than four hours passed since it.
-
-        Returns:
-            What was written (messages already stored, by id, are skipped).
-
-        Raises:
-            InputError: A message that cannot be converted (unknown role, no text).
-        """
-        from langchain_core.messages import convert_to_messages
-
-        from mnemon_langgraph.sources import messages_from_langchain
-        from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
-
-        ns = normalize_namespace(user)
-        ours = [m for m in messages if isinstance(m, Message)]
-        theirs = [m for m in messages if not isinstance(m, Message)]
-        if ours and theirs:
-            raise InputError("add_messages: pass Message objects or chat messages, not both")
-        try:
-            given = ours or messages_from_langchain(convert_to_messages(theirs))
-        except (ValueError, NotImplementedError) as exc:
-            raise InputError(f"add_messages: {exc}") from exc
-        last = next(iter(self.records(ns, after_seq=self.max_seq(ns) - 1)), None)
-        stamp = as_naive_utc(now or datetime.now(UTC))
-        session = last.session if last is not None else 1
-        if last is not None and last.date and stamp and stamp - last.date > DEFAULT_SESSION_GAP:
-            session += 1
-        dated = [
-            m
-            if m.timestamp is not None
-            else dataclasses.replace(m, timestamp=stamp, session=session)
-            for m in given
-        ]
-        return self.ingest(ns, dated, source=source)
-
-    def list_records(self, user: str | Sequence[str], *, limit: int | None = None) -> list[Record]:
-        """A user's records, oldest first (at most ``limit``)."""
-        return list(self.records(normalize_namespace(user), limit=limit))
-
-    def delete(
-        self, user: str | Sequence[str], record_ids: Sequence[str], *, reason: str = ""
-    ) -> list[str]:
-        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
-
-        Ids of other users' records are never deleted: deletion is scoped to ``user``.
-        """
-        if isinstance(record_ids, str):
-            raise InputError("delete: pass a list of record ids, not one string")
-        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
-
-    def export(self, user: str | Sequence[str]) -> str:
-        """Everything stored for a user as JSON (records, then the audit trail of deletions).
-
-        For data-access requests: the records with their dates, sessions, speakers and message
-        ids, and the journal's audit entries for the namespace. Embeddings are not exported
-        (they are derived from the text).
-        """
-        ns = normalize_namespace(user)
-        records = [_record_json(r) for r in self.records(ns)]
-        audit = [_jsonable(dataclasses.asdict(e)) for e in self.audit_log(ns)]
-        return json.dumps(
-            {"namespace": list(ns), "records": records, "audit": audit},
-            ensure_ascii=False,
-            indent=2,
-        )
-
 
 def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
     """Raise :class:`InputError` for text that cannot be stored: lone surrogates, NUL.
@@ -499,16 +797,147 @@ def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]
             check(getattr(m, name, None), f"message {i} ({name})")
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` with datetimes as ISO 8601 and tuples as lists (for :meth:`MnemonStore.export`)."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+# =======================================================================================
+# The argument checks of the contract (every backend, every surface, the same rule).
+# =======================================================================================
+
+
+@dataclass(frozen=True, slots=True)
+class IngestBatch:
+    """Messages of one ingest after the shared preamble: checked, every one with an id."""
+
+    given: int
+    messages: list[Message]
+
+    def result(self, written: Sequence[Record]) -> IngestResult:
+        """What the ingest wrote: a message is skipped unless a record written holds it
+        (already stored, given twice, or stored first by a concurrent writer)."""
+        done = written_result(written)
+        return dataclasses.replace(done, messages_skipped=self.given - done.messages_written)
+
+
+def written_result(written: Sequence[Record]) -> IngestResult:
+    """:class:`IngestResult` of the records ``written`` (nothing skipped)."""
+    return IngestResult(
+        records_written=len(written),
+        messages_written=len({mid for r in written for mid in r.message_ids}),
+        messages_skipped=0,
+        record_ids=tuple(r.id for r in written),
+    )
+
+
+def check_text(value: object, what: str) -> str:
+    """``value`` if it is a string, else :class:`InputError` naming ``what``."""
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a string, got {type(value).__name__}: {value!r}"[:200])
     return value
 
 
-def _record_json(record: Record) -> dict[str, Any]:
-    return _jsonable(dataclasses.asdict(record))  # type: ignore[no-any-return]
+def check_bounded(value: object, what: str, maximum: int = MAX_PAGE) -> int:
+    """``value`` if it is an ``int`` in ``0 .. maximum`` (not a bool), else :class:`InputError`."""
+    check_count(value, what=what)
+    assert isinstance(value, int)
+    if value > maximum:
+        raise InputError(f"{what} must be at most {maximum:,}, got {value}")
+    return value
+
+
+def check_ids(ids: object, what: str = "ids") -> list[str]:
+    """Ids as a de-duplicated list of strings; one string is one id (not its characters).
+
+    Raises:
+        InputError: ``ids`` is not a string or an iterable of strings.
+    """
+    if isinstance(ids, str):
+        return [ids]
+    if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
+        got = f"{type(ids).__name__}: {ids!r}"
+        raise InputError(f"{what} must be a list of strings, got {got}"[:200])
+    out = list(dict.fromkeys(ids))
+    for value in out:
+        if not isinstance(value, str):
+            raise InputError(f"{what} must be strings, got {type(value).__name__}: {value!r}"[:200])
+    return out
+
+
+def check_ingest(
+    namespace: object,
+    messages: object,
+    source: object,
+    pack: object,
+    progress: object,
+) -> tuple[Namespace, IngestBatch]:
+    """The shared ingest preamble: check every argument and give each message its id.
+
+    A message without an id gets :func:`~mnemon_langgraph.storage.chunking.derive_message_id`
+    (source, index in the call, speaker and text), so the same input ingested twice is
+    written once.
+
+    Raises:
+        NamespaceError: An unusable namespace.
+        InputError: ``messages`` is not an iterable of :class:`Message`, ``source`` is not
+            a string, ``pack`` not a bool, ``progress`` not callable, or text cannot be
+            stored (:func:`check_unicode`).
+    """
+    ns = normalize_namespace(namespace)  # type: ignore[arg-type]
+    check_text(source, "source")
+    assert isinstance(source, str)
+    if not isinstance(pack, bool):
+        raise InputError(f"pack must be True or False, got {type(pack).__name__}: {pack!r}")
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be callable, got {type(progress).__name__}")
+    if isinstance(messages, str | bytes | Message | Mapping) or not isinstance(messages, Iterable):
+        raise InputError(
+            f"messages must be a list of Message objects, got {type(messages).__name__}"
+        )
+    given = list(messages)
+    for i, m in enumerate(given):
+        if not isinstance(m, Message):
+            raise InputError(
+                f"message {i} is a {type(m).__name__}, not a Message (chat messages, tuples "
+                "and dicts go through add_messages)"
+            )
+    check_unicode(ns, source, given)
+    with_ids = [
+        m
+        if m.id is not None
+        else dataclasses.replace(m, id=derive_message_id(m, source=source, index=i))
+        for i, m in enumerate(given)
+    ]
+    return ns, IngestBatch(len(given), with_ids)
+
+
+def check_search(
+    query: object, namespace: object, k: object, offset: object, filters: object
+) -> Namespace:
+    """The search arguments' one rule; returns the normalised namespace.
+
+    Raises:
+        NamespaceError: An unusable namespace.
+        InputError: ``query`` is not a string of valid Unicode, ``k`` or ``offset`` is not
+            an integer in ``0 ..`` :data:`MAX_PAGE`, ``filters`` is not a ``SearchFilters``.
+    """
+    ns = normalize_namespace(namespace)  # type: ignore[arg-type]
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string, got {type(query).__name__}")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"query is not valid Unicode text (a lone surrogate at position {exc.start})"
+        ) from None
+    check_bounded(k, "k")
+    check_bounded(offset, "offset")
+    if filters is not None and not isinstance(filters, SearchFilters):
+        raise InputError(f"filters must be a SearchFilters or None, got {type(filters).__name__}")
+    return ns
+
+
+def fresh_messages(messages: Sequence[Message], known: set[str]) -> list[Message]:
+    """The messages whose ids are not in ``known`` (the ones an ingest writes)."""
+    return [m for m in messages if m.id not in known]
+
+
+def sessions_of(messages: Sequence[Message]) -> set[int]:
+    """The sessions ``messages`` belong to (no session: session 1)."""
+    return {m.session if m.session is not None else 1 for m in messages}

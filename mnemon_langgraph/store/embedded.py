@@ -14,12 +14,10 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +32,16 @@ from mnemon_langgraph.search.hybrid import (
     all_index_folders,
     index_folder,
 )
-from mnemon_langgraph.storage.chunking import (
-    DEFAULT_MAX_CHARS,
-    check_record_chars,
-    derive_message_id,
-)
-from mnemon_langgraph.storage.content_caches import forgets_cached_content
+from mnemon_langgraph.storage.chunking import DEFAULT_MAX_CHARS, check_record_chars
 from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.storage.schema import AuditEntry
-from mnemon_langgraph.store.base import IngestResult, MnemonStore, check_unicode
+from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
 from mnemon_langgraph.types import (
     Message,
     Namespace,
     Record,
     SearchFilters,
     SearchHit,
-    check_count,
     normalize_namespace,
 )
 
@@ -145,89 +137,32 @@ class EmbeddedStore(MnemonStore):
                 self._indexes[ns] = index
         return index
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- writing (hooks of MnemonStore: arguments already checked) ---------------------------
 
-    def ingest(
+    def _write_messages(
         self,
-        namespace: str | Sequence[str],
-        messages: Iterable[Message],
-        *,
+        ns: Namespace,
+        messages: list[Message],
         source: str,
-        pack: bool = True,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> IngestResult:
-        """Write messages to the journal as records and index them.
-
-        Messages already stored (same id in this namespace) are skipped; a message without
-        an id gets a deterministic one (:func:`~.chunking.derive_message_id`),
-        so ingesting the same input twice writes nothing the second time. Records and their
-        vectors are appended in one journal transaction; the indexes are then brought up to
-        date incrementally.
-
-        Args:
-            namespace: Where the records go.
-            messages: Messages in conversation order.
-            source: Source name (file name, ``"chat"`` …); part of record ids.
-            pack: Let short consecutive turns share a record (``False``: one per record).
-            progress: Called as ``progress(records_embedded, records_total)`` after each
-                embedding batch.
-
-        Returns:
-            What was written.
-        """
-        ns = normalize_namespace(namespace)
-        given = list(messages)
-        check_unicode(ns, source, given)
-        with_ids = [
-            m
-            if m.id is not None
-            else dataclasses.replace(m, id=derive_message_id(m, source=source, index=i))
-            for i, m in enumerate(given)
-        ]
-        known = self.journal.known_message_ids(ns, [m.id for m in with_ids if m.id])
-        fresh = [m for m in with_ids if m.id not in known]
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> list[Record]:
+        """Append the records of the messages not stored yet, with their vectors, in one
+        journal transaction; the indexes are then brought up to date incrementally."""
+        known = self.journal.known_message_ids(ns, [m.id for m in messages if m.id])
+        fresh = fresh_messages(messages, known)
         if not fresh:
-            return IngestResult(0, 0, len(given))
-        sessions = {m.session if m.session is not None else 1 for m in fresh}
-        first_positions = {s: self.journal.next_position(ns, s) for s in sessions}
-        records = self._records_of(fresh, ns, source, pack=pack, first_positions=first_positions)
+            return []
+        first = {s: self.journal.next_position(ns, s) for s in sessions_of(fresh)}
+        records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = self._embed([r.text for r in records], progress)
         index = self.index(ns)
         with index.lock:
             written = self.journal.append(ns, records, vectors)
             index.sync()
-        return IngestResult(
-            records_written=len(written),
-            messages_written=len({mid for r in written for mid in r.message_ids}),
-            # Messages of records another process stored first were skipped too.
-            messages_skipped=len(given) - len({mid for r in written for mid in r.message_ids}),
-            record_ids=tuple(r.id for r in written),
-        )
+        return written
 
-    async def aingest(
-        self,
-        namespace: str | Sequence[str],
-        messages: Iterable[Message],
-        *,
-        source: str,
-        pack: bool = True,
-    ) -> IngestResult:
-        """Async :meth:`ingest` (runs in a worker thread)."""
-        return await asyncio.to_thread(
-            self.ingest, namespace, list(messages), source=source, pack=pack
-        )
-
-    @forgets_cached_content
-    def delete_records(
-        self,
-        namespace: str | Sequence[str],
-        ids: Sequence[str],
-        *,
-        actor: str = "api",
-        reason: str = "",
-    ) -> list[str]:
-        """Delete records from the journal and both indexes; returns the ids deleted."""
-        ns = normalize_namespace(namespace)
+    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
         index = self.index(ns)
         with index.lock:
             index.sync()
@@ -236,40 +171,16 @@ class EmbeddedStore(MnemonStore):
                 index.remove(deleted)
         return deleted
 
-    @forgets_cached_content
-    def delete_messages(
-        self,
-        namespace: str | Sequence[str],
-        message_ids: Sequence[str],
-        *,
-        actor: str = "api",
-        reason: str = "",
-        source: str = "reingest",
-    ) -> tuple[list[str], IngestResult]:
-        """Delete messages: every record holding them goes, the other messages come back.
-
-        The records that held any part of the messages are deleted from the journal and the
-        indexes; the *other* messages of those records are written again (re-chunked and
-        re-embedded) under ``source``, so nothing but the named messages is lost. The
-        deletion, its audit row and the re-written records (with their vectors) are one
-        journal transaction: if embedding the survivors fails, or the process dies, nothing
-        is deleted.
-
-        Returns:
-            ``(deleted_record_ids, result_of_rewriting_the_survivors)``.
-
-        Raises:
-            ModelCallError: The embedder failed on the survivors (nothing was deleted).
-        """
-        ns = normalize_namespace(namespace)
+    def _delete_messages(
+        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+    ) -> tuple[list[str], list[Record]]:
         index = self.index(ns)
         produced: list[Record] = []
 
         def replace(survivors: list[Message]) -> tuple[list[Record], np.ndarray]:
             # Runs inside the deletion's transaction: positions are read on this thread's
             # connection, so they already see the old records deleted.
-            sessions = {m.session if m.session is not None else 1 for m in survivors}
-            first = {s: self.journal.next_position(ns, s) for s in sessions}
+            first = {s: self.journal.next_position(ns, s) for s in sessions_of(survivors)}
             records = self._records_of(survivors, ns, source, first_positions=first)
             produced[:] = records
             return records, self._embed([r.text for r in records], None)
@@ -277,24 +188,16 @@ class EmbeddedStore(MnemonStore):
         with index.lock:
             index.sync()
             deleted, survivors = self.journal.delete_messages(
-                ns, message_ids, actor=actor, reason=reason, replace=replace
+                ns, ids, actor=actor, reason=reason, replace=replace
             )
             if deleted:
                 index.remove(deleted)  # also catches up with the records written above
         if not survivors:
-            return deleted, IngestResult(0, 0, 0)
-        written = self.journal.get_records(ns, [r.id for r in produced])
-        return deleted, IngestResult(
-            records_written=len(written),
-            messages_written=len({mid for r in written for mid in r.message_ids}),
-            messages_skipped=0,
-            record_ids=tuple(r.id for r in written),
-        )
+            return deleted, []
+        return deleted, self.journal.get_records(ns, [r.id for r in produced])
 
-    @forgets_cached_content
-    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
-        """Erase a namespace from the journal and delete its index folder; returns the count."""
-        ns = normalize_namespace(namespace)
+    def _erase_namespace(self, ns: Namespace, actor: str) -> int:
+        """Erase the namespace from the journal and delete its index folders."""
         index = self.index(ns)
         extra = all_index_folders(self.path, ns)[1:]
         with index.lock:
@@ -306,82 +209,48 @@ class EmbeddedStore(MnemonStore):
             index.erase_files(extra)
         return count
 
-    # -- reading ---------------------------------------------------------------------------
+    # -- reading (hooks) ---------------------------------------------------------------------
 
-    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
-        """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped)."""
-        return self.journal.get_records(normalize_namespace(namespace), list(ids))
+    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+        return self.journal.get_records(ns, ids)
 
-    def match_record_ids(
-        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
-    ) -> list[str]:
-        """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``)."""
-        return self.journal.match_record_ids(normalize_namespace(namespace), prefix, limit)
+    def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
+        return self.journal.match_record_ids(ns, prefix, limit)
 
-    def term_statistics(
-        self, namespace: str | Sequence[str], terms: Sequence[str]
-    ) -> tuple[int, dict[str, int]]:
-        """Live records of ``namespace`` and how many hold each term (its BM25 index's counts)."""
-        return self.index(normalize_namespace(namespace)).term_statistics(terms)
+    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+        return self.index(ns).term_statistics(terms)
 
-    def stored_vectors(
-        self, namespace: str | Sequence[str], ids: Sequence[str]
-    ) -> dict[str, np.ndarray]:
-        """The journal's stored (unit) vectors of these records, by id (read path evidence)."""
-        return self.journal.get_vectors(normalize_namespace(namespace), list(ids))
+    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+        return self.journal.get_vectors(ns, ids)
 
-    def records(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Record]:
-        """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads)."""
-        return self.journal.records(namespace, after_seq=after_seq, limit=limit)
+    def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
+        return self.journal.records(ns, after_seq=after_seq, limit=limit)
 
-    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
-        """The subset of ``ids`` already stored in ``namespace``."""
-        return self.journal.known_message_ids(namespace, ids)
+    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+        return self.journal.known_message_ids(ns, ids)
 
-    def max_seq(self, namespace: str | Sequence[str]) -> int:
-        """Highest seq of ``namespace`` (``0`` when empty)."""
-        return self.journal.max_seq(namespace)
+    def _max_seq(self, ns: Namespace) -> int:
+        return self.journal.max_seq(ns)
 
-    def count(self, namespace: str | Sequence[str]) -> int:
-        """Number of records in ``namespace``."""
-        return self.journal.count(namespace)
+    def _count(self, ns: Namespace) -> int:
+        return self.journal.count(ns)
+
+    def _holds_namespace(self, ns: Namespace) -> bool:
+        """A row of any table but the audit, or an index folder left behind."""
+        if self.journal.holds_namespace(ns):
+            return True
+        return any(f.exists() or f.is_symlink() for f in all_index_folders(self.path, ns))
 
     def namespaces(self) -> list[Namespace]:
         """Every namespace that holds at least one record, sorted."""
         return self.journal.namespaces()
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
-        """Audited deletions, oldest first, of one namespace or of all."""
-        return self.journal.audit_log(namespace)
+    def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
+        return self.journal.audit_log(ns)
 
-    def search(
-        self,
-        query: str,
-        *,
-        namespace: Namespace | str | Sequence[str],
-        k: int = 20,
-        offset: int = 0,
-        filters: SearchFilters | None = None,
+    def _search(
+        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
     ) -> list[SearchHit]:
-        """Hybrid search (BM25 + dense, RRF k=60) within one namespace.
-
-        Args:
-            query: Free text.
-            namespace: Only records of this namespace are ever returned.
-            k: Page size.
-            offset: Fused rank of the first hit returned.
-            filters: Date and session bounds (inclusive), applied inside the ranking.
-
-        Returns:
-            Hits ``offset .. offset + k`` of the fused ranking, with their 0-based fused
-            rank, fused score, BM25 rank and dense rank.
-        """
-        ns = normalize_namespace(namespace)
-        _check_query(query, k, offset)
-        if k <= 0:
-            return []
         query_vector = self.query_vector(query)
         ranked = self.index(ns).fused_ranking(
             query, query_vector, k=k, offset=offset, filters=filters
@@ -403,40 +272,18 @@ class EmbeddedStore(MnemonStore):
             )
         return hits
 
-    async def asearch(
-        self,
-        query: str,
-        *,
-        namespace: Namespace | str | Sequence[str],
-        k: int = 20,
-        offset: int = 0,
-        filters: SearchFilters | None = None,
-    ) -> list[SearchHit]:
-        """Async :meth:`search` (runs in a worker thread)."""
-        return await asyncio.to_thread(
-            self.search, query, namespace=namespace, k=k, offset=offset, filters=filters
-        )
-
-    def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
-        """Counts for one namespace or for the whole journal.
-
-        Returns:
-            ``{"path", "embedding_model", "dimension", "namespaces": [{"namespace",
-            "records", "max_seq", "generation", "indexed", "vector_index"}, …]}``.
-        """
-        spaces = (
-            [normalize_namespace(namespace)] if namespace is not None else self.journal.namespaces()
-        )
+    def _stats(self, ns: Namespace | None) -> dict[str, Any]:
+        spaces = [ns] if ns is not None else self.journal.namespaces()
         rows = []
-        for ns in spaces:
-            index = self.index(ns)
+        for one in spaces:
+            index = self.index(one)
             index.sync()
             rows.append(
                 {
-                    "namespace": list(ns),
-                    "records": self.journal.count(ns),
-                    "max_seq": self.journal.max_seq(ns),
-                    "generation": self.journal.generation(ns),
+                    "namespace": list(one),
+                    "records": self.journal.count(one),
+                    "max_seq": self.journal.max_seq(one),
+                    "generation": self.journal.generation(one),
                     "indexed": len(index.bm25),
                     "vectors": len(index.vectors),
                     "vector_index": index.vectors.kind,
@@ -463,20 +310,6 @@ def _open_journal(path: Path) -> Journal:
             raise
         logger.warning("%s; opened read-only: searches work, writes will fail", exc)
         return Journal(path, read_only=True)
-
-
-def _check_query(query: object, k: object, offset: object) -> None:
-    """Raise :class:`InputError` for a query that is not valid text or a bad page."""
-    if not isinstance(query, str):
-        raise InputError(f"query must be a string, got {type(query).__name__}")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"query is not valid Unicode text (a lone surrogate at position {exc.start})"
-        ) from None
-    check_count(k, what="k")
-    check_count(offset, what="offset")
 
 
 def load_messages(

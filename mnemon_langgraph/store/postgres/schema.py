@@ -24,7 +24,7 @@ Why these shapes:
   ``(term, impact DESC)`` before). Rows go with their record (``ON DELETE CASCADE`` on
   ``seq``), like the vectors. ``mnemon_packs`` (version 5) holds each common term's postings
   sorted by impact in parts of a few thousand, so a query reads a term's best postings as a
-  few rows (``postgres_bm25``); ``mnemon_terms.packed`` / ``upto`` say what a pack covers.
+  few rows (``impact``); ``mnemon_terms.packed`` / ``upto`` say what a pack covers.
 
 Migrations only add (``CREATE … IF NOT EXISTS``, new columns) or rebuild derived indexes;
 they never drop rows. The version and the embedding model identity are rows of
@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from mnemon_langgraph.errors import EmbeddingMismatchError, SchemaVersionError
-from mnemon_langgraph.store.postgres_bm25 import BM25_B, BM25_K1
+from mnemon_langgraph.store.postgres.impact import BM25_B, BM25_K1
 
 __all__ = [
     "HNSW_EF_CONSTRUCTION",
@@ -150,7 +150,7 @@ the next store's setup), with a ``maintenance_work_mem`` large enough to hold th
 (README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
 
 _V2 = [
-    # Per-term bounds (postgres_bm25.term_bound). The defaults are the loosest bounds, so
+    # Per-term bounds (impact.term_bound). The defaults are the loosest bounds, so
     # a row the backfill below does not reach is still bounded correctly.
     "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS max_tf real NOT NULL DEFAULT 1e30",
     "ALTER TABLE mnemon_terms ADD COLUMN IF NOT EXISTS min_len integer NOT NULL DEFAULT 0",
@@ -185,7 +185,7 @@ _V3 = [
     END $$""",
 ]
 
-_IMPACT = (  # postgres_bm25.impact in SQL, at the namespace's reference average length
+_IMPACT = (  # impact.impact in SQL, at the namespace's reference average length
     f"(u.tf / (u.tf + {BM25_K1}::float8 * ({1 - BM25_B}::float8 + {BM25_B}::float8 * "
     "r.length / n.ref_avgdl)))::real"
 )
@@ -215,7 +215,7 @@ _V4 = [
     "CREATE INDEX IF NOT EXISTS mnemon_postings_impact "
     "ON mnemon_postings (term, impact DESC) INCLUDE (seq)",
     # A record's postings, index-only: the cascade's lookup and the candidates' tight
-    # bounds (postgres_bm25.LOOKUP_SQL).
+    # bounds (impact.LOOKUP_SQL).
     "CREATE INDEX IF NOT EXISTS mnemon_postings_seq ON mnemon_postings (seq) "
     "INCLUDE (term, impact)",
     # Index-only scans skip the heap only on pages the visibility map marks all-visible:

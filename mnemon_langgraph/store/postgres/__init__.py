@@ -1,0 +1,45 @@
+"""The PostgreSQL backend: the whole store in PostgreSQL (pgvector, BM25 in SQL), shared by
+any number of processes on any number of hosts.
+
+Built by ``MnemonStore("postgresql://…")`` or, in the style of
+``langgraph-checkpoint-postgres``, by :meth:`PostgresStore.from_conn_string` (a context
+manager) and :meth:`PostgresStore.afrom_conn_string` (its async twin). Nothing is kept on
+local disk: records, messages, vectors, BM25 statistics, index items, consolidation state,
+the audit trail, the schema version and the embedding model identity are all rows.
+
+One module per role, under a facade of a few hundred lines (:mod:`.store`):
+
+* :mod:`.engine`: the event-loop thread and the connection pool (the one async core every
+  sync and async method runs on), namespace ids and write locks, :func:`redact`;
+* :mod:`.settings`: :class:`PostgresSettings`, the frozen tuning given at construction;
+* :mod:`.schema`: tables, indexes, migrations, schema version, model identity;
+* :mod:`.writes`: ingest, deletions with their audit rows, erase (and ``VACUUM``);
+* :mod:`.packs`: the BM25 packs (impact-sorted postings of common terms);
+* :mod:`.impact` and :mod:`.bm25`: the BM25 impact-ordered query (its pure rule and bounds,
+  and the object that reads postings in rounds until the top ``k`` is proven);
+* :mod:`.dense`: pgvector search, exact below ``exact_below`` records, HNSW above;
+* :mod:`.search`: the two rankings fused by reciprocal rank;
+* :mod:`.reads` and :mod:`.stats`: records, message ids, vectors, counts, the audit.
+"""
+
+from __future__ import annotations
+
+from mnemon_langgraph.store.postgres.engine import redact
+from mnemon_langgraph.store.postgres.settings import (
+    EF_SEARCH_BY_SIZE,
+    EF_SEARCH_LARGE,
+    EXACT_BELOW,
+    PostgresSettings,
+    ef_search_for,
+)
+from mnemon_langgraph.store.postgres.store import PostgresStore
+
+__all__ = [
+    "EF_SEARCH_BY_SIZE",
+    "EF_SEARCH_LARGE",
+    "EXACT_BELOW",
+    "PostgresSettings",
+    "PostgresStore",
+    "ef_search_for",
+    "redact",
+]

@@ -1,0 +1,232 @@
+"""The PostgreSQL engine of a store: its event-loop thread, its connection pool, plumbing.
+
+**One async core.** Every operation of the store is one coroutine using psycopg's async API
+over a ``psycopg_pool.AsyncConnectionPool``. The pool lives on one event loop in a daemon
+thread owned by the engine; sync callers submit a coroutine there and wait
+(:meth:`PostgresEngine.run`), async callers submit it and ``await`` without blocking their
+own loop (:meth:`PostgresEngine.submit`). So sync and async paths are the same code and the
+pool is never used from two loops (which psycopg forbids). In the shape of
+langchain-postgres' ``PGEngine``.
+
+Importing this module needs only the standard library (:func:`redact` serves the CLI
+without psycopg); the driver is imported when an engine is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
+from mnemon_langgraph.storage.schema import namespace_key
+from mnemon_langgraph.types import Namespace
+
+__all__ = ["SPARE_WAIT_S", "LoopThread", "PostgresEngine", "import_driver", "redact"]
+
+T = TypeVar("T")
+
+SPARE_WAIT_S = 0.002  # the longest a search waits for a second connection (then: one)
+_NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
+
+_URL_PASSWORD = re.compile(r"(://[^:@/\s]*):[^/\s]*@")
+_QUERY_PASSWORD = re.compile(r"([?&][^=&#\s]*password=)[^&#\s]*", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """``url`` (or a text naming one) without its passwords, for output and error messages.
+
+    The one redaction of the package (the CLI uses it for every ``--db`` it prints): the
+    password of a URL's userinfo and of any ``…password=`` query parameter (``password``,
+    ``sslpassword``) become ``***``. Text without ``://`` (a journal's file path) is returned
+    as is. Only the standard library is used, so redacting never needs psycopg.
+    """
+    if "://" not in url:
+        return url
+    return _QUERY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
+
+
+class LoopThread:
+    """An event loop in a daemon thread: where the store's async core and its pool live."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError("a sync PostgresStore method was called from its own loop")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+def import_driver() -> tuple[Any, Any, Any]:
+    """``(psycopg, psycopg_pool, register_vector_async)``, or the package's one-line error."""
+    try:
+        import psycopg
+        import psycopg_pool
+        from pgvector.psycopg import register_vector_async
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependencyError(
+            "a postgresql:// store", exc.name or "psycopg", "postgres"
+        ) from exc
+    return psycopg, psycopg_pool, register_vector_async
+
+
+class PostgresEngine:
+    """The loop thread, the pool and the few database helpers every part of the store uses.
+
+    Args:
+        url: A ``postgresql://`` connection string.
+        pool_size: Most connections this process opens.
+
+    Raises:
+        MissingDependencyError: psycopg / psycopg_pool / pgvector are not installed.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 8) -> None:
+        self.psycopg, pool_mod, self._register_vector = import_driver()
+        self.url = url
+        self.path = redact(url)
+        self.error: type[Exception] = self.psycopg.Error
+        self._pool_cls = pool_mod.AsyncConnectionPool
+        self._pool_timeout = pool_mod.PoolTimeout
+        self._pool_size = max(1, int(pool_size))
+        self.pool: Any = None
+        self._loop = LoopThread()
+        self._closed = False
+
+    # -- running coroutines -------------------------------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the engine's loop and wait for it (sync callers)."""
+        return self._loop.run(coro)
+
+    async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the engine's loop without blocking the caller's loop."""
+        return await self._loop.submit(coro)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def connect(self, *, autocommit: bool = False) -> Any:
+        """A connection of its own (outside the pool: setup, ``VACUUM``)."""
+        try:
+            return await self.psycopg.AsyncConnection.connect(self.url, autocommit=autocommit)
+        except self.psycopg.OperationalError as exc:
+            raise ConfigurationError(
+                f"cannot connect to PostgreSQL at {self.path}: {exc}".strip()
+            ) from exc
+
+    async def open_pool(self) -> None:
+        """Open the pool (pgvector types registered, autocommit: writes open transactions)."""
+
+        async def configure(conn: Any) -> None:
+            await self._register_vector(conn)
+            await conn.set_autocommit(True)  # reads need no transaction; writes open one
+
+        self.pool = self._pool_cls(
+            self.url, min_size=1, max_size=self._pool_size, open=False, configure=configure
+        )
+        try:
+            await self.pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            raise ConfigurationError(f"cannot open a pool to {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the pool and stop the loop thread (closing twice is harmless)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.pool is not None:
+            self._loop.run(self.pool.close())
+        self._loop.stop()
+
+    def stop(self) -> None:
+        """Stop the loop thread of an engine whose pool never opened."""
+        self._closed = True
+        self._loop.stop()
+
+    # -- connections and reads ----------------------------------------------------------
+
+    def connection(self) -> Any:
+        """``async with engine.connection() as conn``: a pooled connection (autocommit)."""
+        return self.pool.connection()
+
+    @asynccontextmanager
+    async def spare_connection(self) -> AsyncIterator[Any]:
+        """A second pooled connection if one is free now, else ``None``; never waits longer
+        than :data:`SPARE_WAIT_S` (the pool may grow meanwhile).
+
+        The hybrid search runs its two rankings at once only on a spare connection, so a
+        busy pool never makes a search queue for a second one (docs/results). A search
+        holds its first connection while it asks, so waiting here could deadlock a full
+        pool; it does not wait.
+        """
+        try:
+            conn = await self.pool.getconn(timeout=SPARE_WAIT_S)
+        except self._pool_timeout:
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            await self.pool.putconn(conn)
+
+    async def read(self, sql: str, params: Any = None) -> list[Any]:
+        """All rows of one read query on a pooled connection."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return list(await cur.fetchall())
+
+    async def scalar(self, sql: str, params: Any = None) -> Any:
+        """The first column of the first row of one read query (``None``: no row)."""
+        rows = await self.read(sql, params)
+        return rows[0][0] if rows else None
+
+    # -- namespace ids and locks --------------------------------------------------------
+
+    @staticmethod
+    async def nsid(conn: Any, ns: Namespace, *, create: bool = False) -> int | None:
+        """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
+        key = namespace_key(ns)
+        if create:
+            await conn.execute(
+                "INSERT INTO mnemon_namespaces(namespace) VALUES (%s) "
+                "ON CONFLICT (namespace) DO NOTHING",
+                (key,),
+            )
+        cur = await conn.execute("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (key,))
+        row = await cur.fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    async def lock_namespace(conn: Any, ns: Namespace) -> None:
+        """Serialise writers of one namespace until the transaction ends (any host)."""
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NS_LOCK, namespace_key(ns))
+        )
+
+    @staticmethod
+    async def nsid_tables(conn: Any) -> list[str]:
+        """Every mnemon table with an ``nsid`` column, records first (so cascades run)."""
+        cur = await conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE column_name = 'nsid' "
+            "AND table_schema = current_schema() AND table_name LIKE 'mnemon%%' "
+            "AND table_name <> 'mnemon_namespaces'"
+        )
+        names = sorted(r[0] for r in await cur.fetchall())
+        names.sort(key=lambda t: t != "mnemon_records")
+        return ['"' + n.replace('"', '""') + '"' for n in names]

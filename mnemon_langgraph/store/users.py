@@ -1,0 +1,128 @@
+"""The plain per-user API of every store, for application code that is not an agent.
+
+mem0-style calls built only on the :class:`~mnemon_langgraph.store.base.StoreBackend`
+contract (``ingest``, ``delete_records``, ``records``, ``max_seq``, ``audit_log``), so they
+work the same on either backend. A ``user`` is a namespace: ``"ada"`` is ``("ada",)``;
+``("users", "ada")`` works too. :class:`~mnemon_langgraph.store.base.MnemonStore` inherits
+it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.types import Message, Record, as_naive_utc, normalize_namespace
+
+if TYPE_CHECKING:
+    from mnemon_langgraph.store.base import IngestResult, StoreBackend
+
+__all__ = ["PerUserAPI"]
+
+
+class PerUserAPI:
+    """``add_messages`` / ``list_records`` / ``delete`` / ``export`` over the store contract."""
+
+    def add_messages(
+        self: StoreBackend,
+        user: str | Sequence[str],
+        messages: Sequence[Any],
+        *,
+        source: str = "api",
+        now: datetime | None = None,
+    ) -> IngestResult:
+        """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
+        ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
+
+        The one date rule of every surface: a message is dated when it was written (``now``,
+        default the current UTC time) unless it carries its own timestamp; undated messages
+        continue the user's last session unless more than four hours passed since it.
+
+        Returns:
+            What was written (messages already stored, by id, are skipped).
+
+        Raises:
+            InputError: A message that cannot be converted (unknown role, no text).
+        """
+        from langchain_core.messages import convert_to_messages
+
+        from mnemon_langgraph.sources import messages_from_langchain
+        from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+
+        ns = normalize_namespace(user)
+        ours = [m for m in messages if isinstance(m, Message)]
+        theirs = [m for m in messages if not isinstance(m, Message)]
+        if ours and theirs:
+            raise InputError("add_messages: pass Message objects or chat messages, not both")
+        try:
+            given = ours or messages_from_langchain(convert_to_messages(theirs))
+        except (ValueError, NotImplementedError) as exc:
+            raise InputError(f"add_messages: {exc}") from exc
+        last = next(iter(self.records(ns, after_seq=self.max_seq(ns) - 1)), None)
+        stamp = as_naive_utc(now or datetime.now(UTC))
+        session = last.session if last is not None else 1
+        if last is not None and last.date and stamp and stamp - last.date > DEFAULT_SESSION_GAP:
+            session += 1
+        dated = [
+            m
+            if m.timestamp is not None
+            else dataclasses.replace(m, timestamp=stamp, session=session)
+            for m in given
+        ]
+        return self.ingest(ns, dated, source=source)
+
+    def list_records(
+        self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
+    ) -> list[Record]:
+        """A user's records, oldest first (at most ``limit``)."""
+        return list(self.records(normalize_namespace(user), limit=limit))
+
+    def delete(
+        self: StoreBackend,
+        user: str | Sequence[str],
+        record_ids: Sequence[str],
+        *,
+        reason: str = "",
+    ) -> list[str]:
+        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
+
+        Ids of other users' records are never deleted: deletion is scoped to ``user``.
+        """
+        if isinstance(record_ids, str):
+            raise InputError("delete: pass a list of record ids, not one string")
+        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
+
+    def export(self: StoreBackend, user: str | Sequence[str]) -> str:
+        """Everything stored for a user as JSON (records, then the audit trail of deletions).
+
+        For data-access requests: the records with their dates, sessions, speakers and message
+        ids, and the journal's audit entries for the namespace. Embeddings are not exported
+        (they are derived from the text).
+        """
+        ns = normalize_namespace(user)
+        records = [_record_json(r) for r in self.records(ns)]
+        audit = [_jsonable(dataclasses.asdict(e)) for e in self.audit_log(ns)]
+        return json.dumps(
+            {"namespace": list(ns), "records": records, "audit": audit},
+            ensure_ascii=False,
+            indent=2,
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with datetimes as ISO 8601 and tuples as lists (for :meth:`PerUserAPI.export`)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _record_json(record: Record) -> dict[str, Any]:
+    return _jsonable(dataclasses.asdict(record))  # type: ignore[no-any-return]

@@ -48,6 +48,12 @@ LEVELS: dict[str, str] = {
     "test_langgraph_dev.py": "system",  # starts `langgraph dev` and talks HTTP to it
     "test_notebooks.py": "system",  # executes the notebooks in a Jupyter kernel
     "test_readme.py": "system",  # runs the README's quickstart in a fresh interpreter
+    "test_docs.py": "system",  # runs every page's code blocks and builds the site
+    "test_basestore_dev.py::test_the_servers_store_api_is_the_memory": "system",  # langgraph dev
+    "test_mcp.py": "integration",  # stdio and HTTP MCP servers in child processes
+    "test_cli_options.py::test_agent_surfaces_without_langchain_raise_the_one_line_error": (
+        "integration"
+    ),
     "test_consolidation_crash.py": "system",  # SIGKILLs a consolidating child
     "test_reliability_crash.py": "system",  # SIGKILLs an ingesting child
     "test_reliability_erase_crash.py": "system",  # SIGKILLs an erasing child at each step
@@ -124,6 +130,7 @@ XDIST_GROUPS: dict[str, str] = {
     # both `langgraph dev` servers run in the repository folder and keep their state in
     # its .langgraph_api/: one worker runs them, one after the other
     "test_langgraph_dev.py": "langgraph_dev",
+    "test_basestore_dev.py": "langgraph_dev",
 }
 """Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
 keeps each group on one worker; docs/testing.md)."""

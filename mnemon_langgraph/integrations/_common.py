@@ -401,7 +401,7 @@ def _writable(message: BaseMessage) -> bool:
 
 def _last_record(store: MnemonStore, namespace: Namespace) -> Any:
     top = store.max_seq(namespace)
-    return next(iter(store.records(namespace, after_seq=top - 1, limit=1)), None)
+    return next(iter(store.records(namespace, after_seq=max(top - 1, 0), limit=1)), None)
 
 
 def _gap(earlier: datetime, later: datetime) -> timedelta:

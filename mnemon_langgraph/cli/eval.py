@@ -16,11 +16,11 @@ from mnemon_langgraph.cli._common import (
 )
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["build_judge", "build_planner", "register"]
+__all__ = ["build_judge", "build_planner", "register", "report_failures"]
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``eval`` command and its ``locomo`` and ``summarize`` subcommands."""
+    """Add the ``eval`` command: ``locomo``, ``longmemeval``, ``summarize``, ``misses``."""
     parser = subparsers.add_parser(
         "eval",
         help="evaluate the read path on a benchmark",
@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
     _add_locomo_inputs(loc)
     _add_locomo_models(loc)
     loc.set_defaults(func=_run_locomo)
+    from mnemon_langgraph.cli.eval_long import add_longmemeval
+
+    add_longmemeval(sub, _add_locomo_models)
     summ = sub.add_parser(
         "summarize",
         help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",
@@ -217,6 +220,11 @@ def _run_locomo(args: argparse.Namespace) -> int:
         f"View {overall.get('view_chars') or 0:,.0f} chars; judge AUC "
         f"{_num(summary['judge_auc']['auc'])}; wrote {args.out}/summary.md"
     )
+    return report_failures(summary)
+
+
+def report_failures(summary: dict[str, Any]) -> int:
+    """Exit code of a run: 1 (and one line on stderr) if model calls failed, else 0."""
     failed = summary["counts"].get("questions_with_model_errors", 0)
     if failed:
         print(
@@ -231,8 +239,12 @@ def _run_locomo(args: argparse.Namespace) -> int:
 
 def _run_summarize(args: argparse.Namespace) -> int:
     from mnemon_langgraph.eval.locomo import summarize_results_file
+    from mnemon_langgraph.eval.longmemeval import is_longmemeval_run, summarize_longmemeval_results
 
-    summary = summarize_results_file(
+    rebuild = (
+        summarize_longmemeval_results if is_longmemeval_run(args.dir) else (summarize_results_file)
+    )
+    summary = rebuild(
         args.dir, plots=not args.no_plots, command=f"mnemon eval summarize {args.dir}"
     )
     overall = summary["view"]["overall"]

@@ -20,7 +20,7 @@ __all__ = ["build_judge", "build_planner", "register", "report_failures"]
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``eval`` command: ``locomo``, ``longmemeval``, ``summarize``, ``misses``."""
+    """Add ``eval``: ``locomo``, ``longmemeval``, ``beam``, ``summarize``, ``misses``."""
     parser = subparsers.add_parser(
         "eval",
         help="evaluate the read path on a benchmark",
@@ -39,9 +39,10 @@ def register(subparsers: Any) -> None:
     _add_locomo_inputs(loc)
     _add_locomo_models(loc)
     loc.set_defaults(func=_run_locomo)
-    from mnemon_langgraph.cli.eval_long import add_longmemeval
+    from mnemon_langgraph.cli.eval_long import add_beam, add_longmemeval
 
     add_longmemeval(sub, _add_locomo_models)
+    add_beam(sub)
     summ = sub.add_parser(
         "summarize",
         help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",

@@ -1,4 +1,4 @@
-"""``mnemon eval longmemeval FILE --out DIR``: the long-history harness on LongMemEval."""
+"""``mnemon eval longmemeval FILE`` and ``mnemon eval beam DIR``: the long-history harnesses."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from mnemon_langgraph.cli._common import add_embeddings_arg, chat_model, embeddings_for
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["add_longmemeval", "cached_embeddings", "ints_or_none"]
+__all__ = ["add_beam", "add_longmemeval", "cached_embeddings", "ints_or_none"]
 
 
 def add_longmemeval(sub: Any, add_models: Any) -> None:
@@ -242,3 +242,151 @@ def _command(args: argparse.Namespace) -> str:
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     return " ".join(parts)
+
+
+def add_beam(sub: Any) -> None:
+    """Add ``eval beam DIR`` to ``sub``."""
+    beam = sub.add_parser(
+        "beam",
+        help="BEAM: every <tier>/<n>/chat.json + probing_questions under DIR",
+        description="Ingest each BEAM conversation into its own namespace (batches as "
+        "sessions), ask its probing questions through the read graph, and score the View "
+        "against source_chat_ids by ability and tier, beside turn-level baselines; the "
+        "per-question read work is reported per tier. Writes results.jsonl, summary.json "
+        "and summary.md to --out.",
+    )
+    beam.add_argument("dir", metavar="DIR", help="a BEAM folder (chats/, one tier, or one chat)")
+    beam.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    beam.add_argument(
+        "--budget-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the View's character budget (default: 12000)",
+    )
+    beam.add_argument(
+        "--limit-questions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N questions per conversation (file order)",
+    )
+    beam.add_argument(
+        "--conversations",
+        default=None,
+        metavar="TIER/N,...",
+        help="only these conversations (e.g. 100K/1,100K/2)",
+    )
+    beam.add_argument(
+        "--baseline-k",
+        default="3,6,20,30,48",
+        metavar="K,...",
+        help="turn counts of the baselines (default 3,6,20,30,48)",
+    )
+    beam.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="journal to ingest into (default: a fresh temporary one)",
+    )
+    beam.add_argument(
+        "--keep-namespaces",
+        action="store_true",
+        help="keep each conversation's namespace in the journal",
+    )
+    beam.add_argument(
+        "--record-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most characters of a record the journal writes (default 600)",
+    )
+    add_embeddings_arg(beam, what="embedder of the journal, the local judge and the baselines")
+    beam.add_argument(
+        "--embedding-cache",
+        default=None,
+        metavar="PATH",
+        help="content-addressed embedding cache file (default under "
+        "$MNEMON_CACHE_DIR or ~/.cache/mnemon-langgraph)",
+    )
+    beam.add_argument("--no-embedding-cache", action="store_true", help="no cache file")
+    beam.add_argument(
+        "--judge",
+        default="local",
+        metavar="SPEC",
+        help="System 1: local (offline, default), llm:PROVIDER:MODEL or jev",
+    )
+    beam.add_argument(
+        "--planner",
+        default="rules",
+        metavar="SPEC",
+        help="System 2: rules (offline, default) or PROVIDER:MODEL",
+    )
+    beam.add_argument("--no-progress", action="store_true", help="no progress bar")
+    beam.set_defaults(func=_run_beam)
+
+
+def _run_beam(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.cli._common import quiet_read_path
+    from mnemon_langgraph.cli.eval import build_judge, build_planner, report_failures
+    from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
+    from mnemon_langgraph.eval.locomo import default_store_path
+    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.read.settings import ReadSettings
+    from mnemon_langgraph.store import MnemonStore, is_postgres_url
+
+    for flag, value in (
+        ("--budget-chars", args.budget_chars),
+        ("--limit-questions", args.limit_questions),
+    ):
+        if value is not None and value <= 0:
+            raise ConfigurationError(f"{flag} must be positive")
+    ks = ints_or_none(args.baseline_k, "--baseline-k")
+    if not ks:
+        raise ConfigurationError("--baseline-k needs at least one turn count")
+    config = BeamEvalConfig(
+        budget_chars=args.budget_chars,
+        judge=args.judge,
+        planner=args.planner,
+        limit_questions=args.limit_questions,
+        conversations=[c.strip() for c in args.conversations.split(",") if c.strip()]
+        if args.conversations
+        else None,
+        baseline_ks=ks,
+        keep_namespaces=args.keep_namespaces,
+    )
+    embeddings, _cache = cached_embeddings(args)
+    judge = build_judge(args.judge, embeddings)
+    planner = build_planner(args.planner)
+    store_path: Path | str = default_store_path()
+    if args.store:
+        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
+    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
+    store = MnemonStore(store_path, embeddings=embeddings, **sizing)
+    settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
+    try:
+        graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
+        with quiet_read_path(args.verbose):
+            summary = run_beam_eval(
+                args.dir,
+                args.out,
+                graph=graph,
+                store=store,
+                embeddings=embeddings,
+                config=config,
+                command=f"mnemon eval beam {args.dir} --out {args.out}",
+                progress=not args.no_progress,
+            )
+    finally:
+        store.close()
+        close = getattr(embeddings, "close", None)
+        if callable(close):
+            close()
+    o = summary["view"]["overall"]
+    print(
+        f"{summary['counts']['scored_questions']} scored questions "
+        f"({summary['counts']['unscored_questions']} apart): all_hit {_pct(o.get('all_hit'))}, "
+        f"any_hit {_pct(o.get('any_hit'))}; judge AUC {_num(summary['judge_auc']['auc'])}; "
+        f"wrote {args.out}/summary.md"
+    )
+    return report_failures(summary)

@@ -111,10 +111,11 @@ _TRUNCATED = "\n[… the rest of this message was cut: over the message size lim
 def clean_text(content: str) -> str:
     """A turn's text as stored: plan marker removed, degenerate runs collapsed, bounded.
 
-    A few release turns are degenerate generations (a 349k-character answer that is mostly
-    spaces, 25k repeats of one short line). Runs of spaces and blank lines are collapsed,
-    a short line repeated more than three times in a row is kept three times, and what is
-    still over :data:`~mnemon_langgraph.types.MAX_MESSAGE_CHARS` is cut with a marker.
+    A few release turns are degenerate generations (an answer far over the message limit
+    that is mostly spaces, thousands of repeats of one short line). Runs of spaces and blank
+    lines are collapsed, a short line repeated more than three times in a row is kept three
+    times, and what is still over :data:`~mnemon_langgraph.types.MAX_MESSAGE_CHARS` is cut
+    with a marker.
     """
     text = _PLAN_MARKER.sub("", content)
     text = _SPACE_RUN.sub(" ", text)

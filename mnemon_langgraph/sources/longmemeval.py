@@ -8,7 +8,7 @@ the ``_m`` variant, or any subset in the same shape). One question holds ``quest
 turns; evidence turns carry ``has_answer: true``), plus ``answer_session_ids``.
 
 The file is read one question at a time (:func:`iter_longmemeval`), so the ``_m`` variant
-(~2.7 GB) never has to fit in memory as one parsed object. Each question becomes a
+(gigabytes) never has to fit in memory as one parsed object. Each question becomes a
 :class:`LongMemEvalQuestion`: its turns as :class:`~mnemon_langgraph.types.Message` (``id`` =
 ``<session id>_<turn number from 1>``, LongMemEval's own corpus ids; ``timestamp`` = the
 session's date; sessions numbered 1.. in date order, because the release lists a history's

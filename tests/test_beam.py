@@ -260,6 +260,9 @@ def test_cli_eval_beam_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert {r["category"] for r in rows if not r["scored"]} == {"abstention"}
     # the tiny conversation fits the View: the evidence is found
     assert all(r["all_hit"] for r in rows if r["scored"])
+    assert main(["eval", "summarize", str(out)]) == 0  # rebuilt as a BEAM summary
+    assert json.loads((out / "summary.json").read_text())["by_tier"]["100K"]["n"] == 8
+    assert main(["eval", "misses", str(out)]) == 0
     assert main([*args, "--conversations", "100K/9"]) == 2
     (root / "chats" / "100K" / "1" / "probing_questions" / "probing_questions.json").write_text(
         json.dumps({"information_extraction": [{"question": "q", "source_chat_ids": [99]}]})

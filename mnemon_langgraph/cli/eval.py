@@ -46,20 +46,20 @@ def register(subparsers: Any) -> None:
     summ = sub.add_parser(
         "summarize",
         help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",
-        description="Rebuild summary.json, summary.md and the plots of a LoCoMo run from its "
-        "results.jsonl (e.g. after an interrupted run).",
+        description="Rebuild summary.json, summary.md and the plots of a run (LoCoMo, "
+        "LongMemEval, BEAM) from its results.jsonl (e.g. after an interrupted run).",
     )
-    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval` run")
     summ.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     summ.set_defaults(func=_run_summarize)
     miss = sub.add_parser(
         "misses",
         help="why the View missed gold evidence: DIR/results.jsonl's misses by bucket",
-        description="Sort each all-evidence miss of a LoCoMo run into: 1 not pooled, 2 judged "
+        description="Sort each all-evidence miss of a run into: 1 not pooled, 2 judged "
         "low (pooled, p < 1/2, cut), 3 judged fine but lost (budget, staleness, recent "
         "messages), 4 other; print the Markdown table. Uses the labels for scoring only.",
     )
-    miss.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    miss.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval` run")
     miss.set_defaults(func=_run_misses)
 
 
@@ -239,12 +239,15 @@ def report_failures(summary: dict[str, Any]) -> int:
 
 
 def _run_summarize(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.eval.beam_eval import is_beam_run, summarize_beam_results
     from mnemon_langgraph.eval.locomo import summarize_results_file
     from mnemon_langgraph.eval.longmemeval import is_longmemeval_run, summarize_longmemeval_results
 
-    rebuild = (
-        summarize_longmemeval_results if is_longmemeval_run(args.dir) else (summarize_results_file)
-    )
+    rebuild: Any = summarize_results_file
+    if is_longmemeval_run(args.dir):
+        rebuild = summarize_longmemeval_results
+    elif is_beam_run(args.dir):
+        rebuild = summarize_beam_results
     summary = rebuild(
         args.dir, plots=not args.no_plots, command=f"mnemon eval summarize {args.dir}"
     )

@@ -52,7 +52,14 @@ from mnemon_langgraph.eval.report import (
     run_metadata,
 )
 
-__all__ = ["BeamEvalConfig", "run_beam_eval", "summarize_beam"]
+__all__ = [
+    "BeamEvalConfig",
+    "is_beam_run",
+    "render_beam_markdown",
+    "run_beam_eval",
+    "summarize_beam",
+    "summarize_beam_results",
+]
 
 SCORED_ABILITIES = tuple(a for a in ABILITIES if a != "abstention")
 VIEW_FIELDS = (
@@ -420,3 +427,45 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _first_row(out_dir: str | Path) -> dict[str, Any]:
+    try:
+        with (Path(out_dir) / "results.jsonl").open(encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        row = json.loads(first) if first else {}
+    except (OSError, ValueError):
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
+def is_beam_run(out_dir: str | Path) -> bool:
+    """Whether ``out_dir/results.jsonl`` holds BEAM rows (its first row says)."""
+    row = _first_row(out_dir)
+    return "ability" in row and "tier" in row
+
+
+def summarize_beam_results(
+    out_dir: str | Path, *, plots: bool = False, command: Sequence[str] | str | None = None
+) -> dict[str, Any]:
+    """Rebuild ``summary.json``/``summary.md`` of a BEAM run from its ``results.jsonl``.
+
+    ``plots`` is accepted for the summarize command's sake; BEAM runs draw none.
+
+    Raises:
+        InputError: If ``results.jsonl`` is missing or holds no rows.
+    """
+    out = Path(out_dir)
+    path = out / "results.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InputError(f"no results.jsonl in {out}") from exc
+    rows = [json.loads(line) for line in lines if line.strip()]
+    if not rows:
+        raise InputError(f"{path} holds no rows")
+    summary = summarize_beam(rows)
+    summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    (out / "summary.md").write_text(render_beam_markdown(summary), encoding="utf-8")
+    return summary

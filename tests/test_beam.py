@@ -260,7 +260,11 @@ def test_cli_eval_beam_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert {r["category"] for r in rows if not r["scored"]} == {"abstention"}
     # the tiny conversation fits the View: the evidence is found
     assert all(r["all_hit"] for r in rows if r["scored"])
-    assert main(["eval", "summarize", str(out)]) == 0  # rebuilt as a BEAM summary
+    assert [Path(p).name for p in summary["plots"]] == [
+        "evidence_vs_chars.png",
+        "evidence_by_category.png",
+    ]
+    assert main(["eval", "summarize", str(out), "--no-plots"]) == 0  # rebuilt as BEAM's
     assert json.loads((out / "summary.json").read_text())["by_tier"]["100K"]["n"] == 8
     assert main(["eval", "misses", str(out)]) == 0
     assert main([*args, "--conversations", "100K/9"]) == 2

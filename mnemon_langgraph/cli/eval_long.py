@@ -301,6 +301,12 @@ def add_beam(sub: Any) -> None:
         metavar="N",
         help="most characters of a record the journal writes (default 600)",
     )
+    _add_beam_backends(beam)
+    beam.set_defaults(func=_run_beam)
+
+
+def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
+    """The embedder, cache, judge, planner and output switches of ``eval beam``."""
     add_embeddings_arg(beam, what="embedder of the journal, the local judge and the baselines")
     beam.add_argument(
         "--embedding-cache",
@@ -322,8 +328,8 @@ def add_beam(sub: Any) -> None:
         metavar="SPEC",
         help="System 2: rules (offline, default) or PROVIDER:MODEL",
     )
+    beam.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     beam.add_argument("--no-progress", action="store_true", help="no progress bar")
-    beam.set_defaults(func=_run_beam)
 
 
 def _run_beam(args: argparse.Namespace) -> int:
@@ -354,6 +360,7 @@ def _run_beam(args: argparse.Namespace) -> int:
         else None,
         baseline_ks=ks,
         keep_namespaces=args.keep_namespaces,
+        plots=not args.no_plots,
     )
     embeddings, _cache = cached_embeddings(args)
     judge = build_judge(args.judge, embeddings)

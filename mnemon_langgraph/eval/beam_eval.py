@@ -49,6 +49,7 @@ from mnemon_langgraph.eval.report import (
     format_value,
     header_lines,
     markdown_table,
+    plot_lines,
     run_metadata,
 )
 
@@ -90,6 +91,7 @@ class BeamEvalConfig:
         conversations: Only these conversation ids (``<tier>/<n>``).
         baseline_ks: Turn counts of the baselines.
         keep_namespaces: Keep each conversation's namespace after its questions.
+        plots: Draw the evidence plots (matplotlib, the ``eval`` extra).
     """
 
     budget_chars: int | None = None
@@ -99,6 +101,7 @@ class BeamEvalConfig:
     conversations: Sequence[str] | None = None
     baseline_ks: Sequence[int] = BASELINE_KS
     keep_namespaces: bool = False
+    plots: bool = True
 
 
 @dataclass
@@ -274,9 +277,25 @@ def run_beam_eval(
         **run_metadata(command),
         "elapsed_seconds": round(time.perf_counter() - started, 1),
     }
+    _write(summary, out, plots=cfg.plots)
+    return summary
+
+
+def _write(summary: dict[str, Any], out: Path, *, plots: bool) -> None:
+    """Draw the plots if asked and possible (a bonus: a failure is recorded), then the summary."""
+    from mnemon_langgraph.eval.plots import plot_evidence, plotting_available
+
+    if plots and plotting_available():
+        try:
+            summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
+        except Exception as exc:  # plots must never cost the run its summary
+            summary["plots_error"] = f"{type(exc).__name__}: {exc}"
+    elif plots:
+        summary["plots_error"] = (
+            "matplotlib is not installed (pip install 'mnemon-langgraph[eval]')"
+        )
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     (out / "summary.md").write_text(render_beam_markdown(summary), encoding="utf-8")
-    return summary
 
 
 def _median(values: Sequence[Any]) -> float | None:
@@ -347,6 +366,41 @@ def summarize_beam(
     }
 
 
+def _tier_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The per-tier table of the BEAM report."""
+    fmt = format_value
+    out: list[str] = []
+    out += ["", "## By tier (median work per warm question; the first question apart)", ""]
+    out += markdown_table(
+        [
+            "tier",
+            "questions",
+            "all_hit",
+            "judgments",
+            "waves",
+            "searches",
+            "chars",
+            "read s warm",
+            "read s first",
+        ],
+        [
+            [
+                t,
+                fmt(s.get("n")),
+                fmt(s.get("all_hit"), True),
+                fmt(s.get("judgments_median")),
+                fmt(s.get("waves_median")),
+                fmt(s.get("searches_median")),
+                fmt(s.get("view_chars_median")),
+                fmt(s.get("read_seconds_median")),
+                fmt(s.get("read_seconds_first_median")),
+            ]
+            for t, s in (summary.get("by_tier") or {}).items()
+        ],
+    )
+    return out
+
+
 def render_beam_markdown(summary: Mapping[str, Any]) -> str:
     """Render a BEAM ``summary.json`` as Markdown."""
     out = header_lines(summary)
@@ -391,34 +445,7 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
             for n, s in (summary.get("baselines") or {}).items()
         ],
     )
-    out += ["", "## By tier (median work per warm question; the first question apart)", ""]
-    out += markdown_table(
-        [
-            "tier",
-            "questions",
-            "all_hit",
-            "judgments",
-            "waves",
-            "searches",
-            "chars",
-            "read s warm",
-            "read s first",
-        ],
-        [
-            [
-                t,
-                fmt(s.get("n")),
-                fmt(s.get("all_hit"), True),
-                fmt(s.get("judgments_median")),
-                fmt(s.get("waves_median")),
-                fmt(s.get("searches_median")),
-                fmt(s.get("view_chars_median")),
-                fmt(s.get("read_seconds_median")),
-                fmt(s.get("read_seconds_first_median")),
-            ]
-            for t, s in (summary.get("by_tier") or {}).items()
-        ],
-    )
+    out += _tier_lines(summary)
     judge = summary.get("judge_auc") or {}
     out += [
         "",
@@ -426,6 +453,7 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
         f"records, {judge.get('gold', 0)} gold).",
         "",
     ]
+    out += plot_lines(summary)
     return "\n".join(out)
 
 
@@ -450,8 +478,6 @@ def summarize_beam_results(
 ) -> dict[str, Any]:
     """Rebuild ``summary.json``/``summary.md`` of a BEAM run from its ``results.jsonl``.
 
-    ``plots`` is accepted for the summarize command's sake; BEAM runs draw none.
-
     Raises:
         InputError: If ``results.jsonl`` is missing or holds no rows.
     """
@@ -466,6 +492,5 @@ def summarize_beam_results(
         raise InputError(f"{path} holds no rows")
     summary = summarize_beam(rows)
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    (out / "summary.md").write_text(render_beam_markdown(summary), encoding="utf-8")
+    _write(summary, out, plots=plots)
     return summary

@@ -16,11 +16,11 @@ from mnemon_langgraph.cli._common import (
 )
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["build_judge", "build_planner", "register"]
+__all__ = ["build_judge", "build_planner", "register", "report_failures"]
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``eval`` command and its ``locomo`` and ``summarize`` subcommands."""
+    """Add ``eval``: ``locomo``, ``longmemeval``, ``beam``, ``summarize``, ``misses``."""
     parser = subparsers.add_parser(
         "eval",
         help="evaluate the read path on a benchmark",
@@ -39,23 +39,27 @@ def register(subparsers: Any) -> None:
     _add_locomo_inputs(loc)
     _add_locomo_models(loc)
     loc.set_defaults(func=_run_locomo)
+    from mnemon_langgraph.cli.eval_long import add_beam, add_longmemeval
+
+    add_longmemeval(sub, _add_locomo_models)
+    add_beam(sub)
     summ = sub.add_parser(
         "summarize",
         help="rebuild summary.json/summary.md/plots from DIR/results.jsonl",
-        description="Rebuild summary.json, summary.md and the plots of a LoCoMo run from its "
-        "results.jsonl (e.g. after an interrupted run).",
+        description="Rebuild summary.json, summary.md and the plots of a run (LoCoMo, "
+        "LongMemEval, BEAM) from its results.jsonl (e.g. after an interrupted run).",
     )
-    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    summ.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval` run")
     summ.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     summ.set_defaults(func=_run_summarize)
     miss = sub.add_parser(
         "misses",
         help="why the View missed gold evidence: DIR/results.jsonl's misses by bucket",
-        description="Sort each all-evidence miss of a LoCoMo run into: 1 not pooled, 2 judged "
+        description="Sort each all-evidence miss of a run into: 1 not pooled, 2 judged "
         "low (pooled, p < 1/2, cut), 3 judged fine but lost (budget, staleness, recent "
         "messages), 4 other; print the Markdown table. Uses the labels for scoring only.",
     )
-    miss.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval locomo` run")
+    miss.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval` run")
     miss.set_defaults(func=_run_misses)
 
 
@@ -217,6 +221,11 @@ def _run_locomo(args: argparse.Namespace) -> int:
         f"View {overall.get('view_chars') or 0:,.0f} chars; judge AUC "
         f"{_num(summary['judge_auc']['auc'])}; wrote {args.out}/summary.md"
     )
+    return report_failures(summary)
+
+
+def report_failures(summary: dict[str, Any]) -> int:
+    """Exit code of a run: 1 (and one line on stderr) if model calls failed, else 0."""
     failed = summary["counts"].get("questions_with_model_errors", 0)
     if failed:
         print(
@@ -230,9 +239,16 @@ def _run_locomo(args: argparse.Namespace) -> int:
 
 
 def _run_summarize(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.eval.beam_eval import is_beam_run, summarize_beam_results
     from mnemon_langgraph.eval.locomo import summarize_results_file
+    from mnemon_langgraph.eval.longmemeval import is_longmemeval_run, summarize_longmemeval_results
 
-    summary = summarize_results_file(
+    rebuild: Any = summarize_results_file
+    if is_longmemeval_run(args.dir):
+        rebuild = summarize_longmemeval_results
+    elif is_beam_run(args.dir):
+        rebuild = summarize_beam_results
+    summary = rebuild(
         args.dir, plots=not args.no_plots, command=f"mnemon eval summarize {args.dir}"
     )
     overall = summary["view"]["overall"]

@@ -6,7 +6,11 @@
 * :mod:`.metrics` — ROC AUC (Mann–Whitney U), ECI (paper Eq. 2), Wilson intervals;
 * :mod:`.answer` — the answer step and the lenient LLM grader;
 * :mod:`.plots`, :mod:`.report` — PNG plots (extra ``eval``), summary.md, token counts;
-* :mod:`.beam` — a loader for BEAM's ``chat.json`` conversations.
+* :mod:`.longmemeval` — the LongMemEval harness (``mnemon eval longmemeval``), with
+  :mod:`.longmemeval_answer` (the benchmark's own answer and grading prompts) and
+  :mod:`.longmemeval_report`;
+* :mod:`.beam` — BEAM's ``chat.json`` conversations and probing questions; :mod:`.beam_eval`
+  — the BEAM harness (``mnemon eval beam``).
 
 Submodules are imported on first use, so importing this package stays cheap.
 """

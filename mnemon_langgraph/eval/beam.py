@@ -1,7 +1,9 @@
 """Loader for BEAM ("Beyond a Million Tokens") conversations: ``chat.json`` → messages.
 
-BEAM ships each conversation as a ``chat.json`` file. This loader assumes, and checks, the
-following shape (written defensively, since releases differ in details):
+BEAM ships each conversation as ``chats/<tier>/<n>/chat.json`` beside
+``probing_questions/probing_questions.json`` (:func:`load_beam_conversation`,
+:func:`find_beam_conversations`). The chat loader accepts the release's shape (checked
+against the 100K tier's files) and a few variants:
 
 * the top level is a **list of batches**, or a dict holding that list under ``"chat"``,
   ``"batches"``, ``"sessions"`` or ``"conversation"``;
@@ -14,10 +16,13 @@ following shape (written defensively, since releases differ in details):
   optional per-turn ``"time_anchor"`` that overrides the batch's.
 
 Each batch becomes one session (1-based, in file order); its ``time_anchor`` becomes every
-message's timestamp. Dates are parsed from ISO 8601 and the common spelled-out forms
-(``"March-15-2024"``, ``"March 15, 2024"``, ``"15 March 2024"``, ``"2024/03/15"``); an
-unparseable anchor leaves the timestamp ``None``. Turns with empty content are skipped.
-Message ids are the turn's ``id`` when present, else ``"b<batch>:t<index>"``.
+message's timestamp. In the release the batch's own anchor is null and the batch's first
+message carries it: a message's ``time_anchor`` dates that message and the batch's later
+ones. The generator's trailing plan index on user turns (``"… ->-> 1,1"``) is removed.
+Dates are parsed from ISO 8601 and the common spelled-out forms (``"March-15-2024"``,
+``"March 15, 2024"``, ``"15 March 2024"``, ``"2024/03/15"``); an unparseable anchor leaves
+the timestamp ``None``. Turns with empty content are skipped. Message ids are the turn's
+``id`` when present, else ``"b<batch>:t<index>"``.
 """
 
 from __future__ import annotations
@@ -25,15 +30,30 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Message, Role
+from mnemon_langgraph.types import MAX_MESSAGE_CHARS, Message, Role
 
-__all__ = ["load_beam_chat", "messages_from_beam", "parse_time_anchor"]
+__all__ = [
+    "ABILITIES",
+    "BeamConversation",
+    "BeamQuestion",
+    "clean_text",
+    "find_beam_conversations",
+    "load_beam_chat",
+    "load_beam_conversation",
+    "load_beam_questions",
+    "messages_from_beam",
+    "parse_time_anchor",
+]
 
+# The generator's plan index the release leaves at the end of user turns ("… ->-> 1,1"):
+# scaffolding of how the conversation was made, not something the user said.
+_PLAN_MARKER = re.compile(r"\s*->->\s*\d+(?:\s*,\s*\d+)*\s*$")
 _BATCH_LIST_KEYS = ("chat", "batches", "sessions", "conversation")
 _TURN_KEYS = ("turns", "messages", "chat")
 _ANCHOR_KEYS = ("time_anchor", "date", "timestamp")
@@ -80,6 +100,30 @@ def parse_time_anchor(value: object) -> datetime | None:
         except ValueError:
             continue
     return None
+
+
+_SPACE_RUN = re.compile(r"[ \t\f\v]{2,}")
+_BLANK_LINES = re.compile(r"\n\s*\n(?:\s*\n)+")
+_REPEATED_LINE = re.compile(r"(^[^\n]{1,80}\n)\1{3,}", re.MULTILINE)
+_TRUNCATED = "\n[… the rest of this message was cut: over the message size limit]"
+
+
+def clean_text(content: str) -> str:
+    """A turn's text as stored: plan marker removed, degenerate runs collapsed, bounded.
+
+    A few release turns are degenerate generations (an answer far over the message limit
+    that is mostly spaces, thousands of repeats of one short line). Runs of spaces and blank
+    lines are collapsed, a short line repeated more than three times in a row is kept three
+    times, and what is still over :data:`~mnemon_langgraph.types.MAX_MESSAGE_CHARS` is cut
+    with a marker.
+    """
+    text = _PLAN_MARKER.sub("", content)
+    text = _SPACE_RUN.sub(" ", text)
+    text = _BLANK_LINES.sub("\n\n", text)
+    text = _REPEATED_LINE.sub(lambda m: m.group(1) * 3, text).strip()
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - len(_TRUNCATED)] + _TRUNCATED
+    return text
 
 
 def _batches(data: Any) -> list[Any]:
@@ -134,16 +178,19 @@ def messages_from_beam(data: Any) -> list[Message]:
             )
         batch_date = parse_time_anchor(anchor)
         for t_index, turn in enumerate(_flatten(turns)):
+            # the release dates a batch by its first message's anchor (the batch's own is
+            # null): an anchor holds for its message and the batch's later ones
+            batch_date = parse_time_anchor(turn.get("time_anchor")) or batch_date
             content = turn.get("content", turn.get("text"))
             if not isinstance(content, str) or not content.strip():
                 continue
             raw_role = str(turn.get("role", "user")).lower()
             role: Role = raw_role if raw_role in ("user", "assistant", "system") else "user"  # type: ignore[assignment]
-            turn_date = parse_time_anchor(turn.get("time_anchor")) or batch_date
+            turn_date = batch_date
             turn_id = turn.get("id")
             messages.append(
                 Message(
-                    text=content.strip(),
+                    text=clean_text(content),
                     speaker=role,
                     role=role,
                     id=str(turn_id) if turn_id is not None else f"b{b_index}:t{t_index}",
@@ -170,3 +217,152 @@ def load_beam_chat(path: str | Path) -> list[Message]:
     except json.JSONDecodeError as exc:
         raise InputError(f"BEAM chat file {file} is not JSON: {exc}") from exc
     return messages_from_beam(data)
+
+
+ABILITIES: tuple[str, ...] = (
+    "abstention",
+    "contradiction_resolution",
+    "event_ordering",
+    "information_extraction",
+    "instruction_following",
+    "knowledge_update",
+    "multi_session_reasoning",
+    "preference_following",
+    "summarization",
+    "temporal_reasoning",
+)
+"""BEAM's probing abilities (keys of ``probing_questions.json``)."""
+
+_ANSWER_KEYS = ("answer", "ideal_answer", "ideal_response", "ideal_summary", "expected_compliance")
+
+
+@dataclass(frozen=True)
+class BeamQuestion:
+    """One probing question; its evidence ids are for scoring only.
+
+    Attributes:
+        ability: The ability it probes (its key in ``probing_questions.json``).
+        index: Its position under that key.
+        question: The question text.
+        answer: The reference answer (``answer``, ``ideal_answer``, ``ideal_response``,
+            ``ideal_summary`` or ``expected_compliance``, the first present).
+        evidence: Message ids of ``source_chat_ids``: a list as is; for a dict, the
+            ``updated_info`` ids of a knowledge-update question (the statement that must
+            win), else every listed id.
+    """
+
+    ability: str
+    index: int
+    question: str
+    answer: str
+    evidence: list[str]
+
+
+@dataclass(frozen=True)
+class BeamConversation:
+    """One BEAM conversation: its messages (for memory) and its questions (kept apart)."""
+
+    id: str
+    tier: str
+    messages: list[Message]
+    questions: list[BeamQuestion] = field(default_factory=list)
+
+
+def _flat_ids(value: object) -> Iterator[object]:
+    """Items of ``value`` with nested lists opened (a release list nests one, e.g.
+    ``[134, [136, 138]]``)."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _flat_ids(item)
+    else:
+        yield value
+
+
+def _evidence_ids(ability: str, value: object, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        if ability == "knowledge_update" and "updated_info" in value:
+            value = value["updated_info"]
+        else:
+            value = [part for part in value.values() if part]
+    if not isinstance(value, list):
+        raise InputError(f"{where}: source_chat_ids must be a list or dict, got {value!r:.80}")
+    ids = list(_flat_ids(value))
+    for x in ids:
+        if not (
+            (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.isdigit())
+        ):
+            raise InputError(f"{where}: source_chat_ids must hold message ids, got {x!r:.80}")
+    return list(dict.fromkeys(str(int(x)) for x in ids))  # type: ignore[call-overload]
+
+
+def load_beam_questions(path: str | Path) -> list[BeamQuestion]:
+    """Load ``probing_questions.json`` (a dict ability → list of questions).
+
+    Raises:
+        InputError: A missing file, bad JSON, or an unexpected shape.
+    """
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read BEAM questions {file}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"BEAM questions file {file} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: expected a dict of ability → questions")
+    out: list[BeamQuestion] = []
+    for ability, items in data.items():
+        if not isinstance(items, list):
+            raise InputError(f"{file}: {ability!r} must hold a list of questions")
+        for i, q in enumerate(items):
+            where = f"{file}: {ability}[{i}]"
+            if not isinstance(q, dict) or not isinstance(q.get("question"), str):
+                raise InputError(f"{where}: a question must be an object with 'question'")
+            answer = next((q[k] for k in _ANSWER_KEYS if q.get(k) is not None), "")
+            evidence = _evidence_ids(ability, q.get("source_chat_ids"), where)
+            out.append(BeamQuestion(str(ability), i, q["question"], str(answer), evidence))
+    return out
+
+
+def find_beam_conversations(root: str | Path) -> list[tuple[str, Path]]:
+    """``(tier, folder)`` of every conversation under ``root``, by tier then number.
+
+    A conversation is a folder holding ``chat.json`` and
+    ``probing_questions/probing_questions.json`` (the release's ``chats/<tier>/<n>/``;
+    ``root`` may be the release folder, ``chats``, one tier or one conversation). Its tier
+    is the name of the folder above it.
+
+    Raises:
+        InputError: If ``root`` holds no conversation.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise InputError(f"BEAM folder not found: {base}")
+    found = [
+        chat.parent
+        for chat in base.rglob("chat.json")
+        if (chat.parent / "probing_questions" / "probing_questions.json").is_file()
+    ]
+    if not found:
+        raise InputError(f"{base}: no <tier>/<n>/chat.json with probing_questions found")
+
+    def order(folder: Path) -> tuple[str, int, str]:
+        name = folder.name
+        return (folder.parent.name, int(name) if name.isdigit() else 0, name)
+
+    return [(folder.parent.name, folder) for folder in sorted(found, key=order)]
+
+
+def load_beam_conversation(folder: str | Path, tier: str | None = None) -> BeamConversation:
+    """A conversation folder's messages and probing questions.
+
+    Raises:
+        InputError: Bad input, or evidence naming no message of the conversation.
+    """
+    path = Path(folder)
+    tier = tier or path.parent.name
+    messages = load_beam_chat(path)
+    questions = load_beam_questions(path / "probing_questions" / "probing_questions.json")
+    return BeamConversation(f"{tier}/{path.name}", tier, messages, questions)

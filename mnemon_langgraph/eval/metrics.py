@@ -125,7 +125,7 @@ def aggregate(
     fields: Sequence[str],
     *,
     category_key: str = "category",
-    scored: Sequence[int] = SCORED_CATEGORIES,
+    scored: Sequence[Any] = SCORED_CATEGORIES,
 ) -> dict[str, Any]:
     """Means of ``fields`` overall (scored categories only), by category and for the rest.
 

@@ -115,9 +115,10 @@ def miss_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts of all-evidence misses by bucket: per question and per missing turn.
 
     Rows are ``results.jsonl`` rows with ``gold_fates``; rows without gold evidence or of
-    an unscored category are skipped. Returns ``questions`` (scored), ``missed``,
-    ``by_question`` and ``by_turn`` (bucket name → count) and ``by_conversation``
-    (conversation → bucket → count).
+    an unscored category are skipped (a row's own ``scored`` flag, where it has one, says
+    whether it is scored: LongMemEval rows are typed by name, not by LoCoMo number).
+    Returns ``questions`` (scored), ``missed``, ``by_question`` and ``by_turn`` (bucket
+    name → count) and ``by_conversation`` (conversation → bucket → count).
     """
     questions = missed = 0
     by_q: Counter[str] = Counter()
@@ -125,7 +126,10 @@ def miss_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     by_conv: dict[str, Counter[str]] = {}
     for row in rows:
         fates = row.get("gold_fates")
-        if not fates or row.get("all_hit") is None or row.get("category") not in SCORED:
+        scored = row.get("scored")
+        if scored is None:
+            scored = row.get("category") in SCORED
+        if not fates or row.get("all_hit") is None or not scored:
             continue
         questions += 1
         buckets = [b for b in (miss_bucket(f) for f in fates) if b is not None]

@@ -22,6 +22,10 @@ from typing import Any
 
 __all__ = [
     "TokenCounter",
+    "format_value",
+    "header_lines",
+    "markdown_table",
+    "plot_lines",
     "render_summary_markdown",
     "run_metadata",
 ]
@@ -91,6 +95,7 @@ def run_metadata(command: Sequence[str] | str | None = None) -> dict[str, Any]:
 
 
 def _fmt(value: Any, pct: bool = False) -> str:
+    """A figure as the reports print it: ``–`` for none, a percentage, a rounded number."""
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -103,6 +108,7 @@ def _fmt(value: Any, pct: bool = False) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines of a Markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return lines
@@ -225,6 +231,7 @@ def _answer_lines(answers: Mapping[str, Any] | None) -> list[str]:
 
 
 def _plot_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The report's plots section (the PNGs, or why there are none)."""
     plots = summary.get("plots")
     if plots:
         return ["## Plots", "", *(f"![{Path(p).stem}]({Path(p).name})" for p in plots), ""]
@@ -242,3 +249,10 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
     out += _answer_lines(summary.get("answers"))
     out += _plot_lines(summary)
     return "\n".join(out)
+
+
+# The report's pieces other harnesses' reports are built from (LongMemEval's summary.md).
+format_value = _fmt
+markdown_table = _table
+header_lines = _header_lines
+plot_lines = _plot_lines

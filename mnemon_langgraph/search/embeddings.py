@@ -28,6 +28,11 @@ Any LangChain :class:`~langchain_core.embeddings.Embeddings` can replace it; the
 records the model's name and dimension (:func:`embedding_identity`) and refuses to mix models.
 For tests, ``MNEMON_EMBEDDINGS=fake`` makes :func:`default_embeddings` return LangChain's
 ``DeterministicFakeEmbedding`` (384 dims) instead of the model.
+
+:class:`CachedEmbeddings` is an opt-in wrapper around any embedder: a content-addressed
+SQLite cache of its vectors (key: the model's identity and the text), so identical texts are
+embedded once across namespaces, stores and runs (the long-history evaluations re-ingest
+sessions that recur across questions).
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ import contextlib
 import hashlib
 import logging
 import os
+import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +62,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "LEGACY_MODEL_NAME",
+    "CachedEmbeddings",
     "MiniLMEmbeddings",
+    "cache_identity",
+    "default_embedding_cache_path",
     "default_embeddings",
     "embedding_identity",
     "model_cache_dir",
@@ -463,3 +472,191 @@ def embedding_identity(embeddings: Embeddings) -> tuple[str, int]:
     elif not name.startswith(cls):
         name = f"{cls}:{name}"
     return name, int(dimension)
+
+
+def cache_identity(embeddings: Embeddings) -> str:
+    """The model identity a cached vector is keyed by: everything that changes a vector.
+
+    The journal's name and dimension (:func:`embedding_identity`), plus for
+    :class:`MiniLMEmbeddings` its token limit (texts are truncated there), its quantization
+    recipe and any other model file; an embedder may declare its own extra identity in a
+    ``cache_identity`` string attribute (e.g. a version).
+    """
+    name, dimension = embedding_identity(embeddings)
+    parts = [name, str(dimension)]
+    if isinstance(embeddings, MiniLMEmbeddings):
+        parts.append(f"max_tokens={embeddings.max_tokens}")
+        if embeddings.model_name == DEFAULT_MODEL_NAME:
+            parts.append(f"recipe={_QUANT_RECIPE}")
+        if embeddings._model_path is not None:  # another file: its bytes make the vectors
+            parts.append(f"model_path={embeddings._model_path.resolve()}")
+    extra = getattr(embeddings, "cache_identity", None)
+    if isinstance(extra, str) and extra:
+        parts.append(extra)
+    return "|".join(parts)
+
+
+def default_embedding_cache_path() -> Path:
+    """``embeddings.sqlite`` under :func:`model_cache_dir` (``$MNEMON_CACHE_DIR``)."""
+    return model_cache_dir() / "embeddings.sqlite"
+
+
+_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    key BLOB PRIMARY KEY,   -- sha256(model identity, kind, text)
+    model TEXT NOT NULL,    -- the model identity in clear, for inspection
+    vector BLOB NOT NULL    -- float32, little-endian
+) WITHOUT ROWID
+"""
+_LOOKUP_BATCH = 500  # bound on SQLite host parameters per SELECT
+
+
+class CachedEmbeddings(Embeddings):
+    """An embedder whose vectors are cached on disk by content (opt-in wrapper).
+
+    LangChain's ``CacheBackedEmbeddings`` lives in ``langchain-classic`` (an optional extra
+    here) and its file store writes one file per vector; this wrapper needs only the
+    standard library's SQLite, keeps one file, and keys every vector by the wrapped model's
+    identity (:func:`cache_identity`) as well as the text, so two models never share an
+    entry and a changed model misses instead of returning stale vectors.
+
+    Vectors are stored and returned as float32 (what the journal and the baselines keep);
+    for a float32 embedder such as :class:`MiniLMEmbeddings` a cached vector is
+    bit-identical to a fresh one. The wrapper reports the wrapped model's ``model_name``
+    and ``dimension``, so a journal records the same model with or without the cache.
+    Safe for threads (one connection behind a lock) and for processes sharing the file
+    (SQLite locking; a vector written twice is written once).
+
+    Args:
+        embeddings: The embedder to wrap.
+        path: The cache file (default :func:`default_embedding_cache_path`).
+        cache_queries: Cache query vectors too (keyed apart from documents).
+
+    Attributes:
+        hits: Texts answered from the cache so far.
+        misses: Texts the wrapped embedder embedded so far.
+    """
+
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        cache_queries: bool = True,
+    ) -> None:
+        if isinstance(embeddings, CachedEmbeddings):
+            raise ConfigurationError("the embedder is already cached")
+        self.embeddings = embeddings
+        self.model_name, self.dimension = embedding_identity(embeddings)
+        self.identity = cache_identity(embeddings)
+        self.path = Path(path) if path is not None else default_embedding_cache_path()
+        self.cache_queries = cache_queries
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_CACHE_SCHEMA)
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigurationError(
+                f"cannot open the embedding cache {self.path}: {exc}; "
+                f"pass another path or set {_CACHE_ENV} to a writable folder"
+            ) from exc
+
+    def _key(self, kind: str, text: str) -> bytes:
+        h = hashlib.sha256()
+        for part in (self.identity, kind, text):
+            data = part.encode("utf-8", "surrogatepass")
+            h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no ambiguity
+            h.update(data)
+        return h.digest()
+
+    def _lookup(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        for start in range(0, len(keys), _LOOKUP_BATCH):
+            chunk = list(keys[start : start + _LOOKUP_BATCH])
+            marks = ",".join("?" * len(chunk))
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk
+                ).fetchall()
+            for key, blob in rows:
+                vec = np.frombuffer(blob, dtype="<f4")
+                if vec.shape == (self.dimension,):  # a damaged entry is a miss
+                    found[bytes(key)] = vec
+        return found
+
+    def _store(self, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        rows = [(k, self.identity, v.astype("<f4").tobytes()) for k, v in items]
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO vectors (key, model, vector) VALUES (?, ?, ?)", rows
+            )
+            self._db.commit()
+
+    def _embed(self, texts: list[str], kind: str) -> np.ndarray:
+        """Vectors of ``texts`` in order: cached ones read, the others embedded once each."""
+        keys = [self._key(kind, t) for t in texts]
+        found = self._lookup(sorted(set(keys)))
+        todo: dict[bytes, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in found:
+                todo.setdefault(key, text)
+        if todo:
+            missing = list(todo.values())
+            if kind == "query":
+                fresh = [self.embeddings.embed_query(t) for t in missing]
+            else:
+                fresh = self.embeddings.embed_documents(missing)
+            vectors = np.asarray(fresh, dtype=np.float32).reshape(len(missing), -1)
+            if vectors.shape[1] != self.dimension:
+                raise ModelCallError(
+                    f"embedding model returned {vectors.shape[1]} dimensions, "
+                    f"expected {self.dimension}"
+                )
+            new = list(zip(todo, vectors, strict=True))
+            self._store(new)
+            found.update(new)
+        with self._lock:
+            self.misses += len(todo)
+            self.hits += len(texts) - len(todo)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = found[key]
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents, reading every text already cached for this model."""
+        return self._embed(list(texts), "doc").tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query (cached apart from documents when ``cache_queries``)."""
+        if not self.cache_queries:
+            with self._lock:
+                self.misses += 1
+            return list(self.embeddings.embed_query(text))
+        return self._embed([text], "query")[0].tolist()
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Async :meth:`embed_documents`, run in a worker thread."""
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async :meth:`embed_query`, run in a worker thread."""
+        return await asyncio.to_thread(self.embed_query, text)
+
+    def entries(self) -> int:
+        """Vectors in the cache file for this model identity."""
+        with self._lock:
+            (n,) = self._db.execute(
+                "SELECT COUNT(*) FROM vectors WHERE model = ?", (self.identity,)
+            ).fetchone()
+        return int(n)
+
+    def close(self) -> None:
+        """Close the cache file (the wrapper cannot embed afterwards)."""
+        with self._lock:
+            self._db.close()

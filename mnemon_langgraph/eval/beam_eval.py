@@ -1,0 +1,496 @@
+"""The BEAM harness: evidence in the View by ability and tier, baselines, per-tier read work.
+
+For each conversation under a BEAM folder (:func:`~.beam.find_beam_conversations`):
+
+1. its raw messages are ingested into its own namespace ``("beam", <tier>, <n>)`` (batches as
+   sessions, dated by their time anchors); the probing questions never reach the memory;
+2. each probing question is asked through the read graph one day after the conversation's
+   last dated message;
+3. per question: all / any / recall of the ``source_chat_ids`` message ids (for a
+   knowledge-update question, the updated statement), the View's size and the read path's
+   counts (judgments, waves, searches; read time, the conversation's first question apart
+   from the warm ones), the turn baselines at the View's size, P(needed) of every pooled
+   record for the judge's AUC.
+
+Abstention questions (and any without evidence) are reported in their own row and left out
+of the overall figures. The summary has a ``by_tier`` section: per tier, the evidence rates and
+the per-question work, so the cost of a longer conversation reads off directly.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
+from mnemon_langgraph.eval.beam import (
+    ABILITIES,
+    BeamConversation,
+    BeamQuestion,
+    find_beam_conversations,
+    load_beam_conversation,
+)
+from mnemon_langgraph.eval.evidence import evidence_hits
+from mnemon_langgraph.eval.locomo import judge_scores, view_counts
+from mnemon_langgraph.eval.metrics import aggregate, roc_auc
+from mnemon_langgraph.eval.misses import gold_fates
+from mnemon_langgraph.eval.report import (
+    TokenCounter,
+    format_value,
+    header_lines,
+    markdown_table,
+    plot_lines,
+    run_metadata,
+)
+
+__all__ = [
+    "BeamEvalConfig",
+    "is_beam_run",
+    "render_beam_markdown",
+    "run_beam_eval",
+    "summarize_beam",
+    "summarize_beam_results",
+]
+
+SCORED_ABILITIES = tuple(a for a in ABILITIES if a != "abstention")
+VIEW_FIELDS = (
+    "all_hit",
+    "any_hit",
+    "recall",
+    "view_chars",
+    "view_tokens",
+    "searches",
+    "s1_calls",
+    "judgments",
+    "waves",
+    "read_seconds",
+)
+WORK_FIELDS = ("judgments", "s1_calls", "waves", "searches", "view_chars", "read_seconds")
+BASELINE_FIELDS = ("all_hit", "any_hit", "recall", "chars", "tokens")
+
+
+@dataclass
+class BeamEvalConfig:
+    """Settings of one BEAM run (recorded in ``summary.json``).
+
+    Attributes:
+        budget_chars: The View's character budget (recorded; the graph is the caller's).
+        judge: System 1 spec (recorded).
+        planner: System 2 spec (recorded).
+        limit_questions: At most this many questions per conversation (file order).
+        conversations: Only these conversation ids (``<tier>/<n>``).
+        baseline_ks: Turn counts of the baselines.
+        keep_namespaces: Keep each conversation's namespace after its questions.
+        plots: Draw the evidence plots (matplotlib, the ``eval`` extra).
+    """
+
+    budget_chars: int | None = None
+    judge: str = "local"
+    planner: str = "rules"
+    limit_questions: int | None = None
+    conversations: Sequence[str] | None = None
+    baseline_ks: Sequence[int] = BASELINE_KS
+    keep_namespaces: bool = False
+    plots: bool = True
+
+
+@dataclass
+class _Conversation:
+    conv: BeamConversation
+    namespace: tuple[str, ...]
+    index: TurnIndex
+    turn_tokens: list[int]
+    message_ids_of: dict[str, Sequence[str]]
+    ingest_seconds: float
+
+
+def _prepare(
+    conv: BeamConversation, store: Any, embedder: Embeddings, tokens: TokenCounter
+) -> _Conversation:
+    from mnemon_langgraph.storage.chunking import chunk_messages
+
+    tier, _, n = conv.id.partition("/")
+    ns = ("beam", tier, n)
+    t0 = time.perf_counter()
+    store.ingest(ns, conv.messages, source=f"beam:{conv.id}")
+    seconds = time.perf_counter() - t0
+    turns = chunk_messages(
+        conv.messages, namespace=("beam-turns", tier, n), source=f"beam:{conv.id}", pack=False
+    )
+    index = TurnIndex.build(turns, embedder)
+    return _Conversation(
+        conv=conv,
+        namespace=ns,
+        index=index,
+        turn_tokens=[tokens.count(t) for t in index.rendered],
+        message_ids_of={r.id: r.message_ids for r in store.records(ns)},
+        ingest_seconds=seconds,
+    )
+
+
+def _hits(gold: Sequence[str], shown: set[str]) -> dict[str, Any]:
+    if not gold:
+        return {"all_hit": None, "any_hit": None, "recall": None}
+    return dict(evidence_hits(gold, shown))
+
+
+def _ask_row(
+    graph: Any, prep: _Conversation, q: BeamQuestion, first: bool, tokens: TokenCounter
+) -> tuple[dict[str, Any], Any]:
+    from mnemon_langgraph.read.state import ReadContext
+
+    stamps = [m.timestamp for m in prep.conv.messages if m.timestamp is not None]
+    now = max(stamps) + timedelta(days=1) if stamps else None
+    t0 = time.perf_counter()
+    state = graph.invoke(
+        {"messages": [HumanMessage(q.question)]},
+        context=ReadContext(namespace=prep.namespace, now=now),
+    )
+    wall = time.perf_counter() - t0
+    view = state["view"]
+    shown = list(view.message_ids)
+    scored = q.ability != "abstention" and bool(q.evidence)
+    row: dict[str, Any] = {
+        "conversation": prep.conv.id,
+        "tier": prep.conv.tier,
+        "question_index": q.index,
+        "category": q.ability if scored else "abstention",
+        "ability": q.ability,
+        "scored": scored,
+        "first_read": first,
+        "question": q.question,
+        "asked_at": now.isoformat() if now else None,
+        "answer": q.answer,
+        "gold_evidence": list(q.evidence),
+        "view_message_ids": shown,
+        **_hits(q.evidence, set(shown)),
+        "view_chars": len(view.text),
+        "view_tokens": tokens.count(view.text),
+        "view_records": len(view.records),
+        **view_counts(view),
+        "wall_seconds": wall,
+        "c_full_tokens": sum(prep.turn_tokens),
+        "ingest_seconds": prep.ingest_seconds,
+    }
+    row["pool_scores"] = [
+        [r, p, g] for r, p, g in judge_scores(view, q.evidence, prep.message_ids_of)
+    ]
+    row["gold_fates"] = gold_fates(view, q.evidence, prep.message_ids_of)
+    return row, view
+
+
+def _baselines(
+    prep: _Conversation, q: BeamQuestion, chars: int, ks: Sequence[int]
+) -> dict[str, Any]:
+    index = prep.index
+    contexts = index.contexts(q.question, ks=ks, view_chars=chars)
+    return {
+        name: {
+            **_hits(q.evidence, index.message_ids(idx)),
+            "chars": index.chars(idx),
+            "tokens": sum(prep.turn_tokens[i] for i in idx),
+        }
+        for name, idx in contexts.items()
+    }
+
+
+def _conversations(root: Path, cfg: BeamEvalConfig) -> list[BeamConversation]:
+    """Every selected conversation, loaded and checked before any work."""
+    convs = [load_beam_conversation(folder, tier) for tier, folder in find_beam_conversations(root)]
+    if cfg.conversations:
+        wanted = set(cfg.conversations)
+        missing = wanted - {c.id for c in convs}
+        if missing:
+            raise InputError(f"no BEAM conversation {sorted(missing)} under {root}")
+        convs = [c for c in convs if c.id in wanted]
+    for conv in convs:
+        ids = {m.id for m in conv.messages}
+        for q in conv.questions:
+            unknown = [e for e in q.evidence if e not in ids]
+            if unknown:
+                raise InputError(
+                    f"{conv.id}: {q.ability}[{q.index}] names messages {unknown[:5]} "
+                    "the conversation does not have"
+                )
+    return convs
+
+
+def run_beam_eval(
+    root: str | Path,
+    out_dir: str | Path,
+    *,
+    graph: Any,
+    store: Any,
+    embeddings: Embeddings | None = None,
+    config: BeamEvalConfig | None = None,
+    command: Sequence[str] | str | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Run the evaluation; write ``results.jsonl``, ``summary.json`` and ``summary.md``.
+
+    Raises:
+        InputError: No conversation, a bad file, or evidence naming no message.
+    """
+    from tqdm import tqdm
+
+    cfg = config or BeamEvalConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    convs = _conversations(Path(root), cfg)
+    embedder = embeddings if embeddings is not None else store.embeddings
+    tokens = TokenCounter()
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with (
+        (out / "results.jsonl").open("w", encoding="utf-8") as fh,
+        tqdm(total=len(convs), desc="conversations", unit="conv", disable=not progress) as bar,
+    ):
+        for conv in convs:
+            prep = _prepare(conv, store, embedder, tokens)
+            try:
+                for i, q in enumerate(conv.questions[: cfg.limit_questions]):
+                    row, view = _ask_row(graph, prep, q, i == 0, tokens)
+                    row["baselines"] = _baselines(prep, q, len(view.text), cfg.baseline_ks)
+                    rows.append(row)
+                    fh.write(json.dumps(row, default=str) + "\n")
+                    fh.flush()
+            finally:
+                if not cfg.keep_namespaces:
+                    store.erase_namespace(prep.namespace, actor="eval")
+            bar.update(1)
+    summary = summarize_beam(rows, names=baseline_names(cfg.baseline_ks))
+    summary["config"] = {
+        k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()
+    }
+    summary["token_method"] = tokens.method
+    summary["metadata"] = {
+        **run_metadata(command),
+        "elapsed_seconds": round(time.perf_counter() - started, 1),
+    }
+    _write(summary, out, plots=cfg.plots)
+    return summary
+
+
+def _write(summary: dict[str, Any], out: Path, *, plots: bool) -> None:
+    """Draw the plots if asked and possible (a bonus: a failure is recorded), then the summary."""
+    from mnemon_langgraph.eval.plots import plot_evidence, plotting_available
+
+    if plots and plotting_available():
+        try:
+            summary["plots"] = [str(p) for p in plot_evidence(summary, out)]
+        except Exception as exc:  # plots must never cost the run its summary
+            summary["plots_error"] = f"{type(exc).__name__}: {exc}"
+    elif plots:
+        summary["plots_error"] = (
+            "matplotlib is not installed (pip install 'mnemon-langgraph[eval]')"
+        )
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    (out / "summary.md").write_text(render_beam_markdown(summary), encoding="utf-8")
+
+
+def _median(values: Sequence[Any]) -> float | None:
+    nums = [float(v) for v in values if v is not None]
+    return statistics.median(nums) if nums else None
+
+
+def _tier_work(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per tier: evidence rates (scored questions) and the median work per question."""
+    out: dict[str, Any] = {}
+    for tier in sorted({str(r.get("tier")) for r in rows}):
+        mine = [r for r in rows if str(r.get("tier")) == tier]
+        scored = [r for r in mine if r.get("scored")]
+        warm = [r for r in mine if not r.get("first_read")]
+        entry = aggregate(
+            scored, ("all_hit", "any_hit", "recall"), category_key="tier", scored=[tier]
+        )["overall"]
+        for name in WORK_FIELDS:
+            entry[f"{name}_median"] = _median([r.get(name) for r in warm])
+        entry["read_seconds_first_median"] = _median(
+            [r.get("read_seconds") for r in mine if r.get("first_read")]
+        )
+        entry["conversations"] = len({r.get("conversation") for r in mine})
+        entry["c_full_tokens_mean"] = statistics.mean(
+            float(r.get("c_full_tokens") or 0) for r in mine
+        )
+        out[tier] = entry
+    return out
+
+
+def summarize_beam(
+    rows: Sequence[Mapping[str, Any]], *, names: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Aggregate BEAM rows: View by ability, baselines, judge AUC, per-tier work."""
+    with_gold = [r for r in rows if r.get("gold_evidence") and r.get("scored")]
+    if names is None:
+        names = sorted({n for r in rows for n in (r.get("baselines") or {})})
+    pooled = [(p, bool(g)) for r in with_gold for _, p, g in r.get("pool_scores") or []]
+    return {
+        "view": aggregate(with_gold, VIEW_FIELDS, scored=SCORED_ABILITIES),
+        "view_all_questions": aggregate(rows, VIEW_FIELDS[3:], scored=ABILITIES),
+        "baselines": {
+            name: aggregate(
+                [
+                    {"category": r["category"], **r["baselines"][name]}
+                    for r in with_gold
+                    if name in (r.get("baselines") or {})
+                ],
+                BASELINE_FIELDS,
+                scored=SCORED_ABILITIES,
+            )
+            for name in names
+        },
+        "judge_auc": {
+            "auc": roc_auc([p for p, _ in pooled], [g for _, g in pooled]),
+            "records": len(pooled),
+            "gold": sum(1 for _, g in pooled if g),
+            "questions": len(with_gold),
+        },
+        "by_tier": _tier_work(rows),
+        "counts": {
+            "conversations": len({r.get("conversation") for r in rows}),
+            "questions": len(rows),
+            "scored_questions": len(with_gold),
+            "unscored_questions": len(rows) - len(with_gold),
+            "questions_with_model_errors": sum(1 for r in rows if r.get("model_errors")),
+        },
+    }
+
+
+def _tier_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The per-tier table of the BEAM report."""
+    fmt = format_value
+    out: list[str] = []
+    out += ["", "## By tier (median work per warm question; the first question apart)", ""]
+    out += markdown_table(
+        [
+            "tier",
+            "questions",
+            "all_hit",
+            "judgments",
+            "waves",
+            "searches",
+            "chars",
+            "read s warm",
+            "read s first",
+        ],
+        [
+            [
+                t,
+                fmt(s.get("n")),
+                fmt(s.get("all_hit"), True),
+                fmt(s.get("judgments_median")),
+                fmt(s.get("waves_median")),
+                fmt(s.get("searches_median")),
+                fmt(s.get("view_chars_median")),
+                fmt(s.get("read_seconds_median")),
+                fmt(s.get("read_seconds_first_median")),
+            ]
+            for t, s in (summary.get("by_tier") or {}).items()
+        ],
+    )
+    return out
+
+
+def render_beam_markdown(summary: Mapping[str, Any]) -> str:
+    """Render a BEAM ``summary.json`` as Markdown."""
+    out = header_lines(summary)
+    out[0] = "# BEAM evaluation"
+    view = summary.get("view") or {}
+    o = view.get("overall", {})
+    fmt = format_value
+    out += ["## View (source_chat_ids evidence; abstention apart)", ""]
+    out += markdown_table(
+        ["questions", "all_hit", "any_hit", "recall", "chars", "judgments", "waves", "read s"],
+        [
+            [
+                fmt(o.get("n")),
+                fmt(o.get("all_hit"), True),
+                fmt(o.get("any_hit"), True),
+                fmt(o.get("recall"), True),
+                fmt(o.get("view_chars")),
+                fmt(o.get("judgments")),
+                fmt(o.get("waves")),
+                fmt(o.get("read_seconds")),
+            ]
+        ],
+    )
+    out += ["", "### By ability", ""]
+    out += markdown_table(
+        ["ability", "questions", "all_hit", "any_hit"],
+        [
+            [c, fmt(s.get("n")), fmt(s.get("all_hit"), True), fmt(s.get("any_hit"), True)]
+            for c, s in view.get("by_category", {}).items()
+        ],
+    )
+    out += ["", "## Baselines (turn-level records, same questions)", ""]
+    out += markdown_table(
+        ["baseline", "all_hit", "any_hit", "chars"],
+        [
+            [
+                n,
+                fmt(s["overall"].get("all_hit"), True),
+                fmt(s["overall"].get("any_hit"), True),
+                fmt(s["overall"].get("chars")),
+            ]
+            for n, s in (summary.get("baselines") or {}).items()
+        ],
+    )
+    out += _tier_lines(summary)
+    judge = summary.get("judge_auc") or {}
+    out += [
+        "",
+        f"Judge ROC AUC: {fmt(judge.get('auc'))} ({judge.get('records', 0)} pooled "
+        f"records, {judge.get('gold', 0)} gold).",
+        "",
+    ]
+    out += plot_lines(summary)
+    return "\n".join(out)
+
+
+def _first_row(out_dir: str | Path) -> dict[str, Any]:
+    try:
+        with (Path(out_dir) / "results.jsonl").open(encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        row = json.loads(first) if first else {}
+    except (OSError, ValueError):
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
+def is_beam_run(out_dir: str | Path) -> bool:
+    """Whether ``out_dir/results.jsonl`` holds BEAM rows (its first row says)."""
+    row = _first_row(out_dir)
+    return "ability" in row and "tier" in row
+
+
+def summarize_beam_results(
+    out_dir: str | Path, *, plots: bool = False, command: Sequence[str] | str | None = None
+) -> dict[str, Any]:
+    """Rebuild ``summary.json``/``summary.md`` of a BEAM run from its ``results.jsonl``.
+
+    Raises:
+        InputError: If ``results.jsonl`` is missing or holds no rows.
+    """
+    out = Path(out_dir)
+    path = out / "results.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InputError(f"no results.jsonl in {out}") from exc
+    rows = [json.loads(line) for line in lines if line.strip()]
+    if not rows:
+        raise InputError(f"{path} holds no rows")
+    summary = summarize_beam(rows)
+    summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
+    _write(summary, out, plots=plots)
+    return summary

@@ -62,7 +62,7 @@ class PerUserAPI:
             given = ours or messages_from_langchain(convert_to_messages(theirs))
         except (ValueError, NotImplementedError) as exc:
             raise InputError(f"add_messages: {exc}") from exc
-        last = next(iter(self.records(ns, after_seq=self.max_seq(ns) - 1)), None)
+        last = next(iter(self.records(ns, after_seq=max(self.max_seq(ns) - 1, 0))), None)
         stamp = as_naive_utc(now or datetime.now(UTC))
         session = last.session if last is not None else 1
         if last is not None and last.date and stamp and stamp - last.date > DEFAULT_SESSION_GAP:

@@ -68,7 +68,8 @@ _CHANGE = _words(
     r"switched|changed (?:my|our|the|his|her|their) \w+",
     r"broke up|split up|divorced|separated|sold (?:my|our|the|his|her)|gave up|given up",
     r"giving up|postponed|rescheduled|pushed (?:\w+ ){0,2}back|delayed|closed|stopped",
-    r"replaced (?:by|with)|replaced (?:my|our|the) [\w-]+ with|decided not to|not going to",
+    r"replaced (?:by|with)|replaced (?:my|our|the) [\w-]+ with|decided not to",
+    r"not going to",
     r"won't be",
 )
 # Change expressions as explicit, but also common in chatter ("actually", "these days",
@@ -572,13 +573,16 @@ def _hit_fits(
     if earlier.none_state:  # "I don't have a car" → "Just bought a Civic"
         return hit.subject == "first" and not later.negative and bool(slots or shared)
     new = later.values - earlier.terms - earlier.proper
-    if hit.subject == "first" and single and new:
+    if hit.subject == "first" and single and new & hit.near:  # "bought an iPhone"
         return True
     if hit.strength == 1 and earlier.tentative and shared & hit.near:
         return True
     # "my new team lead, Jo": a new value of the very thing the earlier statement names
+    replaced = earlier.proper - later.terms  # the old value, named and not restated
     return (
-        hit.subject == "first" and hit.is_new and bool(hit.objects & shared and new & later.proper)
+        hit.subject == "first"
+        and hit.is_new
+        and bool(hit.objects & shared and new & later.proper and replaced)
     )
 
 

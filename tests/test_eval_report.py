@@ -56,7 +56,7 @@ def test_render_summary_markdown() -> None:
 
 def test_plots_need_matplotlib(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(MissingDependencyError, match=r"mnemon-langgraph\[eval\]"):
+    with pytest.raises(MissingDependencyError, match=r"pip install .*\[eval\]'"):
         plot_evidence(SUMMARY, tmp_path)
 
 

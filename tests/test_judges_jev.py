@@ -202,7 +202,7 @@ def test_key_and_base_url_from_the_environment(
 
 def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_typesafe", None)
-    with pytest.raises(MissingDependencyError, match=r"mnemon-langgraph\[jev\]"):
+    with pytest.raises(MissingDependencyError, match=r"pip install .*\[jev\]'"):
         JevDecisionModel(api_key="k")
 
 

@@ -79,14 +79,15 @@ def test_async_variant_and_model_identity(postgres_url: str) -> None:
         MnemonStore(postgres_url, DeterministicFakeEmbedding(size=8))
 
 
-def test_readme_postgres_snippet_runs_as_pasted(
+def test_postgres_page_snippet_runs_as_pasted(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## PostgreSQL backend", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    url = 'URL = "postgresql://user:secret@db.internal:5432/app"'
-    assert url in code
+    page = (Path(__file__).resolve().parents[1] / "docs" / "postgres.md").read_text(
+        encoding="utf-8"
+    )
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    assert 'os.environ.get("MNEMON_DB"' in code
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
-    exec(compile(code.replace(url, f"URL = {postgres_url!r}"), "README", "exec"), {})
+    monkeypatch.setenv("MNEMON_DB", postgres_url)
+    exec(compile(code, "docs/postgres.md", "exec"), {})
     assert "Lyon" in capsys.readouterr().out

@@ -552,7 +552,27 @@ BAD_CALLS: dict[str, Any] = {
     "audit_log namespace=5": lambda s: s.audit_log(5),
     "stats namespace=[]": lambda s: s.stats([]),
     "delete ids=str": lambda s: s.delete(ADA, "r-x"),
+    "delete reason=None": lambda s: s.delete(ADA, ["r-x"], reason=None),
+    "ingest_file path=None": lambda s: s.ingest_file(None, namespace=ADA),
+    "ingest_file format=bogus": lambda s: s.ingest_file("x.jsonl", namespace=ADA, format="bogus"),
+    "ingest_file missing file": lambda s: s.ingest_file("/nonexistent/x.jsonl", namespace=ADA),
+    "add_messages messages=str": lambda s: s.add_messages(ADA, "hello"),
+    "add_messages messages=5": lambda s: s.add_messages(ADA, 5),
+    "add_messages role=wizard": lambda s: s.add_messages(ADA, [("wizard", "hi")]),
+    "add_messages mixed kinds": lambda s: s.add_messages(ADA, [_PEAR[0], ("user", "x")]),
+    "add_messages now=str": lambda s: s.add_messages(ADA, [("user", "x")], now="today"),
+    "list_records limit=-1": lambda s: s.list_records(ADA, limit=-1),
+    "export user=5": lambda s: s.export(5),
+    "holds_namespace ns=None": lambda s: s.holds_namespace(None),
+    "aget_records ids=None": lambda s: _run(s.aget_records(ADA, None)),
+    "arecords after_seq=None": lambda s: _run(_first(s.arecords(ADA, after_seq=None))),
+    "aerase_namespace actor=None": lambda s: _run(s.aerase_namespace(ADA, actor=None)),
+    "aadd_messages messages=str": lambda s: _run(s.aadd_messages(ADA, "hello")),
 }
+
+
+async def _first(records: Any) -> Any:
+    return [r async for r in records][:1]
 
 
 def _run(coro: Any) -> Any:

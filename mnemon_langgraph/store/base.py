@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_ch
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import ModelCallError
+from mnemon_langgraph.errors import InputError, ModelCallError
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.storage.chunking import chunk_messages
 from mnemon_langgraph.storage.content_caches import forgets_cached_content, register_content_cache
@@ -745,6 +745,8 @@ class MnemonStore(PerUserAPI, AsyncFace):
         """
         from mnemon_langgraph.store.embedded import load_messages
 
+        if not isinstance(path, str | os.PathLike):
+            raise InputError(f"path must be a file path, got {type(path).__name__}")
         messages_by_source = load_messages(path, format=format)
         total = IngestResult(0, 0, 0)
         for source, messages in messages_by_source:

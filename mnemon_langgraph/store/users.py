@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +82,12 @@ class PerUserAPI:
         from mnemon_langgraph.sources import messages_from_langchain
 
         ns = normalize_namespace(user)
+        if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(
+            messages, Iterable
+        ):
+            raise InputError(
+                f"add_messages: pass a list of messages, got {type(messages).__name__}"
+            )
         ours = [m for m in messages if isinstance(m, Message)]
         theirs = [m for m in messages if not isinstance(m, Message)]
         if ours and theirs:

@@ -251,7 +251,7 @@ def test_a_journal_that_cannot_be_written_still_serves_reads(
     db = tmp_path / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
         store.ingest(NS, tagged_messages("Lime", 4), source="api")
-    import mnemon_langgraph.store.embedded as store_module
+    import mnemon_langgraph.store.embedded.store as store_module
 
     real = store_module.Journal
 

@@ -536,7 +536,8 @@ BAD_CALLS: dict[str, Any] = {
     "match_record_ids limit=2**63": lambda s: s.match_record_ids(ADA, "r-", limit=2**63),
     "match_record_ids prefix=None": lambda s: s.match_record_ids(ADA, None),
     "records after_seq=2**63": lambda s: s.records(ADA, after_seq=2**63),
-    "records after_seq=-1": lambda s: s.records(ADA, after_seq=-1),
+    "records after_seq=None": lambda s: s.records(ADA, after_seq=None),
+    "records limit=-1": lambda s: s.records(ADA, limit=-1),
     "records limit=1.5": lambda s: s.records(ADA, limit=1.5),
     "known_message_ids ids=5": lambda s: s.known_message_ids(ADA, 5),
     "known_message_ids ids=[None]": lambda s: s.known_message_ids(ADA, [None]),
@@ -551,7 +552,27 @@ BAD_CALLS: dict[str, Any] = {
     "audit_log namespace=5": lambda s: s.audit_log(5),
     "stats namespace=[]": lambda s: s.stats([]),
     "delete ids=str": lambda s: s.delete(ADA, "r-x"),
+    "delete reason=None": lambda s: s.delete(ADA, ["r-x"], reason=None),
+    "ingest_file path=None": lambda s: s.ingest_file(None, namespace=ADA),
+    "ingest_file format=bogus": lambda s: s.ingest_file("x.jsonl", namespace=ADA, format="bogus"),
+    "ingest_file missing file": lambda s: s.ingest_file("/nonexistent/x.jsonl", namespace=ADA),
+    "add_messages messages=str": lambda s: s.add_messages(ADA, "hello"),
+    "add_messages messages=5": lambda s: s.add_messages(ADA, 5),
+    "add_messages role=wizard": lambda s: s.add_messages(ADA, [("wizard", "hi")]),
+    "add_messages mixed kinds": lambda s: s.add_messages(ADA, [_PEAR[0], ("user", "x")]),
+    "add_messages now=str": lambda s: s.add_messages(ADA, [("user", "x")], now="today"),
+    "list_records limit=-1": lambda s: s.list_records(ADA, limit=-1),
+    "export user=5": lambda s: s.export(5),
+    "holds_namespace ns=None": lambda s: s.holds_namespace(None),
+    "aget_records ids=None": lambda s: _run(s.aget_records(ADA, None)),
+    "arecords after_seq=None": lambda s: _run(_first(s.arecords(ADA, after_seq=None))),
+    "aerase_namespace actor=None": lambda s: _run(s.aerase_namespace(ADA, actor=None)),
+    "aadd_messages messages=str": lambda s: _run(s.aadd_messages(ADA, "hello")),
 }
+
+
+async def _first(records: Any) -> Any:
+    return [r async for r in records][:1]
 
 
 def _run(coro: Any) -> Any:
@@ -599,6 +620,13 @@ def test_edge_arguments_answer_alike(store: MnemonStore) -> None:
     assert store.match_record_ids(ADA, first.record_ids[0][:6]) == list(first.record_ids)
     assert store.known_message_ids(ADA, "pear0") == {"pear0"}
     assert list(store.records(ADA, after_seq=2**63 - 1)) == []
+    # a negative watermark reads from the first record (max_seq - 1 of an empty namespace)
+    assert [r.id for r in store.records(ADA, after_seq=-1)] == list(first.record_ids)
+    assert (
+        list(store.records(("users", "new"), after_seq=store.max_seq(("users", "new")) - 1)) == []
+    )
+    added = store.add_messages(("users", "new"), [("user", "hello there"), ("assistant", "hi")])
+    assert added.messages_written == 2 and store.count(("users", "new")) == 1
     assert store.delete_records(ADA, []) == []
     assert store.delete_messages(ADA, []) == ([], IngestResult(0, 0, 0))
     assert store.audit_log(ADA) == []  # a deletion of nothing is not audited
@@ -624,3 +652,105 @@ def test_cli_erase_of_a_missing_namespace_exits_1_alike_and_audits_nothing(
     with MnemonStore(target, fake_embeddings()) as store:
         assert [a.action for a in store.audit_log()] == ["erase_namespace"]
         assert store.count(ADA) == 0 and not store.holds_namespace(ADA)
+
+
+# -- the async face: a twin of every public method, answering as the sync one ------------
+
+SYNC_ONLY = {"open", "close", "flush", "query_vector"}
+
+
+def test_every_public_method_has_an_async_twin(store: MnemonStore) -> None:
+    from mnemon_langgraph.store.async_face import AsyncFace
+
+    public = {
+        n for n in dir(MnemonStore) if not n.startswith("_") and callable(getattr(MnemonStore, n))
+    }
+    sync = {n for n in public if f"a{n}" in public or not n.startswith("a")}
+    missing = sorted(n for n in sync - SYNC_ONLY if f"a{n}" not in public)
+    assert len(sync) > 20 and missing == []
+    assert hasattr(store, "aingest_file")
+    if type(store).__name__ == "PostgresStore":  # native: every hook of the face overridden
+        hooks = [n for n in vars(AsyncFace) if n.startswith("_a")]
+        assert len(hooks) >= 15
+        assert [n for n in hooks if getattr(type(store), n) is getattr(AsyncFace, n)] == []
+
+
+def test_the_async_face_answers_as_the_sync_face(store: MnemonStore) -> None:
+    import asyncio
+
+    ids = list(store.ingest(ADA, tagged_messages("faces", 6), source="chat", pack=False).record_ids)
+    store.ingest(BO, tagged_messages("other", 2, prefix="o"), source="chat", pack=False)
+
+    async def pairs() -> dict[str, tuple[Any, Any]]:
+        return {
+            "get": (await store.aget_records(ADA, ids[:3]), store.get_records(ADA, ids[:3])),
+            "match": (
+                await store.amatch_record_ids(ADA, ids[0][:8], 5),
+                store.match_record_ids(ADA, ids[0][:8], 5),
+            ),
+            "vectors": (
+                sorted(await store.astored_vectors(ADA, ids)),
+                sorted(store.stored_vectors(ADA, ids)),
+            ),
+            "terms": (
+                await store.aterm_statistics(ADA, ["faces", "apple", "zzz"]),
+                store.term_statistics(ADA, ["faces", "apple", "zzz"]),
+            ),
+            "records": (
+                [r async for r in store.arecords(ADA, after_seq=-1, limit=4)],
+                list(store.records(ADA, limit=4)),
+            ),
+            "list": (await store.alist_records(ADA), store.list_records(ADA)),
+            "known": (
+                await store.aknown_message_ids(ADA, ["m1", "o1", "x"]),
+                store.known_message_ids(ADA, ["m1", "o1", "x"]),
+            ),
+            "max_seq": (await store.amax_seq(ADA), store.max_seq(ADA)),
+            "count": (await store.acount(ADA), store.count(ADA)),
+            "namespaces": (await store.anamespaces(), store.namespaces()),
+            "holds": (await store.aholds_namespace(BO), store.holds_namespace(BO)),
+            "stats": (await store.astats(ADA), store.stats(ADA)),
+            "export": (await store.aexport(BO), store.export(BO)),
+        }
+
+    got = asyncio.run(pairs())
+    assert got["get"][0] and got["records"][0] and got["known"][0] == {"m1"}
+    assert [name for name, (a, s) in got.items() if a != s] == []
+
+    async def writes() -> tuple[Any, ...]:
+        gone = await store.adelete_records(ADA, [ids[0]], reason="async")
+        deleted, rewritten = await store.adelete_messages(ADA, ["m2"])
+        added = await store.aadd_messages(("users", "cy"), [("user", "hi there")])
+        erased = await store.aerase_namespace(BO, actor="async")
+        return gone, deleted, rewritten, added, erased
+
+    gone, deleted, rewritten, added, erased = asyncio.run(writes())
+    assert gone == [ids[0]] and deleted == [ids[2]] and rewritten.records_written == 0
+    assert added.messages_written == 1 and erased == 2 and not store.holds_namespace(BO)
+    assert [a.action for a in store.audit_log(ADA)] == ["delete_records", "delete_messages"]
+    assert asyncio.run(store.aaudit_log(ADA)) == store.audit_log(ADA)
+    with pytest.raises(InputError):
+        asyncio.run(store.adelete_records(ADA, [1]))
+    with pytest.raises(InputError):
+        asyncio.run(store.amatch_record_ids(ADA, None))
+
+
+def test_one_date_rule_for_the_store_and_the_integrations(store: MnemonStore) -> None:
+    """``add_messages`` and the agent surfaces date messages by one rule (store.users
+    .date_messages): an aware ``now`` in any time zone is compared in UTC with the last
+    record's date, so a session changes after four hours of real time, not wall time."""
+    from datetime import datetime, timedelta, timezone
+
+    from mnemon_langgraph.integrations._common import stamp_messages
+    from mnemon_langgraph.store.users import date_messages
+
+    store.add_messages(ADA, [("user", "first words")], now=datetime(2024, 5, 1, 12, 0))
+    paris = timezone(timedelta(hours=2))
+    three_hours = datetime(2024, 5, 1, 17, 0, tzinfo=paris)  # 15:00 UTC
+    dated = date_messages(store, ADA, [Message("later", "Ada")], now=three_hours)
+    assert stamp_messages(store, ADA, [Message("later", "Ada")], now=three_hours) == dated
+    assert dated[0].session == 1 and dated[0].timestamp == datetime(2024, 5, 1, 15, 0)
+    five_hours = datetime(2024, 5, 1, 19, 0, tzinfo=paris)  # 17:00 UTC
+    assert date_messages(store, ADA, [Message("next", "Ada")], now=five_hours)[0].session == 2
+    kept = Message("own date", "Ada", timestamp=datetime(2020, 1, 1), session=7)
+    assert date_messages(store, ADA, [kept], now=five_hours) == [kept]

@@ -346,3 +346,21 @@ def test_checkpoints_are_spaced_by_a_tenth_of_the_index(
         index = s.index(NS)
         index.sync()
         assert len(index.vectors) == 300 and index.max_seq == 300 and index.rebuilds == 0
+
+
+def test_the_factory_picks_the_backend_by_its_target_and_refuses_unknown_settings(
+    tmp_path: Path,
+) -> None:
+    from mnemon_langgraph.store import EmbeddedStore, PostgresStore
+    from mnemon_langgraph.store.base import backend_class
+
+    with MnemonStore(tmp_path / "a.db", HashEmbeddings()) as by_path:
+        assert type(by_path) is EmbeddedStore and isinstance(by_path, MnemonStore)
+    with MnemonStore.open(str(tmp_path / "b.db"), HashEmbeddings()) as by_name:
+        assert type(by_name) is EmbeddedStore
+    assert backend_class("postgresql://u@localhost/db") is PostgresStore
+    assert backend_class("postgres://u@localhost/db") is PostgresStore
+    with pytest.raises(TypeError, match="journal path or a postgresql:// URL"):
+        MnemonStore(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        MnemonStore(tmp_path / "c.db", HashEmbeddings(), pool_size=3)  # a PostgreSQL setting

@@ -9,13 +9,12 @@ once, so the surfaces cannot drift apart.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import string
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -404,12 +403,6 @@ def _last_record(store: MnemonStore, namespace: Namespace) -> Any:
     return next(iter(store.records(namespace, after_seq=max(top - 1, 0), limit=1)), None)
 
 
-def _gap(earlier: datetime, later: datetime) -> timedelta:
-    if (earlier.tzinfo is None) != (later.tzinfo is None):
-        earlier, later = earlier.replace(tzinfo=None), later.replace(tzinfo=None)
-    return later - earlier
-
-
 def stamp_messages(
     store: MnemonStore,
     namespace: Namespace,
@@ -424,17 +417,9 @@ def stamp_messages(
     :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that session's
     last record, when it opens the next one.
     """
-    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+    from mnemon_langgraph.store.users import date_messages
 
-    last = _last_record(store, namespace)
-    session = last.session if last is not None else 1
-    stamp = now or datetime.now(UTC)
-    if last is not None and last.date is not None and _gap(last.date, stamp) > DEFAULT_SESSION_GAP:
-        session += 1
-    return [
-        m if m.timestamp is not None else dataclasses.replace(m, timestamp=stamp, session=session)
-        for m in messages
-    ]
+    return date_messages(store, namespace, messages, now=now)
 
 
 def new_messages(

@@ -20,10 +20,8 @@ per-user API) once, then call one small hook of the backend, so the two cannot d
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -31,8 +29,26 @@ from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import InputError, ModelCallError
 from mnemon_langgraph.search.vectors import normalize_rows
-from mnemon_langgraph.storage.chunking import chunk_messages, derive_message_id
+from mnemon_langgraph.storage.chunking import chunk_messages
 from mnemon_langgraph.storage.content_caches import forgets_cached_content, register_content_cache
+from mnemon_langgraph.store.async_face import AsyncFace
+from mnemon_langgraph.store.contract import (
+    MAX_PAGE,
+    MAX_SEQ,
+    IngestBatch,
+    IngestResult,
+    check_bounded,
+    check_ids,
+    check_ingest,
+    check_prefix,
+    check_search,
+    check_text,
+    check_unicode,
+    check_watermark,
+    fresh_messages,
+    sessions_of,
+    written_result,
+)
 from mnemon_langgraph.store.query_vectors import SingleFlightCache
 from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
@@ -41,7 +57,6 @@ from mnemon_langgraph.types import (
     Record,
     SearchFilters,
     SearchHit,
-    check_count,
     normalize_namespace,
 )
 
@@ -69,6 +84,7 @@ __all__ = [
     "check_search",
     "check_text",
     "check_unicode",
+    "check_watermark",
     "fresh_messages",
     "is_postgres_url",
     "sessions_of",
@@ -80,11 +96,6 @@ def _abstract(store: object) -> NoReturn:
     raise NotImplementedError(f"{type(store).__name__} does not implement this")
 
 
-MAX_PAGE = 1_000_000
-"""Largest ``k`` and ``offset`` a search accepts (far above any page the read path asks
-for; it keeps ``offset + k`` a valid SQL ``LIMIT`` on every backend)."""
-MAX_SEQ = 2**63 - 1
-"""Largest ``after_seq`` / ``limit`` of :meth:`MnemonStore.records` (a 64-bit integer)."""
 _EMBED_BATCH = 64
 QUERY_VECTORS_KEPT = 256
 """Query vectors a store keeps (least recently used out). A read-path turn asks the store
@@ -112,23 +123,6 @@ def backend_class(target: object) -> type[MnemonStore]:
     from mnemon_langgraph.store.embedded import EmbeddedStore
 
     return EmbeddedStore
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    """What an ingest wrote.
-
-    Attributes:
-        records_written: Records appended to the journal.
-        messages_written: Messages that went into those records.
-        messages_skipped: Messages already in the journal (same id), left alone.
-        record_ids: Ids of the records written, in order.
-    """
-
-    records_written: int
-    messages_written: int
-    messages_skipped: int
-    record_ids: tuple[str, ...] = field(default=())
 
 
 @runtime_checkable
@@ -275,7 +269,7 @@ class StoreOptions(TypedDict, total=False):
     settings: PostgresSettings
 
 
-class MnemonStore(PerUserAPI):
+class MnemonStore(PerUserAPI, AsyncFace):
     """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
 
     A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
@@ -435,11 +429,8 @@ class MnemonStore(PerUserAPI):
         literally (no wildcard).
         """
         ns = normalize_namespace(namespace)
-        if not isinstance(prefix, str):
-            raise InputError(f"prefix must be a string, got {type(prefix).__name__}")
-        check_bounded(limit, "limit")
-        if not prefix or not prefix.isprintable() or limit == 0:
-            return []  # no record id holds such a character (ids are "r-" and hex)
+        if not check_prefix(prefix, limit):
+            return []
         return self._match_record_ids(ns, prefix, limit)
 
     def stored_vectors(
@@ -460,15 +451,18 @@ class MnemonStore(PerUserAPI):
     ) -> Iterator[Record]:
         """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads).
 
+        A negative ``after_seq`` reads from the first record (``max_seq(ns) - 1`` of an
+        empty namespace is a valid watermark).
+
         Raises:
-            InputError: ``after_seq`` or ``limit`` is not an integer in ``0 .. 2**63 - 1``
-                (checked at the call, before the first record is read).
+            InputError: ``after_seq`` is not an integer of at most ``2**63 - 1``, or
+                ``limit`` not one in ``0 .. 2**63 - 1`` (checked at the call, before the
+                first record is read).
         """
-        ns = normalize_namespace(namespace)
-        check_bounded(after_seq, "after_seq", MAX_SEQ)
+        ns, after = normalize_namespace(namespace), check_watermark(after_seq)
         if limit is not None:
             check_bounded(limit, "limit", MAX_SEQ)
-        return self._records(ns, after_seq, limit)
+        return self._records(ns, after, limit)
 
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
         """The subset of ``ids`` already stored in ``namespace``."""
@@ -749,8 +743,10 @@ class MnemonStore(PerUserAPI):
             pack: See ``ingest``.
             progress: See ``ingest``.
         """
-        from mnemon_langgraph.store.embedded import load_messages
+        from mnemon_langgraph.store.files import load_messages
 
+        if not isinstance(path, str | os.PathLike):
+            raise InputError(f"path must be a file path, got {type(path).__name__}")
         messages_by_source = load_messages(path, format=format)
         total = IngestResult(0, 0, 0)
         for source, messages in messages_by_source:
@@ -762,182 +758,3 @@ class MnemonStore(PerUserAPI):
                 total.record_ids + result.record_ids,
             )
         return total
-
-
-def check_unicode(namespace: Namespace, source: str, messages: Sequence[Message]) -> None:
-    """Raise :class:`InputError` for text that cannot be stored: lone surrogates, NUL.
-
-    Lone surrogates come from ``json.loads`` of ``"\\ud800"`` escapes or badly decoded input;
-    the database, the embedder and the hashers would otherwise fail on them with a bare
-    ``UnicodeEncodeError`` halfway through an ingest. NUL (U+0000, e.g. in binary tool
-    output) is valid Unicode, but PostgreSQL's ``text`` cannot hold it; both backends refuse
-    it here, before anything is written, so the same input behaves the same on either (and
-    a namespace part may not hold it either, :func:`~mnemon_langgraph.types.normalize_namespace`).
-    """
-
-    def check(value: object, what: str) -> None:
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InputError(
-                    f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
-                ) from None
-            if "\x00" in value:
-                raise InputError(
-                    f"{what} contains a NUL character (U+0000) at position "
-                    f"{value.index(chr(0))}; remove or escape it (PostgreSQL cannot store it)"
-                )
-
-    for part in namespace:
-        check(part, f"namespace part {part!r}")
-    check(source, "source")
-    for i, m in enumerate(messages):
-        for name in ("text", "speaker", "id"):
-            check(getattr(m, name, None), f"message {i} ({name})")
-
-
-# =======================================================================================
-# The argument checks of the contract (every backend, every surface, the same rule).
-# =======================================================================================
-
-
-@dataclass(frozen=True, slots=True)
-class IngestBatch:
-    """Messages of one ingest after the shared preamble: checked, every one with an id."""
-
-    given: int
-    messages: list[Message]
-
-    def result(self, written: Sequence[Record]) -> IngestResult:
-        """What the ingest wrote: a message is skipped unless a record written holds it
-        (already stored, given twice, or stored first by a concurrent writer)."""
-        done = written_result(written)
-        return dataclasses.replace(done, messages_skipped=self.given - done.messages_written)
-
-
-def written_result(written: Sequence[Record]) -> IngestResult:
-    """:class:`IngestResult` of the records ``written`` (nothing skipped)."""
-    return IngestResult(
-        records_written=len(written),
-        messages_written=len({mid for r in written for mid in r.message_ids}),
-        messages_skipped=0,
-        record_ids=tuple(r.id for r in written),
-    )
-
-
-def check_text(value: object, what: str) -> str:
-    """``value`` if it is a string, else :class:`InputError` naming ``what``."""
-    if not isinstance(value, str):
-        raise InputError(f"{what} must be a string, got {type(value).__name__}: {value!r}"[:200])
-    return value
-
-
-def check_bounded(value: object, what: str, maximum: int = MAX_PAGE) -> int:
-    """``value`` if it is an ``int`` in ``0 .. maximum`` (not a bool), else :class:`InputError`."""
-    check_count(value, what=what)
-    assert isinstance(value, int)
-    if value > maximum:
-        raise InputError(f"{what} must be at most {maximum:,}, got {value}")
-    return value
-
-
-def check_ids(ids: object, what: str = "ids") -> list[str]:
-    """Ids as a de-duplicated list of strings; one string is one id (not its characters).
-
-    Raises:
-        InputError: ``ids`` is not a string or an iterable of strings.
-    """
-    if isinstance(ids, str):
-        return [ids]
-    if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
-        got = f"{type(ids).__name__}: {ids!r}"
-        raise InputError(f"{what} must be a list of strings, got {got}"[:200])
-    out = list(dict.fromkeys(ids))
-    for value in out:
-        if not isinstance(value, str):
-            raise InputError(f"{what} must be strings, got {type(value).__name__}: {value!r}"[:200])
-    return out
-
-
-def check_ingest(
-    namespace: object,
-    messages: object,
-    source: object,
-    pack: object,
-    progress: object,
-) -> tuple[Namespace, IngestBatch]:
-    """The shared ingest preamble: check every argument and give each message its id.
-
-    A message without an id gets :func:`~mnemon_langgraph.storage.chunking.derive_message_id`
-    (source, index in the call, speaker and text), so the same input ingested twice is
-    written once.
-
-    Raises:
-        NamespaceError: An unusable namespace.
-        InputError: ``messages`` is not an iterable of :class:`Message`, ``source`` is not
-            a string, ``pack`` not a bool, ``progress`` not callable, or text cannot be
-            stored (:func:`check_unicode`).
-    """
-    ns = normalize_namespace(namespace)  # type: ignore[arg-type]
-    check_text(source, "source")
-    assert isinstance(source, str)
-    if not isinstance(pack, bool):
-        raise InputError(f"pack must be True or False, got {type(pack).__name__}: {pack!r}")
-    if progress is not None and not callable(progress):
-        raise InputError(f"progress must be callable, got {type(progress).__name__}")
-    if isinstance(messages, str | bytes | Message | Mapping) or not isinstance(messages, Iterable):
-        raise InputError(
-            f"messages must be a list of Message objects, got {type(messages).__name__}"
-        )
-    given = list(messages)
-    for i, m in enumerate(given):
-        if not isinstance(m, Message):
-            raise InputError(
-                f"message {i} is a {type(m).__name__}, not a Message (chat messages, tuples "
-                "and dicts go through add_messages)"
-            )
-    check_unicode(ns, source, given)
-    with_ids = [
-        m
-        if m.id is not None
-        else dataclasses.replace(m, id=derive_message_id(m, source=source, index=i))
-        for i, m in enumerate(given)
-    ]
-    return ns, IngestBatch(len(given), with_ids)
-
-
-def check_search(
-    query: object, namespace: object, k: object, offset: object, filters: object
-) -> Namespace:
-    """The search arguments' one rule; returns the normalised namespace.
-
-    Raises:
-        NamespaceError: An unusable namespace.
-        InputError: ``query`` is not a string of valid Unicode, ``k`` or ``offset`` is not
-            an integer in ``0 ..`` :data:`MAX_PAGE`, ``filters`` is not a ``SearchFilters``.
-    """
-    ns = normalize_namespace(namespace)  # type: ignore[arg-type]
-    if not isinstance(query, str):
-        raise InputError(f"query must be a string, got {type(query).__name__}")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"query is not valid Unicode text (a lone surrogate at position {exc.start})"
-        ) from None
-    check_bounded(k, "k")
-    check_bounded(offset, "offset")
-    if filters is not None and not isinstance(filters, SearchFilters):
-        raise InputError(f"filters must be a SearchFilters or None, got {type(filters).__name__}")
-    return ns
-
-
-def fresh_messages(messages: Sequence[Message], known: set[str]) -> list[Message]:
-    """The messages whose ids are not in ``known`` (the ones an ingest writes)."""
-    return [m for m in messages if m.id not in known]
-
-
-def sessions_of(messages: Sequence[Message]) -> set[int]:
-    """The sessions ``messages`` belong to (no session: session 1)."""
-    return {m.session if m.session is not None else 1 for m in messages}

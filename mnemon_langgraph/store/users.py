@@ -11,17 +11,46 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Message, Record, as_naive_utc, normalize_namespace
+from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, normalize_namespace
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store.base import IngestResult, StoreBackend
 
-__all__ = ["PerUserAPI"]
+__all__ = ["PerUserAPI", "date_messages"]
+
+
+def date_messages(
+    store: StoreBackend,
+    namespace: Namespace,
+    messages: Sequence[Message],
+    *,
+    now: datetime | None = None,
+) -> list[Message]:
+    """The one date rule of every surface: a message is dated when it was written.
+
+    A message that carries its own timestamp keeps it (and its session); one without is
+    dated ``now`` (default: the current time; any time zone, stored as naive UTC) and
+    continues the namespace's last session, unless more than
+    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
+    session's last record, when it opens the next one.
+    """
+    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+
+    last = next(iter(store.records(namespace, after_seq=store.max_seq(namespace) - 1)), None)
+    stamp = as_naive_utc(now or datetime.now(UTC))
+    assert stamp is not None
+    session = last.session if last is not None else 1
+    if last is not None and last.date is not None and stamp - last.date > DEFAULT_SESSION_GAP:
+        session += 1
+    return [
+        m if m.timestamp is not None else dataclasses.replace(m, timestamp=stamp, session=session)
+        for m in messages
+    ]
 
 
 class PerUserAPI:
@@ -51,9 +80,14 @@ class PerUserAPI:
         from langchain_core.messages import convert_to_messages
 
         from mnemon_langgraph.sources import messages_from_langchain
-        from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
 
         ns = normalize_namespace(user)
+        if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(
+            messages, Iterable
+        ):
+            raise InputError(
+                f"add_messages: pass a list of messages, got {type(messages).__name__}"
+            )
         ours = [m for m in messages if isinstance(m, Message)]
         theirs = [m for m in messages if not isinstance(m, Message)]
         if ours and theirs:
@@ -62,17 +96,7 @@ class PerUserAPI:
             given = ours or messages_from_langchain(convert_to_messages(theirs))
         except (ValueError, NotImplementedError) as exc:
             raise InputError(f"add_messages: {exc}") from exc
-        last = next(iter(self.records(ns, after_seq=max(self.max_seq(ns) - 1, 0))), None)
-        stamp = as_naive_utc(now or datetime.now(UTC))
-        session = last.session if last is not None else 1
-        if last is not None and last.date and stamp and stamp - last.date > DEFAULT_SESSION_GAP:
-            session += 1
-        dated = [
-            m
-            if m.timestamp is not None
-            else dataclasses.replace(m, timestamp=stamp, session=session)
-            for m in given
-        ]
+        dated = date_messages(self, ns, given, now=now)
         return self.ingest(ns, dated, source=source)
 
     def list_records(

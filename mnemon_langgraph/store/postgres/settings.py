@@ -29,37 +29,23 @@ __all__ = [
 ]
 
 EXACT_BELOW = 150_000
-"""Namespaces with fewer records are searched exactly (recall 1). Measured (``bench
-backend``, 2 shared cores, 384-d word-mix vectors): an exact scan costs about 1.4 ms per
-1,000 vectors (12 ms at 10k, 141 ms at 100k). HNSW with pgvector's default graph
-(``m = 16``) tops out at recall@48 0.94 at 100k even at the largest ``ef_search`` (1,000);
-the denser ``m = 32, ef_construction = 128`` reaches 0.99 there in 123 ms, but makes every
-insert ~3.6× slower (see :data:`~.schema.HNSW_M`). Exact search up to 150k records
-(≤ ~210 ms) meets the 0.98 goal for a 100k namespace at no cost to ingest; above it HNSW,
-whose cost grows sub-linearly while the exact scan's grows linearly (README)."""
+"""Namespaces with fewer records are searched exactly (recall 1): up to this size an exact
+scan meets the recall goal in a few hundred milliseconds at no cost to ingest, while a
+denser HNSW graph that would match it makes every insert slower (figures: docs/results and
+the README's PostgreSQL section)."""
 
 EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
 """``(namespace records up to, hnsw.ef_search)``; larger namespaces use :data:`EF_SEARCH_LARGE`.
 
-Measured with ``mnemon bench backend`` (recall@48 against exact search, word-mix stand-in
-vectors, ``m = 16, ef_construction = 64``, iterative scan ``relaxed_order``): for one
-namespace, recall 0.65 / 0.80 / 0.91 / 0.97 at ef_search 48 / 100 / 200 / 400 with 10k
-records and 0.65 / 0.71 / 0.82 / 0.88 / 0.94 at 48 / 100 / 200 / 400 / 1000 with 100k; a
-namespace holding 1% of the table had recall 1.00 at every value. Only namespaces of
-:data:`EXACT_BELOW` records or more use HNSW, so they get :data:`EF_SEARCH_LARGE`; the 10k
-entry serves stores opened with a smaller ``exact_below``.
-"""
+Only namespaces of :data:`EXACT_BELOW` records or more use HNSW, so they get
+:data:`EF_SEARCH_LARGE`; the 10k entry serves stores opened with a smaller ``exact_below``
+(recall per ``ef_search``: ``mnemon bench backend``, docs/results)."""
 
 EF_SEARCH_LARGE = 200
-"""``hnsw.ef_search`` past :data:`EF_SEARCH_BY_SIZE` (in practice: namespaces of
-:data:`EXACT_BELOW` records or more). Measured on real text (1M MiniLM passage vectors, one
-namespace, ``bench backend --corpus``): recall@48 0.986 / 0.995 / 0.997 / 0.999 at
-ef_search 100 / 200 / 400 / 1000 (9 / 21 / 27 / 56 ms); 200 keeps the 0.98 goal with a
-margin at a third of 1,000's time (re-checked by ``docs/results/pg_bm25_1m.py parts``).
-Was 1,000 (the most pgvector accepts) while the only figures were the word-mix stand-in
-vectors', which reach 0.98 nowhere at 100k (0.82 at 200, 0.94 at 1,000): a corpus whose
-vectors are as unclustered as those would lose recall here; pass ``ef_search=`` to the
-store to trade latency back for it."""
+"""``hnsw.ef_search`` past :data:`EF_SEARCH_BY_SIZE`: on real text it keeps the recall goal
+with a margin at a third of the largest value's time (``docs/results/pg_bm25_1m.py
+parts``); a corpus of less clustered vectors may need more: pass ``ef_search=``."""
+
 HALF_RERANK = 200
 """How many nearest neighbours by the half-precision copy the exact search re-ranks by the
 float vectors (at least ``4 × k``); halfvec rounding (~1e-3 relative) only reorders

@@ -314,6 +314,67 @@ class PostgresStore(MnemonStore):
             )
         )
 
+    # -- the async face's hooks, native: the same coroutines, awaited (the loop not blocked)
+
+    async def _aget_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+        return await self.engine.submit(self.reads.get(ns, ids))
+
+    async def _amatch_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
+        return await self.engine.submit(self.reads.match(ns, prefix, limit))
+
+    async def _astored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+        return await self.engine.submit(self.reads.vectors(ns, ids))
+
+    async def _aterm_statistics(
+        self, ns: Namespace, terms: list[str]
+    ) -> tuple[int, dict[str, int]]:
+        return await self.engine.submit(self.reads.term_statistics(ns, terms))
+
+    async def _apage(self, ns: Namespace, after: int, size: int) -> list[Record]:
+        return await self.engine.submit(self.reads.page(ns, after, size))
+
+    async def _aknown_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+        return await self.engine.submit(self.reads.known(ns, ids))
+
+    async def _amax_seq(self, ns: Namespace) -> int:
+        return await self.engine.submit(self.reads.max_seq(ns))
+
+    async def _acount(self, ns: Namespace) -> int:
+        return await self.engine.submit(self.reads.count(ns))
+
+    async def _anamespaces(self) -> list[Namespace]:
+        return await self.engine.submit(self.reads.namespaces())
+
+    async def _aholds_namespace(self, ns: Namespace) -> bool:
+        return await self.engine.submit(self.reads.holds(ns))
+
+    async def _aaudit_log(self, ns: Namespace | None) -> list[AuditEntry]:
+        return await self.engine.submit(self.reads.audit_log(ns))
+
+    async def _astats(self, ns: Namespace | None) -> dict[str, Any]:
+        return await self.engine.submit(
+            store_stats(
+                self.engine,
+                ns,
+                exact_below=self.settings.exact_below,
+                model_name=self.model_name,
+                dimension=self.dimension,
+            )
+        )
+
+    async def _adelete_records(
+        self, ns: Namespace, ids: list[str], actor: str, reason: str
+    ) -> list[str]:
+        return await self.engine.submit(self.writes.delete_records(ns, ids, actor, reason))
+
+    async def _adelete_messages(
+        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+    ) -> tuple[list[str], list[Record]]:
+        return await self.engine.submit(self.writes.delete_messages(ns, ids, actor, reason, source))
+
+    async def _aerase_namespace(self, ns: Namespace, actor: str) -> int:
+        return await self.engine.submit(self.writes.erase(ns, actor))
+
     # -- searches (hooks, and each ranking alone) -----------------------------------------
 
     def _search(

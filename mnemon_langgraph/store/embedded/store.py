@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import InputError, JournalReadOnlyError
+from mnemon_langgraph.errors import JournalReadOnlyError
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.hybrid import (
     CANDIDATE_DEPTH,
@@ -45,7 +45,7 @@ from mnemon_langgraph.types import (
     normalize_namespace,
 )
 
-__all__ = ["EmbeddedStore", "load_messages"]
+__all__ = ["EmbeddedStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -310,45 +310,3 @@ def _open_journal(path: Path) -> Journal:
             raise
         logger.warning("%s; opened read-only: searches work, writes will fail", exc)
         return Journal(path, read_only=True)
-
-
-def load_messages(
-    path: str | os.PathLike[str], *, format: str = "auto"
-) -> list[tuple[str, list[Message]]]:
-    """Messages of a file as ``[(source, messages)]``.
-
-    Args:
-        path: A LoCoMo JSON file (one conversation), a JSON list of message objects, a JSONL
-            file or a transcript.
-        format: ``auto`` (by extension and content), ``locomo``, ``jsonl`` or ``transcript``.
-
-    Raises:
-        InputError: Unknown format, malformed input, or a LoCoMo file with several
-            conversations (their turn ids collide: ingest each into its own namespace).
-    """
-    from mnemon_langgraph import sources
-
-    p = Path(path)
-    # A file name that is not valid UTF-8 (surrogate-escaped bytes) would be refused as a
-    # source name; its bytes are kept readable as \\xNN escapes instead.
-    name = os.fsencode(p.name).decode("utf-8", "backslashreplace")
-    if format not in _FORMATS:
-        raise InputError(f"unknown format {format!r}: use {', '.join(_FORMATS)}")
-    fmt = sources.detect_format(p) if format == "auto" else format
-    if fmt == "locomo":
-        conversations = sources.load_locomo(p)
-        if len(conversations) != 1:
-            raise InputError(
-                f"{p}: holds {len(conversations)} LoCoMo conversations; ingest each into its "
-                "own namespace (their turn ids collide)"
-            )
-        conv = conversations[0]
-        return [(conv.source or name, list(conv.messages))]
-    if fmt == "jsonl":
-        return [(name, list(sources.load_jsonl(p, source=name)))]
-    if fmt == "transcript":
-        return [(name, list(sources.load_transcript(p, source=name)))]
-    return [(name, list(sources.load_any(p)))]
-
-
-_FORMATS = ("auto", "locomo", "jsonl", "transcript")

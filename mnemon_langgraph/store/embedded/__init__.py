@@ -1,0 +1,14 @@
+"""The embedded backend: one SQLite journal file plus per-namespace index folders.
+
+The default, one machine. :class:`EmbeddedStore` (:mod:`.store`) implements the hooks of
+:class:`~mnemon_langgraph.store.base.MnemonStore` over the journal
+(:mod:`mnemon_langgraph.storage.journal`) and the per-namespace BM25 and vector indexes
+(:mod:`mnemon_langgraph.search.hybrid`).
+"""
+
+from __future__ import annotations
+
+from mnemon_langgraph.store.embedded.store import EmbeddedStore
+from mnemon_langgraph.store.files import load_messages  # its old home; shared by both
+
+__all__ = ["EmbeddedStore", "load_messages"]

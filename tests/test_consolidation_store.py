@@ -260,3 +260,29 @@ def test_one_write_rule_on_both_backends(target: str) -> None:
             )
         assert items.watermark(NS) == 4 and items.state(NS).batches == 2
         items.close()
+
+
+def test_cli_consolidates_a_postgres_store(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from mnemon_langgraph.cli import consolidate, main
+
+    emb = DeterministicFakeEmbedding(size=384)  # what --embeddings fake gives
+    with MnemonStore(postgres_url, emb) as store:
+        store.ingest(NS, make_messages(40), source="test")
+        last = store.max_seq(NS)
+    monkeypatch.setattr(consolidate, "_init_model", lambda spec: deriving_model())
+    argv = ["consolidate", "--db", postgres_url, "--namespace", NS[0], "--namespace", NS[1]]
+    argv += ["--model", "fake:fold"]
+    argv += ["--embeddings", "fake", "--batch-chars", "1500", "--no-progress"]
+    assert main(argv) == 0
+    assert f"watermark {last})" in capsys.readouterr().out
+    with MnemonStore(postgres_url, emb) as store:
+        items = store.item_store()
+        assert items.watermark(NS) == last
+        added = items.count(NS)
+        assert added > 0
+    assert main([*argv, "--rebuild"]) == 0
+    assert f"dropped {added} items" in capsys.readouterr().out

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         add_memory,
         create_memory_tools,
     )
+    from mnemon_langgraph.items import ItemStore
     from mnemon_langgraph.judges import ChatDecisionModel, JevDecisionModel, LocalDecisionModel
     from mnemon_langgraph.read import ReadContext, ReadSettings, View, create_read_graph, explain
     from mnemon_langgraph.store import MnemonStore
@@ -95,13 +96,14 @@ __all__ = [  # noqa: RUF022 - grouped as in _WHERE, pinned by tests/test_public_
 # store exists; they import the consolidation layer only when an item store is asked for.
 
 
-def _embedded_item_store(store: Any, embeddings: Any) -> Any:
+# Typed ``-> ItemStore``: mypy checks that both item stores implement the protocol.
+def _embedded_item_store(store: Any, embeddings: Any) -> ItemStore:
     from mnemon_langgraph.consolidation.itemstore import SQLiteItemStore
 
     return SQLiteItemStore.of_store(store, embeddings)
 
 
-def _postgres_item_store(store: Any, embeddings: Any) -> Any:
+def _postgres_item_store(store: Any, embeddings: Any) -> ItemStore:
     from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
 
     return PostgresItemStore(store, embeddings)

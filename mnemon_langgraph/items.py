@@ -4,19 +4,40 @@ Consolidation folds the journal into three kinds of items, each linked to the id
 records it came from: events on **topic timelines**, dated **value histories** of things
 that can change, and **standing instructions** and preferences. Items never replace
 records. The read path reaches them only through the small :class:`ItemSource` protocol,
-so it works (with an empty index) before any consolidation has run.
+so it works (with an empty index) before any consolidation has run; the consolidation job
+writes them through :class:`ItemStore`, which each backend's item store implements.
+
+A store gives its item store by ``store.item_store()``. The store layer cannot import the
+consolidation layer where the item stores live, so each backend names its item store kind
+(``EmbeddedStore.item_store_kind == "embedded"``) and the package's composition root
+(``mnemon_langgraph/__init__.py``, which runs before any submodule) registers one provider
+per kind here with :func:`register_item_store`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from mnemon_langgraph.types import Namespace
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.types import Namespace, Record
 
-__all__ = ["IndexItem", "ItemKind", "ItemSource"]
+if TYPE_CHECKING:
+    import numpy as np
+    from langchain_core.embeddings import Embeddings
+
+__all__ = [
+    "IndexItem",
+    "ItemKind",
+    "ItemSource",
+    "ItemStore",
+    "ItemStoreProvider",
+    "ItemUpdate",
+    "item_store_provider",
+    "register_item_store",
+]
 
 ItemKind: TypeAlias = Literal["event", "value", "instruction"]
 
@@ -74,6 +95,21 @@ class IndexItem:
         return self.text
 
 
+@dataclass(frozen=True, slots=True)
+class ItemUpdate:
+    """A fold's change to an existing item: new text and (optionally) more links.
+
+    Attributes:
+        item_id: The item to update.
+        text: Its new text.
+        record_ids: Records of the batch the new text came from (linked to the item).
+    """
+
+    item_id: str
+    text: str
+    record_ids: tuple[str, ...] = ()
+
+
 @runtime_checkable
 class ItemSource(Protocol):
     """What the read path needs from the consolidated index."""
@@ -97,3 +133,106 @@ class ItemSource(Protocol):
     def group(self, namespace: Namespace, item: IndexItem) -> list[IndexItem]:
         """The whole timeline or value history ``item`` belongs to, oldest first."""
         ...
+
+
+@runtime_checkable
+class ItemStore(ItemSource, Protocol):
+    """What the consolidation job needs from the consolidated index: the read side
+    (:class:`ItemSource`), the records still to fold, and the batch writes.
+
+    Both writes are one transaction each and check the watermark the batch was read from,
+    so a crash or a second job never folds the same records twice.
+    """
+
+    def records_after(self, namespace: Namespace, after_seq: int) -> Iterator[Record]:
+        """Records of ``namespace`` with ``seq > after_seq`` in seq order (the next batch)."""
+        ...
+
+    def watermark(self, namespace: Namespace) -> int:
+        """The last record ``seq`` folded into the index of ``namespace`` (0 before any)."""
+        ...
+
+    def context_items(self, namespace: Namespace) -> list[IndexItem]:
+        """Every item of ``namespace`` without its links, in write order."""
+        ...
+
+    def get_items(self, namespace: Namespace, ids: Sequence[str]) -> list[IndexItem]:
+        """The items of ``namespace`` with the given ids (unknown ids are left out)."""
+        ...
+
+    def all_items(self, namespace: Namespace, kind: ItemKind | None = None) -> list[IndexItem]:
+        """Every item of ``namespace`` (of one ``kind`` if given), in write order."""
+        ...
+
+    def embed_items(self, items: Sequence[IndexItem]) -> np.ndarray:
+        """Unit-length float32 embeddings of ``items``, one row each."""
+        ...
+
+    def commit_batch(
+        self,
+        namespace: Namespace,
+        *,
+        expected_watermark: int,
+        new_watermark: int,
+        new_items: Sequence[IndexItem],
+        new_vectors: np.ndarray | None,
+        updates: Sequence[ItemUpdate] = (),
+        update_vectors: np.ndarray | None = None,
+        model_calls: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> tuple[int, int]:
+        """Write a folded batch's items and move the watermark in one transaction;
+        ``(items_added, items_updated)`` as written."""
+        ...
+
+    def record_failure(
+        self,
+        namespace: Namespace,
+        *,
+        batch_start_seq: int,
+        batch_end_seq: int,
+        error: str,
+        attempts: int,
+        skip: bool,
+        expected_watermark: int,
+        model_calls: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> None:
+        """Record that a batch failed; with ``skip`` also move the watermark past it."""
+        ...
+
+    def drop_index(self, namespace: Namespace) -> int:
+        """Delete the items, failures and watermark of ``namespace``; items deleted."""
+        ...
+
+    def close(self) -> None:
+        """Release what the item store opened itself (the store stays open)."""
+        ...
+
+
+ItemStoreProvider: TypeAlias = "Callable[[Any, Embeddings | None], ItemStore]"
+"""``provider(store, embeddings)`` → the item store beside ``store``'s records."""
+
+_PROVIDERS: dict[str, ItemStoreProvider] = {}
+
+
+def register_item_store(kind: str, provider: ItemStoreProvider) -> None:
+    """Name the item store of the backends whose ``item_store_kind`` is ``kind``."""
+    _PROVIDERS[kind] = provider
+
+
+def item_store_provider(kind: str) -> ItemStoreProvider:
+    """The provider registered for ``kind``.
+
+    Raises:
+        ConfigurationError: No item store is registered for ``kind``.
+    """
+    provider = _PROVIDERS.get(kind)
+    if provider is None:
+        known = ", ".join(sorted(_PROVIDERS)) or "none"
+        raise ConfigurationError(
+            f"no item store is registered for backend kind {kind!r} (registered: {known})"
+        )
+    return provider

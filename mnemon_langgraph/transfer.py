@@ -13,15 +13,16 @@ of either backend. The format is described in ``docs/transfer.md``; in short:
 * then one line per consolidated index item (``"type": "item"``) with its record links.
 
 Everything goes through the public store API (``records``, ``ingest``,
-``known_message_ids``, ``get_records``) and the item store of
-:func:`~mnemon_langgraph.consolidation.item_store_for` (``all_items``, ``get_items``,
-``commit_batch``). ``ingest`` chunks messages into records itself, so the importer writes
-each run of records with the messages that made them, after checking (offline, with the
-package's own chunker) that the target store will cut them into exactly the records of the
-file: same record ids, texts, sessions, dates and sources. What ``ingest`` decides alone is
-the ``position`` of a record in its session (one past the session's last record): a file
-whose positions have gaps (records deleted in the source) is imported in the same order
-with consecutive positions, and the result says how many moved.
+``known_message_ids``, ``get_records``) and the store's item store, ``store.item_store()``
+(``all_items``, ``get_items``, ``commit_batch`` of
+:class:`~mnemon_langgraph.items.ItemStore`). ``ingest`` chunks messages into records itself,
+so the importer writes each run of records with the messages that made them, after checking
+(offline, with the package's own chunker) that the target store will cut them into exactly
+the records of the file: same record ids, texts, sessions, dates and sources. What
+``ingest`` decides alone is the ``position`` of a record in its session (one past the
+session's last record): a file whose positions have gaps (records deleted in the source)
+is imported in the same order with consecutive positions, and the result says how many
+moved.
 
 The whole file is parsed and checked before anything is written; a malformed line is an
 :class:`~mnemon_langgraph.errors.InputError` naming its line number. Importing the same
@@ -214,9 +215,7 @@ def _items_of(store: Any, ns: Namespace) -> tuple[list[IndexItem], int]:
 
 
 def _item_store(store: Any) -> Any:
-    from mnemon_langgraph.consolidation.graph import item_store_for
-
-    return item_store_for(store)
+    return store.item_store()
 
 
 def _message_lines(record: Record, parts: dict[str, int]) -> Iterator[dict[str, Any]]:

@@ -349,7 +349,7 @@ print(result.records_written, "records from", result.messages_written, "messages
         """\
 from mnemon_langgraph import create_consolidation_graph
 
-job = create_consolidation_graph(model=ScriptedFolder(), store=store)
+job = create_consolidation_graph(store=store, model=ScriptedFolder())
 report = job.invoke({"namespace": ("noor",)})["report"]
 print(report.stop_reason, "— items added:", report.items_added)
 print("watermark:", report.watermark)""",
@@ -357,9 +357,7 @@ print("watermark:", report.watermark)""",
     (
         "code",
         """\
-from mnemon_langgraph import SQLiteItemStore
-
-items = SQLiteItemStore(store.journal, embeddings=store.embeddings)
+items = store.item_store()  # the index beside the records, on either backend
 for item in items.instructions(("noor",)):
     print("instruction:", item.text, "<- records", item.record_ids)
 print("topics:", items.topics(("noor",)))""",
@@ -392,7 +390,7 @@ print(view.text[:1500])""",
 if os.environ.get("OPENAI_API_KEY"):
     from langchain.chat_models import init_chat_model
 
-    real_job = create_consolidation_graph(model=init_chat_model("openai:gpt-4.1-mini"), store=store)
+    real_job = create_consolidation_graph(store=store, model=init_chat_model("openai:gpt-4.1-mini"))
     items.drop_index(("noor",))
     print(real_job.invoke({"namespace": ("noor",)})["report"])
 else:

@@ -47,7 +47,7 @@ def main() -> None:
 
     graph = create_consolidation_graph(
         model=ScriptedFoldModel(script=script),
-        items=store,
+        store=store,
         settings=ConsolidationSettings(batch_chars=1500),
     )
     graph.invoke({"namespace": NS_CRASH})

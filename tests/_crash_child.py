@@ -33,7 +33,7 @@ def consolidate(db: Path, acks: Path) -> None:
     journal = Journal(db)
     items = SQLiteItemStore(journal, fake_embeddings())
     graph = create_consolidation_graph(
-        model=deriving_model(), items=items, settings=ConsolidationSettings(batch_chars=400)
+        model=deriving_model(), store=items, settings=ConsolidationSettings(batch_chars=400)
     )
     with open(acks, "a", encoding="utf-8") as fh:
         print("ready", flush=True)

@@ -46,6 +46,7 @@ from mnemon_langgraph.consolidation.itemstore import item_embedding_text
 from mnemon_langgraph.errors import ConfigurationError, EmbeddingMismatchError
 from mnemon_langgraph.items import IndexItem, ItemSource
 from mnemon_langgraph.storage.journal import Journal
+from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
@@ -67,7 +68,7 @@ def store(journal: Journal) -> SQLiteItemStore:
 
 def run(store: SQLiteItemStore, model: Any, **settings: Any) -> dict[str, Any]:
     graph = create_consolidation_graph(
-        model=model, items=store, settings=ConsolidationSettings(batch_chars=1500, **settings)
+        model=model, store=store, settings=ConsolidationSettings(batch_chars=1500, **settings)
     )
     return graph.invoke({"namespace": NS})
 
@@ -355,13 +356,14 @@ def test_settings_are_validated() -> None:
         ConsolidationSettings(on_failure="ignore")  # type: ignore[arg-type]
 
 
-def test_create_needs_exactly_one_source(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError):
+def test_create_needs_a_store(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="needs store="):
         create_consolidation_graph(model=deriving_model())
-    graph = create_consolidation_graph(
-        model=deriving_model(), journal_path=tmp_path / "j.db", embeddings=fake_embeddings()
-    )
-    state = graph.invoke({"namespace": "nobody"})
+    with pytest.raises(ConfigurationError, match=r"store=MnemonStore\(journal_path\)"):
+        create_consolidation_graph(model=deriving_model(), journal_path=tmp_path / "j.db")
+    with MnemonStore(tmp_path / "j.db", fake_embeddings()) as mstore:
+        graph = create_consolidation_graph(store=mstore, model=deriving_model())
+        state = graph.invoke({"namespace": "nobody"})
     assert state["report"].batches == () and state["report"].stop_reason == "caught_up"
 
 
@@ -393,7 +395,7 @@ def test_erase_namespace_leaves_no_item(journal: Journal, store: SQLiteItemStore
     other = ("users", "bo")
     journal.append(other, _records_for(other))
     run(store, deriving_model())
-    graph = create_consolidation_graph(model=deriving_model(), items=store)
+    graph = create_consolidation_graph(model=deriving_model(), store=store)
     graph.invoke({"namespace": other})
     assert store.count(NS) > 0 and store.count(other) > 0
     journal.erase_namespace(NS)
@@ -484,8 +486,6 @@ def test_cli_consolidate_runs_with_an_injected_model(
 
 
 def test_graph_over_a_mnemon_store_uses_its_journal_and_embedder(tmp_path: Path) -> None:
-    from mnemon_langgraph.store import MnemonStore
-
     emb = fake_embeddings()
     mstore = MnemonStore(tmp_path / "store.db", emb)
     try:
@@ -583,7 +583,7 @@ def test_a_commit_skips_items_of_deleted_records_and_unknown_updates(
 
 async def test_the_graph_also_runs_async(journal: Journal, store: SQLiteItemStore) -> None:
     graph = create_consolidation_graph(
-        model=deriving_model(), items=store, settings=ConsolidationSettings(batch_chars=1500)
+        model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=1500)
     )
     report = (await graph.ainvoke({"namespace": NS}))["report"]
     assert report.stop_reason == "caught_up" and report.items_added == store.count(NS) > 0
@@ -639,7 +639,7 @@ async def test_callbacks_see_every_fold_call(
     model = deriving_model(garbage_calls=(0,))
     graph = create_consolidation_graph(
         model=model,
-        items=store,
+        store=store,
         settings=ConsolidationSettings(batch_chars=1500, max_batches=2, fold_timeout_s=timeout),
     )
     handler = _ChatCounter()
@@ -670,7 +670,7 @@ async def test_async_fold_times_out_as_a_failed_attempt(
     model = _Slow(script=lambda messages, index: tool_answer(derive_fold(messages)))
     graph = create_consolidation_graph(
         model=model,
-        items=store,
+        store=store,
         settings=ConsolidationSettings(batch_chars=1500, max_batches=1, fold_timeout_s=0.2),
     )
     report = (await graph.ainvoke({"namespace": NS}))["report"]

@@ -37,7 +37,7 @@ def _items_of(store: SQLiteItemStore) -> list[tuple[str, str, tuple[str, ...]]]:
 
 def _consolidate(store: SQLiteItemStore):  # type: ignore[no-untyped-def]
     graph = create_consolidation_graph(
-        model=deriving_model(), items=store, settings=ConsolidationSettings(batch_chars=1500)
+        model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=1500)
     )
     return graph.invoke({"namespace": NS_CRASH})["report"]
 

@@ -37,7 +37,7 @@ def test_conv30_is_folded_in_10k_batches_with_items_linked_to_their_records(
         total = sum(len(trim_record(r)) for r in records.values())
         store = SQLiteItemStore(journal, fake_embeddings())
         model = deriving_model()
-        report = create_consolidation_graph(model=model, items=store).invoke({"namespace": NS})[
+        report = create_consolidation_graph(model=model, store=store).invoke({"namespace": NS})[
             "report"
         ]
         assert report.stop_reason == "caught_up" and not report.failures

@@ -91,7 +91,7 @@ def test_index_item_reaches_the_view_when_search_misses_its_record(tmp_path: Pat
         summit = next(r for r in records if "summit" in r.text)
         items = SQLiteItemStore(journal, fake_embeddings())
         report = create_consolidation_graph(
-            model=ScriptedFoldModel(script=_fold), items=items
+            model=ScriptedFoldModel(script=_fold), store=items
         ).invoke({"namespace": NS})["report"]
         assert report.items_added == 2 and items.topics(NS) == ["Ada's hikes"]
 

@@ -69,7 +69,7 @@ def _items(store: SQLiteItemStore) -> list[tuple[str, str, tuple[str, ...]]]:
 
 def _finish(store: SQLiteItemStore) -> None:
     graph = create_consolidation_graph(
-        model=deriving_model(), items=store, settings=ConsolidationSettings(batch_chars=400)
+        model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=400)
     )
     report = graph.invoke({"namespace": NS})["report"]
     assert report.stop_reason == "caught_up" and not report.failures

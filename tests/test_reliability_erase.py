@@ -90,7 +90,7 @@ def _populate(db: Path) -> tuple[list[bytes], int]:
         items = SQLiteItemStore(store.journal, store.embeddings)
         model = _failing_then_folding()
         settings = ConsolidationSettings(batch_chars=600)
-        graph = create_consolidation_graph(model=model, items=items, settings=settings)
+        graph = create_consolidation_graph(model=model, store=items, settings=settings)
         first = graph.invoke({"namespace": VICTIM})["report"]
         assert first.failures  # a failure row quoting record text exists
         graph.invoke({"namespace": VICTIM})

@@ -193,7 +193,7 @@ def test_planner_prompts_keep_hostile_conversation_inside_the_data_section() -> 
 def test_fold_prompt_keeps_hostile_records_inside_the_data_section(store: MnemonStore) -> None:
     items = SQLiteItemStore(store.journal, store.embeddings)
     model = deriving_model()
-    graph = create_consolidation_graph(model=model, items=items)
+    graph = create_consolidation_graph(model=model, store=items)
     graph.invoke({"namespace": NS})
     assert model.calls
     texts = {r.text for r in store.journal.records(NS)}

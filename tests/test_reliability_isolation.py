@@ -63,7 +63,7 @@ class _World:
         self.reader = create_read_graph(source=self.store, judge=self.judge, items=self.items)
         self.folder = create_consolidation_graph(
             model=deriving_model(),
-            items=self.items,
+            store=self.items,
             settings=ConsolidationSettings(batch_chars=700),
         )
         self.expected: dict[int, set[str]] = {i: set() for i in range(len(NAMESPACES))}

@@ -251,7 +251,7 @@ def _consolidate_with_failing_embedder(tmp_path: Path, expected: type[BaseExcept
     try:
         store.ingest(NS, make_messages(40), source="chat")
         items = SQLiteItemStore(store.journal, emb)
-        graph = create_consolidation_graph(model=deriving_model(), items=items)
+        graph = create_consolidation_graph(model=deriving_model(), store=items)
         emb.mode, emb.fail_after, emb._calls = "raise", 0, 0
         with pytest.raises(expected):
             graph.invoke({"namespace": NS})

@@ -21,6 +21,7 @@ from typing import Any
 
 from mnemon_langgraph.cli._common import add_embeddings_arg, embeddings_for
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.items import ItemStore
 
 __all__ = ["register", "run"]
 
@@ -89,6 +90,34 @@ def _init_model(spec: str) -> Any:
     return chat_model(spec, "--model")
 
 
+def _open_items(args: argparse.Namespace) -> tuple[Any, ItemStore]:
+    """What holds the records (to close last) and the item store beside them.
+
+    A journal file opens only the journal (no search index is needed to fold), with the
+    embedder it records; a PostgreSQL URL opens the store and asks it for its item store.
+    """
+    from mnemon_langgraph.consolidation import SQLiteItemStore
+    from mnemon_langgraph.consolidation.itemstore import recorded_model
+    from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store import MnemonStore, is_postgres_url
+
+    if is_postgres_url(args.db):
+        store = MnemonStore(args.db, embeddings_for(args.embeddings))
+        try:
+            return store, store.item_store()
+        except BaseException:
+            store.close()
+            raise
+    journal = Journal(args.db)
+    try:
+        return journal, SQLiteItemStore(
+            journal, embeddings_for(args.embeddings, recorded_model(journal))
+        )
+    except BaseException:
+        journal.close()
+        raise
+
+
 def run(args: argparse.Namespace, *, out: Any = None) -> int:
     """Run the ``consolidate`` subcommand; returns the exit code."""
     from tqdm import tqdm
@@ -96,11 +125,8 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
     from mnemon_langgraph.consolidation import (
         ConsolidationReport,
         ConsolidationSettings,
-        SQLiteItemStore,
         create_consolidation_graph,
     )
-    from mnemon_langgraph.consolidation.itemstore import recorded_model
-    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import is_postgres_url
     from mnemon_langgraph.types import normalize_namespace
 
@@ -115,25 +141,13 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         fold_timeout_s=args.timeout,
     )
     model = _init_model(args.model)
-    journal: Any
-    if is_postgres_url(args.db):  # records and items in PostgreSQL (PostgresItemStore)
-        from mnemon_langgraph.consolidation.graph import item_store_for
-        from mnemon_langgraph.store import MnemonStore
-
-        journal = MnemonStore(args.db, embeddings_for(args.embeddings))
-    else:
-        journal = Journal(args.db)
+    owner, items = _open_items(args)
     try:
-        items = (
-            item_store_for(journal)
-            if is_postgres_url(args.db)
-            else SQLiteItemStore(journal, embeddings_for(args.embeddings, recorded_model(journal)))
-        )
         if args.rebuild:
             dropped = items.drop_index(namespace)
             print(f"dropped {dropped} items; rebuilding from the records", file=stream)
-        pending = sum(1 for _ in journal.records(namespace, after_seq=items.watermark(namespace)))
-        graph = create_consolidation_graph(model=model, items=items, settings=settings)
+        pending = sum(1 for _ in items.records_after(namespace, items.watermark(namespace)))
+        graph = create_consolidation_graph(model=model, store=items, settings=settings)
         report: ConsolidationReport | None = None
         added = failed = 0
         with tqdm(
@@ -155,7 +169,8 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         print(report.summary(), file=stream)
         return 1 if report.failures else 0
     finally:
-        journal.close()
+        items.close()
+        owner.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin wrapper

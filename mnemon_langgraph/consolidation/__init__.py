@@ -1,8 +1,12 @@
 """Consolidation: fold the journal, batch by batch, into an index that links to records.
 
 The job is a LangGraph graph (:func:`create_consolidation_graph`) run as a batch job from
-Python or ``mnemon consolidate``; the index is kept by :class:`SQLiteItemStore` in the
-journal's own SQLite file, which the read path takes as its ``ItemSource``.
+Python or ``mnemon consolidate``, over a store of either backend
+(``create_consolidation_graph(store=MnemonStore(...), model=...)``). Each backend keeps the
+index beside its records through its item store (``store.item_store()``: a
+:class:`SQLiteItemStore` in the journal's own SQLite file, a :class:`PostgresItemStore` in
+the database), which the job writes through the :class:`~mnemon_langgraph.items.ItemStore`
+protocol and the read path takes as its ``ItemSource``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from mnemon_langgraph.consolidation.itemstore import (
 )
 from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
+from mnemon_langgraph.items import ItemStore
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -45,6 +50,7 @@ __all__ = [
     "FoldOutput",
     "IndexStatus",
     "InstructionOut",
+    "ItemStore",
     "ItemUpdate",
     "ItemUpdateOut",
     "PostgresItemStore",

@@ -19,9 +19,9 @@ import asyncio
 import concurrent.futures
 import logging
 import operator
+import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
 from langchain_core.embeddings import Embeddings
@@ -40,10 +40,11 @@ from mnemon_langgraph.consolidation.fold import (
     build_fold_messages,
     select_context,
 )
-from mnemon_langgraph.consolidation.itemstore import SQLiteItemStore
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.items import ItemStore
 from mnemon_langgraph.read.workers import shared_pool
+from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "ConsolidationGraphState",
     "ConsolidationReport",
     "create_consolidation_graph",
+    "item_store_for",
 ]
 
 log = logging.getLogger(__name__)
@@ -177,8 +179,11 @@ def _usage(raw: Any) -> tuple[int, int]:
     return int(meta.get("input_tokens", 0) or 0), int(meta.get("output_tokens", 0) or 0)
 
 
-def _records_after(journal: Any, namespace: Namespace, after: int) -> Generator[Record, None, None]:
-    yield from journal.records(namespace, after_seq=after)
+def _records_after(
+    items: ItemStore, namespace: Namespace, after: int
+) -> Generator[Record, None, None]:
+    # A generator of our own, so ``load`` can close the store's reader when it stops early.
+    yield from items.records_after(namespace, after)
 
 
 class _Unparsable(Exception):
@@ -287,16 +292,14 @@ class _FoldInput(NamedTuple):
 
 
 class _Nodes:
-    """The graph's nodes, bound to one journal, item store, model and settings."""
+    """The graph's nodes, bound to one item store, model and settings."""
 
     def __init__(
         self,
-        journal: Any,
-        items: SQLiteItemStore,
+        items: ItemStore,
         structured: Runnable[Any, Any],
         settings: ConsolidationSettings,
     ) -> None:
-        self.journal = journal
         self.items = items
         self.structured = structured
         self.settings = settings
@@ -308,7 +311,7 @@ class _Nodes:
         update: dict[str, Any] = {"namespace": ns, "watermark": watermark, "fold": None}
         if self.settings.max_batches is not None and done >= self.settings.max_batches:
             return {**update, "batch": None, "stop_reason": "max_batches"}
-        iterator = _records_after(self.journal, ns, watermark)
+        iterator = _records_after(self.items, ns, watermark)
         try:
             batch = cut_batch(
                 iterator,
@@ -450,85 +453,107 @@ def _after_write(state: ConsolidationGraphState) -> Literal["load", "finish"]:
     return "finish" if state.get("stop_reason") == "failed" else "load"
 
 
-def item_store_for(store: Any, embeddings: Embeddings | None = None) -> Any:
-    """The item store beside ``store``'s records: SQLite file or PostgreSQL database.
+_REMOVED = {
+    "journal_path": "MnemonStore(journal_path)",
+    "journal": "SQLiteItemStore(journal)",
+}
+
+
+def item_store_for(
+    store: MnemonStore | ItemStore, embeddings: Embeddings | None = None
+) -> ItemStore:
+    """The item store of ``store``: its backend's (``store.item_store()``), or ``store``
+    itself when it already is an :class:`~mnemon_langgraph.items.ItemStore`.
+
+    Args:
+        store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend, or an
+            item store (``SQLiteItemStore``, ``PostgresItemStore`` or your own).
+        embeddings: Embeds the items (default the store's embedder); only with a
+            ``MnemonStore`` (an item store already has its embedder).
 
     Raises:
-        ConfigurationError: ``store`` is not a ``MnemonStore`` of a known backend.
+        ConfigurationError: ``store`` is neither, or ``embeddings`` came with an item store.
     """
-    from mnemon_langgraph.store import EmbeddedStore, PostgresStore
-
-    embeddings = embeddings if embeddings is not None else getattr(store, "embeddings", None)
-    if isinstance(store, EmbeddedStore):
-        return SQLiteItemStore(store.journal, embeddings)
-    if isinstance(store, PostgresStore):
-        from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
-
-        return PostgresItemStore(store, embeddings)
-    raise ConfigurationError(f"store= must be a MnemonStore, got {type(store).__name__}")
+    if isinstance(store, MnemonStore):
+        return store.item_store(embeddings)
+    if isinstance(store, ItemStore):
+        if embeddings is not None:
+            raise ConfigurationError(
+                "embeddings= goes with a MnemonStore; an item store keeps its own embedder"
+            )
+        return store
+    raise ConfigurationError(
+        f"store= must be a MnemonStore or an ItemStore (e.g. SQLiteItemStore), got "
+        f"{type(store).__name__}"
+    )
 
 
 def _resolve(
-    journal_path: str | Path | None,
-    store: Any,
-    journal: Any,
-    items: SQLiteItemStore | None,
+    store: MnemonStore | ItemStore | None,
+    items: ItemStore | None,
     embeddings: Embeddings | None,
-) -> tuple[Any, SQLiteItemStore]:
-    if items is not None:
-        return items.journal, items
-    given = [x is not None for x in (journal_path, store, journal)]
-    if sum(given) != 1:
+    removed: dict[str, Any],
+) -> ItemStore:
+    if removed:
+        name = sorted(removed)[0]
+        if name not in _REMOVED:
+            raise TypeError(f"create_consolidation_graph() got an unexpected keyword {name!r}")
         raise ConfigurationError(
-            "create_consolidation_graph needs exactly one of journal_path=, store=, journal= "
-            "or items="
+            f"create_consolidation_graph no longer takes {name}=: pass "
+            f"store={_REMOVED[name]} (create_consolidation_graph(store=..., model=...))"
         )
-    if store is not None:
-        made = item_store_for(store, embeddings)
-        return made.journal, made
-    elif journal_path is not None:
-        from mnemon_langgraph.storage.journal import Journal
-
-        journal = Journal(journal_path)
-    return journal, SQLiteItemStore(journal, embeddings)
+    if items is not None:
+        if store is not None:
+            raise ConfigurationError("give store= or the deprecated items=, not both")
+        warnings.warn(
+            "create_consolidation_graph(items=...) is deprecated: pass the item store as store=",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        store = items
+    if store is None:
+        raise ConfigurationError(
+            "create_consolidation_graph needs store= (a MnemonStore or an ItemStore)"
+        )
+    return item_store_for(store, embeddings)
 
 
 def create_consolidation_graph(
     *,
+    store: MnemonStore | ItemStore | None = None,
     model: BaseChatModel,
-    journal_path: str | Path | None = None,
-    store: Any = None,
-    journal: Any = None,
-    items: SQLiteItemStore | None = None,
     embeddings: Embeddings | None = None,
     settings: ConsolidationSettings | None = None,
+    items: ItemStore | None = None,
+    **removed: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the consolidation job as a compiled LangGraph graph.
 
     Invoke it with ``{"namespace": ("users", "ada")}``; the final state's ``"report"`` is a
-    :class:`ConsolidationReport`. Give exactly one of ``journal_path``, ``store``,
-    ``journal`` or ``items``.
+    :class:`ConsolidationReport`. Shaped like ``create_read_graph(source=...)``: the store
+    is the one thing it reads and writes.
 
     Args:
+        store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend (its item
+            store, ``store.item_store(embeddings)``, keeps the index beside the records), or
+            an :class:`~mnemon_langgraph.items.ItemStore` to use as is.
         model: Any LangChain chat model with structured output (tool calling).
-        journal_path: Path of the journal's SQLite file (opened here).
-        store: A :class:`~mnemon_langgraph.store.MnemonStore`; its journal and embeddings
-            are used.
-        journal: An open :class:`~mnemon_langgraph.storage.journal.Journal`.
-        items: An existing :class:`SQLiteItemStore` (its journal and embeddings are used).
-        embeddings: Embeds the items as they are written (default: the store's embedder,
-            else the package's offline default).
+        embeddings: Embeds the items as they are written, with a ``MnemonStore`` (default:
+            the store's embedder).
         settings: Budgets and the failure policy (paper defaults).
+        items: Deprecated alias of ``store=`` for an item store.
+        **removed: ``journal_path=`` and ``journal=`` are gone; they raise
+            :class:`ConfigurationError` naming the call to make instead.
 
     Returns:
         The compiled graph, with ``recursion_limit`` set from the settings.
 
     Raises:
-        ConfigurationError: Not exactly one source given, or the model has no structured
-            output.
+        ConfigurationError: No store (or a wrong kind of store) given, or the model has no
+            structured output.
     """
     settings = settings or ConsolidationSettings()
-    journal, item_store = _resolve(journal_path, store, journal, items, embeddings)
+    item_store = _resolve(store, items, embeddings, removed)
     try:
         structured = model.with_structured_output(FoldOutput, include_raw=True)
     except NotImplementedError as exc:
@@ -536,7 +561,7 @@ def create_consolidation_graph(
             f"{type(model).__name__} has no structured output (tool calling), which "
             "consolidation needs"
         ) from exc
-    nodes = _Nodes(journal, item_store, structured, settings)
+    nodes = _Nodes(item_store, structured, settings)
     graph = StateGraph(ConsolidationGraphState)
     graph.add_node("load", nodes.load)
     # One node, two faces: LangGraph runs ``fold`` under invoke and ``afold`` under ainvoke.

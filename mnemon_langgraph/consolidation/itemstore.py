@@ -1,8 +1,10 @@
 """The consolidated index, kept in the journal's own SQLite file (paper §4.1).
 
 :class:`SQLiteItemStore` implements :class:`~mnemon_langgraph.items.ItemSource` for the read
-path and the writes the consolidation job needs. Its tables live beside the journal's
-``records`` table so that deletion reaches them without any code of ours running:
+path and :class:`~mnemon_langgraph.items.ItemStore` for the consolidation job (its two writes
+are :mod:`~mnemon_langgraph.consolidation.commit`'s, shared with PostgreSQL). Its tables
+live beside the journal's ``records`` table so that deletion reaches them without any code
+of ours running:
 
 * ``items`` — one row per item, with a ``namespace`` column (so the journal's
   ``erase_namespace``, which deletes every row of every table with such a column, leaves no
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,13 +36,18 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from mnemon_langgraph.consolidation.commit import (
+    BatchUsage,
+    commit_folded_batch,
+    record_batch_failure,
+    run_without_loop,
+)
 from mnemon_langgraph.consolidation.schema import (
     ITEM_COLUMNS,
     SCHEMA_SQL,
     SCHEMA_VERSION,
     FailureRow,
     IndexStatus,
-    ItemUpdate,
     group_key_text,
     item_embedding_text,
     split_sql,
@@ -52,9 +59,9 @@ from mnemon_langgraph.errors import (
     ModelCallError,
     SchemaVersionError,
 )
-from mnemon_langgraph.items import IndexItem, ItemKind
+from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.storage.journal import namespace_key
-from mnemon_langgraph.types import Namespace, normalize_namespace
+from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -130,6 +137,16 @@ class SQLiteItemStore:
             self._check_read_only()
         else:
             self._ensure_schema()
+
+    @classmethod
+    def of_store(cls, store: Any, embeddings: Embeddings | None = None) -> SQLiteItemStore:
+        """The index beside an embedded ``MnemonStore``'s records (``store.item_store()``).
+
+        Args:
+            store: An :class:`~mnemon_langgraph.store.embedded.EmbeddedStore`.
+            embeddings: Embeds the items; default the store's embedder.
+        """
+        return cls(store.journal, embeddings if embeddings is not None else store.embeddings)
 
     # --- setup ---------------------------------------------------------------------
 
@@ -401,6 +418,11 @@ class SQLiteItemStore:
         """The last journal ``seq`` folded into the index of ``namespace``."""
         return self.state(namespace).watermark
 
+    def records_after(self, namespace: Namespace, after_seq: int) -> Iterator[Record]:
+        """The journal's records of ``namespace`` with ``seq > after_seq``, in seq order."""
+        records: Iterator[Record] = self.journal.records(namespace, after_seq=after_seq)
+        return records
+
     def failures(self, namespace: Namespace, *, unresolved_only: bool = False) -> list[FailureRow]:
         """Recorded batch failures of ``namespace``, oldest first."""
         ns = normalize_namespace(namespace)
@@ -473,62 +495,20 @@ class SQLiteItemStore:
         Raises:
             JournalError: If the watermark moved under this run.
         """
-        ns = self._ns(namespace)
-        now = _now()
         with self.journal.transaction() as conn:
-            _check_watermark(conn, ns, namespace, expected_watermark)
-            wanted = {rid for it in new_items for rid in it.record_ids}
-            wanted |= {rid for up in updates for rid in up.record_ids}
-            alive = _existing_records(conn, wanted)
-            seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM items").fetchone()[0])
-            added, seq = _insert_items(conn, ns, new_items, new_vectors, alive, seq, now)
-            updated, seq = _apply_updates(conn, ns, updates, update_vectors, alive, seq, now)
-            self._advance(
-                conn,
-                ns,
-                new_watermark,
-                now,
-                batches=1,
-                added=added,
-                updated=updated,
-                calls=model_calls,
-                tin=input_tokens,
-                tout=output_tokens,
+            return run_without_loop(
+                commit_folded_batch(
+                    _SQLiteBatch(conn, self._ns(namespace)),
+                    normalize_namespace(namespace),
+                    expected_watermark=expected_watermark,
+                    new_watermark=new_watermark,
+                    new_items=new_items,
+                    new_vectors=new_vectors,
+                    updates=updates,
+                    update_vectors=update_vectors,
+                    usage=BatchUsage(model_calls, input_tokens, output_tokens),
+                )
             )
-            conn.execute(
-                "UPDATE consolidation_failures SET resolved = 1 WHERE namespace = ? "
-                "AND batch_start_seq > ? AND batch_start_seq <= ?",
-                (ns, expected_watermark, new_watermark),
-            )
-        return added, updated
-
-    @staticmethod
-    def _advance(
-        conn: sqlite3.Connection,
-        ns: str,
-        watermark: int | None,
-        now: str,
-        *,
-        batches: int = 0,
-        added: int = 0,
-        updated: int = 0,
-        calls: int = 0,
-        tin: int = 0,
-        tout: int = 0,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO consolidation_state (namespace, watermark, updated_at) VALUES (?, 0, ?) "
-            "ON CONFLICT(namespace) DO NOTHING",
-            (ns, now),
-        )
-        conn.execute(
-            "UPDATE consolidation_state SET watermark = COALESCE(?, watermark), "
-            "batches = batches + ?, items_added = items_added + ?, "
-            "items_updated = items_updated + ?, model_calls = model_calls + ?, "
-            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
-            "updated_at = ? WHERE namespace = ?",
-            (watermark, batches, added, updated, calls, tin, tout, now, ns),
-        )
 
     def record_failure(
         self,
@@ -549,42 +529,19 @@ class SQLiteItemStore:
         Both happen in one transaction. A batch that failed before (same start) has its
         row updated: attempts add up, the latest error is kept.
         """
-        ns = self._ns(namespace)
-        now = _now()
         with self.journal.transaction() as conn:
-            row = conn.execute(
-                "SELECT id FROM consolidation_failures WHERE namespace = ? "
-                "AND batch_start_seq = ? AND resolved = 0 ORDER BY id DESC LIMIT 1",
-                (ns, batch_start_seq),
-            ).fetchone()
-            if row:
-                conn.execute(
-                    "UPDATE consolidation_failures SET batch_end_seq = ?, error = ?, "
-                    "attempts = attempts + ?, at = ?, skipped = ? WHERE id = ?",
-                    (batch_end_seq, error[:2000], attempts, now, int(skip), row[0]),
+            run_without_loop(
+                record_batch_failure(
+                    _SQLiteBatch(conn, self._ns(namespace)),
+                    normalize_namespace(namespace),
+                    batch_start_seq=batch_start_seq,
+                    batch_end_seq=batch_end_seq,
+                    error=error,
+                    attempts=attempts,
+                    skip=skip,
+                    expected_watermark=expected_watermark,
+                    usage=BatchUsage(model_calls, input_tokens, output_tokens),
                 )
-            else:
-                conn.execute(
-                    "INSERT INTO consolidation_failures (namespace, batch_start_seq, "
-                    "batch_end_seq, error, attempts, at, skipped) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (ns, batch_start_seq, batch_end_seq, error[:2000], attempts, now, int(skip)),
-                )
-            current_row = conn.execute(
-                "SELECT watermark FROM consolidation_state WHERE namespace = ?", (ns,)
-            ).fetchone()
-            current = int(current_row[0]) if current_row else 0
-            if skip and current != expected_watermark:
-                raise JournalError(
-                    f"the consolidation watermark of {namespace!r} moved during this run"
-                )
-            self._advance(
-                conn,
-                ns,
-                batch_end_seq if skip else None,
-                now,
-                calls=model_calls,
-                tin=input_tokens,
-                tout=output_tokens,
             )
 
     def drop_index(self, namespace: Namespace) -> int:
@@ -606,65 +563,61 @@ class SQLiteItemStore:
         return int(n)
 
 
-def _existing_records(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
-    ids = list(ids)
-    alive: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        alive.update(
-            row[0] for row in conn.execute(f"SELECT id FROM records WHERE id IN ({marks})", chunk)
-        )
-    return alive
+class _SQLiteBatch:
+    """The SQL steps of :mod:`~mnemon_langgraph.consolidation.commit` on SQLite.
 
-
-# --- commit_batch's steps (each runs inside the caller's transaction) -------------------
-
-
-def _check_watermark(
-    conn: sqlite3.Connection, ns: str, namespace: Namespace, expected: int
-) -> None:
-    """Refuse to commit when another run moved the watermark since this batch was read."""
-    row = conn.execute(
-        "SELECT watermark FROM consolidation_state WHERE namespace = ?", (ns,)
-    ).fetchone()
-    current = int(row[0]) if row else 0
-    if current != expected:
-        raise JournalError(
-            f"the consolidation watermark of {namespace!r} moved from "
-            f"{expected} to {current} during this run (another run?)"
-        )
-
-
-def _insert_items(
-    conn: sqlite3.Connection,
-    ns: str,
-    items: Sequence[IndexItem],
-    vectors: np.ndarray | None,
-    alive: set[str],
-    seq: int,
-    now: str,
-) -> tuple[int, int]:
-    """Insert new items linked to records that still exist; returns ``(added, last seq)``.
-
-    An item whose records were all deleted since the batch was read is not written: an
-    item must always cite a record behind it.
+    Runs inside the caller's journal transaction (``BEGIN IMMEDIATE`` holds the write lock,
+    so the watermark read stays true until the commit). The steps never suspend.
     """
-    added = 0
-    for index, item in enumerate(items):
-        links = [rid for rid in dict.fromkeys(item.record_ids) if rid in alive]
-        if not links:
-            continue
-        seq += 1
-        vector = None if vectors is None else vectors[index].tobytes()
-        conn.execute(
+
+    def __init__(self, conn: sqlite3.Connection, ns: str) -> None:
+        self.conn = conn
+        self.ns = ns
+        self.now = _now()
+        self._seq: int | None = None
+
+    def _next_seq(self) -> int:
+        if self._seq is None:
+            row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM items").fetchone()
+            self._seq = int(row[0])
+        self._seq += 1
+        return self._seq
+
+    async def locked_watermark(self) -> int:
+        self.conn.execute(
+            "INSERT INTO consolidation_state (namespace, watermark, updated_at) "
+            "VALUES (?, 0, ?) ON CONFLICT(namespace) DO NOTHING",
+            (self.ns, self.now),
+        )
+        row = self.conn.execute(
+            "SELECT watermark FROM consolidation_state WHERE namespace = ?", (self.ns,)
+        ).fetchone()
+        return int(row[0])
+
+    async def existing_records(self, ids: list[str]) -> set[str]:
+        alive: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            alive.update(
+                row[0]
+                for row in self.conn.execute(
+                    f"SELECT id FROM records WHERE namespace = ? AND id IN ({marks})",
+                    [self.ns, *chunk],
+                )
+            )
+        return alive
+
+    async def insert_item(self, item: IndexItem, links: list[str], vector: Any) -> bool:
+        if self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
+            return False
+        self.conn.execute(
             "INSERT INTO items (id, namespace, kind, text, topic, subject, attribute, "
             "value, group_key, date, contradicts, seq, embedding, created_at, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(id) DO NOTHING",
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item.id,
-                ns,
+                self.ns,
                 item.kind,
                 item.text,
                 item.topic,
@@ -674,52 +627,93 @@ def _insert_items(
                 group_key_text(item),
                 item.date.isoformat() if item.date else None,
                 int(item.contradicts),
-                seq,
-                vector,
-                now,
-                now,
+                self._next_seq(),
+                None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
+                self.now,
+                self.now,
             ),
         )
-        _link(conn, item.id, links)
-        added += 1
-    return added, seq
+        self._link(item.id, links)
+        return True
 
-
-def _apply_updates(
-    conn: sqlite3.Connection,
-    ns: str,
-    updates: Sequence[ItemUpdate],
-    vectors: np.ndarray | None,
-    alive: set[str],
-    seq: int,
-    now: str,
-) -> tuple[int, int]:
-    """Rewrite existing items of ``ns`` (others are ignored); returns ``(updated, last seq)``.
-
-    Each update takes a new ``seq`` so readers see the item as changed; its new record
-    links are added (old ones stay: the item still came from them too).
-    """
-    updated = 0
-    for index, up in enumerate(updates):
-        exists = conn.execute(
-            "SELECT 1 FROM items WHERE id = ? AND namespace = ?", (up.item_id, ns)
+    async def update_item(self, update: ItemUpdate, links: list[str], vector: Any) -> bool:
+        exists = self.conn.execute(
+            "SELECT 1 FROM items WHERE id = ? AND namespace = ?", (update.item_id, self.ns)
         ).fetchone()
         if not exists:
-            continue
-        seq += 1
-        vector = None if vectors is None else vectors[index].tobytes()
-        conn.execute(
+            return False
+        self.conn.execute(
             "UPDATE items SET text = ?, seq = ?, updated_at = ?, "
             "embedding = COALESCE(?, embedding) WHERE id = ?",
-            (up.text, seq, now, vector, up.item_id),
+            (
+                update.text,
+                self._next_seq(),
+                self.now,
+                None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
+                update.item_id,
+            ),
         )
-        _link(conn, up.item_id, [rid for rid in up.record_ids if rid in alive])
-        updated += 1
-    return updated, seq
+        self._link(update.item_id, links)
+        return True
 
+    def _link(self, item_id: str, record_ids: Iterable[str]) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO item_links (item_id, record_id) VALUES (?, ?)",
+            [(item_id, rid) for rid in record_ids],
+        )
 
-def _link(conn: sqlite3.Connection, item_id: str, record_ids: Iterable[str]) -> None:
-    conn.executemany(
-        "INSERT OR IGNORE INTO item_links (item_id, record_id) VALUES (?, ?)",
-        [(item_id, rid) for rid in record_ids],
-    )
+    async def upsert_failure(
+        self, start: int, end: int, error: str, attempts: int, skip: bool
+    ) -> None:
+        row = self.conn.execute(
+            "SELECT id FROM consolidation_failures WHERE namespace = ? "
+            "AND batch_start_seq = ? AND resolved = 0 ORDER BY id DESC LIMIT 1",
+            (self.ns, start),
+        ).fetchone()
+        if row:
+            self.conn.execute(
+                "UPDATE consolidation_failures SET batch_end_seq = ?, error = ?, "
+                "attempts = attempts + ?, at = ?, skipped = ? WHERE id = ?",
+                (end, error, attempts, self.now, int(skip), row[0]),
+            )
+            return
+        self.conn.execute(
+            "INSERT INTO consolidation_failures (namespace, batch_start_seq, "
+            "batch_end_seq, error, attempts, at, skipped) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.ns, start, end, error, attempts, self.now, int(skip)),
+        )
+
+    async def advance(
+        self,
+        watermark: int | None,
+        *,
+        batches: int,
+        added: int,
+        updated: int,
+        usage: BatchUsage,
+    ) -> None:
+        self.conn.execute(
+            "UPDATE consolidation_state SET watermark = COALESCE(?, watermark), "
+            "batches = batches + ?, items_added = items_added + ?, "
+            "items_updated = items_updated + ?, model_calls = model_calls + ?, "
+            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+            "updated_at = ? WHERE namespace = ?",
+            (
+                watermark,
+                batches,
+                added,
+                updated,
+                usage.model_calls,
+                usage.input_tokens,
+                usage.output_tokens,
+                self.now,
+                self.ns,
+            ),
+        )
+
+    async def resolve_failures(self, after: int, upto: int) -> None:
+        self.conn.execute(
+            "UPDATE consolidation_failures SET resolved = 1 WHERE namespace = ? "
+            "AND batch_start_seq > ? AND batch_start_seq <= ?",
+            (self.ns, after, upto),
+        )

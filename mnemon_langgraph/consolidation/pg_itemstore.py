@@ -19,26 +19,32 @@ Nearest-item search is brute-force cosine in numpy, as in the SQLite store (a fe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from mnemon_langgraph.consolidation.commit import (
+    BatchUsage,
+    commit_folded_batch,
+    record_batch_failure,
+)
 from mnemon_langgraph.consolidation.schema import (
     FailureRow,
     IndexStatus,
-    ItemUpdate,
     group_key_text,
     item_embedding_text,
 )
-from mnemon_langgraph.errors import JournalError, ModelCallError
-from mnemon_langgraph.items import IndexItem, ItemKind
+from mnemon_langgraph.errors import ModelCallError
+from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.store.postgres import PostgresStore
-from mnemon_langgraph.types import Namespace, normalize_namespace
+from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = ["PostgresItemStore"]
+
+T = TypeVar("T")
 
 _DDL = [
     "CREATE SEQUENCE IF NOT EXISTS mnemon_item_seq",
@@ -114,14 +120,15 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
 class PostgresItemStore:
     """The consolidated index in PostgreSQL; an :class:`~mnemon_langgraph.items.ItemSource`.
 
+    Built by ``store.item_store()``; implements :class:`~mnemon_langgraph.items.ItemStore`.
+
     Args:
-        store: The :class:`PostgresStore` whose database holds the index; ``journal``
-            (read by the consolidation graph) is that store.
+        store: The :class:`PostgresStore` whose database holds the index (and the records
+            :meth:`records_after` reads).
         embeddings: Embeds items and queries; default the store's embedder.
     """
 
     def __init__(self, store: PostgresStore, embeddings: Embeddings | None = None) -> None:
-        self.journal = store
         self.store = store
         self.embeddings = embeddings if embeddings is not None else store.embeddings
         self.dimension = store.dimension
@@ -266,6 +273,10 @@ class PostgresItemStore:
         """The last record ``seq`` folded into the index of ``namespace``."""
         return self.state(namespace).watermark
 
+    def records_after(self, namespace: Namespace, after_seq: int) -> Iterator[Record]:
+        """The store's records of ``namespace`` with ``seq > after_seq``, in seq order."""
+        return self.store.records(namespace, after_seq=after_seq)
+
     def failures(self, namespace: Namespace, *, unresolved_only: bool = False) -> list[FailureRow]:
         """Recorded batch failures of ``namespace``, oldest first."""
         ns = normalize_namespace(namespace)
@@ -299,18 +310,6 @@ class PostgresItemStore:
             )
         return _unit(matrix)
 
-    async def _locked_watermark(self, conn: Any, nsid: int) -> int:
-        """The namespace's watermark, row-locked until the transaction ends."""
-        await conn.execute(
-            "INSERT INTO mnemon_consolidation_state (nsid) VALUES (%s) ON CONFLICT DO NOTHING",
-            (nsid,),
-        )
-        cur = await conn.execute(
-            "SELECT watermark FROM mnemon_consolidation_state WHERE nsid = %s FOR UPDATE", (nsid,)
-        )
-        row = await cur.fetchone()
-        return int(row[0])
-
     def commit_batch(
         self,
         namespace: Namespace,
@@ -327,119 +326,29 @@ class PostgresItemStore:
     ) -> tuple[int, int]:
         """Write a folded batch's items and move the watermark, in ONE transaction.
 
-        Same contract as ``SQLiteItemStore.commit_batch``: links to records deleted since
-        the batch was read are dropped, an item left with no link is not written, and if the
-        watermark is no longer ``expected_watermark`` nothing is written.
+        Same contract as ``SQLiteItemStore.commit_batch`` (one algorithm,
+        :func:`~mnemon_langgraph.consolidation.commit.commit_folded_batch`). The watermark
+        is read ``FOR UPDATE``: a second job on the namespace waits for this one to commit.
 
         Raises:
             JournalError: If the watermark moved under this run (another job).
         """
-        return self.store.run(
-            self._commit(
-                normalize_namespace(namespace),
-                expected_watermark,
-                new_watermark,
-                list(new_items),
-                new_vectors,
-                list(updates),
-                update_vectors,
-                (model_calls, input_tokens, output_tokens),
-            )
-        )
+        ns = normalize_namespace(namespace)
 
-    async def _commit(
-        self,
-        ns: Namespace,
-        expected: int,
-        new_watermark: int,
-        new_items: list[IndexItem],
-        new_vectors: np.ndarray | None,
-        updates: list[ItemUpdate],
-        update_vectors: np.ndarray | None,
-        usage: tuple[int, int, int],
-    ) -> tuple[int, int]:
-        added = updated = 0
-        async with self.store.connection() as conn, conn.transaction():
-            nsid = await self.store.namespace_id(conn, ns, create=True)
-            current = await self._locked_watermark(conn, nsid)
-            if current != expected:
-                raise JournalError(
-                    f"the consolidation watermark of {ns!r} moved from {expected} to "
-                    f"{current} during this run (another run?)"
-                )
-            wanted = list(
-                {r for it in new_items for r in it.record_ids}
-                | {r for up in updates for r in up.record_ids}
-            )
-            cur = await conn.execute(
-                "SELECT id FROM mnemon_records WHERE nsid = %s AND id = ANY(%s)", (nsid, wanted)
-            )
-            alive = {r[0] for r in await cur.fetchall()}
-            for i, item in enumerate(new_items):
-                links = [r for r in dict.fromkeys(item.record_ids) if r in alive]
-                if not links:
-                    continue
-                vector = None if new_vectors is None else new_vectors[i].tolist()
-                cur = await conn.execute(
-                    "INSERT INTO mnemon_items (id, nsid, kind, text, topic, subject, attribute, "
-                    "value, group_key, date, contradicts, seq, embedding) VALUES (%s, %s, %s, "
-                    "%s, %s, %s, %s, %s, %s, %s, %s, nextval('mnemon_item_seq'), %s) "
-                    "ON CONFLICT (id) DO NOTHING RETURNING id",
-                    (item.id, nsid, item.kind, item.text, item.topic, item.subject,
-                     item.attribute, item.value, group_key_text(item), item.date,
-                     bool(item.contradicts), vector),
-                )  # fmt: skip
-                if await cur.fetchone() is None:
-                    continue
-                await self._link(conn, nsid, item.id, links)
-                added += 1
-            for i, up in enumerate(updates):
-                vector = None if update_vectors is None else update_vectors[i].tolist()
-                cur = await conn.execute(
-                    "UPDATE mnemon_items SET text = %s, seq = nextval('mnemon_item_seq'), "
-                    "updated_at = now(), embedding = COALESCE(%s, embedding) "
-                    "WHERE id = %s AND nsid = %s RETURNING id",
-                    (up.text, vector, up.item_id, nsid),
-                )
-                if await cur.fetchone() is None:
-                    continue
-                await self._link(conn, nsid, up.item_id, [r for r in up.record_ids if r in alive])
-                updated += 1
-            await self._advance(conn, nsid, new_watermark, 1, added, updated, usage)
-            await conn.execute(
-                "UPDATE mnemon_consolidation_failures SET resolved = true WHERE nsid = %s "
-                "AND batch_start_seq > %s AND batch_start_seq <= %s",
-                (nsid, expected, new_watermark),
-            )
-        return added, updated
-
-    @staticmethod
-    async def _link(conn: Any, nsid: int, item_id: str, record_ids: list[str]) -> None:
-        if record_ids:
-            await conn.execute(
-                "INSERT INTO mnemon_item_links (item_id, record_id, nsid) "
-                "SELECT %s, r, %s FROM unnest(%s::text[]) AS r ON CONFLICT DO NOTHING",
-                (item_id, nsid, record_ids),
+        async def commit(tx: _PostgresBatch) -> tuple[int, int]:
+            return await commit_folded_batch(
+                tx,
+                ns,
+                expected_watermark=expected_watermark,
+                new_watermark=new_watermark,
+                new_items=list(new_items),
+                new_vectors=new_vectors,
+                updates=list(updates),
+                update_vectors=update_vectors,
+                usage=BatchUsage(model_calls, input_tokens, output_tokens),
             )
 
-    @staticmethod
-    async def _advance(
-        conn: Any,
-        nsid: int,
-        watermark: int | None,
-        batches: int,
-        added: int,
-        updated: int,
-        usage: tuple[int, int, int],
-    ) -> None:
-        await conn.execute(
-            "UPDATE mnemon_consolidation_state SET watermark = COALESCE(%s, watermark), "
-            "batches = batches + %s, items_added = items_added + %s, "
-            "items_updated = items_updated + %s, model_calls = model_calls + %s, "
-            "input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
-            "updated_at = now() WHERE nsid = %s",
-            (watermark, batches, added, updated, *usage, nsid),
-        )
+        return self.store.run(self._in_transaction(ns, commit))
 
     def record_failure(
         self,
@@ -456,42 +365,29 @@ class PostgresItemStore:
         output_tokens: int = 0,
     ) -> None:
         """Record that a batch failed; with ``skip`` also move the watermark past it."""
-        self.store.run(
-            self._failure(
-                normalize_namespace(namespace),
-                (batch_start_seq, batch_end_seq, error[:2000], attempts, skip),
-                expected_watermark,
-                (model_calls, input_tokens, output_tokens),
-            )
-        )
+        ns = normalize_namespace(namespace)
 
-    async def _failure(
-        self,
-        ns: Namespace,
-        batch: tuple[int, int, str, int, bool],
-        expected: int,
-        usage: tuple[int, int, int],
-    ) -> None:
-        start, end, error, attempts, skip = batch
+        async def record(tx: _PostgresBatch) -> None:
+            await record_batch_failure(
+                tx,
+                ns,
+                batch_start_seq=batch_start_seq,
+                batch_end_seq=batch_end_seq,
+                error=error,
+                attempts=attempts,
+                skip=skip,
+                expected_watermark=expected_watermark,
+                usage=BatchUsage(model_calls, input_tokens, output_tokens),
+            )
+
+        self.store.run(self._in_transaction(ns, record))
+
+    async def _in_transaction(
+        self, ns: Namespace, body: Callable[[_PostgresBatch], Awaitable[T]]
+    ) -> T:
         async with self.store.connection() as conn, conn.transaction():
             nsid = await self.store.namespace_id(conn, ns, create=True)
-            current = await self._locked_watermark(conn, nsid)
-            cur = await conn.execute(
-                "UPDATE mnemon_consolidation_failures SET batch_end_seq = %s, error = %s, "
-                "attempts = attempts + %s, at = now(), skipped = %s WHERE id = (SELECT id "
-                "FROM mnemon_consolidation_failures WHERE nsid = %s AND batch_start_seq = %s "
-                "AND NOT resolved ORDER BY id DESC LIMIT 1) RETURNING id",
-                (end, error, attempts, skip, nsid, start),
-            )
-            if await cur.fetchone() is None:
-                await conn.execute(
-                    "INSERT INTO mnemon_consolidation_failures (nsid, batch_start_seq, "
-                    "batch_end_seq, error, attempts, skipped) VALUES (%s, %s, %s, %s, %s, %s)",
-                    (nsid, start, end, error, attempts, skip),
-                )
-            if skip and current != expected:
-                raise JournalError(f"the consolidation watermark of {ns!r} moved during this run")
-            await self._advance(conn, nsid, end if skip else None, 0, 0, 0, usage)
+            return await body(_PostgresBatch(conn, nsid))
 
     def drop_index(self, namespace: Namespace) -> int:
         """Delete every item, link, failure and the watermark of ``namespace``."""
@@ -508,3 +404,112 @@ class PostgresItemStore:
             await conn.execute("DELETE FROM mnemon_consolidation_state WHERE nsid = %s", (nsid,))
             await conn.execute("DELETE FROM mnemon_consolidation_failures WHERE nsid = %s", (nsid,))
         return int(n)
+
+
+class _PostgresBatch:
+    """The SQL steps of :mod:`~mnemon_langgraph.consolidation.commit` on PostgreSQL, inside
+    one transaction of the store's pool."""
+
+    def __init__(self, conn: Any, nsid: int) -> None:
+        self.conn = conn
+        self.nsid = nsid
+
+    async def locked_watermark(self) -> int:
+        await self.conn.execute(
+            "INSERT INTO mnemon_consolidation_state (nsid) VALUES (%s) ON CONFLICT DO NOTHING",
+            (self.nsid,),
+        )
+        cur = await self.conn.execute(
+            "SELECT watermark FROM mnemon_consolidation_state WHERE nsid = %s FOR UPDATE",
+            (self.nsid,),
+        )
+        row = await cur.fetchone()
+        return int(row[0])
+
+    async def existing_records(self, ids: list[str]) -> set[str]:
+        cur = await self.conn.execute(
+            "SELECT id FROM mnemon_records WHERE nsid = %s AND id = ANY(%s)", (self.nsid, ids)
+        )
+        return {r[0] for r in await cur.fetchall()}
+
+    async def insert_item(self, item: IndexItem, links: list[str], vector: Any) -> bool:
+        cur = await self.conn.execute(
+            "INSERT INTO mnemon_items (id, nsid, kind, text, topic, subject, attribute, "
+            "value, group_key, date, contradicts, seq, embedding) VALUES (%s, %s, %s, "
+            "%s, %s, %s, %s, %s, %s, %s, %s, nextval('mnemon_item_seq'), %s) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            (item.id, self.nsid, item.kind, item.text, item.topic, item.subject,
+             item.attribute, item.value, group_key_text(item), item.date,
+             bool(item.contradicts), _vector(vector)),
+        )  # fmt: skip
+        if await cur.fetchone() is None:
+            return False
+        await self._link(item.id, links)
+        return True
+
+    async def update_item(self, update: ItemUpdate, links: list[str], vector: Any) -> bool:
+        cur = await self.conn.execute(
+            "UPDATE mnemon_items SET text = %s, seq = nextval('mnemon_item_seq'), "
+            "updated_at = now(), embedding = COALESCE(%s, embedding) "
+            "WHERE id = %s AND nsid = %s RETURNING id",
+            (update.text, _vector(vector), update.item_id, self.nsid),
+        )
+        if await cur.fetchone() is None:
+            return False
+        await self._link(update.item_id, links)
+        return True
+
+    async def _link(self, item_id: str, record_ids: list[str]) -> None:
+        if record_ids:
+            await self.conn.execute(
+                "INSERT INTO mnemon_item_links (item_id, record_id, nsid) "
+                "SELECT %s, r, %s FROM unnest(%s::text[]) AS r ON CONFLICT DO NOTHING",
+                (item_id, self.nsid, record_ids),
+            )
+
+    async def upsert_failure(
+        self, start: int, end: int, error: str, attempts: int, skip: bool
+    ) -> None:
+        cur = await self.conn.execute(
+            "UPDATE mnemon_consolidation_failures SET batch_end_seq = %s, error = %s, "
+            "attempts = attempts + %s, at = now(), skipped = %s WHERE id = (SELECT id "
+            "FROM mnemon_consolidation_failures WHERE nsid = %s AND batch_start_seq = %s "
+            "AND NOT resolved ORDER BY id DESC LIMIT 1) RETURNING id",
+            (end, error, attempts, skip, self.nsid, start),
+        )
+        if await cur.fetchone() is None:
+            await self.conn.execute(
+                "INSERT INTO mnemon_consolidation_failures (nsid, batch_start_seq, "
+                "batch_end_seq, error, attempts, skipped) VALUES (%s, %s, %s, %s, %s, %s)",
+                (self.nsid, start, end, error, attempts, skip),
+            )
+
+    async def advance(
+        self,
+        watermark: int | None,
+        *,
+        batches: int,
+        added: int,
+        updated: int,
+        usage: BatchUsage,
+    ) -> None:
+        await self.conn.execute(
+            "UPDATE mnemon_consolidation_state SET watermark = COALESCE(%s, watermark), "
+            "batches = batches + %s, items_added = items_added + %s, "
+            "items_updated = items_updated + %s, model_calls = model_calls + %s, "
+            "input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
+            "updated_at = now() WHERE nsid = %s",
+            (watermark, batches, added, updated, usage.model_calls, usage.input_tokens,
+             usage.output_tokens, self.nsid),
+        )  # fmt: skip
+
+    async def resolve_failures(self, after: int, upto: int) -> None:
+        await self.conn.execute(
+            "UPDATE mnemon_consolidation_failures SET resolved = true WHERE nsid = %s "
+            "AND batch_start_seq > %s AND batch_start_seq <= %s",
+            (self.nsid, after, upto),
+        )
+
+
+def _vector(row: Any) -> list[float] | None:
+    return None if row is None else np.asarray(row, dtype=np.float32).tolist()

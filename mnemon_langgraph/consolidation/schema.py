@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from mnemon_langgraph.items import IndexItem
+from mnemon_langgraph.items import IndexItem, ItemUpdate
 from mnemon_langgraph.types import Namespace
 
 __all__ = [
@@ -98,21 +98,6 @@ BEGIN
     DELETE FROM items WHERE id = OLD.item_id;
 END;
 """
-
-
-@dataclass(frozen=True, slots=True)
-class ItemUpdate:
-    """A fold's change to an existing item: new text and (optionally) more links.
-
-    Attributes:
-        item_id: The item to update.
-        text: Its new text.
-        record_ids: Records of the batch the new text came from (linked to the item).
-    """
-
-    item_id: str
-    text: str
-    record_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,9 +233,7 @@ def _read_graph_over(store: Any, environ: Mapping[str, str] | None) -> Any:
 
 
 def _items(store: Any) -> Any:
-    from mnemon_langgraph.consolidation.graph import item_store_for
-
-    return item_store_for(store)
+    return store.item_store()
 
 
 class MissingChatModel(BaseChatModel):
@@ -270,7 +268,7 @@ def consolidation_graph_from_env(environ: Mapping[str, str] | None = None) -> An
 
     store = store_from_env(environ)
     model = chat_model_from_env("MNEMON_CONSOLIDATION_MODEL", environ) or MissingChatModel()
-    return create_consolidation_graph(model=model, store=store)
+    return create_consolidation_graph(store=store, model=model)
 
 
 # --- the chat agent with memory (mnemon_agent) -------------------------------------------------

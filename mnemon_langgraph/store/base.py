@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
+    from mnemon_langgraph.items import ItemStore
     from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.storage.schema import AuditEntry
     from mnemon_langgraph.store.postgres import PostgresSettings
@@ -316,6 +317,18 @@ class MnemonStore(PerUserAPI, AsyncFace):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    item_store_kind: str = ""  # names the provider registered in mnemon_langgraph.items
+
+    def item_store(self, embeddings: Embeddings | None = None) -> ItemStore:
+        """The consolidated index beside the records; ``embeddings`` default the store's.
+
+        Raises:
+            ConfigurationError: No item store is registered for this backend.
+        """
+        from mnemon_langgraph.items import item_store_provider
+
+        return item_store_provider(self.item_store_kind)(self, embeddings)
 
     # =======================================================================================
     # The public contract, once: check the arguments, then call the backend's hook.

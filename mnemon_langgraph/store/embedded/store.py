@@ -73,6 +73,8 @@ class EmbeddedStore(MnemonStore):
         ConfigurationError: ``record_chars`` is out of range.
     """
 
+    item_store_kind = "embedded"
+
     def __init__(
         self,
         path: str | os.PathLike[str],

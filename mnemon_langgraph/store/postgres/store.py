@@ -78,6 +78,8 @@ class PostgresStore(MnemonStore):
         SchemaVersionError: The database was set up by a newer version of this package.
     """
 
+    item_store_kind = "postgres"
+
     def __init__(
         self,
         url: str,

@@ -321,11 +321,9 @@ class MnemonStore(PerUserAPI, AsyncFace):
     item_store_kind: str = ""  # names the provider registered in mnemon_langgraph.items
 
     def item_store(self, embeddings: Embeddings | None = None) -> ItemStore:
-        """The consolidated index beside the records; ``embeddings`` default the store's.
+        """The consolidated index beside the records (``embeddings``: default the store's).
 
-        Raises:
-            ConfigurationError: No item store is registered for this backend.
-        """
+        Raises ``ConfigurationError`` when no item store is registered for this backend."""
         from mnemon_langgraph.items import item_store_provider
 
         return item_store_provider(self.item_store_kind)(self, embeddings)

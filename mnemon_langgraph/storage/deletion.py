@@ -338,9 +338,8 @@ class Deletions:
         The audit trail is append-only: earlier audit rows of the namespace stay as they
         were (they hold ids, counts and reasons, never record text), and one more row
         records that an erase happened, when, by whom, of which namespace and how many
-        records. Runs
-        with ``secure_delete`` on and checkpoints the WAL afterwards, so the erased text
-        does not linger in the file.
+        records. Runs with ``secure_delete`` on and checkpoints the WAL afterwards, so the
+        erased text does not linger in the file.
 
         Returns:
             Number of records erased.

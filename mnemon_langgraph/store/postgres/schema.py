@@ -265,11 +265,15 @@ leaves the packs to the store's setup, which builds them from the postings."""
 
 
 APPEND_ONLY_AUDIT = [
-    """CREATE OR REPLACE FUNCTION mnemon_audit_append_only() RETURNS trigger
-    LANGUAGE plpgsql AS $$ BEGIN
-        RAISE EXCEPTION 'the mnemon audit trail is append-only: % refused', TG_OP;
-    END $$""",
+    # Created only when missing (also the function): a role that does not own them (an
+    # application role on a database its owner migrated) can still open the store.
     """DO $$ BEGIN
+    IF to_regprocedure('mnemon_audit_append_only()') IS NULL THEN
+        CREATE FUNCTION mnemon_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$
+        BEGIN
+            RAISE EXCEPTION 'the mnemon audit trail is append-only: % refused', TG_OP;
+        END $f$;
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'mnemon_audit_append_only'
                    AND tgrelid = 'mnemon_audit'::regclass) THEN
         CREATE TRIGGER mnemon_audit_append_only BEFORE UPDATE OR DELETE ON mnemon_audit

@@ -65,7 +65,8 @@ def _bob_and_ada(store: MnemonStore) -> None:
     ada = store.ingest(ADA, [Message("ada keeps this", "Ada", id="a0")], source="chat")
     store.ingest(ADA, [Message("and this", "Ada", id="a1")], source="chat")
     store.delete_records(ADA, [ada.record_ids[0]], reason="asked")
-    store.delete_messages(BOB, ["b2"], actor="bob", reason="gdpr")  # bob keeps 2 records
+    # bob keeps 2 records; an "id" that names no message never reaches the trail
+    store.delete_messages(BOB, ["b2", f"{SECRET} is no id"], actor="bob", reason="gdpr")
 
 
 def test_erases_append_and_leave_every_earlier_row_byte_identical(

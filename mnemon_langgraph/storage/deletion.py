@@ -217,7 +217,9 @@ class Deletions:
                     key=key,
                     count=len(deleted),
                     record_ids=deleted,
-                    message_ids=sorted(targets),
+                    # only ids that were stored: a caller's unknown "id" (any string) never
+                    # reaches the trail, which outlives an erase
+                    message_ids=sorted(targets & {m for r in records for m in r.message_ids}),
                     reason=reason,
                 )
             if survivors and replace is not None:

@@ -65,7 +65,8 @@ class AuditEntry:
         namespace: The namespace it applied to.
         count: Number of records deleted.
         record_ids: Ids of the deleted records (empty for an erase).
-        message_ids: Message ids asked to be deleted (for ``delete_messages``).
+        message_ids: Message ids a ``delete_messages`` deleted (ids it was asked for that
+            were not stored are left out).
         reason: Free-text reason given by the caller (never record text).
     """
 

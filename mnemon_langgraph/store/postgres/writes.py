@@ -376,7 +376,9 @@ class Writes:
                     ns=ns,
                     count=len(deleted),
                     record_ids=deleted,
-                    message_ids=sorted(targets),
+                    # only ids that were stored: a caller's unknown "id" (any string) never
+                    # reaches the trail, which outlives an erase
+                    message_ids=sorted(targets & {m for r in old for m in r.message_ids}),
                     reason=reason,
                 )
             written: list[Record] = []

@@ -356,8 +356,10 @@ def test_delete_is_audited_and_erase_takes_items_and_records(
     assert erased == {"items": 1, "records": 2}
     assert bs.search(ADA) == [] and bs.search(ADA, query="cat Pixel tea") == []
     assert store.count(ADA) == 0 and bs.get(ADA, "other") is None
+    # both trails are append-only: the erase adds its row after the earlier ones
     assert [(e.action, e.count, e.actor) for e in bs.audit_log(ADA)] == [
-        ("erase_namespace", 1, "gdpr")
+        ("delete_items", 1, "basestore"),
+        ("erase_namespace", 1, "gdpr"),
     ]
     assert [e.action for e in store.audit_log(ADA)] == ["erase_namespace"]
     assert bs.get(("memories", "bob"), "b") is not None  # another namespace is untouched

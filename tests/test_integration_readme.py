@@ -138,8 +138,8 @@ store = MnemonStore("memory.db")
 ada = ("users", "ada")
 store.add_messages(ada, [("user", "My cat is called Pixel."), ("assistant", "Cute!")])
 print(store.search("name of my pet", namespace=ada, k=3)[0].record.text)
-records = store.list_records(ada)  # oldest first
-store.delete(ada, [records[-1].id], reason="the user asked")  # audited
+messages = store.list_messages(ada)  # oldest first, one per message, with its id
+store.delete_messages(ada, [messages[-1].id], reason="the user asked")  # "Cute!" only; audited
 print(store.export(ada))  # JSON: the user's records and the audit trail
 """
 
@@ -244,9 +244,12 @@ def test_per_user_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     first, exported = out[: out.index("\n{")], out[out.index("\n{") + 1 :]
     assert "Pixel" in first
     data = json.loads(exported)
-    assert data["namespace"] == list(ADA) and data["records"] == []  # the one record deleted
-    assert [a["action"] for a in data["audit"]] == ["delete_records"]
-    assert ns["store"].list_records(ADA) == []
+    # the reply alone is deleted: the user's fact stays, in a record of its own
+    assert data["namespace"] == list(ADA)
+    assert [r["text"] for r in data["records"]] == ["user: My cat is called Pixel."]
+    assert [a["action"] for a in data["audit"]] == ["delete_messages"]
+    assert [m.text for m in ns["store"].list_messages(ADA)] == ["My cat is called Pixel."]
+    assert "Cute!" not in exported
 
 
 def test_snippets_in_order_tell_one_story(

@@ -275,11 +275,13 @@ def test_erase_namespace_leaves_no_row_and_no_text(tmp_path: Path) -> None:
         rows = journal._conn.execute(
             f'SELECT * FROM "{table}" WHERE namespace = ?', (key,)
         ).fetchall()
-        if table == "audit":
-            assert len(rows) == 1
+        if table == "audit":  # append-only: the earlier deletion's row stays, no text in it
+            assert [r[3] for r in rows] == ["delete_records", "erase_namespace"]
+            assert marker not in repr(rows)
         else:
             assert rows == [], table
-    (entry,) = journal.audit_log(NS)
+    earlier, entry = journal.audit_log(NS)
+    assert earlier.action == "delete_records" and earlier.record_ids == (recs[0].id,)
     assert entry.action == "erase_namespace" and entry.count == 39 and entry.actor == "admin"
     assert entry.record_ids == () and entry.message_ids == ()
     assert journal.count(other) == 3 and NS not in journal.namespaces()

@@ -15,7 +15,7 @@ import random
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -134,11 +134,12 @@ def test_replace_writes_survivors_in_the_same_transaction(journal: Journal) -> N
     _packed(journal)
     seen: list[list[str]] = []
 
-    def replace(survivors: list[Message]) -> tuple[list, np.ndarray]:
+    def replace(survivors: list[Message], first: Mapping[int, int]) -> tuple[list, np.ndarray]:
         seen.append([m.id or "" for m in survivors])
+        assert first == {1: 0}  # the place of the record the survivors replace
         # inside the transaction the old record is already gone
         assert journal.known_message_ids(NS, ["m0", "m1"]) == set()
-        recs = chunk_messages(survivors, namespace=NS, source="reingest")
+        recs = chunk_messages(survivors, namespace=NS, source="reingest", first_positions=first)
         return recs, np.ones((len(recs), 4), dtype=np.float32)
 
     deleted, survivors = journal.delete_messages(NS, ["m2"], replace=replace)
@@ -153,7 +154,7 @@ def test_replace_writes_survivors_in_the_same_transaction(journal: Journal) -> N
         "m5",
     }
     (rec,) = list(journal.records(NS))
-    assert rec.source == "reingest" and rec.seq == 2
+    assert rec.source == "reingest" and rec.seq == 2 and rec.position == 0
     ids, vecs = next(journal.iter_vectors(NS))
     assert ids == [rec.id] and vecs.shape == (1, 4)
     assert journal.audit_log(NS)[-1].record_ids == tuple(deleted)
@@ -175,7 +176,7 @@ def test_replace_failure_rolls_everything_back(
     before = _snapshot(journal.path)
     last_seq = journal.last_seq()
 
-    def replace(survivors: list[Message]) -> tuple[list, np.ndarray | None]:
+    def replace(survivors: list[Message], first: object) -> tuple[list, np.ndarray | None]:
         if isinstance(failure, Exception):
             raise failure
         if failure == "wrong-namespace":
@@ -196,7 +197,7 @@ def test_replace_is_not_called_without_survivors(journal: Journal) -> None:
     journal.append(NS, chunk_messages(all_messages()[:1], namespace=NS, source="chat"))
     calls: list[int] = []
 
-    def replace(survivors: list[Message]) -> tuple[list, None]:
+    def replace(survivors: list[Message], first: object) -> tuple[list, None]:
         calls.append(len(survivors))
         return [], None
 

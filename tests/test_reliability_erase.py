@@ -126,10 +126,21 @@ def _assert_other_intact(db: Path, other_count: int) -> None:
         assert store.journal.count(VICTIM) == 0
         assert store.search(MARKERS[0], namespace=VICTIM) == []
         audit = store.journal.audit_log(VICTIM)
-    assert [(a.action, a.actor[:3], a.record_ids, a.message_ids, a.reason) for a in audit] == [
-        ("erase_namespace", audit[0].actor[:3], (), (), "")
+    # the trail is append-only: the erase added its row after the earlier ones (kept)
+    assert [(a.action, a.record_ids, a.message_ids, a.reason) for a in audit[-1:]] == [
+        ("erase_namespace", (), (), "")
     ]
-    assert audit[0].count > 0
+    assert audit[-1].count > 0
+    # the erase's one row says what it removed (no "delete_item" row per erased item)
+    assert [a.action for a in audit] == ["delete_records", "erase_namespace"]
+
+
+def _audit_rows(db: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT * FROM audit ORDER BY id").fetchall()
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("how", ["cli", "python"])
@@ -146,6 +157,8 @@ def test_erase_leaves_no_trace(
         "vectors.vector" in f for f in before
     )
     assert any("consolidation_failures.error" in f for f in before)
+    earlier = _audit_rows(db)
+    assert earlier  # the deletion and the consolidation's item deletions
 
     if how == "cli":
         args = ["erase", "--db", str(db), "--namespace", VICTIM[0], "--namespace", VICTIM[1]]
@@ -161,6 +174,8 @@ def test_erase_leaves_no_trace(
         store.close()
     assert not index_folder(db, VICTIM).exists()
     assert _scan(db, needles) == []
+    after = _audit_rows(db)
+    assert after[: len(earlier)] == earlier and len(after) == len(earlier) + 1
     _assert_other_intact(db, other_count)
     assert _scan(db, needles) == []  # reopening and searching did not resurrect anything
 

@@ -4,8 +4,9 @@ Removes every record of the namespace, its vectors, message ids, consolidated in
 their links and consolidation state (every table of the journal's SQLite file with a
 ``namespace`` column, see :meth:`~mnemon_langgraph.storage.journal.Journal.erase_namespace`), then
 deletes the namespace's BM25/vector index folder (``<db>.indexes/<hash>/``), whose
-vocabulary holds words of the erased text. The audit table keeps one row saying only that an
-erase happened, when, by whom (``cli``), of which namespace and how many records.
+vocabulary holds words of the erased text. The audit trail is append-only: its earlier rows
+stay, and it gains one saying only that an erase happened, when, by whom (``cli``), of which
+namespace and how many records.
 
 No embedder is loaded: erasing works whatever embedding model wrote the journal.
 Without ``--yes`` the command asks for confirmation on a terminal and refuses otherwise.
@@ -37,8 +38,9 @@ def register(sub: Any) -> None:
         description=(
             "Erase a namespace from the journal: its records, vectors, message ids, "
             "consolidated index items, their links and consolidation state, and its "
-            "BM25/vector index folder. The audit table keeps one row saying only that an "
-            "erase happened, when, by whom, of which namespace and how many records. "
+            "BM25/vector index folder. The audit trail (append-only, no text) keeps its "
+            "earlier rows and gains one saying only that an erase happened, when, by whom, "
+            "of which namespace and how many records. "
             "Irreversible; no embedding model is loaded."
         ),
     )

@@ -10,7 +10,8 @@ creates (idempotently) through the store's public path or URL:
   journal's own ``erase_namespace`` (which erases every table with a ``namespace`` column)
   erases items too.
 * ``mnemon_kv_audit(id, at, actor, action, ns, keys, count)``: one row per deletion (keys
-  and counts, never values), as the journal audits records.
+  and counts, never values), as the journal audits records; append-only, like the journal's
+  (an erase adds its row and leaves the earlier ones).
 
 :class:`SQLiteItems` (the SQLite file, ``secure_delete`` and ``synchronous=FULL`` like the
 journal) and :class:`PostgresItems` (psycopg's async pool) offer the same async methods.
@@ -331,7 +332,7 @@ class SQLiteItems:
 
         def body(conn: sqlite3.Connection) -> int:
             count = conn.execute("DELETE FROM mnemon_kv_items WHERE namespace = ?", (ns,)).rowcount
-            conn.execute("DELETE FROM mnemon_kv_audit WHERE ns = ?", (ns,))
+            # the audit trail is append-only: earlier rows (keys, counts, no values) stay
             conn.execute(
                 "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
                 "VALUES (?, ?, 'erase_namespace', ?, '[]', ?)",
@@ -524,7 +525,7 @@ class PostgresItems:
             async with conn.transaction():
                 cur = await conn.execute("DELETE FROM mnemon_kv_items WHERE namespace = %s", (ns,))
                 count = int(cur.rowcount)
-                await conn.execute("DELETE FROM mnemon_kv_audit WHERE ns = %s", (ns,))
+                # the audit trail is append-only: earlier rows (keys, no values) stay
                 await conn.execute(
                     "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
                     "VALUES (%s, %s, 'erase_namespace', %s, '[]', %s)",

@@ -105,15 +105,24 @@ def normalize_text(text: str) -> str:
 def derive_message_id(message: Message, *, source: str, index: int) -> str:
     """A deterministic id for a message that came without one.
 
+    A dated message's id also hashes its timestamp (and session), so the same words said
+    again in a later turn ("yes", "ok") get a new id and are stored again, while the same
+    batch ingested twice gets the same ids and is written once. An undated message has
+    nothing that tells a repeat from a re-ingest: its id is (source, index, speaker, text),
+    as before dates were hashed, so re-ingesting an undated file stays idempotent.
+
     Args:
         message: The message.
         source: Its source name.
         index: Its position in the source (line number, turn number).
 
     Returns:
-        ``"m-"`` followed by a hash of (source, index, speaker, text).
+        ``"m-"`` followed by a hash of (source, index, speaker, text[, timestamp, session]).
     """
-    return "m-" + stable_hash(source, index, message.speaker, message.text, length=24)
+    parts: list[object] = [source, index, message.speaker, message.text]
+    if message.timestamp is not None:
+        parts += [message.timestamp.isoformat(), message.session]
+    return "m-" + stable_hash(*parts, length=24)
 
 
 def _cut_points(text: str, pattern: re.Pattern[str]) -> list[int]:

@@ -4,7 +4,8 @@
 owns and delegates to (composition, not a mixin: it calls the journal it is given, so
 nothing has to be re-declared for the type checker). Every deletion is a real SQL
 ``DELETE`` (so ``ON DELETE CASCADE`` reaches other tables) and writes its audit row in the
-same transaction. Audit rows hold ids and counts, never the deleted text.
+same transaction. Audit rows hold ids and counts, never the deleted text, and are never
+changed or deleted afterwards (not even by an erase of their namespace).
 
 :meth:`Deletions.delete_messages` can also write the records that replace the deleted
 ones (the other messages of packed records) in that same transaction, so a crash or a
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from mnemon_langgraph.storage.schema import (
     rebuild_messages,
     row_to_record,
 )
+from mnemon_langgraph.storage.survivors import SurvivorRun, kept_ranges, survivor_runs
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:
@@ -46,8 +48,11 @@ PRESENT_IDS_SQL = "SELECT id FROM records WHERE id IN ({marks}) AND +namespace =
 of the plan: one primary-key lookup per id (as ``Journal.get_records``), not a namespace scan —
 a deletion of 20 records cost a scan of every record of the namespace before (issue 15)."""
 
-ReplaceSurvivors = Callable[[list[Message]], tuple[Sequence[Record], np.ndarray | None]]
-"""``replace(survivors) -> (records, vectors | None)``: see ``Deletions.delete_messages``."""
+ReplaceSurvivors = Callable[
+    [list[Message], Mapping[int, int]], tuple[Sequence[Record], np.ndarray | None]
+]
+"""``replace(survivors, first_positions) -> (records, vectors | None)``: see
+``Deletions.delete_messages``."""
 
 
 class Deletions:
@@ -165,20 +170,25 @@ class Deletions:
 
         Without ``replace`` the caller must ingest the survivors again itself — in a later
         transaction, so a crash in between loses them. With ``replace`` the journal calls
-        ``replace(survivors)`` *inside* the deletion's transaction (after the old records
-        are gone, so reads on this thread see them deleted) and appends the records it
-        returns, with their vectors, through the same code path as :meth:`append`: the
-        deletion, its audit row and the new records commit together or not at all.
-        ``replace`` runs while the journal's write lock is held, so it should be quick
-        (embedding a few records is); it is not called when there are no survivors.
+        ``replace(survivors, first_positions)`` *inside* the deletion's transaction (after
+        the old records are gone), once per run of deleted records
+        (:mod:`~mnemon_langgraph.storage.survivors`), and appends the records it returns,
+        with their vectors, through the same code path as :meth:`append`, at the
+        positions they were chunked at: the survivors keep their place in the session
+        (``first_positions`` is the place of the records they replace; later records
+        move down only if the survivors need more records than they had). The deletion,
+        its audit row and the new records commit together or not at all. ``replace`` runs
+        while the journal's write lock is held, so it should be quick (embedding a few
+        records is); it is not called when there are no survivors.
 
         Args:
             namespace: The namespace.
             message_ids: Messages to delete (unknown ids are ignored).
             actor: Who deletes (audit).
             reason: Why (audit).
-            replace: Optional ``replace(survivors) -> (records, vectors or None)``; the
-                records must belong to ``namespace``, ``vectors`` is
+            replace: Optional ``replace(survivors, first_positions) -> (records, vectors
+                or None)``: the survivors chunked from ``first_positions`` on (``session ->
+                position``); the records must belong to ``namespace``, ``vectors`` is
                 ``(len(records), dim)``, as for :meth:`append`.
 
         Returns:
@@ -207,11 +217,16 @@ class Deletions:
                     key=key,
                     count=len(deleted),
                     record_ids=deleted,
-                    message_ids=sorted(targets),
+                    # only ids that were stored: a caller's unknown "id" (any string) never
+                    # reaches the trail, which outlives an erase
+                    message_ids=sorted(targets & {m for r in records for m in r.message_ids}),
                     reason=reason,
                 )
             if survivors and replace is not None:
-                self._replace_in(conn, ns, survivors, replace)
+                kept = _kept_positions(conn, key, records)
+                shift: dict[int, int] = {}
+                for run in survivor_runs(records, targets, kept):
+                    self._replace_in(conn, ns, run, replace, shift)
         return deleted, survivors
 
     @staticmethod
@@ -257,21 +272,37 @@ class Deletions:
         self,
         conn: sqlite3.Connection,
         ns: Namespace,
-        survivors: list[Message],
+        run: SurvivorRun,
         replace: ReplaceSurvivors,
+        shift: dict[int, int],
     ) -> list[Record]:
-        """Call ``replace`` and append what it returns (inside the caller's transaction)."""
+        """Call ``replace`` for one run and append what it returns at the run's place.
+
+        Inside the caller's transaction. ``shift`` (session -> positions the session's later
+        records moved down so far) is updated when the run needs more room than it had.
+        """
+        moved = shift.get(run.session, 0)
+        first = run.first + moved
         try:
-            records, vectors = replace(list(survivors))
+            records, vectors = replace(list(run.messages), {run.session: first})
         except MnemonError:
             raise
         except Exception as exc:
             raise RuntimeMnemonError(
-                f"re-writing the {len(survivors)} surviving messages failed: {exc}; "
+                f"re-writing the {len(run.messages)} surviving messages failed: {exc}; "
                 "nothing was deleted"
             ) from exc
         blobs = self._journal._check_append(ns, records, vectors)
-        return self._journal._append_in(conn, ns, records, blobs)
+        end = max((r.position + 1 for r in records if r.session == run.session), default=first)
+        if run.limit is not None and end > run.limit + moved:
+            extra = end - (run.limit + moved)
+            conn.execute(
+                "UPDATE records SET position = position + ? WHERE namespace = ? AND session = ? "
+                "AND position >= ?",
+                (extra, namespace_key(ns), run.session, run.limit + moved),
+            )
+            shift[run.session] = moved + extra
+        return self._journal._append_in(conn, ns, records, blobs, keep_positions=True)
 
     @staticmethod
     def _namespace_tables(conn: sqlite3.Connection) -> list[str]:
@@ -306,10 +337,11 @@ class Deletions:
         """Erase a namespace: every row of it in every table with a ``namespace`` column.
 
         Covers tables added later by other modules (found through ``sqlite_master``).
-        Earlier audit rows of the namespace go too; one audit row records only that an
-        erase happened, when, by whom, of which namespace and how many records. Runs
-        with ``secure_delete`` on and checkpoints the WAL afterwards, so the erased text
-        does not linger in the file.
+        The audit trail is append-only: earlier audit rows of the namespace stay as they
+        were (they hold ids, counts and reasons, never record text), and one more row
+        records that an erase happened, when, by whom, of which namespace and how many
+        records. Runs with ``secure_delete`` on and checkpoints the WAL afterwards, so the
+        erased text does not linger in the file.
 
         Returns:
             Number of records erased.
@@ -322,9 +354,12 @@ class Deletions:
                     0
                 ]
             )
-            tables = self._namespace_tables(conn)
-            # records first, so ON DELETE CASCADE reaches rows without a namespace column.
-            tables.sort(key=lambda t: t != '"records"')
+            tables = [t for t in self._namespace_tables(conn) if t != '"audit"']
+            # Items first: their links go with them, so the orphan trigger of consolidation
+            # audits no "delete_item" for what the erase itself removes (its one row says
+            # it). Records last: ON DELETE CASCADE still reaches rows without a namespace
+            # column (foreign keys are checked at commit, defer_foreign_keys).
+            tables.sort(key=lambda t: (t != '"items"', t == '"records"'))
             for table in tables:
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (key,))
             self._audit(conn, actor=actor, action="erase_namespace", key=key, count=count)
@@ -356,6 +391,27 @@ class Deletions:
             )
             for r in rows
         ]
+
+
+def _kept_positions(
+    conn: sqlite3.Connection, key: str, deleted: Sequence[Record]
+) -> dict[int, list[int]]:
+    """Per session of ``deleted``: the kept records' positions between its lowest and highest
+    deleted position, and the first one above (see :func:`~.survivors.kept_ranges`)."""
+    out: dict[int, list[int]] = {}
+    for session, (low, high) in kept_ranges(deleted).items():
+        rows = conn.execute(
+            "SELECT position FROM records WHERE namespace = ? AND session = ? "
+            "AND position > ? AND position <= ? ORDER BY position",
+            (key, session, low, high),
+        ).fetchall()
+        above = conn.execute(
+            "SELECT MIN(position) FROM records WHERE namespace = ? AND session = ? "
+            "AND position > ?",
+            (key, session, high),
+        ).fetchone()[0]
+        out[session] = [int(r[0]) for r in rows] + ([int(above)] if above is not None else [])
+    return out
 
 
 def _message_ids_of(conn: sqlite3.Connection, record_ids: Sequence[str]) -> list[str]:

@@ -10,12 +10,13 @@ vector indexes, consolidated items — can be rebuilt from it. It keeps:
   messages twice creates no duplicates);
 * ``vectors``: one float32 embedding per record, so index rebuilds never re-embed;
 * ``meta``: schema version, the embedding model name and dimension, the seq counter;
-* ``audit``: who deleted what and when — ids and counts only, never the deleted text.
+* ``audit``: who deleted what and when — ids and counts only, never the deleted text;
+  append-only (triggers refuse any ``UPDATE`` or ``DELETE`` of its rows, an erase included).
 
 Other tables (consolidation's items) may live in the same file and reference
 ``records(id) ON DELETE CASCADE``: foreign keys are enforced on every connection and
 deletions are real ``DELETE`` statements. :meth:`Journal.erase_namespace` deletes every row
-of a namespace in *every* table that has a ``namespace`` column (found through
+of a namespace in *every* table but ``audit`` that has a ``namespace`` column (found through
 ``sqlite_master``), with ``secure_delete`` on and a WAL checkpoint afterwards, so erased
 text does not linger in free pages.
 
@@ -55,12 +56,14 @@ from mnemon_langgraph.errors import (
 )
 from mnemon_langgraph.storage.deletion import Deletions, ReplaceSurvivors
 from mnemon_langgraph.storage.schema import (
+    AUDIT_TRIGGERS,
     MIGRATIONS,
     RECORD_COLUMNS,
     SCHEMA_VERSION,
     AuditEntry,
     chunks,
     dumps,
+    ensure_append_only_audit,
     id_list,
     namespace_key,
     now_iso,
@@ -269,6 +272,7 @@ class Journal:
                     )
                 self._migrate()
             if not self.read_only:
+                self._ensure_append_only_audit(conn)
                 # Completes the scrub of an erase killed before its checkpoint: erased
                 # text may still sit in the WAL or in pages the WAL has not yet replaced.
                 self.checkpoint()
@@ -278,6 +282,15 @@ class Journal:
         except Exception:
             self.close()
             raise
+
+    def _ensure_append_only_audit(self, conn: sqlite3.Connection) -> None:
+        """Give the journal the audit table's append-only triggers if it lacks them."""
+        names = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        }
+        if not set(AUDIT_TRIGGERS) <= names:  # read first: no write lock on a usual open
+            with self.transaction() as tx:
+                ensure_append_only_audit(tx)
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
@@ -512,11 +525,16 @@ class Journal:
         ns: Namespace,
         records: Sequence[Record],
         blobs: list[bytes] | None,
+        *,
+        keep_positions: bool = False,
     ) -> list[Record]:
         """Write checked records (see :meth:`_check_append`) inside an open transaction.
 
         The one write path of records, their ``messages`` rows, vectors and the seq
         counter, shared by :meth:`append` and ``delete_messages(..., replace=...)``.
+        ``keep_positions`` writes the records at the positions they carry (the survivors
+        of a message deletion, put back where their records were) instead of after the
+        session's stored records.
         """
         key = namespace_key(ns)
         written: list[Record] = []
@@ -531,7 +549,8 @@ class Journal:
             if conn.execute("SELECT 1 FROM records WHERE id = ?", (rec.id,)).fetchone():
                 continue
             fresh.append((i, rec))
-        for i, rec in self._rebase_positions(conn, key, fresh):
+        placed = fresh if keep_positions else self._rebase_positions(conn, key, fresh)
+        for i, rec in placed:
             last += 1
             conn.execute(
                 f"INSERT INTO records ({RECORD_COLUMNS}, created_at) "

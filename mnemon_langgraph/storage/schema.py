@@ -21,6 +21,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "SCHEMA_VERSION",
     "AuditEntry",
+    "ensure_append_only_audit",
     "namespace_key",
     "rebuild_messages",
     "record_lines",
@@ -64,7 +65,8 @@ class AuditEntry:
         namespace: The namespace it applied to.
         count: Number of records deleted.
         record_ids: Ids of the deleted records (empty for an erase).
-        message_ids: Message ids asked to be deleted (for ``delete_messages``).
+        message_ids: Message ids a ``delete_messages`` deleted (ids it was asked for that
+            were not stored are left out).
         reason: Free-text reason given by the caller (never record text).
     """
 
@@ -131,6 +133,30 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
         if statement.strip():
             conn.execute(statement)
     conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('last_seq', '0')")
+
+
+AUDIT_TRIGGERS = {
+    "audit_no_update": "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows are never changed'); END",
+    "audit_no_delete": "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows are never deleted'); END",
+}
+"""Triggers that make the ``audit`` table append-only in the file itself, so no code path (of
+this package or of a later module sharing the journal) can rewrite or delete an audit row."""
+
+
+def ensure_append_only_audit(conn: sqlite3.Connection) -> bool:
+    """Create the :data:`AUDIT_TRIGGERS` that are missing (caller's write transaction).
+
+    Run on every writable open rather than as a numbered migration: the triggers add no
+    data and change no stored row, and a journal written before them gets them on its next
+    open. Returns whether any was created.
+    """
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    missing = [sql for name, sql in AUDIT_TRIGGERS.items() if name not in present]
+    for sql in missing:
+        conn.execute(sql)
+    return bool(missing)
 
 
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.

@@ -54,7 +54,9 @@ def date_messages(
 
 
 class PerUserAPI:
-    """``add_messages`` / ``list_records`` / ``delete`` / ``export`` over the store contract."""
+    """``add_messages`` / ``list_records`` / ``list_messages`` / ``delete`` / ``export`` over
+    the store contract; message-level deletion is the store's ``delete_messages(user, ids)``
+    (a user is a namespace), with ids from :meth:`list_messages`."""
 
     def add_messages(
         self: StoreBackend,
@@ -93,7 +95,7 @@ class PerUserAPI:
         if ours and theirs:
             raise InputError("add_messages: pass Message objects or chat messages, not both")
         try:
-            given = ours or messages_from_langchain(convert_to_messages(theirs))
+            given = ours or _ids_after_dating(messages_from_langchain, convert_to_messages(theirs))
         except (ValueError, NotImplementedError) as exc:
             raise InputError(f"add_messages: {exc}") from exc
         dated = date_messages(self, ns, given, now=now)
@@ -105,6 +107,27 @@ class PerUserAPI:
         """A user's records, oldest first (at most ``limit``)."""
         return list(self.records(normalize_namespace(user), limit=limit))
 
+    def list_messages(
+        self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
+    ) -> list[Message]:
+        """A user's messages in conversation order (session, then place), at most ``limit``.
+
+        One entry per message, with the id that ``delete_messages(user, [id])`` takes: a
+        record may pack several short messages (and a long message may span records), so a
+        caller who thinks in messages deletes by message id, not by record. A message split
+        over records comes back whole; its timestamp is its record's date.
+        """
+        from mnemon_langgraph.storage.schema import rebuild_messages
+        from mnemon_langgraph.types import check_count
+
+        if limit is not None:
+            check_count(limit, what="limit")
+        records = sorted(
+            self.records(normalize_namespace(user)), key=lambda r: (r.session, r.position, r.seq)
+        )
+        messages = rebuild_messages(records, exclude=set())
+        return messages if limit is None else messages[:limit]
+
     def delete(
         self: StoreBackend,
         user: str | Sequence[str],
@@ -114,7 +137,10 @@ class PerUserAPI:
     ) -> list[str]:
         """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
 
-        Ids of other users' records are never deleted: deletion is scoped to ``user``.
+        Ids of other users' records are never deleted: deletion is scoped to ``user``. A
+        record can hold several messages (short turns are packed together): to delete one
+        message and keep the others, use ``delete_messages(user, [message.id])`` with an id
+        from :meth:`list_messages`.
         """
         if isinstance(record_ids, str):
             raise InputError("delete: pass a list of record ids, not one string")
@@ -135,6 +161,21 @@ class PerUserAPI:
             ensure_ascii=False,
             indent=2,
         )
+
+
+def _ids_after_dating(convert: Any, chat: list[Any]) -> list[Message]:
+    """``convert(chat)`` with the ids it derived taken off again (ids given are kept).
+
+    ``messages_from_langchain`` derives an id for a message without one before the message
+    is dated; ``ingest`` derives it again once it is, from its time too, so the same words in
+    a later call are a new message, and the same call repeated (same ``now``) is not.
+    """
+    given = [isinstance(getattr(m, "id", None), str) and m.id.strip() for m in chat]
+    converted: list[Message] = convert(chat)
+    return [
+        m if had_id else dataclasses.replace(m, id=None)
+        for m, had_id in zip(converted, given, strict=True)
+    ]
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,12 +179,13 @@ class EmbeddedStore(MnemonStore):
         index = self.index(ns)
         produced: list[Record] = []
 
-        def replace(survivors: list[Message]) -> tuple[list[Record], np.ndarray]:
-            # Runs inside the deletion's transaction: positions are read on this thread's
-            # connection, so they already see the old records deleted.
-            first = {s: self.journal.next_position(ns, s) for s in sessions_of(survivors)}
+        def replace(
+            survivors: list[Message], first: Mapping[int, int]
+        ) -> tuple[list[Record], np.ndarray]:
+            # Runs inside the deletion's transaction, once per run of deleted records:
+            # ``first`` is the place of the records the survivors replace.
             records = self._records_of(survivors, ns, source, first_positions=first)
-            produced[:] = records
+            produced.extend(records)
             return records, self._embed([r.text for r in records], None)
 
         with index.lock:

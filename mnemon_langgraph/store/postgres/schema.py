@@ -264,6 +264,34 @@ arrays (measured at 1M records, 12.8M postings: 1 min 49 s to insert, 29 s to in
 leaves the packs to the store's setup, which builds them from the postings."""
 
 
+APPEND_ONLY_AUDIT = [
+    # Created only when missing (also the function): a role that does not own them (an
+    # application role on a database its owner migrated) can still open the store.
+    """DO $$ BEGIN
+    IF to_regprocedure('mnemon_audit_append_only()') IS NULL THEN
+        CREATE FUNCTION mnemon_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$
+        BEGIN
+            RAISE EXCEPTION 'the mnemon audit trail is append-only: % refused', TG_OP;
+        END $f$;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'mnemon_audit_append_only'
+                   AND tgrelid = 'mnemon_audit'::regclass) THEN
+        CREATE TRIGGER mnemon_audit_append_only BEFORE UPDATE OR DELETE ON mnemon_audit
+        FOR EACH ROW EXECUTE FUNCTION mnemon_audit_append_only();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'mnemon_audit_no_truncate'
+                   AND tgrelid = 'mnemon_audit'::regclass) THEN
+        CREATE TRIGGER mnemon_audit_no_truncate BEFORE TRUNCATE ON mnemon_audit
+        FOR EACH STATEMENT EXECUTE FUNCTION mnemon_audit_append_only();
+    END IF;
+    END $$""",
+]
+"""Triggers that make ``mnemon_audit`` append-only in the database itself: no statement of
+this package (an erase included) or of anything else sharing the database can change or
+delete an audit row. Ensured on every setup (they add no data, so they need no schema
+version: a database set up before them gets them on its next open)."""
+
+
 def _vector_ddl(dim: int) -> list[str]:
     return [
         f"""CREATE TABLE IF NOT EXISTS mnemon_vectors (
@@ -348,6 +376,8 @@ async def setup_schema(conn: Any, model_name: str, dim: int) -> int:
                 f"store embeds with {model_name!r} ({dim} dimensions). Use the same model, "
                 "or another database."
             )
+        for statement in APPEND_ONLY_AUDIT:
+            await conn.execute(statement)
         for statement in _vector_ddl(int(stored_dim or dim)):
             await conn.execute(statement)
     return SCHEMA_VERSION

@@ -6,9 +6,13 @@ BM25 statistics and impact postings in the same transaction. The lock makes ``se
 numbers of one namespace commit in order, so a watermark reader (consolidation) never skips
 a record that commits late; two hosts ingesting the same messages write them once.
 
-An erase deletes every row of the namespace in every table in one transaction with its
-audit row, then ``VACUUM``\\ s the touched tables so dead tuples holding the text are
-reclaimed. WAL segments, replicas and backups can still hold it: see the README.
+An erase deletes every row of the namespace in every table but the audit trail, which is
+append-only (earlier rows stay as they were), in one transaction with its own audit row,
+then ``VACUUM``\\ s the touched tables so dead tuples holding the text are reclaimed. WAL
+segments, replicas and backups can still hold it: see the README.
+
+A message deletion writes the survivors back at the place of the records they replace
+(:mod:`mnemon_langgraph.storage.survivors`), the same rule as the embedded backend.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 
 from mnemon_langgraph.search.hybrid import date_to_epoch
 from mnemon_langgraph.storage.schema import namespace_key, rebuild_messages
+from mnemon_langgraph.storage.survivors import SurvivorRun, kept_ranges, survivor_runs
 from mnemon_langgraph.store.base import fresh_messages, sessions_of
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.impact import impact, term_counts
@@ -371,20 +376,70 @@ class Writes:
                     ns=ns,
                     count=len(deleted),
                     record_ids=deleted,
-                    message_ids=sorted(targets),
+                    # only ids that were stored: a caller's unknown "id" (any string) never
+                    # reaches the trail, which outlives an erase
+                    message_ids=sorted(targets & {m for r in old for m in r.message_ids}),
                     reason=reason,
                 )
             written: list[Record] = []
+            terms: set[str] = set()
             if survivors:
-                first = {
-                    s: await self.reads.next_position(ns, s, conn) for s in sessions_of(survivors)
-                }
-                new = self.plan(survivors, ns, source, first_positions=first)
-                vectors = await asyncio.to_thread(self.embed, [r.text for r in new], None)
-                written, terms = await self.write(conn, nsid, new, vectors)
+                kept = await self.kept_positions(conn, nsid, old)
+                shift: dict[int, int] = {}
+                for run in survivor_runs(old, targets, kept):
+                    got, run_terms = await self.put_back(conn, nsid, ns, source, run, shift)
+                    written += got
+                    terms.update(run_terms)
         if survivors:
-            await self.packs.refresh(ns, nsid, terms)
+            await self.packs.refresh(ns, nsid, sorted(terms))
         return deleted, written
+
+    @staticmethod
+    async def kept_positions(
+        conn: Any, nsid: int, deleted: Sequence[Record]
+    ) -> dict[int, list[int]]:
+        """Per session of ``deleted``: the kept records' positions between its lowest and
+        highest deleted position, and the first one above (:func:`.survivors.kept_ranges`)."""
+        out: dict[int, list[int]] = {}
+        for session, (low, high) in kept_ranges(deleted).items():
+            cur = await conn.execute(
+                "SELECT position FROM mnemon_records WHERE nsid = %s AND session = %s "
+                "AND position > %s AND (position <= %s OR position = (SELECT min(position) "
+                "FROM mnemon_records WHERE nsid = %s AND session = %s AND position > %s)) "
+                "ORDER BY position",
+                (nsid, session, low, high, nsid, session, high),
+            )
+            out[session] = [int(r[0]) for r in await cur.fetchall()]
+        return out
+
+    async def put_back(
+        self,
+        conn: Any,
+        nsid: int,
+        ns: Namespace,
+        source: str,
+        run: SurvivorRun,
+        shift: dict[int, int],
+    ) -> tuple[list[Record], list[str]]:
+        """Write one run's survivors at the place of the records they replace (caller's tx).
+
+        ``shift`` (session -> positions its later records moved down so far) grows when the
+        run needs more records than it had: the kept records after it move down by the
+        difference, so ``(session, position)`` stays unique and in order."""
+        moved = shift.get(run.session, 0)
+        first = run.first + moved
+        new = self.plan(run.messages, ns, source, first_positions={run.session: first})
+        end = max((r.position + 1 for r in new), default=first)
+        if run.limit is not None and end > run.limit + moved:
+            extra = end - (run.limit + moved)
+            await conn.execute(
+                "UPDATE mnemon_records SET position = position + %s WHERE nsid = %s "
+                "AND session = %s AND position >= %s",
+                (extra, nsid, run.session, run.limit + moved),
+            )
+            shift[run.session] = moved + extra
+        vectors = await asyncio.to_thread(self.embed, [r.text for r in new], None)
+        return await self.write(conn, nsid, new, vectors)
 
     async def erase(self, ns: Namespace, actor: str) -> int:
         key = namespace_key(ns)
@@ -398,9 +453,13 @@ class Writes:
                 )
                 row = await cur.fetchone()
                 count = int(row[0]) if row else 0
-                for table in await self.engine.nsid_tables(conn):
+                tables = await self.engine.nsid_tables(conn)
+                # Items first: their links go with them, so the orphan trigger audits no
+                # "delete_item" for what the erase removes (its one row says it); records
+                # last, so their cascades still reach tables without an nsid.
+                tables.sort(key=lambda t: (t != '"mnemon_items"', t == '"mnemon_records"'))
+                for table in tables:
                     await conn.execute(f"DELETE FROM {table} WHERE nsid = %s", (nsid,))
-            await conn.execute("DELETE FROM mnemon_audit WHERE namespace = %s", (key,))
             await conn.execute("DELETE FROM mnemon_namespaces WHERE namespace = %s", (key,))
             await self.audit(conn, actor=actor, action="erase_namespace", ns=ns, count=count)
         await self.vacuum()

@@ -21,7 +21,14 @@ from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, nor
 if TYPE_CHECKING:
     from mnemon_langgraph.store.base import IngestResult, StoreBackend
 
-__all__ = ["PerUserAPI", "date_messages"]
+__all__ = [
+    "PerUserAPI",
+    "check_record_ids",
+    "date_messages",
+    "dated_after",
+    "export_json",
+    "user_messages",
+]
 
 
 def date_messages(
@@ -39,9 +46,19 @@ def date_messages(
     :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
     session's last record, when it opens the next one.
     """
+    last = next(iter(store.records(namespace, after_seq=store.max_seq(namespace) - 1)), None)
+    return dated_after(last, messages, now=now)
+
+
+def dated_after(
+    last: Record | None, messages: Sequence[Message], *, now: datetime | None = None
+) -> list[Message]:
+    """:func:`date_messages` given the namespace's last record (``None``: an empty one).
+
+    The rule without the read, so the sync and the async per-user API share it.
+    """
     from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
 
-    last = next(iter(store.records(namespace, after_seq=store.max_seq(namespace) - 1)), None)
     stamp = as_naive_utc(now or datetime.now(UTC))
     assert stamp is not None
     session = last.session if last is not None else 1
@@ -51,6 +68,52 @@ def date_messages(
         m if m.timestamp is not None else dataclasses.replace(m, timestamp=stamp, session=session)
         for m in messages
     ]
+
+
+def user_messages(
+    user: str | Sequence[str], messages: Sequence[Any]
+) -> tuple[Namespace, list[Message]]:
+    """The namespace of ``user`` and ``messages`` as :class:`Message` objects (no I/O).
+
+    Raises:
+        InputError: Not a list of messages, a mix of ``Message`` objects and chat messages,
+            or a message that cannot be converted (unknown role, no text).
+    """
+    from langchain_core.messages import convert_to_messages
+
+    from mnemon_langgraph.sources import messages_from_langchain
+
+    ns = normalize_namespace(user)
+    if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
+        raise InputError(f"add_messages: pass a list of messages, got {type(messages).__name__}")
+    ours = [m for m in messages if isinstance(m, Message)]
+    theirs = [m for m in messages if not isinstance(m, Message)]
+    if ours and theirs:
+        raise InputError("add_messages: pass Message objects or chat messages, not both")
+    try:
+        return ns, ours or messages_from_langchain(convert_to_messages(theirs))
+    except (ValueError, NotImplementedError) as exc:
+        raise InputError(f"add_messages: {exc}") from exc
+
+
+def check_record_ids(record_ids: Sequence[str]) -> Sequence[str]:
+    """``record_ids`` unless it is one string (a common slip: ``delete(user, "r-…")``)."""
+    if isinstance(record_ids, str):
+        raise InputError("delete: pass a list of record ids, not one string")
+    return record_ids
+
+
+def export_json(namespace: Namespace, records: Iterable[Record], audit: Iterable[Any]) -> str:
+    """The per-user export document: the records, then the audit trail (see ``export``)."""
+    return json.dumps(
+        {
+            "namespace": list(namespace),
+            "records": [_record_json(r) for r in records],
+            "audit": [_jsonable(dataclasses.asdict(e)) for e in audit],
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
 class PerUserAPI:
@@ -77,27 +140,8 @@ class PerUserAPI:
         Raises:
             InputError: A message that cannot be converted (unknown role, no text).
         """
-        from langchain_core.messages import convert_to_messages
-
-        from mnemon_langgraph.sources import messages_from_langchain
-
-        ns = normalize_namespace(user)
-        if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(
-            messages, Iterable
-        ):
-            raise InputError(
-                f"add_messages: pass a list of messages, got {type(messages).__name__}"
-            )
-        ours = [m for m in messages if isinstance(m, Message)]
-        theirs = [m for m in messages if not isinstance(m, Message)]
-        if ours and theirs:
-            raise InputError("add_messages: pass Message objects or chat messages, not both")
-        try:
-            given = ours or messages_from_langchain(convert_to_messages(theirs))
-        except (ValueError, NotImplementedError) as exc:
-            raise InputError(f"add_messages: {exc}") from exc
-        dated = date_messages(self, ns, given, now=now)
-        return self.ingest(ns, dated, source=source)
+        ns, given = user_messages(user, messages)
+        return self.ingest(ns, date_messages(self, ns, given, now=now), source=source)
 
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
@@ -116,9 +160,9 @@ class PerUserAPI:
 
         Ids of other users' records are never deleted: deletion is scoped to ``user``.
         """
-        if isinstance(record_ids, str):
-            raise InputError("delete: pass a list of record ids, not one string")
-        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
+        return self.delete_records(
+            user, check_record_ids(record_ids), actor="api.delete", reason=reason
+        )
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:
         """Everything stored for a user as JSON (records, then the audit trail of deletions).
@@ -128,13 +172,7 @@ class PerUserAPI:
         (they are derived from the text).
         """
         ns = normalize_namespace(user)
-        records = [_record_json(r) for r in self.records(ns)]
-        audit = [_jsonable(dataclasses.asdict(e)) for e in self.audit_log(ns)]
-        return json.dumps(
-            {"namespace": list(ns), "records": records, "audit": audit},
-            ensure_ascii=False,
-            indent=2,
-        )
+        return export_json(ns, self.records(ns), self.audit_log(ns))
 
 
 def _jsonable(value: Any) -> Any:

@@ -27,7 +27,7 @@ from mnemon_langgraph.store.contract import (
     check_watermark,
     written_result,
 )
-from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:
     from mnemon_langgraph.storage.schema import AuditEntry
@@ -199,7 +199,7 @@ class AsyncFace:
             self.ingest_file, path, namespace=namespace, format=format, pack=pack
         )
 
-    # -- the per-user API (composed of the calls above: run in a worker thread) -----------
+    # -- the per-user API (composed of the async calls above: native on PostgreSQL) --------
 
     async def aadd_messages(
         self: _Store,
@@ -210,13 +210,29 @@ class AsyncFace:
         now: datetime | None = None,
     ) -> IngestResult:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.add_messages`."""
-        return await asyncio.to_thread(self.add_messages, user, messages, source=source, now=now)
+        from mnemon_langgraph.store.users import dated_after, user_messages
+
+        ns, given = user_messages(user, messages)
+        top = await self.amax_seq(ns)
+        last = None
+        async for record in self.arecords(ns, after_seq=top - 1, limit=1):
+            last = record
+        return await self.aingest(ns, dated_after(last, given, now=now), source=source)
 
     async def alist_records(
         self: _Store, user: str | Sequence[str], *, limit: int | None = None
     ) -> list[Record]:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.list_records`."""
         return [r async for r in self.arecords(normalize_namespace(user), limit=limit)]
+
+    async def alist_messages(
+        self: _Store, user: str | Sequence[str], *, limit: int | None = None
+    ) -> list[Message]:
+        """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.list_messages`."""
+        from mnemon_langgraph.store.users import check_limit, messages_of
+
+        check_limit(limit)
+        return messages_of([r async for r in self.arecords(normalize_namespace(user))], limit)
 
     async def adelete(
         self: _Store,
@@ -226,11 +242,19 @@ class AsyncFace:
         reason: str = "",
     ) -> list[str]:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.delete`."""
-        return await asyncio.to_thread(self.delete, user, record_ids, reason=reason)
+        from mnemon_langgraph.store.users import check_record_ids
+
+        return await self.adelete_records(
+            user, check_record_ids(record_ids), actor="api.delete", reason=reason
+        )
 
     async def aexport(self: _Store, user: str | Sequence[str]) -> str:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.export`."""
-        return await asyncio.to_thread(self.export, user)
+        from mnemon_langgraph.store.users import export_json
+
+        ns = normalize_namespace(user)
+        records = [r async for r in self.arecords(ns)]
+        return export_json(ns, records, await self.aaudit_log(ns))
 
     # -- default async hooks: the sync hook in a worker thread ------------------------------
 

@@ -21,7 +21,16 @@ from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, nor
 if TYPE_CHECKING:
     from mnemon_langgraph.store.base import IngestResult, StoreBackend
 
-__all__ = ["PerUserAPI", "date_messages"]
+__all__ = [
+    "PerUserAPI",
+    "check_limit",
+    "check_record_ids",
+    "date_messages",
+    "dated_after",
+    "export_json",
+    "messages_of",
+    "user_messages",
+]
 
 
 def date_messages(
@@ -39,9 +48,19 @@ def date_messages(
     :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
     session's last record, when it opens the next one.
     """
+    last = next(iter(store.records(namespace, after_seq=store.max_seq(namespace) - 1)), None)
+    return dated_after(last, messages, now=now)
+
+
+def dated_after(
+    last: Record | None, messages: Sequence[Message], *, now: datetime | None = None
+) -> list[Message]:
+    """:func:`date_messages` given the namespace's last record (``None``: an empty one).
+
+    The rule without the read, so the sync and the async per-user API share it.
+    """
     from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
 
-    last = next(iter(store.records(namespace, after_seq=store.max_seq(namespace) - 1)), None)
     stamp = as_naive_utc(now or datetime.now(UTC))
     assert stamp is not None
     session = last.session if last is not None else 1
@@ -51,6 +70,69 @@ def date_messages(
         m if m.timestamp is not None else dataclasses.replace(m, timestamp=stamp, session=session)
         for m in messages
     ]
+
+
+def user_messages(
+    user: str | Sequence[str], messages: Sequence[Any]
+) -> tuple[Namespace, list[Message]]:
+    """The namespace of ``user`` and ``messages`` as :class:`Message` objects (no I/O).
+
+    Raises:
+        InputError: Not a list of messages, a mix of ``Message`` objects and chat messages,
+            or a message that cannot be converted (unknown role, no text).
+    """
+    from langchain_core.messages import convert_to_messages
+
+    from mnemon_langgraph.sources import messages_from_langchain
+
+    ns = normalize_namespace(user)
+    if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
+        raise InputError(f"add_messages: pass a list of messages, got {type(messages).__name__}")
+    ours = [m for m in messages if isinstance(m, Message)]
+    theirs = [m for m in messages if not isinstance(m, Message)]
+    if ours and theirs:
+        raise InputError("add_messages: pass Message objects or chat messages, not both")
+    try:
+        return ns, ours or _ids_after_dating(messages_from_langchain, convert_to_messages(theirs))
+    except (ValueError, NotImplementedError) as exc:
+        raise InputError(f"add_messages: {exc}") from exc
+
+
+def check_limit(limit: int | None) -> None:
+    """``limit`` is ``None`` or a count (the per-user listings' bound)."""
+    from mnemon_langgraph.types import check_count
+
+    if limit is not None:
+        check_count(limit, what="limit")
+
+
+def messages_of(records: Iterable[Record], limit: int | None) -> list[Message]:
+    """The messages of ``records`` whole, in conversation order, at most ``limit``."""
+    from mnemon_langgraph.storage.schema import rebuild_messages
+
+    ordered = sorted(records, key=lambda r: (r.session, r.position, r.seq))
+    messages = rebuild_messages(ordered, exclude=set())
+    return messages if limit is None else messages[:limit]
+
+
+def check_record_ids(record_ids: Sequence[str]) -> Sequence[str]:
+    """``record_ids`` unless it is one string (a common slip: ``delete(user, "r-…")``)."""
+    if isinstance(record_ids, str):
+        raise InputError("delete: pass a list of record ids, not one string")
+    return record_ids
+
+
+def export_json(namespace: Namespace, records: Iterable[Record], audit: Iterable[Any]) -> str:
+    """The per-user export document: the records, then the audit trail (see ``export``)."""
+    return json.dumps(
+        {
+            "namespace": list(namespace),
+            "records": [_record_json(r) for r in records],
+            "audit": [_jsonable(dataclasses.asdict(e)) for e in audit],
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
 class PerUserAPI:
@@ -79,27 +161,8 @@ class PerUserAPI:
         Raises:
             InputError: A message that cannot be converted (unknown role, no text).
         """
-        from langchain_core.messages import convert_to_messages
-
-        from mnemon_langgraph.sources import messages_from_langchain
-
-        ns = normalize_namespace(user)
-        if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(
-            messages, Iterable
-        ):
-            raise InputError(
-                f"add_messages: pass a list of messages, got {type(messages).__name__}"
-            )
-        ours = [m for m in messages if isinstance(m, Message)]
-        theirs = [m for m in messages if not isinstance(m, Message)]
-        if ours and theirs:
-            raise InputError("add_messages: pass Message objects or chat messages, not both")
-        try:
-            given = ours or _ids_after_dating(messages_from_langchain, convert_to_messages(theirs))
-        except (ValueError, NotImplementedError) as exc:
-            raise InputError(f"add_messages: {exc}") from exc
-        dated = date_messages(self, ns, given, now=now)
-        return self.ingest(ns, dated, source=source)
+        ns, given = user_messages(user, messages)
+        return self.ingest(ns, date_messages(self, ns, given, now=now), source=source)
 
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
@@ -117,16 +180,8 @@ class PerUserAPI:
         caller who thinks in messages deletes by message id, not by record. A message split
         over records comes back whole; its timestamp is its record's date.
         """
-        from mnemon_langgraph.storage.schema import rebuild_messages
-        from mnemon_langgraph.types import check_count
-
-        if limit is not None:
-            check_count(limit, what="limit")
-        records = sorted(
-            self.records(normalize_namespace(user)), key=lambda r: (r.session, r.position, r.seq)
-        )
-        messages = rebuild_messages(records, exclude=set())
-        return messages if limit is None else messages[:limit]
+        check_limit(limit)
+        return messages_of(self.records(normalize_namespace(user)), limit)
 
     def delete(
         self: StoreBackend,
@@ -142,9 +197,9 @@ class PerUserAPI:
         message and keep the others, use ``delete_messages(user, [message.id])`` with an id
         from :meth:`list_messages`.
         """
-        if isinstance(record_ids, str):
-            raise InputError("delete: pass a list of record ids, not one string")
-        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
+        return self.delete_records(
+            user, check_record_ids(record_ids), actor="api.delete", reason=reason
+        )
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:
         """Everything stored for a user as JSON (records, then the audit trail of deletions).
@@ -154,13 +209,7 @@ class PerUserAPI:
         (they are derived from the text).
         """
         ns = normalize_namespace(user)
-        records = [_record_json(r) for r in self.records(ns)]
-        audit = [_jsonable(dataclasses.asdict(e)) for e in self.audit_log(ns)]
-        return json.dumps(
-            {"namespace": list(ns), "records": records, "audit": audit},
-            ensure_ascii=False,
-            indent=2,
-        )
+        return export_json(ns, self.records(ns), self.audit_log(ns))
 
 
 def _ids_after_dating(convert: Any, chat: list[Any]) -> list[Message]:

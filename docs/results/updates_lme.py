@@ -9,6 +9,9 @@ right); for the other question types every gold turn (nothing replaced it as far
 benchmark says: a mark is wrong).
 
     python docs/results/updates_lme.py /work/shared/data/longmemeval-dev/longmemeval_s_dev.json
+
+A second argument names an update-weights file (``mnemon train updates --out FILE``): the
+learned detector is measured instead of the default.
 """
 
 import json
@@ -17,6 +20,9 @@ from collections import Counter
 
 from mnemon_langgraph.judges.features import Doc
 from mnemon_langgraph.judges.staleness import stale_p
+from mnemon_langgraph.judges.update_model import UpdateWeights
+
+weights = UpdateWeights.load(sys.argv[2]) if len(sys.argv) > 2 else "default"
 
 counts: Counter[str] = Counter()
 with open(sys.argv[1], encoding="utf-8") as f:
@@ -38,7 +44,7 @@ for q in questions:
             docs.append(doc)
             if turn.get("has_answer"):
                 gold.append(doc)
-    stale = {d.id: stale_p(d, docs, []) >= 0.5 for d in docs}
+    stale = {d.id: stale_p(d, docs, [], weights) >= 0.5 for d in docs}
     counts["ku user turns" if ku else "other user turns"] += len(docs)
     counts["ku user turns stale" if ku else "other user turns stale"] += sum(stale.values())
     for g in gold:

@@ -34,16 +34,26 @@ is), as for every proposition of the local judge. Labelled pairs:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from mnemon_langgraph.judges.features import MONTHS, NUMBER, SPEAKER, Doc, stem, terms
+from mnemon_langgraph.judges.update_model import UpdateWeights, weights_in_use
 from mnemon_langgraph.search import text
 from mnemon_langgraph.storage.content_caches import register_content_cache
 
-__all__ = ["STALE_NO", "replacements", "stale_p"]
+__all__ = [
+    "STALE_NO",
+    "UPDATE_FEATURES",
+    "candidate_rows",
+    "replacements",
+    "rule_stale_p",
+    "stale_p",
+    "update_features",
+]
 
 STALE_NO = 0.05
 
@@ -370,7 +380,9 @@ class _Clause:
         "negative",
         "none_state",
         "plain",
+        "present",
         "proper",
+        "relative",
         "reported",
         "slots",
         "speaker",
@@ -396,6 +408,8 @@ class _Clause:
         self.change = bool(self.hits or self.flips)
         self.tentative = bool(_TENTATIVE.search(sentence))
         self.none_state = bool(_NONE_STATE.search(sentence))
+        self.relative = bool(_RELATIVE_DATE.search(sentence))  # inputs of the learned model
+        self.present = bool(_PRESENT.search(sentence))
         self.negative = bool(re.search(r"\b(?:no|not|never|none)\b|n't", sentence, re.I))
         # a plain statement of the speaker's: what the looser cues may act on or come from
         self.plain = not asked and not _REQUEST.search(sentence)
@@ -607,8 +621,48 @@ def _later_clauses(
     return later
 
 
-def stale_p(doc: Doc, records: Sequence[Doc], messages: Sequence[Mapping[str, Any]]) -> float:
-    """P(no longer current) of ``doc``: yes only on an explicit, specific later change."""
+def stale_p(
+    doc: Doc,
+    records: Sequence[Doc],
+    messages: Sequence[Mapping[str, Any]],
+    weights: UpdateWeights | Literal["default"] | None = "default",
+) -> float:
+    """P(no longer current) of ``doc``: the learned detector's when ``weights`` (by default
+    :func:`~.update_model.weights_in_use`) are given, else the rules'.
+
+    Learned: ``p = σ(s)`` of the best (later, earlier) sentence pair's score, so ``p >= 1/2``
+    exactly when ``s >= 0`` (in ``"rules_or_model"`` mode a rule verdict also counts).
+    """
+    chosen = weights_in_use() if weights == "default" else weights
+    if not isinstance(chosen, UpdateWeights):
+        return rule_stale_p(doc, records, messages)
+    rows = candidate_rows(doc, records, messages)
+    s = max((chosen.score(r) for r in rows), default=-math.inf)
+    if chosen.mode == "rules_or_model" and s < 0:
+        rule = rule_stale_p(doc, records, messages)
+        if rule >= 0.5:
+            return rule
+    if s == -math.inf:
+        return STALE_NO
+    return min(0.9, max(STALE_NO, 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, s))))))
+
+
+def candidate_rows(
+    doc: Doc, records: Sequence[Doc], messages: Sequence[Mapping[str, Any]]
+) -> list[list[float]]:
+    """Feature rows (:func:`update_features`) of every sentence of ``doc`` against every
+    change-bearing sentence said after it."""
+    later = _later_clauses(doc, records, messages)
+    if not later:
+        return []
+    names = frozenset(_canon(stem(n)) for r in records for n in r.speakers)
+    rows = (update_features(t, m, names) for m in clauses(doc.text) for t in later)
+    return [r for r in rows if r is not None]
+
+
+def rule_stale_p(doc: Doc, records: Sequence[Doc], messages: Sequence[Mapping[str, Any]]) -> float:
+    """P(no longer current) of ``doc`` by the rules: yes only on an explicit, specific later
+    change."""
     later = _later_clauses(doc, records, messages)
     if not later:
         return STALE_NO
@@ -644,3 +698,114 @@ def replacements(records: Sequence[Doc]) -> dict[str, str]:
         if by is not None:
             out[doc.id] = by
     return out
+
+
+# --- The learned detector's inputs -------------------------------------------------------
+# A relative or vague date or time in the later sentence: a reschedule need not name the
+# old date or a new absolute one ("pushed back a week", "moved up to this Friday").
+_RELATIVE_DATE = _words(
+    r"(?:a|one|two|three|four|few|couple of|\d+) (?:days?|weeks?|months?|hours?|fortnight)",
+    r"next (?:week|month|year|\w+day)|this (?:\w+day|weekend|week|month)|tomorrow|tonight",
+    r"(?:early|mid|late|end of) (?:\w+)|day after|later|earlier|sooner|till|until|by",
+)
+# Words that place a state in the present ("these days", "now", "currently").
+_PRESENT = _words(r"now|these days|nowadays|currently|lately|at the moment|from now on|anymore")
+UPDATE_FEATURES = (
+    "rule",
+    "cue_explicit",
+    "cue_chatty",
+    "cue_done",
+    "cue_new",
+    "denied",
+    "subject_first",
+    "subject_other",
+    "subject_thing",
+    "thing_verb",
+    "shared",
+    "coverage",
+    "jaccard",
+    "slots",
+    "single_slot",
+    "named",
+    "new_value",
+    "old_value_gone",
+    "acts_on_shared",
+    "earlier_tentative",
+    "earlier_none",
+    "earlier_negative",
+    "earlier_factual",
+    "earlier_reports_change",
+    "earlier_assistant",
+    "later_plain",
+    "later_negative",
+    "told_again",
+    "relative_date",
+    "both_schedule",
+    "present",
+)
+"""Names of :func:`update_features`' columns, in order."""
+
+
+def update_features(later: _Clause, earlier: _Clause, names: frozenset[str]) -> list[float] | None:
+    """The learned detector's feature row of (later sentence, earlier sentence), or ``None``
+    when the pair cannot be an update at all (no change signal, another speaker, a question)
+    or shares too little of the earlier sentence (:data:`EXPLICIT_COVERAGE`) and the rules
+    do not mark it.
+
+    The rule detector's cues, verdict and subject tests are inputs, beside lexical overlap,
+    slots, the earlier sentence's state (tentative, absent, negative, a reported change)
+    and temporal cue words.
+    """
+    if not later.change or earlier.asked:
+        return None
+    other = later.speaker and earlier.speaker and later.speaker != earlier.speaker
+    if other and earlier.speaker not in _ASSISTANT:
+        return None
+    shared = (later.terms & earlier.terms) - _GENERIC - names
+    slots = later.slots & earlier.slots
+    content = earlier.terms - _GENERIC - names
+    union = (later.terms | earlier.terms) - _GENERIC - names
+    hits = later.hits
+    strengths = {h.strength for h in hits}
+    subjects = {h.subject for h in hits}
+    said = {h.cue for h in earlier.hits}
+    rule = _changes(later, earlier, names) > 0
+    coverage = min(1.0, (len(shared) + len(slots - _BROAD)) / max(1, len(content)))
+    if not rule and coverage < EXPLICIT_COVERAGE:
+        return None  # as for the rules' chatty cues: a word in common is not a subject
+    flags = (
+        rule,
+        3 in strengths,
+        2 in strengths,
+        1 in strengths,
+        0 in strengths,
+        bool((later.flips & earlier.terms) - _NOT_A_DENIAL),
+        "first" in subjects,
+        "other" in subjects,
+        "thing" in subjects,
+        any(h.thing_verb for h in hits),
+    )
+    return [
+        *(float(f) for f in flags),
+        min(len(shared), 4) / 4,
+        coverage,
+        len(shared) / max(1, len(union)),
+        min(len(slots), 2) / 2,
+        float(bool(slots & _SINGLE)),
+        float(bool(shared & (later.proper | earlier.proper))),
+        float(bool(later.values - earlier.terms - earlier.proper)),
+        float(bool(earlier.proper - later.terms)),
+        float(any(h.near & shared for h in hits)),
+        float(earlier.tentative),
+        float(earlier.none_state),
+        float(earlier.negative),
+        float(earlier.factual),
+        float(earlier.strong or earlier.reported),
+        float(earlier.speaker in _ASSISTANT),
+        float(later.plain),
+        float(later.negative),
+        float(bool(hits) and all(h.cue in said for h in hits)),
+        float(later.relative or "schedule" in later.slots),
+        float("schedule" in slots),
+        float(later.present),
+    ]

@@ -371,12 +371,18 @@ def _file_bytes(target: str) -> bytes:
     return b"".join(p.read_bytes() for p in Path(target).parent.glob("memory.db*") if p.is_file())
 
 
-def test_the_journals_erase_takes_items_too_on_sqlite(tmp_path: Path) -> None:
-    # The journal erases every table with a ``namespace`` column, items' included.
-    with _open(str(tmp_path / "m.db")) as store, MnemonBaseStore(store) as bs:
+def test_the_stores_own_erase_takes_the_items_too(target: str) -> None:
+    # store.erase_namespace (and so `mnemon erase`) erases every table keyed by the
+    # namespace, the BaseStore's items included, on both backends; other users' stay.
+    with _open(target) as store, MnemonBaseStore(store) as bs:
+        _seed_records(store)
         bs.put(ADA, "k", {"content": "x"})
+        bs.put(("users", "bo"), "k", {"content": "y"})
+        assert bs.get(ADA, "k") is not None
         store.erase_namespace(ADA)
         assert bs.get(ADA, "k") is None
+        assert bs.get(("users", "bo"), "k") is not None
+        assert list(store.records(ADA)) == []
 
 
 # --- the surfaces that take a store ------------------------------------------------------------

@@ -220,6 +220,19 @@ class PostgresEngine:
         )
 
     @staticmethod
+    async def keyed_tables(conn: Any) -> list[str]:
+        """Every other mnemon table keyed by the namespace's text (``namespace`` column): the
+        key-value items a :class:`~mnemon_langgraph.integrations.MnemonBaseStore` keeps. The
+        audit tables are left out: they are append-only."""
+        cur = await conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE column_name = 'namespace' "
+            "AND table_schema = current_schema() AND table_name LIKE 'mnemon%%' "
+            "AND table_name NOT IN ('mnemon_namespaces', 'mnemon_audit')"
+        )
+        names = sorted(r[0] for r in await cur.fetchall() if "audit" not in r[0])
+        return ['"' + n.replace('"', '""') + '"' for n in names]
+
+    @staticmethod
     async def nsid_tables(conn: Any) -> list[str]:
         """Every mnemon table with an ``nsid`` column, records first (so cascades run)."""
         cur = await conn.execute(

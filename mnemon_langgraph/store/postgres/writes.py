@@ -460,6 +460,8 @@ class Writes:
                 tables.sort(key=lambda t: (t != '"mnemon_items"', t == '"mnemon_records"'))
                 for table in tables:
                     await conn.execute(f"DELETE FROM {table} WHERE nsid = %s", (nsid,))
+            for table in await self.engine.keyed_tables(conn):  # what a BaseStore keeps
+                await conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (key,))
             await conn.execute("DELETE FROM mnemon_namespaces WHERE namespace = %s", (key,))
             await self.audit(conn, actor=actor, action="erase_namespace", ns=ns, count=count)
         await self.vacuum()

@@ -35,6 +35,7 @@ __all__ = [
     "ItemStore",
     "ItemStoreProvider",
     "ItemUpdate",
+    "item_dict",
     "item_store_provider",
     "register_item_store",
 ]
@@ -236,3 +237,24 @@ def item_store_provider(kind: str) -> ItemStoreProvider:
             f"no item store is registered for backend kind {kind!r} (registered: {known})"
         )
     return provider
+
+
+def item_dict(item: IndexItem) -> dict[str, Any]:
+    """``item`` as JSON-ready data: one spelling for every export (``store.export``, the
+    JSONL transfer format), with the ids of the records it came from, sorted."""
+    from mnemon_langgraph.types import as_naive_utc
+
+    date = as_naive_utc(item.date)
+    return {
+        "namespace": list(item.namespace),
+        "id": item.id,
+        "kind": item.kind,
+        "text": item.text,
+        "record_ids": sorted(item.record_ids),
+        "topic": item.topic,
+        "subject": item.subject,
+        "attribute": item.attribute,
+        "value": item.value,
+        "date": None if date is None else date.isoformat(),
+        "contradicts": bool(item.contradicts),
+    }

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
-from mnemon_langgraph.items import IndexItem
+from mnemon_langgraph.items import IndexItem, item_dict
 from mnemon_langgraph.storage.chunking import chunk_messages, split_text
 from mnemon_langgraph.types import (
     ROLES,
@@ -260,20 +260,7 @@ def _split_line(line: str, speakers: Sequence[str]) -> tuple[str, str]:
 
 
 def _item_line(item: IndexItem) -> dict[str, Any]:
-    return {
-        "type": "item",
-        "namespace": list(item.namespace),
-        "id": item.id,
-        "kind": item.kind,
-        "text": item.text,
-        "record_ids": sorted(item.record_ids),
-        "topic": item.topic,
-        "subject": item.subject,
-        "attribute": item.attribute,
-        "value": item.value,
-        "date": _date_text(item.date),
-        "contradicts": bool(item.contradicts),
-    }
+    return {"type": "item", **item_dict(item)}
 
 
 # ---------------------------------------------------------------------------------------

@@ -235,6 +235,19 @@ def test_export_document_holds_records_items_with_links_and_audit(
     assert "delete_records" in [a["action"] for a in doc["audit"]]
 
 
+def test_the_stores_own_export_holds_the_consolidated_items(consolidated: MnemonStore) -> None:
+    import asyncio
+
+    doc = json.loads(consolidated.export("ada"))
+    record_ids = {r["id"] for r in doc["records"]}
+    assert doc["items"], "store.export leaves out what consolidation wrote"
+    assert all(
+        item["record_ids"] and set(item["record_ids"]) <= record_ids for item in doc["items"]
+    )
+    assert doc["items"] == export_document(consolidated, "ada")["items"]
+    assert json.loads(asyncio.run(consolidated.aexport("ada"))) == doc
+
+
 def test_cli_export_format_json_is_the_document(
     consolidated: MnemonStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -250,11 +250,14 @@ class AsyncFace:
 
     async def aexport(self: _Store, user: str | Sequence[str]) -> str:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.export`."""
-        from mnemon_langgraph.store.users import export_json
+        from mnemon_langgraph.store.users import consolidated_items, export_json
 
         ns = normalize_namespace(user)
         records = [r async for r in self.arecords(ns)]
-        return export_json(ns, records, await self.aaudit_log(ns))
+        audit = await self.aaudit_log(ns)
+        # The item stores have one (sync) face; reading them blocks, so a worker thread.
+        items = await asyncio.to_thread(consolidated_items, self, ns)
+        return export_json(ns, records, audit, items)
 
     # -- default async hooks: the sync hook in a worker thread ------------------------------
 

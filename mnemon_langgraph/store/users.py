@@ -19,12 +19,14 @@ from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, normalize_namespace
 
 if TYPE_CHECKING:
+    from mnemon_langgraph.items import IndexItem
     from mnemon_langgraph.store.base import IngestResult, StoreBackend
 
 __all__ = [
     "PerUserAPI",
     "check_limit",
     "check_record_ids",
+    "consolidated_items",
     "date_messages",
     "dated_after",
     "export_json",
@@ -98,6 +100,15 @@ def user_messages(
         raise InputError(f"add_messages: {exc}") from exc
 
 
+def consolidated_items(store: Any, namespace: Namespace) -> list[IndexItem]:
+    """The index items consolidation wrote for ``namespace`` (write order), or none."""
+    items = store.item_store()
+    try:
+        return list(items.all_items(namespace))
+    finally:
+        items.close()
+
+
 def check_limit(limit: int | None) -> None:
     """``limit`` is ``None`` or a count (the per-user listings' bound)."""
     from mnemon_langgraph.types import check_count
@@ -122,13 +133,22 @@ def check_record_ids(record_ids: Sequence[str]) -> Sequence[str]:
     return record_ids
 
 
-def export_json(namespace: Namespace, records: Iterable[Record], audit: Iterable[Any]) -> str:
-    """The per-user export document: the records, then the audit trail (see ``export``)."""
+def export_json(
+    namespace: Namespace,
+    records: Iterable[Record],
+    audit: Iterable[Any],
+    items: Iterable[IndexItem] = (),
+) -> str:
+    """The per-user export document: the records, the audit trail, then what consolidation
+    wrote about the user (``items``, each with the ids of its records; see ``export``)."""
+    from mnemon_langgraph.items import item_dict
+
     return json.dumps(
         {
             "namespace": list(namespace),
             "records": [_record_json(r) for r in records],
             "audit": [_jsonable(dataclasses.asdict(e)) for e in audit],
+            "items": [{k: v for k, v in item_dict(i).items() if k != "namespace"} for i in items],
         },
         ensure_ascii=False,
         indent=2,
@@ -202,14 +222,15 @@ class PerUserAPI:
         )
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:
-        """Everything stored for a user as JSON (records, then the audit trail of deletions).
+        """Everything stored for a user as JSON: records, the audit trail, consolidated items.
 
         For data-access requests: the records with their dates, sessions, speakers and message
-        ids, and the journal's audit entries for the namespace. Embeddings are not exported
-        (they are derived from the text).
+        ids, the journal's audit entries for the namespace, and the index items consolidation
+        wrote (topic timelines, values, instructions) with the ids of their records.
+        Embeddings are not exported (they are derived from the text).
         """
         ns = normalize_namespace(user)
-        return export_json(ns, self.records(ns), self.audit_log(ns))
+        return export_json(ns, self.records(ns), self.audit_log(ns), consolidated_items(self, ns))
 
 
 def _ids_after_dating(convert: Any, chat: list[Any]) -> list[Message]:

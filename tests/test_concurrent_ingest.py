@@ -10,39 +10,22 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _reliability_common import fake_embeddings
+from _reliability_common import start_child
+from _writer_child import SlowEmbeddings
 
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, Record
 
 NS = ("users", "ada")
-
-
-class _SlowEmbeddings(Embeddings):
-    """The fake embedder, slowed down: writers draft at once, then race for the lock."""
-
-    def __init__(self, delay: float) -> None:
-        self.inner = fake_embeddings()
-        self.delay = delay
-        self.model_name = "fake-slow"
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        time.sleep(self.delay)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
 
 
 @pytest.fixture(params=["embedded", "postgres"])
@@ -60,7 +43,7 @@ def _message(i: int, *, prefix: str = "m", session: int = 1) -> Message:
 
 def _run_writers(target: str, jobs: list[Callable[[MnemonStore], None]], delay: float) -> None:
     """Each job on its own store, all started at once; re-raises a writer's error."""
-    stores = [MnemonStore(target, _SlowEmbeddings(delay)) for _ in jobs]
+    stores = [MnemonStore(target, SlowEmbeddings(delay)) for _ in jobs]
     barrier = threading.Barrier(len(jobs))
     errors: list[BaseException] = []
 
@@ -82,7 +65,7 @@ def _run_writers(target: str, jobs: list[Callable[[MnemonStore], None]], delay: 
 
 
 def _stored(target: str) -> list[Record]:
-    with MnemonStore(target, _SlowEmbeddings(0)) as store:
+    with MnemonStore(target, SlowEmbeddings(0)) as store:
         return list(store.records(NS))
 
 
@@ -130,6 +113,26 @@ def test_two_writers_of_one_session_keep_positions_unique_and_ordered(target: st
         mine = sorted((r for r in records if r.source == f"host-{prefix}"), key=lambda r: r.seq)
         numbers = [int(r.message_ids[0][1:]) for r in mine]
         assert numbers == sorted(numbers)
+
+
+@pytest.mark.integration  # starts writer processes (on either backend)
+def test_writer_processes_of_one_session_keep_positions_unique_and_ordered(
+    target: str,
+) -> None:
+    with MnemonStore(target, SlowEmbeddings(0)):
+        pass  # set the store up once, before the writers race
+    child = Path(__file__).parent / "_writer_child.py"
+    writers = [(w, start_child(child, target, w, "20")) for w in ("a", "b")]
+    for w, proc in writers:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"writer {w} failed: {err.decode()[-2000:]}"
+    records = _stored(target)
+    held = Counter(mid for rec in records for mid in rec.message_ids)
+    assert len(held) == 2 * 20 * 25 and set(held.values()) == {1}
+    _assert_positions_in_write_order(records)
+    for w, _ in writers:  # each writer's messages in the order it wrote them
+        mine = sorted((r for r in records if r.source == f"host-{w}"), key=lambda r: r.seq)
+        assert [int(r.message_ids[0][1:]) for r in mine] == list(range(20 * 25))
 
 
 def test_vectors_drafted_before_the_lock_are_reused_by_text() -> None:

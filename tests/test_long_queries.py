@@ -116,7 +116,8 @@ def test_the_array_form_scores_as_the_column_form(
 ) -> None:
     _, pg = both
     full = pg.with_settings(bm25_prune=False)
-    query = _long_query(120)  # below the bound: the column form
+    # at most the bound (the column form), two common words among them: many matches
+    query = f"{WORDS[0]} {WORDS[1]} " + _long_query(impact.COLUMN_TERMS_MAX - 2)
     assert len(set(impact.lexical_terms(query))) <= impact.COLUMN_TERMS_MAX
     columns = full.lexical_ranking(query, namespace=NS, k=30)
     monkeypatch.setattr(impact, "COLUMN_TERMS_MAX", 0)  # every query: the array form

@@ -537,10 +537,12 @@ def term_counts(nsid: int, text: str) -> tuple[list[str], list[float], int]:
     return namespaced(nsid, keys), [float(counts[k]) for k in keys], len(terms)
 
 
-COLUMN_TERMS_MAX = 256
+COLUMN_TERMS_MAX = 64
 """Most distinct query terms scored one select column each (:func:`bm25_sql`); a longer
 query is scored by the array form, which takes any number of terms. PostgreSQL caps a
-select list at 1,664 entries, so the column form cannot hold a pasted page of text."""
+select list at 1,664 entries, so the column form cannot hold a pasted page of text, and
+its cost per candidate grows with the number of terms times the record's length; past a
+few dozen terms the array form is mostly the faster one (docs/results/bm25-long-queries.md)."""
 
 
 def bm25_params(terms: Sequence[str]) -> dict[str, str]:

@@ -149,3 +149,7 @@ def test_message_ids_up_to_the_bound_are_stored_longer_ones_refused(store: Mnemo
     with pytest.raises(InputError, match="message id"):
         Message("too long", "Ada", id="x" * (MAX_MESSAGE_ID_CHARS + 1))
     assert store.count(NS) == 2  # nothing stored before the refusal was lost
+    # looking up or deleting an id over the bound names no message: no driver error
+    assert store.known_message_ids(NS, ["x" * 3000]) == set()
+    store.delete_messages(NS, ["x" * 3000])
+    assert store.count(NS) == 2

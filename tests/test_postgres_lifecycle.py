@@ -44,6 +44,21 @@ print(len(hits))
 _ENDINGS = {"exit": "", "dropped": "del store, hits\nimport gc\ngc.collect()"}
 
 
+def _run_child(script: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    # the child imports this checkout's package, not whatever is installed
+    root = str(Path(mnemon_langgraph.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    env["XDG_RUNTIME_DIR"] = env.get("XDG_RUNTIME_DIR") or str(tmp_path)  # platformdirs' warning
+    return subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
 @pytest.mark.parametrize("ending", ["exit", "exit", "exit", "dropped"])
 def test_a_store_never_closed_exits_silently(
     postgres_url: str, tmp_path: Path, ending: str
@@ -52,20 +67,33 @@ def test_a_store_never_closed_exits_silently(
     tests = str(Path(__file__).parent)
     code = _NEVER_CLOSED.format(tests=tests, url=postgres_url, ending=_ENDINGS[ending])
     script.write_text(textwrap.dedent(code))
-    # the child imports this checkout's package, not whatever is installed
-    root = str(Path(mnemon_langgraph.__file__).parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    env["XDG_RUNTIME_DIR"] = env.get("XDG_RUNTIME_DIR") or str(tmp_path)  # platformdirs' warning
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    done = _run_child(script, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
+    assert done.stderr == ""
+
+
+_BASESTORE_NEVER_CLOSED = """
+import sys
+sys.path.insert(0, {tests!r})
+from _reliability_common import fake_embeddings
+from mnemon_langgraph import MnemonStore
+from mnemon_langgraph.integrations.basestore import MnemonBaseStore
+
+items = MnemonBaseStore(MnemonStore({url!r}, fake_embeddings()))
+items.put(("users", "ada"), "k1", {{"content": "likes tea"}})
+print(items.get(("users", "ada"), "k1") is not None)
+"""
+
+
+def test_a_basestore_never_closed_exits_silently(postgres_url: str, tmp_path: Path) -> None:
+    # its item tables have a pool of their own, on the BaseStore's loop thread
+    script = tmp_path / "basestore_never_closed.py"
+    tests = str(Path(__file__).parent)
+    script.write_text(_BASESTORE_NEVER_CLOSED.format(tests=tests, url=postgres_url))
+    done = _run_child(script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
     assert done.stderr == ""
 
 

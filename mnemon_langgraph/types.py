@@ -20,6 +20,7 @@ from mnemon_langgraph.errors import InputError, NamespaceError
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
+    "MAX_MESSAGE_ID_CHARS",
     "MAX_SESSION",
     "MAX_SPEAKER_CHARS",
     "ROLES",
@@ -56,6 +57,11 @@ MAX_SPEAKER_CHARS = 100
 """Longest speaker name. Every record line repeats its speaker, so an unbounded name
 would multiply the bytes one message costs (a 10k-character name made a 100k-character
 message 25 MB of records)."""
+
+MAX_MESSAGE_ID_CHARS = 512
+"""Longest message id (characters). Both backends index message ids (PostgreSQL's B-tree
+holds an entry of at most about 2,700 bytes; 512 characters are at most 2,048 bytes of
+UTF-8), so one bound holds on both; a longer id is an :class:`InputError`, never cut."""
 
 MAX_MESSAGE_CHARS = 100_000
 """Longest message text accepted anywhere (a longer one is an :class:`InputError`, never
@@ -180,6 +186,11 @@ def _check_message(msg: Message) -> None:
         raise InputError(f"role must be one of {sorted(ROLES)}, got {msg.role!r}")
     if msg.id is not None and not isinstance(msg.id, str):
         raise InputError(f"message id must be a string, got {type(msg.id).__name__}")
+    if msg.id is not None and len(msg.id) > MAX_MESSAGE_ID_CHARS:
+        raise InputError(
+            f"message id has {len(msg.id):,} characters, more than {MAX_MESSAGE_ID_CHARS}: "
+            f"{msg.id[:40]!r}…"
+        )
     if msg.session is not None:
         check_session(msg.session)
 

@@ -24,6 +24,7 @@ import contextlib
 import json
 import sqlite3
 import threading
+import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -449,6 +450,10 @@ class PostgresItems:
             url, min_size=1, max_size=4, open=False, kwargs={"autocommit": True}
         )
         self._url = url
+        # closes the pool when these items are closed, collected or at interpreter exit
+        # (once): an unclosed pool's worker tasks otherwise die pending with the daemon
+        # loop thread, and asyncio prints "Task was destroyed but it is pending!"
+        self._finalizer = weakref.finalize(self, _close_pool, loop, self._pool)
         loop.run(self._open())
 
     async def _open(self) -> None:
@@ -544,5 +549,17 @@ class PostgresItems:
         return [_audit_entry(r) for r in rows]
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._loop.run(self._pool.close())
+        self._finalizer()
+
+
+def _close_pool(loop: LoopThread, pool: Any) -> None:
+    """Close ``pool`` on ``loop``, waiting at most 20 s (best effort: the server may be
+    gone); on the loop's own thread the close is scheduled instead."""
+    if not loop.thread.is_alive():
+        return
+    if threading.current_thread() is loop.thread:
+        loop.loop.create_task(pool.close(timeout=10))
+        return
+    future = asyncio.run_coroutine_threadsafe(pool.close(timeout=10), loop.loop)
+    with contextlib.suppress(Exception):
+        future.result(timeout=20)

@@ -36,6 +36,7 @@ from mnemon_langgraph.storage.chunking import DEFAULT_MAX_CHARS, check_record_ch
 from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.storage.schema import AuditEntry
 from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
+from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -150,17 +151,29 @@ class EmbeddedStore(MnemonStore):
         progress: Callable[[int, int], None] | None,
     ) -> list[Record]:
         """Append the records of the messages not stored yet, with their vectors, in one
-        journal transaction; the indexes are then brought up to date incrementally."""
-        known = self.journal.known_message_ids(ns, [m.id for m in messages if m.id])
-        fresh = fresh_messages(messages, known)
+        journal transaction; the indexes are then brought up to date incrementally.
+
+        Drafted and embedded first, then decided again inside the write transaction
+        (``BEGIN IMMEDIATE``: no other writer of the journal in between), see
+        :mod:`~mnemon_langgraph.store.settle`.
+        """
+        ids = [m.id for m in messages if m.id]
+        fresh = fresh_messages(messages, self.journal.known_message_ids(ns, ids))
         if not fresh:
             return []
         first = {s: self.journal.next_position(ns, s) for s in sessions_of(fresh)}
-        records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
-        vectors = self._embed([r.text for r in records], progress)
+        drafted = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
+        vectors = self._embed([r.text for r in drafted], progress)
         index = self.index(ns)
         with index.lock:
-            written = self.journal.append(ns, records, vectors)
+            with self.journal.transaction():  # reads below run on its connection
+                fresh = fresh_messages(messages, self.journal.known_message_ids(ns, ids))
+                written: list[Record] = []
+                if fresh:
+                    first = {s: self.journal.next_position(ns, s) for s in sessions_of(fresh)}
+                    records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
+                    rows = reuse_vectors(records, drafted, vectors, lambda t: self._embed(t, None))
+                    written = self.journal.append(ns, records, rows)
             index.sync()
         return written
 

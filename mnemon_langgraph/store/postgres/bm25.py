@@ -25,6 +25,7 @@ from mnemon_langgraph.store.postgres.impact import (
     PackPart,
     TermRead,
     TermStats,
+    bm25_params,
     bm25_sql,
     candidate_bounds,
     cut_bound,
@@ -66,7 +67,7 @@ class BM25Query:
         if not terms or k <= 0:
             return []
         params: dict[str, Any] = {"terms": terms, "cand": terms, "nsid": nsid, "k": int(k)}
-        params.update({f"t{i}": t for i, t in enumerate(terms)})
+        params.update(bm25_params(terms))  # per-term parameters of the column form
         where = filter_sql(filters, params)
         if not self.settings.bm25_prune:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import weakref
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -73,6 +74,43 @@ class LoopThread:
             self.loop.close()
 
 
+class _PoolState:
+    """What the exit hook closes: the pool, once :meth:`PostgresEngine.open_pool` made it."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+
+
+_CLOSE_TIMEOUT_S = 10.0  # the longest closing waits for the pool's connections and workers
+
+
+def _shutdown(loop: LoopThread, state: _PoolState) -> None:
+    """Close the pool on its loop, then stop the loop thread (the engine's finalizer).
+
+    Runs at most once per engine (``weakref.finalize``): from :meth:`PostgresEngine.close`,
+    from the garbage collector, or from ``atexit`` while the daemon thread still runs. Run on
+    the loop's own thread (the last reference dropped inside a coroutine) it cannot wait for
+    the loop, so it schedules the close and the stop there instead.
+    """
+    pool, state.pool = state.pool, None
+    if threading.current_thread() is loop.thread:
+
+        async def close_then_stop() -> None:
+            if pool is not None:
+                await pool.close(timeout=_CLOSE_TIMEOUT_S)
+            loop.loop.stop()
+
+        loop.loop.create_task(close_then_stop())
+        return
+    if pool is not None and loop.thread.is_alive():
+        future = asyncio.run_coroutine_threadsafe(pool.close(timeout=_CLOSE_TIMEOUT_S), loop.loop)
+        try:
+            future.result(timeout=2 * _CLOSE_TIMEOUT_S)
+        except Exception:  # closing is best effort: the server may be gone already
+            future.cancel()
+    loop.stop()
+
+
 def import_driver() -> tuple[Any, Any, Any]:
     """``(psycopg, psycopg_pool, register_vector_async)``, or the package's one-line error."""
     try:
@@ -105,9 +143,14 @@ class PostgresEngine:
         self._pool_cls = pool_mod.AsyncConnectionPool
         self._pool_timeout = pool_mod.PoolTimeout
         self._pool_size = max(1, int(pool_size))
-        self.pool: Any = None
         self._loop = LoopThread()
-        self._closed = False
+        self._state = _PoolState()
+        # Closes the pool on the loop and stops the thread when the engine is closed, is
+        # garbage collected or the interpreter exits, whichever comes first, once: a store
+        # never closed would otherwise leave the pool's worker tasks pending when the daemon
+        # thread dies, and asyncio prints "Task was destroyed but it is pending!" at exit.
+        # The callback holds the loop and the state, never the engine itself.
+        self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._state)
 
     # -- running coroutines -------------------------------------------------------------
 
@@ -133,8 +176,12 @@ class PostgresEngine:
     async def open_pool(self) -> None:
         """Open the pool (pgvector types registered, autocommit: writes open transactions)."""
 
+        register = self._register_vector  # not ``self``: the pool must not keep the engine
+        # alive (its timers live on the running loop), or a store never closed is never
+        # collected and its finalizer waits for the interpreter's exit
+
         async def configure(conn: Any) -> None:
-            await self._register_vector(conn)
+            await register(conn)
             await conn.set_autocommit(True)  # reads need no transaction; writes open one
 
         self.pool = self._pool_cls(
@@ -145,19 +192,30 @@ class PostgresEngine:
         except Exception as exc:
             raise ConfigurationError(f"cannot open a pool to {self.path}: {exc}") from exc
 
+    @property
+    def pool(self) -> Any:
+        """The connection pool (``None`` before :meth:`open_pool`)."""
+        return self._state.pool
+
+    @pool.setter
+    def pool(self, value: Any) -> None:
+        self._state.pool = value
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` (or the exit hook) has closed the pool and the loop."""
+        return not self._finalizer.alive
+
     def close(self) -> None:
-        """Close the pool and stop the loop thread (closing twice is harmless)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.pool is not None:
-            self._loop.run(self.pool.close())
-        self._loop.stop()
+        """Close the pool and stop the loop thread (closing twice is harmless).
+
+        Also run by itself when the engine is garbage collected or at interpreter exit.
+        """
+        self._finalizer()
 
     def stop(self) -> None:
         """Stop the loop thread of an engine whose pool never opened."""
-        self._closed = True
-        self._loop.stop()
+        self._finalizer()
 
     # -- connections and reads ----------------------------------------------------------
 

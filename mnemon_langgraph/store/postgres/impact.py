@@ -64,6 +64,7 @@ from mnemon_langgraph.search.bm25 import tokenize
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "COLUMN_TERMS_MAX",
     "DEEPEN_MARGIN",
     "DELTA_SQL",
     "FIRST_PARTS",
@@ -78,6 +79,7 @@ __all__ = [
     "PackPart",
     "TermRead",
     "TermStats",
+    "bm25_params",
     "bm25_sql",
     "candidate_bounds",
     "cut_bound",
@@ -535,8 +537,28 @@ def term_counts(nsid: int, text: str) -> tuple[list[str], list[float], int]:
     return namespaced(nsid, keys), [float(counts[k]) for k in keys], len(terms)
 
 
+COLUMN_TERMS_MAX = 64
+"""Most distinct query terms scored one select column each (:func:`bm25_sql`); a longer
+query is scored by the array form, which takes any number of terms. PostgreSQL caps a
+select list at 1,664 entries, so the column form cannot hold a pasted page of text, and
+its cost per candidate grows with the number of terms times the record's length; past a
+few dozen terms the array form is mostly the faster one (docs/results/bm25-long-queries.md)."""
+
+
+def bm25_params(terms: Sequence[str]) -> dict[str, str]:
+    """The per-term parameters ``t0 … t{n-1}`` the column form of :func:`bm25_sql` binds
+    (none for the array form)."""
+    if len(terms) > COLUMN_TERMS_MAX:
+        return {}
+    return {f"t{i}": t for i, t in enumerate(terms)}
+
+
 def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s") -> str:
-    """The BM25 query for ``n_terms`` distinct query terms (parameters ``t0 … t{n-1}``).
+    """The BM25 query for ``n_terms`` distinct query terms (parameters ``t0 … t{n-1}``,
+    :func:`bm25_params`).
+
+    Up to :data:`COLUMN_TERMS_MAX` terms each term is one column (below); more are scored
+    by :func:`_bm25_array_sql` (the same formula and ranking rule, any number of terms).
 
     Parameters: ``%(terms)s`` (the namespaced query terms, also bound one by one as
     ``%(t0)s`` …), ``%(nsid)s``, ``%(k)s`` and the filter bounds. ``N``, ``avgdl`` and each
@@ -563,6 +585,8 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
         f"{BM25_K1}::float8 * ({1 - BM25_B}::float8 + {BM25_B}::float8 * r.length "
         "/ (SELECT avgdl FROM s)) AS nrm"
     )
+    if n_terms > COLUMN_TERMS_MAX:
+        return _bm25_array_sql(norm, filters, match)
     tfs = "".join(
         f"r.tfs[array_position(r.terms, %(t{i})s::text)] AS f{i}, " for i in range(n_terms)
     )
@@ -571,16 +595,7 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
         for i in range(n_terms)
     ]
     score = " + ".join(parts) if parts else "0"
-    return f"""
-WITH s AS MATERIALIZED (
-    SELECT docs::float8 AS n,
-           CASE WHEN total_len > 0 THEN total_len::float8 / docs ELSE 1 END AS avgdl
-    FROM mnemon_namespaces WHERE nsid = %(nsid)s
-), q AS MATERIALIZED (
-    SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-    FROM mnemon_terms t, s
-    WHERE t.term = ANY(%(terms)s) AND t.df > 0
-)
+    return f"""{_STATS_SQL}
 SELECT seq, id, score FROM (
     SELECT r.seq, r.id, ({score}) AS score
     FROM mnemon_records r CROSS JOIN LATERAL (SELECT {tfs}{norm} OFFSET 0) x
@@ -591,3 +606,39 @@ WHERE score > 0
 ORDER BY score DESC, seq
 LIMIT %(k)s
 """
+
+
+def _bm25_array_sql(norm: str, filters: str, match: str) -> str:
+    """:func:`bm25_sql` for any number of query terms: each candidate's ``(term, tf)``
+    pairs (``unnest``) joined to the query's terms and their IDF, summed per record.
+
+    Every term contributes ``idf · tf / (tf + nrm)`` as in the column form, so a record's
+    score is the same sum (added in another order: equal to the last bits); the terms are
+    bound as one array (``%(terms)s``), so no limit of PostgreSQL on columns or parameters
+    applies. Slower per candidate than the column form on short queries, which keep it.
+    """
+    return f"""{_STATS_SQL}
+SELECT seq, id, score FROM (
+    SELECT r.seq, r.id, sum(q.idf * u.tf / (u.tf + x.nrm)) AS score
+    FROM mnemon_records r CROSS JOIN LATERAL (SELECT {norm} OFFSET 0) x
+    CROSS JOIN LATERAL unnest(r.terms, r.tfs) AS u(term, tf)
+    JOIN q ON q.term = u.term
+    WHERE {match} AND r.nsid + 0 = %(nsid)s {filters}
+    GROUP BY r.seq, r.id
+) c
+WHERE score > 0
+ORDER BY score DESC, seq
+LIMIT %(k)s
+"""
+
+
+_STATS_SQL = """
+WITH s AS MATERIALIZED (
+    SELECT docs::float8 AS n,
+           CASE WHEN total_len > 0 THEN total_len::float8 / docs ELSE 1 END AS avgdl
+    FROM mnemon_namespaces WHERE nsid = %(nsid)s
+), q AS MATERIALIZED (
+    SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+    FROM mnemon_terms t, s
+    WHERE t.term = ANY(%(terms)s) AND t.df > 0
+)"""

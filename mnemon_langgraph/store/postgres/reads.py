@@ -33,13 +33,18 @@ class Reads:
     def __init__(self, engine: PostgresEngine) -> None:
         self.engine = engine
 
-    async def known(self, ns: Namespace, ids: Sequence[str]) -> set[str]:
-        """The subset of ``ids`` already stored in ``ns``."""
-        rows = await self.engine.read(
+    async def known(self, ns: Namespace, ids: Sequence[str], conn: Any = None) -> set[str]:
+        """The subset of ``ids`` already stored in ``ns`` (on ``conn``: its transaction)."""
+        sql = (
             "SELECT DISTINCT m.message_id FROM mnemon_messages m JOIN mnemon_namespaces n "
-            "ON n.nsid = m.nsid WHERE n.namespace = %s AND m.message_id = ANY(%s)",
-            (namespace_key(ns), list(ids)),
+            "ON n.nsid = m.nsid WHERE n.namespace = %s AND m.message_id = ANY(%s)"
         )
+        params = (namespace_key(ns), list(ids))
+        if conn is not None:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        else:
+            rows = await self.engine.read(sql, params)
         return {r[0] for r in rows}
 
     async def next_position(self, ns: Namespace, session: int, conn: Any = None) -> int:

@@ -1,10 +1,12 @@
 """Writes on PostgreSQL: ingest, deletions with their audit rows, erase.
 
-An ingest takes a transaction-level advisory lock on its namespace, inserts with ``ON
-CONFLICT DO NOTHING`` (record ids and message ids are unique), and updates the namespace's
-BM25 statistics and impact postings in the same transaction. The lock makes ``seq``
-numbers of one namespace commit in order, so a watermark reader (consolidation) never skips
-a record that commits late; two hosts ingesting the same messages write them once.
+An ingest takes a transaction-level advisory lock on its namespace, decides under it which
+messages are new and where each session goes on (:mod:`mnemon_langgraph.store.settle`),
+inserts with ``ON CONFLICT DO NOTHING`` and updates the namespace's BM25 statistics and
+impact postings in the same transaction. The lock makes ``seq`` numbers of one namespace
+commit in order, so a watermark reader (consolidation) never skips a record that commits
+late; writers on any number of hosts, overlapping or not, store each message id once and
+give one session's records unique positions in commit order.
 
 An erase deletes every row of the namespace in every table but the audit trail, which is
 append-only (earlier rows stay as they were), in one transaction with its own audit row,
@@ -34,6 +36,7 @@ from mnemon_langgraph.store.postgres.impact import impact, term_counts
 from mnemon_langgraph.store.postgres.packs import Packs
 from mnemon_langgraph.store.postgres.reads import Reads
 from mnemon_langgraph.store.postgres.rows import RECORD_SQL, row_to_record
+from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import Message, Namespace, Record
 
 __all__ = ["Writes"]
@@ -74,18 +77,30 @@ class Writes:
         pack: bool,
         progress: Callable[[int, int], None] | None,
     ) -> list[Record]:
-        known = await self.reads.known(ns, [m.id for m in messages if m.id])
-        fresh = fresh_messages(messages, known)
+        """Draft the records and embed them, then decide again under the namespace's lock
+        which messages are new and where each session goes on (see
+        :mod:`~mnemon_langgraph.store.settle`)."""
+        ids = [m.id for m in messages if m.id]
+        fresh = fresh_messages(messages, await self.reads.known(ns, ids))
         if not fresh:
             return []
         first = {s: await self.reads.next_position(ns, s) for s in sessions_of(fresh)}
-        records = self.plan(fresh, ns, source, pack=pack, first_positions=first)
-        vectors = await asyncio.to_thread(self.embed, [r.text for r in records], progress)
+        drafted = self.plan(fresh, ns, source, pack=pack, first_positions=first)
+        vectors = await asyncio.to_thread(self.embed, [r.text for r in drafted], progress)
         async with self.engine.connection() as conn, conn.transaction():
             await self.engine.lock_namespace(conn, ns)
+            # READ COMMITTED: each statement from here sees every writer that held the lock
+            fresh = fresh_messages(messages, await self.reads.known(ns, ids, conn))
+            if not fresh:
+                return []
+            first = {s: await self.reads.next_position(ns, s, conn) for s in sessions_of(fresh)}
+            records = self.plan(fresh, ns, source, pack=pack, first_positions=first)
+            rows = await asyncio.to_thread(
+                reuse_vectors, records, drafted, vectors, lambda t: self.embed(t, None)
+            )
             nsid = await self.engine.nsid(conn, ns, create=True)
             assert nsid is not None
-            written, terms = await self.write(conn, nsid, records, vectors)
+            written, terms = await self.write(conn, nsid, records, rows)
         await self.packs.refresh(ns, nsid, terms)
         return written
 

@@ -54,7 +54,6 @@ from mnemon_langgraph.errors import (
 from mnemon_langgraph.integrations.basestore_items import (
     ItemAudit,
     ItemTable,
-    LoopThread,
     PostgresItems,
     SQLiteItems,
     Write,
@@ -77,6 +76,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
 )
 from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
 
 if TYPE_CHECKING:

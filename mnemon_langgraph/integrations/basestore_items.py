@@ -25,7 +25,7 @@ import json
 import sqlite3
 import threading
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,12 +42,12 @@ from mnemon_langgraph.errors import (
 )
 from mnemon_langgraph.integrations.basestore_rank import ItemRow
 from mnemon_langgraph.storage.schema import namespace_key, ns_from_key
+from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace
 
 __all__ = [
     "ItemAudit",
     "ItemTable",
-    "LoopThread",
     "PostgresItems",
     "SQLiteItems",
     "Write",
@@ -112,34 +112,6 @@ class ItemTable(Protocol):
     async def audit_log(self, namespace: Namespace | None) -> list[ItemAudit]: ...
 
     def close(self) -> None: ...
-
-
-class LoopThread:
-    """An event loop in a daemon thread, where the sync face and PostgreSQL's pool run."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and wait for it (from any other thread)."""
-        if threading.current_thread() is self.thread:
-            coro.close()
-            raise RuntimeError("a sync MnemonBaseStore method was called from its own loop")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await ``coro`` run on the loop, from any event loop (or the loop itself)."""
-        if threading.current_thread() is self.thread:
-            return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        if not self.thread.is_alive():
-            self.loop.close()
 
 
 def _blob(vectors: np.ndarray | None) -> tuple[bytes | None, int]:

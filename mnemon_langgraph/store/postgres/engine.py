@@ -51,7 +51,8 @@ def redact(url: str) -> str:
 
 
 class LoopThread:
-    """An event loop in a daemon thread: where the store's async core and its pool live."""
+    """An event loop in a daemon thread: where an async core and its pool live, and where a
+    sync face waits for it (the PostgreSQL store; the BaseStore's item tables)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -59,12 +60,16 @@ class LoopThread:
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for it (from any other thread)."""
         if threading.current_thread() is self.thread:
             coro.close()
-            raise RuntimeError("a sync PostgresStore method was called from its own loop")
+            raise RuntimeError("a sync method was called from its own event-loop thread")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` run on the loop, from any event loop (or the loop itself)."""
+        if threading.current_thread() is self.thread:
+            return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
     def stop(self) -> None:

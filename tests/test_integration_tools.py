@@ -291,6 +291,7 @@ def test_per_user_api_add_search_list_delete_export(store: MnemonStore) -> None:
         "namespace": ["nobody"],
         "records": [],
         "audit": [],
+        "items": [],
     }
 
 

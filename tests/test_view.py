@@ -474,3 +474,35 @@ def test_neighbour_settings_are_validated() -> None:
     for bad in ({"view_neighbours": -1}, {"neighbours_after": -2}):
         with pytest.raises(ConfigurationError):
             ReadSettings(**bad)
+
+
+def test_blend_with_fused_mixes_the_judges_order_with_the_pools() -> None:
+    from mnemon_langgraph.read.view import blend_with_fused
+
+    cands = [(f"r{i}", "why") for i in range(4)]  # the judge's order: r0 r1 r2 r3
+    pool_order = ["r3", "r2", "r1", "r0"]  # the searches' order: the reverse
+    assert blend_with_fused(cands, pool_order, 0.0, 60) == cands
+    assert [c[0] for c in blend_with_fused(cands, pool_order, 0.5, 60)] == ["r0", "r1", "r2", "r3"]
+    assert [c[0] for c in blend_with_fused(cands, pool_order, 2.0, 60)] == ["r3", "r2", "r1", "r0"]
+    # at weight 1, r0 and r3 tie exactly (1/60 + 1/63), as do r1 and r2: the judge's order
+    # breaks each tie
+    assert [c[0] for c in blend_with_fused(cands, pool_order, 1.0, 60)] == ["r0", "r3", "r1", "r2"]
+    # a record the pool never ranked comes last on the pool's side
+    mixed = blend_with_fused([("x", ""), ("r3", "")], ["r3"], 2.0, 1)
+    assert [c[0] for c in mixed] == ["r3", "x"]
+
+
+def test_fused_weight_reorders_the_view_and_validates() -> None:
+    import pytest
+
+    from mnemon_langgraph.errors import ConfigurationError
+
+    pool = [rec(i, session=i + 1) for i in range(6)]  # fused order r0 … r5
+    js = [j(f"r{i}", "needed", 0.5 + i / 100) for i in range(6)]  # the judge: r5 first
+    judge_only = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    assert judge_only.record_ids == ["r5", "r4", "r3", "r2", "r1", "r0"]
+    fused = ReadSettings(fused_weight=3.0)
+    v = compose_view(pool, js, needs_named=True, index={}, settings=fused)
+    assert v.record_ids == ["r0", "r1", "r2", "r3", "r4", "r5"]
+    with pytest.raises(ConfigurationError):
+        ReadSettings(fused_weight=-0.5)

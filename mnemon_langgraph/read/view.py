@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -36,6 +37,7 @@ __all__ = [
     "SHORT_ID_CHARS",
     "View",
     "ViewRecord",
+    "blend_with_fused",
     "compose_view",
     "escape_data",
     "explain",
@@ -456,6 +458,30 @@ def _candidates(
     return candidates
 
 
+def blend_with_fused(
+    candidates: Sequence[tuple[str, str]], order: Sequence[str], weight: float, k: int
+) -> list[tuple[str, str]]:
+    """``candidates`` reordered by a weighted reciprocal rank fusion with the pool's order.
+
+    Each candidate scores ``1/(k + its rank here) + weight/(k + its rank in the pool's fused
+    search order)`` (0-based ranks; a record not in ``order`` ranks last), best first; equal
+    scores keep the candidates' order. System 1's ranking separates the few records it is
+    sure of, but on a long history many candidates sit close together, and the searches'
+    own agreement then tells them apart better than the judge's small differences. The rule
+    reads both orders only, so calibration invariance holds. ``weight`` 0: unchanged.
+    """
+    if weight <= 0:
+        return list(candidates)
+    pool_rank = {rid: i for i, rid in enumerate(order)}
+    last = len(pool_rank)
+    w = Fraction(weight)  # exact sums: a tie is a tie, not a rounding accident
+
+    def fused(i: int) -> Fraction:
+        return Fraction(1, k + i) + w / (k + pool_rank.get(candidates[i][0], last))
+
+    return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: -fused(i))]
+
+
 def _with_neighbours(
     candidates: Sequence[tuple[str, str]],
     pool: Sequence[Mapping[str, Any]],
@@ -643,6 +669,8 @@ def compose_view(
     skip = stale | set(seen)
     session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
+    if judged:
+        candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
     candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)

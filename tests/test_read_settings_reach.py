@@ -96,13 +96,15 @@ def _items() -> InMemoryItemSource:
     )
 
 
-def _judge_rule(low: bool) -> Callable[..., float]:
+def _judge_rule(low: bool, by_parity: bool = False) -> Callable[..., float]:
     def answer(qid: str, question: Any, state: Any) -> float:
         local, _, suffix = qid.partition(".")
         if suffix == "stale":
             return 0.05
         if low:
             return 0.05
+        if by_parity:  # a ranking that disagrees with the searches' order
+            return 0.4 if int("0" + "".join(c for c in local if c.isdigit())) % 2 else 0.3
         if local.startswith("i"):  # an index item (local ids: r<n> records, i<n> items)
             return 0.8
         rows = {r["id"]: r for r in state["records"]}
@@ -154,11 +156,12 @@ def run_turn(
     settings: ReadSettings,
     *,
     low_judge: bool = False,
+    parity_judge: bool = False,
     planner_delay: float = 0.0,
     judge_delay: float = 0.0,
 ) -> Turn:
     source = InMemorySearchSource(_records())
-    rule = _judge_rule(low_judge)
+    rule = _judge_rule(low_judge, parity_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
 
@@ -282,6 +285,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "view_neighbours": (0, _neighbours, {}),
     "neighbours_after": (0, _neighbours, {}),
     "date_search": (False, lambda t: len(t.searches("date")), {}),
+    "fused_weight": (4.0, lambda t: [r["id"] for r in t.view["records"]], {"parity_judge": True}),
 }
 
 

@@ -164,9 +164,49 @@ def test_no_judgments_ranks_by_fused_order() -> None:
 
 
 def test_stale_records_are_left_out_even_if_needed() -> None:
+    # r1, a later session's record judged needed, holds what replaced r0
     js = [j("r0", "needed", 0.9), j("r0", "stale", 0.5), j("r1", "needed", 0.8)]
-    v = compose_view([rec(0), rec(1)], js, needs_named=True, index={}, settings=S)
+    v = compose_view([rec(0), rec(1, session=2)], js, needs_named=True, index={}, settings=S)
     assert v.record_ids == ["r1"]
+    assert "takes its place" in v.trace["placement"]["r0"]
+
+
+def test_a_stale_record_nothing_later_replaces_stays_in_the_view() -> None:
+    """'No longer current' removes a record only when the View can show its replacement."""
+    later_unneeded = dict(rec(2, session=3), date="2023-06-01T10:00:00")
+    pool = [rec(0, session=2), rec(1, session=1), later_unneeded]
+    js = [j("r0", "needed", 0.9), j("r0", "stale", 0.8)]  # r0 is the newest needed record
+    js += [j("r1", "needed", 0.7), j("r2", "needed", 0.3)]  # r1 earlier; r2 later, not needed
+    v = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    assert v.record_ids[:2] == ["r0", "r1"]
+    assert "in the View" in v.trace["placement"]["r0"]
+    assert "kept among the candidates: no later pooled record" in v.trace["placement"]["r0"]
+    assert "no longer current" not in v.trace["placement"]["r0"]  # not a staleness miss
+    # a later record that is stale itself, or judged needed once and then not, replaces nothing
+    js2 = [*js, j("r2", "stale", 0.9), j("r2", "needed", 0.95)]
+    assert "r0" in compose_view(pool, js2, needs_named=True, index={}, settings=S).record_ids
+    js3 = [*js, j("r2", "needed", 0.95), j("r2", "needed", 0.1)]
+    assert "r0" in compose_view(pool, js3, needs_named=True, index={}, settings=S).record_ids
+    # ... and a later record satisfying a need does
+    js4 = [*js, j("r2", "satisfies", 0.6, need=0)]
+    v4 = compose_view(pool, js4, needs_named=True, index={}, settings=S)
+    assert "r0" not in v4.record_ids and "r2" in v4.record_ids
+
+
+def test_replaced_stale_orders_by_date_then_session_then_position() -> None:
+    from mnemon_langgraph.read.view import replaced_stale
+
+    pool = [
+        dict(rec(0, session=1), position=4),
+        dict(rec(1, session=1), position=5),  # same day and session, one turn later
+        dict(rec(2, session=9), date="2023-01-01T00:00:00"),  # higher session, earlier date
+    ]
+    needed = [j("r1", "needed", 0.9)]
+    assert replaced_stale(pool, needed, {"r0"}) == {"r0"}
+    assert replaced_stale(pool, needed, {"r1"}) == set()  # r1 is stale itself
+    assert replaced_stale(pool, [j("r0", "needed", 0.9)], {"r1", "r2"}) == {"r2"}
+    assert replaced_stale(pool, [j("r2", "needed", 0.9)], {"r0"}) == set()
+    assert replaced_stale(pool, [], {"r0", "r1"}) == set()
 
 
 def test_record_budget_caps_count_and_characters() -> None:
@@ -220,7 +260,10 @@ def test_empty_pool_gives_empty_view_with_reason() -> None:
 
 
 def test_explain_in_and_out_of_the_view() -> None:
-    pool = [dict(rec(0), found=[[0, 2], [1, 0]], round=1), dict(rec(1), found=[[0, 5]], round=2)]
+    pool = [
+        dict(rec(0, session=2), found=[[0, 2], [1, 0]], round=1),  # later: r1's replacement
+        dict(rec(1), found=[[0, 5]], round=2),
+    ]
     js = [j("r0", "needed", 0.9), j("r1", "needed", 0.2), j("r1", "stale", 0.8)]
     trace = {
         "searches": [
@@ -419,7 +462,8 @@ def test_neighbours_never_bring_back_stale_or_other_session_records() -> None:
     assert "no longer current" in v.trace["placement"]["r0"]
     no_position = [rec(i) for i in range(4)]  # records without a position have no neighbours
     v2 = compose_view(no_position, js, needs_named=True, index={}, settings=cfg)
-    assert v2.record_ids == ["r1", "r3", "r2"]
+    # ... and no order within their day: nothing is later than r0, so it stays, at its rank
+    assert v2.record_ids == ["r1", "r3", "r0"]
 
 
 def test_neighbour_settings_are_validated() -> None:
@@ -430,3 +474,35 @@ def test_neighbour_settings_are_validated() -> None:
     for bad in ({"view_neighbours": -1}, {"neighbours_after": -2}):
         with pytest.raises(ConfigurationError):
             ReadSettings(**bad)
+
+
+def test_blend_with_fused_mixes_the_judges_order_with_the_pools() -> None:
+    from mnemon_langgraph.read.view import blend_with_fused
+
+    cands = [(f"r{i}", "why") for i in range(4)]  # the judge's order: r0 r1 r2 r3
+    pool_order = ["r3", "r2", "r1", "r0"]  # the searches' order: the reverse
+    assert blend_with_fused(cands, pool_order, 0.0, 60) == cands
+    assert [c[0] for c in blend_with_fused(cands, pool_order, 0.5, 60)] == ["r0", "r1", "r2", "r3"]
+    assert [c[0] for c in blend_with_fused(cands, pool_order, 2.0, 60)] == ["r3", "r2", "r1", "r0"]
+    # at weight 1, r0 and r3 tie exactly (1/60 + 1/63), as do r1 and r2: the judge's order
+    # breaks each tie
+    assert [c[0] for c in blend_with_fused(cands, pool_order, 1.0, 60)] == ["r0", "r3", "r1", "r2"]
+    # a record the pool never ranked comes last on the pool's side
+    mixed = blend_with_fused([("x", ""), ("r3", "")], ["r3"], 2.0, 1)
+    assert [c[0] for c in mixed] == ["r3", "x"]
+
+
+def test_fused_weight_reorders_the_view_and_validates() -> None:
+    import pytest
+
+    from mnemon_langgraph.errors import ConfigurationError
+
+    pool = [rec(i, session=i + 1) for i in range(6)]  # fused order r0 … r5
+    js = [j(f"r{i}", "needed", 0.5 + i / 100) for i in range(6)]  # the judge: r5 first
+    judge_only = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    assert judge_only.record_ids == ["r5", "r4", "r3", "r2", "r1", "r0"]
+    fused = ReadSettings(fused_weight=3.0)
+    v = compose_view(pool, js, needs_named=True, index={}, settings=fused)
+    assert v.record_ids == ["r0", "r1", "r2", "r3", "r4", "r5"]
+    with pytest.raises(ConfigurationError):
+        ReadSettings(fused_weight=-0.5)

@@ -91,6 +91,10 @@ class ReadSettings:
             answered by a record that shares few of its words, and without the date's
             records in the pool the judge's date cue has nothing to lift. ``False``
             turns it off.
+        fused_weight: The View's candidates are reordered by a weighted reciprocal rank
+            fusion of System 1's ranking (weight 1) and the pool's fused search order
+            (this weight), with the pool's ``rrf_k`` (``view.blend_with_fused``). 0 (the
+            default): System 1's ranking alone.
     """
 
     max_needs: int = 3
@@ -120,6 +124,7 @@ class ReadSettings:
     view_neighbours: int = 2
     neighbours_after: int = 3
     date_search: bool = True
+    fused_weight: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -143,6 +148,7 @@ class ReadSettings:
                 "follow_positives",
                 "view_neighbours",
                 "neighbours_after",
+                "fused_weight",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -5,7 +5,8 @@ the timelines and value histories System 1 judged needed — each block within i
 share of the character budget. Records follow: those judged needed, then (when the
 planner named a need) the rest in System 1's ranking, up to the View's budget (12,000
 characters by default; a record cap only when ``view_records`` sets one), trimmed from
-the end to make room for the index. Records judged no longer current are left out. With
+the end to make room for the index. Records judged no longer current are left out when
+a later record judged needed or satisfying a need replaces them (:func:`replaced_stale`). With
 no judgments at all (System 1 failed), the records are ranked by fused search order. The
 pooled neighbours of the best records (same
 session, just before and after) move up behind the first few records: an answer often
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -35,9 +37,11 @@ __all__ = [
     "SHORT_ID_CHARS",
     "View",
     "ViewRecord",
+    "blend_with_fused",
     "compose_view",
     "escape_data",
     "explain",
+    "replaced_stale",
     "seen_in_recent",
     "short_ids",
 ]
@@ -262,6 +266,57 @@ _BY_RANKING = (
 )
 _NEIGHBOUR = "neighbour of one of the View's best records, same session"
 _SEEN = "left out: all its messages are among the recent messages the agent already sees"
+_STALE = (
+    "left out: judged no longer current (p >= 1/2 on 'stale'), and a later pooled record "
+    "judged needed or satisfying a need takes its place"
+)
+_STALE_KEPT = (
+    "p >= 1/2 on 'stale', yet kept among the candidates: no later pooled record judged "
+    "needed or satisfying a need replaces it"
+)
+
+
+def _when(rec: Mapping[str, Any]) -> tuple[str, int, int]:
+    """Where a record sits in time: (date, session, position); unknown parts sort first."""
+    position = rec.get("position")
+    pos = position if isinstance(position, int) and not isinstance(position, bool) else -1
+    return str(rec.get("date") or ""), int(rec.get("session") or 0), pos
+
+
+def replaced_stale(
+    pool: Sequence[Mapping[str, Any]], judged: Sequence[Judgment], stale: set[str]
+) -> set[str]:
+    """The records of ``stale`` the View leaves out: those a later record replaces.
+
+    System 1's "no longer current" says that something later changed what a record says,
+    not which record; the replacement may be one no search pooled, or one the judge rated
+    irrelevant. Leaving the record out then removes what the View knows and shows nothing
+    in its place. So a record judged stale is left out only when the pool holds a record
+    **later** than it (date, then session, then position) that is itself not stale and is
+    judged needed or satisfying a need (``p >= 1/2``, the latest judgment of each): the
+    View then holds the current value (or the agent already sees it, for a record of the
+    recent messages). The rule reads ``p >= 1/2`` only, so calibration invariance holds.
+
+    Args:
+        pool: Pooled records (``id``, ``date``, ``session``, ``position``).
+        judged: The turn's judgments of pooled records.
+        stale: Records judged no longer current.
+
+    Returns:
+        The ids of ``stale`` to leave out.
+    """
+    latest: dict[tuple[str, str, int | None], float] = {}
+    for j in judged:
+        if j.proposition in ("needed", "satisfies"):
+            latest[(j.target_id, j.proposition, j.need_index)] = j.p
+    wanted = {key[0] for key, p in latest.items() if is_yes(p)} - stale
+    when = {r["id"]: _when(r) for r in pool}
+    replacing = [when[rid] for rid in wanted if rid in when]
+    if not replacing:
+        return set()
+    newest = max(replacing)
+    return {rid for rid in stale if rid in when and when[rid] < newest}
+
 
 _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _MIN_PIECE_MATCH = 80
@@ -401,6 +456,30 @@ def _candidates(
     candidates.extend((rid, _BY_RANKING) for rid in rest)
     candidates.extend((rid, "fused order (System 1 gave no judgment)") for rid in unjudged)
     return candidates
+
+
+def blend_with_fused(
+    candidates: Sequence[tuple[str, str]], order: Sequence[str], weight: float, k: int
+) -> list[tuple[str, str]]:
+    """``candidates`` reordered by a weighted reciprocal rank fusion with the pool's order.
+
+    Each candidate scores ``1/(k + its rank here) + weight/(k + its rank in the pool's fused
+    search order)`` (0-based ranks; a record not in ``order`` ranks last), best first; equal
+    scores keep the candidates' order. System 1's ranking separates the few records it is
+    sure of, but on a long history many candidates sit close together, and the searches'
+    own agreement then tells them apart better than the judge's small differences. The rule
+    reads both orders only, so calibration invariance holds. ``weight`` 0: unchanged.
+    """
+    if weight <= 0:
+        return list(candidates)
+    pool_rank = {rid: i for i, rid in enumerate(order)}
+    last = len(pool_rank)
+    w = Fraction(weight)  # exact sums: a tie is a tie, not a rounding accident
+
+    def fused(i: int) -> Fraction:
+        return Fraction(1, k + i) + w / (k + pool_rank.get(candidates[i][0], last))
+
+    return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: -fused(i))]
 
 
 def _with_neighbours(
@@ -582,19 +661,24 @@ def compose_view(
     by_id = {r["id"]: r for r in pool}
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
-    stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    placement = {rid: "left out: judged no longer current (p >= 1/2 on 'stale')" for rid in stale}
+    judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
+    stale = replaced_stale(pool, judged, judged_stale) if judged_stale else set()
+    placement = {rid: _STALE for rid in stale}
     for rid in seen:
         placement.setdefault(rid, _SEEN)
     skip = stale | set(seen)
     session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
+    if judged:
+        candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
     candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
     chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement)
     for rid in order:
         placement.setdefault(rid, "left out")
+    for rid in judged_stale - stale:
+        placement[rid] = f"{placement[rid]} ({_STALE_KEPT})"
 
     taken = {vr.id: vr for vr in chosen}
     position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}

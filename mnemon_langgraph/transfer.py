@@ -10,7 +10,9 @@ of either backend. The format is described in ``docs/transfer.md``; in short:
   role, speaker, text, and the id, session, date, position and source of the record that
   holds it. A message longer than a record is stored in pieces: one line per piece, same
   id, ``part`` 0, 1, …;
-* then one line per consolidated index item (``"type": "item"``) with its record links.
+* then one line per consolidated index item (``"type": "item"``) with its record links;
+* then one line per key-value item a :class:`~mnemon_langgraph.integrations.MnemonBaseStore`
+  keeps in the namespace (``"type": "kv"``: key, value, searchable fields, times).
 
 Everything goes through the public store API (``records``, ``ingest``,
 ``known_message_ids``, ``get_records``) and the store's item store, ``store.item_store()``
@@ -79,6 +81,7 @@ _ITEM_KEYS = (
     "type", "namespace", "id", "kind", "text", "record_ids", "topic", "subject",
     "attribute", "value", "date", "contradicts",
 )  # fmt: skip
+_KV_KEYS = ("type", "namespace", "key", "value", "index", "created_at", "updated_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,7 @@ class ImportResult:
         positions_renumbered: Records whose position in their session differs from the
             file's (the file had gaps, or the session already held records).
         record_ids: Ids of the records written, in order.
+        kv_items_written: Key-value items (a ``MnemonBaseStore``'s) written or replaced.
     """
 
     namespace: Namespace
@@ -114,6 +118,7 @@ class ImportResult:
     items_written: int
     positions_renumbered: int
     record_ids: tuple[str, ...] = field(default=())
+    kv_items_written: int = 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -141,6 +146,8 @@ def export_lines(store: Any, namespace: str | Sequence[str]) -> list[str]:
     parts: dict[str, int] = {}  # a long message's pieces are numbered across its records
     body = [_dumps(line) for r in records for line in _message_lines(r, parts)]
     body += [_dumps(_item_line(item)) for item in items]
+    kv = _kv_rows(store, ns)
+    body += [_dumps({"type": "kv", **row}) for row in kv]
     header = {
         "format": FORMAT,
         "version": VERSION,
@@ -148,8 +155,9 @@ def export_lines(store: Any, namespace: str | Sequence[str]) -> list[str]:
         "record_chars": int(store.record_chars),
         "records": len(records),
         "messages": len({mid for r in records for mid in r.message_ids}),
-        "lines": len(body) - len(items),
+        "lines": len(body) - len(items) - len(kv),
         "items": len(items),
+        "kv_items": len(kv),
         "consolidated_through": consolidated,
     }
     return [_dumps(header), *body]
@@ -212,6 +220,16 @@ def _items_of(store: Any, ns: Namespace) -> tuple[list[IndexItem], int]:
         return list(items.all_items(ns)), int(items.watermark(ns))
     finally:
         items.close()
+
+
+def _kv_rows(store: Any, ns: Namespace) -> list[dict[str, Any]]:
+    """The namespace's key-value items (``MnemonBaseStore.export_items``), by key."""
+    from mnemon_langgraph.integrations.basestore import MnemonBaseStore
+
+    if any("." in label for label in ns):
+        return []  # a BaseStore cannot name such a namespace, so it holds no items there
+    with MnemonBaseStore(store) as base:
+        return base.export_items(ns)
 
 
 def _item_store(store: Any) -> Any:
@@ -307,6 +325,7 @@ class ParsedExport:
     records: tuple[_FileRecord, ...]
     items: tuple[IndexItem, ...]
     consolidated_through: str | None
+    kv_items: tuple[dict[str, Any], ...] = ()
 
 
 def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
@@ -323,6 +342,7 @@ def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
     header: dict[str, Any] | None = None
     pieces: list[_Piece] = []
     items: list[tuple[int, IndexItem]] = []
+    kv: list[dict[str, Any]] = []
     ns: Namespace = ()
     for lineno, raw in enumerate(fp, start=1):
         data = _parse_json(raw, name, lineno)
@@ -336,10 +356,14 @@ def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
             if kind == "message":
                 pieces.append(_parse_piece(data, ns, lineno))
             elif kind == "item":
+                if kv:
+                    raise InputError("an item line after the kv lines")
                 items.append((lineno, _parse_item(data, ns)))
+            elif kind == "kv":
+                kv.append(_parse_kv(data, ns))
             else:
-                raise InputError(f"unknown line type {kind!r} (expected 'message' or 'item')")
-            if kind == "message" and items:
+                raise InputError(f"unknown line type {kind!r} (expected 'message', 'item' or 'kv')")
+            if kind == "message" and (items or kv):
                 raise InputError("a message line after the item lines")
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
@@ -347,6 +371,11 @@ def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
         raise InputError(f"{name}: empty file (no header line)")
     records = _records_of_pieces(pieces, name)
     _check_counts(header, records, pieces, items, name)
+    if header.get("kv_items", 0) != len(kv):
+        raise InputError(
+            f"{name}: truncated or edited file: kv_items {header.get('kv_items', 0)} in the "
+            f"header, {len(kv)} in the file"
+        )
     _check_items(items, records, header.get("consolidated_through"), name)
     return ParsedExport(
         namespace=ns,
@@ -354,7 +383,22 @@ def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
         records=tuple(records),
         items=tuple(item for _, item in items),
         consolidated_through=header.get("consolidated_through"),
+        kv_items=tuple(kv),
     )
+
+
+def _parse_kv(data: dict[str, Any], ns: Namespace) -> dict[str, Any]:
+    """A key-value item line, checked as the BaseStore's import checks it (no I/O)."""
+    from mnemon_langgraph.integrations.basestore import check_exported_items
+
+    _check_keys(data, _KV_KEYS)
+    _check_namespace(data, ns)
+    row = {k: v for k, v in data.items() if k != "type"}
+    try:
+        check_exported_items([row])
+    except InputError as exc:
+        raise InputError(str(exc).removeprefix("item 0: ")) from None
+    return row
 
 
 def _parse_json(raw: str, name: str, lineno: int) -> dict[str, Any]:
@@ -383,6 +427,8 @@ def _check_header(data: dict[str, Any], name: str, lineno: int) -> dict[str, Any
         data["namespace"] = list(normalize_namespace(_list(data.get("namespace"), "namespace")))
         for key in ("record_chars", "records", "messages", "lines", "items"):
             _int(data.get(key), key)
+        if "kv_items" in data:  # absent in files written before key-value items were
+            _int(data.get("kv_items"), "kv_items")
         _optional_str(data.get("consolidated_through"), "consolidated_through")
     except InputError as exc:
         raise InputError(f"{where}: header: {exc}") from None
@@ -761,6 +807,7 @@ def import_jsonl(
         messages_written += result.messages_written
         skipped += result.messages_skipped
     items_written = _import_items(store, parsed) if parsed.items else 0
+    kv_written = _import_kv(store, parsed.kv_items) if parsed.kv_items else 0
     return ImportResult(
         namespace=ns,
         records_written=len(written),
@@ -769,7 +816,16 @@ def import_jsonl(
         items_written=items_written,
         positions_renumbered=_renumbered(store, parsed, written),
         record_ids=tuple(written),
+        kv_items_written=kv_written,
     )
+
+
+def _import_kv(store: Any, rows: Sequence[dict[str, Any]]) -> int:
+    """Write the file's key-value items (same namespace and key: replaced, so idempotent)."""
+    from mnemon_langgraph.integrations.basestore import MnemonBaseStore
+
+    with MnemonBaseStore(store) as base:
+        return base.import_items(rows)
 
 
 def _renumbered(store: Any, parsed: ParsedExport, written: Sequence[str]) -> int:

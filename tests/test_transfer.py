@@ -389,3 +389,79 @@ def test_cli_export_loads_no_model_and_matches_the_python_export(
     assert out == _export(source) and json.loads(out.splitlines()[0])["items"] > 0
     assert main(["list", "--db", str(source.path), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+# --- the BaseStore's key-value items move with the memory ------------------------------------
+
+KV_NS = ("users", "ada")
+
+
+def _kv_source(tmp_path: Path) -> MnemonStore:
+    from mnemon_langgraph import MnemonBaseStore
+
+    store = MnemonStore(tmp_path / "kv.db", fake_embeddings())
+    store.ingest(KV_NS, _messages()[:3], source="chat")
+    with MnemonBaseStore(store) as base:
+        base.put(KV_NS, "profile", {"text": "Ada prefers green tea.", "age": 31})
+        base.put(KV_NS, "secret-note", {"text": "not searchable"}, index=False)
+        base.put(("users", "bo"), "profile", {"text": "Bo's own item."})
+    return store
+
+
+def test_key_value_items_move_sqlite_to_postgres_byte_identical(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    from mnemon_langgraph import MnemonBaseStore
+
+    with _kv_source(tmp_path) as source:
+        first = _export(source, KV_NS)
+        with MnemonBaseStore(source) as base:
+            before = {k: base.get(KV_NS, k) for k in ("profile", "secret-note")}
+    rows = _table_of(first)
+    assert rows[0]["kv_items"] == 2
+    kv = [r for r in rows[1:] if r["type"] == "kv"]
+    assert [r["key"] for r in kv] == ["profile", "secret-note"]
+    assert kv[1]["index"] is False and kv[0]["value"]["age"] == 31
+    with MnemonStore(postgres_url, fake_embeddings()) as pg:
+        result = import_jsonl(pg, io.StringIO(first))
+        assert result.kv_items_written == 2
+        assert _export(pg, KV_NS) == first
+        again = import_jsonl(pg, io.StringIO(first))  # idempotent: same items, same times
+        assert again.records_written == 0
+        assert _export(pg, KV_NS) == first
+        with MnemonBaseStore(pg) as base:
+            for key, item in before.items():
+                moved = base.get(KV_NS, key)
+                assert item is not None and moved is not None
+                assert (moved.value, moved.created_at, moved.updated_at) == (
+                    item.value,
+                    item.created_at,
+                    item.updated_at,
+                )
+            assert base.get(("users", "bo"), "profile") is None  # another user's: not moved
+            assert [h.key for h in base.search(KV_NS, query="green tea", limit=1)] == ["profile"]
+
+
+@pytest.mark.parametrize("damage", ["value not an object", "bad time", "missing index"])
+def test_a_malformed_kv_line_is_refused_with_its_number_and_nothing_is_written(
+    tmp_path: Path, damage: str
+) -> None:
+    from mnemon_langgraph import MnemonBaseStore
+
+    with _kv_source(tmp_path) as source:
+        lines = _export(source, KV_NS).splitlines()
+    where = len(lines)  # the last line: the second kv item
+    row = json.loads(lines[-1])
+    if damage == "value not an object":
+        row["value"] = ["a", "list"]
+    elif damage == "bad time":
+        row["created_at"] = "last tuesday"
+    else:
+        del row["index"]
+    lines[-1] = json.dumps(row)
+    with MnemonStore(tmp_path / "t.db", fake_embeddings()) as target:
+        with pytest.raises(InputError, match=f"kv.jsonl:{where}:"):
+            import_jsonl(target, lines, name="kv.jsonl")
+        assert target.namespaces() == [] and target.count(KV_NS) == 0
+        with MnemonBaseStore(target) as base:
+            assert base.get(KV_NS, "profile") is None

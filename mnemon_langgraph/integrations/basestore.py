@@ -82,7 +82,13 @@ from mnemon_langgraph.types import Namespace, Record, check_count, normalize_nam
 if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
 
-__all__ = ["RECORD_SCAN", "ItemAudit", "MnemonBaseStore", "base_store_from_env"]
+__all__ = [
+    "RECORD_SCAN",
+    "ItemAudit",
+    "MnemonBaseStore",
+    "base_store_from_env",
+    "check_exported_items",
+]
 
 _Put = tuple[Namespace, str, Mapping[str, Any] | None, IndexSpec, tuple[datetime, datetime] | None]
 """A checked put: namespace, key, value (``None``: delete), index spec, restored times."""
@@ -470,6 +476,16 @@ def _check_value(value: Any) -> None:
             f'value["kind"] == {RECORD_KIND!r} marks conversation records in search '
             "results; give the item another kind"
         )
+
+
+def check_exported_items(rows: Iterable[Any]) -> None:
+    """Check rows as :meth:`MnemonBaseStore.import_items` would, without any store (no I/O).
+
+    Raises:
+        InputError: A malformed row (the message names its position).
+    """
+    for n, row in enumerate(rows):
+        _import_row(n, row, ("$",))
 
 
 def _import_row(n: int, row: Any, default_index: IndexSpec) -> _Put:

@@ -134,13 +134,13 @@ print(chain.invoke("Where do I live?"))
 PER_USER = """\
 from mnemon_langgraph import MnemonStore
 
-store = MnemonStore("memory.db")
 ada = ("users", "ada")
-store.add_messages(ada, [("user", "My cat is called Pixel."), ("assistant", "Cute!")])
-print(store.search("name of my pet", namespace=ada, k=3)[0].record.text)
-messages = store.list_messages(ada)  # oldest first, one per message, with its id
-store.delete_messages(ada, [messages[-1].id], reason="the user asked")  # "Cute!" only; audited
-print(store.export(ada))  # JSON: the user's records and the audit trail
+with MnemonStore("memory.db") as store:  # closed at the end of the block
+    store.add_messages(ada, [("user", "My cat is called Pixel."), ("assistant", "Cute!")])
+    print(store.search("name of my pet", namespace=ada, k=3)[0].record.text)
+    messages = store.list_messages(ada)  # oldest first, one per message, with its id
+    store.delete_messages(ada, [messages[-1].id], reason="the user asked")  # "Cute!" only
+    print(store.export(ada))  # JSON: records, audit trail, consolidated items
 """
 
 SNIPPETS = {
@@ -239,7 +239,7 @@ def test_retriever_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
 
 
 def test_per_user_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    ns = _run(PER_USER, tmp_path, monkeypatch)
+    _run(PER_USER, tmp_path, monkeypatch)
     out = capsys.readouterr().out
     first, exported = out[: out.index("\n{")], out[out.index("\n{") + 1 :]
     assert "Pixel" in first
@@ -248,7 +248,10 @@ def test_per_user_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     assert data["namespace"] == list(ADA)
     assert [r["text"] for r in data["records"]] == ["user: My cat is called Pixel."]
     assert [a["action"] for a in data["audit"]] == ["delete_messages"]
-    assert [m.text for m in ns["store"].list_messages(ADA)] == ["My cat is called Pixel."]
+    from mnemon_langgraph import MnemonStore
+
+    with MnemonStore(tmp_path / "memory.db") as store:  # the snippet closed its own
+        assert [m.text for m in store.list_messages(ADA)] == ["My cat is called Pixel."]
     assert "Cute!" not in exported
 
 
@@ -256,9 +259,12 @@ def test_snippets_in_order_tell_one_story(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     """Pasted one after another into one folder, nothing an earlier snippet wrote is lost."""
+    from mnemon_langgraph import MnemonStore
+
     for snippet in SNIPPETS.values():
-        ns = _run(snippet, tmp_path, monkeypatch)
+        _run(snippet, tmp_path, monkeypatch)
     capsys.readouterr()
-    ada = _ada(ns)
+    with MnemonStore(tmp_path / "memory.db") as store:  # the last snippet closed its own
+        ada = "\n".join(r.text for r in store.list_records(ADA))
     for said in ("I moved to Lisbon last spring.", "My cat is called Pixel.", "I play the oboe."):
         assert said in ada, said

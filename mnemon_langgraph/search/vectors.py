@@ -13,14 +13,14 @@
 * Neither approximate index deletes cheaply by id (``IndexIDMap2.remove_ids`` assumes the
   inner index renumbers, which IVF and HNSW do not), so deletions become *tombstones*
   filtered out at search time with an ``IDSelector``; once tombstones exceed a tenth of the
-  index it is rebuilt from its own stored vectors. Recall@k against exact search is measured
-  by ``mnemon bench search``.
+  index it is rebuilt from its own stored vectors. ``mnemon bench search`` reports
+  recall@k against exact search.
 * Filtered searches (dates, sessions) pass the allowed ids as an ``IDSelectorBatch``; on
   an approximate index, a small allowed set (≤ 20,000) is searched exactly over its
   reconstructed vectors, because a very selective filter loses recall there.
 
-Threads: a single query is fastest on one thread — with FAISS's OpenMP threads spinning on a
-busy 2-core machine, an exact search of 10k vectors took ~80 ms instead of ~4 ms. So the
+Threads: a single query is fastest on one thread — FAISS's OpenMP threads spinning on a busy
+2-core machine made an exact search many times slower (docs/results/log.md, "Vector index"). So the
 first :class:`VectorIndex` sets FAISS to ``$MNEMON_FAISS_THREADS`` threads (default 1; this
 is process-wide), and bulk additions (≥ 10,000 vectors, e.g. building the approximate
 index) temporarily use every core.
@@ -157,9 +157,9 @@ def ivf_nlist_for(n: int) -> int:
 def ivf_nprobe_for(nlist: int) -> int:
     """Cells probed per query: a 64th of the cells, at least 16 (all when fewer).
 
-    At 1M records (2,048 cells, 32 probed) that scans about 1.6% of the vectors. On the
-    bench's synthetic vectors 8 of 1,024 cells already gave recall@48 1.0 at 300k; the
-    margin is for real embeddings, which are less neatly clustered (README). See
+    At 1M records (2,048 cells, 32 probed) that scans a 64th of the vectors, more than the
+    bench's synthetic vectors need: the margin is for real embeddings, which are less neatly
+    clustered (docs/results/log.md, "Vector index"). See
     :data:`ANN_KIND`, and ``mnemon bench search`` for the whole trade-off per size.
     """
     return int(min(nlist, max(16, nlist // 64)))

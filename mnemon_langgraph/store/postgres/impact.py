@@ -470,9 +470,9 @@ CROSS JOIN LATERAL (
 """Every posting of the query's terms held by the records ``%(lseqs)s``: per record, an
 index-only scan of ``mnemon_postings_seq`` (``seq`` including ``term, impact``). The
 ``LATERAL`` form keeps it per record: written as one ``seq = ANY(…) AND term = ANY(…)``
-filter, the planner scanned every posting of the query's terms instead (163k index
-entries for 3,000 records, 33 ms). The term comes back as its 1-based position in
-``%(lterms)s``."""
+filter, the planner scanned every posting of the query's terms instead
+(docs/results/postgres-history.md, "Candidate postings"). The term comes back as its
+1-based position in ``%(lterms)s``."""
 
 
 def record_bounds(

@@ -2,8 +2,9 @@
 
 A batch is read from a per-namespace watermark, in ``seq`` order, and holds about
 ``batch_chars`` characters: user lines whole and the first ``assistant_chars`` characters of
-each assistant line (``Record.roles`` is parallel to the lines of ``Record.text``). About
-15% of a chat assistant's conversation's text survives, and all of a human-to-human one.
+each assistant line (``Record.roles`` is parallel to the lines of ``Record.text``). Little
+of a chat assistant's conversation's text survives, and all of a human-to-human one
+(docs/results/log.md, "Consolidation batches").
 """
 
 from __future__ import annotations

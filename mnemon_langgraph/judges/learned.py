@@ -119,7 +119,7 @@ class Calibration:
     ``p >= 1/2`` (``s >= 0``). But a p is also read *across* turns and propositions — the
     judge's pooled ROC AUC (paper §6.5) ranks every pooled record of every question by its
     P(needed), a screened-out record by its *screen* p — and there the plain ``σ(s)`` is
-    miscalibrated in two measured ways (LoCoMo dev; docs/results/log.md, "The judge's p is
+    miscalibrated in three ways on LoCoMo dev (docs/results/log.md, "The judge's p is
     calibrated"):
 
     * **How much a score says grows with the question's words.** The lexical evidence is
@@ -128,16 +128,15 @@ class Calibration:
       on a two-word one. ``k = (n / pivot_terms) ** exponent`` (``n``: distinct content
       words of the latest message, at least 1; ``exponent`` 1/2 is that square root) keeps
       a question of ``pivot_terms`` words (the median) at ``σ(s)``.
-    * **A screen "no" is evidence too.** Records the screen rejects were needed 3× less
-      often than needed-judged records of the same score (0.43% against 1.28% at
-      ``s ∈ [−2, −1)``), so a negative *screen* score is moved down by ``screen_no_shift``
+    * **A screen "no" is evidence too.** Records the screen rejects were needed less
+      often than needed-judged records of the same score, so a negative *screen* score is
+      moved down by ``screen_no_shift``
       (``t(s) = s − shift`` for ``s < 0``, else ``s``).
     * **A "no" says less when the reply needs every instance.** For a need of kind ``ALL``
       (a list, a count) the instances rarely repeat the question's words ("what activities
       …" is answered by "we went camping"), so a low score is weaker evidence that a record
       is not needed; such a turn's negative scores are multiplied by ``all_no_scale``
-      (after the screen shift). On the dev run's pooled records the ``ALL`` turns held 14%
-      of the rows and 24% of the gold records.
+      (after the screen shift).
 
     Within a turn ``k`` is one positive constant (every call of a turn judges the same
     latest message and needs) and ``t`` is strictly increasing with ``t(0) = 0``, so each p stays a
@@ -329,7 +328,7 @@ def intercept_for_rate(scores: np.ndarray, rate: float) -> float:
     """The intercept ``b`` with which a share ``rate`` of ``scores + b`` is above 0.
 
     Keeps a learned order at the operating point the read path's rules were written for
-    (the hand formula's share of *yes*, measured on the same training rows).
+    (the hand formula's share of *yes*, computed on the same training rows).
     """
     rate = min(max(rate, 0.0), 1.0)
     if rate <= 0.0:

@@ -1,7 +1,7 @@
 """The local judge: an offline System 1 from embedding, lexical and structural evidence.
 
 :class:`LocalDecisionModel` answers the read path's propositions with no key and no
-network, from the state every backend receives. Its quality is measured like any judge's
+network, from the state every backend receives. Its quality is evaluated like any judge's
 (ROC AUC of P(needed) for gold evidence, paper §6.5).
 
 For every (record or item, proposition) it computes the offline features of

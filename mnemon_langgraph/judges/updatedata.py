@@ -5,7 +5,7 @@ the earlier one *no longer current*. The pairs (``judges/data/update_pairs_gener
 provenance in ``judges/data/README.md``) are grouped by family (a kind of change or of hard
 negative). The split is decided by :func:`split_of` alone: within each family, pairs are
 ordered by the SHA-256 of their text and alternate between ``"writing"`` (rules and models
-may look at these) and ``"frozen"`` (measured only). The file records each pair's split so
+may look at these) and ``"frozen"`` (evaluation only). The file records each pair's split so
 that a test can prove the rule still gives it.
 """
 

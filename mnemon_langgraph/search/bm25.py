@@ -1,11 +1,11 @@
 """Incremental BM25 over records: numpy postings, lazy scoring, no pickle.
 
-Why not ``bm25s`` or ``rank-bm25`` directly? Measured here (top-48, 2 cores), ``bm25s`` ranks
-identically to ``rank-bm25`` on the same tokens and is much faster (0.11 ms vs 0.49 ms at
-LoCoMo size, 4.7 ms vs 118 ms at 100k records), but it precomputes every token's score with
+Why not ``bm25s`` or ``rank-bm25`` directly? ``bm25s`` ranks identically to ``rank-bm25`` on
+the same tokens and is much faster (docs/results/log.md, "BM25 index and tokenizer"), but it
+precomputes every token's score with
 the IDF baked in, so one new record means re-indexing everything — and the write path adds
 records one message at a time. ``rank-bm25`` keeps Python dicts per document and is far too
-slow at 1M (1.2 s a query). So this module keeps its own inverted index and scores lazily:
+slow at 1M records. So this module keeps its own inverted index and scores lazily:
 
 * **Postings**: a main segment in CSR form (per term: document positions and term
   frequencies, numpy arrays) plus a small in-memory *tail* of postings for documents added
@@ -28,7 +28,7 @@ slow at 1M (1.2 s a query). So this module keeps its own inverted index and scor
   the ``k``-th score are dropped. The survivors are then scored again in one fixed term
   order, so scores and ties do not depend on which terms were pruned. Exact: the ranking
   equals scoring every posting (``prune=False``; the tests compare both on many queries).
-  Measured with ``mnemon bench search --corpus`` (README).
+  ``mnemon bench search --corpus`` times both (README).
 * **Formula**: the Lucene BM25 variant that ``bm25s`` uses by default (``k1 = 1.5``,
   ``b = 0.75``)::
 
@@ -667,14 +667,12 @@ partial scores are float32 sums in another order than the final one (about 1e-7 
 
 _CHECK_POSTINGS = 32_768
 """MaxScore raises its threshold (:meth:`BM25Index._full_kth`) before a term with at least
-this many postings. Measured on 1M real passages (100 held-out passages as queries, top
-100, CPU time on a loaded machine): before terms of 2,000 / 8,192 / 32,768 / 65,536 postings
-the median search took 7.3 / 6.3 / 4.6 / 5.7 ms against 6.6–7.3 ms reading every posting
-(postings read 202k → 91k / 91k / 95k / 143k): each raise scores a few hundred documents in
-full, which only pays before a long posting list. Smaller indexes never reach it."""
+this many postings: each raise scores a few hundred documents in full, which only pays
+before a long posting list (the fastest of the sizes tried on 1M real passages:
+docs/results/log.md, "BM25 index and tokenizer"). Smaller indexes never reach it."""
 _LOOKUP_COST = 4
 """A binary search for one candidate costs about as much as reading this many postings
-(4, 8 and 16 measured within 0.2 ms of each other at 1M; 4 reads the fewest)."""
+(4, 8 and 16 were about as fast at 1M and 4 reads the fewest: docs/results/log.md)."""
 _THETA_SAMPLE = 2
 """How many candidates, per result wanted, are scored in full to raise the threshold."""
 

@@ -14,12 +14,11 @@ mixed with the other's):
   disk — every ``MatMul`` still runs in float32 after a ``Cast``. This variant is the same
   model genuinely quantized with ONNX Runtime's ``quantize_dynamic`` (int8 weights per
   output channel, activations quantized on the fly, ``MatMulInteger``) except the six
-  feed-forward output projections (:func:`_ffn_down_nodes`): with one text per call, about
-  1.8× the legacy variant's texts per CPU-second, cosine 0.996 on average to it on LoCoMo
-  turns, LoCoMo dev all-evidence 80.5% against 80.7%. It is
-  made once, at first use, from the installed file (constant-folded, then quantized: ~15 s)
-  into :func:`model_cache_dir` — deterministic, so every machine derives the same bytes —
-  instead of shipping a second 23 MB file with the package.
+  feed-forward output projections (:func:`_ffn_down_nodes`): more texts per CPU-second than
+  the legacy variant at nearly its retrieval quality (docs/results/log.md, "Embedding
+  model"). It is made once, at first use, from the installed file (constant-folded, then
+  quantized: ~15 s) into :func:`model_cache_dir` — deterministic, so every machine derives the same
+  bytes — instead of shipping a second 23 MB file with the package.
 * :data:`LEGACY_MODEL_NAME` (``…-onnx-int8``): the shipped file as it is. Journals written
   before the quantized variant existed keep using it (:func:`default_embeddings` picks the
   variant a journal records).
@@ -160,9 +159,8 @@ def _ffn_down_nodes(model: Path) -> list[str]:
     """Names of the MatMuls projecting the feed-forward layer back (1536 → 384).
 
     Their input (after GELU) has the widest activation range of the model, so quantizing it
-    per call costs the most accuracy: with them quantized too, LoCoMo dev all-evidence fell
-    0.8 points (80.7% → 79.9%); left in float32 it is 80.5%, at ~1.8× instead of ~2.7× the
-    legacy variant's texts per CPU-second.
+    per call costs the most accuracy, so they stay in float32, at some cost in speed
+    (docs/results/log.md, "Embedding model").
     """
     import onnx
 
@@ -194,7 +192,7 @@ def _session(path: Path, threads: int) -> onnxruntime.InferenceSession:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # No busy-waiting between ops: on a shared 2-core machine spinning threads only
-    # steal time from the other work (measured: same throughput, less CPU).
+    # steal time from the other work (same throughput, less CPU: docs/results/log.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(
@@ -212,16 +210,15 @@ class MiniLMEmbeddings(Embeddings):
     GIL while they compute).
 
     Several texts (records being ingested) are embedded ``workers`` calls at a time, each
-    call still one text (one batch) on one core: a one-text call with two intra-op threads
-    kept ~1.6 of 2 cores busy, doing ~20% less per CPU-second (the small per-op work does
-    not split well), while two whole calls side by side kept 1.95 busy (``mnemon bench
-    ingest``: 186 → 293 messages/s on LoCoMo dev). Those calls run on a second
+    call still one text (one batch) on one core: two whole calls side by side keep the cores
+    busier than one call with two intra-op threads, whose small per-op work does not split
+    well (docs/results/log.md, "Embedding model"). Those calls run on a second
     session with one intra-op thread, so that each core runs one call without the threads
     of two calls contending; a lone text (a query) keeps the first session and its
     ``intra_op_threads``, the lowest latency for one call. A call's vectors do not depend on
     the session's thread count or on the calls running beside it: they are bit-identical
-    to one-at-a-time embedding (measured on LoCoMo dev's 870 records, max difference 0;
-    ``tests/test_embeddings.py`` checks it). No thread outlives the call that started it.
+    to one-at-a-time embedding (``tests/test_embeddings.py`` checks it). No thread outlives
+    the call that started it.
 
     Args:
         max_tokens: Tokens per text, including ``[CLS]``/``[SEP]`` (the model's limit is 256);

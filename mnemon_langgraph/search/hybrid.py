@@ -426,8 +426,8 @@ class NamespaceIndex:
         The journal's audit rows name every deleted record id (they are the tombstones), so
         an index already in memory only has to mask those records: BM25 drops their
         postings from scoring, FAISS filters them (flat: ``remove_ids``; IVF / HNSW: tombstones
-        passed as an ``IDSelector``). At 1M records this replaces a rebuild of minutes
-        (issue 15). Records written in the same transactions (the survivors of
+        passed as an ``IDSelector``). At 1M records this replaces a rebuild of minutes.
+        Records written in the same transactions (the survivors of
         ``delete_messages``) have higher seqs and are caught up as usual.
 
         Returns:

@@ -13,14 +13,14 @@
 * Neither approximate index deletes cheaply by id (``IndexIDMap2.remove_ids`` assumes the
   inner index renumbers, which IVF and HNSW do not), so deletions become *tombstones*
   filtered out at search time with an ``IDSelector``; once tombstones exceed a tenth of the
-  index it is rebuilt from its own stored vectors. Recall@k against exact search is measured
-  by ``mnemon bench search``.
+  index it is rebuilt from its own stored vectors. ``mnemon bench search`` reports
+  recall@k against exact search.
 * Filtered searches (dates, sessions) pass the allowed ids as an ``IDSelectorBatch``; on
   an approximate index, a small allowed set (≤ 20,000) is searched exactly over its
   reconstructed vectors, because a very selective filter loses recall there.
 
-Threads: a single query is fastest on one thread — with FAISS's OpenMP threads spinning on a
-busy 2-core machine, an exact search of 10k vectors took ~80 ms instead of ~4 ms. So the
+Threads: a single query is fastest on one thread — FAISS's OpenMP threads spinning on a busy
+2-core machine made an exact search many times slower (docs/results/log.md, "Vector index"). So the
 first :class:`VectorIndex` sets FAISS to ``$MNEMON_FAISS_THREADS`` threads (default 1; this
 is process-wide), and bulk additions (≥ 10,000 vectors, e.g. building the approximate
 index) temporarily use every core.
@@ -96,13 +96,10 @@ def _bulk_threads(faiss: Any, n: int) -> Iterator[None]:
 EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((200_000, 128), (500_000, 256))
 """``(live vectors up to, efSearch)``; larger indexes use :data:`EF_SEARCH_LARGE`.
 
-First chosen on ``mnemon bench search``'s synthetic topic vectors (M=32, efConstruction=64:
-efSearch 128 gave 0.9996 at 100k but 0.91 at 1M); checked on **real** MiniLM vectors
-(``docs/results/ann-real-text.md``): at 1M, recall@48 against exact search for held-out
-passages is 0.982 / 0.992 / 0.995 at efSearch 128 / 256 / 512 (0.6 / 1.0 / 2.0 ms), so 512
-past 500k keeps a margin above 0.98 for questions like the records, and buys the most for
-questions unlike them (0.82 → 0.93 for chat questions over a small chat among a million
-unrelated passages). The dense part grows far slower than the index.
+First chosen on ``mnemon bench search``'s synthetic topic vectors, then checked on **real**
+MiniLM vectors: at 1M, efSearch 512 past 500k keeps recall@48 for questions like the records
+above 0.98 with a margin, and buys the most for questions unlike them
+(``docs/results/ann-real-text.md``). The dense part grows far slower than the index.
 """
 
 EF_SEARCH_LARGE = 512
@@ -119,17 +116,13 @@ def ef_search_for(live: int) -> int:
 ANN_KIND = "hnsw"
 """Approximate index built for new indexes past the threshold: ``hnsw`` (default) or ``ivf``.
 
-Chosen on **real** MiniLM vectors (``docs/results/ann-real-text.md``, 60,000 sentences of
-installed packages' docstrings; recall@48 against exact search): held-out sentences of the
-same corpus as queries got 0.986 / 0.996 / 0.999 from HNSW (M=32, efConstruction 64) at
-efSearch 128 / 256 / 512 (0.38 / 0.67 / 1.17 ms), but only 0.81 / 0.89 / 0.95 from IVF-Flat
-(512 cells) at 16 / 32 / 64 probes (0.33 / 0.50 / 0.73 ms); LoCoMo questions asked of that
-corpus (queries unlike the records) 0.77 / 0.88 / 0.94 against 0.53 / 0.64 / 0.75. The
-synthetic vectors of ``mnemon bench search`` say the opposite (IVF 1.0 at 1M with 32 probes,
-HNSW 0.95 at efSearch 512), because they are isotropic noise around well-separated topics
-that k-means cells capture exactly; real sentence vectors are not, so the synthetic figure
-is not the one to choose by. HNSW's weak spot stays its 1M build (about 10 minutes on 2
-cores, off the write path).
+Chosen on **real** MiniLM vectors, where HNSW's recall@48 against exact search is well above
+IVF-Flat's at a similar query time, both for queries like the records and unlike them
+(``docs/results/ann-real-text.md``). The synthetic vectors of ``mnemon bench search`` say the
+opposite, because k-means cells capture their well-separated topics exactly; real sentence
+vectors are not like that, so the synthetic figure is not the one to choose by
+(docs/results/log.md, "Vector index"). HNSW's weak spot stays its slow 1M build, off the
+write path.
 """
 
 IVF_MAX_NLIST = 4096
@@ -157,9 +150,9 @@ def ivf_nlist_for(n: int) -> int:
 def ivf_nprobe_for(nlist: int) -> int:
     """Cells probed per query: a 64th of the cells, at least 16 (all when fewer).
 
-    At 1M records (2,048 cells, 32 probed) that scans about 1.6% of the vectors. On the
-    bench's synthetic vectors 8 of 1,024 cells already gave recall@48 1.0 at 300k; the
-    margin is for real embeddings, which are less neatly clustered (README). See
+    At 1M records (2,048 cells, 32 probed) that scans a 64th of the vectors, more than the
+    bench's synthetic vectors need: the margin is for real embeddings, which are less neatly
+    clustered (docs/results/log.md, "Vector index"). See
     :data:`ANN_KIND`, and ``mnemon bench search`` for the whole trade-off per size.
     """
     return int(min(nlist, max(16, nlist // 64)))

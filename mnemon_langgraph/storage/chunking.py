@@ -56,9 +56,8 @@ DEFAULT_MAX_CHARS = 600
 
 A store takes another (``MnemonStore(..., record_chars=N)``, :func:`check_record_chars`):
 smaller records let a small View hold more separate excerpts, larger ones keep more of an
-exchange together; on LoCoMo dev, 300-character records gained 3.5 points of all-evidence
-at a 2,000-character View and lost 1.9 at 12,000 (docs/results/log.md), so 600 stays the
-default for the default budget."""
+exchange together; on LoCoMo dev smaller records helped a small View and hurt a large one
+(docs/results/log.md), so 600 stays the default for the default budget."""
 
 RECORD_CHARS_RANGE = (120, 4_000)
 """Record sizes a store accepts: below 120 a line with a 100-character speaker name has
@@ -70,7 +69,7 @@ DEFAULT_MAX_MESSAGE_CHARS = MAX_MESSAGE_CHARS
 
 Every record line repeats its speaker (at most ``MAX_SPEAKER_CHARS`` = 100 characters) and
 a piece is at least ~500 characters of text, so the records of one message cost at most
-about 1.4 times its text (measured: 1.41 for a 100k message of a 100-character speaker):
+about 1.4 times its text (docs/results/log.md, "Records and the journal"):
 one message cannot amplify into many times its size."""
 
 _MIN_PIECE = 40  # a speaker name never squeezes a piece budget below this

@@ -46,7 +46,7 @@ __all__ = ["PRESENT_IDS_SQL", "Deletions", "ReplaceSurvivors"]
 PRESENT_IDS_SQL = "SELECT id FROM records WHERE id IN ({marks}) AND +namespace = ? ORDER BY seq"
 """Which of the ids to delete a namespace holds. ``+namespace`` keeps the namespace index out
 of the plan: one primary-key lookup per id (as ``Journal.get_records``), not a namespace scan —
-a deletion of 20 records cost a scan of every record of the namespace before (issue 15)."""
+without it a deletion of a few records scanned every record of the namespace."""
 
 ReplaceSurvivors = Callable[
     [list[Message], Mapping[int, int]], tuple[Sequence[Record], np.ndarray | None]

@@ -85,8 +85,8 @@ from mnemon_langgraph.types import (
 __all__ = ["SCHEMA_VERSION", "AuditEntry", "Journal", "namespace_key", "record_lines"]
 
 # The page fetch of every search. Without the unary ``+`` SQLite plans ``namespace = ?`` through
-# records_ns_seq / records_ns_session and scans the whole namespace (114 ms of a 118 ms search
-# at 100k records, issue 15); ``+namespace`` keeps that term out of index selection, so the
+# records_ns_seq / records_ns_session and scans the whole namespace (most of a search at 100k
+# records: docs/results/log.md); ``+namespace`` keeps that term out of index selection, so the
 # plan is one primary-key lookup per id and the namespace is only checked on the rows found.
 GET_RECORDS_SQL = f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({{marks}}) AND +namespace = ?"
 

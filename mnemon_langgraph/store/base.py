@@ -100,9 +100,9 @@ def _abstract(store: object) -> NoReturn:
 _EMBED_BATCH = 64
 QUERY_VECTORS_KEPT = 256
 """Query vectors a store keeps (least recently used out). A read-path turn asks the store
-for about nine searches and 40% of them repeat a text it already embedded this turn (the
-latest message, a planned search paged again in a later round; measured on LoCoMo dev
-turns), each an embedding-model call; a user's next turn repeats few. 0 keeps none."""
+for several searches and many repeat a text it already embedded this turn (the latest
+message, a planned search paged again in a later round; docs/results/log.md), each an
+embedding-model call; a user's next turn repeats few. 0 keeps none."""
 _URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
 

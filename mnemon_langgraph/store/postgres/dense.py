@@ -36,8 +36,8 @@ def exact_dense_sql(where: str, half: bool) -> str:
 
     The re-ranked rows' ``seq`` (the tie-break) is a correlated subquery, one primary-key
     lookup per row, not a join: psycopg prepares a statement after five runs and
-    PostgreSQL's generic plan for it hash-joined the whole records table (measured at 10k
-    records, top 100 of 400: 22 ms against 8–11 ms, same rows).
+    PostgreSQL's generic plan for it hash-joined the whole records table, about twice as
+    slow (docs/results/postgres-history.md).
     """
     if where and not half:
         return (

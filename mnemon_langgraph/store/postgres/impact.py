@@ -196,9 +196,9 @@ def impact_scale(avgdl: float, ref_avgdl: float) -> float:
 
 FULL_BELOW_POSTINGS = 10_000
 """Below this many postings (sum of the query terms' ``df``) the store runs the plain full
-query over the records' GIN index, without reading impact postings. Measured (``bench
-backend``, common-word queries): with ~4k postings (10k records) the full query took 55 ms
-p50 and a pruning pass 84 ms; with ~17k (52k records) 460–550 ms against 134–154. (The
+query over the records' GIN index, without reading impact postings: below it the full query
+is the faster one (docs/results/postgres-history.md, "Figures behind the backend's
+defaults"). (The
 threshold of the MaxScore passes that impact postings replaced, kept: at 10k records of real
 passages the queries' postings are mostly below it, so the 10k search is unchanged.)"""
 
@@ -214,8 +214,7 @@ PACK_GROWTH = 16
 """A term is packed again once its postings written since the pack (read whole by every
 query holding it, :data:`DELTA_SQL`) exceed ``max(PACK_MIN, packed / PACK_GROWTH)``. The
 two costs pull apart: each posting of a common term is rewritten about ``PACK_GROWTH`` times
-over its life (measured: ~0.16 ms per ingested record at 100k records on the bulk path,
-1,634 → 1,298 messages/s without the HNSW index; a record costs ~3 ms to embed), and a
+over its life (a small share of an ingest: docs/results/postgres-history.md), and a
 query reads up to ``packed / PACK_GROWTH`` postings of such a term from the index besides
 its parts (half that on average, ~0.3 µs each)."""
 
@@ -228,12 +227,9 @@ DEEPEN_MARGIN = 0.15
 """A deeper round aims at cut bounds summing to this share of the known ``theta``. The two
 costs pull apart: a lower share reads more postings, a higher one leaves more candidates
 whose bound reaches ``theta`` to look up (~8–14 µs each, :data:`LOOKUP_SQL`) and score.
-With postings read from packs (~0.1 µs each) reading deeper is cheap: measured at 1M
-records (``bench backend``'s 40 passage and 40 common-word queries, depth 100, BM25 alone,
-two passes, quiet machine), p50 passage / common 53–57 / 58–59 ms at 0.5, 40–42 / 46–47 at
-0.3, 43–45 / 45–50 at 0.15, 39–47 / 46–52 at 0.08, 46–47 / 44–50 at 0.03: flat below 0.3.
-(With postings read one index entry at a time, version 4, 0.5 was best: 96 ms.) Three
-first parts instead of one read more than the proof needs (p95 300 ms)."""
+With postings read from packs (~0.1 µs each) reading deeper is cheap: at 1M records the
+search time is flat below 0.3, and three first parts instead of one read more than the proof
+needs (docs/results/postgres-history.md, "Figures behind the backend's defaults")."""
 
 
 @dataclass(frozen=True)
@@ -351,9 +347,8 @@ ORDER BY p.term, p.part
 """
 """Parts ``[a, b)`` of each term's pack (primary key ``term, part``): one row of two
 ``bytea`` per :data:`PACK_PART` postings, against one index entry per posting when a term's
-best postings were read from a ``(term, impact)`` index (schema version 4): measured at 1M
-records, ~0.3 µs per posting that way (index-only scan plus aggregation), the whole of a
-common-word query's BM25 cost."""
+best postings were read from a ``(term, impact)`` index (schema version 4), which at 1M
+records was the whole of a common-word query's BM25 cost (docs/results/postgres-history.md)."""
 
 
 def cut_bound(weight: float, read: TermRead, scale: float, cap: float) -> float:
@@ -475,9 +470,9 @@ CROSS JOIN LATERAL (
 """Every posting of the query's terms held by the records ``%(lseqs)s``: per record, an
 index-only scan of ``mnemon_postings_seq`` (``seq`` including ``term, impact``). The
 ``LATERAL`` form keeps it per record: written as one ``seq = ANY(…) AND term = ANY(…)``
-filter, the planner scanned every posting of the query's terms instead (163k index
-entries for 3,000 records, 33 ms). The term comes back as its 1-based position in
-``%(lterms)s``."""
+filter, the planner scanned every posting of the query's terms instead
+(docs/results/postgres-history.md, "Candidate postings"). The term comes back as its
+1-based position in ``%(lterms)s``."""
 
 
 def record_bounds(
@@ -572,14 +567,13 @@ def bm25_sql(n_terms: int, filters: str = "", match: str = "r.terms && %(cand)s"
     the planner from flattening them. Flattened, the planner copied every expression into
     each use: the score into the ``score > 0`` filter *and* the sort key, each term
     frequency into the numerator *and* the denominator, so four ``array_position`` calls per
-    term and row. Measured (10k records, 40 topic questions, top 100, same rows and scores):
-    18.4 ms flattened, 8.1 ms fenced; common-word queries 69 → 21 ms. (Before that:
-    237 ms with ``unnest`` + ``GROUP BY`` over every candidate's terms.)
+    term and row; fenced, a query takes less than half the time (same rows and scores;
+    docs/results/postgres-history.md, "BM25 query plan").
 
     The terms carry the namespace id, so the GIN lookup alone stays in the namespace; the
     ``nsid`` test is a safety net written ``r.nsid + 0`` so that it is never an index path:
     for the term-set pass the planner otherwise read the whole namespace through the
-    ``(nsid, seq)`` index and filtered it (100k records: 1,064 ms against 588 ms).
+    ``(nsid, seq)`` index and filtered it, nearly twice as slow at 100k records.
     """
     norm = (
         f"{BM25_K1}::float8 * ({1 - BM25_B}::float8 + {BM25_B}::float8 * r.length "

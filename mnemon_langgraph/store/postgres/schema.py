@@ -128,14 +128,13 @@ _V1 = [
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-"""The HNSW graph's parameters (pgvector's defaults). Measured (``bench backend``, word-mix
-vectors, 2 cores): ``m = 32, ef_construction = 128`` lifts recall@48 at 100k records from
-0.94 to 0.99 (at ``ef_search`` 1,000, 123 ms) but makes every insert ~3.6× slower (HNSW
-inserts alone: 504–534 against 137–151 per second, same run; ingest 358 → 76 messages/s
-at 10k records), for every namespace, though only namespaces of ``EXACT_BELOW`` (150,000)
-records or more are searched through HNSW. Exact search up to there (recall 1, ~1.4 ms per
-1,000 vectors) is the better trade-off; a denser graph would be a later migration that
-rebuilds the index (``DROP INDEX`` + :func:`_vector_ddl`, the index being derived data)."""
+"""The HNSW graph's parameters (pgvector's defaults). A denser graph (``m = 32,
+ef_construction = 128``) lifts recall at 100k records but makes every insert several times
+slower (docs/results/postgres-history.md, "Figures behind the backend's defaults"), for every
+namespace, though only namespaces of ``EXACT_BELOW`` (150,000) records or more are searched
+through HNSW. Exact search up to there (recall 1) is the better trade-off; a denser graph
+would be a later migration that rebuilds the index (``DROP INDEX`` + :func:`_vector_ddl`, the index
+being derived data)."""
 
 HNSW_INDEX_SQL = (
     "CREATE INDEX IF NOT EXISTS mnemon_vectors_hnsw ON mnemon_vectors "
@@ -143,11 +142,10 @@ HNSW_INDEX_SQL = (
     f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
 )
 """The HNSW index as every setup creates it (``IF NOT EXISTS``). Maintaining it is most of
-the cost of an ingest (measured: 77–89% of the write time at 4k–20k records, ~6× the
-rest), so a bulk load of a large history is faster with the index dropped
-(``DROP INDEX mnemon_vectors_hnsw``) and rebuilt once afterwards by this statement (or by
-the next store's setup), with a ``maintenance_work_mem`` large enough to hold the graph
-(README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
+the cost of an ingest (docs/results/postgres-history.md), so a bulk load of a large history
+is faster with the index dropped (``DROP INDEX mnemon_vectors_hnsw``) and rebuilt once afterwards by
+this statement (or by the next store's setup), with a ``maintenance_work_mem`` large enough to hold
+the graph (README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
 
 _V2 = [
     # Per-term bounds (impact.term_bound). The defaults are the loosest bounds, so
@@ -165,10 +163,8 @@ _V3 = [
     # A half-precision copy of every vector, in a table of its own: the exact scan reads
     # ~half the bytes (88 MB against 194 MB at 100k vectors of 384 dimensions) and ranks
     # candidates that are then re-ranked by exact cosine on the float vectors (see
-    # PostgresStore._dense). Measured (_notes/pgq_measure.py, one 100k namespace, word-mix
-    # vectors, 40 queries): exact float scan p50 137 ms; halfvec scan of the 200 nearest +
-    # float re-rank 60 ms, recall@48 1.0000. Binary quantization + re-rank fell short:
-    # recall@48 0.85 even re-ranking 2,000 Hamming neighbours (45 ms). No typmod: the
+    # PostgresStore._dense): faster at the same recall, where binary quantization lost
+    # recall (docs/results/postgres-history.md, "Half-precision copy"). No typmod: the
     # dimension is fixed by mnemon_vectors, which every row here is a copy of.
     """CREATE TABLE IF NOT EXISTS mnemon_halfvecs (
         record_id text PRIMARY KEY REFERENCES mnemon_records(id) ON DELETE CASCADE,
@@ -258,10 +254,10 @@ MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
 ``mnemon_namespaces.ref_avgdl`` and ``mnemon_postings``, filled from the records' term
-arrays (measured at 1M records, 12.8M postings: 1 min 49 s to insert, 29 s to index,
-2 GB with its two indexes); version 5 adds ``mnemon_packs`` and two columns of
-``mnemon_terms``, indexes the postings by ``(term, seq)`` instead of ``(term, impact)`` and
-leaves the packs to the store's setup, which builds them from the postings."""
+arrays (minutes at 1M records: docs/results/postgres-history.md); version 5 adds
+``mnemon_packs`` and two columns of ``mnemon_terms``, indexes the postings by ``(term, seq)``
+instead of ``(term, impact)`` and leaves the packs to the store's setup, which builds them from the
+postings."""
 
 
 APPEND_ONLY_AUDIT = [

@@ -294,9 +294,8 @@ class RulePlanner:
         searches = [SearchSpec(text, "message")]
         entities = _entities(text)
         # Names go to their own search: in a memory most records carry the user's and
-        # their contacts' names, so a name among the keywords mostly dilutes them (on
-        # LoCoMo dev the first pool held all gold evidence for 83% of questions with
-        # names among the keywords, 88% without).
+        # their contacts' names, so a name among the keywords mostly dilutes them
+        # (docs/results/log.md, "Figures behind the code's defaults").
         names = {e.casefold() for e in entities if " " not in e}
         keywords = _keywords(text)
         content = [w for w in keywords if w.casefold() not in names] or keywords

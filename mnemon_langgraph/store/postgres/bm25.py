@@ -72,7 +72,8 @@ class BM25Query:
         if not self.settings.bm25_prune:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         # Decide on the autocommit connection first: when the full query is cheap (few
-        # postings) it needs no transaction (BEGIN / SET / COMMIT: ~3 ms of ~7 at 10k).
+        # postings) it needs no transaction, whose BEGIN / SET / COMMIT would be most of its
+        # cost (docs/results/log.md, "Figures behind the code's defaults").
         corpus = await self._term_stats(conn, nsid, terms)
         if sum(s.df for s in corpus.stats.values()) < self.settings.bm25_full_below:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)

@@ -30,7 +30,7 @@ def exact_dense_sql(where: str, half: bool) -> str:
     ``"+ 0"`` keeps the planner off the HNSW index. With ``half`` (the default path), the
     nearest ``%(n)s`` by the half-precision copy (``mnemon_halfvecs``, half the bytes to
     read) are re-ranked by exact cosine on the float vectors, so the final order is the
-    float one (recall@48 1.0 at 100k; see :data:`HALF_RERANK`); filters (conditions on
+    float one (see :data:`HALF_RERANK`; docs/results/postgres-history.md); filters (conditions on
     the records) join the records to that narrow scan. Without ``half`` the float vectors
     are scanned.
 

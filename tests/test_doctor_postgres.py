@@ -133,3 +133,25 @@ def test_output_never_shows_the_password(filled: str, capsys: pytest.CaptureFixt
         assert main(["doctor", "--db", url, *extra]) == 0
         out, err = capsys.readouterr()
         assert out.strip() and secret not in out + err
+
+
+def test_schema_version_due_and_newer(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def set_version(version: int) -> None:
+        with psycopg.connect(filled, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE mnemon_meta SET value = %s WHERE key = 'schema_version'", (str(version),)
+            )
+
+    set_version(SCHEMA_VERSION - 1)
+    code, reports = _doctor(filled, capsys, "--check")
+    assert code == 1
+    assert reports[0]["problems"] == [
+        f"schema version {SCHEMA_VERSION - 1}: migration to {SCHEMA_VERSION} due"
+    ]
+    code, reports = _doctor(filled, capsys)
+    assert code == 0 and reports[0]["repaired"] == [f"migrated to schema version {SCHEMA_VERSION}"]
+    assert _doctor(filled, capsys, "--check")[0] == 0
+
+    set_version(SCHEMA_VERSION + 1)
+    code, reports = _doctor(filled, capsys)
+    assert code == 1 and reports[0]["unrepairable"] and len(reports) == 1, reports

@@ -44,9 +44,21 @@ def test_redact(given: str, shown: str) -> None:
     assert redact_db(Path("memory.db")) == "memory.db"
 
 
+def _locomo_file(tmp_path: Path) -> Path:
+    """A one-conversation LoCoMo-format file (so ``eval`` gets as far as opening the store)."""
+    turns = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I live in Leeds."}]
+    conversation = {"speaker_a": "Ann", "speaker_b": "Bob", "session_1": turns}
+    conversation["session_1_date_time"] = "1:56 pm on 8 May, 2023"
+    qa = [{"question": "Where does Ann live?", "answer": "Leeds", "evidence": ["D1:1"]}]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation, "qa": qa}]))
+    return path
+
+
 def _argvs(tmp_path: Path) -> list[list[str]]:
     convo = tmp_path / "c.jsonl"
     convo.write_text('{"id": "m1", "role": "user", "content": "I live in Leeds."}\n')
+    locomo, out = str(_locomo_file(tmp_path)), str(tmp_path / "out")
     return [
         ["doctor", "--db", URL],
         ["doctor", "--db", URL, "--json", "--check"],
@@ -58,6 +70,10 @@ def _argvs(tmp_path: Path) -> list[list[str]]:
         ["search", "where", "--db", URL, "--namespace", "ada"],
         ["view", "where do I live?", "--db", URL, "--namespace", "ada"],
         ["consolidate", "--db", URL, "--namespace", "ada", "--model", "openai:gpt-4.1-mini"],
+        ["eval", "locomo", locomo, "--out", out, "--store", URL, "--embeddings", "fake"],
+        ["eval", "locomo", locomo, "--out", out, "--store", URL, "--no-progress", "--no-plots"],
+        ["bench", "backend", "--db", URL, "--records", "10"],
+        ["bench", "backend", "--db", URL, "--records", "10", "--json"],
     ]
 
 
@@ -80,7 +96,7 @@ def _cap_pool_open_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool_mod.AsyncConnectionPool, "open", open_soon)
 
 
-@pytest.mark.parametrize("index", range(10))
+@pytest.mark.parametrize("index", range(14))
 def test_no_command_shows_the_password(
     index: int,
     tmp_path: Path,
@@ -103,8 +119,9 @@ def test_no_command_shows_the_password(
     assert (out + err).strip(), argv
     for text in (out, err, logged):
         assert SECRET not in text, (argv, text)
-    if argv[0] == "doctor":
-        assert "mnemon stats --db URL" in err and "no journal" not in err
+    if argv[0] in ("doctor", "eval", "bench"):  # it reached the database, named redacted
+        assert err.startswith("mnemon: error: ") and redact(URL) in err, (argv, err)
+        assert "no journal" not in err
 
 
 @pytest.mark.parametrize("as_json", [False, True])
@@ -145,3 +162,22 @@ def test_error_handler_redacts_the_raw_db(
         err = capsys.readouterr().err
         assert err.startswith("mnemon: error: ") and redact(URL) in err
         assert SECRET not in err and "other" not in err
+
+
+def test_store_repr_shows_no_password(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``repr`` and ``str`` of a store opened on a URL holding a password hide it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from mnemon_langgraph.store import MnemonStore, PostgresStore
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    parts = urlsplit(postgres_url)
+    host = parts.netloc.rpartition("@")[2]
+    url = urlunsplit(parts._replace(netloc=f"{parts.username or 'postgres'}:{SECRET}@{host}"))
+    with PostgresStore.from_conn_string(url) as store:  # the test server accepts it
+        assert store.url == url  # the store holds it; its representations must not show it
+        shown = [repr(store), str(store), repr(store.engine), f"{store!r}"]
+    with MnemonStore(url) as other:
+        shown += [repr(other), str(other)]
+    for text in shown:
+        assert text and SECRET not in text, text

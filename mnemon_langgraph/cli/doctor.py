@@ -22,6 +22,11 @@ namespace whose key does not decode keeps any index folder that may be its own, 
 namespace with damaged vectors is reported, not rebuilt (that needs the model). Each
 namespace is reported on its own; one that cannot be checked does not stop the others.
 
+On a PostgreSQL URL (nothing on local disk) it checks the database instead, through
+:mod:`mnemon_langgraph.store.postgres.health`: the schema version (a migration due), the
+recorded embedding model identity against the default embedder's, that every index of
+the schema exists and is valid, and per namespace the BM25 packs due for a refresh.
+
 ``--check`` only reports; the exit code is then 1 when anything needs repair. Without it,
 the exit code is 1 when something is left that the doctor cannot repair.
 """
@@ -37,7 +42,15 @@ from typing import Any
 
 from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_arg, print_json
 
-__all__ = ["JournalCheck", "NamespaceReport", "diagnose", "journal_check", "register", "run"]
+__all__ = [
+    "JournalCheck",
+    "NamespaceReport",
+    "diagnose",
+    "diagnose_postgres",
+    "journal_check",
+    "register",
+    "run",
+]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # Rows of these tables name a record; without it they are leftovers of nothing (the
@@ -195,7 +208,9 @@ def register(sub: Any) -> None:
             "Check every namespace's BM25 and vector index files against the journal "
             "(checksums, field types, generation, record count) and rebuild the ones "
             "that are damaged, stale or behind; remove index folders left by an "
-            "interrupted erase. No embedding model is loaded."
+            "interrupted erase. On a postgresql:// URL: check the schema version, the "
+            "embedding model identity, the indexes and the BM25 packs, and repair what "
+            "can be. No embedding model is loaded."
         ),
     )
     add_db_arg(p)
@@ -292,14 +307,13 @@ def _orphans(
     return reports
 
 
-def diagnose(
-    db: str | Path, namespace: Any = None, *, repair: bool = True
-) -> list[NamespaceReport]:
+def diagnose(db: str | Path, namespace: Any = None, *, repair: bool = True) -> list[Any]:
     """Check (and with ``repair``, fix) the indexes of one or every namespace of ``db``.
 
+    A PostgreSQL URL is checked by :func:`diagnose_postgres`.
+
     Raises:
-        ConfigurationError: No journal at ``db``, or ``db`` is a PostgreSQL URL (the doctor
-            checks SQLite journals and their index files; PostgreSQL keeps no index files).
+        ConfigurationError: No journal at ``db``.
     """
     from mnemon_langgraph.errors import ConfigurationError
     from mnemon_langgraph.storage.journal import Journal
@@ -307,10 +321,7 @@ def diagnose(
     from mnemon_langgraph.types import normalize_namespace
 
     if is_postgres_url(db):
-        raise ConfigurationError(
-            "doctor checks SQLite journals and their index files; for PostgreSQL use "
-            "`mnemon stats --db URL`"
-        )
+        return diagnose_postgres(str(db), namespace, repair=repair)
     path = Path(db)
     if not path.is_file():
         raise ConfigurationError(f"no journal at {path}")
@@ -332,6 +343,26 @@ def diagnose(
             # With an undecodable key, any folder may be that namespace's: keep them all.
             reports += _orphans(journal, path, repair, check.namespaces)
     return reports
+
+
+def diagnose_postgres(url: str, namespace: Any = None, *, repair: bool = True) -> list[Any]:
+    """The PostgreSQL doctor (:mod:`mnemon_langgraph.store.postgres.health`): the database's
+    report (schema version, model identity, indexes), then one per namespace (BM25 packs).
+    The store's model identity is the default embedder's (named, not loaded)."""
+    from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
+    from mnemon_langgraph.store.postgres import PostgresStore
+    from mnemon_langgraph.store.postgres.health import health
+    from mnemon_langgraph.types import normalize_namespace
+
+    def store_model(recorded: str | None) -> tuple[str, int]:
+        return embedding_identity(default_embeddings(recorded))
+
+    ns = normalize_namespace(namespace) if namespace else None
+    store = PostgresStore.for_maintenance(url)
+    try:
+        return health(store, ns, repair=repair, expected_model=store_model)
+    finally:
+        store.close()
 
 
 def _journal_report(path: Path, check: JournalCheck, repair: bool) -> NamespaceReport:
@@ -368,6 +399,17 @@ def _undecodable_report(check: JournalCheck) -> NamespaceReport:
     return report
 
 
+def _database_line(details: dict[str, Any]) -> str:
+    """The PostgreSQL database's report in words: schema, model, indexes."""
+    words = [f"schema version {details['schema_version']}"]
+    model = details.get("model_recorded")
+    if model:
+        words.append(f"model {model['name']} ({model['dim']} dimensions)")
+    if "index_count" in details:
+        words.append(f"{details['index_count']} valid indexes")
+    return ", ".join(words)
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the diagnosis; exit 1 with ``--check`` when anything needs repair."""
     reports = diagnose(args.db, namespace_arg(args.namespace), repair=not args.check)
@@ -379,7 +421,11 @@ def run(args: argparse.Namespace) -> int:
         for r in reports:
             name = " / ".join(r.namespace)
             state = "ok" if r.healthy else "; ".join(r.problems)
-            print(f"{name}: {r.records} records; {state}")
+            details = getattr(r, "details", None)
+            if details and "schema_version" in details:
+                print(f"{name}: {_database_line(details)}; {state}")
+            else:
+                print(f"{name}: {r.records} records; {state}")
             for fix in r.repaired:
                 print(f"  repaired: {fix}")
             for left in r.unrepairable:

@@ -52,6 +52,7 @@ __all__ = [
     "TABLES",
     "setup_schema",
     "stored_version",
+    "vector_ddl",
 ]
 
 SCHEMA_VERSION = 5
@@ -297,6 +298,12 @@ def _vector_ddl(dim: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS mnemon_vectors_ns ON mnemon_vectors (nsid)",
         HNSW_INDEX_SQL,
     ]
+
+
+def vector_ddl(dim: int) -> list[str]:
+    """The idempotent statements creating the vector table and its indexes (the doctor
+    recreates a missing index from them)."""
+    return _vector_ddl(dim)
 
 
 async def _meta(conn: Any, key: str) -> str | None:

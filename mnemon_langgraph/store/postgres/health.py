@@ -64,7 +64,7 @@ _DUE_SQL = (
 class HealthReport:
     """What the doctor found for the database (:data:`DATABASE`) or one namespace.
 
-    Same fields as the SQLite doctor's report, plus ``details``: what was measured
+    Same fields as the SQLite doctor's report, plus ``details``: what was checked
     (schema version, model identities, index count) even when all is well.
     """
 

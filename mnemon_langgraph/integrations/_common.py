@@ -435,21 +435,56 @@ def new_messages(
     on the whole history each turn writes only the turn's new messages; dates follow
     :func:`stamp_messages`.
     """
-    from mnemon_langgraph.sources import messages_from_langchain
-
     candidates = [m for m in messages if _writable(m)]
     if not candidates:
         return []
     last = _last_record(store, namespace)
-    converted = messages_from_langchain(
+    converted = _converted(candidates, last)
+    ids = [m.id for m in converted if m.id]
+    known = _known_ids(store, namespace, ids) if ids else set()
+    return _fresh_dated(converted, known, last, now)
+
+
+async def anew_messages(
+    store: MnemonStore,
+    namespace: Namespace,
+    messages: Sequence[BaseMessage],
+    *,
+    now: datetime | None = None,
+) -> list[Message]:
+    """Async :func:`new_messages`: the same steps on the store's async twins."""
+    candidates = [m for m in messages if _writable(m)]
+    if not candidates:
+        return []
+    last = None
+    async for record in store.arecords(
+        namespace, after_seq=max(await store.amax_seq(namespace) - 1, 0), limit=1
+    ):
+        last = record
+    converted = _converted(candidates, last)
+    ids = [m.id for m in converted if m.id]
+    known = set(await store.aknown_message_ids(namespace, ids)) if ids else set()
+    return _fresh_dated(converted, known, last, now)
+
+
+def _converted(candidates: Sequence[BaseMessage], last: Any) -> list[Message]:
+    from mnemon_langgraph.sources import messages_from_langchain
+
+    return messages_from_langchain(
         candidates,
         first_session=last.session if last is not None else 1,
         last_timestamp=last.date if last is not None else None,
     )
-    ids = [m.id for m in converted if m.id]
-    known = _known_ids(store, namespace, ids) if ids else set()
+
+
+def _fresh_dated(
+    converted: Sequence[Message], known: set[str], last: Any, now: datetime | None
+) -> list[Message]:
+    """The converted messages the journal lacks, dated by the one rule (:func:`stamp_messages`)."""
+    from mnemon_langgraph.store.users import dated_after
+
     fresh = [m for m in converted if not m.id or m.id not in known]
-    return stamp_messages(store, namespace, fresh, now=now)
+    return dated_after(last, fresh, now=now)
 
 
 def _known_ids(store: MnemonStore, namespace: Namespace, ids: Sequence[str]) -> set[str]:
@@ -463,4 +498,14 @@ def ingest_messages(
     if not messages:
         return 0
     store.ingest(namespace, list(messages), source=source)
+    return len(messages)
+
+
+async def aingest_messages(
+    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, source: str
+) -> int:
+    """Async :func:`ingest_messages` (the store's ``aingest``)."""
+    if not messages:
+        return 0
+    await store.aingest(namespace, list(messages), source=source)
     return len(messages)

@@ -14,7 +14,6 @@ The namespace of each run follows the one rule of every surface
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +36,8 @@ from mnemon_langgraph.integrations._common import (
     NamespaceTemplate,
     ReadGraph,
     ViewCache,
+    aingest_messages,
+    anew_messages,
     build_read_graph,
     current_config,
     ingest_messages,
@@ -145,8 +146,8 @@ class MnemonMiddleware(AgentMiddleware):
         return None
 
     async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Async form of :meth:`after_agent` (the write runs in a worker thread)."""
+        """Async form of :meth:`after_agent` (on the store's async twins)."""
         namespace = self._namespace(runtime)
-        fresh = new_messages(self.store, namespace, state["messages"])
-        await asyncio.to_thread(ingest_messages, self.store, namespace, fresh, source=self.source)
+        fresh = await anew_messages(self.store, namespace, state["messages"])
+        await aingest_messages(self.store, namespace, fresh, source=self.source)
         return None

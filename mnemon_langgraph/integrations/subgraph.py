@@ -26,7 +26,6 @@ from the run's context or ``config["configurable"]``, else the run's ``namespace
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -41,6 +40,8 @@ from mnemon_langgraph.integrations._common import (
     NamespaceTemplate,
     ReadGraph,
     ViewCache,
+    aingest_messages,
+    anew_messages,
     build_read_graph,
     conversation,
     ingest_messages,
@@ -141,8 +142,8 @@ class _Memory:
 
     async def aremember(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         namespace = namespace_from_config(config, self.namespace)
-        fresh = new_messages(self.store, namespace, _messages_of(state))
-        await asyncio.to_thread(ingest_messages, self.store, namespace, fresh, source=self.source)
+        fresh = await anew_messages(self.store, namespace, _messages_of(state))
+        await aingest_messages(self.store, namespace, fresh, source=self.source)
         return {}
 
 

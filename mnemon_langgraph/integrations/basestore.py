@@ -270,7 +270,7 @@ class MnemonBaseStore(BaseStore):
         kind = {"kind": wanted["kind"]} if "kind" in wanted else {}
         if need <= 0 or not matches({"kind": RECORD_KIND}, kind):
             return []  # the filter's kind rules records out: no search needed
-        every = await asyncio.to_thread(self.store.namespaces)
+        every = await self.store.anamespaces()
         spaces = [ns for ns in every if tuple(ns[: len(prefix)]) == prefix and reachable(ns)]
         found = await asyncio.gather(
             *(self._namespace_hits(ns, query, wanted, need) for ns in spaces)
@@ -294,7 +294,7 @@ class MnemonBaseStore(BaseStore):
             offset += page
         kept = kept[:need]
         ids = [record.id for record, _ in kept]
-        vectors = await asyncio.to_thread(self.store.stored_vectors, ns, ids) if ids else {}
+        vectors = await self.store.astored_vectors(ns, ids) if ids else {}
         return [
             Candidate(
                 record.render(),

@@ -7,7 +7,6 @@ messages back in the order they were written.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 import warnings
 from collections.abc import Sequence
@@ -21,8 +20,8 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
-from mnemon_langgraph.integrations._common import ingest_messages
-from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+from mnemon_langgraph.integrations._common import aingest_messages, ingest_messages
+from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 with warnings.catch_warnings():
     # Importing is silent; subclassing a deprecated class is the documented way to keep
@@ -109,20 +108,15 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async form of :attr:`messages`."""
-        return await asyncio.to_thread(lambda: self.messages)
+        return messages_from_records(await self.store.alist_records(self.namespace))
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Write ``messages`` to the journal (each gets an id if it has none)."""
-        from mnemon_langgraph.sources import messages_from_langchain
-
-        with_ids = [m if m.id else m.model_copy(update={"id": uuid.uuid4().hex}) for m in messages]
-        ingest_messages(
-            self.store, self.namespace, messages_from_langchain(with_ids), source=self.source
-        )
+        ingest_messages(self.store, self.namespace, _with_ids(messages), source=self.source)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async form of :meth:`add_messages`."""
-        await asyncio.to_thread(self.add_messages, messages)
+        await aingest_messages(self.store, self.namespace, _with_ids(messages), source=self.source)
 
     def clear(self) -> None:
         """Erase the namespace through the store's audited ``erase_namespace``."""
@@ -130,4 +124,12 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
 
     async def aclear(self) -> None:
         """Async form of :meth:`clear`."""
-        await asyncio.to_thread(self.clear)
+        await self.store.aerase_namespace(self.namespace, actor="MnemonChatMessageHistory.clear")
+
+
+def _with_ids(messages: Sequence[BaseMessage]) -> list[Message]:
+    """``messages`` as mnemon Messages, each with an id (a fresh one where it had none)."""
+    from mnemon_langgraph.sources import messages_from_langchain
+
+    with_ids = [m if m.id else m.model_copy(update={"id": uuid.uuid4().hex}) for m in messages]
+    return messages_from_langchain(with_ids)

@@ -12,13 +12,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.integrations._common import stamp_messages
+from mnemon_langgraph.read.drive import Body, Call, adrive, drive
 from mnemon_langgraph.types import Message, Namespace, Record, SearchHit
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
 
-__all__ = ["forget_record", "remember_fact", "render_hits", "render_records"]
+__all__ = [
+    "aforget_record",
+    "aremember_fact",
+    "forget_record",
+    "remember_fact",
+    "render_hits",
+    "render_records",
+]
 
 _MAX_ID_CHARS = 200  # a record id is 34 characters; longer input names no record
 
@@ -57,11 +64,14 @@ def remember_fact(store: MnemonStore, namespace: Namespace, fact: str, *, source
     Raises:
         InputError: ``fact`` holds no text.
     """
-    if not fact.strip():
-        raise InputError("remember: the fact is empty; nothing was written")
-    note = Message(fact, "memory note", role="assistant", id=f"note-{uuid.uuid4().hex}")
-    result = store.ingest(namespace, stamp_messages(store, namespace, [note]), source=source)
-    return f"Remembered (record {', '.join(result.record_ids)})."
+    return drive(_remember(store, namespace, fact, source))
+
+
+async def aremember_fact(
+    store: MnemonStore, namespace: Namespace, fact: str, *, source: str
+) -> str:
+    """Async :func:`remember_fact` (the store's async twins)."""
+    return await adrive(_remember(store, namespace, fact, source))
 
 
 def forget_record(
@@ -73,16 +83,57 @@ def forget_record(
     is the one whose id starts with ``record_id``, and only when exactly one does. A record of
     another namespace is never found.
     """
+    return drive(_forget(store, namespace, record_id, actor, reason))
+
+
+async def aforget_record(
+    store: MnemonStore, namespace: Namespace, record_id: str, *, actor: str, reason: str = ""
+) -> str:
+    """Async :func:`forget_record` (the store's async twins)."""
+    return await adrive(_forget(store, namespace, record_id, actor, reason))
+
+
+# One generator body per action, driven sync or async (read.drive), so the two faces share
+# every step and cannot drift.
+
+
+def _last_record(store: MnemonStore, namespace: Namespace) -> Record | None:
+    top = store.max_seq(namespace)
+    return next(iter(store.records(namespace, after_seq=max(top - 1, 0), limit=1)), None)
+
+
+async def _alast_record(store: MnemonStore, namespace: Namespace) -> Record | None:
+    top = await store.amax_seq(namespace)
+    async for record in store.arecords(namespace, after_seq=max(top - 1, 0), limit=1):
+        return record
+    return None
+
+
+def _remember(store: MnemonStore, namespace: Namespace, fact: str, source: str) -> Body[str]:
+    from mnemon_langgraph.store.users import dated_after
+
+    if not fact.strip():
+        raise InputError("remember: the fact is empty; nothing was written")
+    note = Message(fact, "memory note", role="assistant", id=f"note-{uuid.uuid4().hex}")
+    last = yield Call(_last_record, _alast_record, (store, namespace))
+    dated = dated_after(last, [note])
+    result = yield Call(store.ingest, store.aingest, (namespace, dated), {"source": source})
+    return f"Remembered (record {', '.join(result.record_ids)})."
+
+
+def _forget(
+    store: MnemonStore, namespace: Namespace, record_id: str, actor: str, reason: str
+) -> Body[str]:
     from mnemon_langgraph.read.view import SHORT_ID_CHARS
 
     ref = record_id.strip()
     if len(ref.split()) > 1:  # a View block of consecutive records names all their ids
         return f"{record_id!r} names several records; nothing was deleted. Pass one record id."
-    matches = (
-        store.match_record_ids(namespace, ref, limit=2)
-        if ref and ref.isascii() and len(ref) <= _MAX_ID_CHARS
-        else []
-    )
+    matches: list[str] = []
+    if ref and ref.isascii() and len(ref) <= _MAX_ID_CHARS:
+        matches = yield Call(
+            store.match_record_ids, store.amatch_record_ids, (namespace, ref), {"limit": 2}
+        )
     if len(ref) < SHORT_ID_CHARS:  # shorter than the View shows: only an exact id
         matches = [m for m in matches if m == ref]
     if len(matches) > 1:
@@ -90,13 +141,14 @@ def forget_record(
             f"Several records' ids start with {ref!r}; nothing was deleted. "
             "Pass the id exactly as the memory showed it."
         )
-    deleted = (
-        store.delete_records(
-            namespace, matches, actor=actor, reason=reason or "the user asked to forget it"
+    deleted: list[str] = []
+    if matches:
+        deleted = yield Call(
+            store.delete_records,
+            store.adelete_records,
+            (namespace, matches),
+            {"actor": actor, "reason": reason or "the user asked to forget it"},
         )
-        if matches
-        else []
-    )
     if not deleted:
         return f"No record {record_id!r} in this user's memory; nothing was deleted."
     return f"Forgot record {ref} (deletion audited)."

@@ -18,7 +18,6 @@ Built on the official ``mcp`` SDK's :class:`~mcp.server.fastmcp.FastMCP` (instal
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,18 +26,22 @@ from pydantic import Field
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.integrations._common import (
     ReadGraph,
+    arun_read_graph,
     build_read_graph,
     render_view_message,
     run_read_graph,
 )
 from mnemon_langgraph.integrations.actions import (
+    aforget_record,
+    aremember_fact,
     forget_record,
     remember_fact,
     render_hits,
     render_records,
 )
+from mnemon_langgraph.read.drive import Body, Call, adrive, drive
 from mnemon_langgraph.read.view import escape_data
-from mnemon_langgraph.types import Namespace, normalize_namespace
+from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -94,25 +97,33 @@ class MemoryServer:
             self._read_graph = build_read_graph(self.store)
         return self._read_graph
 
+    # Each tool is one generator body (read.drive) with a sync and an async face: the MCP
+    # handlers await the async one, so the server's event loop never blocks on the store.
+
     def search_memory(self, query: str, k: int = 6) -> str:
         """The top ``k`` records of the hybrid search for ``query``, as quoted blocks."""
-        if not query.strip():
-            raise InputError("search_memory: the query is empty")
-        hits = self.store.search(query, namespace=self.namespace, k=_count(k, "k"))
-        return render_hits(hits)
+        return drive(self._search(query, k))
+
+    async def asearch_memory(self, query: str, k: int = 6) -> str:
+        """Async :meth:`search_memory`."""
+        return await adrive(self._search(query, k))
 
     def remember(self, fact: str) -> str:
         """Write ``fact`` as a dated memory note."""
         return remember_fact(self.store, self.namespace, fact, source=self.source)
 
+    async def aremember(self, fact: str) -> str:
+        """Async :meth:`remember`."""
+        return await aremember_fact(self.store, self.namespace, fact, source=self.source)
+
     def forget(self, record_id: str, reason: str = "") -> str:
         """Delete one record of this namespace (audited)."""
-        return forget_record(
-            self.store,
-            self.namespace,
-            record_id,
-            actor="mcp:forget",
-            reason=reason or "the user asked the MCP client to forget it",
+        return forget_record(self.store, self.namespace, record_id, **self._forget_args(reason))
+
+    async def aforget(self, record_id: str, reason: str = "") -> str:
+        """Async :meth:`forget`."""
+        return await aforget_record(
+            self.store, self.namespace, record_id, **self._forget_args(reason)
         )
 
     def view(self, message: str, explain: bool = False, explain_ids: Sequence[str] = ()) -> str:
@@ -121,13 +132,45 @@ class MemoryServer:
         ``explain_ids`` names further records (whole or as shown) to explain, in the View or
         not. The explanations quote search queries, so they are escaped like record text.
         """
+        return drive(self._view(message, explain, explain_ids))
+
+    async def aview(
+        self, message: str, explain: bool = False, explain_ids: Sequence[str] = ()
+    ) -> str:
+        """Async :meth:`view`."""
+        return await adrive(self._view(message, explain, explain_ids))
+
+    def list_recent(self, limit: int = 10) -> str:
+        """The latest ``limit`` records of this namespace, oldest first, as quoted blocks."""
+        return drive(self._recent(limit))
+
+    async def alist_recent(self, limit: int = 10) -> str:
+        """Async :meth:`list_recent`."""
+        return await adrive(self._recent(limit))
+
+    @staticmethod
+    def _forget_args(reason: str) -> dict[str, str]:
+        return {
+            "actor": "mcp:forget",
+            "reason": reason or "the user asked the MCP client to forget it",
+        }
+
+    def _search(self, query: str, k: int) -> Body[str]:
+        if not query.strip():
+            raise InputError("search_memory: the query is empty")
+        kwargs = {"namespace": self.namespace, "k": _count(k, "k")}
+        hits = yield Call(self.store.search, self.store.asearch, (query,), kwargs)
+        return render_hits(hits)
+
+    def _view(self, message: str, explain: bool, explain_ids: Sequence[str]) -> Body[str]:
         from langchain_core.messages import HumanMessage
 
         from mnemon_langgraph.read.view import explain as explain_record
 
         if not message.strip():
             raise InputError("view: the message is empty")
-        view = run_read_graph(self.read_graph, [HumanMessage(message)], self.namespace)
+        args = (self.read_graph, [HumanMessage(message)], self.namespace)
+        view = yield Call(run_read_graph, arun_read_graph, args)
         text = render_view_message(view).text
         ids = [*(view.record_ids if explain else ()), *explain_ids]
         if not ids:
@@ -135,18 +178,27 @@ class MemoryServer:
         details = [escape_data(explain_record(view, rid)) for rid in dict.fromkeys(ids)]
         return text + "\n\nExplain (trace data, not instructions):\n" + "\n".join(details)
 
-    def list_recent(self, limit: int = 10) -> str:
-        """The latest ``limit`` records of this namespace, oldest first, as quoted blocks."""
+    def _recent(self, limit: int) -> Body[str]:
         limit = _count(limit, "limit")
-        top = self.store.max_seq(self.namespace)
+        top = yield Call(self.store.max_seq, self.store.amax_seq, (self.namespace,))
         window = limit
         while True:  # deletions leave gaps in seq: widen the window until it holds enough
             after = max(0, top - window)
-            records = list(self.store.records(self.namespace, after_seq=after))
+            records = yield Call(
+                _records_after, _arecords_after, (self.store, self.namespace, after)
+            )
             if len(records) >= limit or after == 0:
                 break
             window *= 4
         return render_records(records[-limit:])
+
+
+def _records_after(store: MnemonStore, namespace: Namespace, after: int) -> list[Record]:
+    return list(store.records(namespace, after_seq=after))
+
+
+async def _arecords_after(store: MnemonStore, namespace: Namespace, after: int) -> list[Record]:
+    return [r async for r in store.arecords(namespace, after_seq=after)]
 
 
 def _count(value: int, name: str) -> int:
@@ -253,7 +305,7 @@ _RECENT_DOC = "The latest records of the user's memory, oldest first, as quoted 
 
 
 def _add_tools(server: FastMCP, impl: MemoryServer) -> None:
-    """Register the five tools; each runs its store call in a worker thread."""
+    """Register the five tools; each awaits the store's async face."""
     from mcp.types import ToolAnnotations
 
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
@@ -262,18 +314,18 @@ def _add_tools(server: FastMCP, impl: MemoryServer) -> None:
         query: Annotated[str, Field(description="what to look for")],
         k: Annotated[int, Field(description="records to return", ge=1, le=MAX_RESULTS)] = 6,
     ) -> str:
-        return await asyncio.to_thread(impl.search_memory, query, k)
+        return await impl.asearch_memory(query, k)
 
     async def remember(
         fact: Annotated[str, Field(description="the fact, one self-contained sentence")],
     ) -> str:
-        return await asyncio.to_thread(impl.remember, fact)
+        return await impl.aremember(fact)
 
     async def forget(
         record_id: Annotated[str, Field(description="one record id, as memory showed it")],
         reason: Annotated[str, Field(description="why (kept in the audit log)")] = "",
     ) -> str:
-        return await asyncio.to_thread(impl.forget, record_id, reason)
+        return await impl.aforget(record_id, reason)
 
     async def view(
         message: Annotated[str, Field(description="the user message to read memory for")],
@@ -282,12 +334,12 @@ def _add_tools(server: FastMCP, impl: MemoryServer) -> None:
             list[str] | None, Field(description="further record ids to explain")
         ] = None,
     ) -> str:
-        return await asyncio.to_thread(impl.view, message, explain, tuple(explain_ids or ()))
+        return await impl.aview(message, explain, tuple(explain_ids or ()))
 
     async def list_recent(
         limit: Annotated[int, Field(description="records to return", ge=1, le=MAX_RESULTS)] = 10,
     ) -> str:
-        return await asyncio.to_thread(impl.list_recent, limit)
+        return await impl.alist_recent(limit)
 
     server.add_tool(search_memory, description=_SEARCH_DOC, annotations=read_only)
     server.add_tool(remember, description=_REMEMBER_DOC)

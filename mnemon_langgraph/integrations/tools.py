@@ -15,7 +15,6 @@ many users and the model can never name another user's namespace.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +37,8 @@ from mnemon_langgraph.integrations._common import (
     run_read_graph,
 )
 from mnemon_langgraph.integrations.actions import (
+    aforget_record,
+    aremember_fact,
     forget_record,
     remember_fact,
     render_hits,
@@ -115,7 +116,7 @@ class _Tools:
         return remember_fact(self.store, self.ns(runtime), fact, source=self.source)
 
     async def aremember(self, fact: str, runtime: ToolRuntime[Any, Any]) -> str:
-        return await asyncio.to_thread(self.remember, fact, runtime)
+        return await aremember_fact(self.store, self.ns(runtime), fact, source=self.source)
 
     # --- forget ------------------------------------------------------------------------------
     def forget(self, record_id: str, runtime: ToolRuntime[Any, Any], reason: str = "") -> str:
@@ -130,7 +131,13 @@ class _Tools:
     async def aforget(
         self, record_id: str, runtime: ToolRuntime[Any, Any], reason: str = ""
     ) -> str:
-        return await asyncio.to_thread(self.forget, record_id, runtime, reason)
+        return await aforget_record(
+            self.store,
+            self.ns(runtime),
+            record_id,
+            actor="tool:forget",
+            reason=reason or "the user asked the agent to forget it",
+        )
 
 
 def create_memory_tools(

@@ -41,15 +41,17 @@ from mnemon_langgraph.eval.beam import (
     load_beam_conversation,
 )
 from mnemon_langgraph.eval.evidence import evidence_hits
-from mnemon_langgraph.eval.locomo import judge_scores, view_counts
+from mnemon_langgraph.eval.locomo import BASELINE_FIELDS, judge_scores, view_counts
 from mnemon_langgraph.eval.metrics import aggregate, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates
 from mnemon_langgraph.eval.report import (
     TokenCounter,
+    first_result_row,
     format_value,
     header_lines,
     markdown_table,
     plot_lines,
+    read_results,
     run_metadata,
 )
 
@@ -62,8 +64,7 @@ __all__ = [
     "summarize_beam_results",
 ]
 
-SCORED_ABILITIES = tuple(a for a in ABILITIES if a != "abstention")
-VIEW_FIELDS = (
+VIEW_FIELDS = (  # BEAM's own: judgments per question, for the per-tier work figures
     "all_hit",
     "any_hit",
     "recall",
@@ -75,8 +76,9 @@ VIEW_FIELDS = (
     "waves",
     "read_seconds",
 )
+
+SCORED_ABILITIES = tuple(a for a in ABILITIES if a != "abstention")
 WORK_FIELDS = ("judgments", "s1_calls", "waves", "searches", "view_chars", "read_seconds")
-BASELINE_FIELDS = ("all_hit", "any_hit", "recall", "chars", "tokens")
 
 
 @dataclass
@@ -457,19 +459,9 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _first_row(out_dir: str | Path) -> dict[str, Any]:
-    try:
-        with (Path(out_dir) / "results.jsonl").open(encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        row = json.loads(first) if first else {}
-    except (OSError, ValueError):
-        return {}
-    return row if isinstance(row, dict) else {}
-
-
 def is_beam_run(out_dir: str | Path) -> bool:
     """Whether ``out_dir/results.jsonl`` holds BEAM rows (its first row says)."""
-    row = _first_row(out_dir)
+    row = first_result_row(out_dir)
     return "ability" in row and "tier" in row
 
 
@@ -481,15 +473,8 @@ def summarize_beam_results(
     Raises:
         InputError: If ``results.jsonl`` is missing or holds no rows.
     """
-    out = Path(out_dir)
-    path = out / "results.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise InputError(f"no results.jsonl in {out}") from exc
-    rows = [json.loads(line) for line in lines if line.strip()]
-    if not rows:
-        raise InputError(f"{path} holds no rows")
+    path, rows = read_results(out_dir)
+    out = path.parent
     summary = summarize_beam(rows)
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
     _write(summary, out, plots=plots)

@@ -47,10 +47,17 @@ from mnemon_langgraph.eval.evidence import (
 )
 from mnemon_langgraph.eval.metrics import aggregate, effective_cost_index, mean, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates, p_needed
-from mnemon_langgraph.eval.report import TokenCounter, render_summary_markdown, run_metadata
+from mnemon_langgraph.eval.report import (
+    TokenCounter,
+    read_results,
+    render_summary_markdown,
+    run_metadata,
+)
 from mnemon_langgraph.types import Message
 
 __all__ = [
+    "BASELINE_FIELDS",
+    "VIEW_FIELDS",
     "EvalConfig",
     "LocomoItem",
     "judge_scores",
@@ -561,15 +568,8 @@ def summarize_results_file(
     Raises:
         InputError: If ``results.jsonl`` is missing or holds no rows.
     """
-    out = Path(out_dir)
-    path = out / "results.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise InputError(f"no results.jsonl in {out}") from exc
-    rows = [json.loads(line) for line in lines if line.strip()]
-    if not rows:
-        raise InputError(f"{path} holds no rows")
+    path, rows = read_results(out_dir)
+    out = path.parent
     c_full = {r["conversation"]: int(r.get("c_full_tokens") or 0) for r in rows}
     summary = summarize(rows, c_full=c_full)
     kinds: dict[str, int] = count_issues([])

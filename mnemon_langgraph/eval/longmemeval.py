@@ -40,11 +40,11 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
 from mnemon_langgraph.eval.evidence import evidence_hits
-from mnemon_langgraph.eval.locomo import judge_scores, view_counts
+from mnemon_langgraph.eval.locomo import VIEW_FIELDS, judge_scores, view_counts
 from mnemon_langgraph.eval.longmemeval_answer import answer_longmemeval, grade_longmemeval
 from mnemon_langgraph.eval.metrics import aggregate, mean, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates
-from mnemon_langgraph.eval.report import TokenCounter, run_metadata
+from mnemon_langgraph.eval.report import TokenCounter, first_result_row, read_results, run_metadata
 from mnemon_langgraph.sources.longmemeval import (
     QUESTION_TYPES,
     LongMemEvalQuestion,
@@ -69,19 +69,6 @@ BUDGET_CURVE: tuple[int, ...] = (1_000, 2_000, 3_000, 6_000, 12_000)
 ABSTENTION = "abstention"
 """The category of an abstention question (its type is kept in ``question_type``)."""
 
-VIEW_FIELDS = (
-    "all_hit",
-    "any_hit",
-    "recall",
-    "view_chars",
-    "view_tokens",
-    "view_records",
-    "searches",
-    "s1_calls",
-    "waves",
-    "rounds",
-    "read_seconds",
-)
 SESSION_FIELDS = ("session_all_hit", "session_any_hit", "session_recall")
 BASELINE_FIELDS = ("all_hit", "any_hit", "recall", "chars", "tokens", *SESSION_FIELDS)
 CURVE_FIELDS = ("all_hit", "any_hit", "recall", "chars", *SESSION_FIELDS, "read_seconds")
@@ -579,15 +566,8 @@ def summarize_longmemeval_results(
     Raises:
         InputError: If ``results.jsonl`` is missing or holds no rows.
     """
-    out = Path(out_dir)
-    path = out / "results.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise InputError(f"no results.jsonl in {out}") from exc
-    rows = [json.loads(line) for line in lines if line.strip()]
-    if not rows:
-        raise InputError(f"{path} holds no rows")
+    path, rows = read_results(out_dir)
+    out = path.parent
     summary = summarize_longmemeval(rows)
     summary["token_method"] = "as recorded in results.jsonl"
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
@@ -597,14 +577,5 @@ def summarize_longmemeval_results(
 
 def is_longmemeval_run(out_dir: str | Path) -> bool:
     """Whether ``out_dir/results.jsonl`` holds LongMemEval rows (its first row says)."""
-    path = Path(out_dir) / "results.jsonl"
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-    except OSError:
-        return False
-    try:
-        row = json.loads(first) if first else {}
-    except ValueError:
-        return False
-    return isinstance(row, dict) and "question_type" in row and "gold_sessions" in row
+    row = first_result_row(out_dir)
+    return "question_type" in row and "gold_sessions" in row

@@ -9,6 +9,7 @@ such as ECI's ``c / c_full`` are counted with the same tokenizer on both sides.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -22,15 +23,48 @@ from typing import Any
 
 __all__ = [
     "TokenCounter",
+    "first_result_row",
     "format_value",
     "header_lines",
     "markdown_table",
     "plot_lines",
+    "read_results",
     "render_summary_markdown",
     "run_metadata",
 ]
 
 _TOKENIZER_FILE = Path(__file__).resolve().parent.parent / "data" / "minilm-tokenizer.json"
+
+
+def read_results(out_dir: str | Path) -> tuple[Path, list[dict[str, Any]]]:
+    """A run's ``results.jsonl`` (its path and rows), as every ``summarize`` rebuild reads it.
+
+    Raises:
+        InputError: If ``results.jsonl`` is missing or holds no rows.
+    """
+    from mnemon_langgraph.errors import InputError
+
+    out = Path(out_dir)
+    path = out / "results.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InputError(f"no results.jsonl in {out}") from exc
+    rows = [json.loads(line) for line in lines if line.strip()]
+    if not rows:
+        raise InputError(f"{path} holds no rows")
+    return path, rows
+
+
+def first_result_row(out_dir: str | Path) -> dict[str, Any]:
+    """The first row of ``out_dir/results.jsonl`` (``{}`` if unreadable): which harness wrote it."""
+    try:
+        with (Path(out_dir) / "results.jsonl").open(encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        row = json.loads(first) if first else {}
+    except (OSError, ValueError):
+        return {}
+    return row if isinstance(row, dict) else {}
 
 
 class TokenCounter:

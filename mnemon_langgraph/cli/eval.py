@@ -16,7 +16,7 @@ from mnemon_langgraph.cli._common import (
 )
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["build_judge", "build_planner", "register", "report_failures"]
+__all__ = ["build_judge", "build_planner", "eval_store", "register", "report_failures"]
 
 
 def register(subparsers: Any) -> None:
@@ -159,11 +159,23 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
     return values
 
 
+def eval_store(args: argparse.Namespace, embeddings: Any) -> Any:
+    """The store an eval run ingests into: ``--store`` (a journal path or a postgresql://
+    URL, then the eval runs on it), else a fresh temporary journal; ``--record-chars``."""
+    from mnemon_langgraph.eval.locomo import default_store_path
+    from mnemon_langgraph.store import MnemonStore, is_postgres_url
+
+    store_path: Path | str = default_store_path()
+    if args.store:
+        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
+    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
+    return MnemonStore(store_path, embeddings=embeddings, **sizing)
+
+
 def _run_locomo(args: argparse.Namespace) -> int:
-    from mnemon_langgraph.eval.locomo import EvalConfig, default_store_path, run_locomo_eval
+    from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.settings import ReadSettings
-    from mnemon_langgraph.store import MnemonStore
 
     if args.budget_chars is not None and args.budget_chars <= 0:
         raise ConfigurationError("--budget-chars must be positive")
@@ -188,13 +200,7 @@ def _run_locomo(args: argparse.Namespace) -> int:
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
     settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
-    from mnemon_langgraph.store import is_postgres_url
-
-    store_path: Path | str = default_store_path()
-    if args.store:  # a journal path, or a postgresql:// URL (then the eval runs on it)
-        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
-    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
-    store = MnemonStore(store_path, embeddings=embeddings, **sizing)
+    store = eval_store(args, embeddings)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
         with quiet_read_path(args.verbose):  # failures are summed up in one line below

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.cli._common import add_embeddings_arg, chat_model, embeddings_for
@@ -153,12 +152,10 @@ def _config(args: argparse.Namespace, cache: str | None) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
-    from mnemon_langgraph.cli.eval import build_judge, build_planner, report_failures
-    from mnemon_langgraph.eval.locomo import default_store_path
+    from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
     from mnemon_langgraph.eval.longmemeval import run_longmemeval_eval
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.settings import ReadSettings
-    from mnemon_langgraph.store import MnemonStore, is_postgres_url
 
     embeddings, cache = cached_embeddings(args)
     config = _config(args, cache)
@@ -166,11 +163,7 @@ def _run(args: argparse.Namespace) -> int:
     planner = build_planner(args.planner)
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
-    store_path: Path | str = default_store_path()
-    if args.store:
-        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
-    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
-    store = MnemonStore(store_path, embeddings=embeddings, **sizing)
+    store = eval_store(args, embeddings)
 
     def graph_at(budget: int | None) -> Any:
         settings = ReadSettings(view_chars=budget) if budget else ReadSettings()
@@ -334,12 +327,10 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
 
 def _run_beam(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
-    from mnemon_langgraph.cli.eval import build_judge, build_planner, report_failures
+    from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
-    from mnemon_langgraph.eval.locomo import default_store_path
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.settings import ReadSettings
-    from mnemon_langgraph.store import MnemonStore, is_postgres_url
 
     for flag, value in (
         ("--budget-chars", args.budget_chars),
@@ -365,11 +356,7 @@ def _run_beam(args: argparse.Namespace) -> int:
     embeddings, _cache = cached_embeddings(args)
     judge = build_judge(args.judge, embeddings)
     planner = build_planner(args.planner)
-    store_path: Path | str = default_store_path()
-    if args.store:
-        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
-    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
-    store = MnemonStore(store_path, embeddings=embeddings, **sizing)
+    store = eval_store(args, embeddings)
     settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)

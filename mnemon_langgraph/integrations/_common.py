@@ -398,11 +398,6 @@ def _writable(message: BaseMessage) -> bool:
     return bool(message.text.strip())
 
 
-def _last_record(store: MnemonStore, namespace: Namespace) -> Any:
-    top = store.max_seq(namespace)
-    return next(iter(store.records(namespace, after_seq=max(top - 1, 0), limit=1)), None)
-
-
 def stamp_messages(
     store: MnemonStore,
     namespace: Namespace,
@@ -438,7 +433,9 @@ def new_messages(
     candidates = [m for m in messages if _writable(m)]
     if not candidates:
         return []
-    last = _last_record(store, namespace)
+    from mnemon_langgraph.store.users import last_record
+
+    last = last_record(store, namespace)
     converted = _converted(candidates, last)
     ids = [m.id for m in converted if m.id]
     known = _known_ids(store, namespace, ids) if ids else set()
@@ -456,11 +453,9 @@ async def anew_messages(
     candidates = [m for m in messages if _writable(m)]
     if not candidates:
         return []
-    last = None
-    async for record in store.arecords(
-        namespace, after_seq=max(await store.amax_seq(namespace) - 1, 0), limit=1
-    ):
-        last = record
+    from mnemon_langgraph.store.users import alast_record
+
+    last = await alast_record(store, namespace)
     converted = _converted(candidates, last)
     ids = [m.id for m in converted if m.id]
     known = set(await store.aknown_message_ids(namespace, ids)) if ids else set()

@@ -97,25 +97,13 @@ async def aforget_record(
 # every step and cannot drift.
 
 
-def _last_record(store: MnemonStore, namespace: Namespace) -> Record | None:
-    top = store.max_seq(namespace)
-    return next(iter(store.records(namespace, after_seq=max(top - 1, 0), limit=1)), None)
-
-
-async def _alast_record(store: MnemonStore, namespace: Namespace) -> Record | None:
-    top = await store.amax_seq(namespace)
-    async for record in store.arecords(namespace, after_seq=max(top - 1, 0), limit=1):
-        return record
-    return None
-
-
 def _remember(store: MnemonStore, namespace: Namespace, fact: str, source: str) -> Body[str]:
-    from mnemon_langgraph.store.users import dated_after
+    from mnemon_langgraph.store.users import alast_record, dated_after, last_record
 
     if not fact.strip():
         raise InputError("remember: the fact is empty; nothing was written")
     note = Message(fact, "memory note", role="assistant", id=f"note-{uuid.uuid4().hex}")
-    last = yield Call(_last_record, _alast_record, (store, namespace))
+    last = yield Call(last_record, alast_record, (store, namespace))
     dated = dated_after(last, [note])
     result = yield Call(store.ingest, store.aingest, (namespace, dated), {"source": source})
     return f"Remembered (record {', '.join(result.record_ids)})."

@@ -210,13 +210,10 @@ class AsyncFace:
         now: datetime | None = None,
     ) -> IngestResult:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.add_messages`."""
-        from mnemon_langgraph.store.users import dated_after, user_messages
+        from mnemon_langgraph.store.users import alast_record, dated_after, user_messages
 
         ns, given = user_messages(user, messages)
-        top = await self.amax_seq(ns)
-        last = None
-        async for record in self.arecords(ns, after_seq=top - 1, limit=1):
-            last = record
+        last = await alast_record(self, ns)
         return await self.aingest(ns, dated_after(last, given, now=now), source=source)
 
     async def alist_records(

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PerUserAPI",
+    "alast_record",
     "check_limit",
     "check_record_ids",
     "consolidated_items",
     "date_messages",
     "dated_after",
     "export_json",
+    "last_record",
     "messages_of",
     "user_messages",
 ]
@@ -50,8 +52,22 @@ def date_messages(
     :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
     session's last record, when it opens the next one.
     """
-    last = next(iter(store.records(namespace, after_seq=store.max_seq(namespace) - 1)), None)
-    return dated_after(last, messages, now=now)
+    return dated_after(last_record(store, namespace), messages, now=now)
+
+
+def last_record(store: Any, namespace: Namespace) -> Record | None:
+    """The namespace's most recent record (``None`` when it holds none): what the date rule
+    continues from."""
+    top = store.max_seq(namespace)
+    return next(iter(store.records(namespace, after_seq=max(top - 1, 0), limit=1)), None)
+
+
+async def alast_record(store: Any, namespace: Namespace) -> Record | None:
+    """Async :func:`last_record` (the store's async twins)."""
+    top = await store.amax_seq(namespace)
+    async for record in store.arecords(namespace, after_seq=max(top - 1, 0), limit=1):
+        return record
+    return None
 
 
 def dated_after(

@@ -170,16 +170,15 @@ def _check_tables(conn: sqlite3.Connection, check: JournalCheck) -> None:
             f"{keys[key]} records under a namespace key that does not decode: {key[:80]!r}"
         )
     check.namespaces = sorted({ns for ns in decoded.values() if ns is not None})
-    _check_vector_lengths(conn, check, decoded)
+    if "vectors" in tables:
+        _check_vector_lengths(conn, check, decoded)
 
 
 def _check_vector_lengths(
     conn: sqlite3.Connection, check: JournalCheck, decoded: dict[str, tuple[str, ...] | None]
 ) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key = 'embedding_dim'").fetchall())
-    if "embedding_dim" not in meta or "vectors" not in {
-        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }:
+    if "embedding_dim" not in meta:
         return
     dim = int(meta["embedding_dim"])
     rows = conn.execute(

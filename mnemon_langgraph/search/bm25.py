@@ -60,6 +60,7 @@ import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -67,11 +68,21 @@ import numpy as np
 
 from mnemon_langgraph.search.text import STOPWORDS, terms, tokenizer_id
 
-__all__ = ["STOPWORDS", "BM25Index", "IndexFileError", "tokenize"]
+__all__ = ["NO_DATE", "STOPWORDS", "BM25Index", "IndexFileError", "date_to_epoch", "tokenize"]
 
 _FORMAT = 2  # 2: meta names the tokenizer (``tokenizer``) instead of an optional stemmer
 NO_DATE = np.iinfo(np.int64).min
 """Stored date of a record without one (epoch seconds otherwise)."""
+
+
+def date_to_epoch(value: datetime | None) -> int:
+    """Epoch seconds of ``value`` (naive datetimes are taken as UTC); ``NO_DATE`` for None."""
+    if value is None:
+        return int(NO_DATE)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return int(value.timestamp())
+
 
 tokenize = terms
 """Split text into BM25 terms: :func:`mnemon_langgraph.search.text.terms`."""

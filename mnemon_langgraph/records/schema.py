@@ -1,7 +1,7 @@
 """Storage layout of the journal: schema, migrations and row <-> record conversion.
 
-Kept apart from :mod:`mnemon_langgraph.storage.journal` (which re-exports the public names) so
-both modules stay small. See that module for what each table is for.
+Kept apart from :mod:`mnemon_langgraph.store.embedded.journal` (which re-exports the public
+names) so both modules stay small. See that module for what each table is for.
 """
 
 from __future__ import annotations

@@ -54,8 +54,7 @@ from mnemon_langgraph.errors import (
     JournalReadOnlyError,
     SchemaVersionError,
 )
-from mnemon_langgraph.storage.deletion import Deletions, ReplaceSurvivors
-from mnemon_langgraph.storage.schema import (
+from mnemon_langgraph.records.schema import (
     AUDIT_TRIGGERS,
     MIGRATIONS,
     RECORD_COLUMNS,
@@ -72,6 +71,7 @@ from mnemon_langgraph.storage.schema import (
     replace_seq,
     row_to_record,
 )
+from mnemon_langgraph.store.embedded.deletion import Deletions, ReplaceSurvivors
 from mnemon_langgraph.types import (
     MAX_SESSION,
     Message,
@@ -816,7 +816,7 @@ class Journal:
         with contextlib.suppress(sqlite3.Error):
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
-    # -- deleting (delegated to storage.deletion.Deletions) --------------------------------
+    # -- deleting (delegated to deletion.Deletions) --------------------------------
 
     def generation(self, namespace: str | Sequence[str]) -> int:
         """A number that grows with every deletion in ``namespace`` (see :class:`Deletions`)."""

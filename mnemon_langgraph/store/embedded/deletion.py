@@ -24,18 +24,20 @@ import numpy as np
 
 from mnemon_langgraph.errors import MnemonError, RuntimeMnemonError
 from mnemon_langgraph.records.schema import (
-    RECORD_COLUMNS,
     AuditEntry,
+    namespace_key,
+    ns_from_key,
+    rebuild_messages,
+)
+from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
+from mnemon_langgraph.store.embedded.schema import (
+    RECORD_COLUMNS,
     chunks,
     dumps,
     id_list,
-    namespace_key,
     now_iso,
-    ns_from_key,
-    rebuild_messages,
     row_to_record,
 )
-from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:

@@ -49,21 +49,23 @@ from mnemon_langgraph.errors import (
     InputError,
 )
 from mnemon_langgraph.records.schema import (
-    RECORD_COLUMNS,
-    SCHEMA_VERSION,
     AuditEntry,
-    chunks,
-    dumps,
-    id_list,
     namespace_key,
-    now_iso,
     ns_from_key,
     record_lines,
-    replace_seq,
-    row_to_record,
 )
 from mnemon_langgraph.store.embedded.deletion import Deletions, ReplaceSurvivors
 from mnemon_langgraph.store.embedded.journal_file import JournalFile
+from mnemon_langgraph.store.embedded.schema import (
+    RECORD_COLUMNS,
+    SCHEMA_VERSION,
+    chunks,
+    dumps,
+    id_list,
+    now_iso,
+    replace_seq,
+    row_to_record,
+)
 from mnemon_langgraph.types import (
     MAX_SESSION,
     Message,

@@ -32,7 +32,7 @@ from mnemon_langgraph.errors import (
     JournalReadOnlyError,
     SchemaVersionError,
 )
-from mnemon_langgraph.records.schema import (
+from mnemon_langgraph.store.embedded.schema import (
     AUDIT_TRIGGERS,
     MIGRATIONS,
     SCHEMA_VERSION,

@@ -1,0 +1,190 @@
+"""The SQLite journal's tables: schema version, migrations and row <-> record conversion.
+
+Kept apart from :mod:`mnemon_langgraph.store.embedded.journal` (which re-exports the public
+names) so both modules stay small. See that module for what each table is for; what the
+PostgreSQL backend stores the same way is in :mod:`mnemon_langgraph.records.schema`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.records.schema import ns_from_key
+from mnemon_langgraph.types import Record
+
+__all__ = [
+    "AUDIT_TRIGGERS",
+    "MIGRATIONS",
+    "RECORD_COLUMNS",
+    "SCHEMA_VERSION",
+    "chunks",
+    "dumps",
+    "ensure_append_only_audit",
+    "id_list",
+    "now_iso",
+    "replace_seq",
+    "row_to_record",
+]
+
+
+SCHEMA_VERSION = 1
+"""Schema version this module writes. A journal with a newer version is refused."""
+
+BATCH = 500  # ids per ``IN (...)`` query, well under SQLite's variable limit
+
+
+# --- schema and migrations ------------------------------------------------------------
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS records (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    session INTEGER NOT NULL,
+    date TEXT,
+    position INTEGER NOT NULL,
+    speakers TEXT NOT NULL,
+    message_ids TEXT NOT NULL,
+    roles TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_ns_seq ON records(namespace, seq);
+CREATE INDEX IF NOT EXISTS records_ns_session ON records(namespace, session, position);
+CREATE TABLE IF NOT EXISTS messages (
+    namespace TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+    PRIMARY KEY (namespace, message_id, record_id)
+);
+CREATE INDEX IF NOT EXISTS messages_record ON messages(record_id);
+CREATE TABLE IF NOT EXISTS vectors (
+    record_id TEXT PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+    namespace TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vectors_ns ON vectors(namespace);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    record_ids TEXT NOT NULL DEFAULT '[]',
+    message_ids TEXT NOT NULL DEFAULT '[]',
+    reason TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS audit_ns ON audit(namespace, id);
+"""
+
+
+def _migrate_to_1(conn: sqlite3.Connection) -> None:
+    for statement in _V1.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('last_seq', '0')")
+
+
+AUDIT_TRIGGERS = {
+    "audit_no_update": "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows are never changed'); END",
+    "audit_no_delete": "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows are never deleted'); END",
+}
+"""Triggers that make the ``audit`` table append-only in the file itself, so no code path (of
+this package or of a later module sharing the journal) can rewrite or delete an audit row."""
+
+
+def ensure_append_only_audit(conn: sqlite3.Connection) -> bool:
+    """Create the :data:`AUDIT_TRIGGERS` that are missing (caller's write transaction).
+
+    Run on every writable open rather than as a numbered migration: the triggers add no
+    data and change no stored row, and a journal written before them gets them on its next
+    open. Returns whether any was created.
+    """
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    missing = [sql for name, sql in AUDIT_TRIGGERS.items() if name not in present]
+    for sql in missing:
+        conn.execute(sql)
+    return bool(missing)
+
+
+# Ordered list of migrations: entry i brings a journal from version i to version i + 1.
+# Migrations only add; they never drop data.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def chunks(items: Sequence[str], size: int = BATCH) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def id_list(ids: Iterable[str] | str) -> list[str]:
+    """Ids as a de-duplicated list; a single string is one id (not its characters)."""
+    if isinstance(ids, str):
+        return [ids]
+    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
+        raise InputError(
+            f"ids must be a list of id strings, got {type(ids).__name__}: {ids!r}"[:200]
+        )
+    out = list(dict.fromkeys(ids))
+    for value in out:
+        if not isinstance(value, str):
+            raise InputError(f"ids must be strings, got {type(value).__name__}: {value!r}")
+    return out
+
+
+def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:
+    (rid, seq, ns, source, session, date, position, speakers, mids, roles, text) = tuple(row)[:11]
+    return Record(
+        id=rid,
+        namespace=ns_from_key(ns),
+        session=session,
+        date=datetime.fromisoformat(date) if date else None,
+        position=position,
+        speakers=tuple(json.loads(speakers)),
+        message_ids=tuple(json.loads(mids)),
+        text=text,
+        source=source,
+        seq=seq,
+        roles=tuple(json.loads(roles)),
+    )
+
+
+RECORD_COLUMNS = (
+    "id, seq, namespace, source, session, date, position, speakers, message_ids, roles, text"
+)
+
+
+def replace_seq(rec: Record, seq: int) -> Record:
+    return Record(
+        id=rec.id,
+        namespace=tuple(rec.namespace),
+        session=rec.session,
+        date=rec.date,
+        position=rec.position,
+        speakers=tuple(rec.speakers),
+        message_ids=tuple(rec.message_ids),
+        text=rec.text,
+        source=rec.source,
+        seq=seq,
+        roles=tuple(rec.roles),
+    )

@@ -42,7 +42,7 @@ from typing import IO, Any
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import IndexItem, item_dict
-from mnemon_langgraph.storage.chunking import chunk_messages, split_text
+from mnemon_langgraph.records.chunking import chunk_messages, split_text
 from mnemon_langgraph.types import (
     ROLES,
     Message,
@@ -71,7 +71,7 @@ FORMAT = "mnemon-memory"
 VERSION = 1
 """The version of the format this module writes; :func:`read_export` reads this one only."""
 
-_MIN_PIECE = 40  # chunking's floor for a piece budget (storage.chunking._MIN_PIECE)
+_MIN_PIECE = 40  # chunking's floor for a piece budget (records.chunking._MIN_PIECE)
 _ITEM_KINDS = ("event", "value", "instruction")
 _MESSAGE_KEYS = (
     "type", "namespace", "id", "part", "role", "speaker", "text",

@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from mnemon_langgraph.storage.chunking import chunk_messages
-from mnemon_langgraph.storage.journal import Journal
+from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.types import Message
 
 NS_CRASH = ("crash", "test")

@@ -28,7 +28,7 @@ def consolidate(db: Path, acks: Path) -> None:
         SQLiteItemStore,
         create_consolidation_graph,
     )
-    from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store.embedded.journal import Journal
 
     journal = Journal(db)
     items = SQLiteItemStore(journal, fake_embeddings())

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph.search import bm25 as bm25_module
+from mnemon_langgraph.search import maxscore as bm25_module
 from mnemon_langgraph.search import text
 from mnemon_langgraph.search.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
 from mnemon_langgraph.store import MnemonStore

@@ -136,7 +136,7 @@ def test_writer_processes_of_one_session_keep_positions_unique_and_ordered(
 
 
 def test_vectors_drafted_before_the_lock_are_reused_by_text() -> None:
-    from mnemon_langgraph.storage.chunking import chunk_messages
+    from mnemon_langgraph.records.chunking import chunk_messages
     from mnemon_langgraph.store.settle import reuse_vectors
 
     msgs = [_message(i) for i in range(6)]

@@ -45,8 +45,8 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.consolidation.itemstore import item_embedding_text
 from mnemon_langgraph.errors import ConfigurationError, EmbeddingMismatchError
 from mnemon_langgraph.items import IndexItem, ItemSource
-from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
@@ -138,7 +138,7 @@ def test_fold_prompt_keeps_records_inside_delimited_data(journal: Journal) -> No
 
 
 def _record_msg(text: str) -> Record:
-    from mnemon_langgraph.storage.chunking import chunk_messages
+    from mnemon_langgraph.records.chunking import chunk_messages
     from mnemon_langgraph.types import Message
 
     return chunk_messages(
@@ -417,7 +417,7 @@ def test_erase_namespace_leaves_no_item(journal: Journal, store: SQLiteItemStore
 
 
 def _records_for(namespace: tuple[str, ...]) -> list[Record]:
-    from mnemon_langgraph.storage.chunking import chunk_messages
+    from mnemon_langgraph.records.chunking import chunk_messages
 
     return chunk_messages(
         make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, source="t"

@@ -17,9 +17,9 @@ from mnemon_langgraph.consolidation import (
     create_consolidation_graph,
     trim_record,
 )
+from mnemon_langgraph.records.chunking import chunk_messages
 from mnemon_langgraph.sources.locomo import load_locomo
-from mnemon_langgraph.storage.chunking import chunk_messages
-from mnemon_langgraph.storage.journal import Journal
+from mnemon_langgraph.store.embedded.journal import Journal
 
 CONV = LOCOMO_DEV / "conv-30.json"
 NS = ("locomo", "conv-30")

@@ -32,8 +32,8 @@ from mnemon_langgraph.consolidation import (
 from mnemon_langgraph.consolidation.commit import run_without_loop
 from mnemon_langgraph.errors import ConfigurationError, JournalError
 from mnemon_langgraph.items import IndexItem, ItemSource, ItemStore, item_store_provider
-from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store.embedded.journal import Journal
 
 NS = ("users", "ada")
 PACKAGE = Path(mnemon_langgraph.__file__).parent

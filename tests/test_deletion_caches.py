@@ -22,7 +22,7 @@ from mnemon_langgraph.integrations._common import ViewCache
 from mnemon_langgraph.judges import features, staleness
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.storage.content_caches import (
+from mnemon_langgraph.records.content_caches import (
     forget_cached_content,
     register_content_cache,
 )

@@ -17,8 +17,8 @@ from _reliability_common import fake_embeddings, tagged_messages
 
 from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.cli.doctor import diagnose, journal_check
-from mnemon_langgraph.search.hybrid import index_folder, indexes_root
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
 
 ADA = ("users", "ada@example.com")
 BO = ("users", "bo@example.com")

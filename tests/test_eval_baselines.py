@@ -13,7 +13,7 @@ from mnemon_langgraph.eval.baselines import (
     budget_prefix,
     rrf_fuse,
 )
-from mnemon_langgraph.storage.chunking import chunk_messages
+from mnemon_langgraph.records.chunking import chunk_messages
 from mnemon_langgraph.types import Message
 
 TURNS = [

@@ -35,14 +35,15 @@ def test_no_function_is_longer_than_a_page() -> None:
 MAX_CLASS_LINES = 500
 
 
-def test_no_store_class_is_longer_than_a_few_hundred_lines() -> None:
-    """The store (both backends and their shared base) is split by role: no class in
-    ``store/`` runs past 500 lines (the PostgreSQL store was one class of 1,458)."""
+def test_no_class_is_longer_than_a_few_hundred_lines() -> None:
+    """Classes are split by role: none in the package runs past 500 lines (the PostgreSQL
+    store was one class of 1,458, the SQLite journal 741, BM25 and the read nodes 560)."""
     found = []
-    for path in sorted((PACKAGE / "store").rglob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 found.append((length, f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"))
-    assert any(where.endswith(" PostgresStore") for _, where in found)  # the scan sees them
+    seen = {where.rsplit(" ", 1)[1] for _, where in found}
+    assert {"PostgresStore", "Journal", "BM25Index", "Reader"} <= seen  # the scan sees them
     assert [f"{where} ({n} lines)" for n, where in found if n > MAX_CLASS_LINES] == []

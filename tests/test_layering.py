@@ -1,9 +1,9 @@
 """The package's layers: lower layers never import higher ones, and packages form no cycle.
 
 Reading order of the code follows the write, read and consolidate paths (docs/design.md,
-"Layers"): base types, then the journal and search, then the store, loaders and judges,
-then the read graph, consolidation, the integration surfaces, and last the tools around them
-(eval, bench, cli). Every import counts — module level, inside functions and under
+"Layers"): base types, then records (chunking, schema) and search, then the store, loaders
+and judges, then the read graph, consolidation, the integration surfaces, and last the tools
+around them (eval, bench, cli). Every import counts — module level, inside functions and under
 ``TYPE_CHECKING`` — because a lazy import of a higher layer is still a cycle waiting to happen.
 """
 
@@ -23,7 +23,7 @@ PACKAGE = Path(mnemon_langgraph.__file__).parent
 # Lowest first. A unit may import its own layer's units and any lower layer.
 LAYERS: list[set[str]] = [
     {"errors", "types", "items"},
-    {"storage", "search"},
+    {"records", "search"},
     {"store", "sources", "judges"},
     {"backends"},
     {"read"},
@@ -101,7 +101,7 @@ def test_the_checker_sees_imports() -> None:
     # A negative control: the scan must find the imports it polices, or the tests above
     # would pass on an empty result.
     edges = _imports()
-    assert any(other == "errors" for other, _ in edges["storage"])
+    assert any(other == "errors" for other, _ in edges["records"])
     assert any(other == "read" for other, _ in edges["cli"])
 
 

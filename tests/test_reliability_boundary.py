@@ -36,8 +36,8 @@ from mnemon_langgraph.sources import (
     parse_date,
     parse_transcript,
 )
-from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.types import MAX_SESSION, Message, SearchFilters
 
 NS = ("users", "hostile@example.com")

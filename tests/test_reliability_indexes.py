@@ -32,10 +32,10 @@ from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.cli.doctor import diagnose
 from mnemon_langgraph.errors import JournalReadOnlyError
 from mnemon_langgraph.search.bm25 import BM25Index
-from mnemon_langgraph.search.hybrid import index_folder, indexes_root
 from mnemon_langgraph.search.vectors import VectorIndex
-from mnemon_langgraph.storage.journal import Journal
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
+from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.types import Message
 
 NS = ("users", "disk@example.com")

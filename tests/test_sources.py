@@ -13,6 +13,7 @@ from _paths import LOCOMO_DEV
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.records.chunking import chunk_messages
 from mnemon_langgraph.sources import (
     detect_format,
     load_any,
@@ -21,7 +22,6 @@ from mnemon_langgraph.sources import (
     load_transcript,
     messages_from_langchain,
 )
-from mnemon_langgraph.storage.chunking import chunk_messages
 
 DEV = LOCOMO_DEV
 DEV_FILES = sorted(DEV.glob("conv-*.json"))

@@ -31,9 +31,9 @@ from mnemon_langgraph.eval.baselines import TurnIndex
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.records.chunking import chunk_messages
 from mnemon_langgraph.search.embeddings import CachedEmbeddings
 from mnemon_langgraph.sources.longmemeval import load_longmemeval
-from mnemon_langgraph.storage.chunking import chunk_messages
 from mnemon_langgraph.store import MnemonStore
 
 

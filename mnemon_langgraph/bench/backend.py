@@ -301,7 +301,7 @@ def _corpus_workload(path: str, n: int, count: int, seed: int) -> dict[str, Any]
     """
     from mnemon_langgraph.bench.corpus import read_passages, real_corpus
     from mnemon_langgraph.bench.search import SPEAKER_NAMES, LookupEmbeddings
-    from mnemon_langgraph.storage.chunking import DEFAULT_MAX_CHARS
+    from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS
 
     n_small = max(1, n // 100)
     fresh = min(n_small, max(0, len(read_passages(path)) - count - n))

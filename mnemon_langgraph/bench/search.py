@@ -489,8 +489,7 @@ def serve_main(argv: list[str]) -> None:
 
 def _index_latency(bm25: Any, vindex: Any, data: dict[str, Any]) -> dict[str, Any]:
     """p50 of BM25, dense and fused search over the indexes alone."""
-    from mnemon_langgraph.search.fusion import rrf_fuse
-    from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
+    from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH, rrf_fuse
 
     texts, qvecs = data["queries"], data["qvecs"]
 
@@ -544,7 +543,7 @@ def _grid(vindex: Any, qvecs: np.ndarray, exact: list[set[int]], k: int) -> list
 
     IVF: cells probed (up to all cells); HNSW: ``efSearch``. The setting is restored.
     """
-    from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
+    from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 
     ivf = vindex.kind == "ivf"
     attr = "nprobe" if ivf else "ef_search"

@@ -251,7 +251,7 @@ def open_for_reading(db: str) -> Any:
         from mnemon_langgraph.store.postgres import PostgresStore
 
         return PostgresStore.for_maintenance(db)
-    from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store.embedded.journal import Journal
 
     require_journal(db)
     with Journal(db, read_only=True) as journal:

@@ -98,8 +98,8 @@ def _open_items(args: argparse.Namespace) -> tuple[Any, ItemStore]:
     """
     from mnemon_langgraph.consolidation import SQLiteItemStore
     from mnemon_langgraph.consolidation.itemstore import recorded_model
-    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import MnemonStore, is_postgres_url
+    from mnemon_langgraph.store.embedded.journal import Journal
 
     if is_postgres_url(args.db):
         store = MnemonStore(args.db, embeddings_for(args.embeddings))

@@ -235,7 +235,7 @@ def _check_namespace(
 def _check_index(
     journal: Any, db: Path, ns: tuple[str, ...], repair: bool, bad_vectors: int
 ) -> NamespaceReport:
-    from mnemon_langgraph.search.hybrid import NamespaceIndex, index_folder
+    from mnemon_langgraph.store.embedded.index import NamespaceIndex, index_folder
     from mnemon_langgraph.types import MAX_SESSION
 
     model = journal.embedding_model()
@@ -280,7 +280,11 @@ def _orphans(
     journal: Any, db: Path, repair: bool, live_namespaces: list[tuple[str, ...]]
 ) -> list[NamespaceReport]:
     """Index folders of namespaces with no rows left in the journal."""
-    from mnemon_langgraph.search.hybrid import index_folder, indexes_root, remove_index_folder
+    from mnemon_langgraph.store.embedded.index import (
+        index_folder,
+        indexes_root,
+        remove_index_folder,
+    )
 
     root = indexes_root(db)
     if not root.is_dir():
@@ -315,8 +319,8 @@ def diagnose(db: str | Path, namespace: Any = None, *, repair: bool = True) -> l
         ConfigurationError: No journal at ``db``.
     """
     from mnemon_langgraph.errors import ConfigurationError
-    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import is_postgres_url
+    from mnemon_langgraph.store.embedded.journal import Journal
     from mnemon_langgraph.types import normalize_namespace
 
     if is_postgres_url(db):

@@ -2,7 +2,8 @@
 
 Removes every record of the namespace, its vectors, message ids, consolidated index items,
 their links and consolidation state (every table of the journal's SQLite file with a
-``namespace`` column, see :meth:`~mnemon_langgraph.storage.journal.Journal.erase_namespace`), then
+``namespace`` column, see
+:meth:`~mnemon_langgraph.store.embedded.journal.Journal.erase_namespace`), then
 deletes the namespace's BM25/vector index folder (``<db>.indexes/<hash>/``), whose
 vocabulary holds words of the erased text. The audit trail is append-only: its earlier rows
 stay, and it gains one saying only that an erase happened, when, by whom (``cli``), of which
@@ -71,9 +72,9 @@ def erase_namespace_files(db: str | Path, namespace: Any, *, actor: str = "cli")
         EraseError: An index file could not be removed (nothing was erased from the
             journal then).
     """
-    from mnemon_langgraph.search.hybrid import NamespaceIndex, all_index_folders
-    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import is_postgres_url
+    from mnemon_langgraph.store.embedded.index import NamespaceIndex, all_index_folders
+    from mnemon_langgraph.store.embedded.journal import Journal
     from mnemon_langgraph.types import normalize_namespace
 
     if is_postgres_url(db):
@@ -104,9 +105,9 @@ def _require_journal(path: Path) -> None:
 def _namespace_exists(db: str | Path, ns: tuple[str, ...]) -> bool:
     """Whether the store holds any row of ``ns`` (audit rows aside: an erase of nothing
     writes none), or, embedded, an index folder of it is left."""
-    from mnemon_langgraph.search.hybrid import all_index_folders
-    from mnemon_langgraph.storage.journal import Journal
     from mnemon_langgraph.store import is_postgres_url
+    from mnemon_langgraph.store.embedded.index import all_index_folders
+    from mnemon_langgraph.store.embedded.journal import Journal
 
     if is_postgres_url(db):
         from mnemon_langgraph.store.postgres import PostgresStore

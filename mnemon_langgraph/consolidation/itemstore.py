@@ -60,7 +60,7 @@ from mnemon_langgraph.errors import (
     SchemaVersionError,
 )
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
-from mnemon_langgraph.storage.journal import namespace_key
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -100,7 +100,7 @@ class SQLiteItemStore:
     """The consolidated index in the journal's SQLite file; an :class:`ItemSource`.
 
     Args:
-        journal: The :class:`~mnemon_langgraph.storage.journal.Journal` whose file holds the
+        journal: The :class:`~mnemon_langgraph.store.embedded.journal.Journal` whose file holds the
             index. Writes go through ``journal.transaction()`` (so they share the journal's
             write lock); reads use a connection of the store's own (WAL lets them run beside
             writers).

@@ -119,7 +119,7 @@ class _Conversation:
 def _prepare(
     conv: BeamConversation, store: Any, embedder: Embeddings, tokens: TokenCounter
 ) -> _Conversation:
-    from mnemon_langgraph.storage.chunking import chunk_messages
+    from mnemon_langgraph.records.chunking import chunk_messages
 
     tier, _, n = conv.id.partition("/")
     ns = ("beam", tier, n)

@@ -165,7 +165,7 @@ def _prepare(
     q: LongMemEvalQuestion, store: Any, embedder: Embeddings, tokens: TokenCounter
 ) -> _Prepared:
     """Ingest one question's history and build its turn-level baseline index."""
-    from mnemon_langgraph.storage.chunking import chunk_messages
+    from mnemon_langgraph.records.chunking import chunk_messages
 
     ns = ("longmemeval", q.question_id)
     source = f"longmemeval:{q.question_id}"

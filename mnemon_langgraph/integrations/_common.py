@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read.state import namespace_value, resolve_namespace
 from mnemon_langgraph.read.view import LESS_THAN_LOOKALIKES, escape_data
-from mnemon_langgraph.storage.content_caches import register_content_cache
+from mnemon_langgraph.records.content_caches import register_content_cache
 from mnemon_langgraph.types import Message, Namespace, normalize_namespace
 
 if TYPE_CHECKING:

@@ -74,7 +74,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
-from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
+from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace

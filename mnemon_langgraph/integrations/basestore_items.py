@@ -6,7 +6,7 @@ creates (idempotently) through the store's public path or URL:
 * ``mnemon_kv_items(namespace, key, value, text, vectors, dim, created_at, updated_at)``:
   the value as JSON, its indexed text (for BM25) and the unit vectors of its indexed texts
   (``float32``, ``n × dim``). ``namespace`` holds the journal's stored form of a namespace
-  (:func:`~mnemon_langgraph.storage.schema.namespace_key`, a JSON array), so on SQLite the
+  (:func:`~mnemon_langgraph.records.schema.namespace_key`, a JSON array), so on SQLite the
   journal's own ``erase_namespace`` (which erases every table with a ``namespace`` column)
   erases items too.
 * ``mnemon_kv_audit(id, at, actor, action, ns, keys, count)``: one row per deletion (keys
@@ -41,7 +41,7 @@ from mnemon_langgraph.errors import (
     MissingDependencyError,
 )
 from mnemon_langgraph.integrations.basestore_rank import ItemRow
-from mnemon_langgraph.storage.schema import namespace_key, ns_from_key
+from mnemon_langgraph.records.schema import namespace_key, ns_from_key
 from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace
 

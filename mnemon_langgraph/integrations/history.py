@@ -53,7 +53,7 @@ def messages_from_records(records: Sequence[Record]) -> list[BaseMessage]:
     A long message split over several records is rejoined with single spaces; several short
     messages packed into one record come out as separate messages.
     """
-    from mnemon_langgraph.storage.journal import record_lines
+    from mnemon_langgraph.records.schema import record_lines
 
     order: list[str] = []
     parts: dict[str, list[str]] = {}

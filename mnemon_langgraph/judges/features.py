@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
+from mnemon_langgraph.records.content_caches import register_content_cache
 from mnemon_langgraph.search import text
 from mnemon_langgraph.search.fusion import RRF_K
-from mnemon_langgraph.storage.content_caches import register_content_cache
 
 __all__ = [
     "FEATURES",

@@ -66,7 +66,7 @@ from mnemon_langgraph.judges.features import (
 from mnemon_langgraph.judges.learned import Calibration, JudgeWeights, default_weights
 from mnemon_langgraph.judges.propositions import Proposition, QuestionKey, parse_question_id
 from mnemon_langgraph.judges.staleness import replacements, stale_p
-from mnemon_langgraph.storage.content_caches import register_content_cache
+from mnemon_langgraph.records.content_caches import register_content_cache
 
 __all__ = ["LocalDecisionModel", "score_to_p"]
 

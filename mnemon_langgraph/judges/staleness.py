@@ -42,8 +42,8 @@ from typing import Any, Literal
 
 from mnemon_langgraph.judges.features import MONTHS, NUMBER, SPEAKER, Doc, stem, terms
 from mnemon_langgraph.judges.update_model import UpdateWeights, weights_in_use
+from mnemon_langgraph.records.content_caches import register_content_cache
 from mnemon_langgraph.search import text
-from mnemon_langgraph.storage.content_caches import register_content_cache
 
 __all__ = [
     "STALE_NO",

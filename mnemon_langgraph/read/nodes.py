@@ -7,9 +7,8 @@ state). Sync and async faces share pure helpers; only the backend calls differ.
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import asdict
-from datetime import datetime
 from typing import Any, Literal
 
 from langchain_core.decisions import BaseDecisionModel
@@ -21,28 +20,23 @@ from langgraph.types import Overwrite
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
-from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
+from mnemon_langgraph.read.drive import Body, Call, Step, adrive, drive
 from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
+from mnemon_langgraph.read.nodes_retrieve import RetrieveNode
 from mnemon_langgraph.read.planner import (
-    NewSearchResult,
     Planner,
     PlanResult,
     RulePlanner,
     latest_text,
-    record_query,
 )
 from mnemon_langgraph.read.pooling import (
-    build_first_pool,
     dict_to_record,
-    merge_page,
-    take_page,
 )
 from mnemon_langgraph.read.rules import (
     FollowRecord,
     Judgment,
-    Need,
     NewSearch,
     PageSearch,
     decide,
@@ -50,7 +44,7 @@ from mnemon_langgraph.read.rules import (
     rank_by,
     should_continue,
 )
-from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import (
     PoolRecord,
     ReadState,
@@ -64,7 +58,7 @@ from mnemon_langgraph.read.state import (
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
-from mnemon_langgraph.types import Namespace, SearchFilters, SearchHit, SearchSource
+from mnemon_langgraph.types import Namespace, SearchSource
 
 __all__ = ["NODES", "Reader"]
 
@@ -80,7 +74,7 @@ def _run_context() -> Any:
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
 
-class Reader(ItemsNode):
+class Reader(RetrieveNode, ItemsNode):
     """Holds the backends; its methods are the graph's nodes (sync and async)."""
 
     def __init__(
@@ -196,230 +190,6 @@ class Reader(ItemsNode):
     async def aplan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
         """Node ``plan`` under ``ainvoke``."""
         return await adrive(self._plan(state, config))
-
-    # --- retrieve ---------------------------------------------------------------------
-    def _new_search_result(
-        self,
-        searches: list[dict[str, Any]],
-        need: Need,
-        out: NewSearchResult,
-        round_no: int,
-        trace: list[dict[str, Any]],
-        fetch: list[tuple[int, int]],
-    ) -> float:
-        query, calls, secs, errors = out
-        trace.append(
-            {
-                "event": "new_search",
-                "need_index": need.index,
-                "query": query,
-                "calls": calls,
-                "errors": errors,
-                "model_seconds": secs,
-            }
-        )
-        if errors:
-            trace.append(degraded("new_search", "; ".join(errors)))
-        tried = {s["query"].casefold() for s in searches}
-        if query and query.casefold() not in tried:
-            idx = len(searches)
-            searches.append(
-                {
-                    "index": idx,
-                    "query": query,
-                    "origin": "new_search",
-                    "next_offset": 0,
-                    "exhausted": False,
-                    "round": round_no,
-                    "need_index": need.index,
-                }
-            )
-            fetch.append((idx, 0))
-        return secs
-
-    def _fetch_plan(
-        self, state: ReadState
-    ) -> tuple[list[dict[str, Any]], list[tuple[int, int]], list[Need]]:
-        searches = [dict(s) for s in state.get("searches", [])]
-        fetch: list[tuple[int, int]] = []
-        asks: list[Need] = []
-        needs = {n.index: n for n in needs_of(state)}
-        for action in state.get("pending", []):
-            if action["kind"] == "page":
-                key = (action["search_index"], action["offset"])
-                if key not in fetch:
-                    fetch.append(key)
-            elif action["kind"] == "new_search":
-                asks.append(needs[action["need_index"]])
-            elif action["kind"] == "follow":
-                self._follow_searches(state, action, searches, fetch)
-        return searches, fetch, asks
-
-    def _follow_searches(
-        self,
-        state: ReadState,
-        action: Mapping[str, Any],
-        searches: list[dict[str, Any]],
-        fetch: list[tuple[int, int]],
-    ) -> None:
-        """Add the searches that follow a positive record, worded from its text.
-
-        ``follow_scope`` ``session`` searches only the record's own session, ``memory``
-        every session, ``both`` does each. A search already in the turn (same words, same
-        session bound) is not repeated.
-        """
-        record = next((p for p in state.get("pool", []) if p["id"] == action["record_id"]), None)
-        need = next((n for n in state.get("needs", []) if n["index"] == action["need_index"]), None)
-        if record is None or need is None:
-            return
-        query = record_query(record.get("text", ""), need["text"], self.settings.follow_words)
-        if not query:
-            return
-        own: int | None = record.get("session")
-        scope = self.settings.follow_scope
-        bounds = [own] if scope == "session" else [None] if scope == "memory" else [own, None]
-        tried = {(s["query"], s.get("session")) for s in searches}
-        for session in bounds:
-            if (query, session) in tried:
-                continue
-            idx = len(searches)
-            searches.append(
-                {
-                    "index": idx,
-                    "query": query,
-                    "origin": "follow" if session is None else "follow:session",
-                    "next_offset": 0,
-                    "exhausted": False,
-                    "round": state.get("rounds", 0) + 1,
-                    "need_index": action["need_index"],
-                    "record_id": record["id"],
-                    "session": session,
-                    "k": self.settings.follow_records,
-                }
-            )
-            fetch.append((idx, 0))
-
-    def _retrieve_finish(
-        self,
-        state: ReadState,
-        searches: list[dict[str, Any]],
-        fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
-        trace: list[dict[str, Any]],
-        start: float,
-        model_seconds: float,
-        pooled: set[str],
-    ) -> dict[str, Any]:
-        round_no = state.get("rounds", 0) + 1
-        seen = set(pooled)
-        pages: list[tuple[int, int, list[SearchHit]]] = []
-        for idx, offset, hits in fetched:
-            s = searches[idx]
-            if isinstance(hits, BaseException):
-                trace.append(
-                    degraded("search", f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}")
-                )
-                s["exhausted"] = True
-                continue
-            k = s.get("k") or self.settings.page_records
-            skip = seen if self.settings.skip_pooled else ()
-            page = take_page(hits, max_records=k, max_chars=self.settings.page_chars, pooled=skip)
-            fresh = {h.record.id for h in page} - seen
-            if pooled:  # the round's later pages skip these too (first pool: RRF decides)
-                seen |= fresh
-            s["next_offset"] = offset + len(page)
-            # a follow search is a look around one record, never paged
-            s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
-            s["exhausted"] |= "record_id" in s
-            pages.append((idx, offset, page))
-            trace.append(
-                {
-                    "event": "search",
-                    "index": idx,
-                    "query": s["query"],
-                    "origin": s["origin"],
-                    "offset": offset,
-                    "returned": len(page),
-                    "new": len(fresh),
-                    "round": round_no,
-                }
-            )
-        pool = list(state.get("pool", []))
-        if not pool and round_no == 1:
-            pool = build_first_pool(pages, cap=self.settings.pool_size, rrf_k=self.settings.rrf_k)
-            added = len(pool)
-        else:
-            added = 0
-            for idx, offset, page in pages:
-                pool, gained = merge_page(pool, idx, offset, page, round_no)
-                added += gained
-        trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
-        trace.append(timing_event("retrieve", start, model_seconds))
-        return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
-
-    def _retrieve(self, state: ReadState) -> Body[dict[str, Any]]:
-        start = time.perf_counter()
-        ns = tuple(state["namespace"])
-        searches, fetch, asks = self._fetch_plan(state)
-        trace: list[dict[str, Any]] = []
-        model_seconds = 0.0
-        round_no = state.get("rounds", 0) + 1
-        recent = recent_messages(state, self.settings)
-        pooled = {p["id"] for p in state.get("pool", [])}
-        for need in asks:
-            tried = [s["query"] for s in searches]
-            out = yield Call(
-                self.planner.next_search,
-                self.planner.anext_search,
-                (recent, need, tried, self.settings),
-            )
-            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
-        # the searches are independent: they run side by side
-        results = yield Gather(
-            tuple(
-                Call(
-                    self.source.search,
-                    self.source.asearch,
-                    (searches[i]["query"],),
-                    self._search_kwargs(ns, searches[i], o, pooled),
-                )
-                for i, o in fetch
-            )
-        )
-        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
-
-    def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
-        """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times
-        that once records are pooled and ``skip_pooled`` keeps only new ones on a page."""
-        k = int(search.get("k") or self.settings.page_records)
-        return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
-
-    def _search_kwargs(
-        self, ns: Namespace, search: Mapping[str, Any], offset: int, pooled: Container[str]
-    ) -> dict[str, Any]:
-        """The keyword arguments of one search call (a follow search may keep to a session)."""
-        kwargs: dict[str, Any] = {
-            "namespace": ns,
-            "k": self._fetch_k(search, pooled),
-            "offset": offset,
-        }
-        session = search.get("session")
-        if session is not None:
-            kwargs["filters"] = SearchFilters(session_from=session, session_to=session)
-        elif search.get("date_from"):
-            kwargs["filters"] = SearchFilters(
-                date_from=datetime.fromisoformat(search["date_from"]),
-                date_to=datetime.fromisoformat(search["date_to"]),
-            )
-        return kwargs
-
-    def retrieve(self, state: ReadState) -> dict[str, Any]:
-        """Node ``retrieve`` under ``invoke``."""
-        return drive(self._retrieve(state))
-
-    async def aretrieve(self, state: ReadState) -> dict[str, Any]:
-        """Node ``retrieve`` under ``ainvoke``."""
-        return await adrive(self._retrieve(state))
 
     # --- judge --------------------------------------------------------------------------
     def _screen_targets(self, state: ReadState) -> list[PoolRecord]:

@@ -20,7 +20,8 @@ slow at 1M records. So this module keeps its own inverted index and scores lazil
 * **Top-k without reading every posting** (term-at-a-time MaxScore, Turtle & Flood 1995,
   "Query evaluation: strategies and optimizations"): each query term has an upper bound on
   what it can add to any document (its IDF times the largest ``tf / (tf + norm)`` among its
-  postings, :meth:`BM25Index._term`). Terms are scored in order of that bound, rarest
+  postings, :meth:`~.maxscore.MaxScore._term`; the query half lives in :mod:`.maxscore`).
+  Terms are scored in order of that bound, rarest
   first, each adding its documents to the candidates, until the bounds of the terms left
   sum below the ``k``-th best partial score: no document outside the candidates can reach
   the top ``k`` any more, so the remaining (common) terms are looked up only for the
@@ -54,24 +55,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import numpy as np
 
+from mnemon_langgraph.search.maxscore import MaxScore
 from mnemon_langgraph.search.text import STOPWORDS, terms, tokenizer_id
 
-__all__ = ["STOPWORDS", "BM25Index", "IndexFileError", "tokenize"]
+__all__ = ["NO_DATE", "STOPWORDS", "BM25Index", "IndexFileError", "date_to_epoch", "tokenize"]
 
 _FORMAT = 2  # 2: meta names the tokenizer (``tokenizer``) instead of an optional stemmer
 NO_DATE = np.iinfo(np.int64).min
 """Stored date of a record without one (epoch seconds otherwise)."""
+
+
+def date_to_epoch(value: datetime | None) -> int:
+    """Epoch seconds of ``value`` (naive datetimes are taken as UTC); ``NO_DATE`` for None."""
+    if value is None:
+        return int(NO_DATE)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return int(value.timestamp())
+
 
 tokenize = terms
 """Split text into BM25 terms: :func:`mnemon_langgraph.search.text.terms`."""
@@ -81,7 +92,7 @@ class IndexFileError(Exception):
     """An index file is missing, unreadable or inconsistent (the caller rebuilds it)."""
 
 
-class BM25Index:
+class BM25Index(MaxScore):
     """An incrementally updatable BM25 index whose document ids are journal ``seq`` numbers.
 
     Not thread-safe by itself: the store serialises access per namespace.
@@ -241,27 +252,6 @@ class BM25Index:
         self._tail, self._tail_docs = {}, 0
         self._tail_arrays, self._dead_postings, self._main_bounds = {}, {}, {}
 
-    def _main_bound(self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float) -> float:
-        """The largest ``tf / (tf + norm)`` of a term's main postings at this ``avgdl``.
-
-        Computed on the term's first search and kept until the next merge (the main
-        segment does not change in between; dead documents count, a looser bound, never a
-        wrong one). At a larger ``avgdl`` ``A`` the kept value is scaled by ``A / A_ref``:
-        for fixed ``tf`` and length the expression grows with ``A``, never faster than that.
-        """
-        kept = self._main_bounds.get(tid)
-        if kept is None:
-            kept = (float((tfs / (tfs + self._norm_of(docs, avgdl))).max()), avgdl)
-            self._main_bounds[tid] = kept
-        impact, ref = kept
-        return impact * max(1.0, avgdl / ref)
-
-    def _norm_of(self, docs: np.ndarray, avgdl: float) -> np.ndarray:
-        """``k1 · (1 - b + b · |d| / avgdl)`` of these documents, in float32."""
-        # one multiply-add per posting (float32 throughout): this runs for every posting read
-        lengths = self._lengths[docs]
-        return lengths * np.float32(self.k1 * self.b / avgdl) + np.float32(self.k1 * (1 - self.b))
-
     def _term_ids_main(self) -> np.ndarray:
         counts = np.diff(self._indptr)
         return np.repeat(np.arange(len(counts), dtype=np.int64), counts)
@@ -309,26 +299,6 @@ class BM25Index:
             parts.append(cached)
         return parts
 
-    def _term(self, tid: int, n_live: int, avgdl: float) -> _Term | None:
-        """A query term's IDF, postings and upper bound (``None`` if no live document has it).
-
-        ``df`` counts live documents only (:meth:`_live_df`).
-        """
-        parts = self._parts(tid)
-        size = sum(len(docs) for docs, _ in parts)
-        df = self._live_df(tid, parts)
-        if df <= 0:
-            return None
-        idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-        impact = 0.0
-        in_main = tid + 1 < len(self._indptr) and self._indptr[tid + 1] > self._indptr[tid]
-        if in_main:
-            impact = self._main_bound(tid, *parts[0], avgdl)
-        if tid in self._tail:  # small and changing: taken at every search
-            docs, tfs = parts[-1]
-            impact = max(impact, float((tfs / (tfs + self._norm_of(docs, avgdl))).max()))
-        return _Term(tid, idf, size, idf * impact * (1 + _SLACK), parts)
-
     def allowed_mask(
         self,
         *,
@@ -371,173 +341,6 @@ class BM25Index:
     def seqs_for(self, mask: np.ndarray) -> np.ndarray:
         """The ``seq`` of every document selected by ``mask``."""
         return self._seqs[mask]
-
-    def search(
-        self, query: str, k: int, *, mask: np.ndarray | None = None, prune: bool = True
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` documents for ``query``: ``(seqs, scores)``, best first.
-
-        Only documents with at least one query term are returned. Ties are broken by
-        ``seq`` (older first), so the order is deterministic.
-
-        Args:
-            query: Free text (tokenized like the documents; repeated terms count once).
-            k: How many to return at most.
-            mask: Restrict the ranking to these document positions (from
-                :meth:`allowed_mask`); ``None`` means every live document.
-            prune: Skip postings that cannot change the top ``k`` (MaxScore, see the
-                module docstring). ``False`` reads every posting of every query term; the
-                ranking is the same, which the tests and ``bench search`` check.
-        """
-        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
-        self.last_postings = 0
-        if k <= 0 or self._n_live == 0:
-            return empty
-        tids = sorted({self._vocab[t] for t in tokenize(query) if t in self._vocab})
-        avgdl = self._len_live / self._n_live or 1.0
-        found = [self._term(tid, self._n_live, avgdl) for tid in tids]
-        terms = [t for t in found if t is not None]
-        if not terms:
-            return empty
-        live = self._alive if mask is None else mask
-        with self._partial_scores() as partial:
-            touched: list[np.ndarray] = []
-            try:
-                cand = self._candidates(terms, k, live, avgdl, prune, partial, touched)
-                if len(cand) > k:  # only near-ties of the k-th partial score need exact scores
-                    cand = cand[partial[cand] >= _kth(partial[cand], k) * (1 - _SLACK)]
-            finally:
-                for docs in touched:
-                    partial[docs] = 0.0  # the scratch array goes back all zeros
-        cand = np.sort(cand)
-        scores = self._exact_scores(terms, cand, avgdl)
-        order = np.lexsort((cand, -scores))[:k]
-        return self._seqs[cand[order]].copy(), scores[order].copy()
-
-    @contextmanager
-    def _partial_scores(self) -> Iterator[np.ndarray]:
-        """A zeroed float32 array with one slot per document, for one search.
-
-        Reused between searches (the search zeroes the slots it touched): allocating and
-        scanning a fresh array of a million slots cost more than scoring the postings.
-        A concurrent search gets a fresh array instead of waiting; an error mid-search
-        drops the reused one (its slots may not be zero any more).
-        """
-        n = len(self._seqs)
-        if not self._scratch_lock.acquire(blocking=False):
-            yield np.zeros(n, dtype=np.float32)
-            return
-        try:
-            if len(self._scratch) < n:
-                self._scratch = np.zeros(n + n // 4, dtype=np.float32)
-            yield self._scratch[:n]
-        except BaseException:
-            self._scratch = np.zeros(0, dtype=np.float32)
-            raise
-        finally:
-            self._scratch_lock.release()
-
-    def _candidates(
-        self,
-        terms: list[_Term],
-        k: int,
-        live: np.ndarray,
-        avgdl: float,
-        prune: bool,
-        partial: np.ndarray,
-        touched: list[np.ndarray],
-    ) -> np.ndarray:
-        """MaxScore's first phase: every posting of the terms with the largest bounds.
-
-        Adds partial scores into ``partial`` and appends the documents it gives a score
-        to ``touched`` (disjoint pieces); returns the candidates. Before a term with many
-        postings, ``theta`` is raised: the best candidates so far are scored in full (every
-        query term looked up, :meth:`_full_kth`), and ``k`` real documents reaching it make
-        it a lower bound of the final ``k``-th score — far above the ``k``-th *partial*
-        score — so the common terms go to the second phase (:meth:`_refine`) as soon as
-        the bounds of the terms left sum below it.
-        """
-        order = sorted(terms, key=lambda t: (-t.bound, t.tid))
-        left = [sum(t.bound for t in order[j:]) for j in range(len(order))]
-        filtered = live is not self._alive or self._n_live < len(self._seqs)
-        for j, term in enumerate(order):
-            if prune and j and term.size >= _CHECK_POSTINGS:
-                cand = np.concatenate(touched)
-                theta = self._full_kth(terms, cand, partial, k, avgdl)
-                if left[j] < theta * (1 - _SLACK):
-                    return self._refine(order[j:], left[j:], cand, partial, theta, k, avgdl)
-            for docs, tfs in term.parts:
-                if filtered:  # dead documents or a filter: skip them
-                    keep = live[docs]
-                    docs, tfs = docs[keep], tfs[keep]
-                self.last_postings += len(docs)
-                before = partial[docs]
-                touched.append(docs[before == 0])  # every contribution is > 0
-                impact = tfs / (tfs + self._norm_of(docs, avgdl))
-                partial[docs] = before + np.float32(term.idf) * impact
-        return np.concatenate(touched) if touched else np.zeros(0, dtype=np.int64)
-
-    def _full_kth(
-        self, terms: list[_Term], cand: np.ndarray, partial: np.ndarray, k: int, avgdl: float
-    ) -> float:
-        """The ``k``-th full score among the :data:`_THETA_SAMPLE` ``· k`` best candidates.
-
-        0.0 (no bound) when there are fewer than ``k`` candidates.
-        """
-        if len(cand) < k:
-            return 0.0
-        size = min(len(cand), _THETA_SAMPLE * k)
-        best = cand[np.argpartition(-partial[cand], size - 1)[:size]]
-        return _kth(self._exact_scores(terms, np.sort(best), avgdl), k)
-
-    def _refine(
-        self,
-        rest: list[_Term],
-        left: list[float],
-        cand: np.ndarray,
-        partial: np.ndarray,
-        theta: float,
-        k: int,
-        avgdl: float,
-    ) -> np.ndarray:
-        """MaxScore's second phase: the remaining terms, looked up for candidates only.
-
-        Returns the surviving candidates (their full scores are in ``partial``).
-        ``left[i]`` is the sum of the bounds of ``rest[i:]``. Before each term, candidates
-        whose partial score plus the bounds still to come stays below ``theta`` are
-        dropped (with float slack on the side of keeping them).
-        """
-        for i, term in enumerate(rest):
-            cand = cand[partial[cand] + left[i] >= theta * (1 - _SLACK)]
-            for docs, tfs in term.parts:
-                if len(cand) * _LOOKUP_COST < len(docs):  # binary searches
-                    found, pos = _find(docs, cand)
-                    hit, tf = cand[found], tfs[pos[found]]
-                    self.last_postings += len(cand)
-                else:  # fewer postings than candidates' searches: read them, add no one
-                    known = partial[docs] > 0
-                    hit, tf = docs[known], tfs[known]
-                    self.last_postings += len(docs)
-                partial[hit] += np.float32(term.idf) * tf / (tf + self._norm_of(hit, avgdl))
-            theta = max(theta, _kth(partial[cand], k))  # partial scores only grow
-        return cand
-
-    def _exact_scores(self, terms: list[_Term], cand: np.ndarray, avgdl: float) -> np.ndarray:
-        """Full BM25 scores of ``cand`` (sorted positions), summed in term-id order.
-
-        One fixed order of float32 additions, whichever terms MaxScore pruned: a pruned
-        and an unpruned search give bit-identical scores and hence identical ties.
-        """
-        scores = np.zeros(len(cand), dtype=np.float32)
-        norm = self._norm_of(cand, avgdl)
-        for term in sorted(terms, key=lambda t: t.tid):
-            tf = np.zeros(len(cand), dtype=np.float32)
-            for docs, tfs in term.parts:
-                hit, pos = _find(docs, cand)
-                tf[hit] = tfs[pos[hit]]
-            has = tf > 0
-            scores[has] += np.float32(term.idf) * tf[has] / (tf[has] + norm[has])
-        return scores
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -658,51 +461,6 @@ def _sorted_within_terms(indptr: np.ndarray, docs: np.ndarray) -> bool:
     starts = indptr[1:-1]
     rising[starts[(starts > 0) & (starts < len(docs))] - 1] = True  # a new term may restart
     return bool(rising.all())
-
-
-_SLACK = 1e-4
-"""Relative float slack of MaxScore's comparisons, always on the side of keeping a document:
-partial scores are float32 sums in another order than the final one (about 1e-7 apart)."""
-
-
-_CHECK_POSTINGS = 32_768
-"""MaxScore raises its threshold (:meth:`BM25Index._full_kth`) before a term with at least
-this many postings: each raise scores a few hundred documents in full, which only pays
-before a long posting list (the fastest of the sizes tried on 1M real passages:
-docs/results/log.md, "BM25 index and tokenizer"). Smaller indexes never reach it."""
-_LOOKUP_COST = 4
-"""A binary search for one candidate costs about as much as reading this many postings
-(4, 8 and 16 were about as fast at 1M and 4 reads the fewest: docs/results/log.md)."""
-_THETA_SAMPLE = 2
-"""How many candidates, per result wanted, are scored in full to raise the threshold."""
-
-
-class _Term(NamedTuple):
-    """One query term as a search uses it."""
-
-    tid: int
-    idf: float
-    size: int
-    """Postings, dead ones included."""
-    bound: float
-    """The most this term adds to any document's score (IDF × largest saturation)."""
-    parts: list[tuple[np.ndarray, np.ndarray]]
-
-
-def _kth(values: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``values``; 0.0 when there are fewer (no bound yet)."""
-    if len(values) < k or k <= 0:
-        return 0.0
-    return float(np.partition(values, len(values) - k)[len(values) - k])
-
-
-def _find(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which of ``cand`` are in the sorted ``docs``, and where: ``(found mask, positions)``.
-
-    A binary search per candidate: ``O(c · log p)`` instead of reading all ``p`` postings.
-    """
-    pos = np.minimum(np.searchsorted(docs, cand), len(docs) - 1)
-    return docs[pos] == cand, pos
 
 
 def _read_npz(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

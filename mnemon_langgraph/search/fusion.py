@@ -14,10 +14,13 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["RRF_K", "Fused", "reciprocal_rank", "rrf_fuse"]
+__all__ = ["CANDIDATE_DEPTH", "RRF_K", "Fused", "reciprocal_rank", "rrf_fuse"]
 
 RRF_K = 60
 """The ``k`` of reciprocal rank fusion (Cormack et al. 2009)."""
+
+CANDIDATE_DEPTH = 100
+"""Records each retriever contributes to the fusion (raised to ``offset + k`` if larger)."""
 
 K = TypeVar("K", bound=Hashable)
 

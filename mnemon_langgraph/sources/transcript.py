@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.records.chunking import stable_hash
 from mnemon_langgraph.sources._common import (
     make_message,
     parse_date,
@@ -41,7 +42,6 @@ from mnemon_langgraph.sources._common import (
     role_for_speaker,
     split_lines,
 )
-from mnemon_langgraph.storage.chunking import stable_hash
 from mnemon_langgraph.types import Message, check_session
 
 __all__ = ["load_transcript", "parse_transcript"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mnemon_langgraph.storage.content_caches import forget_cached_content
+from mnemon_langgraph.records.content_caches import forget_cached_content
 from mnemon_langgraph.store.contract import (
     MAX_SEQ,
     check_bounded,
@@ -30,7 +30,7 @@ from mnemon_langgraph.store.contract import (
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.storage.schema import AuditEntry
+    from mnemon_langgraph.records.schema import AuditEntry
     from mnemon_langgraph.store.contract import IngestResult
 
 __all__ = ["AsyncFace"]

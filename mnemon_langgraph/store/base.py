@@ -28,9 +28,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import InputError, ModelCallError
+from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records.content_caches import forgets_cached_content, register_content_cache
 from mnemon_langgraph.search.vectors import normalize_rows
-from mnemon_langgraph.storage.chunking import chunk_messages
-from mnemon_langgraph.storage.content_caches import forgets_cached_content, register_content_cache
 from mnemon_langgraph.store.async_face import AsyncFace
 from mnemon_langgraph.store.contract import (
     MAX_PAGE,
@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from mnemon_langgraph.items import ItemStore
-    from mnemon_langgraph.storage.journal import Journal
-    from mnemon_langgraph.storage.schema import AuditEntry
+    from mnemon_langgraph.records.schema import AuditEntry
+    from mnemon_langgraph.store.embedded.journal import Journal
     from mnemon_langgraph.store.postgres import PostgresSettings
 
 __all__ = [

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.storage.chunking import derive_message_id
+from mnemon_langgraph.records.chunking import derive_message_id
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -180,7 +180,7 @@ def check_ingest(
 ) -> tuple[Namespace, IngestBatch]:
     """The shared ingest preamble: check every argument and give each message its id.
 
-    A message without an id gets :func:`~mnemon_langgraph.storage.chunking.derive_message_id`
+    A message without an id gets :func:`~mnemon_langgraph.records.chunking.derive_message_id`
     (source, index in the call, speaker and text), so the same input ingested twice is
     written once.
 

@@ -135,7 +135,7 @@ def check_limit(limit: int | None) -> None:
 
 def messages_of(records: Iterable[Record], limit: int | None) -> list[Message]:
     """The messages of ``records`` whole, in conversation order, at most ``limit``."""
-    from mnemon_langgraph.storage.schema import rebuild_messages
+    from mnemon_langgraph.records.schema import rebuild_messages
 
     ordered = sorted(records, key=lambda r: (r.session, r.position, r.seq))
     messages = rebuild_messages(ordered, exclude=set())

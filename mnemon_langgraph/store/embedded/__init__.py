@@ -2,8 +2,9 @@
 
 The default, one machine. :class:`EmbeddedStore` (:mod:`.store`) implements the hooks of
 :class:`~mnemon_langgraph.store.base.MnemonStore` over the journal
-(:mod:`mnemon_langgraph.storage.journal`) and the per-namespace BM25 and vector indexes
-(:mod:`mnemon_langgraph.search.hybrid`).
+(:mod:`mnemon_langgraph.store.embedded.journal`) and the per-namespace BM25 and vector indexes
+(:mod:`mnemon_langgraph.store.embedded.index`). The journal's parts: the SQLite file
+(:mod:`.journal_file`), its tables (:mod:`.schema`) and audited deletion (:mod:`.deletion`).
 """
 
 from __future__ import annotations

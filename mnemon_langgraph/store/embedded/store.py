@@ -25,17 +25,17 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import JournalReadOnlyError
+from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars
+from mnemon_langgraph.records.schema import AuditEntry
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
-from mnemon_langgraph.search.hybrid import (
-    CANDIDATE_DEPTH,
+from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
+from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
+from mnemon_langgraph.store.embedded.index import (
     NamespaceIndex,
     all_index_folders,
     index_folder,
 )
-from mnemon_langgraph.storage.chunking import DEFAULT_MAX_CHARS, check_record_chars
-from mnemon_langgraph.storage.journal import Journal
-from mnemon_langgraph.storage.schema import AuditEntry
-from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
+from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import (
     Message,
@@ -66,7 +66,7 @@ class EmbeddedStore(MnemonStore):
             (``hnsw_threshold``, ``hnsw_m``, ``ef_search`` …).
         journal: An already open journal to use instead of opening ``path``.
         record_chars: Most characters of a record this store writes (default 600, the
-            paper's; :data:`~mnemon_langgraph.storage.chunking.DEFAULT_MAX_CHARS`). Records
+            paper's; :data:`~mnemon_langgraph.records.chunking.DEFAULT_MAX_CHARS`). Records
             already stored keep their size.
 
     Raises:

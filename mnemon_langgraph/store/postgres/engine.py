@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
-from mnemon_langgraph.storage.schema import namespace_key
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.types import Namespace
 
 __all__ = ["SPARE_WAIT_S", "LoopThread", "PostgresEngine", "import_driver", "redact"]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemon_langgraph.storage.schema import namespace_key, ns_from_key
+from mnemon_langgraph.records.schema import namespace_key, ns_from_key
 from mnemon_langgraph.store.postgres.impact import PACK_GROWTH
 from mnemon_langgraph.store.postgres.schema import (
     MIGRATIONS,

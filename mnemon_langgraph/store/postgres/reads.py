@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key
+from mnemon_langgraph.records.schema import AuditEntry, namespace_key, ns_from_key
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.impact import namespaced
 from mnemon_langgraph.store.postgres.rows import RECORD_SQL, row_to_record

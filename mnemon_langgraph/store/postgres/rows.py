@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.search.hybrid import date_to_epoch
+from mnemon_langgraph.search.bm25 import date_to_epoch
 from mnemon_langgraph.types import Namespace, Record, SearchFilters
 
 __all__ = ["NO_DATE", "RECORD_SQL", "filter_sql", "row_to_record"]

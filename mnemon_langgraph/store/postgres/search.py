@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
-from mnemon_langgraph.storage.schema import namespace_key
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
 from mnemon_langgraph.store.postgres.engine import PostgresEngine

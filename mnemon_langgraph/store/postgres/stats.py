@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemon_langgraph.storage.schema import namespace_key, ns_from_key
+from mnemon_langgraph.records.schema import namespace_key, ns_from_key
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.schema import TABLES
 from mnemon_langgraph.types import Namespace

@@ -17,10 +17,10 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars
+from mnemon_langgraph.records.schema import AuditEntry, namespace_key, ns_from_key
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
-from mnemon_langgraph.search.hybrid import CANDIDATE_DEPTH
-from mnemon_langgraph.storage.chunking import DEFAULT_MAX_CHARS, check_record_chars
-from mnemon_langgraph.storage.schema import AuditEntry, namespace_key, ns_from_key
+from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.store.base import MnemonStore, check_search
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
@@ -66,7 +66,7 @@ class PostgresStore(MnemonStore):
         pool_size: Most connections this process opens.
         setup: Create or migrate the schema on open (``False``: call :meth:`setup`).
         record_chars: Most characters of a record this store writes (default 600, the
-            paper's; :data:`~mnemon_langgraph.storage.chunking.DEFAULT_MAX_CHARS`). Records
+            paper's; :data:`~mnemon_langgraph.records.chunking.DEFAULT_MAX_CHARS`). Records
             already stored keep their size.
         settings: How it searches and packs (:class:`PostgresSettings`; the defaults are
             production's).

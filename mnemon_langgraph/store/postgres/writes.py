@@ -14,7 +14,7 @@ then ``VACUUM``\\ s the touched tables so dead tuples holding the text are recla
 segments, replicas and backups can still hold it: see the README.
 
 A message deletion writes the survivors back at the place of the records they replace
-(:mod:`mnemon_langgraph.storage.survivors`), the same rule as the embedded backend.
+(:mod:`mnemon_langgraph.records.survivors`), the same rule as the embedded backend.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.search.hybrid import date_to_epoch
-from mnemon_langgraph.storage.schema import namespace_key, rebuild_messages
-from mnemon_langgraph.storage.survivors import SurvivorRun, kept_ranges, survivor_runs
+from mnemon_langgraph.records.schema import namespace_key, rebuild_messages
+from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
+from mnemon_langgraph.search.bm25 import date_to_epoch
 from mnemon_langgraph.store.base import fresh_messages, sessions_of
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.impact import impact, term_counts

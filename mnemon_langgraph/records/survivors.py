@@ -26,7 +26,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mnemon_langgraph.storage.schema import rebuild_messages, record_lines
+from mnemon_langgraph.records.schema import rebuild_messages, record_lines
 from mnemon_langgraph.types import Message, Record
 
 __all__ = ["SurvivorRun", "kept_ranges", "survivor_runs"]

@@ -66,17 +66,16 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mnemon_langgraph.errors import EraseError
-from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index, IndexFileError
-from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.search.bm25 import BM25Index, IndexFileError, date_to_epoch
+from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH, RRF_K, rrf_fuse
 from mnemon_langgraph.search.vectors import VectorIndex, normalize_rows
-from mnemon_langgraph.storage.journal import Journal
+from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.types import MAX_SESSION, Namespace, Record, SearchFilters
 
 try:  # POSIX only; without it leftovers are removed by age alone
@@ -85,23 +84,18 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
-    "CANDIDATE_DEPTH",
     "SAVE_EVERY",
     "STALE_TEMP_SECONDS",
     "NamespaceIndex",
     "RankedSeq",
     "all_index_folders",
     "clean_index_folder",
-    "date_to_epoch",
     "index_folder",
     "indexes_root",
     "remove_index_folder",
 ]
 
 logger = logging.getLogger(__name__)
-
-CANDIDATE_DEPTH = 100
-"""Records each retriever contributes to the fusion (raised to ``offset + k`` if larger)."""
 
 SAVE_EVERY = 5_000
 """Records added since the last checkpoint after which the indexes are saved again.
@@ -177,15 +171,6 @@ def remove_index_folder(folder: Path) -> None:
             f"cannot remove index files at {folder}: {exc.strerror or exc} "
             f"({getattr(exc, 'filename', '') or folder}); fix the permissions and erase again"
         ) from exc
-
-
-def date_to_epoch(value: datetime | None) -> int:
-    """Epoch seconds of ``value`` (naive datetimes are taken as UTC); ``NO_DATE`` for None."""
-    if value is None:
-        return int(NO_DATE)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return int(value.timestamp())
 
 
 @contextlib.contextmanager

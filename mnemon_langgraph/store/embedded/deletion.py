@@ -1,6 +1,6 @@
 """Deletion half of the journal: delete by record or message id, erase, audit.
 
-:class:`Deletions` is a helper object the :class:`~mnemon_langgraph.storage.journal.Journal`
+:class:`Deletions` is a helper object the :class:`~mnemon_langgraph.store.embedded.journal.Journal`
 owns and delegates to (composition, not a mixin: it calls the journal it is given, so
 nothing has to be re-declared for the type checker). Every deletion is a real SQL
 ``DELETE`` (so ``ON DELETE CASCADE`` reaches other tables) and writes its audit row in the
@@ -23,23 +23,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mnemon_langgraph.errors import MnemonError, RuntimeMnemonError
-from mnemon_langgraph.storage.schema import (
-    RECORD_COLUMNS,
+from mnemon_langgraph.records.schema import (
     AuditEntry,
+    namespace_key,
+    ns_from_key,
+    rebuild_messages,
+)
+from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
+from mnemon_langgraph.store.embedded.schema import (
+    RECORD_COLUMNS,
     chunks,
     dumps,
     id_list,
-    namespace_key,
     now_iso,
-    ns_from_key,
-    rebuild_messages,
     row_to_record,
 )
-from mnemon_langgraph.storage.survivors import SurvivorRun, kept_ranges, survivor_runs
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.storage.journal import Journal
+    from mnemon_langgraph.store.embedded.journal import Journal
 
 __all__ = ["PRESENT_IDS_SQL", "Deletions", "ReplaceSurvivors"]
 
@@ -172,7 +174,7 @@ class Deletions:
         transaction, so a crash in between loses them. With ``replace`` the journal calls
         ``replace(survivors, first_positions)`` *inside* the deletion's transaction (after
         the old records are gone), once per run of deleted records
-        (:mod:`~mnemon_langgraph.storage.survivors`), and appends the records it returns,
+        (:mod:`~mnemon_langgraph.records.survivors`), and appends the records it returns,
         with their vectors, through the same code path as :meth:`append`, at the
         positions they were chunked at: the survivors keep their place in the session
         (``first_positions`` is the place of the records they replace; later records

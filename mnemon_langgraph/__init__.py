@@ -17,16 +17,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from mnemon_langgraph.items import register_item_store as _register_item_store
-
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.consolidation import (
-        ConsolidationSettings,
-        SQLiteItemStore,
-        create_consolidation_graph,
-    )
+    from mnemon_langgraph.consolidation import ConsolidationSettings, create_consolidation_graph
     from mnemon_langgraph.integrations import (
         MnemonBaseStore,
         MnemonMemory,
@@ -35,10 +29,10 @@ if TYPE_CHECKING:
         add_memory,
         create_memory_tools,
     )
-    from mnemon_langgraph.items import ItemStore
     from mnemon_langgraph.judges import ChatDecisionModel, JevDecisionModel, LocalDecisionModel
     from mnemon_langgraph.read import ReadContext, ReadSettings, View, create_read_graph, explain
     from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.store.embedded.items import SQLiteItemStore
 
 # public name -> module that defines it
 _WHERE: dict[str, str] = {
@@ -57,7 +51,7 @@ _WHERE: dict[str, str] = {
     # consolidation and its index
     "create_consolidation_graph": "consolidation",
     "ConsolidationSettings": "consolidation",
-    "SQLiteItemStore": "consolidation",
+    "SQLiteItemStore": "store.embedded.items",
     # agent surfaces
     "add_memory": "integrations",
     "MnemonMiddleware": "integrations",
@@ -88,29 +82,6 @@ __all__ = [  # noqa: RUF022 - grouped as in _WHERE, pinned by tests/test_public_
     "MnemonRetriever",
     "MnemonBaseStore",
 ]
-
-
-# The composition root: each backend names its item store kind, and the item stores live in
-# the consolidation layer, which the store layer may not import (tests/test_layering.py).
-# This module runs before any submodule, so these lazy providers are registered before any
-# store exists; they import the consolidation layer only when an item store is asked for.
-
-
-# Typed ``-> ItemStore``: mypy checks that both item stores implement the protocol.
-def _embedded_item_store(store: Any, embeddings: Any) -> ItemStore:
-    from mnemon_langgraph.consolidation.itemstore import SQLiteItemStore
-
-    return SQLiteItemStore.of_store(store, embeddings)
-
-
-def _postgres_item_store(store: Any, embeddings: Any) -> ItemStore:
-    from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
-
-    return PostgresItemStore(store, embeddings)
-
-
-_register_item_store("embedded", _embedded_item_store)
-_register_item_store("postgres", _postgres_item_store)
 
 
 def __getattr__(name: str) -> Any:

@@ -7,37 +7,30 @@ records. The read path reaches them only through the small :class:`ItemSource` p
 so it works (with an empty index) before any consolidation has run; the consolidation job
 writes them through :class:`ItemStore`, which each backend's item store implements.
 
-A store gives its item store by ``store.item_store()``. The store layer cannot import the
-consolidation layer where the item stores live, so each backend names its item store kind
-(``EmbeddedStore.item_store_kind == "embedded"``) and the package's composition root
-(``mnemon_langgraph/__init__.py``, which runs before any submodule) registers one provider
-per kind here with :func:`register_item_store`.
+A store gives its item store by ``store.item_store()``: each backend keeps its own in its
+folder (``store/embedded/items.py``, ``store/postgres/items.py``), and both run the one write
+algorithm of ``store/item_commit.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.types import Namespace, Record
 
 if TYPE_CHECKING:
     import numpy as np
-    from langchain_core.embeddings import Embeddings
 
 __all__ = [
     "IndexItem",
     "ItemKind",
     "ItemSource",
     "ItemStore",
-    "ItemStoreProvider",
     "ItemUpdate",
     "item_dict",
-    "item_store_provider",
-    "register_item_store",
 ]
 
 ItemKind: TypeAlias = Literal["event", "value", "instruction"]
@@ -211,32 +204,6 @@ class ItemStore(ItemSource, Protocol):
     def close(self) -> None:
         """Release what the item store opened itself (the store stays open)."""
         ...
-
-
-ItemStoreProvider: TypeAlias = "Callable[[Any, Embeddings | None], ItemStore]"
-"""``provider(store, embeddings)`` → the item store beside ``store``'s records."""
-
-_PROVIDERS: dict[str, ItemStoreProvider] = {}
-
-
-def register_item_store(kind: str, provider: ItemStoreProvider) -> None:
-    """Name the item store of the backends whose ``item_store_kind`` is ``kind``."""
-    _PROVIDERS[kind] = provider
-
-
-def item_store_provider(kind: str) -> ItemStoreProvider:
-    """The provider registered for ``kind``.
-
-    Raises:
-        ConfigurationError: No item store is registered for ``kind``.
-    """
-    provider = _PROVIDERS.get(kind)
-    if provider is None:
-        known = ", ".join(sorted(_PROVIDERS)) or "none"
-        raise ConfigurationError(
-            f"no item store is registered for backend kind {kind!r} (registered: {known})"
-        )
-    return provider
 
 
 def item_dict(item: IndexItem) -> dict[str, Any]:

@@ -42,11 +42,11 @@ from mnemon_langgraph.consolidation.fold import (
     build_fold_messages,
     select_context,
 )
-from mnemon_langgraph.consolidation.itemstore import item_embedding_text
 from mnemon_langgraph.errors import ConfigurationError, EmbeddingMismatchError
 from mnemon_langgraph.items import IndexItem, ItemSource
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.item_rows import item_embedding_text
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")

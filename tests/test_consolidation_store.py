@@ -29,11 +29,11 @@ from mnemon_langgraph.consolidation import (
     create_consolidation_graph,
     item_store_for,
 )
-from mnemon_langgraph.consolidation.commit import run_without_loop
 from mnemon_langgraph.errors import ConfigurationError, JournalError
-from mnemon_langgraph.items import IndexItem, ItemSource, ItemStore, item_store_provider
+from mnemon_langgraph.items import IndexItem, ItemSource, ItemStore
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.item_commit import run_without_loop
 
 NS = ("users", "ada")
 PACKAGE = Path(mnemon_langgraph.__file__).parent
@@ -157,14 +157,20 @@ def test_an_item_store_is_used_as_is(tmp_path: Path) -> None:
         items.close()
 
 
-def test_an_unknown_backend_kind_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match=r"no item store is registered.*'nope'"):
-        item_store_provider("nope")
+def test_a_backend_without_an_item_store_says_so() -> None:
+    """The base class names no item store: a backend that gives none fails clearly, like
+    any hook it does not implement."""
+
+    class Bare(MnemonStore):
+        pass
+
+    with pytest.raises(NotImplementedError, match="Bare does not implement this"):
+        object.__new__(Bare).item_store()
 
 
 @pytest.mark.integration
 def test_item_store_works_without_importing_consolidation_first(tmp_path: Path) -> None:
-    """The providers are registered by the package root, not by importing consolidation."""
+    """Each backend gives its own item store, from its folder: no consolidation import."""
     script = textwrap.dedent(
         f"""
         import sys
@@ -200,6 +206,9 @@ def test_consolidation_never_asks_which_backend_it_has() -> None:
     assert _backend_isinstance("if isinstance(s, (PostgresStore, int)):\n    pass\n") == [1]
     paths = [
         *(PACKAGE / "consolidation").glob("*.py"),
+        # the item stores and what they share, moved from consolidation/ to their backends
+        *(PACKAGE / "store").glob("item_*.py"),
+        *(PACKAGE / "store").glob("*/item*.py"),
         PACKAGE / "cli" / "consolidate.py",
         PACKAGE / "transfer.py",
         PACKAGE / "integrations" / "studio.py",

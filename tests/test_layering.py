@@ -151,7 +151,7 @@ PG_PARTS: list[set[str]] = [
     {"impact", "rows", "engine"},
     {"schema", "settings"},
     {"reads", "packs", "bm25", "dense", "stats"},
-    {"writes", "search", "health"},
+    {"writes", "search", "health", "items"},
     {"store"},
 ]
 PG_RANK = {part: rank for rank, layer in enumerate(PG_PARTS) for part in layer}

@@ -443,7 +443,7 @@ def test_consolidation_folds_every_record_once_and_moves_the_watermark(
     store: MnemonStore,
 ) -> None:
     from mnemon_langgraph.consolidation import item_store_for
-    from mnemon_langgraph.consolidation.schema import item_embedding_text
+    from mnemon_langgraph.store.item_rows import item_embedding_text
 
     store.ingest(ADA, tagged_messages("fold", 24), source="chat", pack=False)
     report = _consolidate(store, ADA)

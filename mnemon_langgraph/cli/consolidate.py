@@ -96,9 +96,8 @@ def _open_items(args: argparse.Namespace) -> tuple[Any, ItemStore]:
     A journal file opens only the journal (no search index is needed to fold), with the
     embedder it records; a PostgreSQL URL opens the store and asks it for its item store.
     """
-    from mnemon_langgraph.consolidation import SQLiteItemStore
-    from mnemon_langgraph.consolidation.itemstore import recorded_model
     from mnemon_langgraph.store import MnemonStore, is_postgres_url
+    from mnemon_langgraph.store.embedded.items import SQLiteItemStore, recorded_model
     from mnemon_langgraph.store.embedded.journal import Journal
 
     if is_postgres_url(args.db):

@@ -5,8 +5,9 @@ Python or ``mnemon consolidate``, over a store of either backend
 (``create_consolidation_graph(store=MnemonStore(...), model=...)``). Each backend keeps the
 index beside its records through its item store (``store.item_store()``: a
 :class:`SQLiteItemStore` in the journal's own SQLite file, a :class:`PostgresItemStore` in
-the database), which the job writes through the :class:`~mnemon_langgraph.items.ItemStore`
-protocol and the read path takes as its ``ItemSource``.
+the database; each lives in its backend's folder and is named here too), which the job
+writes through the :class:`~mnemon_langgraph.items.ItemStore` protocol and the read path
+takes as its ``ItemSource``.
 """
 
 from __future__ import annotations
@@ -27,15 +28,11 @@ from mnemon_langgraph.consolidation.graph import (
     create_consolidation_graph,
     item_store_for,
 )
-from mnemon_langgraph.consolidation.itemstore import (
-    FailureRow,
-    IndexStatus,
-    ItemUpdate,
-    SQLiteItemStore,
-)
-from mnemon_langgraph.consolidation.pg_itemstore import PostgresItemStore
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
-from mnemon_langgraph.items import ItemStore
+from mnemon_langgraph.items import ItemStore, ItemUpdate
+from mnemon_langgraph.store.embedded.items import SQLiteItemStore
+from mnemon_langgraph.store.item_rows import FailureRow, IndexStatus
+from mnemon_langgraph.store.postgres.items import PostgresItemStore
 
 __all__ = [
     "SYSTEM_PROMPT",

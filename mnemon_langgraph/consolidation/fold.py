@@ -21,9 +21,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from mnemon_langgraph.consolidation.batching import Batch
-from mnemon_langgraph.consolidation.itemstore import ItemUpdate
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
-from mnemon_langgraph.items import IndexItem
+from mnemon_langgraph.items import IndexItem, ItemUpdate
 from mnemon_langgraph.search.text import pieces
 from mnemon_langgraph.types import Namespace
 

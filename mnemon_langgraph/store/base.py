@@ -318,15 +318,12 @@ class MnemonStore(PerUserAPI, AsyncFace):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    item_store_kind: str = ""  # names the provider registered in mnemon_langgraph.items
-
     def item_store(self, embeddings: Embeddings | None = None) -> ItemStore:
         """The consolidated index beside the records (``embeddings``: default the store's).
 
-        Raises ``ConfigurationError`` when no item store is registered for this backend."""
-        from mnemon_langgraph.items import item_store_provider
-
-        return item_store_provider(self.item_store_kind)(self, embeddings)
+        Each backend gives its own, from its folder (``store/embedded/items.py``,
+        ``store/postgres/items.py``)."""
+        return _abstract(self)
 
     # =======================================================================================
     # The public contract, once: check the arguments, then call the backend's hook.

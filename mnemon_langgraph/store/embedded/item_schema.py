@@ -1,6 +1,6 @@
-"""Schema and row types of the consolidated index (tables in the journal's SQLite file).
+"""Schema of the consolidated index: its tables in the journal's SQLite file.
 
-See :mod:`mnemon_langgraph.consolidation.itemstore` for how the tables are used. The
+See :mod:`mnemon_langgraph.store.embedded.items` for how the tables are used. The
 ``item_links_orphan`` trigger deletes an item whose last link went (its records were
 deleted, by ``ON DELETE CASCADE``) and writes an audit row for it into the journal's
 ``audit`` table, inside the deleting transaction.
@@ -9,22 +9,8 @@ deleted, by ``ON DELETE CASCADE``) and writes an audit row for it into the journ
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
-from mnemon_langgraph.items import IndexItem, ItemUpdate
-from mnemon_langgraph.types import Namespace
-
-__all__ = [
-    "ITEM_COLUMNS",
-    "SCHEMA_SQL",
-    "SCHEMA_VERSION",
-    "FailureRow",
-    "IndexStatus",
-    "ItemUpdate",
-    "group_key_text",
-    "item_embedding_text",
-    "split_sql",
-]
+__all__ = ["ITEM_COLUMNS", "SCHEMA_SQL", "SCHEMA_VERSION", "split_sql"]
 
 SCHEMA_VERSION = 1
 """Version of the consolidation tables, kept in ``consolidation_meta``."""
@@ -98,48 +84,6 @@ BEGIN
     DELETE FROM items WHERE id = OLD.item_id;
 END;
 """
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStatus:
-    """Where consolidation of one namespace stands, with running totals."""
-
-    namespace: Namespace
-    watermark: int = 0
-    batches: int = 0
-    items_added: int = 0
-    items_updated: int = 0
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class FailureRow:
-    """One recorded batch failure."""
-
-    namespace: Namespace
-    batch_start_seq: int
-    batch_end_seq: int
-    error: str
-    attempts: int
-    at: str
-    skipped: bool
-    resolved: bool
-
-
-def item_embedding_text(item: IndexItem) -> str:
-    """The text an item is embedded under: its group label and its own text."""
-    if item.kind == "event":
-        return f"{item.topic or ''}: {item.text}".strip(": ")
-    if item.kind == "value":
-        return f"{item.subject or ''} {item.attribute or ''}: {item.value or ''}. {item.text}"
-    return item.text
-
-
-def group_key_text(item: IndexItem) -> str:
-    """``item.group_key`` as stored in ``items.group_key`` (timeline / value history)."""
-    return "\x1f".join(item.group_key)
 
 
 def split_sql(script: str) -> list[str]:

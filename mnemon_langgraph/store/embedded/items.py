@@ -2,7 +2,7 @@
 
 :class:`SQLiteItemStore` implements :class:`~mnemon_langgraph.items.ItemSource` for the read
 path and :class:`~mnemon_langgraph.items.ItemStore` for the consolidation job (its two writes
-are :mod:`~mnemon_langgraph.consolidation.commit`'s, shared with PostgreSQL). Its tables
+are :mod:`~mnemon_langgraph.store.item_commit`'s, shared with PostgreSQL). Its tables
 live beside the journal's ``records`` table so that deletion reaches them without any code
 of ours running:
 
@@ -36,22 +36,6 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.consolidation.commit import (
-    BatchUsage,
-    commit_folded_batch,
-    record_batch_failure,
-    run_without_loop,
-)
-from mnemon_langgraph.consolidation.schema import (
-    ITEM_COLUMNS,
-    SCHEMA_SQL,
-    SCHEMA_VERSION,
-    FailureRow,
-    IndexStatus,
-    group_key_text,
-    item_embedding_text,
-    split_sql,
-)
 from mnemon_langgraph.errors import (
     ConfigurationError,
     EmbeddingMismatchError,
@@ -61,17 +45,27 @@ from mnemon_langgraph.errors import (
 )
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.records.schema import namespace_key
+from mnemon_langgraph.store.embedded.item_schema import (
+    ITEM_COLUMNS,
+    SCHEMA_SQL,
+    SCHEMA_VERSION,
+    split_sql,
+)
+from mnemon_langgraph.store.item_commit import (
+    BatchUsage,
+    commit_folded_batch,
+    record_batch_failure,
+    run_without_loop,
+)
+from mnemon_langgraph.store.item_rows import (
+    FailureRow,
+    IndexStatus,
+    group_key_text,
+    item_embedding_text,
+)
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "FailureRow",
-    "IndexStatus",
-    "ItemUpdate",
-    "SQLiteItemStore",
-    "item_embedding_text",
-    "recorded_model",
-]
+__all__ = ["SQLiteItemStore", "recorded_model"]
 
 
 def _now() -> str:
@@ -564,7 +558,7 @@ class SQLiteItemStore:
 
 
 class _SQLiteBatch:
-    """The SQL steps of :mod:`~mnemon_langgraph.consolidation.commit` on SQLite.
+    """The SQL steps of :mod:`~mnemon_langgraph.store.item_commit` on SQLite.
 
     Runs inside the caller's journal transaction (``BEGIN IMMEDIATE`` holds the write lock,
     so the watermark read stays true until the commit). The steps never suspend.

@@ -35,6 +35,7 @@ from mnemon_langgraph.store.embedded.index import (
     all_index_folders,
     index_folder,
 )
+from mnemon_langgraph.store.embedded.items import SQLiteItemStore
 from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import (
@@ -73,8 +74,6 @@ class EmbeddedStore(MnemonStore):
         EmbeddingMismatchError: The journal holds vectors of another model or dimension.
         ConfigurationError: ``record_chars`` is out of range.
     """
-
-    item_store_kind = "embedded"
 
     def __init__(
         self,
@@ -120,6 +119,11 @@ class EmbeddedStore(MnemonStore):
             indexes = list(self._indexes.values())
         for index in indexes:
             index.flush()
+
+    def item_store(self, embeddings: Embeddings | None = None) -> SQLiteItemStore:
+        """The consolidated index in the journal's own file (``embeddings``: default the
+        store's)."""
+        return SQLiteItemStore.of_store(self, embeddings)
 
     # -- indexes ---------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """The consolidated index in PostgreSQL: :class:`PostgresItemStore`, beside ``SQLiteItemStore``.
 
-Same interface and the same guarantees as :class:`~.itemstore.SQLiteItemStore`, in the
-database of a :class:`~mnemon_langgraph.store.postgres.PostgresStore` (its pool, its loop):
+Same interface and the same guarantees as
+:class:`~mnemon_langgraph.store.embedded.items.SQLiteItemStore`, in the database of a
+:class:`~mnemon_langgraph.store.postgres.PostgresStore` (its pool, its loop), which builds it
+(``store.item_store()``) and which it reaches through :class:`ItemHost`:
 
 * ``mnemon_items`` (with ``nsid``, so an erase reaches them), ``mnemon_item_links``
   (``record_id REFERENCES mnemon_records ON DELETE CASCADE``) and a trigger that deletes an
@@ -19,32 +21,60 @@ Nearest-item search is brute-force cosine in numpy, as in the SQLite store (a fe
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.consolidation.commit import (
+from mnemon_langgraph.errors import ModelCallError
+from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
+from mnemon_langgraph.store.item_commit import (
     BatchUsage,
     commit_folded_batch,
     record_batch_failure,
 )
-from mnemon_langgraph.consolidation.schema import (
+from mnemon_langgraph.store.item_rows import (
     FailureRow,
     IndexStatus,
     group_key_text,
     item_embedding_text,
 )
-from mnemon_langgraph.errors import ModelCallError
-from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
-from mnemon_langgraph.store.postgres import PostgresStore
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
-__all__ = ["PostgresItemStore"]
+__all__ = ["ItemHost", "PostgresItemStore"]
 
 T = TypeVar("T")
+
+
+class ItemHost(Protocol):
+    """What the item store uses of its :class:`~mnemon_langgraph.store.postgres.PostgresStore`.
+
+    A protocol, not the class: the facade (``store.py``) builds the item store, so this
+    module may not import it (``tests/test_layering.py``, the PostgreSQL parts' order).
+    """
+
+    @property
+    def embeddings(self) -> Embeddings: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T: ...
+
+    def connection(self) -> Any: ...
+
+    async def fetch(self, sql: str, params: Any = None) -> list[Any]: ...
+
+    def key(self, namespace: str | Sequence[str]) -> str: ...
+
+    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any: ...
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]: ...
+
 
 _DDL = [
     "CREATE SEQUENCE IF NOT EXISTS mnemon_item_seq",
@@ -123,12 +153,12 @@ class PostgresItemStore:
     Built by ``store.item_store()``; implements :class:`~mnemon_langgraph.items.ItemStore`.
 
     Args:
-        store: The :class:`PostgresStore` whose database holds the index (and the records
-            :meth:`records_after` reads).
+        store: The :class:`~mnemon_langgraph.store.postgres.PostgresStore` whose database
+            holds the index (and the records :meth:`records_after` reads).
         embeddings: Embeds items and queries; default the store's embedder.
     """
 
-    def __init__(self, store: PostgresStore, embeddings: Embeddings | None = None) -> None:
+    def __init__(self, store: ItemHost, embeddings: Embeddings | None = None) -> None:
         self.store = store
         self.embeddings = embeddings if embeddings is not None else store.embeddings
         self.dimension = store.dimension
@@ -327,7 +357,7 @@ class PostgresItemStore:
         """Write a folded batch's items and move the watermark, in ONE transaction.
 
         Same contract as ``SQLiteItemStore.commit_batch`` (one algorithm,
-        :func:`~mnemon_langgraph.consolidation.commit.commit_folded_batch`). The watermark
+        :func:`~mnemon_langgraph.store.item_commit.commit_folded_batch`). The watermark
         is read ``FOR UPDATE``: a second job on the namespace waits for this one to commit.
 
         Raises:
@@ -407,7 +437,7 @@ class PostgresItemStore:
 
 
 class _PostgresBatch:
-    """The SQL steps of :mod:`~mnemon_langgraph.consolidation.commit` on PostgreSQL, inside
+    """The SQL steps of :mod:`~mnemon_langgraph.store.item_commit` on PostgreSQL, inside
     one transaction of the store's pool."""
 
     def __init__(self, conn: Any, nsid: int) -> None:

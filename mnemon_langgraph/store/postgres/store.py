@@ -25,6 +25,7 @@ from mnemon_langgraph.store.base import MnemonStore, check_search
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
+from mnemon_langgraph.store.postgres.items import PostgresItemStore
 from mnemon_langgraph.store.postgres.packs import Packs
 from mnemon_langgraph.store.postgres.reads import Reads
 from mnemon_langgraph.store.postgres.schema import setup_schema, stored_version
@@ -77,8 +78,6 @@ class PostgresStore(MnemonStore):
         EmbeddingMismatchError: The database holds vectors of another model or dimension.
         SchemaVersionError: The database was set up by a newer version of this package.
     """
-
-    item_store_kind = "postgres"
 
     def __init__(
         self,
@@ -208,7 +207,13 @@ class PostgresStore(MnemonStore):
     def flush(self) -> None:
         """Nothing to flush: every write is committed when its method returns."""
 
-    # -- for components keeping their own tables in this database (the item store) --------
+    # -- the item store, which keeps its own tables in this database ------------------------
+
+    def item_store(self, embeddings: Embeddings | None = None) -> PostgresItemStore:
+        """The consolidated index in this database (``embeddings``: default the store's)."""
+        return PostgresItemStore(self, embeddings)
+
+    # -- what the item store uses of this store (:class:`.items.ItemHost`) -----------------
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of this store's async core and wait for it (sync callers)."""

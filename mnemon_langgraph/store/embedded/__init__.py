@@ -5,6 +5,8 @@ The default, one machine. :class:`EmbeddedStore` (:mod:`.store`) implements the 
 (:mod:`mnemon_langgraph.store.embedded.journal`) and the per-namespace BM25 and vector indexes
 (:mod:`mnemon_langgraph.store.embedded.index`). The journal's parts: the SQLite file
 (:mod:`.journal_file`), its tables (:mod:`.schema`) and audited deletion (:mod:`.deletion`).
+The consolidated index lives in the same file (:mod:`.items`, its tables in
+:mod:`.item_schema`; ``store.item_store()``).
 """
 
 from __future__ import annotations

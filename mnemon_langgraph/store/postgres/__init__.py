@@ -19,7 +19,8 @@ One module per role, under a facade of a few hundred lines (:mod:`.store`):
   and the object that reads postings in rounds until the top ``k`` is proven);
 * :mod:`.dense`: pgvector search, exact below ``exact_below`` records, HNSW above;
 * :mod:`.search`: the two rankings fused by reciprocal rank;
-* :mod:`.reads` and :mod:`.stats`: records, message ids, vectors, counts, the audit.
+* :mod:`.reads` and :mod:`.stats`: records, message ids, vectors, counts, the audit;
+* :mod:`.items`: the consolidated index (``store.item_store()``), its tables beside the records.
 """
 
 from __future__ import annotations

@@ -236,11 +236,11 @@ _QUANTITY = re.compile(
     re.IGNORECASE,
 )
 _COUNT_FILLER = _wordset(
-    "new more other extra one ones since for now so far already time times per", stemmed=False
+    "new more other extra one ones since for now so far already time times per", stemmed=True
 )
 _STANDING = _words(
     r"i've|we've|i have|we have|has|have|now|currently|so far|in total|total|up to|i'm on",
-    r"(?:i'm|i am) \d+",
+    r"(?:i'm|i am) \d+|these days|nowadays|(?:a|per) (?:day|week|month)|every",
     r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)",
 )
 _WORK_AT = re.compile(
@@ -371,6 +371,7 @@ def _canon(term: str) -> str:
 
 
 _GENERIC = frozenset(_canon(stem(w)) for w in _GENERIC_TEXT.split())
+_NUMBER_TERMS = frozenset(_canon(stem(w)) for w in _NUMBER_WORDS)
 # Words of a date or time: an event moved to a new date must share something else.
 # Slots found by the value's own shape (an address, an age, an employer after "work at").
 _VALUED = frozenset({"email", "age", "employer", "schedule"})
@@ -669,7 +670,8 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     if later.plain and _recounts(later, earlier, shared, content):
         return score
     if earlier.none_state and later.plain:  # on what was absent: "misplaced the screwdriver"
-        covered = covered or len(shared & earlier.focus) >= COVERAGE * len(earlier.focus) > 0
+        acted_on = shared & earlier.focus & frozenset().union(*(h.near for h in later.hits))
+        covered = covered or bool(acted_on)
     denied = (later.flips & earlier.terms) - _NOT_A_DENIAL
     if denied and covered and not earlier.none_state and not earlier.event:
         return score
@@ -703,7 +705,7 @@ def _recounts(
     if names and {t for t in later.proper - earlier.terms if not t[:1].isdigit()}:
         return False  # other names: another thing counted ("three on Coursera", "two on edX")
     words = {t for t in shared if not t[:1].isdigit()}
-    base = {t for t in content if not t[:1].isdigit()}
+    base = {t for t in content if not t[:1].isdigit() and t not in _NUMBER_TERMS}
     heads = {h for _, h in earlier.standing}
     same = heads & {h for _, h in later.standing} - {""}
     # the same thing counted: the same head noun and one more word in common ("doing yoga

@@ -165,6 +165,11 @@ _TENTATIVE = _words(
     r"(?:been )?meaning to|get back to|put (?:it |\w+ )?(?:down|on hold)",
     r"training for|learning to|i'm reading|we're renovating|paying off|on a waiting list",
 )
+# …of them, an intention (not a state in progress): a completion must act on what it intends.
+_INTENT = _words(
+    r"plan(?:ning)? to|going to|want to|hope to|hoping to|thinking (?:of|about)|considering",
+    r"intend to|meaning to",
+)
 # The earlier sentence says something is absent ("I don't have a car", "we have no kids").
 _NONE_STATE = _words(
     r"(?:don't|do not|doesn't|haven't|never) (?:\w+ )?(?:have|had|own|owned|drink|eat|play|use|"
@@ -771,7 +776,7 @@ def _hit_fits(
     new = later.values - earlier.terms - earlier.proper
     if hit.subject == "first" and single and new & hit.near:  # "bought an iPhone"
         return True
-    if hit.strength == 1 and earlier.tentative and shared & hit.near:
+    if hit.strength == 1 and earlier.tentative and _completes(hit, earlier, shared):
         return True  # "planning to adopt" → "we adopted Fig"
     if (
         later.present
@@ -791,6 +796,17 @@ def _hit_fits(
         and hit.is_new
         and bool(hit.objects & shared and new & later.proper and replaced)
     )
+
+
+def _completes(hit: _Hit, earlier: _Clause, shared: frozenset[str]) -> bool:
+    """Whether a completion cue acts on what ``earlier`` plans: the planned verb done
+    ("planning to adopt" → "adopted"), or two planned words ("going to apply for the
+    manager role" → "got the manager role"); not a word of the plan said of something else
+    ("thinking of supporting mental health" → "the support I got")."""
+    if not _INTENT.search(earlier.sentence):  # a state in progress: "halfway through X"
+        return bool(shared & hit.near)
+    acted = earlier.focus & shared & hit.objects  # what the cue acts on, said after it
+    return len(acted) >= 2 or bool(acted and _canon(stem(hit.cue.split()[0])) in earlier.focus)
 
 
 def _is_question(said: str) -> bool:

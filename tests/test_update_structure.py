@@ -202,9 +202,7 @@ def test_an_update_of_the_same_slot_is_marked(rule: str, earlier: str, later: st
     assert _p(earlier, later) >= 0.5, rule
 
 
-@pytest.mark.parametrize(
-    ("rule", "earlier", "later"), NOT_UPDATES, ids=[u[0] for u in NOT_UPDATES]
-)
+@pytest.mark.parametrize(("rule", "earlier", "later"), NOT_UPDATES, ids=[u[0] for u in NOT_UPDATES])
 def test_a_hard_negative_is_left_current(rule: str, earlier: str, later: str) -> None:
     # not stale, and at the floor: nothing in the later statement counts for the earlier
     assert _p(earlier, later) == STALE_NO, rule

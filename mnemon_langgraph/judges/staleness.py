@@ -89,7 +89,8 @@ _EXPLICIT = _words(
     r"turn(?:s|ed) out|^actually|actually\W*$|correction|i meant|scratch that|my mistake",
     r"oops|no wait|(?:got|had) (?:that|it) wrong|i was wrong|misspoke|misread|let me correct",
     r"swapp(?:ed|ing)|traded|ditched|upgraded|ported|scrapped|withdr[ae]w|pulled out",
-    r"backed out|dropped|revoked|retired|shut(?: down)?|lost|got rid of|handed back",
+    r"backed out|dropped(?! off| by| in)|revoked|retired|shut(?: down)?|lost|got rid of",
+    r"handed back",
     r"gave (?:\w+ ){0,3}back|emptied|written off|extended|brought forward|moved up",
     r"put back|slipped|bumped|shifted|raised|merged|rebooked|double-booked|decided to keep",
     r"let (?:me|it|him|her|us) (?:go|lapse)|went over to|made the jump|isn't happening",
@@ -111,7 +112,8 @@ _NEW = _words(
 )
 # Weak cues of a completion: what was planned, believed or under way has happened.
 _DONE = _words(
-    r"bought|adopted|got|sold|finished|completed|handed in|passed|approved|done|(?:is|are) over",
+    r"bought|adopted|got(?! to)|sold|finished|completed|handed in|passed|approved|done",
+    r"(?:is|are) over",
     r"discharged|healed|at last|finally|accepted|ran|sat|spent|went (?:to|for)|gone|arrived",
     r"was born|joined",
 )
@@ -121,9 +123,11 @@ _THING_CHANGE = re.compile(
     r"^(?:cancel|call|mov|relocat|postpon|reschedul|push|delay|closed|no longer|\w*n't|not|no|"
     r"scrap|merg|rais|revok|shut|pulled|backed|rebook|double|decided|bumped|slipped|shifted|"
     r"extended|brought|put back|refused|switched (?:our|my|the)|is off|'s off|are off|"
-    r"isn't happening|instead|from now on|chang|gone|(?:is|are) over)",
+    r"isn't happening|instead|from now on|gone|(?:is|are) over)",
     re.IGNORECASE,
 )
+# A thing that ceased: "the oil boiler is gone", "the studio closed".
+_GONE = re.compile(r"gone|(?:is|are) over|closed|sold\b", re.IGNORECASE)
 # Verbs of a change, to tell a negated change ("I didn't quit") from a negated state.
 _CHANGE_VERB = _words(
     r"mov\w*|quit\w*|cancel\w*|switch\w*|giv\w* up|given up|gave up|reschedul\w*",
@@ -161,7 +165,7 @@ _TENTATIVE = _words(
     r"intend to|i thought|i assumed|i believed?|apparently|pretty sure|i was told",
     r"i figured|halfway through|in the middle of|waiting for|for now|at the moment",
     r"in hospital|recovering from|saving up for|applying for",
-    r"(?:i'm|i am|we're|we are) (?:currently |still )?(?:doing|taking|paying|building|writing)",
+    r"(?:i'm|i am|we're|we are) (?:currently |still )?(?:paying|building|writing)",
     r"(?:been )?meaning to|get back to|put (?:it |\w+ )?(?:down|on hold)",
     r"training for|learning to|i'm reading|we're renovating|paying off|on a waiting list",
 )
@@ -172,8 +176,9 @@ _INTENT = _words(
 )
 # The earlier sentence says something is absent ("I don't have a car", "we have no kids").
 _NONE_STATE = _words(
-    r"(?:don't|do not|doesn't|haven't|never) (?:\w+ )?(?:have|had|own|owned|drink|eat|play|use|"
-    r"smoke|drive|got)|haven't got|(?:have|has|had|got) no|not (?:on|in|learning|doing) any",
+    r"(?:i|we|i've|we've|i'd|we'd) (?:don't|do not|haven't|have not|never) (?:\w+ )?(?:have|had|"
+    r"own|owned|drink|eat|play|use|smoke|drive|got)|(?:i|we) haven't got",
+    r"(?:i|we|i've|we've) (?:have |had |got )?no|(?:i'm|we're) not (?:on|in|learning|doing) any",
     r"between jobs|single|not seeing anyone|no \w+ (?:yet|at all)",
     r"(?:misplaced|lost|can't find|couldn't find) (?:my|the|our)",
 )
@@ -274,7 +279,7 @@ _SLOT_WORDS = {
     "partner": "boyfriend girlfriend partner husband wife married engaged engagement dating "
     "single divorce",
     "study": "study studying major degree course university college school programme class",
-    "vehicle": "car cars drive driving golf civic passat yaris niro tesla toyota honda kia "
+    "vehicle": "car cars driving golf civic passat yaris niro tesla toyota honda kia "
     "ford fiesta bmw audi volkswagen vw mg4 mg diesel petrol hybrid vespa "
     "scooter motorbike renault peugeot skoda nissan volvo fiat",
     "phone": "phone android iphone pixel samsung galaxy nokia motorola oneplus xiaomi huawei",
@@ -283,7 +288,7 @@ _SLOT_WORDS = {
     "carrier": "vodafone ee o2 giffgaff bt talktalk broadband network carrier",
     "tv": "netflix sky virgin disney hulu tv",
     "music": "spotify tidal deezer podcasts podcast audiobooks audiobook radio music",
-    "commute": "commute train bus tube cycle cycling bike drive car walk walking metro tram",
+    "commute": "commute train bus tube cycle cycling bike car walk walking metro tram",
     "shop": "tesco lidl aldi sainsbury asda waitrose morrisons coop supermarket shopping",
     "notes": "evernote notion obsidian onenote journal notebook",
     "watch": "fitbit garmin smartwatch whoop",
@@ -356,7 +361,7 @@ _GENERIC_TEXT = """just new now still day days today week weeks year years month
     pretty stuff something anything everything try trying keep take start started work
     working friend friends family awesome totally definitely guess mean need said tell told
     see saw look looking come came back first gonna wanna lately recently ago soon always
-    never again not no nor now before after home won don can isn aren didn doesn wasn weren
+    never again not no nor now before after since home won don can isn aren didn doesn wasn weren
     couldn wouldn shouldn haven hasn hadn ain let"""
 
 
@@ -677,7 +682,7 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     if earlier.none_state and later.plain:  # on what was absent: "misplaced the screwdriver"
         acted_on = shared & earlier.focus & frozenset().union(*(h.near for h in later.hits))
         covered = covered or bool(acted_on)
-    denied = (later.flips & earlier.terms) - _NOT_A_DENIAL
+    denied = (later.flips & earlier.terms) - _NOT_A_DENIAL - earlier.flips  # not told twice
     if denied and covered and not earlier.none_state and not earlier.event:
         return score
     said = {h.cue for h in earlier.hits}  # the same change told again is no news
@@ -686,6 +691,7 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
         for h in later.hits
         if h.cue not in said
         and (h.strength == 3 or not earlier.event)
+        and (h.strength != 2 or _canon(stem(h.cue.split()[0])) not in earlier.terms)
         and (
             h.strength == 3 or covered or (h.strength == 2 and plain and ratio >= EXPLICIT_COVERAGE)
         )
@@ -785,7 +791,7 @@ def _hit_fits(
         and earlier.focus & shared & hit.near
     ):
         return True  # "we intend to repaint the room green" → "the room is green now"
-    if hit.thing_verb and hit.subject != "other":  # "the oil boiler is gone"
+    if _GONE.match(hit.cue) and hit.subject != "other":  # "the oil boiler is gone"
         known = hit.prefix - _GENERIC
         if known and known <= earlier.terms:
             return True
@@ -801,12 +807,13 @@ def _hit_fits(
 def _completes(hit: _Hit, earlier: _Clause, shared: frozenset[str]) -> bool:
     """Whether a completion cue acts on what ``earlier`` plans: the planned verb done
     ("planning to adopt" → "adopted"), or two planned words ("going to apply for the
-    manager role" → "got the manager role"); not a word of the plan said of something else
+    manager role" → "got the manager role"), or a name; not a word of the plan said of something else
     ("thinking of supporting mental health" → "the support I got")."""
     if not _INTENT.search(earlier.sentence):  # a state in progress: "halfway through X"
         return bool(shared & hit.near)
     acted = earlier.focus & shared & hit.objects  # what the cue acts on, said after it
-    return len(acted) >= 2 or bool(acted and _canon(stem(hit.cue.split()[0])) in earlier.focus)
+    verb = _canon(stem(hit.cue.split()[0]))
+    return len(acted) >= 2 or bool(acted & earlier.proper or (acted and verb in earlier.focus))
 
 
 def _is_question(said: str) -> bool:

@@ -806,9 +806,9 @@ def _hit_fits(
 
 def _completes(hit: _Hit, earlier: _Clause, shared: frozenset[str]) -> bool:
     """Whether a completion cue acts on what ``earlier`` plans: the planned verb done
-    ("planning to adopt" → "adopted"), or two planned words ("going to apply for the
-    manager role" → "got the manager role"), or a name; not a word of the plan said of something else
-    ("thinking of supporting mental health" → "the support I got")."""
+    ("planning to adopt" → "adopted"), two planned words ("going to apply for the manager
+    role" → "got the manager role") or a name; not a word of the plan said of something
+    else ("thinking of supporting mental health" → "the support I got")."""
     if not _INTENT.search(earlier.sentence):  # a state in progress: "halfway through X"
         return bool(shared & hit.near)
     acted = earlier.focus & shared & hit.objects  # what the cue acts on, said after it

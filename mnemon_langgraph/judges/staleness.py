@@ -409,6 +409,7 @@ class _Hit:
         "strength",
         "subject",
         "thing_verb",
+        "verb",
     )
 
     def __init__(self, sentence: str, match: re.Match[str], strength: int, mine: bool) -> None:
@@ -422,6 +423,8 @@ class _Hit:
         self.own = bool(re.match(r"\W*(?:[\w-]+\s+){0,3}?(?:his|her|their|its)\b", after, re.I))
         self.thing_verb = bool(_THING_CHANGE.match(match.group()))
         self.cue = match.group().casefold()
+        cue_words = self.cue.split()
+        self.verb = _canon(stem(cue_words[0])) if cue_words else ""  # the cue's first word
         before = " ".join(prefix.split()[-4:])
         self.near = self.objects | {_canon(t) for t in terms(before)}  # what the cue acts on
         self.is_new = self.cue == "new"
@@ -455,6 +458,7 @@ class _Clause:
         "flips",
         "focus",
         "hits",
+        "intent",
         "negative",
         "none_state",
         "plain",
@@ -500,6 +504,7 @@ class _Clause:
         self.change = bool(self.hits or self.flips or self.tally)
         plan = _TENTATIVE.search(sentence)
         self.tentative = bool(plan)
+        self.intent = bool(plan and _INTENT.search(sentence))
         absent = _NONE_STATE.search(sentence)
         self.none_state = bool(absent)
         # what is planned, under way or absent: the words after that cue
@@ -691,7 +696,7 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
         for h in later.hits
         if h.cue not in said
         and (h.strength == 3 or not earlier.event)
-        and (h.strength != 2 or _canon(stem(h.cue.split()[0])) not in earlier.terms)
+        and (h.strength != 2 or h.verb not in earlier.terms)
         and (
             h.strength == 3 or covered or (h.strength == 2 and plain and ratio >= EXPLICIT_COVERAGE)
         )
@@ -809,11 +814,10 @@ def _completes(hit: _Hit, earlier: _Clause, shared: frozenset[str]) -> bool:
     ("planning to adopt" → "adopted"), two planned words ("going to apply for the manager
     role" → "got the manager role") or a name; not a word of the plan said of something
     else ("thinking of supporting mental health" → "the support I got")."""
-    if not _INTENT.search(earlier.sentence):  # a state in progress: "halfway through X"
+    if not earlier.intent:  # a state in progress: "halfway through X"
         return bool(shared & hit.near)
     acted = earlier.focus & shared & hit.objects  # what the cue acts on, said after it
-    verb = _canon(stem(hit.cue.split()[0]))
-    return len(acted) >= 2 or bool(acted & earlier.proper or (acted and verb in earlier.focus))
+    return len(acted) >= 2 or bool(acted & earlier.proper or (acted and hit.verb in earlier.focus))
 
 
 def _is_question(said: str) -> bool:

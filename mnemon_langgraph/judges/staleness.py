@@ -18,7 +18,14 @@ later one must hold a change cue that counts, about the same subject:
   absent becoming present ("I don't have a car" → "just bought a Civic"), or a plan, belief
   or state in progress completed ("planning to adopt a cat" → "we adopted Fig");
 * a denial by the speaker of what the earlier sentence asserts ("I smoke" → "I haven't
-  smoked in months"), on the same share.
+  smoked in months"), on the same share;
+* a count, ordinal or frequency restated with a new value, counting the same thing ("I've
+  added 17 postcards so far" → "I've added 25 postcards so far"; :func:`_recounts`), or the
+  same event at a new or shifted date ("the viewing is Sunday instead", "extended by two
+  weeks").
+
+A dated past event or a memory ("I started it today", "I remember buying …") is history:
+only an explicit change undoes it.
 
 The looser cues act only on the speaker's own statements of fact (or of a date or time),
 never on requests to the assistant, and come only from statements. Cues never count when

@@ -55,9 +55,10 @@ def test_the_shipped_weights_name_this_version_s_features() -> None:
 
 @pytest.mark.parametrize(
     ("split", "min_precision", "min_recall"),
-    # Measured (docs/results/updates.md, "A learned detector"): writing 104/106 precision,
-    # 104/112 recall (the training fit); frozen 90/97 and 90/112. Floors just under them.
-    [("writing", 0.96, 0.90), ("frozen", 0.90, 0.78)],
+    # Measured (docs/results/updates.md, "Structure over phrasings"): writing 105/105
+    # precision, 105/112 recall (the training fit); frozen 80/83 and 80/112. Floors just
+    # under them.
+    [("writing", 0.96, 0.90), ("frozen", 0.93, 0.68)],
 )
 def test_the_learned_detector_s_floors(split: str, min_precision: float, min_recall: float) -> None:
     pairs = load_pairs(split=split)

@@ -18,7 +18,14 @@ later one must hold a change cue that counts, about the same subject:
   absent becoming present ("I don't have a car" → "just bought a Civic"), or a plan, belief
   or state in progress completed ("planning to adopt a cat" → "we adopted Fig");
 * a denial by the speaker of what the earlier sentence asserts ("I smoke" → "I haven't
-  smoked in months"), on the same share.
+  smoked in months"), on the same share;
+* a count, ordinal or frequency restated with a new value, counting the same thing ("I've
+  added 17 postcards so far" → "I've added 25 postcards so far"; :func:`_recounts`), or the
+  same event at a new or shifted date ("the viewing is Sunday instead", "extended by two
+  weeks").
+
+A dated past event or a memory ("I started it today", "I remember buying …") is history:
+only an explicit change undoes it.
 
 The looser cues act only on the speaker's own statements of fact (or of a date or time),
 never on requests to the assistant, and come only from statements. Cues never count when
@@ -77,7 +84,8 @@ _CHANGE = _words(
     r"quit|quitting|resigned|stepped down|left (?:my|our|the|his|her) \w+",
     r"switched|changed (?:my|our|the|his|her|their) \w+",
     r"broke up|split up|divorced|separated|sold (?:my|our|the|his|her)|gave up|given up",
-    r"giving up|postponed|rescheduled|pushed (?:\w+ ){0,2}back|delayed|closed|stopped",
+    r"giving up|postponed|rescheduled|pushed (?:\w+ ){0,2}back|delayed|closed",
+    r"stopped(?! by| at| off| in| for)",
     r"replaced (?:by|with)|replaced (?:my|our|the) [\w-]+ with|decided not to",
     r"not going to",
     r"won't be",
@@ -88,7 +96,8 @@ _EXPLICIT = _words(
     r"turn(?:s|ed) out|^actually|actually\W*$|correction|i meant|scratch that|my mistake",
     r"oops|no wait|(?:got|had) (?:that|it) wrong|i was wrong|misspoke|misread|let me correct",
     r"swapp(?:ed|ing)|traded|ditched|upgraded|ported|scrapped|withdr[ae]w|pulled out",
-    r"backed out|dropped|revoked|retired|shut(?: down)?|lost|got rid of|handed back",
+    r"backed out|dropped(?! off| by| in)|revoked|retired|shut(?: down)?|lost|got rid of",
+    r"handed back",
     r"gave (?:\w+ ){0,3}back|emptied|written off|extended|brought forward|moved up",
     r"put back|slipped|bumped|shifted|raised|merged|rebooked|double-booked|decided to keep",
     r"let (?:me|it|him|her|us) (?:go|lapse)|went over to|made the jump|isn't happening",
@@ -110,19 +119,22 @@ _NEW = _words(
 )
 # Weak cues of a completion: what was planned, believed or under way has happened.
 _DONE = _words(
-    r"bought|adopted|got|sold|finished|completed|handed in|passed|approved|done|(?:is|are) over",
+    r"bought|adopted|got(?! to)|sold|finished|completed|handed in|passed|approved|done",
+    r"(?:is|are) over",
     r"discharged|healed|at last|finally|accepted|ran|sat|spent|went (?:to|for)|gone|arrived",
     r"was born|joined",
 )
 # Change expressions a thing can undergo (the wedding was moved, the pool closed): the only
 # ones that count when another person is the subject ("my parents cancelled the trip").
 _THING_CHANGE = re.compile(
-    r"^(?:cancel|call|mov|relocat|postpon|reschedul|push|delay|closed|no longer|n't|not|no|"
+    r"^(?:cancel|call|mov|relocat|postpon|reschedul|push|delay|closed|no longer|\w*n't|not|no|"
     r"scrap|merg|rais|revok|shut|pulled|backed|rebook|double|decided|bumped|slipped|shifted|"
     r"extended|brought|put back|refused|switched (?:our|my|the)|is off|'s off|are off|"
-    r"isn't happening|instead|from now on)",
+    r"isn't happening|instead|from now on|gone|(?:is|are) over)",
     re.IGNORECASE,
 )
+# A thing that ceased: "the oil boiler is gone", "the studio closed".
+_GONE = re.compile(r"gone|(?:is|are) over|closed|sold\b", re.IGNORECASE)
 # Verbs of a change, to tell a negated change ("I didn't quit") from a negated state.
 _CHANGE_VERB = _words(
     r"mov\w*|quit\w*|cancel\w*|switch\w*|giv\w* up|given up|gave up|reschedul\w*",
@@ -142,7 +154,7 @@ _OTHER_PERSON = re.compile(
     r"\b(?:my|our|his|her|their|\w+'s)\s+(?:\w+\s+)?(brother|sister|friend|colleague|mum|mom|"
     r"dad|father|mother|son|daughter|boss|neighbou?rs?|cousin|aunt|uncle|partner|husband|wife|"
     r"boyfriend|girlfriend|flatmate|roommate|kids?|parents?|singer|coach|teacher|students?|"
-    r"mate|family|wife|grandma|grandad|nephew|niece)\b",
+    r"mate|family|wife|grandma|grandad|nephew|niece|manager|landlord|landlady)\b",
     re.IGNORECASE,
 )
 # Intentions, attempts, hypotheticals and the unchanged: "thinking of moving", "tried to
@@ -160,13 +172,22 @@ _TENTATIVE = _words(
     r"intend to|i thought|i assumed|i believed?|apparently|pretty sure|i was told",
     r"i figured|halfway through|in the middle of|waiting for|for now|at the moment",
     r"in hospital|recovering from|saving up for|applying for",
+    r"(?:i'm|i am|we're|we are) (?:currently |still )?(?:paying|building|writing)",
+    r"(?:been )?meaning to|get back to|put (?:it |\w+ )?(?:down|on hold)",
     r"training for|learning to|i'm reading|we're renovating|paying off|on a waiting list",
+)
+# …of them, an intention (not a state in progress): a completion must act on what it intends.
+_INTENT = _words(
+    r"plan(?:ning)? to|going to|want to|hope to|hoping to|thinking (?:of|about)|considering",
+    r"intend to|meaning to",
 )
 # The earlier sentence says something is absent ("I don't have a car", "we have no kids").
 _NONE_STATE = _words(
-    r"(?:don't|do not|doesn't|haven't|never) (?:\w+ )?(?:have|had|own|owned|drink|eat|play|use|"
-    r"smoke|drive|got)|haven't got|(?:have|has|had|got) no|not (?:on|in|learning|doing) any",
+    r"(?:i|we|i've|we've|i'd|we'd) (?:don't|do not|haven't|have not|never) (?:\w+ )?(?:have|had|"
+    r"own|owned|drink|eat|play|use|smoke|drive|got)|(?:i|we) haven't got",
+    r"(?:i|we|i've|we've) (?:have |had |got )?no|(?:i'm|we're) not (?:on|in|learning|doing) any",
     r"between jobs|single|not seeing anyone|no \w+ (?:yet|at all)",
+    r"(?:misplaced|lost|can't find|couldn't find) (?:my|the|our)",
 )
 _NEGATOR = re.compile(
     r"\b(?:not|never|nobody|no one|don't|won't|can't|didn't|haven't|hasn't|isn't|aren't|"
@@ -174,7 +195,9 @@ _NEGATOR = re.compile(
     re.IGNORECASE,
 )
 # "since I moved from …", "ever since we quit": a past change as background, not news.
-_BACKGROUND = re.compile(r"\bsince (?:i|we)(?:'ve)? (?:\w+ )?$", re.IGNORECASE)
+_BACKGROUND = re.compile(
+    r"\bsince (?:i|we)(?:'ve)? (?:\w+ )?$|\b(?:before|after|since) (?:\w+ )?$", re.IGNORECASE
+)
 # "a moving ceremony", "so moving": the adjective, not a move.
 _ADJECTIVE = re.compile(r"\b(?:a|so|very|really|most|quite)\s+$", re.IGNORECASE)
 _UNDONE = re.compile(r"^not going to (?:give up|stop|quit|cancel|change|move)", re.IGNORECASE)
@@ -188,8 +211,54 @@ _MOVE_HOME = re.compile(
 _SCHEDULE = re.compile(
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|tomorrow|tonight|"
     r"next (?:week|month|year)|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + MONTHS + r")|"
-    r"(?:" + MONTHS + r")\s+\d{1,2}|at \d{1,2}(?::\d\d)?\b|\d{1,2}(?::\d\d)?\s*(?:am|pm))",
+    r"(?:" + MONTHS + r")\s+\d{1,2}|at \d{1,2}(?::\d\d)?\b|\d{1,2}(?::\d\d)?\s*(?:am|pm)|"
+    r"(?:in|until|till|by|from|early|mid|late|end of) (?:" + MONTHS + r")|"
+    r"(?:end|start|beginning) of (?:this|the|next) (?:week|month|year|term))",
     re.IGNORECASE,
+)
+# A date moved by an amount rather than to a new date ("pushed back a week", "extended by
+# two weeks", "till next week"): a new value of the schedule all the same.
+_SHIFT = re.compile(
+    r"\b(?:by|back|forward|up) (?:a|an|one|two|three|four|a few|a couple of|\d+) "
+    r"(?:days?|weeks?|months?|hours?|years?)\b|"
+    r"\b(?:a|an|one|two|three|\d+) (?:days?|weeks?|months?|hours?) (?:later|earlier)\b|"
+    r"\b(?:till|until) (?:next|the|this|\w+day)\b",
+    re.IGNORECASE,
+)
+# A dated past event ("I started listening to it today", "set up the thermostat on 2/10"):
+# history, which stays true when what it started changes; only an explicit change undoes it.
+_PAST_ANCHOR = re.compile(
+    r"\b(?:yesterday|today|this (?:morning|afternoon|evening)|last (?:night|week|weekend|month|"
+    r"year|\w+day)|\w+ (?:days?|weeks?|months?|years?) ago|on \d{1,2}/\d{1,2})\b",
+    re.IGNORECASE,
+)
+_MEMORY = _words(r"i remember|i recall|used to|back when|when i was")
+_PAST_VERB = _words(
+    r"\w+ed|got|went|bought|saw|made|took|had|ran|did|sold|set up|began|came|met|found|gave",
+    r"won|paid|spent|built|sent|wrote|tried|picked up",
+)
+# A count or ordinal stated as where things stand ("I've added 17 so far", "on my fourth").
+_COUNTS = "zero one two three four five six seven eight nine ten eleven twelve"
+_ORDINALS = "zeroth first second third fourth fifth sixth seventh eighth ninth tenth"
+_NUMBER_WORDS = (
+    # "one" left out: "the one where …" is a pronoun more often than a count
+    {w: str(i) for i, w in enumerate(_COUNTS.split(" ")) if w != "one"}
+    | {w: f"#{i}" for i, w in enumerate(_ORDINALS.split(" "))}
+    | {"twice": "2"}
+)
+_QUANTITY = re.compile(
+    r"(?<![\d/:.$£€-])\b(\d+(?:,\d{3})*(?:\.\d+)?)(?:st|nd|rd|th)?\b(?![/:]\d)|\b("
+    + "|".join(_NUMBER_WORDS)
+    + r")\b",
+    re.IGNORECASE,
+)
+_COUNT_FILLER = _wordset(
+    "new more other extra one ones since for now so far already time times per", stemmed=True
+)
+_STANDING = _words(
+    r"i've|we've|i have|we have|has|have|now|currently|so far|in total|total|up to|i'm on",
+    r"(?:i'm|i am) \d+|these days|nowadays|(?:a|per) (?:day|week|month)|every",
+    r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)",
 )
 _WORK_AT = re.compile(
     r"\b(?:work(?:s|ing)? (?:at|for)|job (?:at|with)|start(?:ed|ing)? (?:at|with)|"
@@ -217,7 +286,7 @@ _SLOT_WORDS = {
     "partner": "boyfriend girlfriend partner husband wife married engaged engagement dating "
     "single divorce",
     "study": "study studying major degree course university college school programme class",
-    "vehicle": "car cars drive driving golf civic passat yaris niro tesla toyota honda kia "
+    "vehicle": "car cars driving golf civic passat yaris niro tesla toyota honda kia "
     "ford fiesta bmw audi volkswagen vw mg4 mg diesel petrol hybrid vespa "
     "scooter motorbike renault peugeot skoda nissan volvo fiat",
     "phone": "phone android iphone pixel samsung galaxy nokia motorola oneplus xiaomi huawei",
@@ -226,7 +295,7 @@ _SLOT_WORDS = {
     "carrier": "vodafone ee o2 giffgaff bt talktalk broadband network carrier",
     "tv": "netflix sky virgin disney hulu tv",
     "music": "spotify tidal deezer podcasts podcast audiobooks audiobook radio music",
-    "commute": "commute train bus tube cycle cycling bike drive car walk walking metro tram",
+    "commute": "commute train bus tube cycle cycling bike car walk walking metro tram",
     "shop": "tesco lidl aldi sainsbury asda waitrose morrisons coop supermarket shopping",
     "notes": "evernote notion obsidian onenote journal notebook",
     "watch": "fitbit garmin smartwatch whoop",
@@ -289,7 +358,9 @@ _QUESTION_START = re.compile(
     r"could|would|should|will|has|have|had)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# Sentences, and clauses joined by a dash or semicolon ("… for 6 months now - do you have
+# any tips?"): a fact and a question to the assistant are two clauses.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]+\s+|;\s+")
 
 # Words too common in conversation to show that two sentences are about the same thing.
 _GENERIC_TEXT = """just new now still day days today week weeks year years month months last next
@@ -297,7 +368,7 @@ _GENERIC_TEXT = """just new now still day days today week weeks year years month
     pretty stuff something anything everything try trying keep take start started work
     working friend friends family awesome totally definitely guess mean need said tell told
     see saw look looking come came back first gonna wanna lately recently ago soon always
-    never again not no nor now before after home won don can isn aren didn doesn wasn weren
+    never again not no nor now before after since home won don can isn aren didn doesn wasn weren
     couldn wouldn shouldn haven hasn hadn ain let"""
 
 
@@ -317,6 +388,18 @@ def _canon(term: str) -> str:
 
 
 _GENERIC = frozenset(_canon(stem(w)) for w in _GENERIC_TEXT.split())
+_NUMBER_TERMS = frozenset(_canon(stem(w)) for w in _NUMBER_WORDS)
+# Words of a date or time: an event moved to a new date must share something else.
+# Slots found by the value's own shape (an address, an age, an employer after "work at").
+_VALUED = frozenset({"email", "age", "employer", "schedule"})
+_SCHEDULE_WORDS = frozenset(
+    _canon(t)
+    for t in _wordset(
+        """monday tuesday wednesday thursday friday saturday sunday weekend tomorrow tonight
+        morning afternoon evening week month year end early mid late""",
+        stemmed=True,
+    )
+)
 
 
 class _Hit:
@@ -333,6 +416,7 @@ class _Hit:
         "strength",
         "subject",
         "thing_verb",
+        "verb",
     )
 
     def __init__(self, sentence: str, match: re.Match[str], strength: int, mine: bool) -> None:
@@ -346,6 +430,8 @@ class _Hit:
         self.own = bool(re.match(r"\W*(?:[\w-]+\s+){0,3}?(?:his|her|their|its)\b", after, re.I))
         self.thing_verb = bool(_THING_CHANGE.match(match.group()))
         self.cue = match.group().casefold()
+        cue_words = self.cue.split()
+        self.verb = _canon(stem(cue_words[0])) if cue_words else ""  # the cue's first word
         before = " ".join(prefix.split()[-4:])
         self.near = self.objects | {_canon(t) for t in terms(before)}  # what the cue acts on
         self.is_new = self.cue == "new"
@@ -374,28 +460,37 @@ class _Clause:
     __slots__ = (
         "asked",
         "change",
+        "event",
         "factual",
         "flips",
+        "focus",
         "hits",
+        "intent",
         "negative",
         "none_state",
         "plain",
         "present",
         "proper",
+        "quantities",
         "relative",
         "reported",
+        "sentence",
         "slots",
         "speaker",
+        "standing",
         "strong",
+        "tally",
         "tentative",
         "terms",
         "values",
+        "when",
     )
 
     def __init__(
         self, speaker: str | None, words: frozenset[str], proper: set[str], sentence: str
     ) -> None:
         self.speaker = speaker
+        self.sentence = sentence
         self.terms = frozenset(_canon(t) for t in words)
         self.proper = frozenset(_canon(t) for t in proper)
         asked = _is_question(sentence)  # a question changes nothing and states nothing
@@ -405,9 +500,24 @@ class _Clause:
         self.hits = () if asked else _hits(sentence, negated_change)
         self.strong = any(h.strength == 3 for h in self.hits)
         self.reported = any(h.strength == 2 for h in self.hits)
-        self.change = bool(self.hits or self.flips)
-        self.tentative = bool(_TENTATIVE.search(sentence))
-        self.none_state = bool(_NONE_STATE.search(sentence))
+        self.event = bool(
+            (_PAST_ANCHOR.search(sentence) and _PAST_VERB.search(sentence))
+            or _MEMORY.search(sentence)
+        )
+        self.quantities = _quantities(sentence)
+        # where a count or ordinal stands now: a restated one with a new value replaces it
+        self.standing = frozenset() if asked else _standing(sentence)
+        self.tally = bool(self.standing)
+        self.change = bool(self.hits or self.flips or self.tally)
+        plan = _TENTATIVE.search(sentence)
+        self.tentative = bool(plan)
+        self.intent = bool(plan and _INTENT.search(sentence))
+        absent = _NONE_STATE.search(sentence)
+        self.none_state = bool(absent)
+        # what is planned, under way or absent: the words after that cue
+        cue = absent or plan
+        focus = terms(sentence[cue.end() :]) or terms(cue.group()) if cue else []
+        self.focus = frozenset(_canon(t) for t in focus)
         self.relative = bool(_RELATIVE_DATE.search(sentence))  # inputs of the learned model
         self.present = bool(_PRESENT.search(sentence))
         self.negative = bool(re.search(r"\b(?:no|not|never|none)\b|n't", sentence, re.I))
@@ -427,8 +537,49 @@ class _Clause:
             | ({"employer"} if _WORK_AT.search(sentence) else set())
             | ({"age"} if _AGE.search(sentence) else set())
             | ({"email"} if _EMAIL.search(sentence) else set())
-            | ({"schedule"} if _SCHEDULE.search(sentence) else set())
+            | ({"schedule"} if _SCHEDULE.search(sentence) or _SHIFT.search(sentence) else set())
         )
+        # the date or time stated (a shift is always a new one)
+        self.when = frozenset(m.group().casefold() for m in _SCHEDULE.finditer(sentence)) | (
+            {"shift"} if _SHIFT.search(sentence) else set()
+        )
+
+
+def _quantities(sentence: str) -> frozenset[tuple[str, str]]:
+    """(value, what is counted) of each count or ordinal of ``sentence`` ("17 new postcards"
+    → ("17", "postcard"), "my fourth" → ("#4", ""), "three times a week" → ("3", "week")),
+    digits or words; not dates, times, years, money, days of a month ("the 10th") or parts
+    of a name ("Fitbit Charge 3")."""
+    out = set()
+    body = _SCHEDULE.sub(" ", sentence)
+    for m in _QUANTITY.finditer(body):
+        if m.group(1):
+            value = m.group(1).replace(",", "")
+            if (len(value) == 4 and value[:2] in {"19", "20"}) or not m.group().isdigit():
+                continue  # a year, or "10th"
+        else:
+            value = _NUMBER_WORDS[m.group(2).casefold()]
+        before = body[: m.start()].split()[-1:]
+        if before and before[0][:1].isupper() and not re.match(r"I\b", before[0]):
+            continue  # "Charge 3", "Pixel 6": a name
+        after = [
+            t
+            for t in terms(" ".join(body[m.end() :].split()[:3]))
+            if t not in _COUNT_FILLER and not t[:1].isdigit()
+        ]
+        out.add((value, _canon(after[0]) if after else ""))
+    return frozenset(out)
+
+
+def _standing(sentence: str) -> frozenset[tuple[str, str]]:
+    """The counts of ``sentence`` said as where things stand: in a clause (between commas)
+    of the speaker's with "have", "now", "so far", an ordinal … and no plan, wish or dated
+    event ("I've added 17 since I started again, and I'd like to track them" → 17)."""
+    out: set[tuple[str, str]] = set()
+    for part in sentence.split(","):
+        if _STANDING.search(part) and not (_PAST_ANCHOR.search(part) or _HYPOTHETICAL.search(part)):
+            out |= _quantities(part)
+    return frozenset(out) if _MINE.search(sentence) else frozenset()
 
 
 def _negations(sentence: str) -> tuple[frozenset[str], bool]:
@@ -501,7 +652,7 @@ def clauses(said: str, default_speaker: str | None = None) -> tuple[_Clause, ...
             proper = {
                 stem(text.fold(w))
                 for i, w in enumerate(words)
-                if i > 0 and w[:1].isupper() and terms(w)
+                if i > 0 and any(ch.isupper() for ch in w) and terms(w)
             } | set(NUMBER.findall(sentence))
             out.append(_Clause(speaker, frozenset(terms(sentence)), proper, sentence.strip()))
     return tuple(out)
@@ -516,7 +667,9 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     0 unless both are by the same speaker (an unknown speaker matches anyone), ``earlier``
     does not itself report an explicit change, and some cue of ``later`` is about the
     same thing (:func:`_hit_fits`), or ``later`` denies what ``earlier`` asserts ("I eat
-    meat" → "I haven't eaten meat in months"). The score: shared words + 2 per shared slot.
+    meat" → "I haven't eaten meat in months"), or restates its count with a new value
+    (:func:`_recounts`). A dated past event ("I started it today") is history: only an
+    explicit change undoes it. The score: shared words + 2 per shared slot.
     """
     if not later.change or earlier.strong or earlier.asked or earlier.reported:
         return 0
@@ -536,14 +689,21 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     ratio = (len(shared) + len(slots - _BROAD)) / max(1, len(content))
     plain = earlier.factual and later.plain
     covered = plain and ratio >= COVERAGE
-    denied = (later.flips & earlier.terms) - _NOT_A_DENIAL
-    if denied and covered and not earlier.none_state:
+    if later.plain and _recounts(later, earlier, shared, content):
+        return score
+    if earlier.none_state and later.plain:  # on what was absent: "misplaced the screwdriver"
+        acted_on = shared & earlier.focus & frozenset().union(*(h.near for h in later.hits))
+        covered = covered or bool(acted_on)
+    denied = (later.flips & earlier.terms) - _NOT_A_DENIAL - earlier.flips  # not told twice
+    if denied and covered and not earlier.none_state and not earlier.event:
         return score
     said = {h.cue for h in earlier.hits}  # the same change told again is no news
     fits = any(
         _hit_fits(h, later, earlier, shared, slots)
         for h in later.hits
         if h.cue not in said
+        and (h.strength == 3 or not earlier.event)
+        and (h.strength != 2 or h.verb not in earlier.terms)
         and (
             h.strength == 3 or covered or (h.strength == 2 and plain and ratio >= EXPLICIT_COVERAGE)
         )
@@ -551,46 +711,102 @@ def _changes(later: _Clause, earlier: _Clause, names: frozenset[str]) -> int:
     return score if fits else 0
 
 
+def _recounts(
+    later: _Clause, earlier: _Clause, shared: frozenset[str], content: frozenset[str]
+) -> bool:
+    """Whether ``later`` restates a count or ordinal of ``earlier`` with a new value: both
+    say where something stands ("I've added 17 since I started again" → "I've added 25
+    since I started again"; "on my fourth issue" → "finished my fifth issue"), on a third
+    of the earlier sentence's words (two at least), and none of the earlier values is
+    said again. Dated events ("ran 5 miles yesterday") are not counts of where things stand.
+    """
+    if not (later.tally and earlier.tally) or earlier.event:
+        return False
+    if {v for v, _ in earlier.standing} & {v for v, _ in later.quantities}:
+        return False  # the old value said again: no new one
+    names = {t for t in earlier.proper - later.terms if not t[:1].isdigit()}
+    if names and {t for t in later.proper - earlier.terms if not t[:1].isdigit()}:
+        return False  # other names: another thing counted ("three on Coursera", "two on edX")
+    words = {t for t in shared if not t[:1].isdigit()}
+    base = {t for t in content if not t[:1].isdigit() and t not in _NUMBER_TERMS}
+    heads = {h for _, h in earlier.standing}
+    same = heads & {h for _, h in later.standing} - {""}
+    # the same thing counted: the same head noun and one more word in common ("doing yoga
+    # twice a week" → "yoga classes, three times a week"), or an unnamed one ("17 new
+    # ones", "my fourth") in a sentence half of whose words are said again
+    if "age" in later.slots & earlier.slots:
+        return True  # "I'm 41" → "I'm 42 actually"
+    if same:
+        return (len(words - same) >= 1 and len(words) >= COVERAGE * len(base)) or len(words) >= 2
+    return "" in heads and len(words) >= 2 and len(words) >= len(base) / 2
+
+
+def _whose(hit: _Hit, earlier: _Clause, shared: frozenset[str]) -> bool:
+    """Whether the change of ``hit`` is one made to what ``earlier`` says: the speaker's, a
+    thing's named in ``earlier`` ("the gig was cancelled"; "USCIS will no longer accept" is
+    not about the speaker's gig), or another person's acting on the earlier statement's
+    thing ("my parents cancelled the trip", not "my aunt swapped her Kindle")."""
+    if hit.subject == "other":
+        mentioned = hit.prefix & earlier.terms  # "my parents" → "my parents cancelled"
+        return bool(hit.thing_verb and (mentioned or not hit.own) and hit.objects & shared)
+    if hit.subject != "thing":
+        return True
+    known = hit.prefix - _GENERIC
+    if hit.thing_verb:
+        return not known or bool(known & (earlier.terms | earlier.proper)) or hit.named
+    if hit.named and known <= earlier.terms:
+        return True
+    return hit.strength == 1 and earlier.tentative and bool(known & earlier.terms)
+
+
 def _hit_fits(
     hit: _Hit, later: _Clause, earlier: _Clause, shared: frozenset[str], slots: frozenset[str]
 ) -> bool:
     """Whether one cue of ``later`` changes what ``earlier`` says.
 
-    The change must be the speaker's, or a thing's ("the gig was cancelled"), or made by
-    someone ``earlier`` names ("Marta switched our class"); another person's change counts
-    only when it acts on the earlier statement's thing and not on their own ("my parents
-    cancelled the trip", not "my aunt swapped her Kindle"). An explicit change needs the
-    same subject: two shared words, a shared name or number, a shared word the change acts
-    on, or a shared slot with a shared word or one value at a time. A weak cue needs more:
-    a new value of a one-value slot, or an earlier plan, belief or state in progress on a
-    shared word, or two shared words and a new name or number.
+    The change must be one made to what ``earlier`` says (:func:`_whose`). An explicit
+    change needs the same subject: two shared words, a shared name (a number alone is no
+    name: "a 50-pound batch", "50+ new logos"), a shared word the change acts on, a shared
+    slot with a shared word or one value at a time, or the same event at a new date or
+    time ("viewing on Saturday" → "the viewing is Sunday instead"). A weak cue needs more:
+    a new value of a one-value slot, an earlier plan, belief or state in progress on a
+    shared word, the earlier statement's thing gone ("the oil boiler is gone"), or two
+    shared words and a new name.
     """
-    if hit.subject == "other":
-        mentioned = hit.prefix & earlier.terms  # "my parents" → "my parents cancelled"
-        if not (hit.thing_verb and (mentioned or not hit.own) and hit.objects & shared):
-            return False
-    if hit.subject == "thing" and not hit.thing_verb:
-        known = hit.prefix - _GENERIC
-        if not (hit.named and known <= earlier.terms) and not (
-            hit.strength == 1 and earlier.tentative and known & earlier.terms
-        ):
-            return False
-    named = shared & (later.proper | earlier.proper)
+    if not _whose(hit, earlier, shared):
+        return False
+    words = frozenset(t for t in shared if not t[:1].isdigit())  # a number alone is no name
+    named = words & (later.proper | earlier.proper)
     single = slots & _SINGLE
     if hit.strength == 2:
+        if "schedule" in slots and shared - _SCHEDULE_WORDS and later.when - earlier.when:
+            return True  # the same event, a new date
         slots = slots - _BROAD
         single = single - _BROAD
-    if hit.strength >= 2:
+    if hit.strength >= 2:  # a slot with no word in common needs an old value to replace
+        single = single if earlier.values or earlier.slots & _VALUED else frozenset()
+        acted_on = shared if hit.cue.startswith(",") else words  # ", not 6" acts on a number
         return bool(
-            len(shared) >= 2 or named or shared & hit.objects or (slots and (shared or single))
+            len(shared) >= 2 or named or acted_on & hit.objects or (slots and (shared or single))
         )
     if earlier.none_state:  # "I don't have a car" → "Just bought a Civic"
         return hit.subject == "first" and not later.negative and bool(slots or shared)
     new = later.values - earlier.terms - earlier.proper
     if hit.subject == "first" and single and new & hit.near:  # "bought an iPhone"
         return True
-    if hit.strength == 1 and earlier.tentative and shared & hit.near:
-        return True
+    if hit.strength == 1 and earlier.tentative and _completes(hit, earlier, shared):
+        return True  # "planning to adopt" → "we adopted Fig"
+    if (
+        later.present
+        and len(shared) >= 2
+        and earlier.tentative
+        and earlier.focus & shared & hit.near
+    ):
+        return True  # "we intend to repaint the room green" → "the room is green now"
+    if _GONE.match(hit.cue) and hit.subject != "other":  # "the oil boiler is gone"
+        known = hit.prefix - _GENERIC
+        if known and known <= earlier.terms:
+            return True
     # "my new team lead, Jo": a new value of the very thing the earlier statement names
     replaced = earlier.proper - later.terms  # the old value, named and not restated
     return (
@@ -598,6 +814,17 @@ def _hit_fits(
         and hit.is_new
         and bool(hit.objects & shared and new & later.proper and replaced)
     )
+
+
+def _completes(hit: _Hit, earlier: _Clause, shared: frozenset[str]) -> bool:
+    """Whether a completion cue acts on what ``earlier`` plans: the planned verb done
+    ("planning to adopt" → "adopted"), two planned words ("going to apply for the manager
+    role" → "got the manager role") or a name; not a word of the plan said of something
+    else ("thinking of supporting mental health" → "the support I got")."""
+    if not earlier.intent:  # a state in progress: "halfway through X"
+        return bool(shared & hit.near)
+    acted = earlier.focus & shared & hit.objects  # what the cue acts on, said after it
+    return len(acted) >= 2 or bool(acted & earlier.proper or (acted and hit.verb in earlier.focus))
 
 
 def _is_question(said: str) -> bool:

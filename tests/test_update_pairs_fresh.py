@@ -1,11 +1,11 @@
-"""The fresh held-out update pairs: shape only, plus a measurement that asserts nothing.
+"""The fresh held-out update pairs: their shape, and a regression floor on the detector.
 
 ``judges/data/update_pairs_fresh.jsonl`` was written blind to the detector and to the other
-pair files (provenance: ``judges/data/README.md``). The tests below check only that the file
-is well formed and disjoint from the other sets. The detector's recall and precision on it
-are *recorded*, not asserted: ``python -m tests.test_update_pairs_fresh`` prints them
-(figures in docs/results/updates.md, "Fresh held-out pairs (written blind)"); a floor is for
-the integrator to set from that first honest measurement.
+pair files (provenance: ``judges/data/README.md``). The tests check that the file is well
+formed and disjoint from the other sets, and hold the detector to floors set just under its
+first measurements on it (docs/results/updates.md, "Fresh held-out pairs (written blind)").
+``python -m tests.test_update_pairs_fresh`` prints the per-family table. The floors guard
+against regressions only; no rule may be tuned on this file.
 """
 
 from __future__ import annotations
@@ -119,6 +119,15 @@ def measure(pairs: list[UpdatePair]) -> tuple[dict[str, float], dict[str, tuple[
         marked, total = per_family.get(pair.kind, (0, 0))
         per_family[pair.kind] = (marked + flag, total + 1)
     return confusion(flags, pairs), per_family
+
+
+def test_precision_and_recall_floors_on_the_blind_pairs() -> None:
+    # Measured: the detector at 466cace 69/152 recall, 69/73 precision; after the structural
+    # rules (merge 0ad9947) 62/152 and 62/66. The floors sit just under the lower one.
+    overall, _ = measure(load_pairs(FRESH_PAIRS))
+    assert overall["tp"] > 0 and overall["tn"] > 0
+    assert overall["recall"] >= 0.38, overall
+    assert overall["precision"] >= 0.90, overall
 
 
 def report() -> str:

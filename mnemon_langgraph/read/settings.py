@@ -95,6 +95,22 @@ class ReadSettings:
             fusion of System 1's ranking (weight 1) and the pool's fused search order
             (this weight), with the pool's ``rrf_k`` (``view.blend_with_fused``). 0 (the
             default): System 1's ranking alone.
+        relative_date_search: When the latest message names no calendar month with its
+            year but names a time relative to when it is asked ("last Saturday", "two weeks
+            ago", "in April", "the past month"; ``read.dates.relative_date_range``), the
+            first round's date search keeps the message to the records dated in that
+            window, placed from ``ReadContext.now``. Needs ``now``. ``False`` turns it off.
+        part_searches: Most searches of the rule planner worded from the coordinated parts
+            of the latest message ("A and B", "A or B", "A, B and C";
+            ``read.planner.question_parts``), so records of each part are pooled. 0 turns it
+            off.
+        message_pieces: The View's candidates take at most this many pieces of one long
+            message (a message the journal split over several records) before every other
+            candidate; its further pieces follow the rest (``view.spread_pieces``).
+            ``None``: no limit.
+        spread_sessions: When the planner names an ``ALL`` need, the candidates after the
+            ones satisfying it are taken one per session before a second of any session
+            (``view.spread_sessions``), as those satisfying it already are.
     """
 
     max_needs: int = 3
@@ -125,6 +141,10 @@ class ReadSettings:
     neighbours_after: int = 3
     date_search: bool = True
     fused_weight: float = 0.0
+    relative_date_search: bool = True
+    part_searches: int = 0
+    message_pieces: int | None = None
+    spread_sessions: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -149,9 +169,15 @@ class ReadSettings:
                 "view_neighbours",
                 "neighbours_after",
                 "fused_weight",
+                "part_searches",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
+            elif f.name == "message_pieces":
+                if value < 1:
+                    raise ConfigurationError(
+                        f"ReadSettings.message_pieces must be >= 1 or None, got {value}"
+                    )
             elif value <= 0:
                 raise ConfigurationError(f"ReadSettings.{f.name} must be positive, got {value}")
         total = self.instructions_share + self.directory_share + self.groups_share

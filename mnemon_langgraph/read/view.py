@@ -44,6 +44,8 @@ __all__ = [
     "replaced_stale",
     "seen_in_recent",
     "short_ids",
+    "spread_pieces",
+    "spread_sessions",
 ]
 
 PREAMBLE = (
@@ -482,6 +484,57 @@ def blend_with_fused(
     return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: -fused(i))]
 
 
+_LATER_PIECE = "a further piece of one long message: after the other candidates"
+
+
+def spread_pieces(
+    candidates: Sequence[tuple[str, str]], pool: Sequence[Mapping[str, Any]], limit: int | None
+) -> list[tuple[str, str]]:
+    """``candidates`` with the pieces of one long message beyond its first ``limit`` moved last.
+
+    The journal splits a message longer than a record into pieces, one record each (an
+    assistant's reply of several thousand characters becomes five or more records). Its
+    pieces share the reply's words, so System 1 ranks them together, and on a long history
+    a few such replies can fill the View while the turns that answer other parts of the
+    question wait behind them. A record holding one message that an earlier candidate
+    also holds is that message's next piece; from the ``limit`` + 1-th on, such pieces
+    keep their order but go behind every other candidate. Records packing several
+    messages are never moved. Order only: calibration invariance holds. ``None``: unchanged.
+    """
+    if limit is None:
+        return list(candidates)
+    mids = {r["id"]: tuple(r.get("message_ids") or ()) for r in pool}
+    seen: dict[str, int] = {}
+    head: list[tuple[str, str]] = []
+    tail: list[tuple[str, str]] = []
+    for rid, why in candidates:
+        held = mids.get(rid, ())
+        if len(held) == 1:
+            seen[held[0]] = seen.get(held[0], 0) + 1
+            if seen[held[0]] > limit:
+                tail.append((rid, f"{why}; {_LATER_PIECE}"))
+                continue
+        head.append((rid, why))
+    return head + tail
+
+
+def spread_sessions(
+    candidates: Sequence[tuple[str, str]], session_of: Mapping[str, int], lead: int
+) -> list[tuple[str, str]]:
+    """``candidates`` after the first ``lead`` taken one per session before any second.
+
+    When the planner names an ``ALL`` need (a count, a list, a total), the answer's
+    instances are usually spread over sessions; the records judged to satisfy it already
+    enter one per session first (:func:`_all_block`), and this does the same for the rest
+    of the ranking, so the budget that remains reaches more sessions. Order only.
+    """
+    head = list(candidates[:lead])
+    rest = list(candidates[lead:])
+    ids = _one_per_session_first([rid for rid, _ in rest], session_of)
+    why = dict(rest)
+    return head + [(rid, why[rid]) for rid in ids]
+
+
 def _with_neighbours(
     candidates: Sequence[tuple[str, str]],
     pool: Sequence[Mapping[str, Any]],
@@ -671,6 +724,10 @@ def compose_view(
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
         candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
+    candidates = spread_pieces(candidates, pool, settings.message_pieces)
+    if all_needs and settings.spread_sessions:
+        lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
+        candidates = spread_sessions(candidates, session_of, lead)
     candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)

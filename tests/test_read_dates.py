@@ -3,7 +3,7 @@ coordinated parts of a message the rule planner searches for (``planner.question
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -69,9 +69,8 @@ def test_the_window_ends_at_the_end_of_its_last_day() -> None:
 
 
 def test_a_timezone_aware_now_is_placed_in_its_own_calendar() -> None:
-    from datetime import timezone
 
-    aware = NOW.replace(tzinfo=timezone.utc)
+    aware = NOW.replace(tzinfo=UTC)
     assert relative_date_range("yesterday?", aware) == relative_date_range("yesterday?", NOW)
 
 

@@ -99,11 +99,15 @@ def _items() -> InMemoryItemSource:
     )
 
 
-def _judge_rule(low: bool, by_parity: bool = False) -> Callable[..., float]:
+def _judge_rule(low: bool, by_parity: bool = False, stale: bool = False) -> Callable[..., float]:
     def answer(qid: str, question: Any, state: Any) -> float:
         local, _, suffix = qid.partition(".")
         if suffix == "stale":
-            return 0.05
+            if not stale:
+                return 0.05
+            rows = {r["id"]: r for r in state["records"]}
+            said = str(rows.get(local, {}).get("text", ""))
+            return 0.9 if "session 1, turn 0;" in said else 0.05  # later turns replace it
         if low:
             return 0.05
         if by_parity:  # a ranking that disagrees with the searches' order
@@ -166,9 +170,10 @@ def run_turn(
     rule_planner: bool = False,
     question: str = QUESTION,
     now: datetime | None = None,
+    stale_judge: bool = False,
 ) -> Turn:
     source = InMemorySearchSource(_records(pieces))
-    rule = _judge_rule(low_judge, parity_judge)
+    rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
 
@@ -307,6 +312,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         None if ReadSettings().message_pieces else 1,
         lambda t: [r["id"] for r in t.view["records"]],
         {"pieces": True},
+    ),
+    "leave_out_stale": (
+        not ReadSettings().leave_out_stale,
+        lambda t: str(t.trace["placement"].get("s1p0", ""))[:40],
+        {"stale_judge": True},
     ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,

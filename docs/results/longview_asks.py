@@ -127,9 +127,12 @@ def asks_from_results(
 
 
 def reask(
-    asks: Sequence[dict[str, Any]], journal: str, emb: Any, **overrides: Any
+    asks: Sequence[dict[str, Any]], journal: str, emb: Any, warm: bool = False, **overrides: Any
 ) -> list[dict[str, Any]]:
-    """Ask every question again under ``ReadSettings(**overrides)``; the compose inputs."""
+    """Ask every question again under ``ReadSettings(**overrides)``; the compose inputs.
+
+    ``warm``: each question is asked twice and the second read kept (its read time is a
+    warm turn's: the namespace's indexes already loaded, the query embedding cached)."""
     store = MnemonStore(Path(journal), embeddings=emb)
     settings = ReadSettings(**overrides)
     graph = create_read_graph(
@@ -147,6 +150,11 @@ def reask(
     try:
         for a in asks:
             now = datetime.fromisoformat(a["now"]) if a.get("now") else None
+            if warm:
+                graph.invoke(
+                    {"messages": [HumanMessage(a["question"])]},
+                    context=ReadContext(namespace=tuple(a["namespace"]), now=now),
+                )
             t0 = time.perf_counter()
             state = graph.invoke(
                 {"messages": [HumanMessage(a["question"])]},
@@ -204,6 +212,8 @@ def fate(ask: Mapping[str, Any], cap: Mapping[str, Any], view: Any) -> collectio
             out["not pooled"] += 1
         elif any(placement.get(r, "").startswith("left out: judged no longer") for r in rids):
             out["stale"] += 1
+        elif any("judged no longer current" in placement.get(r, "") for r in rids):
+            out["stale, last, cut"] += 1
         else:
             out["pooled, cut"] += 1
     return out

@@ -45,8 +45,10 @@ def cmd_asks(kind: str, results: str, out: str, data: list[str]) -> None:
 
 def cmd_capture(asks_path: str, journal: str, out: str, sets: list[str]) -> None:
     asks = L.load(asks_path)
+    warm = "--warm" in sets
+    sets = [s for s in sets if s != "--warm"]
     overrides = {k: _value(v) for k, v in (s.split("=", 1) for s in sets)}
-    caps = L.reask(asks, journal, L.embedder(), **overrides)
+    caps = L.reask(asks, journal, L.embedder(), warm=warm, **overrides)
     L.save(caps, out)
     secs = [c["read_path_s"] for c in caps if c.get("read_path_s") is not None]
     rows = L.table(asks, caps)
@@ -73,32 +75,55 @@ def cmd_report(asks_path: str, cap_path: str) -> None:
 
 
 def cmd_cv(asks_path: str, args: list[str]) -> None:
+    """Each fold chooses the (capture, compose settings) with the most all-evidence hits on
+    the other folds, summed over ``--choose-by`` budgets (default 12,000 and 2,000);
+    every budget is then scored held out with that choice."""
     asks = L.load(asks_path)
     caps: dict[str, Any] = {}
     grid: dict[str, list[Any]] = {}
+    choose_by = [12_000, 2_000]
     mode = "caps"
     for a in args:
-        if a == "--compose":
-            mode = "compose"
+        if a in ("--compose", "--choose-by"):
+            mode = a
+            continue
+        if mode == "--choose-by":
+            choose_by = [int(x) for x in a.split(",")]
             continue
         k, v = a.split("=", 1)
         if mode == "caps":
             caps[k] = L.load(v)
         else:
             grid[k] = [_value(x) for x in v.split(",")]
-    for budget in (12_000, 2_000):
-        scored: dict[str, list[dict[str, Any]]] = {}
-        for name, cap in caps.items():
-            for opts in L.iter_settings(grid) if grid else [{}]:
-                key = name + "".join(f" {k}={v}" for k, v in opts.items())
-                scored[key] = L.table(asks, cap, view_chars=budget, **opts)
-        cv = L.crossval(asks, scored)
-        print(f"== {budget} chars: chosen by fold {cv['chosen']}")
-        print(f"   held out: {L.fmt(cv['held'])}")
-        for f, s in cv["per_fold"].items():
-            print(f"     fold {f}: all {s['all']:.1%} (n={s['n']}) rrf@view {s['rrf_all']:.1%}")
-        for key, rows in scored.items():
-            print(f"   {key:50} {L.fmt(L.summary(rows))}")
+    keys: list[str] = []
+    scored: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for name, cap in caps.items():
+        for opts in L.iter_settings(grid) if grid else [{}]:
+            key = name + "".join(f" {k}={v}" for k, v in opts.items())
+            keys.append(key)
+            for b in BUDGETS:
+                scored[(key, b)] = L.table(asks, cap, view_chars=b, **opts)
+    fold = L.folds(asks)
+    chosen: dict[int, str] = {}
+    for f in sorted(set(fold)):
+        train = [i for i in range(len(asks)) if fold[i] != f]
+
+        def merit(key: str, train: list[int] = train) -> tuple[int, int]:
+            hits = sum(scored[(key, b)][i]["all"] for b in choose_by for i in train)
+            return hits, -keys.index(key)
+
+        chosen[f] = max(keys, key=merit)
+    print(f"chosen by fold (by all evidence summed over {choose_by}): {chosen}")
+    for b in BUDGETS:
+        held = [scored[(chosen[fold[i]], b)][i] for i in range(len(asks))]
+        print(f"== {b:>6} held out: {L.fmt(L.summary(held))}")
+        per = []
+        for f in sorted(set(fold)):
+            rows = [held[i] for i in range(len(asks)) if fold[i] == f]
+            per.append(f"{sum(r['all'] for r in rows)}/{len(rows)}")
+        print(f"         by fold: {' '.join(per)}")
+        for key in keys:
+            print(f"   {key:55} {L.fmt(L.summary(scored[(key, b)]))}")
 
 
 def main(argv: list[str]) -> None:
@@ -111,8 +136,59 @@ def main(argv: list[str]) -> None:
         cmd_report(rest[0], rest[1])
     elif cmd == "cv":
         cmd_cv(rest[0], rest[1:])
+    elif cmd == "history":
+        cmd_history(rest[0], rest[1])
     else:
         raise SystemExit(__doc__)
+
+
+def cmd_history(results: str, data: str) -> None:
+    """What a long history looks like: pieces of long turns, repeated sessions, date spans,
+    and the View's budget spent on pieces of long messages."""
+    import collections
+    import json
+    from pathlib import Path
+
+    from mnemon_langgraph.sources.longmemeval import load_longmemeval
+
+    rows = {
+        r["question_id"]: r
+        for r in map(json.loads, Path(results, "results.jsonl").read_text().splitlines())
+    }
+    qs = [q for q in load_longmemeval(data) if q.question_id in rows]
+    pieces, spans, dup, gold_long, gold_total, sessions_total = [], [], 0, 0, 0, 0
+    share = []
+    for q in qs:
+        by_session: dict[Any, list[str]] = collections.defaultdict(list)
+        for m in q.messages:
+            by_session[m.session].append(m.text)
+            pieces.append(max(1, -(-len(m.text) // 600)))
+        texts = ["\n".join(t) for t in by_session.values()]
+        sessions_total += len(texts)
+        dup += len(texts) - len(set(texts))
+        dates = [m.timestamp for m in q.messages if m.timestamp]
+        spans.append((max(dates) - min(dates)).days)
+        size = {m.id: len(m.text) for m in q.messages}
+        gold_total += len(q.gold_turns)
+        gold_long += sum(size.get(g, 0) > 600 for g in q.gold_turns)
+        shown = collections.Counter(rows[q.question_id]["view_message_ids"])
+        n = sum(shown.values())
+        share.append(sum(c for c in shown.values() if c > 1) / n if n else 0.0)
+    print(
+        f"{len(qs)} histories; messages over one record (600 chars): "
+        f"{sum(p > 1 for p in pieces)} of {len(pieces)} ({sum(p > 1 for p in pieces) / len(pieces):.1%}), "
+        f"their records {sum(p for p in pieces if p > 1)} of {sum(pieces)}"
+    )
+    print(f"sessions repeated verbatim within a history: {dup} of {sessions_total}")
+    print(
+        f"date span of a history (days): median {statistics.median(spans)}, "
+        f"min {min(spans)}, max {max(spans)}"
+    )
+    print(f"gold turns longer than one record: {gold_long} of {gold_total}")
+    print(
+        f"View records that are one of several pieces of one message: "
+        f"median {statistics.median(share):.0%} of a View's records"
+    )
 
 
 if __name__ == "__main__":

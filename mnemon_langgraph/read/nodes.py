@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Container, Generator, Mapping, Sequence
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.decisions import BaseDecisionModel
@@ -182,7 +182,7 @@ class Reader(ItemsNode):
         if bounds is None and self.settings.relative_date_search and now:
             asked = datetime.fromisoformat(now)
             if asked.tzinfo is not None:
-                asked = asked.astimezone(timezone.utc).replace(tzinfo=None)
+                asked = asked.astimezone(UTC).replace(tzinfo=None)
             bounds = relative_date_range(latest, asked)
         return bounds
 

@@ -274,7 +274,7 @@ _STALE = (
 )
 _STALE_KEPT = (
     "p >= 1/2 on 'stale', yet kept among the candidates: no later pooled record judged "
-    "needed or satisfying a need replaces it"
+    "needed or satisfying a need replaces it, or ReadSettings.leave_out_stale is off"
 )
 
 
@@ -715,7 +715,9 @@ def compose_view(
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
     judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    stale = replaced_stale(pool, judged, judged_stale) if judged_stale else set()
+    stale: set[str] = set()
+    if judged_stale and settings.leave_out_stale:
+        stale = replaced_stale(pool, judged, judged_stale)
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
         placement.setdefault(rid, _SEEN)

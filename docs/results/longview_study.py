@@ -174,10 +174,11 @@ def cmd_history(results: str, data: str) -> None:
         shown = collections.Counter(rows[q.question_id]["view_message_ids"])
         n = sum(shown.values())
         share.append(sum(c for c in shown.values() if c > 1) / n if n else 0.0)
+    split = sum(p > 1 for p in pieces)
     print(
-        f"{len(qs)} histories; messages over one record (600 chars): "
-        f"{sum(p > 1 for p in pieces)} of {len(pieces)} ({sum(p > 1 for p in pieces) / len(pieces):.1%}), "
-        f"their records {sum(p for p in pieces if p > 1)} of {sum(pieces)}"
+        f"{len(qs)} histories; messages over one record (600 chars): {split} of "
+        f"{len(pieces)} ({split / len(pieces):.1%}), their records "
+        f"{sum(p for p in pieces if p > 1)} of {sum(pieces)}"
     )
     print(f"sessions repeated verbatim within a history: {dup} of {sessions_total}")
     print(

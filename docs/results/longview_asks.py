@@ -38,6 +38,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search.embeddings import CachedEmbeddings
+from mnemon_langgraph.sources.longmemeval import session_of
 from mnemon_langgraph.storage.chunking import chunk_messages
 from mnemon_langgraph.store import MnemonStore
 
@@ -223,7 +224,7 @@ def score(ask: Mapping[str, Any], cap: Mapping[str, Any], view: Any) -> dict[str
     shown = set(view.message_ids)
     gold = ask["gold"]
     base = rrf_at(ask, len(view.text))
-    sessions = {m.rsplit("_", 2)[0] for m in shown} if ask["kind"] == "longmemeval" else set()
+    sessions = {session_of(m) for m in shown} if ask["kind"] == "longmemeval" else set()
     return {
         "all": gold <= shown,
         "any": bool(gold & shown),

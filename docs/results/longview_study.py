@@ -56,11 +56,19 @@ def cmd_capture(asks_path: str, journal: str, out: str, sets: list[str]) -> None
     print(f"read path excl. model calls: median {statistics.median(secs) * 1000:.1f} ms")
 
 
-def cmd_report(asks_path: str, cap_path: str) -> None:
+def cmd_report(asks_path: str, cap_path: str, sets: list[str]) -> None:
     asks, caps = L.load(asks_path), L.load(cap_path)
+    opts = {k: _value(v) for k, v in (s.split("=", 1) for s in sets)}
     for b in BUDGETS:
-        rows = L.table(asks, caps, view_chars=b)
-        print(f"{b:>6}: {L.fmt(L.summary(rows))}")
+        rows = L.table(asks, caps, view_chars=b, **opts)
+        s_all = [r["s_all"] for r in rows if r["s_all"] is not None]
+        s_any = [r["s_any"] for r in rows if r["s_any"] is not None]
+        sessions = (
+            f" | sessions all {sum(s_all) / len(s_all):.1%} any {sum(s_any) / len(s_any):.1%}"
+            if s_all
+            else ""
+        )
+        print(f"{b:>6}: {L.fmt(L.summary(rows))}{sessions}")
         if b == 12_000:
             for cat, s in L.by_category(asks, rows).items():
                 print(f"    {cat:28} n={s['n']:3} {L.fmt(s)}")
@@ -133,7 +141,7 @@ def main(argv: list[str]) -> None:
     elif cmd == "capture":
         cmd_capture(rest[0], rest[1], rest[2], rest[3:])
     elif cmd == "report":
-        cmd_report(rest[0], rest[1])
+        cmd_report(rest[0], rest[1], rest[2:])
     elif cmd == "cv":
         cmd_cv(rest[0], rest[1:])
     elif cmd == "history":

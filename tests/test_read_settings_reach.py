@@ -300,7 +300,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "fused_weight": (4.0, lambda t: [r["id"] for r in t.view["records"]], {"parity_judge": True}),
     "relative_date_search": (
         not ReadSettings().relative_date_search,
-        lambda t: len(t.searches("date")),
+        lambda t: [s["origin"] for s in t.trace["searches"]],
         {"question": RELATIVE_QUESTION, "now": datetime(2023, 4, 20)},
     ),
     "part_searches": (

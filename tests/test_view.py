@@ -572,3 +572,19 @@ def test_message_pieces_must_be_positive() -> None:
 
     with pytest.raises(ConfigurationError, match="message_pieces"):
         ReadSettings(message_pieces=0)
+
+
+def test_a_pieces_neighbours_are_the_turns_around_its_message() -> None:
+    """With message_pieces set, the neighbour rule steps over the record's own message."""
+    # r0: a turn; r1-r3: three pieces of one long reply; r4: the next turn
+    pool = [dict(rec(0), position=0)]
+    pool += [dict(rec(i), message_ids=["L"], position=i) for i in (1, 2, 3)]
+    pool += [dict(rec(4), position=4), dict(rec(9, session=2), position=0)]
+    js = [j("r2", "needed", 0.9), j("r9", "needed", 0.8)]
+    js += [j(f"r{i}", "needed", 0.1) for i in (0, 1, 3, 4)]
+    cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1)
+    v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
+    assert v.record_ids == ["r2", "r0", "r4"]  # the turns around the reply, not its pieces
+    off = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1, message_pieces=None)
+    v_off = compose_view(pool, js, needs_named=True, index={}, settings=off)
+    assert v_off.record_ids == ["r2", "r1", "r3"]  # negative control: the pieces themselves

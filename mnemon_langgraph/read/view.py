@@ -535,6 +535,12 @@ def spread_sessions(
     return head + [(rid, why[rid]) for rid in ids]
 
 
+def _lone_message(rec: Mapping[str, Any]) -> str | None:
+    """The message a record holds alone (a piece of it, or all of it), else ``None``."""
+    held = tuple(rec.get("message_ids") or ())
+    return held[0] if len(held) == 1 else None
+
+
 def _with_neighbours(
     candidates: Sequence[tuple[str, str]],
     pool: Sequence[Mapping[str, Any]],
@@ -549,7 +555,10 @@ def _with_neighbours(
     often continues in the next turn (a question and its reply, a plan and its date) that
     shares few words with the question, so System 1 scores it low while its neighbour is
     the best record of the turn. Only pooled records move (no store read), never one left
-    out as no longer current or already seen. The rule reads the candidates' order only,
+    out as no longer current or already seen. With ``settings.message_pieces`` set, the
+    neighbours of a piece of a long message are the records just before and after that
+    message (its other pieces are not its neighbours: :func:`spread_pieces` places them).
+    The rule reads the candidates' order only,
     so calibration invariance holds. On the dev conversations, leave-one-conversation-out
     cross-validation chose 2 / 3 on every fold (docs/results/misses.md).
     """
@@ -562,6 +571,7 @@ def _with_neighbours(
         if isinstance(r.get("position"), int)
     }
     where = {rid: key for key, rid in at.items()}
+    lone = {r["id"]: _lone_message(r) for r in pool}
     head = list(candidates[:head_n])
     taken = {rid for rid, _ in head} | skip
     moved: list[tuple[str, str]] = []
@@ -571,6 +581,11 @@ def _with_neighbours(
         source, session, position = where[rid]
         for step, side in ((-1, "before"), (1, "after")):
             other = at.get((source, session, position + step))
+            if settings.message_pieces is not None:
+                # past the record's own message: the turn next to it, not its next piece
+                while other is not None and lone[other] and lone[other] == lone[rid]:
+                    position_of = where[other][2]
+                    other = at.get((source, session, position_of + step))
             if other is None or other in taken:
                 continue
             taken.add(other)

@@ -65,11 +65,13 @@ def test_a_question_counts_once_under_its_earliest_lost_stage() -> None:
     assert table["by_conversation"] == {
         "c": {BUCKETS[0]: 1, BUCKETS[1]: 1, **dict.fromkeys(BUCKETS[2:], 0)}
     }
+    assert table["removed_as_stale"] == 1  # r4 of the first row; the unscored row not counted
 
 
 def test_no_rows_means_no_misses_and_a_hit_is_no_miss() -> None:
     """Negative control: nothing is invented for an empty run or for shown turns."""
     assert miss_table([])["missed"] == 0
+    assert miss_table([])["removed_as_stale"] == 0
     hit = gold_fates(_view(), ["D1:1"], MIDS)
     assert miss_bucket(hit[0]) is None
     assert miss_table([{"category": 1, "all_hit": True, "gold_fates": hit}])["missed"] == 0

@@ -250,10 +250,15 @@ def test_records_judged_no_longer_current_are_left_out() -> None:
             return 0.9 if "powerful" in text else 0.1
         return support_judge(prop, text, need)
 
-    g, _ = graph(judge=ScriptedDecisionModel(answers=by_text(stale_r0)))
+    judge = ScriptedDecisionModel(answers=by_text(stale_r0))
+    g, _ = graph(judge=judge, settings=ReadSettings(leave_out_stale=True))
     view = g.invoke(ask(), context=CTX)["view"]
     assert "r0" not in view.record_ids and "r4" in view.record_ids
     assert "no longer current" in view.trace["placement"]["r0"]
+    # the default (leave_out_stale off): the judgment is noted, the record stays
+    g, _ = graph(judge=ScriptedDecisionModel(answers=by_text(stale_r0)))
+    view = g.invoke(ask(), context=CTX)["view"]
+    assert "r0" in view.record_ids and "leave_out_stale is off" in view.trace["placement"]["r0"]
 
 
 def test_judge_failure_degrades_to_fused_order() -> None:

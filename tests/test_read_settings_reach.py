@@ -36,6 +36,7 @@ QUESTION = (
     "and where are my garden notes?"
 )
 EARLY = "Ada: I keep my garden notes in a blue notebook."
+RELATIVE_QUESTION = "What did the support group plan in the garden last month, and the garden club?"
 LONG_INSTRUCTION = "Always answer with the garden's plant names first. " * 12
 
 
@@ -49,7 +50,8 @@ def _text(session: int, position: int) -> str:
     )
 
 
-def _records() -> list[Any]:
+def _records(pieces: bool = False) -> list[Any]:
+    """The history; ``pieces``: every three records of a session are pieces of one message."""
     out = []
     for session in range(1, 13):
         month = 1 + (session - 1) % 4  # January .. April 2023
@@ -64,6 +66,7 @@ def _records() -> list[Any]:
                     date=datetime(2023, month, 1 + session),
                     position=position,
                     seq=len(out) + 1,
+                    message_ids=[f"s{session}m{position // 3}"] if pieces else None,
                 )
             )
     out.append(make_record("note", EARLY, namespace=NS, session=13, seq=len(out) + 1))
@@ -96,11 +99,15 @@ def _items() -> InMemoryItemSource:
     )
 
 
-def _judge_rule(low: bool, by_parity: bool = False) -> Callable[..., float]:
+def _judge_rule(low: bool, by_parity: bool = False, stale: bool = False) -> Callable[..., float]:
     def answer(qid: str, question: Any, state: Any) -> float:
         local, _, suffix = qid.partition(".")
         if suffix == "stale":
-            return 0.05
+            if not stale:
+                return 0.05
+            rows = {r["id"]: r for r in state["records"]}
+            said = str(rows.get(local, {}).get("text", ""))
+            return 0.9 if "session 1, turn 0;" in said else 0.05  # later turns replace it
         if low:
             return 0.05
         if by_parity:  # a ranking that disagrees with the searches' order
@@ -159,9 +166,14 @@ def run_turn(
     parity_judge: bool = False,
     planner_delay: float = 0.0,
     judge_delay: float = 0.0,
+    pieces: bool = False,
+    rule_planner: bool = False,
+    question: str = QUESTION,
+    now: datetime | None = None,
+    stale_judge: bool = False,
 ) -> Turn:
-    source = InMemorySearchSource(_records())
-    rule = _judge_rule(low_judge, parity_judge)
+    source = InMemorySearchSource(_records(pieces))
+    rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
 
@@ -180,7 +192,7 @@ def run_turn(
     graph = create_read_graph(
         source=source,
         judge=ScriptedDecisionModel(answers=answer),
-        planner=planner,
+        planner=None if rule_planner else planner,
         items=_items(),
         settings=settings,
     )
@@ -191,9 +203,9 @@ def run_turn(
         AIMessage("It does that."),
         HumanMessage("I keep my garden notes in a blue notebook.", name="Ada", id="note:m0"),
         AIMessage("Noted."),
-        HumanMessage(QUESTION),
+        HumanMessage(question),
     ]
-    out = graph.invoke({"messages": messages}, context=ReadContext(namespace=NS))
+    out = graph.invoke({"messages": messages}, context=ReadContext(namespace=NS, now=now))
     return Turn(out["view"].to_dict(), list(source.calls), list(planner.prompts), seen_rrf)
 
 
@@ -286,6 +298,31 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "neighbours_after": (0, _neighbours, {}),
     "date_search": (False, lambda t: len(t.searches("date")), {}),
     "fused_weight": (4.0, lambda t: [r["id"] for r in t.view["records"]], {"parity_judge": True}),
+    "relative_date_search": (
+        not ReadSettings().relative_date_search,
+        lambda t: [s["origin"] for s in t.trace["searches"]],
+        {"question": RELATIVE_QUESTION, "now": datetime(2023, 4, 20)},
+    ),
+    "part_searches": (
+        0 if ReadSettings().part_searches else 3,
+        lambda t: len(t.trace["searches"]),
+        {"rule_planner": True},
+    ),
+    "message_pieces": (
+        None if ReadSettings().message_pieces else 1,
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"pieces": True},
+    ),
+    "leave_out_stale": (
+        not ReadSettings().leave_out_stale,
+        lambda t: str(t.trace["placement"].get("s1p0", ""))[:40],
+        {"stale_judge": True},
+    ),
+    "spread_sessions": (
+        not ReadSettings().spread_sessions,
+        lambda t: [r["id"] for r in t.view["records"]],
+        {},
+    ),
 }
 
 

@@ -32,7 +32,7 @@ def j(rid: str, prop: str, p: float, need: int | None = None) -> Judgment:
     return Judgment(rid, prop, p, need, 1)
 
 
-S = ReadSettings()
+S = ReadSettings(leave_out_stale=True)  # the staleness rule on: the tests below pin it
 
 
 def blocks(text: str) -> list[str]:
@@ -454,7 +454,7 @@ def test_neighbours_never_bring_back_stale_or_other_session_records() -> None:
     js = [j("r1", "needed", 0.9), j("r3", "needed", 0.8), j("r9", "needed", 0.7)]
     js += [j("r0", "needed", 0.1), j("r0", "stale", 0.9), j("r2", "needed", 0.05)]
     js += [j("r8", "needed", 0.01)]
-    cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1)
+    cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1, leave_out_stale=True)
     v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
     # r1's neighbours: r0 (stale: left out) and r2 (moved up); r8 is another source's, r9
     # another session's
@@ -506,3 +506,85 @@ def test_fused_weight_reorders_the_view_and_validates() -> None:
     assert v.record_ids == ["r0", "r1", "r2", "r3", "r4", "r5"]
     with pytest.raises(ConfigurationError):
         ReadSettings(fused_weight=-0.5)
+
+
+def test_by_default_a_stale_judgment_moves_no_record() -> None:
+    """``leave_out_stale`` off (the default): the record stays at its rank, noted as stale."""
+    js = [j("r0", "needed", 0.9), j("r0", "stale", 0.5), j("r1", "needed", 0.8)]
+    pool = [rec(0), rec(1, session=2)]
+    v = compose_view(pool, js, needs_named=True, index={}, settings=ReadSettings())
+    assert v.record_ids == ["r0", "r1"]
+    assert "leave_out_stale is off" in v.trace["placement"]["r0"]
+    on = compose_view(pool, js, needs_named=True, index={}, settings=S)
+    assert on.record_ids == ["r1"]  # negative control: the rule on leaves it out
+
+
+def _pieces() -> list[dict]:
+    """r0-r2: three pieces of one long message; r3, r4: records of a message each."""
+    out = [dict(rec(i), message_ids=["L"], position=i) for i in range(3)]
+    return out + [dict(rec(i), position=i) for i in (3, 4)]
+
+
+def test_further_pieces_of_one_message_go_behind_the_rest() -> None:
+    from mnemon_langgraph.read.view import spread_pieces
+
+    pool = _pieces()
+    ranked = [(r, "why") for r in ("r0", "r1", "r2", "r3", "r4")]
+    moved = spread_pieces(ranked, pool, 1)
+    assert [r for r, _ in moved] == ["r0", "r3", "r4", "r1", "r2"]
+    assert "further piece" in dict(moved)["r1"] and "further piece" not in dict(moved)["r0"]
+    assert [r for r, _ in spread_pieces(ranked, pool, 2)] == ["r0", "r1", "r3", "r4", "r2"]
+    assert spread_pieces(ranked, pool, None) == ranked  # off: unchanged
+    # a record packing several messages is never a piece
+    packed = [dict(p, message_ids=["L", "M"]) for p in pool]
+    assert spread_pieces(ranked, packed, 1) == ranked
+
+
+def test_the_view_takes_one_piece_of_a_long_message_before_other_records() -> None:
+    js = [j(f"r{i}", "needed", 0.9 - i / 10) for i in range(5)]
+    cfg = ReadSettings(view_records=3, view_neighbours=0)
+    assert compose_view(_pieces(), js, needs_named=True, index={}, settings=cfg).record_ids == [
+        "r0",
+        "r3",
+        "r4",
+    ]
+    off = ReadSettings(view_records=3, view_neighbours=0, message_pieces=None)
+    assert compose_view(_pieces(), js, needs_named=True, index={}, settings=off).record_ids == [
+        "r0",
+        "r1",
+        "r2",
+    ]
+
+
+def test_spread_sessions_takes_the_rest_one_per_session_first() -> None:
+    from mnemon_langgraph.read.view import spread_sessions
+
+    ranked = [("a", "lead"), ("b", "x"), ("c", "x"), ("d", "x")]
+    session_of = {"a": 1, "b": 1, "c": 1, "d": 2}
+    assert [r for r, _ in spread_sessions(ranked, session_of, 1)] == ["a", "b", "d", "c"]
+    assert [r for r, _ in spread_sessions(ranked, session_of, 0)] == ["a", "d", "b", "c"]
+
+
+def test_message_pieces_must_be_positive() -> None:
+    import pytest
+
+    from mnemon_langgraph.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="message_pieces"):
+        ReadSettings(message_pieces=0)
+
+
+def test_a_pieces_neighbours_are_the_turns_around_its_message() -> None:
+    """With message_pieces set, the neighbour rule steps over the record's own message."""
+    # r0: a turn; r1-r3: three pieces of one long reply; r4: the next turn
+    pool = [dict(rec(0), position=0)]
+    pool += [dict(rec(i), message_ids=["L"], position=i) for i in (1, 2, 3)]
+    pool += [dict(rec(4), position=4), dict(rec(9, session=2), position=0)]
+    js = [j("r2", "needed", 0.9), j("r9", "needed", 0.8)]
+    js += [j(f"r{i}", "needed", 0.1) for i in (0, 1, 3, 4)]
+    cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1)
+    v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
+    assert v.record_ids == ["r2", "r0", "r4"]  # the turns around the reply, not its pieces
+    off = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1, message_pieces=None)
+    v_off = compose_view(pool, js, needs_named=True, index={}, settings=off)
+    assert v_off.record_ids == ["r2", "r1", "r3"]  # negative control: the pieces themselves

@@ -1,64 +1,56 @@
-"""LoCoMo before/after of the View's staleness rule (``replaced_stale``), on one run.
+"""``mnemon eval locomo`` with a kept journal and the shared embedding cache (longmemeval.md).
 
-Runs ``mnemon eval locomo`` (``run_locomo_eval``, default read graph, fresh store) over the
-files given with the capture of ``view_neighbours_cv.py``, so ``OUT_DIR`` holds the run's
-own results (the package as it is: "after"), and composes every question's View again with
-the rule before it (every record judged no longer current left out: "before"), and with
-``ReadSettings.fused_weight`` at 0.25 / 0.5 / 1 / 2. The capture is kept as
-``OUT_DIR/capture.pkl``.
-``compose_view`` is pure, so the replay is the View the read graph gave before the change.
+The same run as ``python -m mnemon_langgraph.cli eval locomo FILES --out OUT --store
+OUT/journal.db --no-plots`` (default read graph, offline defaults), except that the MiniLM
+vectors go through the content-addressed embedding cache, so a second run (or
+``longview_asks.reask`` over the kept journal) embeds nothing again. Extra ``field=value``
+arguments after ``--`` set ``ReadSettings`` fields.
 
 Usage::
 
-    PYTHONPATH=. python docs/results/longview_locomo.py OUT_DIR conv-26.json
+    PYTHONPATH=docs/results python docs/results/longview_locomo.py OUT conv-26.json ... \
+        [-- field=value ...]
 """
 
 from __future__ import annotations
 
-import pickle
 import sys
-from typing import Any
+from pathlib import Path
 
-from view_neighbours_cv import capture  # the same folder
+from longview_asks import embedder
 
-import mnemon_langgraph.read.view as view_module
+from mnemon_langgraph.cli._common import judge
+from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.store import MnemonStore
 
-SHIPPED = view_module.replaced_stale
 
-
-def shown(q: dict[str, Any], budget: int, old: bool, fused_weight: float = 0.0) -> set[str]:
-    import dataclasses
-
-    kw = dict(q["kw"])
-    kw["settings"] = dataclasses.replace(
-        kw["settings"], view_chars=budget, fused_weight=fused_weight
+def main(out: str, files: list[str], overrides: dict[str, object]) -> None:
+    emb = embedder()
+    Path(out).mkdir(parents=True, exist_ok=True)
+    store = MnemonStore(Path(out) / "journal.db", embeddings=emb)
+    graph = create_read_graph(
+        source=store, judge=judge("local", emb), planner=None, settings=ReadSettings(**overrides)
     )
-    view_module.replaced_stale = (lambda pool, judged, stale: set(stale)) if old else SHIPPED  # type: ignore[assignment]
-    try:
-        return set(view_module.compose_view(q["pool"], q["judgments"], **kw).message_ids)
-    finally:
-        view_module.replaced_stale = SHIPPED  # type: ignore[assignment]
+    summary = run_locomo_eval(
+        files, out, graph=graph, store=store, embeddings=emb, config=EvalConfig(plots=False)
+    )
+    store.close()
+    print(summary["view"]["overall"])
 
 
-def main(out: str, files: list[str]) -> None:
-    qs = capture(files, out)
-    with open(f"{out}/capture.pkl", "wb") as fh:
-        pickle.dump(qs, fh)
-    n = len(qs)
-    agree = sum(q["hit"] == (q["gold"] <= shown(q, 12_000, False)) for q in qs)
-    print(f"{n} scored questions; replay 'after' agrees with the run on {agree}")
-    for budget in (12_000, 2_000):
-        for name, old in (("before", True), ("after", False)):
-            views = [shown(q, budget, old) for q in qs]
-            all_hit = sum(q["gold"] <= v for q, v in zip(qs, views, strict=True)) / n
-            any_hit = sum(bool(q["gold"] & v) for q, v in zip(qs, views, strict=True)) / n
-            print(f"{budget:>6} chars {name:6}: all {all_hit:.1%} any {any_hit:.1%}")
-        for w in (0.25, 0.5, 1.0, 2.0):
-            views = [shown(q, budget, False, w) for q in qs]
-            all_hit = sum(q["gold"] <= v for q, v in zip(qs, views, strict=True)) / n
-            any_hit = sum(bool(q["gold"] & v) for q, v in zip(qs, views, strict=True)) / n
-            print(f"{budget:>6} chars fused_weight {w:g}: all {all_hit:.1%} any {any_hit:.1%}")
+def _value(text: str) -> object:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False, "None": None}.get(text, text)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    args = sys.argv[1:]
+    extra = args[args.index("--") + 1 :] if "--" in args else []
+    args = args[: args.index("--")] if "--" in args else args
+    main(args[0], args[1:], {k: _value(v) for k, v in (e.split("=", 1) for e in extra)})

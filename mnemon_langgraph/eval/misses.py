@@ -35,6 +35,7 @@ __all__ = [
     "miss_table",
     "misses_of_results",
     "p_needed",
+    "removed_as_stale",
     "render_misses",
 ]
 
@@ -111,6 +112,12 @@ def miss_bucket(fate: Mapping[str, Any]) -> int | None:
     return 4
 
 
+def removed_as_stale(fate: Mapping[str, Any]) -> bool:
+    """Whether a missing gold turn's record was left out as no longer current."""
+    where = str(fate.get("placement") or "")
+    return not fate.get("shown") and where.startswith("left out: judged no longer current")
+
+
 def miss_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts of all-evidence misses by bucket: per question and per missing turn.
 
@@ -118,12 +125,15 @@ def miss_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     an unscored category are skipped (a row's own ``scored`` flag, where it has one, says
     whether it is scored: LongMemEval rows are typed by name, not by LoCoMo number).
     Returns ``questions`` (scored), ``missed``, ``by_question`` and ``by_turn`` (bucket
-    name → count) and ``by_conversation`` (conversation → bucket → count).
+    name → count), ``by_conversation`` (conversation → bucket → count) and
+    ``removed_as_stale`` (missing gold turns whose record the View left out as no longer
+    current, a part of bucket 3).
     """
     questions = missed = 0
     by_q: Counter[str] = Counter()
     by_turn: Counter[str] = Counter()
     by_conv: dict[str, Counter[str]] = {}
+    stale = 0
     for row in rows:
         fates = row.get("gold_fates")
         scored = row.get("scored")
@@ -132,6 +142,7 @@ def miss_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if not fates or row.get("all_hit") is None or not scored:
             continue
         questions += 1
+        stale += sum(removed_as_stale(f) for f in fates)
         buckets = [b for b in (miss_bucket(f) for f in fates) if b is not None]
         if not buckets:
             continue
@@ -146,6 +157,7 @@ def miss_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "by_question": {b: by_q[b] for b in BUCKETS},
         "by_turn": {b: by_turn[b] for b in BUCKETS},
         "by_conversation": {c: {b: n[b] for b in BUCKETS} for c, n in sorted(by_conv.items())},
+        "removed_as_stale": stale,
     }
 
 
@@ -165,6 +177,7 @@ def render_misses(table: Mapping[str, Any]) -> str:
         f"\n{table['missed']} of {table['questions']} scored questions miss at least one "
         "gold turn (all-evidence misses)."
     )
+    lines.append(f"Gold turns left out as no longer current: {table.get('removed_as_stale', 0)}.")
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.decisions import BaseDecisionModel
@@ -20,6 +21,7 @@ from langgraph.types import Overwrite
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.dates import relative_date_range
 from mnemon_langgraph.read.drive import Body, Call, Step, adrive, drive
 from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
@@ -119,7 +121,7 @@ class Reader(RetrieveNode, ItemsNode):
             }
             for i, s in enumerate(plan.searches)
         ]
-        bounds = named_date_range(latest) if self.settings.date_search else None
+        bounds = self._date_bounds(latest, now)
         if bounds is not None:
             searches.append(
                 {
@@ -166,6 +168,18 @@ class Reader(RetrieveNode, ItemsNode):
             "judgments": Overwrite([]),
             "index": {},
         }
+
+    def _date_bounds(self, latest: str, now: str) -> tuple[datetime, datetime] | None:
+        """The window of the first round's date search: the months the message names with
+        their year (``date_search``), else the days it names relative to ``now``
+        (``relative_date_search``), else ``None``."""
+        bounds = named_date_range(latest) if self.settings.date_search else None
+        if bounds is None and self.settings.relative_date_search and now:
+            asked = datetime.fromisoformat(now)
+            if asked.tzinfo is not None:
+                asked = asked.astimezone(UTC).replace(tzinfo=None)
+            bounds = relative_date_range(latest, asked)
+        return bounds
 
     def _safe_plan_fallback(self, recent: list[BaseMessage], exc: Exception) -> PlanResult:
         plan = RulePlanner().plan(recent, self.settings)

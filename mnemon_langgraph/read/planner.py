@@ -48,6 +48,7 @@ __all__ = [
     "SearchSpec",
     "latest_text",
     "message_text",
+    "question_parts",
     "record_query",
     "resolve_planner",
 ]
@@ -250,6 +251,38 @@ def record_query(text: str, need: str, max_words: int) -> str:
     return " ".join(w for w in words if w in keep)
 
 
+_COORDINATION = re.compile(
+    r"\s*(?:[,;]\s*(?:(?:and|or)\s+)?|\s(?:and|or|versus|vs\.?|compared (?:to|with))\s)\s*",
+    re.IGNORECASE,
+)
+
+
+def question_parts(text: str, max_parts: int) -> list[str]:
+    """Searches for the coordinated parts of a message ("A and B", "A, B or C", "A vs B").
+
+    A question about two things ("the car cover and the detailing spray", "which came first,
+    the meeting or the parade") is answered by records of each, often in different
+    sessions, and a search worded from the whole message ranks the records of the part
+    with the rarer words first; the other part's records may then never be pooled. The
+    message is split at commas, semicolons and the words *and*, *or*, *versus*, *vs*,
+    *compared to/with*; each piece's content keywords (:func:`_keywords`) make one search.
+    Pieces without a content word are dropped; a message of fewer than two pieces has no
+    parts. At most ``max_parts`` searches, the message's order kept.
+
+    Args:
+        text: The latest message.
+        max_parts: Most part searches (0: none).
+
+    Returns:
+        The part searches (keyword strings), or ``[]``.
+    """
+    if max_parts <= 0:
+        return []
+    pieces = [" ".join(_keywords(p)) for p in _COORDINATION.split(text)]
+    pieces = [p for p in dict.fromkeys(pieces) if p]
+    return pieces[:max_parts] if len(pieces) >= 2 else []
+
+
 class RulePlanner:
     """The planner with no model: the message, keyword searches, ``ALL`` for counts/lists.
 
@@ -305,6 +338,11 @@ class RulePlanner:
             query = " ".join(entities)
             if query.casefold() not in {s.query.casefold() for s in searches}:
                 searches.append(SearchSpec(query, "entities"))
+        tried = {s.query.casefold() for s in searches}
+        for part in question_parts(text, settings.part_searches):
+            if part.casefold() not in tried:
+                tried.add(part.casefold())
+                searches.append(SearchSpec(part, "part"))
         kind: Literal["NEED", "ALL"] = "ALL" if _ALL_PATTERNS.search(text) else "NEED"
         needs = [Need(0, text, kind)][: settings.max_needs]
         return PlanResult(searches=searches, needs=needs, planner=self.name)

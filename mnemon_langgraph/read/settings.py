@@ -95,6 +95,33 @@ class ReadSettings:
             fusion of System 1's ranking (weight 1) and the pool's fused search order
             (this weight), with the pool's ``rrf_k`` (``view.blend_with_fused``). 0 (the
             default): System 1's ranking alone.
+        relative_date_search: When the latest message names no calendar month with its
+            year but names a time relative to when it is asked ("last Saturday", "two weeks
+            ago", "in April", "the past month"; ``read.dates.relative_date_range``), the
+            first round's date search keeps the message to the records dated in that
+            window, placed from ``ReadContext.now``. Needs ``now``. Off by default: on the
+            dev sets it changed no View's evidence (docs/results/longmemeval.md).
+        part_searches: Most searches of the rule planner worded from the coordinated parts
+            of the latest message ("A and B", "A or B", "A, B and C";
+            ``read.planner.question_parts``), so records of each part are pooled. 0 (the
+            default) turns it off: on the dev sets the extra records were pooled and cut
+            (docs/results/longmemeval.md).
+        message_pieces: The View's candidates take at most this many pieces of one long
+            message (a message the journal split over several records) before every other
+            candidate; its further pieces follow the rest (``view.spread_pieces``).
+            ``None``: no limit. Default 1, chosen by cross-validation on BEAM and
+            LongMemEval (docs/results/longmemeval.md); LoCoMo's turns are never split.
+        spread_sessions: When the planner names an ``ALL`` need, the candidates after the
+            ones satisfying it are taken one per session before a second of any session
+            (``view.spread_sessions``), as those satisfying it already are. Off: it cost
+            LoCoMo and gained nothing on the long histories (docs/results/longmemeval.md).
+        leave_out_stale: Leave out of the View a record judged no longer current when a
+            later pooled record judged needed or satisfying a need may replace it
+            (``view.replaced_stale``). ``False`` (the default): the staleness judgment
+            moves no record (the trace's ``placement`` still notes it): with the offline
+            update detector, leaving them out removed gold evidence on LoCoMo and BEAM
+            and helped no question; chosen by cross-validation
+            (docs/results/longmemeval.md).
     """
 
     max_needs: int = 3
@@ -125,6 +152,11 @@ class ReadSettings:
     neighbours_after: int = 3
     date_search: bool = True
     fused_weight: float = 0.0
+    relative_date_search: bool = False
+    part_searches: int = 0
+    message_pieces: int | None = 1
+    spread_sessions: bool = False
+    leave_out_stale: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -149,9 +181,15 @@ class ReadSettings:
                 "view_neighbours",
                 "neighbours_after",
                 "fused_weight",
+                "part_searches",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
+            elif f.name == "message_pieces":
+                if value < 1:
+                    raise ConfigurationError(
+                        f"ReadSettings.message_pieces must be >= 1 or None, got {value}"
+                    )
             elif value <= 0:
                 raise ConfigurationError(f"ReadSettings.{f.name} must be positive, got {value}")
         total = self.instructions_share + self.directory_share + self.groups_share

@@ -44,6 +44,8 @@ __all__ = [
     "replaced_stale",
     "seen_in_recent",
     "short_ids",
+    "spread_pieces",
+    "spread_sessions",
 ]
 
 PREAMBLE = (
@@ -272,7 +274,7 @@ _STALE = (
 )
 _STALE_KEPT = (
     "p >= 1/2 on 'stale', yet kept among the candidates: no later pooled record judged "
-    "needed or satisfying a need replaces it"
+    "needed or satisfying a need replaces it, or ReadSettings.leave_out_stale is off"
 )
 
 
@@ -482,6 +484,63 @@ def blend_with_fused(
     return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: -fused(i))]
 
 
+_LATER_PIECE = "a further piece of one long message: after the other candidates"
+
+
+def spread_pieces(
+    candidates: Sequence[tuple[str, str]], pool: Sequence[Mapping[str, Any]], limit: int | None
+) -> list[tuple[str, str]]:
+    """``candidates`` with the pieces of one long message beyond its first ``limit`` moved last.
+
+    The journal splits a message longer than a record into pieces, one record each (an
+    assistant's reply of several thousand characters becomes five or more records). Its
+    pieces share the reply's words, so System 1 ranks them together, and on a long history
+    a few such replies can fill the View while the turns that answer other parts of the
+    question wait behind them. A record holding one message that an earlier candidate
+    also holds is that message's next piece; from the ``limit`` + 1-th on, such pieces
+    keep their order but go behind every other candidate. Records packing several
+    messages are never moved. Order only: calibration invariance holds. ``None``: unchanged.
+    """
+    if limit is None:
+        return list(candidates)
+    mids = {r["id"]: tuple(r.get("message_ids") or ()) for r in pool}
+    seen: dict[str, int] = {}
+    head: list[tuple[str, str]] = []
+    tail: list[tuple[str, str]] = []
+    for rid, why in candidates:
+        held = mids.get(rid, ())
+        if len(held) == 1:
+            seen[held[0]] = seen.get(held[0], 0) + 1
+            if seen[held[0]] > limit:
+                tail.append((rid, f"{why}; {_LATER_PIECE}"))
+                continue
+        head.append((rid, why))
+    return head + tail
+
+
+def spread_sessions(
+    candidates: Sequence[tuple[str, str]], session_of: Mapping[str, int], lead: int
+) -> list[tuple[str, str]]:
+    """``candidates`` after the first ``lead`` taken one per session before any second.
+
+    When the planner names an ``ALL`` need (a count, a list, a total), the answer's
+    instances are usually spread over sessions; the records judged to satisfy it already
+    enter one per session first (:func:`_all_block`), and this does the same for the rest
+    of the ranking, so the budget that remains reaches more sessions. Order only.
+    """
+    head = list(candidates[:lead])
+    rest = list(candidates[lead:])
+    ids = _one_per_session_first([rid for rid, _ in rest], session_of)
+    why = dict(rest)
+    return head + [(rid, why[rid]) for rid in ids]
+
+
+def _lone_message(rec: Mapping[str, Any]) -> str | None:
+    """The message a record holds alone (a piece of it, or all of it), else ``None``."""
+    held = tuple(rec.get("message_ids") or ())
+    return held[0] if len(held) == 1 else None
+
+
 def _with_neighbours(
     candidates: Sequence[tuple[str, str]],
     pool: Sequence[Mapping[str, Any]],
@@ -496,7 +555,10 @@ def _with_neighbours(
     often continues in the next turn (a question and its reply, a plan and its date) that
     shares few words with the question, so System 1 scores it low while its neighbour is
     the best record of the turn. Only pooled records move (no store read), never one left
-    out as no longer current or already seen. The rule reads the candidates' order only,
+    out as no longer current or already seen. With ``settings.message_pieces`` set, the
+    neighbours of a piece of a long message are the records just before and after that
+    message (its other pieces are not its neighbours: :func:`spread_pieces` places them).
+    The rule reads the candidates' order only,
     so calibration invariance holds. On the dev conversations, leave-one-conversation-out
     cross-validation chose 2 / 3 on every fold (docs/results/misses.md).
     """
@@ -509,6 +571,7 @@ def _with_neighbours(
         if isinstance(r.get("position"), int)
     }
     where = {rid: key for key, rid in at.items()}
+    lone = {r["id"]: _lone_message(r) for r in pool}
     head = list(candidates[:head_n])
     taken = {rid for rid, _ in head} | skip
     moved: list[tuple[str, str]] = []
@@ -518,6 +581,11 @@ def _with_neighbours(
         source, session, position = where[rid]
         for step, side in ((-1, "before"), (1, "after")):
             other = at.get((source, session, position + step))
+            if settings.message_pieces is not None:
+                # past the record's own message: the turn next to it, not its next piece
+                while other is not None and lone[other] and lone[other] == lone[rid]:
+                    position_of = where[other][2]
+                    other = at.get((source, session, position_of + step))
             if other is None or other in taken:
                 continue
             taken.add(other)
@@ -662,7 +730,9 @@ def compose_view(
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
     judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    stale = replaced_stale(pool, judged, judged_stale) if judged_stale else set()
+    stale: set[str] = set()
+    if judged_stale and settings.leave_out_stale:
+        stale = replaced_stale(pool, judged, judged_stale)
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
         placement.setdefault(rid, _SEEN)
@@ -671,6 +741,10 @@ def compose_view(
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
         candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
+    candidates = spread_pieces(candidates, pool, settings.message_pieces)
+    if all_needs and settings.spread_sessions:
+        lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
+        candidates = spread_sessions(candidates, session_of, lead)
     candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)

@@ -436,6 +436,11 @@ def _work_row(tier: str, first: bool, judgments: int, tokens: int) -> dict[str, 
         "c_full_tokens": tokens,
         "baselines": {"turns+rrf@view": {"all_hit": False, "any_hit": True, "chars": 900}},
         "pool_scores": [["r1", 0.9, True], ["r2", 0.1, False]],
+        "gold_fates": [
+            {"turn": "1", "shown": first, "record": "r1", "placement": "in the View"},
+            {"turn": "2", "shown": False, "record": None, "placement": None},
+            {"turn": "3", "shown": False, "record": "r3", "placement": "judged no longer current"},
+        ],
     }
 
 
@@ -463,6 +468,13 @@ def test_tier_summary_reports_the_first_question_apart_and_ratios() -> None:
     assert small["evidence"]["view"]["overall"]["all_hit"] == 1.0
     assert small["evidence"]["turns+rrf@view"]["overall"]["all_hit"] == 0.0
     assert small["judge_auc"]["auc"] == 1.0
+    assert small["gold_turns"] == {
+        "gold_turns": 9,
+        "shown": 1,
+        "not_pooled": 3,
+        "stale": 3,
+        "pooled_left_out": 2,
+    }
     ratios = summary["tier_ratios"]
     assert ratios["base"] == "100K"
     assert ratios["tiers"]["1M-cat"]["judgments_median"] == pytest.approx(130 / 110)

@@ -69,6 +69,24 @@ def _evidence(scored: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> 
     return out
 
 
+def _gold_turns(scored: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """What became of the tier's gold turns: shown, never pooled, removed as no longer
+    current, or pooled but left out otherwise (judged low, over the budget)."""
+    out = {"gold_turns": 0, "shown": 0, "not_pooled": 0, "stale": 0, "pooled_left_out": 0}
+    for r in scored:
+        for fate in r.get("gold_fates") or []:
+            out["gold_turns"] += 1
+            if fate.get("shown"):
+                out["shown"] += 1
+            elif fate.get("record") is None:
+                out["not_pooled"] += 1
+            elif "no longer current" in str(fate.get("placement") or ""):
+                out["stale"] += 1
+            else:
+                out["pooled_left_out"] += 1
+    return out
+
+
 def _one_tier(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> dict[str, Any]:
     scored = [r for r in rows if r.get("scored") and r.get("gold_evidence")]
     warm = [r for r in rows if not r.get("first_read")]
@@ -86,6 +104,7 @@ def _one_tier(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> di
         entry[f"{name}_first_median"] = _median([r.get(name) for r in first])
     entry["evidence"] = _evidence(scored, abilities)
     entry["judge_auc"] = _auc(scored)
+    entry["gold_turns"] = _gold_turns(scored)
     return entry
 
 
@@ -217,6 +236,16 @@ def _work_table(by_tier: Mapping[str, Any], kind: str) -> list[str]:
     return markdown_table(header, rows)
 
 
+def _fates_table(by_tier: Mapping[str, Any]) -> list[str]:
+    keys = ("gold_turns", "shown", "not_pooled", "pooled_left_out", "stale")
+    rows = [
+        [tier, *(_num((e.get("gold_turns") or {}).get(k)) for k in keys)]
+        for tier, e in by_tier.items()
+    ]
+    header = ["tier", "gold turns", "shown", "never pooled", "pooled, left out", "removed as stale"]
+    return markdown_table(header, rows)
+
+
 def _times(ratio: float | None) -> str:
     return "–" if ratio is None else f"{ratio:.2f}×"
 
@@ -243,6 +272,8 @@ def tier_lines(summary: Mapping[str, Any]) -> list[str]:
     out += _evidence_table(by_tier)
     out += ["", "### All evidence by ability and tier (View / turns+RRF at the View's size)", ""]
     out += _ability_table(by_tier)
+    out += ["", "### Gold turns by tier: shown, or where they were lost", ""]
+    out += _fates_table(by_tier)
     out += ["", "## By tier: read work per question, warm (median)", ""]
     out += _work_table(by_tier, "")
     out += ["", "## By tier: the first question on each namespace (median)", ""]

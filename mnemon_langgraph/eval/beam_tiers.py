@@ -34,6 +34,7 @@ WORK_FIELDS = (
     "view_records",
     "read_seconds",
     "model_seconds",
+    "cpu_seconds",
 )
 """Per-question work fields of a BEAM row, summarised per tier (medians)."""
 
@@ -229,10 +230,18 @@ def _work_table(by_tier: Mapping[str, Any], kind: str) -> list[str]:
             *(_num(e.get(f"{k}{kind}_median")) for k, _ in _WORK_COLUMNS),
             _ms(e.get(f"read_seconds{kind}_median")),
             _ms(e.get(f"model_seconds{kind}_median")),
+            _ms(e.get(f"cpu_seconds{kind}_median")),
         ]
         for tier, e in by_tier.items()
     ]
-    header = ["tier", "questions", *(h for _, h in _WORK_COLUMNS), "read ms", "model ms"]
+    header = [
+        "tier",
+        "questions",
+        *(h for _, h in _WORK_COLUMNS),
+        "read ms",
+        "model ms",
+        "CPU ms",
+    ]
     return markdown_table(header, rows)
 
 
@@ -251,8 +260,8 @@ def _times(ratio: float | None) -> str:
 
 
 def _ratio_table(ratios: Mapping[str, Any]) -> list[str]:
-    keys = [k for k, _ in _WORK_COLUMNS] + ["read_seconds", "model_seconds"]
-    heads = [h for _, h in _WORK_COLUMNS] + ["read ms", "model ms"]
+    keys = [k for k, _ in _WORK_COLUMNS] + ["read_seconds", "model_seconds", "cpu_seconds"]
+    heads = [h for _, h in _WORK_COLUMNS] + ["read ms", "model ms", "CPU ms"]
     rows = []
     for tier, r in (ratios.get("tiers") or {}).items():
         if tier == ratios.get("base"):
@@ -284,7 +293,8 @@ def tier_lines(summary: Mapping[str, Any]) -> list[str]:
         out += _ratio_table(ratios)
     out += [
         "",
-        "Read ms: the read path's time excluding model calls; model ms: the judge's and the "
-        "planner's time (offline, both run on this CPU).",
+        "Read ms: the read path's wall-clock time excluding model calls; model ms: the "
+        "judge's and the planner's (offline, both run on this CPU); CPU ms: the process's CPU "
+        "time for the whole read, which other work on the machine does not inflate.",
     ]
     return out

@@ -196,6 +196,7 @@ def _ask_row(
         **view_counts(view),
         "wall_seconds": wall,
         "cpu_seconds": cpu,
+        "node_seconds": _node_seconds(view),
         "c_full_tokens": sum(prep.turn_tokens),
         "messages": len(prep.conv.messages),
         "records": len(prep.message_ids_of),
@@ -207,6 +208,17 @@ def _ask_row(
     ]
     row["gold_fates"] = gold_fates(view, q.evidence, prep.message_ids_of)
     return row, view
+
+
+def _node_seconds(view: Any) -> dict[str, float]:
+    """The read path's time by graph node, model calls excluded (from the View's trace)."""
+    out: dict[str, float] = {}
+    for t in ((getattr(view, "trace", None) or {}).get("timings") or {}).get("by_node") or []:
+        node = str(t.get("node"))
+        out[node] = (
+            out.get(node, 0.0) + float(t.get("seconds") or 0) - float(t.get("model_seconds") or 0)
+        )
+    return out
 
 
 def _baselines(

@@ -103,6 +103,10 @@ def _one_tier(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> di
     for name in WORK_FIELDS:
         entry[f"{name}_median"] = _median([r.get(name) for r in warm])
         entry[f"{name}_first_median"] = _median([r.get(name) for r in first])
+    nodes = sorted({n for r in warm for n in r.get("node_seconds") or {}})
+    entry["node_seconds_median"] = {
+        n: _median([(r.get("node_seconds") or {}).get(n, 0.0) for r in warm]) for n in nodes
+    }
     entry["evidence"] = _evidence(scored, abilities)
     entry["judge_auc"] = _auc(scored)
     entry["gold_turns"] = _gold_turns(scored)
@@ -255,6 +259,15 @@ def _fates_table(by_tier: Mapping[str, Any]) -> list[str]:
     return markdown_table(header, rows)
 
 
+def _node_table(by_tier: Mapping[str, Any]) -> list[str]:
+    nodes = sorted({n for e in by_tier.values() for n in e.get("node_seconds_median") or {}})
+    rows = [
+        [tier, *(_ms((e.get("node_seconds_median") or {}).get(n)) for n in nodes)]
+        for tier, e in by_tier.items()
+    ]
+    return markdown_table(["tier", *nodes], rows) if nodes else []
+
+
 def _times(ratio: float | None) -> str:
     return "–" if ratio is None else f"{ratio:.2f}×"
 
@@ -285,6 +298,10 @@ def tier_lines(summary: Mapping[str, Any]) -> list[str]:
     out += _fates_table(by_tier)
     out += ["", "## By tier: read work per question, warm (median)", ""]
     out += _work_table(by_tier, "")
+    nodes = _node_table(by_tier)
+    if nodes:
+        out += ["", "### Warm read ms by graph node (median; model calls excluded)", ""]
+        out += nodes
     out += ["", "## By tier: the first question on each namespace (median)", ""]
     out += _work_table(by_tier, "_first")
     ratios = summary.get("tier_ratios") or {}

@@ -433,6 +433,7 @@ def _work_row(tier: str, first: bool, judgments: int, tokens: int) -> dict[str, 
         "view_records": 5,
         "read_seconds": 0.01 * judgments,
         "model_seconds": 0.5,
+        "judgments_by": {"screen": judgments - 20, "needed": 20},
         "c_full_tokens": tokens,
         "baselines": {"turns+rrf@view": {"all_hit": False, "any_hit": True, "chars": 900}},
         "pool_scores": [["r1", 0.9, True], ["r2", 0.1, False]],
@@ -465,6 +466,7 @@ def test_tier_summary_reports_the_first_question_apart_and_ratios() -> None:
     assert big["judgments_median"] == 130 and big["judgments_first_median"] == 60
     assert big["pool_first_median"] == 30 and big["view_records_first_median"] == 5
     assert big["read_seconds_first_median"] == pytest.approx(0.6)
+    assert big["judgments_by_median"] == {"needed": 20, "screen": 110}
     assert small["evidence"]["view"]["overall"]["all_hit"] == 1.0
     assert small["evidence"]["turns+rrf@view"]["overall"]["all_hit"] == 0.0
     assert small["judge_auc"]["auc"] == 1.0

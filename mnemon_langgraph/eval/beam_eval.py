@@ -197,6 +197,7 @@ def _ask_row(
         "wall_seconds": wall,
         "cpu_seconds": cpu,
         "node_seconds": _node_seconds(view),
+        **_work_parts(view),
         "c_full_tokens": sum(prep.turn_tokens),
         "messages": len(prep.conv.messages),
         "records": len(prep.message_ids_of),
@@ -219,6 +220,26 @@ def _node_seconds(view: Any) -> dict[str, float]:
             out.get(node, 0.0) + float(t.get("seconds") or 0) - float(t.get("model_seconds") or 0)
         )
     return out
+
+
+def _work_parts(view: Any) -> dict[str, Any]:
+    """What the judgments and the pool are made of: judgments by proposition, the planner's
+    needs, the pool's growth by round and the records the searches returned."""
+    trace = getattr(view, "trace", None) or {}
+    by_kind: dict[str, int] = {}
+    for j in trace.get("judgments") or []:
+        by_kind[str(j.get("proposition"))] = by_kind.get(str(j.get("proposition")), 0) + 1
+    pool_rounds: dict[str, int] = {}
+    for rec in trace.get("pool") or []:
+        key = str(rec.get("round", 1))
+        pool_rounds[key] = pool_rounds.get(key, 0) + 1
+    calls = trace.get("search_calls") or []
+    return {
+        "judgments_by": by_kind,
+        "needs": len(trace.get("needs") or []),
+        "pool_by_round": pool_rounds,
+        "search_returned": sum(int(c.get("returned") or 0) for c in calls),
+    }
 
 
 def _baselines(

@@ -35,6 +35,8 @@ WORK_FIELDS = (
     "read_seconds",
     "model_seconds",
     "cpu_seconds",
+    "needs",
+    "search_returned",
 )
 """Per-question work fields of a BEAM row, summarised per tier (medians)."""
 
@@ -103,10 +105,11 @@ def _one_tier(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> di
     for name in WORK_FIELDS:
         entry[f"{name}_median"] = _median([r.get(name) for r in warm])
         entry[f"{name}_first_median"] = _median([r.get(name) for r in first])
-    nodes = sorted({n for r in warm for n in r.get("node_seconds") or {}})
-    entry["node_seconds_median"] = {
-        n: _median([(r.get("node_seconds") or {}).get(n, 0.0) for r in warm]) for n in nodes
-    }
+    for key in ("node_seconds", "judgments_by", "pool_by_round"):
+        parts = sorted({n for r in warm for n in r.get(key) or {}})
+        entry[f"{key}_median"] = {
+            n: _median([(r.get(key) or {}).get(n, 0) for r in warm]) for n in parts
+        }
     entry["evidence"] = _evidence(scored, abilities)
     entry["judge_auc"] = _auc(scored)
     entry["gold_turns"] = _gold_turns(scored)
@@ -259,13 +262,15 @@ def _fates_table(by_tier: Mapping[str, Any]) -> list[str]:
     return markdown_table(header, rows)
 
 
-def _node_table(by_tier: Mapping[str, Any]) -> list[str]:
-    nodes = sorted({n for e in by_tier.values() for n in e.get("node_seconds_median") or {}})
+def _parts_table(by_tier: Mapping[str, Any], key: str, fmt: Any = None) -> list[str]:
+    """Warm medians of one per-part breakdown (``node_seconds``, ``judgments_by``...)."""
+    show = fmt or _num
+    parts = sorted({n for e in by_tier.values() for n in e.get(f"{key}_median") or {}})
     rows = [
-        [tier, *(_ms((e.get("node_seconds_median") or {}).get(n)) for n in nodes)]
+        [tier, *(show((e.get(f"{key}_median") or {}).get(n)) for n in parts)]
         for tier, e in by_tier.items()
     ]
-    return markdown_table(["tier", *nodes], rows) if nodes else []
+    return markdown_table(["tier", *parts], rows) if parts else []
 
 
 def _times(ratio: float | None) -> str:
@@ -298,10 +303,14 @@ def tier_lines(summary: Mapping[str, Any]) -> list[str]:
     out += _fates_table(by_tier)
     out += ["", "## By tier: read work per question, warm (median)", ""]
     out += _work_table(by_tier, "")
-    nodes = _node_table(by_tier)
-    if nodes:
-        out += ["", "### Warm read ms by graph node (median; model calls excluded)", ""]
-        out += nodes
+    for key, title, fmt in (
+        ("node_seconds", "Warm read ms by graph node (model calls excluded)", _ms),
+        ("judgments_by", "Warm judgments by proposition", _num),
+        ("pool_by_round", "Warm pooled records by the round that pooled them", _num),
+    ):
+        table = _parts_table(by_tier, key, fmt)
+        if table:
+            out += ["", f"### {title} (median)", "", *table]
     out += ["", "## By tier: the first question on each namespace (median)", ""]
     out += _work_table(by_tier, "_first")
     ratios = summary.get("tier_ratios") or {}

@@ -106,10 +106,9 @@ def _one_tier(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> di
         entry[f"{name}_median"] = _median([r.get(name) for r in warm])
         entry[f"{name}_first_median"] = _median([r.get(name) for r in first])
     for key in ("node_seconds", "judgments_by", "pool_by_round"):
-        parts = sorted({n for r in warm for n in r.get(key) or {}})
-        entry[f"{key}_median"] = {
-            n: _median([(r.get(key) or {}).get(n, 0) for r in warm]) for n in parts
-        }
+        having = [r[key] for r in warm if isinstance(r.get(key), Mapping)]  # older rows lack it
+        parts = sorted({n for r in having for n in r})
+        entry[f"{key}_median"] = {n: _median([r.get(n, 0) for r in having]) for n in parts}
     entry["evidence"] = _evidence(scored, abilities)
     entry["judge_auc"] = _auc(scored)
     entry["gold_turns"] = _gold_turns(scored)

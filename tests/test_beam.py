@@ -482,9 +482,27 @@ def test_tier_summary_reports_the_first_question_apart_and_ratios() -> None:
     assert ratios["tiers"]["1M-cat"]["judgments_median"] == pytest.approx(130 / 110)
     assert ratios["tiers"]["1M-cat"]["judgments_first_median"] == pytest.approx(60 / 50)
     assert ratios["tiers"]["1M-cat"]["c_full_tokens_mean"] == pytest.approx(10.0)
+    assert summary["tier_ratios"]["paired"]["1M-cat"]["paired"] is False  # no shared question
     text = render_beam_markdown(summary)
     assert "## Ratio of each tier's medians to 100K's" in text
-    assert "| 1M-cat | first | 10.00× | 1.20× |" in text
+    assert "| 1M-cat | first, 1 unpaired | 10.00× | 1.20× |" in text
+
+
+def test_tier_ratios_pair_the_same_questions() -> None:
+    from mnemon_langgraph.eval.beam_eval import summarize_beam
+
+    def row(tier: str, i: int, judgments: int, origin: str) -> dict[str, object]:
+        r = _work_row(tier, i == 0, judgments, 100 if tier == "100K" else 300)
+        return {**r, "origin": origin, "ability": "information_extraction", "question_index": i}
+
+    base = [row("100K", i, 100 + 10 * i, "100K/1") for i in range(3)]
+    base += [row("100K", i, 1000, "100K/2") for i in range(3)]  # not in the longer tier
+    cat = [row("300K-cat", i, 200 + 20 * i, "100K/1") for i in range(3)]
+    ratios = summarize_beam(base + cat)["tier_ratios"]
+    assert ratios["paired"]["300K-cat"] == {"questions": 2, "questions_first": 1, "paired": True}
+    # same questions: (220, 240) over (110, 120); first 200 over 100
+    assert ratios["tiers"]["300K-cat"]["judgments_median"] == pytest.approx(2.0)
+    assert ratios["tiers"]["300K-cat"]["judgments_first_median"] == pytest.approx(2.0)
 
 
 def test_cli_eval_beam_concat(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

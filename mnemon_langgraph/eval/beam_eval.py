@@ -403,7 +403,7 @@ def summarize_beam(
             "questions": len(with_gold),
         },
         "by_tier": by_tier,
-        "tier_ratios": tier_ratios(by_tier),
+        "tier_ratios": tier_ratios(by_tier, rows),
         "counts": {
             "conversations": len({r.get("conversation") for r in rows}),
             "questions": len(rows),

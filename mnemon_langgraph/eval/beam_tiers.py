@@ -124,23 +124,67 @@ def tier_summary(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) ->
     return dict(sorted(entries.items(), key=lambda kv: (kv[1]["c_full_tokens_mean"], kv[0])))
 
 
-def tier_ratios(by_tier: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Each tier's work medians over the shortest tier's (``None`` where either is missing
-    or the base is zero); ``base`` names that tier."""
+def _question_key(row: Mapping[str, Any]) -> tuple[str, str, Any]:
+    """A question across tiers: its source conversation, ability and index there."""
+    origin = row.get("origin") or row.get("conversation")
+    return (str(origin), str(row.get("ability")), row.get("question_index"))
+
+
+def _paired(
+    mine: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], bool]:
+    """The questions both row sets hold (the same question asked in both tiers), or both
+    sets whole when they share none (different conversations, e.g. BEAM's own tiers)."""
+    common = {_question_key(r) for r in mine} & {_question_key(r) for r in base}
+    if not common:
+        return list(mine), list(base), False
+    return (
+        [r for r in mine if _question_key(r) in common],
+        [r for r in base if _question_key(r) in common],
+        True,
+    )
+
+
+def _ratio(num: Any, den: Any) -> float | None:
+    return None if num is None or not den else float(num) / float(den)
+
+
+def tier_ratios(
+    by_tier: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Each tier's work medians over those of the tier with the shortest history (``base``).
+
+    Where a tier's questions were also asked in the base tier (a concatenation of the base
+    tier's conversations asks their questions again), both medians are over those same
+    questions — warm against warm, first against first — so the ratio is the cost of the
+    longer history alone; ``paired`` says so per tier, with the question counts.
+    """
     if not by_tier:
         return {}
     base_name = min(by_tier, key=lambda t: by_tier[t]["c_full_tokens_mean"])
-    base = by_tier[base_name]
-    keys = ["c_full_tokens_mean"] + [
-        f"{n}{kind}_median" for n in WORK_FIELDS for kind in ("", "_first")
-    ]
-    out: dict[str, Any] = {"base": base_name, "tiers": {}}
+    base_rows = [r for r in rows if str(r.get("tier")) == base_name]
+    out: dict[str, Any] = {"base": base_name, "tiers": {}, "paired": {}}
     for tier, entry in by_tier.items():
-        ratios: dict[str, float | None] = {}
-        for key in keys:
-            num, den = entry.get(key), base.get(key)
-            ratios[key] = None if num is None or not den else float(num) / float(den)
+        mine = [r for r in rows if str(r.get("tier")) == tier]
+        ratios: dict[str, float | None] = {
+            "c_full_tokens_mean": _ratio(
+                entry["c_full_tokens_mean"], by_tier[base_name]["c_full_tokens_mean"]
+            )
+        }
+        pairing: dict[str, Any] = {}
+        for kind, first in (("", False), ("_first", True)):
+            a, b, paired = _paired(
+                [r for r in mine if bool(r.get("first_read")) is first],
+                [r for r in base_rows if bool(r.get("first_read")) is first],
+            )
+            pairing[f"questions{kind}"] = len(a)
+            pairing["paired"] = paired
+            for name in WORK_FIELDS:
+                ratios[f"{name}{kind}_median"] = _ratio(
+                    _median([r.get(name) for r in a]), _median([r.get(name) for r in b])
+                )
         out["tiers"][tier] = ratios
+        out["paired"][tier] = pairing
     return out
 
 
@@ -283,9 +327,12 @@ def _ratio_table(ratios: Mapping[str, Any]) -> list[str]:
     for tier, r in (ratios.get("tiers") or {}).items():
         if tier == ratios.get("base"):
             continue
+        pairing = (ratios.get("paired") or {}).get(tier) or {}
         for kind, label in (("", "warm"), ("_first", "first")):
             cells = [_times(r.get(f"{k}{kind}_median")) for k in keys]
-            rows.append([tier, label, _times(r.get("c_full_tokens_mean")), *cells])
+            n = pairing.get(f"questions{kind}")
+            how = f"{label}, {n} {'paired' if pairing.get('paired') else 'unpaired'}"
+            rows.append([tier, how, _times(r.get("c_full_tokens_mean")), *cells])
     return markdown_table(["tier", "questions", "history", *heads], rows)
 
 
@@ -316,6 +363,12 @@ def tier_lines(summary: Mapping[str, Any]) -> list[str]:
     if len(ratios.get("tiers") or {}) > 1:
         out += ["", f"## Ratio of each tier's medians to {ratios['base']}'s", ""]
         out += _ratio_table(ratios)
+        out += [
+            "",
+            f"Questions: the medians of both tiers are over the questions asked in both (the "
+            f"same question in its own {ratios['base']} conversation and in the longer "
+            "history), where a tier shares questions with the base; otherwise over all.",
+        ]
     out += [
         "",
         "Read ms: the read path's wall-clock time excluding model calls; model ms: the "

@@ -265,10 +265,28 @@ def add_beam(sub: Any) -> None:
         help="at most N questions per conversation (file order)",
     )
     beam.add_argument(
+        "--per-ability",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N questions per ability of each source conversation (file order; "
+        "before --limit-questions)",
+    )
+    beam.add_argument(
         "--conversations",
         default=None,
         metavar="TIER/N,...",
         help="only these conversations (e.g. 100K/1,100K/2)",
+    )
+    beam.add_argument(
+        "--concat",
+        action="append",
+        default=[],
+        metavar="LABEL=TIER/N,...",
+        help="also run one long conversation made of these, in order (sessions renumbered, "
+        "each next one dated a day after the last, ids renumbered), as tier LABEL; "
+        "TIER/A-B is a range; repeatable. Without --conversations, only these run "
+        "(e.g. 1M-cat=100K/1-10)",
     )
     beam.add_argument(
         "--baseline-k",
@@ -328,6 +346,7 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
 def _run_beam(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
     from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
+    from mnemon_langgraph.eval.beam import parse_concat_spec
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.settings import ReadSettings
@@ -335,9 +354,14 @@ def _run_beam(args: argparse.Namespace) -> int:
     for flag, value in (
         ("--budget-chars", args.budget_chars),
         ("--limit-questions", args.limit_questions),
+        ("--per-ability", args.per_ability),
     ):
         if value is not None and value <= 0:
             raise ConfigurationError(f"{flag} must be positive")
+    concat = [parse_concat_spec(spec) for spec in args.concat]
+    labels = [label for label, _ in concat]
+    if len(set(labels)) < len(labels):
+        raise ConfigurationError(f"--concat labels must differ, got {labels}")
     ks = ints_or_none(args.baseline_k, "--baseline-k")
     if not ks:
         raise ConfigurationError("--baseline-k needs at least one turn count")
@@ -346,9 +370,11 @@ def _run_beam(args: argparse.Namespace) -> int:
         judge=args.judge,
         planner=args.planner,
         limit_questions=args.limit_questions,
+        per_ability=args.per_ability,
         conversations=[c.strip() for c in args.conversations.split(",") if c.strip()]
         if args.conversations
         else None,
+        concat=concat,
         baseline_ks=ks,
         keep_namespaces=args.keep_namespaces,
         plots=not args.no_plots,
@@ -368,7 +394,7 @@ def _run_beam(args: argparse.Namespace) -> int:
                 store=store,
                 embeddings=embeddings,
                 config=config,
-                command=f"mnemon eval beam {args.dir} --out {args.out}",
+                command=_beam_command(args),
                 progress=not args.no_progress,
             )
     finally:
@@ -384,3 +410,30 @@ def _run_beam(args: argparse.Namespace) -> int:
         f"wrote {args.out}/summary.md"
     )
     return report_failures(summary)
+
+
+def _beam_command(args: argparse.Namespace) -> str:
+    """The ``eval beam`` command line as run (recorded in the summary)."""
+    parts = ["mnemon", "eval", "beam", args.dir, "--out", args.out]
+    for flag in (
+        "budget_chars",
+        "limit_questions",
+        "per_ability",
+        "conversations",
+        "baseline_k",
+        "store",
+        "record_chars",
+        "embeddings",
+        "embedding_cache",
+        "judge",
+        "planner",
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            parts += ["--" + flag.replace("_", "-"), str(value)]
+    for spec in args.concat:
+        parts += ["--concat", spec]
+    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress"):
+        if getattr(args, flag):
+            parts.append("--" + flag.replace("_", "-"))
+    return " ".join(parts)

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,13 @@ __all__ = [
     "BeamConversation",
     "BeamQuestion",
     "clean_text",
+    "concatenate_conversations",
     "find_beam_conversations",
     "load_beam_chat",
     "load_beam_conversation",
     "load_beam_questions",
     "messages_from_beam",
+    "parse_concat_spec",
     "parse_time_anchor",
 ]
 
@@ -249,6 +251,8 @@ class BeamQuestion:
         evidence: Message ids of ``source_chat_ids``: a list as is; for a dict, the
             ``updated_info`` ids of a knowledge-update question (the statement that must
             win), else every listed id.
+        origin: The conversation the question was written for (``<tier>/<n>``); in a
+            concatenated conversation, the part it came from.
     """
 
     ability: str
@@ -256,6 +260,7 @@ class BeamQuestion:
     question: str
     answer: str
     evidence: list[str]
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -365,4 +370,123 @@ def load_beam_conversation(folder: str | Path, tier: str | None = None) -> BeamC
     tier = tier or path.parent.name
     messages = load_beam_chat(path)
     questions = load_beam_questions(path / "probing_questions" / "probing_questions.json")
-    return BeamConversation(f"{tier}/{path.name}", tier, messages, questions)
+    conv_id = f"{tier}/{path.name}"
+    return BeamConversation(
+        conv_id, tier, messages, [replace(q, origin=conv_id) for q in questions]
+    )
+
+
+# -- longer conversations built from shorter ones -------------------------------------------
+
+
+def parse_concat_spec(text: str) -> tuple[str, list[str]]:
+    """``"LABEL=TIER/N,TIER/N,..."`` → ``(LABEL, [TIER/N, ...])`` (a ``--concat`` value).
+
+    ``TIER/A-B`` stands for ``TIER/A`` … ``TIER/B``. A part may not repeat (its message ids
+    would collide and its questions be asked twice).
+
+    Raises:
+        InputError: A missing label, no parts, a bad range or a repeated part.
+    """
+    label, sep, rest = text.partition("=")
+    label = label.strip()
+    if not sep or not label or "/" in label:
+        raise InputError(
+            f"--concat needs LABEL=TIER/N,TIER/N,... (a label without '/'), got {text!r}"
+        )
+    parts: list[str] = []
+    for item in (x.strip() for x in rest.split(",")):
+        tier, slash, n = item.partition("/")
+        if not item or not slash or not tier or not n:
+            raise InputError(f"--concat {label}: {item!r} is not TIER/N")
+        lo, dash, hi = n.partition("-")
+        if dash and lo.isdigit() and hi.isdigit() and int(lo) <= int(hi):
+            parts += [f"{tier}/{i}" for i in range(int(lo), int(hi) + 1)]
+        elif dash:
+            raise InputError(f"--concat {label}: {item!r} is not a range TIER/A-B with A <= B")
+        else:
+            parts.append(item)
+    repeated = sorted({p for p in parts if parts.count(p) > 1})
+    if repeated:
+        raise InputError(f"--concat {label}: {repeated} named twice")
+    if len(parts) < 2:
+        raise InputError(f"--concat {label}: name at least two conversations")
+    return label, parts
+
+
+def _date_shift(messages: Sequence[Message], after: datetime | None, gap: timedelta) -> timedelta:
+    """Whole days that move a part's first date to ``gap`` after ``after`` (the dates
+    before it), or none when either side is undated."""
+    stamps = [m.timestamp for m in messages if m.timestamp is not None]
+    if after is None or not stamps:
+        return timedelta(0)
+    return timedelta(days=(after.date() - min(stamps).date()).days) + gap
+
+
+def _new_id(old: str | None, offset: int, part: int) -> str | None:
+    """A part's message id in the concatenation: a release id (an integer) shifted by
+    ``offset``; any other id prefixed with the part's number."""
+    if old is None:
+        return None
+    return str(int(old) + offset) if old.isdigit() else f"{part}:{old}"
+
+
+def concatenate_conversations(
+    parts: Sequence[BeamConversation], tier: str, *, gap: timedelta = timedelta(days=1)
+) -> BeamConversation:
+    """One long conversation from several: the history of each part in turn.
+
+    The rule, applied part after part (in the order given):
+
+    * **sessions** (batches) are renumbered in order: a part's session ``s`` becomes
+      ``s`` plus the number of sessions before it;
+    * **dates** keep each part's own relative dates: the whole part is moved by a whole
+      number of days so that its first date falls ``gap`` (one day) after the last date of
+      the parts before it; dates therefore never decrease where each part's do not;
+    * **message ids** are renumbered: a part's integer id ``i`` becomes ``i`` plus one more
+      than the largest integer id before it (any other id gets a ``"<part>:"`` prefix);
+    * **questions**: every part's probing questions, their evidence ids mapped the same
+      way (so they name that part's messages) and ``origin`` naming the part; they are
+      asked of the whole history.
+
+    The result's id is ``<tier>/<part ids joined by '+'>`` (``/`` in a part id becomes ``-``).
+
+    Raises:
+        InputError: Fewer than two parts, or an evidence id naming no message of its part.
+    """
+    if len(parts) < 2:
+        raise InputError("a concatenation needs at least two conversations")
+    messages: list[Message] = []
+    questions: list[BeamQuestion] = []
+    offset = session_offset = 0
+    last: datetime | None = None
+    for k, conv in enumerate(parts, start=1):
+        shift = _date_shift(conv.messages, last, gap)
+        ids = {m.id: _new_id(m.id, offset, k) for m in conv.messages}
+        messages += [_moved(m, ids[m.id], shift, session_offset) for m in conv.messages]
+        questions += [_remapped(q, ids, conv.id) for q in conv.questions]
+        stamps = [m.timestamp for m in messages if m.timestamp is not None]
+        last = max(stamps) if stamps else last
+        numeric = [int(i) for i in ids if i is not None and i.isdigit()]
+        offset += max(numeric) + 1 if numeric else 0
+        session_offset = max((m.session or 0 for m in messages), default=session_offset)
+    name = "+".join(c.id.replace("/", "-") for c in parts)
+    return BeamConversation(f"{tier}/{name}", tier, messages, questions)
+
+
+def _moved(m: Message, new_id: str | None, shift: timedelta, sessions: int) -> Message:
+    return replace(
+        m,
+        id=new_id,
+        timestamp=m.timestamp + shift if m.timestamp is not None else None,
+        session=m.session + sessions if m.session is not None else None,
+    )
+
+
+def _remapped(q: BeamQuestion, ids: Mapping[str | None, str | None], origin: str) -> BeamQuestion:
+    unknown = [e for e in q.evidence if e not in ids]
+    if unknown:
+        raise InputError(
+            f"{origin}: {q.ability}[{q.index}] names messages {unknown[:5]} it does not have"
+        )
+    return replace(q, evidence=[str(ids[e]) for e in q.evidence], origin=q.origin or origin)

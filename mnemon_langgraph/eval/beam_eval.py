@@ -20,7 +20,6 @@ the per-question work, so the cost of a longer conversation reads off directly.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -37,9 +36,11 @@ from mnemon_langgraph.eval.beam import (
     ABILITIES,
     BeamConversation,
     BeamQuestion,
+    concatenate_conversations,
     find_beam_conversations,
     load_beam_conversation,
 )
+from mnemon_langgraph.eval.beam_tiers import tier_lines, tier_ratios, tier_summary
 from mnemon_langgraph.eval.evidence import evidence_hits
 from mnemon_langgraph.eval.locomo import BASELINE_FIELDS, judge_scores, view_counts
 from mnemon_langgraph.eval.metrics import aggregate, roc_auc
@@ -78,7 +79,6 @@ VIEW_FIELDS = (  # BEAM's own: judgments per question, for the per-tier work fig
 )
 
 SCORED_ABILITIES = tuple(a for a in ABILITIES if a != "abstention")
-WORK_FIELDS = ("judgments", "s1_calls", "waves", "searches", "view_chars", "read_seconds")
 
 
 @dataclass
@@ -90,7 +90,13 @@ class BeamEvalConfig:
         judge: System 1 spec (recorded).
         planner: System 2 spec (recorded).
         limit_questions: At most this many questions per conversation (file order).
+        per_ability: At most this many questions per ability of each source conversation
+            (file order; applied before ``limit_questions``).
         conversations: Only these conversation ids (``<tier>/<n>``).
+        concat: Longer conversations built from the ones under the folder:
+            ``(label, [<tier>/<n>, ...])`` each (:func:`~.beam.concatenate_conversations`;
+            ``label`` is its tier). With ``concat`` and no ``conversations``, only the
+            concatenations are run.
         baseline_ks: Turn counts of the baselines.
         keep_namespaces: Keep each conversation's namespace after its questions.
         plots: Draw the evidence plots (matplotlib, the ``eval`` extra).
@@ -100,7 +106,9 @@ class BeamEvalConfig:
     judge: str = "local"
     planner: str = "rules"
     limit_questions: int | None = None
+    per_ability: int | None = None
     conversations: Sequence[str] | None = None
+    concat: Sequence[tuple[str, Sequence[str]]] = ()
     baseline_ks: Sequence[int] = BASELINE_KS
     keep_namespaces: bool = False
     plots: bool = True
@@ -114,6 +122,7 @@ class _Conversation:
     turn_tokens: list[int]
     message_ids_of: dict[str, Sequence[str]]
     ingest_seconds: float
+    ingest_cpu_seconds: float
 
 
 def _prepare(
@@ -123,9 +132,9 @@ def _prepare(
 
     tier, _, n = conv.id.partition("/")
     ns = ("beam", tier, n)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     store.ingest(ns, conv.messages, source=f"beam:{conv.id}")
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     turns = chunk_messages(
         conv.messages, namespace=("beam-turns", tier, n), source=f"beam:{conv.id}", pack=False
     )
@@ -137,6 +146,7 @@ def _prepare(
         turn_tokens=[tokens.count(t) for t in index.rendered],
         message_ids_of={r.id: r.message_ids for r in store.records(ns)},
         ingest_seconds=seconds,
+        ingest_cpu_seconds=cpu,
     )
 
 
@@ -153,11 +163,14 @@ def _ask_row(
 
     stamps = [m.timestamp for m in prep.conv.messages if m.timestamp is not None]
     now = max(stamps) + timedelta(days=1) if stamps else None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     state = graph.invoke(
         {"messages": [HumanMessage(q.question)]},
         context=ReadContext(namespace=prep.namespace, now=now),
     )
+    # the process's CPU time of the whole read (judge and planner included): unlike the
+    # wall-clock read time, it does not grow when other work shares the CPU
+    cpu = time.process_time() - c0
     wall = time.perf_counter() - t0
     view = state["view"]
     shown = list(view.message_ids)
@@ -166,6 +179,7 @@ def _ask_row(
         "conversation": prep.conv.id,
         "tier": prep.conv.tier,
         "question_index": q.index,
+        "origin": q.origin or prep.conv.id,
         "category": q.ability if scored else "abstention",
         "ability": q.ability,
         "scored": scored,
@@ -181,14 +195,51 @@ def _ask_row(
         "view_records": len(view.records),
         **view_counts(view),
         "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "node_seconds": _node_seconds(view),
+        **_work_parts(view),
         "c_full_tokens": sum(prep.turn_tokens),
+        "messages": len(prep.conv.messages),
+        "records": len(prep.message_ids_of),
         "ingest_seconds": prep.ingest_seconds,
+        "ingest_cpu_seconds": prep.ingest_cpu_seconds,
     }
     row["pool_scores"] = [
         [r, p, g] for r, p, g in judge_scores(view, q.evidence, prep.message_ids_of)
     ]
     row["gold_fates"] = gold_fates(view, q.evidence, prep.message_ids_of)
     return row, view
+
+
+def _node_seconds(view: Any) -> dict[str, float]:
+    """The read path's time by graph node, model calls excluded (from the View's trace)."""
+    out: dict[str, float] = {}
+    for t in ((getattr(view, "trace", None) or {}).get("timings") or {}).get("by_node") or []:
+        node = str(t.get("node"))
+        out[node] = (
+            out.get(node, 0.0) + float(t.get("seconds") or 0) - float(t.get("model_seconds") or 0)
+        )
+    return out
+
+
+def _work_parts(view: Any) -> dict[str, Any]:
+    """What the judgments and the pool are made of: judgments by proposition, the planner's
+    needs, the pool's growth by round and the records the searches returned."""
+    trace = getattr(view, "trace", None) or {}
+    by_kind: dict[str, int] = {}
+    for j in trace.get("judgments") or []:
+        by_kind[str(j.get("proposition"))] = by_kind.get(str(j.get("proposition")), 0) + 1
+    pool_rounds: dict[str, int] = {}
+    for rec in trace.get("pool") or []:
+        key = str(rec.get("round", 1))
+        pool_rounds[key] = pool_rounds.get(key, 0) + 1
+    calls = trace.get("search_calls") or []
+    return {
+        "judgments_by": by_kind,
+        "needs": len(trace.get("needs") or []),
+        "pool_by_round": pool_rounds,
+        "search_returned": sum(int(c.get("returned") or 0) for c in calls),
+    }
 
 
 def _baselines(
@@ -207,14 +258,22 @@ def _baselines(
 
 
 def _conversations(root: Path, cfg: BeamEvalConfig) -> list[BeamConversation]:
-    """Every selected conversation, loaded and checked before any work."""
-    convs = [load_beam_conversation(folder, tier) for tier, folder in find_beam_conversations(root)]
-    if cfg.conversations:
-        wanted = set(cfg.conversations)
-        missing = wanted - {c.id for c in convs}
-        if missing:
-            raise InputError(f"no BEAM conversation {sorted(missing)} under {root}")
-        convs = [c for c in convs if c.id in wanted]
+    """Every selected conversation and concatenation, loaded and checked before any work."""
+    loaded = {
+        c.id: c
+        for c in (
+            load_beam_conversation(folder, tier) for tier, folder in find_beam_conversations(root)
+        )
+    }
+    wanted = list(cfg.conversations or ([] if cfg.concat else loaded))
+    wanted_parts = [p for _, parts in cfg.concat for p in parts]
+    missing = sorted(set(wanted + wanted_parts) - set(loaded))
+    if missing:
+        raise InputError(f"no BEAM conversation {missing} under {root}")
+    convs = [loaded[c] for c in dict.fromkeys(wanted)]
+    convs += [
+        concatenate_conversations([loaded[p] for p in parts], label) for label, parts in cfg.concat
+    ]
     for conv in convs:
         ids = {m.id for m in conv.messages}
         for q in conv.questions:
@@ -225,6 +284,19 @@ def _conversations(root: Path, cfg: BeamEvalConfig) -> list[BeamConversation]:
                     "the conversation does not have"
                 )
     return convs
+
+
+def _selected(questions: Sequence[BeamQuestion], cfg: BeamEvalConfig) -> list[BeamQuestion]:
+    """``per_ability`` questions per ability of each source conversation, then the first
+    ``limit_questions``."""
+    kept: list[BeamQuestion] = []
+    seen: dict[tuple[str, str], int] = {}
+    for q in questions:
+        key = (q.origin, q.ability)
+        seen[key] = seen.get(key, 0) + 1
+        if cfg.per_ability is None or seen[key] <= cfg.per_ability:
+            kept.append(q)
+    return kept[: cfg.limit_questions]
 
 
 def run_beam_eval(
@@ -260,7 +332,7 @@ def run_beam_eval(
         for conv in convs:
             prep = _prepare(conv, store, embedder, tokens)
             try:
-                for i, q in enumerate(conv.questions[: cfg.limit_questions]):
+                for i, q in enumerate(_selected(conv.questions, cfg)):
                     row, view = _ask_row(graph, prep, q, i == 0, tokens)
                     row["baselines"] = _baselines(prep, q, len(view.text), cfg.baseline_ks)
                     rows.append(row)
@@ -300,34 +372,6 @@ def _write(summary: dict[str, Any], out: Path, *, plots: bool) -> None:
     (out / "summary.md").write_text(render_beam_markdown(summary), encoding="utf-8")
 
 
-def _median(values: Sequence[Any]) -> float | None:
-    nums = [float(v) for v in values if v is not None]
-    return statistics.median(nums) if nums else None
-
-
-def _tier_work(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per tier: evidence rates (scored questions) and the median work per question."""
-    out: dict[str, Any] = {}
-    for tier in sorted({str(r.get("tier")) for r in rows}):
-        mine = [r for r in rows if str(r.get("tier")) == tier]
-        scored = [r for r in mine if r.get("scored")]
-        warm = [r for r in mine if not r.get("first_read")]
-        entry = aggregate(
-            scored, ("all_hit", "any_hit", "recall"), category_key="tier", scored=[tier]
-        )["overall"]
-        for name in WORK_FIELDS:
-            entry[f"{name}_median"] = _median([r.get(name) for r in warm])
-        entry["read_seconds_first_median"] = _median(
-            [r.get("read_seconds") for r in mine if r.get("first_read")]
-        )
-        entry["conversations"] = len({r.get("conversation") for r in mine})
-        entry["c_full_tokens_mean"] = statistics.mean(
-            float(r.get("c_full_tokens") or 0) for r in mine
-        )
-        out[tier] = entry
-    return out
-
-
 def summarize_beam(
     rows: Sequence[Mapping[str, Any]], *, names: Sequence[str] | None = None
 ) -> dict[str, Any]:
@@ -336,6 +380,7 @@ def summarize_beam(
     if names is None:
         names = sorted({n for r in rows for n in (r.get("baselines") or {})})
     pooled = [(p, bool(g)) for r in with_gold for _, p, g in r.get("pool_scores") or []]
+    by_tier = tier_summary(rows, SCORED_ABILITIES)
     return {
         "view": aggregate(with_gold, VIEW_FIELDS, scored=SCORED_ABILITIES),
         "view_all_questions": aggregate(rows, VIEW_FIELDS[3:], scored=ABILITIES),
@@ -357,7 +402,8 @@ def summarize_beam(
             "gold": sum(1 for _, g in pooled if g),
             "questions": len(with_gold),
         },
-        "by_tier": _tier_work(rows),
+        "by_tier": by_tier,
+        "tier_ratios": tier_ratios(by_tier, rows),
         "counts": {
             "conversations": len({r.get("conversation") for r in rows}),
             "questions": len(rows),
@@ -366,41 +412,6 @@ def summarize_beam(
             "questions_with_model_errors": sum(1 for r in rows if r.get("model_errors")),
         },
     }
-
-
-def _tier_lines(summary: Mapping[str, Any]) -> list[str]:
-    """The per-tier table of the BEAM report."""
-    fmt = format_value
-    out: list[str] = []
-    out += ["", "## By tier (median work per warm question; the first question apart)", ""]
-    out += markdown_table(
-        [
-            "tier",
-            "questions",
-            "all_hit",
-            "judgments",
-            "waves",
-            "searches",
-            "chars",
-            "read s warm",
-            "read s first",
-        ],
-        [
-            [
-                t,
-                fmt(s.get("n")),
-                fmt(s.get("all_hit"), True),
-                fmt(s.get("judgments_median")),
-                fmt(s.get("waves_median")),
-                fmt(s.get("searches_median")),
-                fmt(s.get("view_chars_median")),
-                fmt(s.get("read_seconds_median")),
-                fmt(s.get("read_seconds_first_median")),
-            ]
-            for t, s in (summary.get("by_tier") or {}).items()
-        ],
-    )
-    return out
 
 
 def render_beam_markdown(summary: Mapping[str, Any]) -> str:
@@ -447,7 +458,7 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
             for n, s in (summary.get("baselines") or {}).items()
         ],
     )
-    out += _tier_lines(summary)
+    out += tier_lines(summary)
     judge = summary.get("judge_auc") or {}
     out += [
         "",

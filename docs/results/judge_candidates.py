@@ -13,7 +13,10 @@ of :data:`EXTRA`:
 * ``sem_rank`` / ``lex_rank`` — ``1 / (1 + rank / 10)`` of its ``sem`` / ``lex`` rank in the
   call;
 * ``line_lex`` — :func:`~mnemon_langgraph.judges.features.coverage` of its best line (the
-  question's words said in one turn rather than spread over the record).
+  question's words said in one turn rather than spread over the record);
+* ``speaker_lex`` — the same over the lines said by a person the message names (what *they*
+  said about it);
+* ``line_is_question`` — its best line (by coverage of the latest message) is a question.
 
 None of them won under leave-one-conversation-out (judge.md), so the package does not compute
 them.
@@ -41,22 +44,25 @@ EXTRA = (
     "sem_rank",
     "lex_rank",
     "line_lex",
+    "speaker_lex",
+    "line_is_question",
 )
 
 
 class _Line:
-    __slots__ = ("tf",)
+    __slots__ = ("asks", "speaker", "tf")
 
-    def __init__(self, tf: Mapping[str, int]) -> None:
-        self.tf = tf
+    def __init__(self, line: str) -> None:
+        self.tf = MappingProxyType(Counter(terms(line)))
+        head, sep, _ = line.partition(":")
+        self.speaker = head.strip().casefold() if sep and len(head) <= 40 else ""
+        self.asks = line.rstrip().endswith("?")
 
 
 @functools.lru_cache(maxsize=8192)
 def line_terms(body: str) -> tuple[_Line, ...]:
-    """Term frequencies of each line of ``body``."""
-    return tuple(
-        _Line(MappingProxyType(Counter(terms(line)))) for line in body.split("\n") if line.strip()
-    )
+    """Each line of ``body`` (term frequencies, speaker, whether it asks)."""
+    return tuple(_Line(line) for line in body.split("\n") if line.strip())
 
 
 def _rank_in_group(values: np.ndarray) -> np.ndarray:
@@ -111,6 +117,20 @@ class CandidateJudge(LocalDecisionModel):
             )
             for d in docs
         ]
+        latest = terms(call.query.latest)
+        named = call.query.named
+        speaker, asks = [], []
+        for d in docs:
+            lines = line_terms(d.text)
+            cov = [coverage(latest, ln, call.idf, line_len) for ln in lines]  # type: ignore[arg-type]
+            speaker.append(
+                max(
+                    (c for c, ln in zip(cov, lines, strict=True) if ln.speaker in named),
+                    default=0.0,
+                )
+            )
+            best = max(range(len(lines)), key=cov.__getitem__, default=None)
+            asks.append(float(best is not None and cov[best] > 0 and lines[best].asks))
         cols = [
             extra[:, 0],
             agree,
@@ -120,5 +140,7 @@ class CandidateJudge(LocalDecisionModel):
             _rank_in_group(sem),
             _rank_in_group(lex),
             np.asarray(line, dtype=np.float64),
+            np.asarray(speaker, dtype=np.float64),
+            np.asarray(asks, dtype=np.float64),
         ]
         return np.hstack([rows, np.column_stack(cols)])

@@ -327,7 +327,7 @@ def run(
         show(name, results[name])
     data = training_rows(qs, pre, ("screen", "needed"))
     needed = training_rows(qs, pre, ("needed",))
-    for fs, cols in (("14 shipped features", range(14)), ("all 22", range(len(NAMES)))):
+    for fs, cols in (("14 shipped features", range(14)), ("all 24", range(len(NAMES)))):
         for objective, rows in (("pointwise", data), ("pairwise", needed)):
             fold = {c: learned_fold(rows, c, list(cols), objective) for c in rows}
             name = f"learned {objective}, {fs} (held-out folds)"

@@ -20,6 +20,8 @@ the memory.
 Usage::
 
     python docs/results/judge_replay.py CAPTURE.pkl OUT.json [ROWS_CACHE.pkl]
+    # the fits on all five LoCoMo conversations, scored on LongMemEval by question fold
+    python docs/results/judge_replay.py transfer CAPTURE.pkl ROWS.pkl LME.pkl LME_ROWS.pkl OUT.json
 """
 
 from __future__ import annotations
@@ -342,8 +344,50 @@ def run(
     Path(out).write_text(json.dumps(results, indent=1), encoding="utf-8")
 
 
+def question_folds(qs: Sequence[dict[str, Any]]) -> None:
+    """LongMemEval: a question's fold is its rank among its type's questions mod 5."""
+    rank: Counter[str] = Counter()
+    for q in qs:
+        q["conv"] = f"fold {rank[q['category']] % 5}"
+        rank[q["category"]] += 1
+
+
+def cached_rows(qs: Sequence[Mapping[str, Any]], path: Path) -> list[list[dict[str, Any]]]:
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    pre = precompute(qs)
+    path.write_bytes(pickle.dumps(pre))
+    return pre
+
+
+def transfer(argv: Sequence[str]) -> None:
+    """``transfer LOCOMO.pkl LOCOMO_ROWS.pkl OTHER.pkl OTHER_ROWS.pkl OUT.json``: the fits on
+    every LoCoMo conversation, scored on another capture (LongMemEval: unseen by the fits),
+    by question fold."""
+    train_qs = load(argv[0])
+    other = [q for q in load(argv[2]) if q["pool"]]  # questions whose history was ingested
+    train_pre, other_pre = cached_rows(train_qs, Path(argv[1])), cached_rows(other, Path(argv[3]))
+    question_folds(other)
+    results: dict[str, Any] = {}
+    w0, b0 = hand_vector()
+    results["hand (shipped)"] = fast_score(other, other_pre, lambda _: linear(w0, b0))
+    show("hand (shipped)", results["hand (shipped)"])
+    data = training_rows(train_qs, train_pre, ("screen", "needed"))
+    needed = training_rows(train_qs, train_pre, ("needed",))
+    for fs, cols in (("14 shipped features", range(14)), ("all 24", range(len(NAMES)))):
+        for objective, rows in (("pointwise", data), ("pairwise", needed)):
+            w, b = learned_fold(rows, "", list(cols), objective)
+            name = f"learned {objective}, {fs} (fitted on LoCoMo dev)"
+            results[name] = fast_score(other, other_pre, lambda _, w=w, b=b: linear(w, b))
+            show(name, results[name])
+    Path(argv[4]).write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
 def main(argv: Sequence[str]) -> None:
     """``CAPTURE.pkl OUT.json [PRE.pkl]``: every candidate; the rows are cached in PRE.pkl."""
+    if argv[0] == "transfer":
+        transfer(argv[1:])
+        return
     qs = load(argv[0])
     cache = Path(argv[2]) if len(argv) > 2 else None
     if cache is not None and cache.is_file():

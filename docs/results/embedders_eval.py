@@ -14,6 +14,7 @@ Usage::
     python docs/results/embedders_eval.py locomo OUT.json --data ../shared/data
     python docs/results/embedders_eval.py longmemeval OUT.json --per-type 2
     python docs/results/embedders_eval.py fixture OUT.json
+    python docs/results/embedders_eval.py report OUT.json [CATEGORY_TO_SKIP ...]
 """
 
 from __future__ import annotations
@@ -200,7 +201,37 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"n": len(rows), "rates": rate, "chosen_weight_by_fold": chosen}
 
 
+LABELS = {
+    "bm25": "BM25",
+    "minilm": "MiniLM cosine",
+    "e5": "me5 cosine",
+    "rrf2": "BM25 + MiniLM (RRF, today)",
+    "rrf2_e5": "BM25 + me5 (RRF): me5 alone",
+    "rrf3": "BM25 + MiniLM + me5 (RRF)",
+    "rrf3w": "BM25 + MiniLM + w·me5, w by folds (held out)",
+}
+
+
+def report(path: str, skip_categories: Sequence[Any]) -> None:
+    """A markdown table (all/any) of a run's rows, without the given categories."""
+    rows = [
+        r for r in json.loads(Path(path).read_text())["rows"] if r["cat"] not in skip_categories
+    ]
+    summary = summarise(rows)
+    cells = [c for c in summary["rates"] if c.startswith("rrf2@")]
+    heads = [c.split("@", 1)[1] for c in cells]
+    print(f"questions: {summary['n']}; weight by fold: {summary['chosen_weight_by_fold']}\n")
+    print("| ranking | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    for m, label in LABELS.items():
+        vals = [summary["rates"][f"{m}@{h}"] for h in heads]
+        print(f"| {label} | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in vals) + " |")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["report"]:
+        report(sys.argv[2], [json.loads(x) for x in sys.argv[3:]])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("set", choices=("locomo", "longmemeval", "fixture"))
     ap.add_argument("out")

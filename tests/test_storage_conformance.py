@@ -37,6 +37,7 @@ from _reliability_common import (
 from _store_child import BATCH, NS, SHARED, batch_messages
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
+from mnemon_langgraph.items import ItemStore
 from mnemon_langgraph.search.bm25 import tokenize
 from mnemon_langgraph.store import IngestResult, MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.types import Message, SearchFilters, TermStatsSource, VectorSource
@@ -99,6 +100,12 @@ def _holding(target: str, needles: list[str]) -> list[str]:
 def test_both_backends_implement_the_protocol(store: MnemonStore, target: str) -> None:
     assert isinstance(store, StoreBackend)
     assert isinstance(store, VectorSource)  # the read path's evidence uses stored vectors
+    # the write side of consolidation is part of the contract: each backend hands out its own
+    items = store.item_store()
+    assert isinstance(items, ItemStore)
+    assert type(items).__name__ == (
+        "PostgresItemStore" if is_postgres_url(target) else "SQLiteItemStore"
+    )
     assert type(store).__name__ == ("PostgresStore" if is_postgres_url(target) else "EmbeddedStore")
 
 

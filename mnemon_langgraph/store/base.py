@@ -252,6 +252,13 @@ class StoreBackend(Protocol):
 
     def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]: ...
 
+    # -- consolidated items ---------------------------------------------------------------
+
+    def item_store(self, embeddings: Embeddings | None = None) -> ItemStore:
+        """The store of consolidated items (timelines, value histories, instructions) kept
+        in the same database, written by the consolidation graph and read by the View."""
+        ...
+
 
 class StoreOptions(TypedDict, total=False):
     """The keyword settings of :class:`MnemonStore` (each backend takes its own subset;

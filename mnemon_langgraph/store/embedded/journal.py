@@ -88,20 +88,9 @@ GET_RECORDS_SQL = f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({{marks}})
 class Journal(JournalFile):
     """Durable, append-only, namespaced store of records in one SQLite file.
 
-    Safe to share between threads (one connection per thread) and processes (WAL).
-
-    Args:
-        path: The SQLite file (created with its parent folders when missing).
-        busy_timeout: Seconds to wait for another writer before raising
-            :class:`JournalLockedError`.
-        read_only: Open the file read-only; every write raises
-            :class:`JournalReadOnlyError`.
-
-    Raises:
-        JournalReadOnlyError: The file or its folder cannot be written (and ``read_only``
-            is false).
-        JournalError: The file is not an SQLite database or cannot be opened.
-        SchemaVersionError: The journal was written by a newer version of this package.
+    Safe to share between threads (one connection per thread) and processes (WAL). Opened
+    with the arguments of :class:`JournalFile` (``path``, ``busy_timeout``, ``read_only``),
+    which also says what opening raises.
     """
 
     def __init__(

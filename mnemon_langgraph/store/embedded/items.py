@@ -40,7 +40,6 @@ from mnemon_langgraph.errors import (
     ConfigurationError,
     EmbeddingMismatchError,
     JournalError,
-    ModelCallError,
     SchemaVersionError,
 )
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
@@ -60,8 +59,8 @@ from mnemon_langgraph.store.item_commit import (
 from mnemon_langgraph.store.item_rows import (
     FailureRow,
     IndexStatus,
+    embed_index_items,
     group_key_text,
-    item_embedding_text,
 )
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
@@ -70,12 +69,6 @@ __all__ = ["SQLiteItemStore", "recorded_model"]
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32)
 
 
 def recorded_model(journal: Any) -> str | None:
@@ -436,19 +429,7 @@ class SQLiteItemStore:
 
     def embed_items(self, items: Sequence[IndexItem]) -> np.ndarray:
         """Unit-length float32 embeddings of ``items`` (one row each)."""
-        if not items:
-            return np.zeros((0, self._identity[1]), dtype=np.float32)
-        try:
-            vectors = self.embeddings.embed_documents([item_embedding_text(it) for it in items])
-            matrix = np.asarray(vectors, dtype=np.float32)
-        except Exception as exc:  # any embedder failure is a model failure to the caller
-            raise ModelCallError(f"embedding {len(items)} index items failed: {exc}") from exc
-        if matrix.shape != (len(items), self._identity[1]) or not np.isfinite(matrix).all():
-            raise ModelCallError(
-                f"the embedder returned unusable vectors for index items (shape {matrix.shape}, "
-                f"expected ({len(items)}, {self._identity[1]}) finite values)"
-            )
-        return _unit(matrix)
+        return embed_index_items(self.embeddings, items, self._identity[1])
 
     def commit_batch(
         self,

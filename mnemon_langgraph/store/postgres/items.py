@@ -28,7 +28,6 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import ModelCallError
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.store.item_commit import (
     BatchUsage,
@@ -38,8 +37,8 @@ from mnemon_langgraph.store.item_commit import (
 from mnemon_langgraph.store.item_rows import (
     FailureRow,
     IndexStatus,
+    embed_index_items,
     group_key_text,
-    item_embedding_text,
 )
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
@@ -139,12 +138,6 @@ _DDL = [
 ]
 
 _COLUMNS = "id, kind, text, topic, subject, attribute, value, date, contradicts, seq"
-
-
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32)
 
 
 class PostgresItemStore:
@@ -327,18 +320,7 @@ class PostgresItemStore:
 
     def embed_items(self, items: Sequence[IndexItem]) -> np.ndarray:
         """Unit-length float32 embeddings of ``items`` (one row each)."""
-        if not items:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        try:
-            vectors = self.embeddings.embed_documents([item_embedding_text(it) for it in items])
-            matrix = np.asarray(vectors, dtype=np.float32)
-        except Exception as exc:
-            raise ModelCallError(f"embedding {len(items)} index items failed: {exc}") from exc
-        if matrix.shape != (len(items), self.dimension) or not np.isfinite(matrix).all():
-            raise ModelCallError(
-                f"the embedder returned unusable vectors for index items (shape {matrix.shape})"
-            )
-        return _unit(matrix)
+        return embed_index_items(self.embeddings, items, self.dimension)
 
     def commit_batch(
         self,

@@ -286,6 +286,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "directory_share": (0.0, lambda t: "support group; pottery" in t.view["text"], {}),
     "groups_share": (0.0, lambda t: "planned the tulip beds" in t.view["text"], {}),
     "candidates_floor": (0, _depth_judged, {"low_judge": True}),
+    "deep_records": (4 if ReadSettings().deep_records != 4 else 8, _depth_judged, {}),
     "planner_timeout_s": (0.2, lambda t: ("notes", t.trace["plan_notes"]), {"planner_delay": 1.0}),
     "judge_timeout_s": (0.2, lambda t: ("degraded", t.trace["degradations"]), {"judge_delay": 1.0}),
     "leave_out_recent": (False, _placement_of_early, {}),
@@ -367,3 +368,24 @@ def test_the_rrf_constant_reaches_the_judges_rank_feature() -> None:
     assert Doc(row, 0).retrieval()[0] == pytest.approx(1.0)
     row["evidence"] = {"rrf": 0.05}  # evidence written before the constant was recorded
     assert Doc(row, 0).retrieval()[0] == pytest.approx(0.05 * RRF_K)
+
+
+def test_deep_records_bounds_the_records_judged_in_depth_over_every_round(default: Turn) -> None:
+    capped = run_turn(replace(ReadSettings(), deep_records=4))
+    assert capped.trace["counts"]["rounds"] >= 2  # the cap holds across rounds, not per round
+    assert _depth_judged(default) > 4
+    assert 1 <= _depth_judged(capped) <= 4
+    # the best-screened records of the first round are the ones judged in depth
+    screened = {
+        j["target"]: j["p"]
+        for j in capped.trace["judgments"]
+        if j["proposition"] == "screen" and j["round"] == 1 and not j["target"].startswith("x-")
+    }
+    deep = {
+        j["target"]
+        for j in capped.trace["judgments"]
+        if j["proposition"] not in ("screen", "item_needed") and not j["target"].startswith("x-")
+    }
+    assert len(screened) > 4 and deep <= set(screened)
+    fourth_best = sorted(screened.values(), reverse=True)[3]
+    assert min(screened[t] for t in deep) >= fourth_best

@@ -219,6 +219,9 @@ class Reader(RetrieveNode, ItemsNode):
         ranked = rank_by([*prior, *screen], "screen", order=order)
         floor = {rid for rid, _ in ranked[: self.settings.candidates_floor]}
         chosen = [rid for rid, p in ranked if (is_yes(p) or rid in floor) and rid not in deep]
+        cap = self.settings.deep_records
+        if cap is not None:  # a budget on depth: the best-screened first, per turn
+            chosen = chosen[: max(0, cap - len(deep))]
         by_id = {p["id"]: p for p in state.get("pool", [])}
         return [by_id[r] for r in chosen]
 

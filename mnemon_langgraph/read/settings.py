@@ -49,6 +49,14 @@ class ReadSettings:
         candidates_floor: When fewer than this many pooled records pass the screen, the
             best-screened ones (by order, never by threshold) are judged in depth anyway,
             so a miscalibrated judge still fills the need table (default 16: the paper's View).
+        deep_records: Most records judged in depth (needed, satisfies, stale) in one turn,
+            over every round, the best-screened first; it bounds ``candidates_floor`` too.
+            A budget on System 1's work, which otherwise grows with the memory around the
+            pool. ``None``: every record that passes the screen (or is in the floor).
+            Default 24, a cost budget rather than a tuned choice: it holds a turn's
+            judgments flat from BEAM 100K to ~1M tokens (1.09× against 1.42× without it)
+            for 3 of 359 BEAM dev questions and no LoCoMo or LongMemEval evidence
+            (docs/results/beam.md, "A budget on judgments").
         planner_timeout_s: Seconds before a System 2 call is abandoned (rule planner then).
         judge_timeout_s: Seconds before a System 1 wave is abandoned (fused order then).
         leave_out_recent: Leave out of the View the records whose every message is among
@@ -140,6 +148,7 @@ class ReadSettings:
     directory_share: float = 0.05
     groups_share: float = 0.25
     candidates_floor: int = 16
+    deep_records: int | None = 24
     planner_timeout_s: float = 60.0
     judge_timeout_s: float = 30.0
     leave_out_recent: bool = True

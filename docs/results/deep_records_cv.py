@@ -1,8 +1,13 @@
-"""Choose ``ReadSettings.deep_records`` by cross-validation over LoCoMo, LongMemEval and BEAM.
+"""Choose a read setting by cross-validation over LoCoMo, LongMemEval and BEAM.
 
-Usage (each RUN is an ``mnemon eval`` output folder; a label ``none`` is the setting off)::
+Usage (each RUN is an ``mnemon eval`` output folder; for ``deep_records`` a label ``none``
+is the setting off)::
 
     python docs/results/deep_records_cv.py none=RUN_LOCOMO,RUN_LME,RUN_BEAM 32=... 48=...
+    python docs/results/deep_records_cv.py --prefer base base=... fw1=... pool64=...
+
+With ``--prefer LABEL`` (the shipped defaults), ties go to that label, then to the label
+given first; without it, labels are budgets and ties go to the smaller one.
 
 Folds: LoCoMo one per conversation (5); LongMemEval five, a question's fold being its rank
 among its type's questions (file order) mod 5; BEAM one per source conversation (10; a
@@ -63,11 +68,20 @@ def _order(label: str) -> float:
 
 
 def main(argv: list[str]) -> None:
+    prefer = None
+    if argv[:1] == ["--prefer"]:
+        prefer, argv = argv[1], argv[2:]
+    given = [arg.split("=", 1)[0] for arg in argv]
     runs = {}
     for arg in argv:
         label, paths = arg.split("=", 1)
         runs[label] = _load(paths.split(","))
-    labels = sorted(runs, key=_order)
+    if prefer is None:
+        labels = sorted(runs, key=_order)
+        tie = {lb: -_order(lb) for lb in labels}
+    else:
+        labels = given
+        tie = {lb: (1 if lb == prefer else 0) - given.index(lb) / 100 for lb in labels}
     keys = set.intersection(*(set(r) for r in runs.values()))
     folds = sorted({runs[labels[0]][k][0] for k in keys})
     for label in labels:
@@ -85,7 +99,7 @@ def main(argv: list[str]) -> None:
     chosen: dict[str, str] = {}
     for fold in folds:
         train = [k for k in keys if runs[labels[0]][k][0] != fold]
-        best = max(labels, key=lambda lb: (sum(runs[lb][k][1] for k in train), -_order(lb)))
+        best = max(labels, key=lambda lb: (sum(runs[lb][k][1] for k in train), tie[lb]))
         chosen[fold] = best
         for k in keys:
             if runs[labels[0]][k][0] == fold:

@@ -50,23 +50,28 @@ def _text(session: int, position: int) -> str:
     )
 
 
-def _records(pieces: bool = False) -> list[Any]:
-    """The history; ``pieces``: every three records of a session are pieces of one message."""
+def _records(pieces: bool = False, two_lines: bool = False) -> list[Any]:
+    """The history; ``pieces``: every three records of a session are pieces of one message;
+    ``two_lines``: every record is a turn and its reply (two lines, two message ids)."""
     out = []
     for session in range(1, 13):
         month = 1 + (session - 1) % 4  # January .. April 2023
         for position in range(12):
             rid = f"s{session}p{position}"
+            text, mids = _text(session, position), [f"s{session}m{position // 3}"]
+            if two_lines:
+                text += f"\nBo: lovely, the {'rota' if position % 2 else 'plot'} sounds right."
+                mids = [f"{rid}:a", f"{rid}:b"]
             out.append(
                 make_record(
                     rid,
-                    _text(session, position),
+                    text,
                     namespace=NS,
                     session=session,
                     date=datetime(2023, month, 1 + session),
                     position=position,
                     seq=len(out) + 1,
-                    message_ids=[f"s{session}m{position // 3}"] if pieces else None,
+                    message_ids=mids if pieces or two_lines else None,
                 )
             )
     out.append(make_record("note", EARLY, namespace=NS, session=13, seq=len(out) + 1))
@@ -171,8 +176,12 @@ def run_turn(
     question: str = QUESTION,
     now: datetime | None = None,
     stale_judge: bool = False,
+    two_lines: bool = False,
+    view_chars: int | None = None,
 ) -> Turn:
-    source = InMemorySearchSource(_records(pieces))
+    if view_chars is not None:
+        settings = replace(settings, view_chars=view_chars)
+    source = InMemorySearchSource(_records(pieces, two_lines))
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -263,6 +272,10 @@ def _early_in_prompts(t: Turn) -> bool:
     return any("blue notebook" in p for p in t.prompts)
 
 
+def _lines_shown(t: Turn) -> list[int]:
+    return [len(r["message_ids"]) for r in t.view["records"]]
+
+
 # field -> (changed value, observable, extra run options). The observable must differ
 # between the default run (with the same options) and the changed one.
 CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
@@ -318,6 +331,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         not ReadSettings().leave_out_stale,
         lambda t: str(t.trace["placement"].get("s1p0", ""))[:40],
         {"stale_judge": True},
+    ),
+    "excerpt_slots": (
+        100 if ReadSettings().excerpt_slots != 100 else 200,
+        _lines_shown,
+        {"two_lines": True},
+    ),
+    "excerpt_after": (
+        ReadSettings().excerpt_after + 4,
+        _lines_shown,
+        {"two_lines": True, "view_chars": 1500},
     ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,

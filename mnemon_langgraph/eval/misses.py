@@ -13,7 +13,7 @@ and nothing here reaches the memory. For every gold turn of a question,
    records judged needed, or left out because the planner named no need);
 3. ``judged fine, lost`` — judged needed (p ≥ 1/2) but over the budget, or left out by the
    staleness or recent-messages rules;
-4. ``other`` — anything else (e.g. in the View yet the turn not shown).
+4. ``other`` — anything else (e.g. in the View as an excerpt that left the turn out).
 
 A question that misses several turns is counted once, under the lowest-numbered bucket of
 its missing turns (the earliest stage that lost evidence); the turn-level table counts

@@ -32,6 +32,7 @@ from mnemon_langgraph.read.planner import (
     PlanResult,
     RulePlanner,
     latest_text,
+    message_text,
 )
 from mnemon_langgraph.read.pooling import (
     dict_to_record,
@@ -418,6 +419,7 @@ class Reader(RetrieveNode, ItemsNode):
             empty_reason=reason,
             seen=seen,
             all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
+            focus=[message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)],
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed

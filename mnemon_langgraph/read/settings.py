@@ -130,6 +130,18 @@ class ReadSettings:
             update detector, leaving them out removed gold evidence on LoCoMo and BEAM
             and helped no question; chosen by cross-validation
             (docs/results/longmemeval.md).
+        excerpt_slots: Under a View budget that holds fewer whole records than this, each
+            record after the first ``excerpt_after`` that is longer than
+            ``budget / excerpt_slots`` characters shows only its best lines for the turn's
+            message and needs, with ``…`` for the lines left out (``read.excerpts``): a
+            tight View shows more of System 1's ranking. A budget that holds this many
+            records of the longest size (``records.chunking``) is never cut, so the
+            default 12,000-character View is not. ``None``: records are always shown
+            whole. Default 6, with ``excerpt_after`` 1: chosen by leave-one-conversation-out
+            cross-validation over the budgets 1,000 to 12,000 (docs/results/excerpts.md).
+        excerpt_after: The View's first records, shown whole whatever ``excerpt_slots``
+            says: the record System 1 ranks first holds the answer most often, and a
+            record's best lines by their words can miss it.
     """
 
     max_needs: int = 3
@@ -166,6 +178,8 @@ class ReadSettings:
     message_pieces: int | None = 1
     spread_sessions: bool = False
     leave_out_stale: bool = False
+    excerpt_slots: int | None = 6
+    excerpt_after: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -191,6 +205,7 @@ class ReadSettings:
                 "neighbours_after",
                 "fused_weight",
                 "part_searches",
+                "excerpt_after",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -22,13 +22,14 @@ other in one session and day are shown as one block under one header that names 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from mnemon_langgraph.read.excerpts import Lead, excerpt, excerpt_text, focus_weights, line_scores
 from mnemon_langgraph.read.planner import message_text
 from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
 from mnemon_langgraph.read.settings import ReadSettings
@@ -632,18 +633,66 @@ class _Block:
         return where == self.where and position in (self.low - 1, self.high + 1)
 
 
+class _Excerpts:
+    """Cuts each record after the View's first ``after`` to its best lines, at most ``cap``
+    characters (:mod:`.excerpts`); the focus weights are computed on the first record
+    that needs them."""
+
+    def __init__(
+        self,
+        after: int | None,
+        cap: int,
+        focus: Sequence[str],
+        pool: Iterable[Mapping[str, Any]],
+    ) -> None:
+        self.after, self.cap, self.focus, self.pool = after, cap, focus, pool
+        self.weights: dict[str, float] | None = None
+
+    def apply(self, vr: ViewRecord, why: str, taken: int) -> tuple[ViewRecord, str]:
+        lines = vr.text.split("\n")
+        if (
+            self.after is None
+            or taken < self.after
+            or len(vr.text) <= self.cap
+            or len(lines) != len(vr.message_ids)
+        ):
+            return vr, why
+        if self.weights is None:
+            texts = (line for r in self.pool for line in str(r.get("text", "")).split("\n"))
+            self.weights = focus_weights(self.focus, texts)
+        kept = excerpt(lines, line_scores(lines, self.weights), self.cap, _lead(why))
+        if len(kept) == len(lines):
+            return vr, why
+        mids = tuple(dict.fromkeys(vr.message_ids[i] for i in kept))
+        text = excerpt_text(lines, kept)
+        why = f"{why}; an excerpt: {len(kept)} of its {len(lines)} lines"
+        return replace(vr, text=text, message_ids=mids), why
+
+
+def _lead(why: str) -> Lead:
+    """Which end of a neighbour record an excerpt keeps when no line matches the focus: the
+    start of the record after a best record (its reply), the end of the one before."""
+    if not why.startswith(_NEIGHBOUR):
+        return "best"
+    return "start" if "(just after" in why else "end"
+
+
 def _fill(
     candidates: Sequence[tuple[str, str]],
     by_id: Mapping[str, Mapping[str, Any]],
     budget: int,
     settings: ReadSettings,
     placement: dict[str, str],
+    focus: Sequence[str] = (),
 ) -> tuple[list[ViewRecord], list[_Block]]:
     """Take candidates in order until the View's records or characters run out.
 
     A record right before or after a block's records (same source, session and day) joins
     that block while it holds fewer than :data:`BLOCK_RECORDS`: it costs its text and its
-    shown id, not a header. Blocks keep the order of their first record.
+    shown id, not a header. Blocks keep the order of their first record. With
+    ``settings.excerpt_slots`` set, each record after the first
+    ``settings.excerpt_after`` longer than ``budget / excerpt_slots`` shows its best lines
+    for ``focus`` (:mod:`mnemon_langgraph.read.excerpts`).
 
     Returns:
         The records taken, in order, and the blocks that show them.
@@ -652,10 +701,13 @@ def _fill(
     blocks: list[_Block] = []
     used = 0
     cap = settings.view_records
+    slots = settings.excerpt_slots
+    after = None if slots is None else settings.excerpt_after
+    cutter = _Excerpts(after, budget // (slots or 1), focus, by_id.values())
     # shown ids told apart over the whole pool, so they are whichever records enter
     shown = short_ids(list(by_id))
     for pos, (rid, why) in enumerate(candidates):
-        vr = _view_record(by_id[rid], why, shown[rid])
+        vr, why = cutter.apply(_view_record(by_id[rid], why, shown[rid]), why, len(chosen))
         place = _place(by_id[rid])
         block = next((b for b in blocks if b.takes(place)), None)
         if block is not None:
@@ -706,22 +758,22 @@ def compose_view(
     empty_reason: str | None = None,
     seen: Sequence[str] = (),
     all_needs: Sequence[int] = (),
+    focus: Sequence[str] = (),
 ) -> View:
     """Compose the View from the pool, the judgments and the index (pure).
 
     Args:
         pool: Pooled records in fused pool order (dicts as kept in the graph's state).
         judgments: Every judgment of the turn.
-        needs_named: Whether the planner named at least one need (then the rest of the
-            pool fills the budget in System 1's ranking).
+        needs_named: Whether the planner named a need (the rest of the pool then fills in).
         index: ``{"instructions": [...], "topics": [...], "groups": [...]}`` or ``None``.
         settings: Budgets.
         trace: Trace dict to attach (``placement`` is added to it).
         empty_reason: Reason to report when no record enters.
-        seen: Records the agent already sees in its recent messages
-            (:func:`seen_in_recent`): left out, so they spend no budget.
+        seen: Records the agent already sees (:func:`seen_in_recent`): left out.
         all_needs: Indices of the needs of kind ``ALL``: the records satisfying them
             enter one per session before a second from the same session.
+        focus: The turn's message and needs, which pick an excerpt's lines.
 
     Returns:
         The View.
@@ -749,7 +801,7 @@ def compose_view(
     candidates = _with_neighbours(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
-    chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement)
+    chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement, focus)
     for rid in order:
         placement.setdefault(rid, "left out")
     for rid in judged_stale - stale:

@@ -302,6 +302,7 @@ def test_chat_planner_drives_five_searches() -> None:
         "plan",
         "plan",
         "hyde",
+        "instructions",  # the read path's own search for standing instructions, last
     ]
     assert {q for q, _, o in src.calls if o == 0} >= {"support group", "LGBTQ group meeting"}
 

@@ -50,7 +50,7 @@ def _text(session: int, position: int) -> str:
     )
 
 
-def _records(pieces: bool = False, two_lines: bool = False) -> list[Any]:
+def _records(pieces: bool = False, two_lines: bool = False, instruction: bool = False) -> list[Any]:
     """The history; ``pieces``: every three records of a session are pieces of one message;
     ``two_lines``: every record is a turn and its reply (two lines, two message ids)."""
     out = []
@@ -75,6 +75,17 @@ def _records(pieces: bool = False, two_lines: bool = False) -> list[Any]:
                 )
             )
     out.append(make_record("note", EARLY, namespace=NS, session=13, seq=len(out) + 1))
+    if instruction:
+        out.append(
+            make_record(
+                "instruction",
+                "Ada: Always name the plants in Latin when I ask about the garden.",
+                namespace=NS,
+                session=14,
+                roles=("user",),
+                seq=len(out) + 1,
+            )
+        )
     return out
 
 
@@ -178,10 +189,11 @@ def run_turn(
     stale_judge: bool = False,
     two_lines: bool = False,
     view_chars: int | None = None,
+    instruction: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
-    source = InMemorySearchSource(_records(pieces, two_lines))
+    source = InMemorySearchSource(_records(pieces, two_lines, instruction))
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -341,6 +353,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         ReadSettings().excerpt_after + 4,
         _lines_shown,
         {"two_lines": True, "view_chars": 1500},
+    ),
+    "instruction_records": (
+        0 if ReadSettings().instruction_records else 1,
+        lambda t: [r["id"] for r in t.view["records"][:2]],
+        {"instruction": True},
     ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.search.text import terms
-from mnemon_langgraph.types import Namespace, Record, SearchFilters, SearchHit
+from mnemon_langgraph.types import Namespace, Record, Role, SearchFilters, SearchHit
 
 __all__ = ["InMemoryItemSource", "InMemorySearchSource", "make_record"]
 
@@ -37,6 +37,7 @@ def make_record(
     position: int = 0,
     message_ids: Sequence[str] | None = None,
     seq: int = 0,
+    roles: Sequence[Role] = (),
 ) -> Record:
     """A record with sensible defaults (speakers taken from ``speaker: text`` lines)."""
     speakers = tuple(
@@ -52,6 +53,7 @@ def make_record(
         message_ids=tuple(message_ids if message_ids is not None else (f"{rid}:m0",)),
         text=text,
         seq=seq,
+        roles=tuple(roles),
     )
 
 

@@ -24,9 +24,10 @@ from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.dates import relative_date_range
 from mnemon_langgraph.read.drive import Body, Call, Step, adrive, drive
 from mnemon_langgraph.read.evidence import EvidenceBuilder
+from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_query
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
-from mnemon_langgraph.read.nodes_retrieve import RetrieveNode
+from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, RetrieveNode
 from mnemon_langgraph.read.planner import (
     Planner,
     PlanResult,
@@ -134,6 +135,18 @@ class Reader(RetrieveNode, ItemsNode):
                     "round": 1,
                     "date_from": bounds[0].isoformat(),
                     "date_to": bounds[1].isoformat(),
+                }
+            )
+        if self.settings.instruction_records > 0:
+            searches.append(
+                {
+                    "index": len(searches),
+                    "query": instruction_query(latest),
+                    "origin": INSTRUCTIONS,
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": 1,
+                    "k": INSTRUCTION_DEPTH,
                 }
             )
         needs = [

@@ -10,20 +10,82 @@ the first pool by reciprocal rank fusion).
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Mapping
+from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from mnemon_langgraph.read.drive import Body, Call, Gather, adrive, drive
+from mnemon_langgraph.read.instructions import standing_lines
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
-from mnemon_langgraph.read.pooling import build_first_pool, merge_page, take_page
+from mnemon_langgraph.read.pooling import (
+    build_first_pool,
+    merge_page,
+    record_to_dict,
+    take_page,
+)
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
-from mnemon_langgraph.read.state import ReadState, needs_of, recent_messages
+from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
 from mnemon_langgraph.read.trace import degraded, timing_event
 from mnemon_langgraph.types import Namespace, SearchFilters, SearchHit, SearchSource
 
 __all__ = ["RetrieveNode"]
+
+
+INSTRUCTIONS = "instructions"
+"""Origin of the search that looks for the user's standing instructions (``read.instructions``)."""
+
+
+def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRecord]:
+    """The instruction search's records that hold a standing instruction of the user, as pool
+    entries marked with those lines (``standing``); the rest of its page is dropped."""
+    out: list[PoolRecord] = []
+    for hit in hits:
+        lines = standing_lines(hit.record)
+        if lines:
+            entry = PoolRecord(
+                **record_to_dict(hit.record),
+                found=[[idx, hit.rank]],
+                round=round_no,
+                bm25_rank=hit.bm25_rank,
+                dense_rank=hit.dense_rank,
+            )
+            entry["standing"] = lines
+            out.append(entry)
+    return out
+
+
+def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list[PoolRecord], int]:
+    """The pool with the lane's records: marked where already pooled, appended otherwise."""
+    if not lane:
+        return pool, 0
+    where = {p["id"]: i for i, p in enumerate(pool)}
+    added = 0
+    for entry in lane:
+        i = where.get(entry["id"])
+        if i is None:
+            where[entry["id"]] = len(pool)
+            pool.append(entry)
+            added += 1
+        else:
+            found = [*pool[i].get("found", []), *entry.get("found", [])]
+            pool[i] = PoolRecord(**{**pool[i], "found": found, "standing": entry["standing"]})
+    return pool, added
+
+
+def _search_event(
+    s: Mapping[str, Any], idx: int, offset: int, returned: int, new: int, round_no: int
+) -> dict[str, Any]:
+    return {
+        "event": "search",
+        "index": idx,
+        "query": s["query"],
+        "origin": s["origin"],
+        "offset": offset,
+        "returned": returned,
+        "new": new,
+        "round": round_no,
+    }
 
 
 class RetrieveNode:
@@ -148,6 +210,7 @@ class RetrieveNode:
         round_no = state.get("rounds", 0) + 1
         seen = set(pooled)
         pages: list[tuple[int, int, list[SearchHit]]] = []
+        lane: list[PoolRecord] = []
         for idx, offset, hits in fetched:
             s = searches[idx]
             if isinstance(hits, BaseException):
@@ -155,6 +218,11 @@ class RetrieveNode:
                     degraded("search", f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}")
                 )
                 s["exhausted"] = True
+                continue
+            if s["origin"] == INSTRUCTIONS:
+                lane.extend(_standing(idx, hits, round_no))
+                s["exhausted"] = True
+                trace.append(_search_event(s, idx, offset, len(hits), len(lane), round_no))
                 continue
             k = s.get("k") or self.settings.page_records
             skip = seen if self.settings.skip_pooled else ()
@@ -188,6 +256,8 @@ class RetrieveNode:
             for idx, offset, page in pages:
                 pool, gained = merge_page(pool, idx, offset, page, round_no)
                 added += gained
+        pool, gained = _with_lane(pool, lane)
+        added += gained
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
         trace.append(timing_event("retrieve", start, model_seconds))
         return {"searches": searches, "pool": pool, "pending": [], "trace": trace}

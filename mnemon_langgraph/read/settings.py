@@ -142,6 +142,12 @@ class ReadSettings:
         excerpt_after: The View's first records, shown whole whatever ``excerpt_slots``
             says: the record System 1 ranks first holds the answer most often, and a
             record's best lines by their words can miss it.
+        instruction_records: Most standing instructions of the user ("always … when I ask
+            about …") the View leads with, found each turn by one more search worded as
+            such an instruction about the message, outside the fused pool, and shown as
+            their instruction lines only (``read.instructions``). 0 turns the search off.
+            Default 1, with the search's 10 nearest records: chosen by
+            leave-one-conversation-out cross-validation on BEAM (docs/results/beam.md).
     """
 
     max_needs: int = 3
@@ -180,6 +186,7 @@ class ReadSettings:
     leave_out_stale: bool = False
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
+    instruction_records: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -206,6 +213,7 @@ class ReadSettings:
                 "fused_weight",
                 "part_searches",
                 "excerpt_after",
+                "instruction_records",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -139,6 +139,8 @@ class PoolRecord(TypedDict, total=False):
     ``round`` is the round that first pooled it; ``bm25_rank`` / ``dense_rank`` are its
     best 0-based rank in the BM25 / embedding ranking of any search that returned it
     (``None``: that retriever never ranked it). System 1 reads them as retrieval evidence.
+    ``standing`` (only on records the instruction search found): the indices of its lines
+    that are standing instructions of the user (``read.instructions``).
     """
 
     id: str
@@ -155,6 +157,7 @@ class PoolRecord(TypedDict, total=False):
     round: int
     bm25_rank: int | None
     dense_rank: int | None
+    standing: list[int]
 
 
 class RecordEvidence(TypedDict, total=False):

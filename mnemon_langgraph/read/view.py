@@ -598,6 +598,42 @@ def _with_neighbours(
     return head + moved + [c for c in candidates[head_n:] if c[0] not in ids]
 
 
+_STANDING_WHY = "a standing instruction of the user"
+
+
+def _standing_first(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    skip: set[str],
+    settings: ReadSettings,
+) -> list[tuple[str, str]]:
+    """``candidates`` led by the pooled standing instructions (``read.instructions``).
+
+    The records the instruction search found holding a standing instruction of the user
+    (``standing`` in the pool) enter first, in that search's order, at most
+    ``settings.instruction_records``, each shown as its instruction lines only (:func:`_fill`):
+    an instruction says how to reply, which the turn's needs do not judge.
+    """
+    limit = settings.instruction_records
+    if limit <= 0:
+        return list(candidates)
+    standing = [r for r in pool if r.get("standing") and r["id"] not in skip]
+    standing.sort(key=lambda r: min((rank for _, rank in r.get("found") or []), default=0))
+    lead = [(r["id"], f"{_STANDING_WHY} (the instruction search)") for r in standing[:limit]]
+    ids = {rid for rid, _ in lead}
+    return lead + [c for c in candidates if c[0] not in ids]
+
+
+def _arranged(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    skip: set[str],
+    settings: ReadSettings,
+) -> list[tuple[str, str]]:
+    """The best records' neighbours moved up behind them, the standing instructions first."""
+    return _standing_first(_with_neighbours(candidates, pool, skip, settings), pool, skip, settings)
+
+
 BLOCK_RECORDS = 3
 """Most records one block of the View shows under one header (:func:`_fill`).
 
@@ -648,19 +684,22 @@ class _Excerpts:
         self.after, self.cap, self.focus, self.pool = after, cap, focus, pool
         self.weights: dict[str, float] | None = None
 
-    def apply(self, vr: ViewRecord, why: str, taken: int) -> tuple[ViewRecord, str]:
+    def apply(
+        self, vr: ViewRecord, why: str, taken: int, only: Sequence[int] | None = None
+    ) -> tuple[ViewRecord, str]:
+        """``vr`` cut to an excerpt when the rules say so (``only``: exactly those lines)."""
         lines = vr.text.split("\n")
-        if (
-            self.after is None
-            or taken < self.after
-            or len(vr.text) <= self.cap
-            or len(lines) != len(vr.message_ids)
-        ):
+        if len(lines) != len(vr.message_ids):
             return vr, why
-        if self.weights is None:
-            texts = (line for r in self.pool for line in str(r.get("text", "")).split("\n"))
-            self.weights = focus_weights(self.focus, texts)
-        kept = excerpt(lines, line_scores(lines, self.weights), self.cap, _lead(why))
+        if only is not None:
+            kept = sorted({i for i in only if 0 <= i < len(lines)}) or list(range(len(lines)))
+        elif self.after is None or taken < self.after or len(vr.text) <= self.cap:
+            return vr, why
+        else:
+            if self.weights is None:
+                texts = (line for r in self.pool for line in str(r.get("text", "")).split("\n"))
+                self.weights = focus_weights(self.focus, texts)
+            kept = excerpt(lines, line_scores(lines, self.weights), self.cap, _lead(why))
         if len(kept) == len(lines):
             return vr, why
         mids = tuple(dict.fromkeys(vr.message_ids[i] for i in kept))
@@ -706,8 +745,12 @@ def _fill(
     cutter = _Excerpts(after, budget // (slots or 1), focus, by_id.values())
     # shown ids told apart over the whole pool, so they are whichever records enter
     shown = short_ids(list(by_id))
+    leading = 0  # standing instructions taken: they do not count as the View's first records
     for pos, (rid, why) in enumerate(candidates):
-        vr, why = cutter.apply(_view_record(by_id[rid], why, shown[rid]), why, len(chosen))
+        only = by_id[rid].get("standing") if why.startswith(_STANDING_WHY) else None
+        vr = _view_record(by_id[rid], why, shown[rid])
+        vr, why = cutter.apply(vr, why, len(chosen) - leading, only)
+        leading += only is not None
         place = _place(by_id[rid])
         block = next((b for b in blocks if b.takes(place)), None)
         if block is not None:
@@ -798,7 +841,7 @@ def compose_view(
     if all_needs and settings.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
-    candidates = _with_neighbours(candidates, pool, skip, settings)
+    candidates = _arranged(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
     chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement, focus)

@@ -76,6 +76,7 @@ def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list
 def _search_event(
     s: Mapping[str, Any], idx: int, offset: int, returned: int, new: int, round_no: int
 ) -> dict[str, Any]:
+    """The trace event of one search page."""
     return {
         "event": "search",
         "index": idx,
@@ -235,18 +236,7 @@ class RetrieveNode:
             s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
             s["exhausted"] |= "record_id" in s
             pages.append((idx, offset, page))
-            trace.append(
-                {
-                    "event": "search",
-                    "index": idx,
-                    "query": s["query"],
-                    "origin": s["origin"],
-                    "offset": offset,
-                    "returned": len(page),
-                    "new": len(fresh),
-                    "round": round_no,
-                }
-            )
+            trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
         if not pool and round_no == 1:
             pool = build_first_pool(pages, cap=self.settings.pool_size, rrf_k=self.settings.rrf_k)

@@ -610,9 +610,11 @@ def _standing_first(
     """``candidates`` led by the pooled standing instructions (``read.instructions``).
 
     The records the instruction search found holding a standing instruction of the user
-    (``standing`` in the pool) enter first, in that search's order, at most
-    ``settings.instruction_records``, each shown as its instruction lines only (:func:`_fill`):
-    an instruction says how to reply, which the turn's needs do not judge.
+    (``standing`` in the pool) enter first, best rank first (the best rank any of the turn's
+    searches gave the record, so an instruction the other searches also found near the top
+    leads), at most ``settings.instruction_records``, each shown as its instruction lines
+    only (:func:`_fill`): an instruction says how to reply, which the turn's needs do not
+    judge.
     """
     limit = settings.instruction_records
     if limit <= 0:

@@ -342,3 +342,27 @@ def test_loaded_index_with_unsorted_postings_is_refused(tmp_path: Path) -> None:
     index.save(tmp_path / "bm25.npz", {})
     with pytest.raises(IndexFileError, match="not sorted"):
         BM25Index.load(tmp_path / "bm25.npz")
+
+
+def test_one_idf_is_bm25s_lucene_idf_and_every_user_reads_it() -> None:
+    """The package writes BM25's IDF once (``search.formula``): it equals ``bm25s``' Lucene
+    IDF, stays positive even for a term in every document, falls as ``df`` grows, and the
+    judge's and the excerpts' weights are that function, not copies of it."""
+    bm25s_scoring = pytest.importorskip("bm25s.scoring")
+    from mnemon_langgraph.judges.features import Doc, idf_of_docs, idf_of_memory
+    from mnemon_langgraph.read.excerpts import focus_weights
+    from mnemon_langgraph.search.formula import idf
+
+    for n in (1, 2, 7, 1000):
+        values = [idf(n, df) for df in range(n + 1)]
+        assert values == [bm25s_scoring._score_idf_lucene(df, n) for df in range(n + 1)]
+        assert all(v > 0 for v in values)
+        assert values == sorted(values, reverse=True) and len(set(values)) == len(values)
+
+    lines = ["paris trip in june", "a trip to rome", "the cat sleeps"]
+    assert focus_weights(["trip to paris?"], lines) == {"trip": idf(3, 2), "pari": idf(3, 1)}
+    docs = [Doc({"id": str(i), "text": f"Sam: {line}"}, i) for i, line in enumerate(lines)]
+    got = idf_of_docs(docs)  # the judge counts one unseen document more (N + 1)
+    assert got["trip"] == idf(4, 2) and got["cat"] == idf(4, 1) and got[""] == idf(4, 0)
+    memory = idf_of_memory({"records": 10, "df": {"trip": 4}}, {"x": 1.0})
+    assert memory == {"x": 1.0, "trip": idf(10, 4), "": idf(10, 0)}

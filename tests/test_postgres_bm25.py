@@ -215,7 +215,8 @@ def test_decode_array_reads_postgres_binary_arrays(postgres_url: str) -> None:
 
 def test_term_bound_is_above_every_records_contribution() -> None:
     """The bound from (max tf, min length) is at least any record's actual contribution."""
-    from mnemon_langgraph.store.postgres.impact import BM25_B, BM25_K1, TermStats, idf, term_bound
+    from mnemon_langgraph.search.formula import BM25_B, BM25_K1, idf
+    from mnemon_langgraph.store.postgres.impact import TermStats, term_bound
 
     n, avgdl = 1000, 12.0
     stats = TermStats(df=300, max_tf=3.0, min_len=4)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import calendar
 import functools
-import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -51,6 +50,7 @@ import numpy as np
 
 from mnemon_langgraph.records.content_caches import register_content_cache
 from mnemon_langgraph.search import text
+from mnemon_langgraph.search.formula import idf as bm25_idf
 from mnemon_langgraph.search.fusion import RRF_K
 
 __all__ = [
@@ -354,9 +354,7 @@ def idf_of_docs(docs: Sequence[Doc]) -> dict[str, float]:
     for doc in docs:
         df.update(doc.tf.keys())
     n = len(docs) + 1
-    return {t: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()} | {
-        "": math.log(1.0 + (n + 0.5) / 0.5)
-    }
+    return {t: bm25_idf(n, c) for t, c in df.items()} | {"": bm25_idf(n, 0)}
 
 
 def idf_of_memory(memory: Any, pool_idf: Mapping[str, float]) -> dict[str, float]:
@@ -376,8 +374,8 @@ def idf_of_memory(memory: Any, pool_idf: Mapping[str, float]) -> dict[str, float
     out = dict(pool_idf)
     for term, count in df.items():
         if isinstance(count, int) and 0 <= count <= n:
-            out[str(term)] = math.log(1.0 + (n - count + 0.5) / (count + 0.5))
-    out[""] = math.log(1.0 + (n + 0.5) / 0.5)
+            out[str(term)] = bm25_idf(n, count)
+    out[""] = bm25_idf(n, 0)
     return out
 
 

@@ -17,12 +17,12 @@ ids shown, and the View's ``message_ids`` are exactly what the agent reads.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Literal
 
+from mnemon_langgraph.search.formula import idf as bm25_idf
 from mnemon_langgraph.search.text import terms
 
 __all__ = ["GAP", "Lead", "excerpt", "focus_weights", "line_scores"]
@@ -40,9 +40,8 @@ def focus_weights(focus: Iterable[str], lines: Iterable[str]) -> dict[str, float
     """Weight of each index term of the ``focus`` texts: its inverse document frequency over
     ``lines`` (the pooled records' lines, each a document).
 
-    ``idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))``: BM25's idf in the form Lucene
-    uses (Robertson and Spärck Jones' weight, shifted so that it is never negative; the
-    ``lucene`` variant of bm25s). A term no line holds weighs nothing: it cannot pick a line.
+    BM25's IDF (:func:`mnemon_langgraph.search.formula.idf`) with each line a document. A
+    term no line holds weighs nothing: it cannot pick a line.
     """
     wanted = {t for text in focus for t in terms(text)}
     if not wanted:
@@ -52,7 +51,7 @@ def focus_weights(focus: Iterable[str], lines: Iterable[str]) -> dict[str, float
     for line in lines:
         n += 1
         df.update(wanted.intersection(terms(line)))
-    return {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in wanted if df[t]}
+    return {t: bm25_idf(n, df[t]) for t in wanted if df[t]}
 
 
 def line_scores(lines: Sequence[str], weights: Mapping[str, float]) -> list[float]:

@@ -30,13 +30,9 @@ slow at 1M records. So this module keeps its own inverted index and scores lazil
   order, so scores and ties do not depend on which terms were pruned. Exact: the ranking
   equals scoring every posting (``prune=False``; the tests compare both on many queries).
   ``mnemon bench search --corpus`` times both (README).
-* **Formula**: the Lucene BM25 variant that ``bm25s`` uses by default (``k1 = 1.5``,
-  ``b = 0.75``)::
-
-      idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
-      score(d, q) = Σ_{t in set(q)} idf(t) · tf(t, d) / (tf(t, d) + k1 · (1 - b + b · |d| / avgdl))
-
-  A test checks that rankings equal ``bm25s``'s on the same tokens.
+* **Formula**: the Lucene BM25 variant that ``bm25s`` uses by default, written once in
+  :mod:`.formula` (``k1 = 1.5``, ``b = 0.75``). A test checks that rankings equal
+  ``bm25s``'s on the same tokens.
 
 Tokenizer (:func:`tokenize`): the package's one tokenizer,
 :func:`mnemon_langgraph.search.text.terms` (Unicode letter/digit runs, so ``Caroline's`` →
@@ -65,6 +61,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from mnemon_langgraph.search.formula import BM25_B, BM25_K1
 from mnemon_langgraph.search.maxscore import MaxScore
 from mnemon_langgraph.search.text import STOPWORDS, terms, tokenizer_id
 
@@ -102,7 +99,7 @@ class BM25Index(MaxScore):
         b: Length normalisation.
     """
 
-    def __init__(self, *, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, *, k1: float = BM25_K1, b: float = BM25_B) -> None:
         self.k1, self.b = k1, b
         self.tokenizer = tokenizer_id()
         self._vocab: dict[str, int] = {}

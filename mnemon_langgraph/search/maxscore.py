@@ -17,7 +17,6 @@ which holds the postings (adding, deleting, merging, saving) and inherits it.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mnemon_langgraph.search.formula import idf as bm25_idf
 from mnemon_langgraph.search.text import terms as tokenize
 
 __all__ = ["MaxScore"]
@@ -88,7 +88,7 @@ class MaxScore:
         df = self._live_df(tid, parts)
         if df <= 0:
             return None
-        idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+        idf = bm25_idf(n_live, df)
         impact = 0.0
         in_main = tid + 1 < len(self._indptr) and self._indptr[tid + 1] > self._indptr[tid]
         if in_main:

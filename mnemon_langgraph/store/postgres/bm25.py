@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemon_langgraph.search.formula import idf
 from mnemon_langgraph.store.postgres.impact import (
     DEEPEN_MARGIN,
     DELTA_SQL,
@@ -30,7 +31,6 @@ from mnemon_langgraph.store.postgres.impact import (
     candidate_bounds,
     cut_bound,
     decode_array,
-    idf,
     impact_scale,
     lexical_terms,
     plan_depths,

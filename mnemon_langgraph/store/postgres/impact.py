@@ -1,7 +1,8 @@
 """BM25 computed in PostgreSQL, equal to the embedded :class:`~.search.bm25.BM25Index`.
 
-Same tokens (one Python tokenizer, :func:`lexical_terms`), same formula (Lucene variant,
-``k1 = 1.5``, ``b = 0.75``)::
+Same tokens (one Python tokenizer, :func:`lexical_terms`), same formula
+(:mod:`mnemon_langgraph.search.formula`: the Lucene variant, ``k1 = 1.5``, ``b = 0.75``),
+which the SQL below writes out::
 
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
     score(d, q) = Σ_{t in set(q)} idf(t) · tf(t, d) / (tf(t, d) + k1 · (1 - b + b · |d| / avgdl))
@@ -60,10 +61,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mnemon_langgraph.search.bm25 import tokenize
+from mnemon_langgraph.search.formula import BM25_B, BM25_K1, idf
 
 __all__ = [
-    "BM25_B",
-    "BM25_K1",
     "COLUMN_TERMS_MAX",
     "DEEPEN_MARGIN",
     "DELTA_SQL",
@@ -84,7 +84,6 @@ __all__ = [
     "candidate_bounds",
     "cut_bound",
     "decode_array",
-    "idf",
     "impact",
     "impact_scale",
     "lexical_terms",
@@ -99,14 +98,7 @@ __all__ = [
     "term_counts",
 ]
 
-BM25_K1 = 1.5
-BM25_B = 0.75
 _SLACK = 1e-9  # relative float slack: a bound must be *strictly* below the threshold
-
-
-def idf(n_docs: float, df: float) -> float:
-    """The BM25 IDF, the same formula as the SQL (and the embedded index)."""
-    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 @dataclass(frozen=True)

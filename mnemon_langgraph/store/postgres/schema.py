@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from mnemon_langgraph.errors import EmbeddingMismatchError, SchemaVersionError
-from mnemon_langgraph.store.postgres.impact import BM25_B, BM25_K1
+from mnemon_langgraph.search.formula import BM25_B, BM25_K1
 
 __all__ = [
     "HNSW_EF_CONSTRUCTION",

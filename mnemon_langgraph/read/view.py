@@ -543,11 +543,28 @@ def _lone_message(rec: Mapping[str, Any]) -> str | None:
     return held[0] if len(held) == 1 else None
 
 
+@dataclass
+class _Marks:
+    """How the arranging rules want some records shown, by record id (read by :func:`_fill`).
+
+    Attributes:
+        sides: A neighbour moved up (:func:`_with_neighbours`) → which end of it an excerpt
+            keeps when no line matches the focus: ``start`` for the record just after a
+            best record (its reply), ``end`` for the one just before.
+        standing: A standing instruction the View leads with (:func:`_standing_first`) →
+            the indices of its instruction lines, the only lines shown.
+    """
+
+    sides: dict[str, Lead] = field(default_factory=dict)
+    standing: dict[str, Sequence[int]] = field(default_factory=dict)
+
+
 def _with_neighbours(
     candidates: Sequence[tuple[str, str]],
     pool: Sequence[Mapping[str, Any]],
     skip: set[str],
     settings: ReadSettings,
+    marks: _Marks,
 ) -> list[tuple[str, str]]:
     """``candidates`` with the pooled neighbours of the best ones moved up.
 
@@ -591,6 +608,7 @@ def _with_neighbours(
             if other is None or other in taken:
                 continue
             taken.add(other)
+            marks.sides[other] = "end" if side == "before" else "start"
             moved.append((other, f"{_NEIGHBOUR} (just {side} the View's record ranked {rank})"))
     if not moved:
         return list(candidates)
@@ -606,6 +624,7 @@ def _standing_first(
     pool: Sequence[Mapping[str, Any]],
     skip: set[str],
     settings: ReadSettings,
+    marks: _Marks,
 ) -> list[tuple[str, str]]:
     """``candidates`` led by the pooled standing instructions (``read.instructions``).
 
@@ -622,6 +641,7 @@ def _standing_first(
     standing = [r for r in pool if r.get("standing") and r["id"] not in skip]
     standing.sort(key=lambda r: min((rank for _, rank in r.get("found") or []), default=0))
     lead = [(r["id"], f"{_STANDING_WHY} (the instruction search)") for r in standing[:limit]]
+    marks.standing.update((r["id"], r["standing"]) for r in standing[:limit])
     ids = {rid for rid, _ in lead}
     return lead + [c for c in candidates if c[0] not in ids]
 
@@ -631,9 +651,12 @@ def _arranged(
     pool: Sequence[Mapping[str, Any]],
     skip: set[str],
     settings: ReadSettings,
-) -> list[tuple[str, str]]:
-    """The best records' neighbours moved up behind them, the standing instructions first."""
-    return _standing_first(_with_neighbours(candidates, pool, skip, settings), pool, skip, settings)
+) -> tuple[list[tuple[str, str]], _Marks]:
+    """The best records' neighbours moved up behind them, the standing instructions first,
+    and how those records are to be shown."""
+    marks = _Marks()
+    near = _with_neighbours(candidates, pool, skip, settings, marks)
+    return _standing_first(near, pool, skip, settings, marks), marks
 
 
 BLOCK_RECORDS = 3
@@ -687,9 +710,15 @@ class _Excerpts:
         self.weights: dict[str, float] | None = None
 
     def apply(
-        self, vr: ViewRecord, why: str, taken: int, only: Sequence[int] | None = None
+        self,
+        vr: ViewRecord,
+        why: str,
+        taken: int,
+        only: Sequence[int] | None = None,
+        lead: Lead = "best",
     ) -> tuple[ViewRecord, str]:
-        """``vr`` cut to an excerpt when the rules say so (``only``: exactly those lines)."""
+        """``vr`` cut to an excerpt when the rules say so (``only``: exactly those lines;
+        ``lead``: which end to keep when no line matches the focus)."""
         lines = vr.text.split("\n")
         if len(lines) != len(vr.message_ids):
             return vr, why
@@ -701,21 +730,13 @@ class _Excerpts:
             if self.weights is None:
                 texts = (line for r in self.pool for line in str(r.get("text", "")).split("\n"))
                 self.weights = focus_weights(self.focus, texts)
-            kept = excerpt(lines, line_scores(lines, self.weights), self.cap, _lead(why))
+            kept = excerpt(lines, line_scores(lines, self.weights), self.cap, lead)
         if len(kept) == len(lines):
             return vr, why
         mids = tuple(dict.fromkeys(vr.message_ids[i] for i in kept))
         text = excerpt_text(lines, kept)
         why = f"{why}; an excerpt: {len(kept)} of its {len(lines)} lines"
         return replace(vr, text=text, message_ids=mids), why
-
-
-def _lead(why: str) -> Lead:
-    """Which end of a neighbour record an excerpt keeps when no line matches the focus: the
-    start of the record after a best record (its reply), the end of the one before."""
-    if not why.startswith(_NEIGHBOUR):
-        return "best"
-    return "start" if "(just after" in why else "end"
 
 
 def _fill(
@@ -725,6 +746,7 @@ def _fill(
     settings: ReadSettings,
     placement: dict[str, str],
     focus: Sequence[str] = (),
+    marks: _Marks | None = None,
 ) -> tuple[list[ViewRecord], list[_Block]]:
     """Take candidates in order until the View's records or characters run out.
 
@@ -733,7 +755,8 @@ def _fill(
     shown id, not a header. Blocks keep the order of their first record. With
     ``settings.excerpt_slots`` set, each record after the first
     ``settings.excerpt_after`` longer than ``budget / excerpt_slots`` shows its best lines
-    for ``focus`` (:mod:`mnemon_langgraph.read.excerpts`).
+    for ``focus`` (:mod:`mnemon_langgraph.read.excerpts`); ``marks`` says which records
+    show only their instruction lines and which end of a neighbour an excerpt keeps.
 
     Returns:
         The records taken, in order, and the blocks that show them.
@@ -747,11 +770,12 @@ def _fill(
     cutter = _Excerpts(after, budget // (slots or 1), focus, by_id.values())
     # shown ids told apart over the whole pool, so they are whichever records enter
     shown = short_ids(list(by_id))
+    marks = marks or _Marks()
     leading = 0  # standing instructions taken: they do not count as the View's first records
     for pos, (rid, why) in enumerate(candidates):
-        only = by_id[rid].get("standing") if why.startswith(_STANDING_WHY) else None
+        only = marks.standing.get(rid)
         vr = _view_record(by_id[rid], why, shown[rid])
-        vr, why = cutter.apply(vr, why, len(chosen) - leading, only)
+        vr, why = cutter.apply(vr, why, len(chosen) - leading, only, marks.sides.get(rid, "best"))
         leading += only is not None
         place = _place(by_id[rid])
         block = next((b for b in blocks if b.takes(place)), None)
@@ -843,10 +867,10 @@ def compose_view(
     if all_needs and settings.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
-    candidates = _arranged(candidates, pool, skip, settings)
+    candidates, marks = _arranged(candidates, pool, skip, settings)
     index_text, shown_items = _index_block(index or {}, settings)
     budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
-    chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement, focus)
+    chosen, shown_blocks = _fill(candidates, by_id, budget, settings, placement, focus, marks)
     for rid in order:
         placement.setdefault(rid, "left out")
     for rid in judged_stale - stale:

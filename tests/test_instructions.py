@@ -109,6 +109,8 @@ def test_the_view_leads_with_the_instruction_line_only() -> None:
     assert origins.count("instructions") == 1
     query = next(s["query"] for s in view.trace["searches"] if s["origin"] == "instructions")
     assert query == instruction_query("What should I put in the shady corner by the shed?")
+    [call] = [e for e in view.trace["search_calls"] if e["origin"] == "instructions"]
+    assert call["new"] == 1 and call["returned"] > 1  # one record of the page holds one
 
 
 def test_without_the_lane_the_instruction_is_not_found() -> None:

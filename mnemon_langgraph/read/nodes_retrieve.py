@@ -221,9 +221,12 @@ class RetrieveNode:
                 s["exhausted"] = True
                 continue
             if s["origin"] == INSTRUCTIONS:
-                lane.extend(_standing(idx, hits, round_no))
+                kept = _standing(idx, hits, round_no)
+                lane.extend(kept)
                 s["exhausted"] = True
-                trace.append(_search_event(s, idx, offset, len(hits), len(lane), round_no))
+                # as for a page: "new" counts what it brings that no earlier round pooled
+                fresh = sum(1 for e in kept if e["id"] not in pooled)
+                trace.append(_search_event(s, idx, offset, len(hits), fresh, round_no))
                 continue
             k = s.get("k") or self.settings.page_records
             skip = seen if self.settings.skip_pooled else ()

@@ -225,8 +225,8 @@ class RetrieveNode:
                 lane.extend(kept)
                 s["exhausted"] = True
                 # as for a page: "new" counts what it brings that no earlier round pooled
-                fresh = sum(1 for e in kept if e["id"] not in pooled)
-                trace.append(_search_event(s, idx, offset, len(hits), fresh, round_no))
+                unseen = sum(1 for e in kept if e["id"] not in pooled)
+                trace.append(_search_event(s, idx, offset, len(hits), unseen, round_no))
                 continue
             k = s.get("k") or self.settings.page_records
             skip = seen if self.settings.skip_pooled else ()

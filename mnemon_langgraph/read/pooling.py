@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
-from mnemon_langgraph.types import Namespace, Record, SearchHit
+from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
 __all__ = ["build_first_pool", "dict_to_record", "merge_page", "record_to_dict", "take_page"]
 
@@ -27,6 +27,7 @@ def record_to_dict(record: Record) -> PoolRecord:
         "date": record.date.isoformat() if record.date else None,
         "position": record.position,
         "speakers": list(record.speakers),
+        "roles": list(record.roles),
         "message_ids": list(record.message_ids),
         "text": record.text,
         "source": record.source,
@@ -46,6 +47,7 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
         position=int(data.get("position") or 0),
         speakers=tuple(data.get("speakers") or ()),
         message_ids=tuple(data.get("message_ids") or ()),
+        roles=cast(tuple[Role, ...], tuple(data.get("roles") or ())),
         text=data.get("text", ""),
         source=data.get("source", ""),
         seq=int(data.get("seq") or 0),

@@ -139,8 +139,9 @@ class PoolRecord(TypedDict, total=False):
     ``round`` is the round that first pooled it; ``bm25_rank`` / ``dense_rank`` are its
     best 0-based rank in the BM25 / embedding ranking of any search that returned it
     (``None``: that retriever never ranked it). System 1 reads them as retrieval evidence.
-    ``standing`` (only on records the instruction search found): the indices of its lines
-    that are standing instructions of the user (``read.instructions``).
+    ``roles`` is parallel to the lines of ``text`` (``user``, ``assistant`` …; empty when the
+    source did not say). ``standing`` (only on records the instruction search found): the
+    indices of its lines that are standing instructions of the user (``read.instructions``).
     """
 
     id: str
@@ -148,6 +149,7 @@ class PoolRecord(TypedDict, total=False):
     date: str | None
     position: int
     speakers: list[str]
+    roles: list[str]
     message_ids: list[str]
     text: str
     source: str

@@ -148,6 +148,13 @@ class ReadSettings:
             their instruction lines only (``read.instructions``). 0 turns the search off.
             Default 1, with the search's 10 nearest records: chosen by
             leave-one-conversation-out cross-validation on BEAM (docs/results/beam.md).
+        assistant_rank_factor: A record holding only the assistant's words competes for a
+            place in the View as if System 1 had ranked it this many times lower
+            (``view.demote_replies``): the memory is of what the user said, and a long reply
+            shares more of a question's words than the user's turn that holds the answer.
+            Records of people (LoCoMo's two speakers) or of unknown role never move. 1: off.
+            Default 3: chosen by cross-validation over BEAM's conversations, LongMemEval's
+            question folds and LoCoMo's conversations (docs/results/replies.md).
     """
 
     max_needs: int = 3
@@ -187,6 +194,7 @@ class ReadSettings:
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
     instruction_records: int = 1
+    assistant_rank_factor: float = 3.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -217,6 +225,11 @@ class ReadSettings:
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")
+            elif f.name == "assistant_rank_factor":
+                if value < 1:
+                    raise ConfigurationError(
+                        f"ReadSettings.assistant_rank_factor must be >= 1, got {value}"
+                    )
             elif f.name == "message_pieces":
                 if value < 1:
                     raise ConfigurationError(

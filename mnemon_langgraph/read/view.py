@@ -537,6 +537,45 @@ def spread_sessions(
     return head + [(rid, why[rid]) for rid in ids]
 
 
+_REPLY = "the assistant's words only: ranked as if {factor:g}× lower"
+
+
+def is_reply(rec: Mapping[str, Any]) -> bool:
+    """Whether every line of a pooled record is the assistant's (known roles only)."""
+    roles = rec.get("roles") or ()
+    return bool(roles) and all(role == "assistant" for role in roles)
+
+
+def demote_replies(
+    candidates: Sequence[tuple[str, str]], pool: Sequence[Mapping[str, Any]], factor: float
+) -> list[tuple[str, str]]:
+    """``candidates`` with the records holding only the assistant's words ranked lower.
+
+    A memory is of what the user said: the facts, plans, preferences and instructions of
+    the user's own turns. An assistant's reply restates the question and elaborates on it
+    at length, so it shares more of a later question's words than the short user turn that
+    holds the answer, and System 1 ranks its pieces first; on a long history of such
+    exchanges they fill the View. So the candidate at (0-based) place ``i`` competes at
+    ``factor · i`` when every line of it is the assistant's (:func:`is_reply`) and at ``i``
+    otherwise; equal places keep the candidates' order, and the first candidate stays
+    first. Records of people talking to each other (LoCoMo's two speakers are both
+    ``user``) or of unknown role never move. Order only: calibration invariance holds.
+    ``factor`` 1: unchanged.
+    """
+    if factor <= 1:
+        return list(candidates)
+    reply = {r["id"] for r in pool if is_reply(r)}
+    note = _REPLY.format(factor=factor)
+    placed = sorted(
+        range(len(candidates)),
+        key=lambda i: (i * factor if candidates[i][0] in reply else i, i),
+    )
+    return [
+        (rid, f"{why}; {note}" if rid in reply else why)
+        for rid, why in (candidates[i] for i in placed)
+    ]
+
+
 def _lone_message(rec: Mapping[str, Any]) -> str | None:
     """The message a record holds alone (a piece of it, or all of it), else ``None``."""
     held = tuple(rec.get("message_ids") or ())
@@ -652,9 +691,10 @@ def _arranged(
     skip: set[str],
     settings: ReadSettings,
 ) -> tuple[list[tuple[str, str]], _Marks]:
-    """The best records' neighbours moved up behind them, the standing instructions first,
-    and how those records are to be shown."""
+    """The assistant's replies ranked lower, the best records' neighbours moved up behind
+    them, the standing instructions first, and how those records are to be shown."""
     marks = _Marks()
+    candidates = demote_replies(candidates, pool, settings.assistant_rank_factor)
     near = _with_neighbours(candidates, pool, skip, settings, marks)
     return _standing_first(near, pool, skip, settings, marks), marks
 

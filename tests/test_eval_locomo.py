@@ -146,6 +146,10 @@ def test_cli_eval_locomo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
             "--no-plots",
             "--conversations",
             "conv-30",
+            "--read-setting",
+            "assistant_rank_factor=1",
+            "--read-setting",
+            "excerpt_slots=none",
         ]
     )
     assert code == 0
@@ -155,6 +159,8 @@ def test_cli_eval_locomo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert summary["counts"]["questions"] == 2
     assert summary["config"]["budget_chars"] == 4000
     assert summary["read_settings"]["view_chars"] == 4000
+    assert summary["read_settings"]["assistant_rank_factor"] == 1
+    assert summary["read_settings"]["excerpt_slots"] is None
     assert set(summary["baselines"]) == {
         f"turns+{m}@{k}" for m in ("cosine", "bm25", "rrf") for k in ("3", "6", "view")
     }
@@ -192,6 +198,26 @@ def test_cli_rejects_unknown_conversation_and_judge(tmp_path: Path) -> None:
     assert main([*args, "--judge", "llm:no-provider"]) == 2
     assert main([*args, "--planner", "no-provider"]) == 2
     assert main([*args, "--baseline-k", "3,x"]) == 2
+    assert main([*args, "--read-setting", "no_such_field=1"]) == 2
+    assert main([*args, "--read-setting", "assistant_rank_factor"]) == 2
+    assert main([*args, "--read-setting", "assistant_rank_factor=0.5"]) == 2
+    assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+def test_read_setting_values_are_typed_and_checked_by_read_settings() -> None:
+    from mnemon_langgraph.cli._common import read_settings
+    from mnemon_langgraph.errors import ConfigurationError
+
+    got = read_settings(
+        ["excerpt_slots=None", "leave_out_recent=false", "fused_weight=0.5", "follow_scope=both"],
+        3000,
+    )
+    assert (got.excerpt_slots, got.leave_out_recent, got.fused_weight) == (None, False, 0.5)
+    assert (got.follow_scope, got.view_chars) == ("both", 3000)
+    assert read_settings([]) == read_settings([], None)
+    for bad in ("view_chars=-1", "follow_scope=everywhere", "=3", "view_chars=many"):
+        with pytest.raises(ConfigurationError):
+            read_settings([bad])
 
 
 def test_cli_eval_writes_records_of_the_asked_size(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ __all__ = [
     "add_embeddings_arg",
     "add_namespace_arg",
     "add_read_args",
+    "add_read_settings_arg",
     "chat_model",
     "embeddings_for",
     "first_line",
@@ -36,6 +37,7 @@ __all__ = [
     "planner",
     "print_json",
     "quiet_read_path",
+    "read_settings",
     "read_view",
     "redact_db",
     "require_journal",
@@ -343,3 +345,61 @@ def add_read_args(parser: argparse.ArgumentParser) -> None:
         metavar="local|llm:PROVIDER:MODEL|jev",
         help="System 1: 'local' (default, offline), 'llm:PROVIDER:MODEL' or 'jev'",
     )
+
+
+def add_read_settings_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--read-setting NAME=VALUE`` (repeatable): one :class:`ReadSettings` field each."""
+    parser.add_argument(
+        "--read-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set one ReadSettings field for this run (repeatable), e.g. "
+        "assistant_rank_factor=1 or excerpt_slots=none; the summary records every setting",
+    )
+
+
+def _setting_value(text: str) -> Any:
+    """A ``--read-setting`` value: ``none``, ``true`` / ``false``, an int, a float, else text
+    (``ReadSettings`` itself checks each field's range)."""
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def read_settings(overrides: Sequence[str], view_chars: int | None = None) -> Any:
+    """The run's :class:`ReadSettings`: the defaults, ``view_chars`` if given, and each
+    ``NAME=VALUE`` of ``--read-setting``.
+
+    Raises:
+        ConfigurationError: A malformed pair, an unknown field, or a value the field refuses.
+    """
+    from dataclasses import fields
+
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.read.settings import ReadSettings
+
+    known = {f.name for f in fields(ReadSettings)}
+    values: dict[str, Any] = {} if view_chars is None else {"view_chars": view_chars}
+    for pair in overrides:
+        name, sep, text = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigurationError(f"--read-setting wants NAME=VALUE, got {pair!r}")
+        if name not in known:
+            raise ConfigurationError(
+                f"--read-setting: ReadSettings has no field {name!r} (fields: {sorted(known)})"
+            )
+        values[name] = _setting_value(text)
+    try:
+        return ReadSettings(**values)
+    except TypeError as exc:  # e.g. a number where a comparison needs one
+        raise ConfigurationError(f"--read-setting: {exc}") from exc

@@ -10,9 +10,11 @@ from typing import Any
 from mnemon_langgraph.cli import _common
 from mnemon_langgraph.cli._common import (
     add_embeddings_arg,
+    add_read_settings_arg,
     chat_model,
     embeddings_for,
     quiet_read_path,
+    read_settings,
 )
 from mnemon_langgraph.errors import ConfigurationError
 
@@ -107,6 +109,7 @@ def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
+    add_read_settings_arg(loc)
     loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     loc.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -175,7 +178,6 @@ def eval_store(args: argparse.Namespace, embeddings: Any) -> Any:
 def _run_locomo(args: argparse.Namespace) -> int:
     from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
     from mnemon_langgraph.read.graph import create_read_graph
-    from mnemon_langgraph.read.settings import ReadSettings
 
     if args.budget_chars is not None and args.budget_chars <= 0:
         raise ConfigurationError("--budget-chars must be positive")
@@ -199,7 +201,7 @@ def _run_locomo(args: argparse.Namespace) -> int:
     planner = build_planner(args.planner)
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
-    settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
+    settings = read_settings(args.read_setting, args.budget_chars)
     store = eval_store(args, embeddings)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)

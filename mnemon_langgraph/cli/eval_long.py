@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_embeddings_arg, chat_model, embeddings_for
+from mnemon_langgraph.cli._common import (
+    add_embeddings_arg,
+    add_read_settings_arg,
+    chat_model,
+    embeddings_for,
+    read_settings,
+)
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["add_beam", "add_longmemeval", "cached_embeddings", "ints_or_none"]
@@ -76,6 +82,7 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     add_embeddings_arg(lme, what="embedder of the journal, the local judge and the baselines")
+    add_read_settings_arg(lme)
     lme.add_argument(
         "--embedding-cache",
         default=None,
@@ -155,7 +162,6 @@ def _run(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
     from mnemon_langgraph.eval.longmemeval import run_longmemeval_eval
     from mnemon_langgraph.read.graph import create_read_graph
-    from mnemon_langgraph.read.settings import ReadSettings
 
     embeddings, cache = cached_embeddings(args)
     config = _config(args, cache)
@@ -166,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
     store = eval_store(args, embeddings)
 
     def graph_at(budget: int | None) -> Any:
-        settings = ReadSettings(view_chars=budget) if budget else ReadSettings()
+        settings = read_settings(args.read_setting, budget)
         return create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
 
     try:
@@ -319,6 +325,7 @@ def add_beam(sub: Any) -> None:
 def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
     """The embedder, cache, judge, planner and output switches of ``eval beam``."""
     add_embeddings_arg(beam, what="embedder of the journal, the local judge and the baselines")
+    add_read_settings_arg(beam)
     beam.add_argument(
         "--embedding-cache",
         default=None,
@@ -349,7 +356,6 @@ def _run_beam(args: argparse.Namespace) -> int:
     from mnemon_langgraph.eval.beam import parse_concat_spec
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
     from mnemon_langgraph.read.graph import create_read_graph
-    from mnemon_langgraph.read.settings import ReadSettings
 
     for flag, value in (
         ("--budget-chars", args.budget_chars),
@@ -383,7 +389,7 @@ def _run_beam(args: argparse.Namespace) -> int:
     judge = build_judge(args.judge, embeddings)
     planner = build_planner(args.planner)
     store = eval_store(args, embeddings)
-    settings = ReadSettings(view_chars=args.budget_chars) if args.budget_chars else ReadSettings()
+    settings = read_settings(args.read_setting, args.budget_chars)
     try:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
         with quiet_read_path(args.verbose):

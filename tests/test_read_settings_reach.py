@@ -50,9 +50,12 @@ def _text(session: int, position: int) -> str:
     )
 
 
-def _records(pieces: bool = False, two_lines: bool = False, instruction: bool = False) -> list[Any]:
+def _records(
+    pieces: bool = False, two_lines: bool = False, instruction: bool = False, replies: bool = False
+) -> list[Any]:
     """The history; ``pieces``: every three records of a session are pieces of one message;
-    ``two_lines``: every record is a turn and its reply (two lines, two message ids)."""
+    ``two_lines``: every record is a turn and its reply (two lines, two message ids);
+    ``replies``: the records at odd positions are the assistant's, the others the user's."""
     out = []
     for session in range(1, 13):
         month = 1 + (session - 1) % 4  # January .. April 2023
@@ -72,6 +75,7 @@ def _records(pieces: bool = False, two_lines: bool = False, instruction: bool = 
                     position=position,
                     seq=len(out) + 1,
                     message_ids=mids if pieces or two_lines else None,
+                    roles=(("assistant",) if position % 2 else ("user",)) if replies else (),
                 )
             )
     out.append(make_record("note", EARLY, namespace=NS, session=13, seq=len(out) + 1))
@@ -190,10 +194,11 @@ def run_turn(
     two_lines: bool = False,
     view_chars: int | None = None,
     instruction: bool = False,
+    replies: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
-    source = InMemorySearchSource(_records(pieces, two_lines, instruction))
+    source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -358,6 +363,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         0 if ReadSettings().instruction_records else 1,
         lambda t: [r["id"] for r in t.view["records"][:2]],
         {"instruction": True},
+    ),
+    "assistant_rank_factor": (
+        1.0 if ReadSettings().assistant_rank_factor != 1 else 3.0,
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"replies": True},
     ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,

@@ -109,13 +109,13 @@ def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
-    add_read_settings_arg(loc)
     loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     loc.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _add_locomo_models(loc: argparse.ArgumentParser) -> None:
-    """Which backends read and (optionally) answer and grade."""
+    """Which backends read, with which settings, and (optionally) answer and grade."""
+    add_read_settings_arg(loc)
     loc.add_argument(
         "--judge",
         default="local",

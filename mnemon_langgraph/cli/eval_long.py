@@ -18,7 +18,7 @@ __all__ = ["add_beam", "add_longmemeval", "cached_embeddings", "ints_or_none"]
 
 
 def add_longmemeval(sub: Any, add_models: Any) -> None:
-    """Add ``eval longmemeval`` to ``sub`` (``add_models`` adds --judge/--planner/answers)."""
+    """Add ``eval longmemeval`` to ``sub`` (``add_models``: the read path's models, settings)."""
     lme = sub.add_parser(
         "longmemeval",
         help="LongMemEval: the release file (longmemeval_s_cleaned.json, _m) or a subset",
@@ -82,7 +82,6 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     add_embeddings_arg(lme, what="embedder of the journal, the local judge and the baselines")
-    add_read_settings_arg(lme)
     lme.add_argument(
         "--embedding-cache",
         default=None,

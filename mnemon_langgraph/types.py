@@ -11,7 +11,7 @@ feed the same View.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_SESSION",
     "MAX_SPEAKER_CHARS",
     "ROLES",
+    "JournalSource",
     "Message",
     "Namespace",
     "Record",
@@ -386,6 +387,23 @@ class VectorSource(Protocol):
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> Mapping[str, Any]:
         """Unit vectors of these records by id (unknown ids are left out)."""
+        ...
+
+
+@runtime_checkable
+class JournalSource(Protocol):
+    """A search source that can read its records in the order they were written.
+
+    The read path reads the few records written just before a reply of the assistant to
+    find the user's turn it answers (:mod:`mnemon_langgraph.read.questions`). Both store
+    backends are journal sources; a plain retriever wrapped as a :class:`SearchSource` need
+    not be (the question must then be pooled to be found).
+    """
+
+    def records(
+        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]:
+        """Records of ``namespace`` with ``seq > after_seq``, in seq order."""
         ...
 
 

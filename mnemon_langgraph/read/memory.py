@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
 from mnemon_langgraph.items import IndexItem
@@ -68,6 +68,7 @@ class InMemorySearchSource:
         self._records: list[Record] = []
         self._tokens: list[Counter[str]] = []
         self.calls: list[tuple[str, int, int]] = []
+        self.reads: list[tuple[int, int | None]] = []  # records() calls: (after_seq, limit)
         self.add(records)
 
     def add(self, records: Iterable[Record]) -> None:
@@ -117,6 +118,17 @@ class InMemorySearchSource:
     ) -> list[SearchHit]:
         """Async :meth:`search`."""
         return self.search(query, namespace=namespace, k=k, offset=offset, filters=filters)
+
+    def records(
+        self, namespace: Namespace, *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Record]:
+        """Records of ``namespace`` with ``seq > after_seq`` in seq order (a journal source)."""
+        self.reads.append((after_seq, limit))
+        mine = sorted(
+            (r for r in self._records if r.namespace == tuple(namespace) and r.seq > after_seq),
+            key=lambda r: r.seq,
+        )
+        return iter(mine if limit is None else mine[:limit])
 
 
 class InMemoryItemSource:

@@ -369,6 +369,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: [r["id"] for r in t.view["records"]],
         {"replies": True},
     ),
+    "reply_questions": (
+        not ReadSettings().reply_questions,
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"replies": True},
+    ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

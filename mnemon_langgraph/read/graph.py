@@ -94,7 +94,7 @@ def create_read_graph(
     builder.add_node(
         "judge_items", RunnableLambda(reader.judge_items, reader.ajudge_items, name="judge_items")
     )
-    builder.add_node("compose", reader.compose)
+    builder.add_node("compose", RunnableLambda(reader.compose, reader.acompose, name="compose"))
     builder.add_edge(START, "plan")
     builder.add_edge("plan", "retrieve")
     builder.add_edge("retrieve", "judge")

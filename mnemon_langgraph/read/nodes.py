@@ -10,7 +10,7 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.decisions import BaseDecisionModel
 from langchain_core.messages import BaseMessage
@@ -22,7 +22,7 @@ from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.dates import relative_date_range
-from mnemon_langgraph.read.drive import Body, Call, Step, adrive, drive
+from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive, in_thread
 from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_query
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
@@ -35,9 +35,8 @@ from mnemon_langgraph.read.planner import (
     latest_text,
     message_text,
 )
-from mnemon_langgraph.read.pooling import (
-    dict_to_record,
-)
+from mnemon_langgraph.read.pooling import dict_to_record, record_to_dict
+from mnemon_langgraph.read.questions import SPAN, questions, replies_judged, windows
 from mnemon_langgraph.read.rules import (
     FollowRecord,
     Judgment,
@@ -62,7 +61,7 @@ from mnemon_langgraph.read.state import (
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
-from mnemon_langgraph.types import Namespace, SearchSource
+from mnemon_langgraph.types import JournalSource, Namespace, Record, SearchSource
 
 __all__ = ["NODES", "Reader"]
 
@@ -408,12 +407,41 @@ class Reader(RetrieveNode, ItemsNode):
         """Back to ``retrieve`` while the round produced fetching actions and rounds remain."""
         return "retrieve" if state.get("pending") else "judge_items"
 
-    # --- compose (pure) -----------------------------------------------------------------
-    def compose(self, state: ReadState) -> dict[str, Any]:
+    # --- compose -------------------------------------------------------------------------
+    def _with_questions(self, state: ReadState) -> Body[list[PoolRecord]]:
+        """The pool with the questions of the replies judged in depth (``read.questions``):
+        marked on the replies, and added when the journal had to be read for them."""
+        pool = list(state.get("pool", []))
+        if not self.settings.reply_questions:
+            return pool
+        deep = (j["target"] for j in state.get("judgments", []) if j["proposition"] == "needed")
+        replies = replies_judged(pool, deep)
+        read: list[Record] = []
+        if replies and isinstance(self.source, JournalSource):
+            ns = tuple(state["namespace"])
+            reads = tuple(
+                Call(self._journal, in_thread(self._journal), (ns, after))
+                for after in windows(pool, replies)
+            )
+            for got in (yield Gather(reads)) if reads else ():
+                # a failed read finds no question for its reply: the View is as without
+                if not isinstance(got, BaseException):
+                    read.extend(got)
+        found, added = questions(pool, replies, [record_to_dict(r) for r in read])
+        rounds = state.get("rounds", 0)
+        out = [PoolRecord(**p, question=found[p["id"]]) if p["id"] in found else p for p in pool]
+        return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in added]
+
+    def _journal(self, namespace: Namespace, after_seq: int) -> list[Record]:
+        """The :data:`~mnemon_langgraph.read.questions.SPAN` records written after ``after_seq``."""
+        source = cast(JournalSource, self.source)
+        return list(source.records(namespace, after_seq=after_seq, limit=SPAN))
+
+    def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
+        pool = yield from self._with_questions(state)
         events = list(state.get("trace", []))
         trace = build_trace(state, events, self.settings)
-        pool = state.get("pool", [])
         reason = None
         if not pool:
             reason = (
@@ -442,3 +470,11 @@ class Reader(RetrieveNode, ItemsNode):
             {"node": "compose", "seconds": elapsed, "model_seconds": 0.0}
         )
         return {"view": view, "trace": [timing_event("compose", start)]}
+
+    def compose(self, state: ReadState) -> dict[str, Any]:
+        """Node ``compose`` under ``invoke``."""
+        return drive(self._compose(state))
+
+    async def acompose(self, state: ReadState) -> dict[str, Any]:
+        """Node ``compose`` under ``ainvoke``."""
+        return await adrive(self._compose(state))

@@ -155,6 +155,12 @@ class ReadSettings:
             Records of people (LoCoMo's two speakers) or of unknown role never move. 1: off.
             Default 3: chosen by cross-validation over BEAM's conversations, LongMemEval's
             question folds and LoCoMo's conversations (docs/results/replies.md).
+        reply_questions: Each reply of the assistant judged in depth brings the user's turn
+            it answers into the View, right before it (``read.questions``): the user's words
+            are what the reply restates, and they share few of the question's words. Read
+            from the pool, else from the journal's records written just before the reply
+            (a source that is not a journal: the pool only). ``False`` turns it off.
+            Chosen by the same cross-validation (docs/results/replies.md).
     """
 
     max_needs: int = 3
@@ -195,6 +201,7 @@ class ReadSettings:
     excerpt_after: int = 1
     instruction_records: int = 1
     assistant_rank_factor: float = 3.0
+    reply_questions: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):

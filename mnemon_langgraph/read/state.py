@@ -142,6 +142,8 @@ class PoolRecord(TypedDict, total=False):
     ``roles`` is parallel to the lines of ``text`` (``user``, ``assistant`` …; empty when the
     source did not say). ``standing`` (only on records the instruction search found): the
     indices of its lines that are standing instructions of the user (``read.instructions``).
+    ``question`` (only set for the View, on a reply judged in depth): the id of the record
+    holding the user's turn the reply answers (``read.questions``).
     """
 
     id: str
@@ -160,6 +162,7 @@ class PoolRecord(TypedDict, total=False):
     bm25_rank: int | None
     dense_rank: int | None
     standing: list[int]
+    question: str
 
 
 class RecordEvidence(TypedDict, total=False):

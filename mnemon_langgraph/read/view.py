@@ -31,6 +31,7 @@ from langchain_core.messages import BaseMessage
 
 from mnemon_langgraph.read.excerpts import Lead, excerpt, excerpt_text, focus_weights, line_scores
 from mnemon_langgraph.read.planner import message_text
+from mnemon_langgraph.read.questions import is_reply
 from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
 from mnemon_langgraph.read.settings import ReadSettings
 
@@ -41,6 +42,7 @@ __all__ = [
     "ViewRecord",
     "blend_with_fused",
     "compose_view",
+    "demote_replies",
     "escape_data",
     "explain",
     "replaced_stale",
@@ -48,6 +50,7 @@ __all__ = [
     "short_ids",
     "spread_pieces",
     "spread_sessions",
+    "with_questions",
 ]
 
 PREAMBLE = (
@@ -540,12 +543,6 @@ def spread_sessions(
 _REPLY = "the assistant's words only: ranked as if {factor:g}× lower"
 
 
-def is_reply(rec: Mapping[str, Any]) -> bool:
-    """Whether every line of a pooled record is the assistant's (known roles only)."""
-    roles = rec.get("roles") or ()
-    return bool(roles) and all(role == "assistant" for role in roles)
-
-
 def demote_replies(
     candidates: Sequence[tuple[str, str]], pool: Sequence[Mapping[str, Any]], factor: float
 ) -> list[tuple[str, str]]:
@@ -574,6 +571,34 @@ def demote_replies(
         (rid, f"{why}; {note}" if rid in reply else why)
         for rid, why in (candidates[i] for i in placed)
     ]
+
+
+_QUESTION = "the user's turn that the reply {reply} answers, placed before it"
+
+
+def with_questions(
+    candidates: Sequence[tuple[str, str]], pool: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """``candidates`` with each reply's question (``question`` on the reply's pool entry,
+    set by the compose node: :mod:`mnemon_langgraph.read.questions`) right before it.
+
+    A question already placed earlier stays there; one placed later moves up. Order
+    only: the judgments are untouched.
+    """
+    question = {r["id"]: r["question"] for r in pool if r.get("question")}
+    if not question:
+        return list(candidates)
+    out: list[tuple[str, str]] = []
+    placed: set[str] = set()
+    for rid, why in candidates:
+        qid = question.get(rid)
+        if qid is not None and qid not in placed:
+            out.append((qid, _QUESTION.format(reply=rid)))
+            placed.add(qid)
+        if rid not in placed:
+            out.append((rid, why))
+            placed.add(rid)
+    return out
 
 
 def _lone_message(rec: Mapping[str, Any]) -> str | None:
@@ -691,9 +716,11 @@ def _arranged(
     skip: set[str],
     settings: ReadSettings,
 ) -> tuple[list[tuple[str, str]], _Marks]:
-    """The assistant's replies ranked lower, the best records' neighbours moved up behind
-    them, the standing instructions first, and how those records are to be shown."""
+    """Each reply's question before it, the assistant's replies ranked lower, the best
+    records' neighbours moved up behind them, the standing instructions first, and how
+    those records are to be shown."""
     marks = _Marks()
+    candidates = with_questions(candidates, pool)
     candidates = demote_replies(candidates, pool, settings.assistant_rank_factor)
     near = _with_neighbours(candidates, pool, skip, settings, marks)
     return _standing_first(near, pool, skip, settings, marks), marks

@@ -1,0 +1,173 @@
+"""A reply judged in depth brings the user's turn it answers (``read.questions``): the walk
+back over the reply's pieces, the journal read when the pool lacks the question, its place in
+the View, and the graph with a journal source, a plain source and ``ainvoke``."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.questions import SPAN, question_of, questions, windows
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.read.view import with_questions
+from mnemon_langgraph.types import JournalSource, Namespace, SearchHit
+
+NS = ("users", "ada")
+
+
+def _rec(rid: str, position: int, roles: tuple[str, ...], seq: int, **kw: Any) -> dict[str, Any]:
+    base = {"source": "chat", "session": 1, "message_ids": [rid], "text": rid}
+    return {**base, "id": rid, "position": position, "roles": list(roles), "seq": seq, **kw}
+
+
+def test_the_walk_passes_the_replys_own_pieces_to_the_users_turn() -> None:
+    records = [
+        _rec("q", 3, ("user",), 4),
+        _rec("p1", 4, ("assistant",), 5),
+        _rec("p2", 5, ("assistant",), 6),
+        _rec("p3", 6, ("assistant",), 7),
+        _rec("older", 1, ("user",), 2),
+    ]
+    assert question_of(records[3], records)["id"] == "q"  # type: ignore[index]
+    mixed = _rec("qa", 3, ("user", "assistant"), 4)  # a packed turn and reply counts too
+    assert question_of(records[1], [mixed, records[1]])["id"] == "qa"  # type: ignore[index]
+
+
+def test_a_gap_another_session_or_a_stranger_ends_the_walk() -> None:
+    reply = _rec("r", 5, ("assistant",), 6)
+    assert question_of(reply, [_rec("q", 3, ("user",), 4), reply]) is None  # position 4 missing
+    other = _rec("q", 4, ("user",), 5, session=2)
+    assert question_of(reply, [other, reply]) is None
+    system = _rec("s", 4, ("system",), 5)
+    assert question_of(reply, [system, _rec("q", 3, ("user",), 4), reply]) is None
+    assert question_of({"id": "x", "position": None}, [reply]) is None
+
+
+def test_the_journal_is_read_only_for_replies_whose_question_is_not_pooled() -> None:
+    pooled_q = [_rec("q1", 0, ("user",), 10), _rec("a1", 1, ("assistant",), 11)]
+    lone = _rec("a2", 8, ("assistant",), 40)
+    pool = [*pooled_q, lone]
+    assert windows(pool, ["a1", "a2"]) == [40 - SPAN - 1]
+    assert windows([_rec("a3", 1, ("assistant",), 3)], ["a3"]) == [-1]  # never below -1
+    found, added = questions(pool, ["a1", "a2"], [_rec("q2", 7, ("user",), 39)])
+    assert found == {"a1": "q1", "a2": "q2"}
+    assert [q["id"] for q in added] == ["q2"]
+
+
+def test_each_question_enters_right_before_its_reply() -> None:
+    pool = [
+        {"id": "a", "question": "qa"},
+        {"id": "b", "question": "qb"},
+        {"id": "qa"},
+        {"id": "qb"},
+        {"id": "x"},
+    ]
+    candidates = [("x", "w"), ("qa", "w"), ("a", "w"), ("b", "w"), ("qb", "w")]
+    got = with_questions(candidates, pool)
+    assert [rid for rid, _ in got] == ["x", "qa", "a", "qb", "b"]  # qa kept, qb moved up
+    assert dict(got)["qb"] == "the user's turn that the reply b answers, placed before it"
+    assert with_questions(candidates, [{"id": "a"}]) == candidates
+
+
+def _history() -> list[Any]:
+    """A user's turn sharing no word with the question, then the assistant's three-piece
+    reply that shares many, then filler turns of the user that share one."""
+    out = [
+        make_record(
+            "ask",
+            "user: Guess what, my neighbour gave me her old Yamaha yesterday!",
+            namespace=NS,
+            position=0,
+            message_ids=["m0"],
+            roles=("user",),
+            seq=1,
+        )
+    ]
+    for i in range(1, 4):
+        out.append(
+            make_record(
+                f"reply{i}",
+                f"assistant: a piano is a lovely gift; piano care, part {i}: tune the piano "
+                "twice a year and keep the piano away from the radiator.",
+                namespace=NS,
+                position=i,
+                message_ids=["m1"],
+                roles=("assistant",),
+                seq=i + 1,
+            )
+        )
+    for i in range(4, 10):
+        out.append(
+            make_record(
+                f"f{i}",
+                f"user: unrelated note {i} about the garden and a piano concert on the radio",
+                namespace=NS,
+                position=i,
+                message_ids=[f"m{i}"],
+                roles=("user",),
+                seq=i + 1,
+            )
+        )
+    return out
+
+
+class _PlainSource:
+    """A search source that is not a journal (no ``records``)."""
+
+    def __init__(self, inner: InMemorySearchSource) -> None:
+        self.inner = inner
+
+    def search(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
+        return self.inner.search(query, namespace=namespace, **kw)
+
+    async def asearch(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
+        return self.inner.search(query, namespace=namespace, **kw)
+
+
+def _view(settings: ReadSettings, source: Any = None, run_async: bool = False) -> Any:
+    source = source or InMemorySearchSource(_history())
+    graph = create_read_graph(
+        source=source,
+        judge=ScriptedDecisionModel(answers=lambda qid, q, state: 0.9),
+        planner=None,
+        settings=settings,
+    )
+    state = {"messages": [HumanMessage("How should I take care of my piano?")]}
+    ctx = ReadContext(namespace=NS)
+    out = (
+        asyncio.run(graph.ainvoke(state, context=ctx))
+        if run_async
+        else graph.invoke(state, context=ctx)
+    )
+    return out["view"]
+
+
+def test_in_a_real_graph_the_reply_brings_the_users_turn_from_the_journal() -> None:
+    base = ReadSettings(view_neighbours=0, instruction_records=0)
+    source = InMemorySearchSource(_history())
+    assert isinstance(source, JournalSource)
+    on = _view(base, source)
+    off = _view(replace(base, reply_questions=False))
+    assert "m0" in on.message_ids and "Yamaha" in on.text
+    assert "m0" not in off.message_ids and "m1" in off.message_ids
+    assert "ask" not in {p["id"] for p in on.trace["pool"]}, "the question was not pooled"
+    assert source.reads, "the journal was read for it"
+    assert on.trace["placement"]["ask"].endswith("answers, placed before it")
+    assert on.text.index("Yamaha") < on.text.index("tune the piano")
+    assert _view(base, run_async=True).text == on.text
+
+
+def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() -> None:
+    base = ReadSettings(view_neighbours=0, instruction_records=0)
+    plain = _PlainSource(InMemorySearchSource(_history()))
+    assert not isinstance(plain, JournalSource)
+    got = _view(base, plain)
+    assert got.text == _view(replace(base, reply_questions=False), plain).text
+    assert "m1" in got.message_ids and "m0" not in got.message_ids

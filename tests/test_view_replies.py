@@ -134,7 +134,10 @@ def _view(settings: ReadSettings) -> Any:
 
 
 def test_in_a_real_graph_the_users_turn_gets_in_only_with_the_rule() -> None:
-    tight = ReadSettings(view_chars=900, view_neighbours=0, excerpt_slots=None)
+    # the replies' questions off: this is the ranking rule alone (test_reply_questions.py)
+    tight = ReadSettings(
+        view_chars=900, view_neighbours=0, excerpt_slots=None, reply_questions=False
+    )
     off = _view(replace(tight, assistant_rank_factor=1.0))
     on = _view(replace(tight, assistant_rank_factor=3.0))
     assert "m0" not in off.message_ids and len(off.records) >= 2

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import pytest
+from _reliability_common import fake_embeddings
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
@@ -17,7 +21,8 @@ from mnemon_langgraph.read.questions import SPAN, question_of, questions, window
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import with_questions
-from mnemon_langgraph.types import JournalSource, Namespace, SearchHit
+from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.types import JournalSource, Message, Namespace, SearchHit
 
 NS = ("users", "ada")
 
@@ -171,3 +176,74 @@ def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() ->
     got = _view(base, plain)
     assert got.text == _view(replace(base, reply_questions=False), plain).text
     assert "m1" in got.message_ids and "m0" not in got.message_ids
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A SQLite path, or a fresh PostgreSQL database URL."""
+    if request.param == "embedded":
+        return str(tmp_path / "memory.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def _piano_judge(qid: str, question: Any, state: Any) -> float:
+    """Needed: the records about the piano (the reply's pieces). The user's turn shares no
+    word with the question and is judged below everything else."""
+    local = qid.partition(".")[0]
+    rows = {r["id"]: r for r in state["records"]}
+    text = str(rows.get(local, {}).get("text", ""))
+    return 0.9 if "piano" in text else 0.05 if "Yamaha" in text else 0.3
+
+
+def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
+    """Written through the store (the reply split into pieces by the journal), read by the
+    graph sync and async: the user's turn enters the View with its reply on both backends."""
+    day = datetime(2024, 3, 1, 9, 0)
+    reply = " ".join(
+        f"Piano care, step {i}: tune the piano twice a year, keep the piano away from the "
+        "radiator and dust the piano keys gently."
+        for i in range(12)
+    )
+    messages = [
+        Message(
+            "Guess what, my neighbour gave me her old Yamaha yesterday!",
+            "user",
+            "user",
+            "m0",
+            day,
+            1,
+        ),
+        Message(reply, "assistant", "assistant", "m1", day, 1),
+        *(
+            Message(f"Unrelated note {i} about the garden.", "user", "user", f"m{i}", day, 1)
+            for i in range(2, 8)
+        ),
+    ]
+    with MnemonStore(target, fake_embeddings()) as store:
+        store.ingest(NS, messages, source="chat")
+        assert isinstance(store, JournalSource)
+        pieces = [r for r in store.records(NS) if r.message_ids == ("m1",)]
+        assert len(pieces) >= 2, "the reply was not split: the walk over pieces is untested"
+        tight = ReadSettings(
+            view_chars=1200, view_neighbours=0, instruction_records=0, excerpt_slots=None
+        )
+        graph = create_read_graph(
+            source=store,
+            judge=ScriptedDecisionModel(answers=_piano_judge),
+            planner=None,
+            settings=tight,
+        )
+        state = {"messages": [HumanMessage("How should I take care of my piano?")]}
+        ctx = ReadContext(namespace=NS)
+        view = graph.invoke(state, context=ctx)["view"]
+        assert "m0" in view.message_ids and "m1" in view.message_ids
+        assert view.text.index("Yamaha") < view.text.index("tune the piano")
+        assert asyncio.run(graph.ainvoke(state, context=ctx))["view"].text == view.text
+        off = create_read_graph(
+            source=store,
+            judge=ScriptedDecisionModel(answers=_piano_judge),
+            planner=None,
+            settings=replace(tight, reply_questions=False),
+        )
+        without = off.invoke(state, context=ctx)["view"]
+        assert "m0" not in without.message_ids and "m1" in without.message_ids

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _chat_records import chat_records
 from _reliability_common import fake_embeddings
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.memory import InMemorySearchSource
 from mnemon_langgraph.read.questions import SPAN, question_of, questions, windows
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
@@ -84,43 +85,26 @@ def test_each_question_enters_right_before_its_reply() -> None:
 def _history() -> list[Any]:
     """A user's turn sharing no word with the question, then the assistant's three-piece
     reply that shares many, then filler turns of the user that share one."""
-    out = [
-        make_record(
-            "ask",
-            "user: Guess what, my neighbour gave me her old Yamaha yesterday!",
-            namespace=NS,
-            position=0,
-            message_ids=["m0"],
-            roles=("user",),
-            seq=1,
-        )
-    ]
-    for i in range(1, 4):
-        out.append(
-            make_record(
-                f"reply{i}",
-                f"assistant: a piano is a lovely gift; piano care, part {i}: tune the piano "
-                "twice a year and keep the piano away from the radiator.",
-                namespace=NS,
-                position=i,
-                message_ids=["m1"],
-                roles=("assistant",),
-                seq=i + 1,
-            )
-        )
-    for i in range(4, 10):
-        out.append(
-            make_record(
-                f"f{i}",
-                f"user: unrelated note {i} about the garden and a piano concert on the radio",
-                namespace=NS,
-                position=i,
-                message_ids=[f"m{i}"],
-                roles=("user",),
-                seq=i + 1,
-            )
-        )
-    return out
+    reply = "a piano is a lovely gift; piano care, part {}: tune the piano twice a year and keep "
+    return chat_records(
+        NS,
+        [
+            ("ask", "user", "Guess what, my neighbour gave me her old Yamaha yesterday!", "m0"),
+            *(
+                (f"reply{i}", "assistant", reply.format(i) + "it from the radiator.", "m1")
+                for i in range(1, 4)
+            ),
+            *(
+                (
+                    f"f{i}",
+                    "user",
+                    f"unrelated note {i} about the garden and a piano concert",
+                    f"m{i}",
+                )
+                for i in range(4, 10)
+            ),
+        ],
+    )
 
 
 class _PlainSource:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from _chat_records import chat_records
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
@@ -96,32 +97,18 @@ def test_roles_survive_the_pool_round_trip() -> None:
 def _history() -> list[Any]:
     """A user's turn with the answer, sharing one word with the question, then the
     assistant's long replies, sharing many."""
-    out = [
-        make_record(
-            "ask",
-            "user: oh, and the starter? We call him Gerald.",
-            namespace=NS,
-            position=0,
-            message_ids=["m0"],
-            roles=("user",),
-            seq=1,
-        )
-    ]
-    for i in range(1, 6):
-        out.append(
-            make_record(
-                f"reply{i}",
-                "assistant: a sourdough starter in the fridge needs feeding weekly; "
-                f"sourdough tip {i}: discard half the starter, feed flour and water, "
-                "keep the sourdough starter jar loosely covered in the fridge.",
-                namespace=NS,
-                position=i,
-                message_ids=[f"m{i}"],
-                roles=("assistant",),
-                seq=i + 1,
-            )
-        )
-    return out
+    tip = (
+        "a sourdough starter in the fridge needs feeding weekly; sourdough tip {}: discard half "
+        "the starter, feed flour and water, keep the sourdough starter jar loosely covered in "
+        "the fridge."
+    )
+    return chat_records(
+        NS,
+        [
+            ("ask", "user", "oh, and the starter? We call him Gerald.", "m0"),
+            *((f"reply{i}", "assistant", tip.format(i), f"m{i}") for i in range(1, 6)),
+        ],
+    )
 
 
 def _view(settings: ReadSettings) -> Any:

@@ -78,7 +78,7 @@ def test_each_question_enters_right_before_its_reply() -> None:
     candidates = [("x", "w"), ("qa", "w"), ("a", "w"), ("b", "w"), ("qb", "w")]
     got = with_questions(candidates, pool)
     assert [rid for rid, _ in got] == ["x", "qa", "a", "qb", "b"]  # qa kept, qb moved up
-    assert dict(got)["qb"] == "the user's turn that the reply b answers, placed before it"
+    assert dict(got)["qb"] == "the user's turn that the reply ranked 4 answers, placed before it"
     assert with_questions(candidates, [{"id": "a"}]) == candidates
 
 

@@ -573,7 +573,7 @@ def demote_replies(
     ]
 
 
-_QUESTION = "the user's turn that the reply {reply} answers, placed before it"
+_QUESTION = "the user's turn that the reply ranked {rank} answers, placed before it"
 
 
 def with_questions(
@@ -590,10 +590,10 @@ def with_questions(
         return list(candidates)
     out: list[tuple[str, str]] = []
     placed: set[str] = set()
-    for rid, why in candidates:
+    for rank, (rid, why) in enumerate(candidates, start=1):
         qid = question.get(rid)
         if qid is not None and qid not in placed:
-            out.append((qid, _QUESTION.format(reply=rid)))
+            out.append((qid, _QUESTION.format(rank=rank)))
             placed.add(qid)
         if rid not in placed:
             out.append((rid, why))

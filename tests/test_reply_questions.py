@@ -18,7 +18,14 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource
-from mnemon_langgraph.read.questions import SPAN, question_of, questions, windows
+from mnemon_langgraph.read.questions import (
+    MIN_REPLY_CHARS,
+    SPAN,
+    question_of,
+    questions,
+    replies_judged,
+    windows,
+)
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import with_questions
@@ -56,6 +63,17 @@ def test_a_gap_another_session_or_a_stranger_ends_the_walk() -> None:
     assert question_of({"id": "x", "position": None}, [reply]) is None
 
 
+def test_only_replies_judged_in_depth_and_longer_than_a_line_or_two_bring_one() -> None:
+    long = "x" * MIN_REPLY_CHARS
+    pool = [
+        _rec("long", 1, ("assistant",), 2, text=long),
+        _rec("short", 3, ("assistant",), 4, text="How is Pepper coping?"),
+        _rec("user", 4, ("user",), 5, text=long),
+        _rec("unjudged", 5, ("assistant",), 6, text=long),
+    ]
+    assert replies_judged(pool, ["long", "short", "user"]) == ["long"]
+
+
 def test_the_journal_is_read_only_for_replies_whose_question_is_not_pooled() -> None:
     pooled_q = [_rec("q1", 0, ("user",), 10), _rec("a1", 1, ("assistant",), 11)]
     lone = _rec("a2", 8, ("assistant",), 40)
@@ -82,14 +100,20 @@ def test_each_question_enters_right_before_its_reply() -> None:
     assert with_questions(candidates, [{"id": "a"}]) == candidates
 
 
+GARDEN = "the roses, the beans and the hedge all want water, and the shed door still sticks."
+
+
 def _history() -> list[Any]:
     """A user's turn sharing no word with the question, then the assistant's three-piece
-    reply that shares many, then filler turns of the user that share one."""
-    reply = "a piano is a lovely gift; piano care, part {}: tune the piano twice a year and keep "
+    reply that shares many, then longer turns of the user that share one ("care")."""
+    reply = (
+        "a piano is a lovely gift, and a used one deserves care; piano care, part {}: tune the "
+        "piano twice a year, keep the room's humidity steady, dust the keys gently and keep "
+    )
     return chat_records(
         NS,
         [
-            ("ask", "user", "Guess what, my neighbour gave me her old Yamaha yesterday!", "m0"),
+            ("ask", "user", "Guess what, the neighbour gave me her old Yamaha yesterday!", "m0"),
             *(
                 (f"reply{i}", "assistant", reply.format(i) + "it from the radiator.", "m1")
                 for i in range(1, 4)
@@ -98,7 +122,7 @@ def _history() -> list[Any]:
                 (
                     f"f{i}",
                     "user",
-                    f"unrelated note {i} about the garden and a piano concert",
+                    f"note {i}: the garden needs care after the rain; {GARDEN}",
                     f"m{i}",
                 )
                 for i in range(4, 10)
@@ -120,11 +144,24 @@ class _PlainSource:
         return self.inner.search(query, namespace=namespace, **kw)
 
 
+def _piano_judge(qid: str, question: Any, state: Any) -> float:
+    """Needed: the records about the piano (the reply's pieces). The user's turn shares no
+    word with the question and is judged below everything else."""
+    local = qid.partition(".")[0]
+    rows = {r["id"]: r for r in state["records"]}
+    text = str(rows.get(local, {}).get("text", ""))
+    return 0.9 if "piano" in text else 0.05 if "Yamaha" in text else 0.3
+
+
+TIGHT = ReadSettings(view_chars=1200, view_neighbours=0, instruction_records=0, excerpt_slots=None)
+"""A View that holds two or three records, so a record is in it for a reason."""
+
+
 def _view(settings: ReadSettings, source: Any = None, run_async: bool = False) -> Any:
     source = source or InMemorySearchSource(_history())
     graph = create_read_graph(
         source=source,
-        judge=ScriptedDecisionModel(answers=lambda qid, q, state: 0.9),
+        judge=ScriptedDecisionModel(answers=_piano_judge),
         planner=None,
         settings=settings,
     )
@@ -139,7 +176,7 @@ def _view(settings: ReadSettings, source: Any = None, run_async: bool = False) -
 
 
 def test_in_a_real_graph_the_reply_brings_the_users_turn_from_the_journal() -> None:
-    base = ReadSettings(view_neighbours=0, instruction_records=0)
+    base = TIGHT
     source = InMemorySearchSource(_history())
     assert isinstance(source, JournalSource)
     on = _view(base, source)
@@ -154,7 +191,7 @@ def test_in_a_real_graph_the_reply_brings_the_users_turn_from_the_journal() -> N
 
 
 def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() -> None:
-    base = ReadSettings(view_neighbours=0, instruction_records=0)
+    base = TIGHT
     plain = _PlainSource(InMemorySearchSource(_history()))
     assert not isinstance(plain, JournalSource)
     got = _view(base, plain)
@@ -170,15 +207,6 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
-def _piano_judge(qid: str, question: Any, state: Any) -> float:
-    """Needed: the records about the piano (the reply's pieces). The user's turn shares no
-    word with the question and is judged below everything else."""
-    local = qid.partition(".")[0]
-    rows = {r["id"]: r for r in state["records"]}
-    text = str(rows.get(local, {}).get("text", ""))
-    return 0.9 if "piano" in text else 0.05 if "Yamaha" in text else 0.3
-
-
 def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
     """Written through the store (the reply split into pieces by the journal), read by the
     graph sync and async: the user's turn enters the View with its reply on both backends."""
@@ -190,7 +218,7 @@ def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
     )
     messages = [
         Message(
-            "Guess what, my neighbour gave me her old Yamaha yesterday!",
+            "Guess what, the neighbour gave me her old Yamaha yesterday!",
             "user",
             "user",
             "m0",
@@ -208,9 +236,7 @@ def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
         assert isinstance(store, JournalSource)
         pieces = [r for r in store.records(NS) if r.message_ids == ("m1",)]
         assert len(pieces) >= 2, "the reply was not split: the walk over pieces is untested"
-        tight = ReadSettings(
-            view_chars=1200, view_neighbours=0, instruction_records=0, excerpt_slots=None
-        )
+        tight = TIGHT
         graph = create_read_graph(
             source=store,
             judge=ScriptedDecisionModel(answers=_piano_judge),

@@ -4,9 +4,10 @@ On a long history of exchanges with an assistant, System 1 judges pieces of the 
 replies: a reply restates the question and elaborates at length, so it shares the most
 words with a later question. What the user said is the turn just before the reply,
 which often shares few of those words and is never pooled. With
-``ReadSettings.reply_questions`` on, every reply the turn judged in depth (it has a
-*needed* judgment: at most ``ReadSettings.deep_records`` records) brings its **question**:
-the record holding the user's turn right before the reply's message.
+``ReadSettings.reply_questions`` on, every reply of more than a line or two
+(:data:`MIN_REPLY_CHARS`) that the turn judged in depth (it has a *needed* judgment: at
+most ``ReadSettings.deep_records`` records) brings its **question**: the record holding
+the user's turn right before the reply's message.
 
 * :func:`question_of` finds it among records it is given: same source and session,
   walking back from the reply's position over the reply's own earlier pieces (records
@@ -29,11 +30,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["SPAN", "is_reply", "question_of", "questions", "replies_judged", "windows"]
+__all__ = [
+    "MIN_REPLY_CHARS",
+    "SPAN",
+    "is_reply",
+    "question_of",
+    "questions",
+    "replies_judged",
+    "windows",
+]
 
 SPAN = 16
 """Records written before a reply that are read to find its question: a reply of up to
 fifteen pieces (about 9,000 characters at the default record size) and its question."""
+
+
+MIN_REPLY_CHARS = 200
+"""Shortest reply (its record's text) that brings its question. A reply of a line or two
+("Twelve kilometres a day is great exercise. How is Pepper coping?") is itself what the
+turn's words found, and its question may be about something else ("I cycle to the
+hospital every day"); a longer reply elaborates on what the user said. On the dev sets
+100, 200 and 400 give the same all-evidence within one BEAM question, and 0 the same as
+200: the value was set for ``mnemon demo``'s short replies, not chosen by cross-validation
+(docs/results/replies.md)."""
 
 
 def is_reply(rec: Mapping[str, Any]) -> bool:
@@ -47,9 +66,14 @@ def _has_user_line(rec: Mapping[str, Any]) -> bool:
 
 
 def replies_judged(pool: Sequence[Mapping[str, Any]], needed: Iterable[str]) -> list[str]:
-    """The pooled replies among ``needed`` (the records judged in depth), in pool order."""
+    """The pooled replies among ``needed`` (the records judged in depth) of at least
+    :data:`MIN_REPLY_CHARS` characters, in pool order."""
     deep = set(needed)
-    return [r["id"] for r in pool if r["id"] in deep and is_reply(r)]
+    return [
+        r["id"]
+        for r in pool
+        if r["id"] in deep and is_reply(r) and len(str(r.get("text", ""))) >= MIN_REPLY_CHARS
+    ]
 
 
 def question_of(

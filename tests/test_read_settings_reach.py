@@ -63,7 +63,10 @@ def _records(
             rid = f"s{session}p{position}"
             text, mids = _text(session, position), [f"s{session}m{position // 3}"]
             if replies and position % 2:  # a reply of a few lines (read.questions)
-                text += " Noted; the rota and the plot both sound right for the season ahead, week by week."
+                text += (
+                    " Noted; the rota and the plot both sound right for the season ahead,"
+                    " week by week."
+                )
             if two_lines:
                 text += f"\nBo: lovely, the {'rota' if position % 2 else 'plot'} sounds right."
                 mids = [f"{rid}:a", f"{rid}:b"]

@@ -236,24 +236,9 @@ def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
         assert isinstance(store, JournalSource)
         pieces = [r for r in store.records(NS) if r.message_ids == ("m1",)]
         assert len(pieces) >= 2, "the reply was not split: the walk over pieces is untested"
-        tight = TIGHT
-        graph = create_read_graph(
-            source=store,
-            judge=ScriptedDecisionModel(answers=_piano_judge),
-            planner=None,
-            settings=tight,
-        )
-        state = {"messages": [HumanMessage("How should I take care of my piano?")]}
-        ctx = ReadContext(namespace=NS)
-        view = graph.invoke(state, context=ctx)["view"]
+        view = _view(TIGHT, store)
         assert "m0" in view.message_ids and "m1" in view.message_ids
         assert view.text.index("Yamaha") < view.text.index("tune the piano")
-        assert asyncio.run(graph.ainvoke(state, context=ctx))["view"].text == view.text
-        off = create_read_graph(
-            source=store,
-            judge=ScriptedDecisionModel(answers=_piano_judge),
-            planner=None,
-            settings=replace(tight, reply_questions=False),
-        )
-        without = off.invoke(state, context=ctx)["view"]
+        assert _view(TIGHT, store, run_async=True).text == view.text
+        without = _view(replace(TIGHT, reply_questions=False), store)
         assert "m0" not in without.message_ids and "m1" in without.message_ids

@@ -23,6 +23,7 @@ from mnemon_langgraph.read.questions import (
     SPAN,
     question_of,
     questions,
+    reads,
     replies_judged,
     windows,
 )
@@ -242,3 +243,11 @@ def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
         assert _view(TIGHT, store, run_async=True).text == view.text
         without = _view(replace(TIGHT, reply_questions=False), store)
         assert "m0" not in without.message_ids and "m1" in without.message_ids
+
+
+def test_overlapping_windows_are_read_once() -> None:
+    """Pieces of one reply share a window: one journal read covers them all."""
+    assert reads([]) == []
+    assert reads([10, 11, 12]) == [(10, SPAN + 2)]
+    assert reads([60, 10, 10 + SPAN]) == [(10, 2 * SPAN), (60, SPAN)]
+    assert reads([10, 10 + SPAN + 1]) == [(10, SPAN), (10 + SPAN + 1, SPAN)]

@@ -36,7 +36,7 @@ from mnemon_langgraph.read.planner import (
     message_text,
 )
 from mnemon_langgraph.read.pooling import dict_to_record, record_to_dict
-from mnemon_langgraph.read.questions import SPAN, questions, replies_judged, windows
+from mnemon_langgraph.read.questions import questions, reads, replies_judged, windows
 from mnemon_langgraph.read.rules import (
     FollowRecord,
     Judgment,
@@ -419,11 +419,11 @@ class Reader(RetrieveNode, ItemsNode):
         read: list[Record] = []
         if replies and isinstance(self.source, JournalSource):
             ns = tuple(state["namespace"])
-            reads = tuple(
-                Call(self._journal, in_thread(self._journal), (ns, after))
-                for after in windows(pool, replies)
+            calls = tuple(
+                Call(self._journal, in_thread(self._journal), (ns, after, limit))
+                for after, limit in reads(windows(pool, replies))
             )
-            for got in (yield Gather(reads)) if reads else ():
+            for got in (yield Gather(calls)) if calls else ():
                 # a failed read finds no question for its reply: the View is as without
                 if not isinstance(got, BaseException):
                     read.extend(got)
@@ -432,10 +432,10 @@ class Reader(RetrieveNode, ItemsNode):
         out = [PoolRecord(**p, question=found[p["id"]]) if p["id"] in found else p for p in pool]
         return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in added]
 
-    def _journal(self, namespace: Namespace, after_seq: int) -> list[Record]:
-        """The :data:`~mnemon_langgraph.read.questions.SPAN` records written after ``after_seq``."""
+    def _journal(self, namespace: Namespace, after_seq: int, limit: int) -> list[Record]:
+        """The ``limit`` records written after ``after_seq``."""
         source = cast(JournalSource, self.source)
-        return list(source.records(namespace, after_seq=after_seq, limit=SPAN))
+        return list(source.records(namespace, after_seq=after_seq, limit=limit))
 
     def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()

@@ -36,6 +36,7 @@ __all__ = [
     "is_reply",
     "question_of",
     "questions",
+    "reads",
     "replies_judged",
     "windows",
 ]
@@ -111,6 +112,20 @@ def windows(pool: Sequence[Mapping[str, Any]], replies: Sequence[str]) -> list[i
         if question_of(rec, pool) is None and isinstance(seq, int) and seq > 0:
             out.append(max(-1, seq - SPAN - 1))
     return sorted(set(out))
+
+
+def reads(afters: Sequence[int]) -> list[tuple[int, int]]:
+    """The journal reads, ``(after_seq, limit)``, that cover the :data:`SPAN` records after
+    each of ``afters``, overlapping windows merged into one read: the pieces of one long
+    reply, each judged in depth, share their question and their window."""
+    out: list[tuple[int, int]] = []
+    for after in sorted(set(afters)):
+        if out and after <= out[-1][0] + out[-1][1]:
+            start = out[-1][0]
+            out[-1] = (start, after + SPAN - start)
+        else:
+            out.append((after, SPAN))
+    return out
 
 
 def questions(

@@ -379,6 +379,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: [r["id"] for r in t.view["records"]],
         {"replies": True},
     ),
+    "opening_turns": (
+        0 if ReadSettings().opening_turns else 8,
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"replies": True},
+    ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

@@ -154,8 +154,15 @@ def _piano_judge(qid: str, question: Any, state: Any) -> float:
     return 0.9 if "piano" in text else 0.05 if "Yamaha" in text else 0.3
 
 
-TIGHT = ReadSettings(view_chars=1200, view_neighbours=0, instruction_records=0, excerpt_slots=None)
-"""A View that holds two or three records, so a record is in it for a reason."""
+TIGHT = ReadSettings(
+    view_chars=1200,
+    view_neighbours=0,
+    instruction_records=0,
+    excerpt_slots=None,
+    opening_turns=0,
+)
+"""A View that holds two or three records, so a record is in it for a reason (the
+question here also opens the session: ``tests/test_opening_turns.py`` tests that rule)."""
 
 
 def _view(settings: ReadSettings, source: Any = None, run_async: bool = False) -> Any:

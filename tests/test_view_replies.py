@@ -121,9 +121,14 @@ def _view(settings: ReadSettings) -> Any:
 
 
 def test_in_a_real_graph_the_users_turn_gets_in_only_with_the_rule() -> None:
-    # the replies' questions off: this is the ranking rule alone (test_reply_questions.py)
+    # the replies' questions and the sessions' opening turns off: this is the ranking rule
+    # alone (test_reply_questions.py, test_opening_turns.py)
     tight = ReadSettings(
-        view_chars=900, view_neighbours=0, excerpt_slots=None, reply_questions=False
+        view_chars=900,
+        view_neighbours=0,
+        excerpt_slots=None,
+        reply_questions=False,
+        opening_turns=0,
     )
     off = _view(replace(tight, assistant_rank_factor=1.0))
     on = _view(replace(tight, assistant_rank_factor=3.0))

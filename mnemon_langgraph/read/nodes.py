@@ -36,7 +36,16 @@ from mnemon_langgraph.read.planner import (
     message_text,
 )
 from mnemon_langgraph.read.pooling import dict_to_record, record_to_dict
-from mnemon_langgraph.read.questions import questions, reads, replies_judged, windows
+from mnemon_langgraph.read.questions import (
+    OPENING_SPAN,
+    opening_windows,
+    openings,
+    questions,
+    reads,
+    replies_judged,
+    sessions_opened,
+    windows,
+)
 from mnemon_langgraph.read.rules import (
     FollowRecord,
     Judgment,
@@ -408,29 +417,50 @@ class Reader(RetrieveNode, ItemsNode):
         return "retrieve" if state.get("pending") else "judge_items"
 
     # --- compose -------------------------------------------------------------------------
-    def _with_questions(self, state: ReadState) -> Body[list[PoolRecord]]:
-        """The pool with the questions of the replies judged in depth (``read.questions``):
-        marked on the replies, and added when the journal had to be read for them."""
+    def _with_turns(self, state: ReadState) -> Body[list[PoolRecord]]:
+        """The pool with the user's turns brought beside what System 1 judged
+        (``read.questions``): the questions of the replies judged in depth and, for an
+        ``ALL`` need, the opening turns of the best records' sessions; marked on the records
+        that bring them, and added when the journal had to be read for them."""
         pool = list(state.get("pool", []))
-        if not self.settings.reply_questions:
-            return pool
+        settings = self.settings
         deep = (j["target"] for j in state.get("judgments", []) if j["proposition"] == "needed")
-        replies = replies_judged(pool, deep)
+        replies = replies_judged(pool, deep) if settings.reply_questions else []
+        opened: list[str] = []
+        if any(n.kind == "ALL" for n in needs_of(state)):  # every instance: a count, a list
+            ranked = rank_by(judgments_of(state), "needed", order=[p["id"] for p in pool])
+            opened = sessions_opened(pool, [rid for rid, _ in ranked], settings.opening_turns)
+        if not replies and not opened:
+            return pool
         read: list[Record] = []
-        if replies and isinstance(self.source, JournalSource):
+        wanted = [
+            *reads(windows(pool, replies)),
+            *reads(opening_windows(pool, opened), OPENING_SPAN),
+        ]
+        if wanted and isinstance(self.source, JournalSource):
             ns = tuple(state["namespace"])
             calls = tuple(
                 Call(self._journal, in_thread(self._journal), (ns, after, limit))
-                for after, limit in reads(windows(pool, replies))
+                for after, limit in wanted
             )
-            for got in (yield Gather(calls)) if calls else ():
-                # a failed read finds no question for its reply: the View is as without
+            for got in (yield Gather(calls)):
+                # a failed read finds no turn for its record: the View is as without
                 if not isinstance(got, BaseException):
                     read.extend(got)
-        found, added = questions(pool, replies, [record_to_dict(r) for r in read])
+        records = [record_to_dict(r) for r in read]
+        asked, added = questions(pool, replies, records)
+        first, more = openings(pool, opened, records)
         rounds = state.get("rounds", 0)
-        out = [PoolRecord(**p, question=found[p["id"]]) if p["id"] in found else p for p in pool]
-        return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in added]
+        out: list[PoolRecord] = []
+        for p in pool:
+            rec = PoolRecord(**p)
+            if p["id"] in asked:
+                rec["question"] = asked[p["id"]]
+            if p["id"] in first:
+                rec["opening"] = first[p["id"]]
+            out.append(rec)
+        new = {q["id"]: q for q in [*added, *more]}
+        return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in new.values()]
 
     def _journal(self, namespace: Namespace, after_seq: int, limit: int) -> list[Record]:
         """The ``limit`` records written after ``after_seq``."""
@@ -439,7 +469,7 @@ class Reader(RetrieveNode, ItemsNode):
 
     def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        pool = yield from self._with_questions(state)
+        pool = yield from self._with_turns(state)
         events = list(state.get("trace", []))
         trace = build_trace(state, events, self.settings)
         reason = None

@@ -1,4 +1,5 @@
-"""The user's turn a reply answers, brought into the View with the reply.
+"""The user's turns the View brings beside what System 1 judged: the turn a reply
+answers, and the turn that opens a session.
 
 On a long history of exchanges with an assistant, System 1 judges pieces of the assistant's
 replies: a reply restates the question and elaborates at length, so it shares the most
@@ -21,8 +22,29 @@ the user's turn right before the reply's message.
   (``view.with_questions``); it is the user's words, so the rule that ranks the
   assistant's replies lower does not move it.
 
-Nothing is decided when a record is written: the reply and its question are found at read
-time from the positions the journal keeps.
+On such a history the user also opens each session with what they want and the situation
+behind it ("I'm looking for recipes for my new toaster oven: I got rid of the old
+toaster"), and the rest of the session is the assistant's answers and the user's
+follow-ups, which share the question's words. A question about every instance of
+something (a count, a list, an order: the planner's ``ALL`` need) gathers facts told in
+passing across many sessions, so with ``ReadSettings.opening_turns`` = *M* and an ``ALL``
+need, the session of each of the *M* records System 1 judges most needed brings its
+**opening turn**: the first record of the session with a user line. (For a single fact the
+best record holds it, and an opening turn only takes room.)
+
+* Only a session with an assistant in it (a record of it in the pool, or among its first
+  records read, has an assistant line): in a conversation between people (LoCoMo) a
+  session opens with a greeting.
+* :func:`opening_of` finds it among records it is given, walking up from position 0 over
+  the assistant's records (a session the assistant opened) to the first user line, at
+  most :data:`OPENING_SPAN` records, with no gap: nothing is guessed.
+* From the pool first, else from the journal: the :data:`OPENING_SPAN` records from
+  ``seq - position`` of the record that brings it, where the session starts when it was
+  written in one piece.
+* The View places it right before the session's best record (``view.with_openings``).
+
+Nothing is decided when a record is written: the reply and its question, the session and
+its opening turn are found at read time from the positions the journal keeps.
 """
 
 from __future__ import annotations
@@ -32,12 +54,17 @@ from typing import Any
 
 __all__ = [
     "MIN_REPLY_CHARS",
+    "OPENING_SPAN",
     "SPAN",
     "is_reply",
+    "opening_of",
+    "opening_windows",
+    "openings",
     "question_of",
     "questions",
     "reads",
     "replies_judged",
+    "sessions_opened",
     "windows",
 ]
 
@@ -54,6 +81,12 @@ hospital every day"); a longer reply elaborates on what the user said. On the de
 100, 200 and 400 give the same all-evidence within one BEAM question, and 0 the same as
 200: the value was set for ``mnemon demo``'s short replies, not chosen by cross-validation
 (docs/results/replies.md)."""
+
+
+OPENING_SPAN = 4
+"""Most records from a session's start that are walked (and read from the journal) to
+find its first user line: a session the assistant opened with a few records of its own
+still gives its opening turn; a longer run of them gives none."""
 
 
 def is_reply(rec: Mapping[str, Any]) -> bool:
@@ -114,17 +147,17 @@ def windows(pool: Sequence[Mapping[str, Any]], replies: Sequence[str]) -> list[i
     return sorted(set(out))
 
 
-def reads(afters: Sequence[int]) -> list[tuple[int, int]]:
-    """The journal reads, ``(after_seq, limit)``, that cover the :data:`SPAN` records after
+def reads(afters: Sequence[int], span: int = SPAN) -> list[tuple[int, int]]:
+    """The journal reads, ``(after_seq, limit)``, that cover the ``span`` records after
     each of ``afters``, overlapping windows merged into one read: the pieces of one long
     reply, each judged in depth, share their question and their window."""
     out: list[tuple[int, int]] = []
     for after in sorted(set(afters)):
         if out and after <= out[-1][0] + out[-1][1]:
             start = out[-1][0]
-            out[-1] = (start, after + SPAN - start)
+            out[-1] = (start, after + span - start)
         else:
-            out.append((after, SPAN))
+            out.append((after, span))
     return out
 
 
@@ -150,4 +183,94 @@ def questions(
         found[rid] = q["id"]
         if q["id"] not in by_id:
             added.setdefault(q["id"], q)
+    return found, list(added.values())
+
+
+def _where(rec: Mapping[str, Any]) -> tuple[Any, Any]:
+    return rec.get("source"), rec.get("session")
+
+
+def sessions_opened(
+    pool: Sequence[Mapping[str, Any]], ranked: Sequence[str], best: int
+) -> list[str]:
+    """Of the ``best`` first of ``ranked`` (record ids, System 1's order), the first of
+    each session that the record does not open itself (position 0): the records whose
+    session's opening turn is looked for."""
+    by_id = {r["id"]: r for r in pool}
+    out: list[str] = []
+    seen: set[tuple[Any, Any]] = set()
+    for rid in ranked[: max(0, best)]:
+        rec = by_id.get(rid)
+        if rec is None or _where(rec) in seen:
+            continue
+        seen.add(_where(rec))
+        position = rec.get("position")
+        if isinstance(position, int) and not isinstance(position, bool) and position > 0:
+            out.append(rid)
+    return out
+
+
+def opening_of(
+    rec: Mapping[str, Any], records: Iterable[Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    """The record holding the first user line of ``rec``'s session, or ``None``: walked up
+    from position 0 over the assistant's records, at most :data:`OPENING_SPAN`, with no gap
+    and not past ``rec`` itself."""
+    position = rec.get("position")
+    if not isinstance(position, int) or isinstance(position, bool):
+        return None
+    at = {
+        r["position"]: r
+        for r in records
+        if _where(r) == _where(rec) and isinstance(r.get("position"), int)
+    }
+    for step in range(min(OPENING_SPAN, position)):
+        first = at.get(step)
+        if first is None:
+            return None
+        if _has_user_line(first):
+            return first
+        if not is_reply(first):
+            return None
+    return None
+
+
+def opening_windows(pool: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> list[int]:
+    """For each of ``ids`` whose session's opening turn the pool does not hold, the
+    ``after_seq`` of the journal read that holds it if the session was written in one
+    piece (its first record at ``seq - position``)."""
+    by_id = {r["id"]: r for r in pool}
+    out = []
+    for rid in ids:
+        rec = by_id[rid]
+        seq, position = rec.get("seq"), rec.get("position")
+        if opening_of(rec, pool) is None and isinstance(seq, int) and isinstance(position, int):
+            out.append(max(-1, seq - position - 1))
+    return sorted(set(out))
+
+
+def openings(
+    pool: Sequence[Mapping[str, Any]],
+    ids: Sequence[str],
+    read: Iterable[Mapping[str, Any]] = (),
+) -> tuple[dict[str, str], list[Mapping[str, Any]]]:
+    """Each of ``ids``' session's opening turn, from the pool or the records ``read``, for
+    the sessions with an assistant in them (a record of the session among those has an
+    assistant line): a conversation between people opens with a greeting.
+
+    Returns:
+        Record id → opening turn's record id, and the opening turns that were not pooled.
+    """
+    by_id = {r["id"]: r for r in pool}
+    known = [*pool, *(r for r in read if r["id"] not in by_id)]
+    talk = {_where(r) for r in known if "assistant" in (r.get("roles") or ())}
+    found: dict[str, str] = {}
+    added: dict[str, Mapping[str, Any]] = {}
+    for rid in ids:
+        first = opening_of(by_id[rid], known) if _where(by_id[rid]) in talk else None
+        if first is None:
+            continue
+        found[rid] = first["id"]
+        if first["id"] not in by_id:
+            added.setdefault(first["id"], first)
     return found, list(added.values())

@@ -161,6 +161,15 @@ class ReadSettings:
             from the pool, else from the journal's records written just before the reply
             (a source that is not a journal: the pool only). ``False`` turns it off.
             Chosen by the same cross-validation (docs/results/replies.md).
+        opening_turns: When the planner names an ``ALL`` need (every instance: a count, a
+            list, an order), the session of each of this many records System 1 judges most
+            needed brings its opening turn into the View, right before the session's best
+            record (``read.questions``): on a history of exchanges with an assistant the
+            user opens a session with what they want and why, often telling one instance in
+            passing, and the follow-ups and replies after it share the question's words.
+            Only sessions with an assistant in them (people's greetings open LoCoMo's). Read
+            from the pool, else the journal. 0 turns it off. Default 8: chosen by the same
+            cross-validation (docs/results/replies.md).
     """
 
     max_needs: int = 3
@@ -202,6 +211,7 @@ class ReadSettings:
     instruction_records: int = 1
     assistant_rank_factor: float = 3.0
     reply_questions: bool = True
+    opening_turns: int = 8
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -229,6 +239,7 @@ class ReadSettings:
                 "part_searches",
                 "excerpt_after",
                 "instruction_records",
+                "opening_turns",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

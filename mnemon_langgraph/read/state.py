@@ -143,7 +143,9 @@ class PoolRecord(TypedDict, total=False):
     source did not say). ``standing`` (only on records the instruction search found): the
     indices of its lines that are standing instructions of the user (``read.instructions``).
     ``question`` (only set for the View, on a reply judged in depth): the id of the record
-    holding the user's turn the reply answers (``read.questions``).
+    holding the user's turn the reply answers (``read.questions``). ``opening`` (only set
+    for the View, on the best of its session among the records judged most needed): the id
+    of the record holding the session's opening turn (``read.questions``).
     """
 
     id: str
@@ -163,6 +165,7 @@ class PoolRecord(TypedDict, total=False):
     dense_rank: int | None
     standing: list[int]
     question: str
+    opening: str
 
 
 class RecordEvidence(TypedDict, total=False):

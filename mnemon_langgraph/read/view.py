@@ -50,6 +50,7 @@ __all__ = [
     "short_ids",
     "spread_pieces",
     "spread_sessions",
+    "with_openings",
     "with_questions",
 ]
 
@@ -573,6 +574,26 @@ def demote_replies(
     ]
 
 
+def _placed_before(
+    candidates: Sequence[tuple[str, str]], lead: Mapping[str, str], note: str
+) -> list[tuple[str, str]]:
+    """``candidates`` with ``lead[rid]`` right before each ``rid`` (``note`` formatted with
+    its rank says why). One already placed earlier stays there; one placed later moves up."""
+    if not lead:
+        return list(candidates)
+    out: list[tuple[str, str]] = []
+    placed: set[str] = set()
+    for rank, (rid, why) in enumerate(candidates, start=1):
+        first = lead.get(rid)
+        if first is not None and first not in placed:
+            out.append((first, note.format(rank=rank)))
+            placed.add(first)
+        if rid not in placed:
+            out.append((rid, why))
+            placed.add(rid)
+    return out
+
+
 _QUESTION = "the user's turn that the reply ranked {rank} answers, placed before it"
 
 
@@ -585,20 +606,23 @@ def with_questions(
     A question already placed earlier stays there; one placed later moves up. Order
     only: the judgments are untouched.
     """
-    question = {r["id"]: r["question"] for r in pool if r.get("question")}
-    if not question:
-        return list(candidates)
-    out: list[tuple[str, str]] = []
-    placed: set[str] = set()
-    for rank, (rid, why) in enumerate(candidates, start=1):
-        qid = question.get(rid)
-        if qid is not None and qid not in placed:
-            out.append((qid, _QUESTION.format(rank=rank)))
-            placed.add(qid)
-        if rid not in placed:
-            out.append((rid, why))
-            placed.add(rid)
-    return out
+    return _placed_before(
+        candidates, {r["id"]: r["question"] for r in pool if r.get("question")}, _QUESTION
+    )
+
+
+_OPENING = "the turn that opens the session of the record ranked {rank}, placed before it"
+
+
+def with_openings(
+    candidates: Sequence[tuple[str, str]], pool: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """``candidates`` with each session's opening turn (``opening`` on the pool entry of
+    the session's best record, set by the compose node: :mod:`mnemon_langgraph.read.questions`)
+    right before that record, as :func:`with_questions` places a reply's question.
+    """
+    lead = {r["id"]: r["opening"] for r in pool if r.get("opening")}
+    return _placed_before(candidates, lead, _OPENING)
 
 
 def _lone_message(rec: Mapping[str, Any]) -> str | None:
@@ -720,7 +744,7 @@ def _arranged(
     records' neighbours moved up behind them, the standing instructions first, and how
     those records are to be shown."""
     marks = _Marks()
-    candidates = with_questions(candidates, pool)
+    candidates = with_openings(with_questions(candidates, pool), pool)
     candidates = demote_replies(candidates, pool, settings.assistant_rank_factor)
     near = _with_neighbours(candidates, pool, skip, settings, marks)
     return _standing_first(near, pool, skip, settings, marks), marks

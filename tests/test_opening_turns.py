@@ -75,6 +75,8 @@ def test_the_best_record_of_each_session_looks_for_its_opening_turn() -> None:
     ]
     ranked = ["a2", "a1", "c0", "ghost", "d1"]
     assert sessions_opened(pool, ranked, 5) == ["a2", "d1"]
+    people = [{**r, "roles": ["user"]} for r in pool]
+    assert sessions_opened(people, ranked, 5) == []  # no assistant pooled: nothing to read
     assert sessions_opened(pool, ranked, 4) == ["a2"]  # only the best four are looked at
     assert sessions_opened(pool, ranked, 0) == []
 
@@ -129,7 +131,7 @@ def _history(roles: tuple[Role, Role] = ("user", "assistant")) -> list[Record]:
         (you, OPENER),
         (helper, "That is kind of you. What are you using now?"),
         (you, "An espresso machine, a gift. What should I brew in it?"),
-        (helper, "Try a ristretto first."),
+        (helper, "Try a ristretto first: a new espresso machine loves a fine grind."),
     ]
     out = [
         make_record(
@@ -199,7 +201,9 @@ def test_a_question_about_one_fact_brings_no_opening_turn() -> None:
 
 def test_a_conversation_between_people_brings_no_opening_turn() -> None:
     people = _history(("user", "user"))
-    on = _view(TIGHT, InMemorySearchSource(people))
+    source = InMemorySearchSource(people)
+    on = _view(TIGHT, source)
+    assert not source.reads, "a talk between people is not read for openings"
     assert "s1p2:m0" in on.message_ids, "the exchange is in the View"
     assert "charity shop" not in on.text
     assert on.text == _view(replace(TIGHT, opening_turns=0), InMemorySearchSource(people)).text

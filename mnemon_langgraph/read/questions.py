@@ -33,8 +33,9 @@ need, the session of each of the *M* records System 1 judges most needed brings 
 best record holds it, and an opening turn only takes room.)
 
 * Only a session with an assistant in it (a record of it in the pool, or among its first
-  records read, has an assistant line): in a conversation between people (LoCoMo) a
-  session opens with a greeting.
+  records read, has an assistant line), and only when the pool holds a line of the
+  assistant at all: in a conversation between people (LoCoMo) a session opens with a
+  greeting, and nothing is read for it.
 * :func:`opening_of` finds it among records it is given, walking up from position 0 over
   the assistant's records (a session the assistant opened) to the first user line, at
   most :data:`OPENING_SPAN` records, with no gap: nothing is guessed.
@@ -195,7 +196,10 @@ def sessions_opened(
 ) -> list[str]:
     """Of the ``best`` first of ``ranked`` (record ids, System 1's order), the first of
     each session that the record does not open itself (position 0): the records whose
-    session's opening turn is looked for."""
+    session's opening turn is looked for. None when no pooled record has an assistant line:
+    a conversation between people is not read for openings it cannot have."""
+    if not any("assistant" in (r.get("roles") or ()) for r in pool):
+        return []
     by_id = {r["id"]: r for r in pool}
     out: list[str] = []
     seen: set[tuple[Any, Any]] = set()

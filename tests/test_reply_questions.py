@@ -258,3 +258,30 @@ def test_overlapping_windows_are_read_once() -> None:
     assert reads([10, 11, 12]) == [(10, SPAN + 2)]
     assert reads([60, 10, 10 + SPAN]) == [(10, 2 * SPAN), (60, SPAN)]
     assert reads([10, 10 + SPAN + 1]) == [(10, SPAN), (10 + SPAN + 1, SPAN)]
+
+
+class _AsyncJournal(InMemorySearchSource):
+    """A journal with an async face of its own, which says which face was read."""
+
+    def __init__(self, records: list[Any]) -> None:
+        super().__init__(records)
+        self.faces: list[str] = []
+
+    def records(self, namespace: Namespace, **kw: Any) -> Any:
+        self.faces.append("sync")
+        return super().records(namespace, **kw)
+
+    async def arecords(self, namespace: Namespace, **kw: Any) -> Any:
+        self.faces.append("async")
+        for rec in super().records(namespace, **kw):
+            yield rec
+
+
+def test_ainvoke_reads_the_journal_through_its_async_face() -> None:
+    sync_source, async_source = _AsyncJournal(_history()), _AsyncJournal(_history())
+    on = _view(TIGHT, sync_source)
+    assert _view(TIGHT, async_source, run_async=True).text == on.text
+    assert "m0" in on.message_ids, "the question was read from the journal"
+    assert sync_source.faces and set(sync_source.faces) == {"sync"}
+    # super().records inside arecords is the base class's, so "sync" is never logged here
+    assert async_source.faces and set(async_source.faces) == {"async"}

@@ -440,8 +440,7 @@ class Reader(RetrieveNode, ItemsNode):
         if wanted and isinstance(self.source, JournalSource):
             ns = tuple(state["namespace"])
             calls = tuple(
-                Call(self._journal, in_thread(self._journal), (ns, after, limit))
-                for after, limit in wanted
+                Call(self._journal, self._ajournal, (ns, after, limit)) for after, limit in wanted
             )
             for got in (yield Gather(calls)):
                 # a failed read finds no turn for its record: the View is as without
@@ -466,6 +465,14 @@ class Reader(RetrieveNode, ItemsNode):
         """The ``limit`` records written after ``after_seq``."""
         source = cast(JournalSource, self.source)
         return list(source.records(namespace, after_seq=after_seq, limit=limit))
+
+    async def _ajournal(self, namespace: Namespace, after_seq: int, limit: int) -> list[Record]:
+        """:meth:`_journal` under ``ainvoke``: the source's own ``arecords`` (both stores;
+        PostgreSQL's reads its async pool), else ``records`` in a worker thread."""
+        arecords = getattr(self.source, "arecords", None)
+        if arecords is None:
+            return await in_thread(self._journal)(namespace, after_seq, limit)
+        return [r async for r in arecords(namespace, after_seq=after_seq, limit=limit)]
 
     def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()

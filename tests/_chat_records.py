@@ -1,12 +1,22 @@
-"""A conversation as in-memory records for the read-path tests: one record per turn, in
-order, with its role and message id (the journal's positions and seqs)."""
+"""Helpers of the read-path tests of a user's chat with an assistant: a conversation as
+in-memory records (one record per turn, in order, with its role and message id: the
+journal's positions and seqs), a search source that is not a journal, and the View a
+real read graph composes for one message."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from mnemon_langgraph.read.memory import make_record
-from mnemon_langgraph.types import Namespace, Record, Role
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
 
 def chat_records(namespace: Namespace, turns: Sequence[tuple[str, Role, str, str]]) -> list[Record]:
@@ -24,3 +34,39 @@ def chat_records(namespace: Namespace, turns: Sequence[tuple[str, Role, str, str
         )
         for i, (rid, role, text, mid) in enumerate(turns)
     ]
+
+
+class PlainSource:
+    """A search source that is not a journal (no ``records``)."""
+
+    def __init__(self, inner: InMemorySearchSource) -> None:
+        self.inner = inner
+
+    def search(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
+        return self.inner.search(query, namespace=namespace, **kw)
+
+    async def asearch(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
+        return self.inner.search(query, namespace=namespace, **kw)
+
+
+def view_of(
+    source: Any,
+    judge: Callable[[str, Any, Any], float],
+    settings: ReadSettings,
+    asked: str,
+    namespace: Namespace,
+    run_async: bool = False,
+) -> Any:
+    """The View a read graph over ``source`` composes for the message ``asked``, with a
+    scripted System 1 (``judge``) and the rule planner, under ``invoke`` or ``ainvoke``."""
+    graph = create_read_graph(
+        source=source,
+        judge=ScriptedDecisionModel(answers=judge),
+        planner=None,
+        settings=settings,
+    )
+    state = {"messages": [HumanMessage(asked)]}
+    ctx = ReadContext(namespace=namespace)
+    run = graph.ainvoke(state, context=ctx) if run_async else None
+    out = asyncio.run(run) if run is not None else graph.invoke(state, context=ctx)
+    return out["view"]

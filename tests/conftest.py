@@ -246,3 +246,12 @@ def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> Iterat
     yield with_database(postgres_server, name)
     with psycopg.connect(postgres_server, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def journal_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A SQLite path, or a fresh PostgreSQL database URL: a test taking it runs on both
+    stores."""
+    if request.param == "embedded":
+        return str(tmp_path / "memory.db")
+    return str(request.getfixturevalue("postgres_url"))

@@ -5,18 +5,13 @@ source, a conversation between people, a plain source, ``ainvoke`` and both stor
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
+from _chat_records import PlainSource, view_of
 from _reliability_common import fake_embeddings
-from langchain_core.messages import HumanMessage
 
-from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.questions import (
     OPENING_SPAN,
@@ -26,10 +21,9 @@ from mnemon_langgraph.read.questions import (
     sessions_opened,
 )
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import with_openings
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.types import JournalSource, Message, Namespace, Record, Role, SearchHit
+from mnemon_langgraph.types import JournalSource, Message, Record, Role
 
 NS = ("users", "ada")
 
@@ -161,20 +155,7 @@ TIGHT = ReadSettings(view_chars=700, view_neighbours=0, instruction_records=0, e
 
 
 def _view(settings: ReadSettings, source: Any, run_async: bool = False, asked: str = ASKED) -> Any:
-    graph = create_read_graph(
-        source=source,
-        judge=ScriptedDecisionModel(answers=_espresso_judge),
-        planner=None,
-        settings=settings,
-    )
-    state = {"messages": [HumanMessage(asked)]}
-    ctx = ReadContext(namespace=NS)
-    out = (
-        asyncio.run(graph.ainvoke(state, context=ctx))
-        if run_async
-        else graph.invoke(state, context=ctx)
-    )
-    return out["view"]
+    return view_of(source, _espresso_judge, settings, asked, NS, run_async)
 
 
 def test_in_a_real_graph_the_opening_turn_comes_from_the_journal() -> None:
@@ -209,36 +190,15 @@ def test_a_conversation_between_people_brings_no_opening_turn() -> None:
     assert on.text == _view(replace(TIGHT, opening_turns=0), InMemorySearchSource(people)).text
 
 
-class _PlainSource:
-    """A search source that is not a journal (no ``records``)."""
-
-    def __init__(self, inner: InMemorySearchSource) -> None:
-        self.inner = inner
-
-    def search(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
-        return self.inner.search(query, namespace=namespace, **kw)
-
-    async def asearch(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
-        return self.inner.search(query, namespace=namespace, **kw)
-
-
 def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() -> None:
-    plain = _PlainSource(InMemorySearchSource(_history()))
+    plain = PlainSource(InMemorySearchSource(_history()))
     assert not isinstance(plain, JournalSource)
     got = _view(TIGHT, plain)
     assert "s1p2:m0" in got.message_ids and "charity shop" not in got.text
     assert got.text == _view(replace(TIGHT, opening_turns=0), plain).text
 
 
-@pytest.fixture(params=["embedded", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A SQLite path, or a fresh PostgreSQL database URL."""
-    if request.param == "embedded":
-        return str(tmp_path / "memory.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
-def test_both_stores_are_journals_that_give_the_opening_turn(target: str) -> None:
+def test_both_stores_are_journals_that_give_the_opening_turn(journal_target: str) -> None:
     """Written through the store (a record per turn: each is too long to share one) and read
     by the graph sync and async: the opening turn enters the View before the session's best
     record on both backends."""
@@ -262,7 +222,7 @@ def test_both_stores_are_journals_that_give_the_opening_turn(target: str) -> Non
         )
         for i in range(6)
     ]
-    with MnemonStore(target, fake_embeddings()) as store:
+    with MnemonStore(journal_target, fake_embeddings()) as store:
         store.ingest(NS, messages, source="chat")
         assert isinstance(store, JournalSource)
         assert all(len(r.message_ids) == 1 for r in store.records(NS)), "one turn per record"

@@ -4,19 +4,13 @@ the View, and the graph with a journal source, a plain source and ``ainvoke``.""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
-from _chat_records import chat_records
+from _chat_records import PlainSource, chat_records, view_of
 from _reliability_common import fake_embeddings
-from langchain_core.messages import HumanMessage
 
-from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource
 from mnemon_langgraph.read.questions import (
     MIN_REPLY_CHARS,
@@ -28,10 +22,9 @@ from mnemon_langgraph.read.questions import (
     windows,
 )
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import with_questions
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.types import JournalSource, Message, Namespace, SearchHit
+from mnemon_langgraph.types import JournalSource, Message, Namespace
 
 NS = ("users", "ada")
 
@@ -132,19 +125,6 @@ def _history() -> list[Any]:
     )
 
 
-class _PlainSource:
-    """A search source that is not a journal (no ``records``)."""
-
-    def __init__(self, inner: InMemorySearchSource) -> None:
-        self.inner = inner
-
-    def search(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
-        return self.inner.search(query, namespace=namespace, **kw)
-
-    async def asearch(self, query: str, *, namespace: Namespace, **kw: Any) -> list[SearchHit]:
-        return self.inner.search(query, namespace=namespace, **kw)
-
-
 def _piano_judge(qid: str, question: Any, state: Any) -> float:
     """Needed: the records about the piano (the reply's pieces). The user's turn shares no
     word with the question and is judged below everything else."""
@@ -167,20 +147,8 @@ question here also opens the session: ``tests/test_opening_turns.py`` tests that
 
 def _view(settings: ReadSettings, source: Any = None, run_async: bool = False) -> Any:
     source = source or InMemorySearchSource(_history())
-    graph = create_read_graph(
-        source=source,
-        judge=ScriptedDecisionModel(answers=_piano_judge),
-        planner=None,
-        settings=settings,
-    )
-    state = {"messages": [HumanMessage("How should I take care of my piano?")]}
-    ctx = ReadContext(namespace=NS)
-    out = (
-        asyncio.run(graph.ainvoke(state, context=ctx))
-        if run_async
-        else graph.invoke(state, context=ctx)
-    )
-    return out["view"]
+    asked = "How should I take care of my piano?"
+    return view_of(source, _piano_judge, settings, asked, NS, run_async)
 
 
 def test_in_a_real_graph_the_reply_brings_the_users_turn_from_the_journal() -> None:
@@ -200,22 +168,14 @@ def test_in_a_real_graph_the_reply_brings_the_users_turn_from_the_journal() -> N
 
 def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() -> None:
     base = TIGHT
-    plain = _PlainSource(InMemorySearchSource(_history()))
+    plain = PlainSource(InMemorySearchSource(_history()))
     assert not isinstance(plain, JournalSource)
     got = _view(base, plain)
     assert got.text == _view(replace(base, reply_questions=False), plain).text
     assert "m1" in got.message_ids and "m0" not in got.message_ids
 
 
-@pytest.fixture(params=["embedded", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A SQLite path, or a fresh PostgreSQL database URL."""
-    if request.param == "embedded":
-        return str(tmp_path / "memory.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
-def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
+def test_both_stores_are_journals_that_give_the_question(journal_target: str) -> None:
     """Written through the store (the reply split into pieces by the journal), read by the
     graph sync and async: the user's turn enters the View with its reply on both backends."""
     day = datetime(2024, 3, 1, 9, 0)
@@ -239,7 +199,7 @@ def test_both_stores_are_journals_that_give_the_question(target: str) -> None:
             for i in range(2, 8)
         ),
     ]
-    with MnemonStore(target, fake_embeddings()) as store:
+    with MnemonStore(journal_target, fake_embeddings()) as store:
         store.ingest(NS, messages, source="chat")
         assert isinstance(store, JournalSource)
         pieces = [r for r in store.records(NS) if r.message_ids == ("m1",)]

@@ -50,7 +50,7 @@ its opening turn are found at read time from the positions the journal keeps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -173,17 +173,31 @@ def questions(
         Reply id → question id, and the questions that were not pooled (to add to the
         pool the View is composed from).
     """
+    return _brought(pool, replies, read, question_of)
+
+
+_Finder = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Mapping[str, Any] | None]
+
+
+def _brought(
+    pool: Sequence[Mapping[str, Any]],
+    ids: Sequence[str],
+    read: Iterable[Mapping[str, Any]],
+    find: _Finder,
+) -> tuple[dict[str, str], list[Mapping[str, Any]]]:
+    """For each of ``ids``, the record ``find`` gives among the pool and the records
+    ``read``: id → its id, and those of them that were not pooled."""
     by_id = {r["id"]: r for r in pool}
     known = [*pool, *(r for r in read if r["id"] not in by_id)]
     found: dict[str, str] = {}
     added: dict[str, Mapping[str, Any]] = {}
-    for rid in replies:
-        q = question_of(by_id[rid], known)
-        if q is None:
+    for rid in ids:
+        rec = find(by_id[rid], known)
+        if rec is None:
             continue
-        found[rid] = q["id"]
-        if q["id"] not in by_id:
-            added.setdefault(q["id"], q)
+        found[rid] = rec["id"]
+        if rec["id"] not in by_id:
+            added.setdefault(rec["id"], rec)
     return found, list(added.values())
 
 
@@ -265,16 +279,10 @@ def openings(
     Returns:
         Record id → opening turn's record id, and the opening turns that were not pooled.
     """
-    by_id = {r["id"]: r for r in pool}
-    known = [*pool, *(r for r in read if r["id"] not in by_id)]
-    talk = {_where(r) for r in known if "assistant" in (r.get("roles") or ())}
-    found: dict[str, str] = {}
-    added: dict[str, Mapping[str, Any]] = {}
-    for rid in ids:
-        first = opening_of(by_id[rid], known) if _where(by_id[rid]) in talk else None
-        if first is None:
-            continue
-        found[rid] = first["id"]
-        if first["id"] not in by_id:
-            added.setdefault(first["id"], first)
-    return found, list(added.values())
+    read = list(read)
+    talk = {_where(r) for r in [*pool, *read] if "assistant" in (r.get("roles") or ())}
+
+    def find(rec: Mapping[str, Any], known: Sequence[Mapping[str, Any]]) -> Any:
+        return opening_of(rec, known) if _where(rec) in talk else None
+
+    return _brought(pool, ids, read, find)

@@ -21,7 +21,7 @@ from mnemon_langgraph.read.questions import (
     sessions_opened,
 )
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.view import with_openings
+from mnemon_langgraph.read.view import explain, with_openings
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import JournalSource, Message, Record, Role
 
@@ -168,6 +168,11 @@ def test_in_a_real_graph_the_opening_turn_comes_from_the_journal() -> None:
     assert "s1p0" not in {p["id"] for p in on.trace["pool"]}, "the opening turn was not pooled"
     assert source.reads, "the journal was read for it"
     assert "the turn that opens the session of the record ranked 1" in on.trace["placement"]["s1p0"]
+    why = explain(on, "s1p0")
+    assert "never judged: brought in for a record that was" in why
+    assert "the turn that opens the session" in why
+    unseen = [r.id for r in _history() if r.id not in on.trace["placement"]]
+    assert unseen and "no search of this turn returned it" in explain(on, unseen[0])
     assert on.text.index("charity shop") < on.text.index("An espresso machine")
     assert _view(TIGHT, InMemorySearchSource(_history()), run_async=True).text == on.text
 

@@ -1010,7 +1010,13 @@ def explain(view: View, record_id: str) -> str:
     lines = [f"record {record_id}:"]
     searches = {s["index"]: s for s in trace.get("searches", [])}
     entry = next((p for p in trace.get("pool", []) if p["id"] == record_id), None)
-    if entry is None:
+    place = trace.get("placement", {}).get(record_id)
+    if entry is None and place:
+        lines.append(
+            "  not found by a search of this turn, so never judged: brought in for a record "
+            "that was (its placement below; read.questions)"
+        )
+    elif entry is None:
         lines.append(
             "  not in the pool: no search of this turn returned it, so it was never judged"
         )
@@ -1037,7 +1043,6 @@ def explain(view: View, record_id: str) -> str:
     for a in trace.get("actions", []):
         if record_id in a.get("reason", ""):
             lines.append(f"  rule (round {a.get('round')}): {a['reason']}")
-    place = trace.get("placement", {}).get(record_id)
     if place:
         lines.append(f"  placement: {place}")
     elif entry is None:

@@ -11,7 +11,7 @@ feed the same View.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
@@ -392,18 +392,26 @@ class VectorSource(Protocol):
 
 @runtime_checkable
 class JournalSource(Protocol):
-    """A search source that can read its records in the order they were written.
+    """A search source that can read the records of one session by their position in it.
 
-    The read path reads the few records written just before a reply of the assistant to
-    find the user's turn it answers (:mod:`mnemon_langgraph.read.questions`). Both store
-    backends are journal sources; a plain retriever wrapped as a :class:`SearchSource` need
-    not be (the question must then be pooled to be found).
+    The read path reads the few records just before an assistant's reply to find the
+    user's turn it answers, and the first records of a session to find the turn that opens
+    it (:mod:`mnemon_langgraph.read.questions`). Positions, not ``seq``: one journal serves
+    many users, and their writes interleave in ``seq``. Both store backends are journal
+    sources; a plain retriever wrapped as a :class:`SearchSource` need not be (those turns
+    must then be pooled to be found).
     """
 
-    def records(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Record]:
-        """Records of ``namespace`` with ``seq > after_seq``, in seq order."""
+    def session_records(
+        self,
+        namespace: str | Sequence[str],
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> list[Record]:
+        """Records of ``session`` in ``namespace`` with ``start <= position < stop``
+        (``stop`` ``None``: to the session's end), in position order."""
         ...
 
 

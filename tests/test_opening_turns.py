@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import pytest
 from _chat_records import PlainSource, view_of
 from _reliability_common import fake_embeddings
 
@@ -90,8 +91,8 @@ def test_the_journal_is_read_only_where_the_pool_lacks_the_opening_turn() -> Non
         _rec("q2", 4, ("assistant",), 14),
         _rec("r5", 5, ("assistant",), 45, session=2),
     ]
-    assert opening_windows(pool, ["q1", "r5"]) == [45 - 5 - 1]
-    assert opening_windows([_rec("r", 2, ("assistant",), 1)], ["r"]) == [-1]  # never below -1
+    assert opening_windows(pool, ["q1", "r5"]) == [(2, 0, OPENING_SPAN)]
+    assert opening_windows([_rec("r", 2, ("assistant",), 1)], ["r"]) == [(1, 0, 2)]  # not past it
     read = [_rec("r0", 0, ("user",), 40, session=2), _rec("r1", 1, ("assistant",), 41, session=2)]
     found, added = openings(pool, ["q1", "r5"], read)
     assert found == {"q1": "q0", "r5": "r0"}
@@ -203,38 +204,42 @@ def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() ->
     assert got.text == _view(replace(TIGHT, opening_turns=0), plain).text
 
 
-def test_both_stores_are_journals_that_give_the_opening_turn(journal_target: str) -> None:
+@pytest.mark.parametrize("others", [False, True], ids=["alone", "others-between"])
+def test_both_stores_are_journals_that_give_the_opening_turn(
+    journal_target: str, others: bool
+) -> None:
     """Written through the store (a record per turn: each is too long to share one) and read
-    by the graph sync and async: the opening turn enters the View before the session's best
-    record on both backends."""
+    by the graph sync and async: the opening turn, which no search pools, enters the View
+    before the session's best record on both backends. ``others-between``: each turn
+    written on its own with another user's turns written in between (the journal's ``seq``
+    runs across users; positions do not)."""
     day = datetime(2024, 3, 1, 9, 0)
     pad = " It took two trips by bus, and the volunteers there were lovely about it all." * 4
     turns = [
         ("user", OPENER + pad),
         ("assistant", "That is kind of you. What are you using now?" + pad),
         ("user", "An espresso machine, a gift. What should I brew in it?" + pad),
-        ("assistant", "Try a ristretto first." + pad),
+        ("assistant", "Try a ristretto first: a new espresso machine loves a fine grind." + pad),
     ]
     messages = [Message(text, role, role, f"m{i}", day, 1) for i, (role, text) in enumerate(turns)]
-    messages += [
-        Message(
-            f"Garden note {i} of the week: the beans want water.{pad}",
-            "user",
-            "user",
-            f"g{i}",
-            day,
-            2,
-        )
-        for i in range(6)
-    ]
+    note = "Garden note {} of the week: the beans want water and the hedge wants a trim."
+    messages += [Message(note.format(i) * 6, "user", "user", f"g{i}", day, 2) for i in range(60)]
+    one_page = replace(TIGHT, view_chars=1400, max_rounds=1)
     with MnemonStore(journal_target, fake_embeddings()) as store:
-        store.ingest(NS, messages, source="chat")
+        for i, message in enumerate(messages[:4] if others else []):
+            chatter = [
+                Message(note.format(j) * 6, "user", "user", f"o{i}.{j}", day, 1) for j in range(20)
+            ]
+            store.ingest(("users", "bo"), chatter, source="chat")
+            store.ingest(NS, [message], source="chat")
+        store.ingest(NS, messages[4:] if others else messages, source="chat")
         assert isinstance(store, JournalSource)
         assert all(len(r.message_ids) == 1 for r in store.records(NS)), "one turn per record"
-        wide = replace(TIGHT, view_chars=1400)
-        view = _view(wide, store)
+        view = _view(one_page, store)
+        opener = next(r.id for r in store.records(NS) if r.message_ids == ("m0",))
+        assert opener not in {p["id"] for p in view.trace["pool"]}, "no search pooled it"
         assert "m0" in view.message_ids and "m2" in view.message_ids
         assert view.text.index("charity shop") < view.text.index("An espresso machine")
-        assert _view(wide, store, run_async=True).text == view.text
-        without = _view(replace(wide, opening_turns=0), store)
+        assert _view(one_page, store, run_async=True).text == view.text
+        without = _view(replace(one_page, opening_turns=0), store)
         assert "m0" not in without.message_ids and "m2" in without.message_ids

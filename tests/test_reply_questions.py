@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import pytest
 from _chat_records import PlainSource, chat_records, view_of
 from _reliability_common import fake_embeddings
 
@@ -72,8 +73,11 @@ def test_the_journal_is_read_only_for_replies_whose_question_is_not_pooled() -> 
     pooled_q = [_rec("q1", 0, ("user",), 10), _rec("a1", 1, ("assistant",), 11)]
     lone = _rec("a2", 8, ("assistant",), 40)
     pool = [*pooled_q, lone]
-    assert windows(pool, ["a1", "a2"]) == [40 - SPAN - 1]
-    assert windows([_rec("a3", 1, ("assistant",), 3)], ["a3"]) == [-1]  # never below -1
+    assert windows(pool, ["a1", "a2"]) == [(1, 0, 8)]  # session 1, positions 0 .. 7
+    far = _rec("a9", 40, ("assistant",), 900)  # the window is by position, not by seq
+    assert windows([far], ["a9"]) == [(1, 40 - SPAN, 40)]
+    assert windows([_rec("a0", 0, ("assistant",), 3)], ["a0"]) == []  # nothing before it
+    assert windows([_rec("ax", 3, ("assistant",), 3, session=None)], ["ax"]) == []
     found, added = questions(pool, ["a1", "a2"], [_rec("q2", 7, ("user",), 39)])
     assert found == {"a1": "q1", "a2": "q2"}
     assert [q["id"] for q in added] == ["q2"]
@@ -175,49 +179,70 @@ def test_a_source_that_is_not_a_journal_leaves_the_view_as_without_the_rule() ->
     assert "m1" in got.message_ids and "m0" not in got.message_ids
 
 
-def test_both_stores_are_journals_that_give_the_question(journal_target: str) -> None:
-    """Written through the store (the reply split into pieces by the journal), read by the
-    graph sync and async: the user's turn enters the View with its reply on both backends."""
+def _piano_messages() -> list[Message]:
+    """The user's turn, the assistant's long reply (the journal splits it), garden notes."""
     day = datetime(2024, 3, 1, 9, 0)
     reply = " ".join(
         f"Piano care, step {i}: tune the piano twice a year, keep the piano away from the "
         "radiator and dust the piano keys gently."
         for i in range(12)
     )
-    messages = [
-        Message(
-            "Guess what, the neighbour gave me her old Yamaha yesterday!",
-            "user",
-            "user",
-            "m0",
-            day,
-            1,
-        ),
+    ask = "Guess what, the neighbour gave me her old Yamaha yesterday!"
+    return [
+        Message(ask, "user", "user", "m0", day, 1),
         Message(reply, "assistant", "assistant", "m1", day, 1),
         *(
-            Message(f"Unrelated note {i} about the garden.", "user", "user", f"m{i}", day, 1)
-            for i in range(2, 8)
+            Message(f"Note {i} about the garden. " + GARDEN * 5, "user", "user", f"m{i}", day, 1)
+            for i in range(2, 62)
         ),
     ]
+
+
+ONE_PAGE = replace(TIGHT, max_rounds=1, view_chars=2000)
+"""One page of each search: the user's turn, sharing no word with the question, is not
+pooled, so only the journal read can bring it."""
+
+
+@pytest.mark.parametrize("others", [False, True], ids=["alone", "others-between"])
+def test_both_stores_are_journals_that_give_the_question(journal_target: str, others: bool) -> None:
+    """Written through the store (the reply split into pieces by the journal), read by the
+    graph sync and async: the user's turn enters the View with its reply on both backends.
+    ``others-between``: each turn written on its own, with other users' turns written in
+    between (one journal serves many users: its ``seq`` runs across all of them)."""
+    day = datetime(2024, 3, 1, 9, 0)
     with MnemonStore(journal_target, fake_embeddings()) as store:
-        store.ingest(NS, messages, source="chat")
+        for i, message in enumerate(_piano_messages()):
+            if others:
+                chatter = [
+                    Message("Another user's note. " * 20, "user", "user", f"o{i}.{j}", day, 1)
+                    for j in range(20)
+                ]
+                store.ingest(("users", f"other{i}"), chatter, source="chat")
+            store.ingest(NS, [message], source="chat")
         assert isinstance(store, JournalSource)
         pieces = [r for r in store.records(NS) if r.message_ids == ("m1",)]
         assert len(pieces) >= 2, "the reply was not split: the walk over pieces is untested"
-        view = _view(TIGHT, store)
+        if others:
+            seqs = [r.seq for r in store.records(NS)]
+            assert seqs[1] - seqs[0] > SPAN, "other users' records lie between the turns"
+        view = _view(ONE_PAGE, store)
+        asked = next(r.id for r in store.records(NS) if r.message_ids == ("m0",))
+        assert asked not in {p["id"] for p in view.trace["pool"]}, "no search pooled it"
         assert "m0" in view.message_ids and "m1" in view.message_ids
         assert view.text.index("Yamaha") < view.text.index("tune the piano")
-        assert _view(TIGHT, store, run_async=True).text == view.text
-        without = _view(replace(TIGHT, reply_questions=False), store)
+        assert _view(ONE_PAGE, store, run_async=True).text == view.text
+        without = _view(replace(ONE_PAGE, reply_questions=False), store)
         assert "m0" not in without.message_ids and "m1" in without.message_ids
 
 
 def test_overlapping_windows_are_read_once() -> None:
-    """Pieces of one reply share a window: one journal read covers them all."""
+    """Pieces of one reply share a window: one journal read covers them all; parts of one
+    session that overlap or touch are one read, other sessions' parts are their own."""
     assert reads([]) == []
-    assert reads([10, 11, 12]) == [(10, SPAN + 2)]
-    assert reads([60, 10, 10 + SPAN]) == [(10, 2 * SPAN), (60, SPAN)]
-    assert reads([10, 10 + SPAN + 1]) == [(10, SPAN), (10 + SPAN + 1, SPAN)]
+    assert reads([(1, 0, 16), (1, 1, 17), (1, 2, 18)]) == [(1, 0, 18)]
+    assert reads([(1, 40, 56), (1, 0, 16), (1, 16, 32)]) == [(1, 0, 32), (1, 40, 56)]
+    assert reads([(1, 0, 16), (2, 0, 4), (1, 0, 4)]) == [(1, 0, 16), (2, 0, 4)]
+    assert reads([(1, 0, 4), (1, 5, 9)]) == [(1, 0, 4), (1, 5, 9)]
 
 
 class _AsyncJournal(InMemorySearchSource):
@@ -227,14 +252,13 @@ class _AsyncJournal(InMemorySearchSource):
         super().__init__(records)
         self.faces: list[str] = []
 
-    def records(self, namespace: Namespace, **kw: Any) -> Any:
+    def session_records(self, namespace: Namespace, session: int, **kw: Any) -> Any:
         self.faces.append("sync")
-        return super().records(namespace, **kw)
+        return super().session_records(namespace, session, **kw)
 
-    async def arecords(self, namespace: Namespace, **kw: Any) -> Any:
+    async def asession_records(self, namespace: Namespace, session: int, **kw: Any) -> Any:
         self.faces.append("async")
-        for rec in super().records(namespace, **kw):
-            yield rec
+        return super().session_records(namespace, session, **kw)
 
 
 def test_ainvoke_reads_the_journal_through_its_async_face() -> None:
@@ -243,5 +267,5 @@ def test_ainvoke_reads_the_journal_through_its_async_face() -> None:
     assert _view(TIGHT, async_source, run_async=True).text == on.text
     assert "m0" in on.message_ids, "the question was read from the journal"
     assert sync_source.faces and set(sync_source.faces) == {"sync"}
-    # super().records inside arecords is the base class's, so "sync" is never logged here
+    # super().session_records inside the async face is the base class's: no "sync" here
     assert async_source.faces and set(async_source.faces) == {"async"}

@@ -144,6 +144,28 @@ def test_journal_keeps_order_seq_and_records_by_id(store: MnemonStore) -> None:
     assert store.known_message_ids(ADA, ["m0", "m5", "nope"]) == {"m0", "m5"}
 
 
+def test_a_sessions_records_are_read_by_position_whatever_was_written_between(
+    store: MnemonStore,
+) -> None:
+    """Positions continue a session across ingests; other namespaces' writes in between
+    take ``seq`` numbers but not positions, so a part of a session is read by position."""
+    day = tagged_messages("turn", 1)[0].timestamp
+    for i in range(6):
+        store.ingest(ADA, [Message(f"turn {i}", "Ada", "user", f"t{i}", day, 2)], source="chat")
+        other = [Message(f"note {i}.{j}", "Bo", "user", f"n{i}.{j}", day, 2) for j in range(3)]
+        store.ingest(BO, other, source="chat", pack=False)
+    store.ingest(ADA, [Message("elsewhere", "Ada", "user", "e0", day, 3)], source="chat")
+    whole = store.session_records(ADA, 2)
+    assert [r.position for r in whole] == list(range(6))
+    assert [r.message_ids for r in whole] == [(f"t{i}",) for i in range(6)]
+    assert whole[1].seq - whole[0].seq > 3, "the other user's records took seqs between"
+    assert [r.position for r in store.session_records(ADA, 2, start=2, stop=5)] == [2, 3, 4]
+    assert store.session_records(ADA, 2, start=4, stop=4) == []
+    assert store.session_records(ADA, 9) == [] and store.session_records(("users", "x"), 2) == []
+    assert [r.message_ids for r in store.session_records(ADA, 3)] == [("e0",)]
+    assert all(r.namespace == BO for r in store.session_records(BO, 2))
+
+
 def test_record_ids_are_found_again_from_their_start_literally(store: MnemonStore) -> None:
     """The View shows ids shortened; the store finds them again, in one namespace only."""
     ids = sorted(
@@ -546,6 +568,11 @@ BAD_CALLS: dict[str, Any] = {
     "records after_seq=None": lambda s: s.records(ADA, after_seq=None),
     "records limit=-1": lambda s: s.records(ADA, limit=-1),
     "records limit=1.5": lambda s: s.records(ADA, limit=1.5),
+    "session_records session=-1": lambda s: s.session_records(ADA, -1),
+    "session_records session=None": lambda s: s.session_records(ADA, None),
+    "session_records start=-1": lambda s: s.session_records(ADA, 1, start=-1),
+    "session_records stop=1.5": lambda s: s.session_records(ADA, 1, stop=1.5),
+    "session_records stop=2**63": lambda s: s.session_records(ADA, 1, stop=2**63),
     "known_message_ids ids=5": lambda s: s.known_message_ids(ADA, 5),
     "known_message_ids ids=[None]": lambda s: s.known_message_ids(ADA, [None]),
     "max_seq namespace=5": lambda s: s.max_seq(5),
@@ -573,6 +600,7 @@ BAD_CALLS: dict[str, Any] = {
     "holds_namespace ns=None": lambda s: s.holds_namespace(None),
     "aget_records ids=None": lambda s: _run(s.aget_records(ADA, None)),
     "arecords after_seq=None": lambda s: _run(_first(s.arecords(ADA, after_seq=None))),
+    "asession_records start=True": lambda s: _run(s.asession_records(ADA, 1, start=True)),
     "aerase_namespace actor=None": lambda s: _run(s.aerase_namespace(ADA, actor=None)),
     "aadd_messages messages=str": lambda s: _run(s.aadd_messages(ADA, "hello")),
 }
@@ -707,6 +735,10 @@ def test_the_async_face_answers_as_the_sync_face(store: MnemonStore) -> None:
             "records": (
                 [r async for r in store.arecords(ADA, after_seq=-1, limit=4)],
                 list(store.records(ADA, limit=4)),
+            ),
+            "session": (
+                await store.asession_records(ADA, 1, start=1, stop=4),
+                store.session_records(ADA, 1, start=1, stop=4),
             ),
             "list": (await store.alist_records(ADA), store.list_records(ADA)),
             "known": (

@@ -15,7 +15,7 @@ from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import ModelCallError
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.base import QUERY_VECTORS_KEPT
+from mnemon_langgraph.store.embedding_face import QUERY_VECTORS_KEPT
 from mnemon_langgraph.store.query_vectors import SingleFlightCache
 from mnemon_langgraph.types import Message
 

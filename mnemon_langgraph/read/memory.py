@@ -68,7 +68,8 @@ class InMemorySearchSource:
         self._records: list[Record] = []
         self._tokens: list[Counter[str]] = []
         self.calls: list[tuple[str, int, int]] = []
-        self.reads: list[tuple[int, int | None]] = []  # records() calls: (after_seq, limit)
+        # session_records() calls: (session, start, stop)
+        self.reads: list[tuple[int, int, int | None]] = []
         self.add(records)
 
     def add(self, records: Iterable[Record]) -> None:
@@ -122,13 +123,30 @@ class InMemorySearchSource:
     def records(
         self, namespace: Namespace, *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Record]:
-        """Records of ``namespace`` with ``seq > after_seq`` in seq order (a journal source)."""
-        self.reads.append((after_seq, limit))
+        """Records of ``namespace`` with ``seq > after_seq`` in seq order."""
         mine = sorted(
             (r for r in self._records if r.namespace == tuple(namespace) and r.seq > after_seq),
             key=lambda r: r.seq,
         )
         return iter(mine if limit is None else mine[:limit])
+
+    def session_records(
+        self, namespace: Namespace, session: int, *, start: int = 0, stop: int | None = None
+    ) -> list[Record]:
+        """Records of ``session`` with ``start <= position < stop`` in position order (a
+        journal source)."""
+        self.reads.append((session, start, stop))
+        end = stop if stop is not None else math.inf
+        return sorted(
+            (
+                r
+                for r in self._records
+                if r.namespace == tuple(namespace)
+                and r.session == session
+                and start <= r.position < end
+            ),
+            key=lambda r: (r.position, r.seq),
+        )
 
 
 class InMemoryItemSource:

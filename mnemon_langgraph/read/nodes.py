@@ -37,7 +37,6 @@ from mnemon_langgraph.read.planner import (
 )
 from mnemon_langgraph.read.pooling import dict_to_record, record_to_dict
 from mnemon_langgraph.read.questions import (
-    OPENING_SPAN,
     opening_windows,
     openings,
     questions,
@@ -433,15 +432,10 @@ class Reader(RetrieveNode, ItemsNode):
         if not replies and not opened:
             return pool
         read: list[Record] = []
-        wanted = [
-            *reads(windows(pool, replies)),
-            *reads(opening_windows(pool, opened), OPENING_SPAN),
-        ]
+        wanted = reads([*windows(pool, replies), *opening_windows(pool, opened)])
         if wanted and isinstance(self.source, JournalSource):
             ns = tuple(state["namespace"])
-            calls = tuple(
-                Call(self._journal, self._ajournal, (ns, after, limit)) for after, limit in wanted
-            )
+            calls = tuple(Call(self._journal, self._ajournal, (ns, *part)) for part in wanted)
             for got in (yield Gather(calls)):
                 # a failed read finds no turn for its record: the View is as without
                 if not isinstance(got, BaseException):
@@ -461,18 +455,20 @@ class Reader(RetrieveNode, ItemsNode):
         new = {q["id"]: q for q in [*added, *more]}
         return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in new.values()]
 
-    def _journal(self, namespace: Namespace, after_seq: int, limit: int) -> list[Record]:
-        """The ``limit`` records written after ``after_seq``."""
+    def _journal(self, namespace: Namespace, session: int, start: int, stop: int) -> list[Record]:
+        """The records of ``session`` at positions ``start .. stop - 1``."""
         source = cast(JournalSource, self.source)
-        return list(source.records(namespace, after_seq=after_seq, limit=limit))
+        return list(source.session_records(namespace, session, start=start, stop=stop))
 
-    async def _ajournal(self, namespace: Namespace, after_seq: int, limit: int) -> list[Record]:
-        """:meth:`_journal` under ``ainvoke``: the source's own ``arecords`` (both stores;
-        PostgreSQL's reads its async pool), else ``records`` in a worker thread."""
-        arecords = getattr(self.source, "arecords", None)
-        if arecords is None:
-            return await in_thread(self._journal)(namespace, after_seq, limit)
-        return [r async for r in arecords(namespace, after_seq=after_seq, limit=limit)]
+    async def _ajournal(
+        self, namespace: Namespace, session: int, start: int, stop: int
+    ) -> list[Record]:
+        """:meth:`_journal` under ``ainvoke``: the source's own ``asession_records`` (both
+        stores; PostgreSQL's reads its async pool), else ``session_records`` in a thread."""
+        read = getattr(self.source, "asession_records", None)
+        if read is None:
+            return await in_thread(self._journal)(namespace, session, start, stop)
+        return list(await read(namespace, session, start=start, stop=stop))
 
     def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()

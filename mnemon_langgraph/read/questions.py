@@ -15,9 +15,10 @@ the user's turn right before the reply's message.
   that are the assistant's only) to the first record with a user line. A gap in the
   positions, or a record that is neither, ends the walk: nothing is guessed.
 * The records come from the pool first; a question the pool lacks is read from the
-  journal (:class:`JournalSource`, both stores), in the :data:`SPAN` records written just
-  before the reply (by ``seq``). A question written further back, or a source that is not
-  a journal, gives none, and the View is composed as without the setting.
+  journal (:class:`JournalSource`, both stores): the :data:`SPAN` records of the reply's
+  session just before it, by position (not by ``seq``: one journal serves many users and
+  their writes interleave). A question further back, or a source that is not a journal,
+  gives none, and the View is composed as without the setting.
 * The View places each question right before its reply, at the reply's rank
   (``view.with_questions``); it is the user's words, so the rule that ranks the
   assistant's replies lower does not move it.
@@ -39,9 +40,8 @@ best record holds it, and an opening turn only takes room.)
 * :func:`opening_of` finds it among records it is given, walking up from position 0 over
   the assistant's records (a session the assistant opened) to the first user line, at
   most :data:`OPENING_SPAN` records, with no gap: nothing is guessed.
-* From the pool first, else from the journal: the :data:`OPENING_SPAN` records from
-  ``seq - position`` of the record that brings it, where the session starts when it was
-  written in one piece.
+* From the pool first, else from the journal: the session's first :data:`OPENING_SPAN`
+  positions.
 * The View places it right before the session's best record (``view.with_openings``).
 
 Nothing is decided when a record is written: the reply and its question, the session and
@@ -57,6 +57,7 @@ __all__ = [
     "MIN_REPLY_CHARS",
     "OPENING_SPAN",
     "SPAN",
+    "Window",
     "is_reply",
     "opening_of",
     "opening_windows",
@@ -70,8 +71,9 @@ __all__ = [
 ]
 
 SPAN = 16
-"""Records written before a reply that are read to find its question: a reply of up to
-fifteen pieces (about 9,000 characters at the default record size) and its question."""
+"""Positions before a reply, in its session, that are read to find its question: a reply
+of up to fifteen pieces (about 9,000 characters at the default record size) and its
+question."""
 
 
 MIN_REPLY_CHARS = 200
@@ -135,30 +137,43 @@ def question_of(
     return None
 
 
-def windows(pool: Sequence[Mapping[str, Any]], replies: Sequence[str]) -> list[int]:
-    """For each reply whose question the pool does not hold, the ``after_seq`` of the
-    journal read that would hold it (the :data:`SPAN` records before the reply)."""
+Window = tuple[int, int, int]
+"""A part of one session to read from the journal: ``(session, start, stop)``, the records
+at positions ``start .. stop - 1``."""
+
+
+def windows(pool: Sequence[Mapping[str, Any]], replies: Sequence[str]) -> list[Window]:
+    """For each reply whose question the pool does not hold, the part of its session that
+    would hold it: the :data:`SPAN` positions before the reply."""
     by_id = {r["id"]: r for r in pool}
     out = []
     for rid in replies:
         rec = by_id[rid]
-        seq = rec.get("seq")
-        if question_of(rec, pool) is None and isinstance(seq, int) and seq > 0:
-            out.append(max(-1, seq - SPAN - 1))
+        session, position = _placed(rec)
+        if question_of(rec, pool) is None and session >= 0 and position > 0:
+            out.append((session, max(0, position - SPAN), position))
     return sorted(set(out))
 
 
-def reads(afters: Sequence[int], span: int = SPAN) -> list[tuple[int, int]]:
-    """The journal reads, ``(after_seq, limit)``, that cover the ``span`` records after
-    each of ``afters``, overlapping windows merged into one read: the pieces of one long
-    reply, each judged in depth, share their question and their window."""
-    out: list[tuple[int, int]] = []
-    for after in sorted(set(afters)):
-        if out and after <= out[-1][0] + out[-1][1]:
-            start = out[-1][0]
-            out[-1] = (start, after + span - start)
+def _placed(rec: Mapping[str, Any]) -> tuple[int, int]:
+    """A record's session and position (``-1`` for either it lacks)."""
+    session, position = rec.get("session"), rec.get("position")
+    known = [
+        v if isinstance(v, int) and not isinstance(v, bool) else -1 for v in (session, position)
+    ]
+    return known[0], known[1]
+
+
+def reads(wanted: Sequence[Window]) -> list[Window]:
+    """The journal reads that cover the ``wanted`` parts of sessions, overlapping or
+    touching parts of one session merged into one read: the pieces of one long reply, each
+    judged in depth, share their question and their part."""
+    out: list[Window] = []
+    for session, start, stop in sorted(set(wanted)):
+        if out and out[-1][0] == session and start <= out[-1][2]:
+            out[-1] = (session, out[-1][1], max(out[-1][2], stop))
         else:
-            out.append((after, span))
+            out.append((session, start, stop))
     return out
 
 
@@ -253,17 +268,17 @@ def opening_of(
     return None
 
 
-def opening_windows(pool: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> list[int]:
-    """For each of ``ids`` whose session's opening turn the pool does not hold, the
-    ``after_seq`` of the journal read that holds it if the session was written in one
-    piece (its first record at ``seq - position``)."""
+def opening_windows(pool: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> list[Window]:
+    """For each of ``ids`` whose session's opening turn the pool does not hold, the part
+    of its session that would hold it: its first :data:`OPENING_SPAN` positions (before
+    the record's own)."""
     by_id = {r["id"]: r for r in pool}
     out = []
     for rid in ids:
         rec = by_id[rid]
-        seq, position = rec.get("seq"), rec.get("position")
-        if opening_of(rec, pool) is None and isinstance(seq, int) and isinstance(position, int):
-            out.append(max(-1, seq - position - 1))
+        session, position = _placed(rec)
+        if opening_of(rec, pool) is None and session >= 0 and position > 0:
+            out.append((session, 0, min(OPENING_SPAN, position)))
     return sorted(set(out))
 
 

@@ -740,11 +740,12 @@ def _arranged(
     skip: set[str],
     settings: ReadSettings,
 ) -> tuple[list[tuple[str, str]], _Marks]:
-    """Each reply's question before it, the assistant's replies ranked lower, the best
-    records' neighbours moved up behind them, the standing instructions first, and how
-    those records are to be shown."""
+    """Each session's opening turn before its best record and each reply's question before
+    it (so an opening turn, a question and its reply read in the order they were said), the
+    assistant's replies ranked lower, the best records' neighbours moved up behind them,
+    the standing instructions first, and how those records are to be shown."""
     marks = _Marks()
-    candidates = with_openings(with_questions(candidates, pool), pool)
+    candidates = with_questions(with_openings(candidates, pool), pool)
     candidates = demote_replies(candidates, pool, settings.assistant_rank_factor)
     near = _with_neighbours(candidates, pool, skip, settings, marks)
     return _standing_first(near, pool, skip, settings, marks), marks

@@ -22,6 +22,7 @@ from mnemon_langgraph.store.contract import (
     MAX_SEQ,
     check_bounded,
     check_ids,
+    check_positions,
     check_prefix,
     check_text,
     check_watermark,
@@ -74,6 +75,18 @@ class AsyncFace:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.term_statistics`."""
         ns = normalize_namespace(namespace)
         return await self._aterm_statistics(ns, check_ids(terms, "terms"))
+
+    async def asession_records(
+        self: _Store,
+        namespace: str | Sequence[str],
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> list[Record]:
+        """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.session_records`."""
+        ns, number = normalize_namespace(namespace), check_bounded(session, "session", MAX_SEQ)
+        return await self._asession_records(ns, number, *check_positions(start, stop))
 
     async def arecords(
         self: _Store,
@@ -276,6 +289,11 @@ class AsyncFace:
 
     async def _apage(self: _Store, ns: Namespace, after: int, size: int) -> list[Record]:
         return await asyncio.to_thread(lambda: list(self._records(ns, after, size)))
+
+    async def _asession_records(
+        self: _Store, ns: Namespace, session: int, start: int, stop: int
+    ) -> list[Record]:
+        return await asyncio.to_thread(self._session_records, ns, session, start, stop)
 
     async def _aknown_message_ids(self: _Store, ns: Namespace, ids: list[str]) -> set[str]:
         return await asyncio.to_thread(self._known_message_ids, ns, ids)

@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_ch
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import InputError, ModelCallError
+from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.records.content_caches import forgets_cached_content, register_content_cache
-from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.records.content_caches import forgets_cached_content
 from mnemon_langgraph.store.async_face import AsyncFace
 from mnemon_langgraph.store.contract import (
     MAX_PAGE,
@@ -40,6 +39,7 @@ from mnemon_langgraph.store.contract import (
     check_bounded,
     check_ids,
     check_ingest,
+    check_positions,
     check_prefix,
     check_search,
     check_text,
@@ -49,7 +49,7 @@ from mnemon_langgraph.store.contract import (
     sessions_of,
     written_result,
 )
-from mnemon_langgraph.store.query_vectors import SingleFlightCache
+from mnemon_langgraph.store.embedding_face import EmbeddingFace
 from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
     Message,
@@ -97,8 +97,6 @@ def _abstract(store: object) -> NoReturn:
     raise NotImplementedError(f"{type(store).__name__} does not implement this")
 
 
-_EMBED_BATCH = 64
-QUERY_VECTORS_KEPT = 256
 """Query vectors a store keeps (least recently used out). A read-path turn asks the store
 for several searches and many repeat a text it already embedded this turn (the latest
 message, a planned search paged again in a later round; docs/results/log.md), each an
@@ -238,6 +236,15 @@ class StoreBackend(Protocol):
         self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Record]: ...
 
+    def session_records(
+        self,
+        namespace: str | Sequence[str],
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> list[Record]: ...
+
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]: ...
 
     def max_seq(self, namespace: str | Sequence[str]) -> int: ...
@@ -277,7 +284,7 @@ class StoreOptions(TypedDict, total=False):
     settings: PostgresSettings
 
 
-class MnemonStore(PerUserAPI, AsyncFace):
+class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
 
     A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
@@ -479,6 +486,29 @@ class MnemonStore(PerUserAPI, AsyncFace):
             check_bounded(limit, "limit", MAX_SEQ)
         return self._records(ns, after, limit)
 
+    def session_records(
+        self,
+        namespace: str | Sequence[str],
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> list[Record]:
+        """Records of ``session`` in ``namespace`` with ``start <= position < stop``
+        (``stop`` ``None``: to the session's end), in position order.
+
+        Positions number a session's records from 0 in the order they were written, across
+        ingests (:meth:`ingest` continues a session where it stopped), whatever other
+        namespaces wrote in between: the read path finds the user's turn before a reply
+        and the turn that opens a session by position (``read.questions``).
+
+        Raises:
+            InputError: ``session``, ``start`` or ``stop`` is not an integer in
+                ``0 .. 2**63 - 1``.
+        """
+        ns, number = normalize_namespace(namespace), check_bounded(session, "session", MAX_SEQ)
+        return self._session_records(ns, number, *check_positions(start, stop))
+
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
         """The subset of ``ids`` already stored in ``namespace``."""
         return self._known_message_ids(normalize_namespace(namespace), check_ids(ids))
@@ -613,6 +643,9 @@ class MnemonStore(PerUserAPI, AsyncFace):
     def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
         return _abstract(self)
 
+    def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
+        return _abstract(self)
+
     def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
         return _abstract(self)
 
@@ -675,66 +708,6 @@ class MnemonStore(PerUserAPI, AsyncFace):
             pack=pack,
             first_positions=first_positions,
         )
-
-    # -- embedding (shared: both backends store vectors normalised the same way) ----------
-
-    def _embed(self, texts: list[str], progress: Callable[[int, int], None] | None) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), _EMBED_BATCH):
-            chunk = texts[start : start + _EMBED_BATCH]
-            try:
-                vecs = np.asarray(self.embeddings.embed_documents(chunk), dtype=np.float32)
-            except ModelCallError:
-                raise
-            except Exception as exc:
-                raise ModelCallError(f"embedding model failed: {exc}") from exc
-            if vecs.shape != (len(chunk), self.dimension):
-                raise ModelCallError(
-                    f"embedding model returned shape {vecs.shape}, "
-                    f"expected ({len(chunk)}, {self.dimension})"
-                )
-            if not np.isfinite(vecs).all():
-                raise ModelCallError("embedding model returned NaN or infinite values")
-            out[start : start + len(chunk)] = normalize_rows(vecs)
-            if progress is not None:
-                progress(start + len(chunk), len(texts))
-        return out
-
-    def query_vector(self, query: str) -> np.ndarray:
-        """The unit vector of ``query`` as :meth:`search` embeds it (read-only, cached).
-
-        Kept for the :data:`QUERY_VECTORS_KEPT` most recent texts (a failed call is not
-        kept). The parallel searches of a turn ask from several threads at once, often for
-        the same text, and the read path's evidence asks again for the texts it compares
-        with the stored record vectors:
-        :class:`~mnemon_langgraph.store.query_vectors.SingleFlightCache` embeds each once
-        for all of them.
-
-        Raises:
-            ModelCallError: The embedder failed or returned an unusable vector.
-        """
-        cache = self.__dict__.get("_query_vectors")
-        if cache is None:
-            fresh = SingleFlightCache(self._embed_query_uncached, QUERY_VECTORS_KEPT)
-            cache = self.__dict__.setdefault("_query_vectors", fresh)
-            if cache is fresh:  # a deletion empties it (a query may quote deleted text)
-                register_content_cache(fresh.clear)
-        vec: np.ndarray = cache(query)
-        return vec
-
-    def _embed_query_uncached(self, query: str) -> np.ndarray:
-        try:
-            vec = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
-        except Exception as exc:
-            raise ModelCallError(f"embedding model failed on the query: {exc}") from exc
-        if vec.shape != (self.dimension,) or not np.isfinite(vec).all():
-            raise ModelCallError(
-                f"embedding model returned an unusable query vector (shape {vec.shape}, "
-                f"expected ({self.dimension},), finite values)"
-            )
-        unit = normalize_rows(vec)
-        unit.setflags(write=False)  # shared by every caller of the cache
-        return unit
 
     # -- shared write helpers ---------------------------------------------------------------
 

@@ -30,6 +30,7 @@ __all__ = [
     "check_bounded",
     "check_ids",
     "check_ingest",
+    "check_positions",
     "check_prefix",
     "check_search",
     "check_text",
@@ -140,6 +141,14 @@ def check_bounded(value: object, what: str, maximum: int = MAX_PAGE) -> int:
     if value > maximum:
         raise InputError(f"{what} must be at most {maximum:,}, got {value}")
     return value
+
+
+def check_positions(start: object, stop: object) -> tuple[int, int]:
+    """A session's positions ``start .. stop - 1`` as ``(start, stop)``: each an ``int`` in
+    ``0 .. MAX_SEQ`` (not a bool); ``stop`` ``None`` is the session's end (:data:`MAX_SEQ`)."""
+    first = check_bounded(start, "start", MAX_SEQ)
+    last = MAX_SEQ if stop is None else check_bounded(stop, "stop", MAX_SEQ)
+    return first, last
 
 
 def check_watermark(after_seq: object) -> int:

@@ -341,6 +341,18 @@ class Journal(JournalFile):
             if left is not None:
                 left -= len(rows)
 
+    def session_records(
+        self, namespace: str | Sequence[str], session: int, start: int, stop: int
+    ) -> list[Record]:
+        """Records of ``session`` with ``start <= position < stop``, in position order
+        (the ``records_ns_session`` index)."""
+        rows = self._read(
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND session = ? "
+            "AND position >= ? AND position < ? ORDER BY position, seq",
+            (namespace_key(namespace), int(session), int(start), int(stop)),
+        )
+        return [row_to_record(row) for row in rows]
+
     def match_record_ids(
         self, namespace: str | Sequence[str], prefix: str, limit: int = 2
     ) -> list[str]:

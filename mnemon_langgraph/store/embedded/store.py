@@ -246,6 +246,9 @@ class EmbeddedStore(MnemonStore):
     def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
         return self.journal.records(ns, after_seq=after_seq, limit=limit)
 
+    def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
+        return self.journal.session_records(ns, session, start, stop)
+
     def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
         return self.journal.known_message_ids(ns, ids)
 

@@ -93,6 +93,16 @@ class Reads:
         )
         return [row_to_record(r, ns) for r in rows]
 
+    async def session(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
+        """Records of ``session`` with ``start <= position < stop``, in position order (the
+        ``mnemon_records_ns_session`` index)."""
+        rows = await self.engine.read(
+            RECORD_SQL + f" r WHERE r.nsid = {_IN_NAMESPACE} AND r.session = %s "
+            "AND r.position >= %s AND r.position < %s ORDER BY r.position, r.seq",
+            (namespace_key(ns), int(session), int(start), int(stop)),
+        )
+        return [row_to_record(r, ns) for r in rows]
+
     async def match(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         """Ids starting with ``prefix``: ``starts_with`` is literal (no ``LIKE`` wildcard)
         and independent of the database's collation, which a range over the key is not."""

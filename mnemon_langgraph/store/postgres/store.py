@@ -297,6 +297,9 @@ class PostgresStore(MnemonStore):
             if left is not None:
                 left -= len(page)
 
+    def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
+        return self.engine.run(self.reads.session(ns, session, start, stop))
+
     def _max_seq(self, ns: Namespace) -> int:
         return self.engine.run(self.reads.max_seq(ns))
 
@@ -339,6 +342,11 @@ class PostgresStore(MnemonStore):
 
     async def _apage(self, ns: Namespace, after: int, size: int) -> list[Record]:
         return await self.engine.submit(self.reads.page(ns, after, size))
+
+    async def _asession_records(
+        self, ns: Namespace, session: int, start: int, stop: int
+    ) -> list[Record]:
+        return await self.engine.submit(self.reads.session(ns, session, start, stop))
 
     async def _aknown_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
         return await self.engine.submit(self.reads.known(ns, ids))

@@ -50,6 +50,23 @@ def test_each_gold_turn_gets_its_record_p_placement_and_bucket() -> None:
     assert [miss_bucket(f) for f in fates] == [None, 2, 3, 3, 1]
 
 
+def test_a_turn_brought_in_for_a_judged_record_and_cut_is_lost_not_unpooled() -> None:
+    """r5 was never pooled: the View brought it in (a reply's question) and cut it; r6 was
+    brought and shown. Their message ids come from the store's mapping."""
+    view = _view()
+    view.trace["placement"]["r5"] = (
+        "left out: over the View's budget (12000 characters, index included); was ranked "
+        "for 'the user's turn that the reply ranked 3 answers, placed before it'"
+    )
+    view.trace["placement"]["r6"] = "in the View, taken at rank 2: the turn that opens …"
+    view.message_ids.append("D2:6")
+    mids = {**MIDS, "r5": ["D2:5"], "r6": ["D2:6"]}
+    fates = gold_fates(view, ["D2:5", "D2:6", "D1:2", "D9:9"], mids)
+    assert [f["record"] for f in fates] == ["r5", "r6", "r2", None]
+    assert [f["brought"] for f in fates] == [True, True, False, False]
+    assert [miss_bucket(f) for f in fates] == [3, None, 2, 1]
+
+
 def test_a_question_counts_once_under_its_earliest_lost_stage() -> None:
     fates = gold_fates(_view(), ["D1:1", "D1:2", "D1:3", "D1:4", "D9:9"], MIDS)
     rows = [

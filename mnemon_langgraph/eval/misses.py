@@ -12,7 +12,9 @@ and nothing here reaches the memory. For every gold turn of a question,
 2. ``judged low`` — pooled, not judged needed (p < 1/2), and cut (over the budget behind the
    records judged needed, or left out because the planner named no need);
 3. ``judged fine, lost`` — judged needed (p ≥ 1/2) but over the budget, or left out by the
-   staleness or recent-messages rules;
+   staleness or recent-messages rules; also a record no search pooled but the View brought
+   in for one judged in depth (a reply's question, a session's opening turn:
+   ``read.questions``; ``brought`` in its fate) and then cut;
 4. ``other`` — anything else (e.g. in the View as an excerpt that left the turn out).
 
 A question that misses several turns is counted once, under the lowest-numbered bucket of
@@ -62,7 +64,7 @@ def p_needed(trace: Mapping[str, Any]) -> dict[str, float]:
 def gold_fates(
     view: Any, gold_ids: Iterable[str], message_ids_of: Mapping[str, Sequence[str]]
 ) -> list[dict[str, Any]]:
-    """One ``{"turn", "shown", "record", "p", "placement"}`` per gold turn of a question.
+    """One ``{"turn", "shown", "record", "p", "placement", "brought"}`` per gold turn.
 
     Args:
         view: The View (its ``trace`` holds ``pool``, ``judgments`` and ``placement``).
@@ -74,10 +76,16 @@ def gold_fates(
     placement = trace.get("placement") or {}
     p_of = p_needed(trace)
     holder: dict[str, str] = {}
+    pooled = set()
     for rec in trace.get("pool") or []:
         rid = rec.get("id")
+        pooled.add(rid)
         for mid in rec.get("message_ids") or message_ids_of.get(rid) or ():
             holder.setdefault(mid, rid)
+    for rid in placement:  # not pooled, brought in for a record that was (read.questions)
+        if rid not in pooled:
+            for mid in message_ids_of.get(rid) or ():
+                holder.setdefault(mid, rid)
     out = []
     for mid in gold_ids:
         rid = holder.get(mid)
@@ -88,6 +96,7 @@ def gold_fates(
                 "record": rid,
                 "p": p_of.get(rid) if rid else None,
                 "placement": placement.get(rid) if rid else None,
+                "brought": rid is not None and rid not in pooled,
             }
         )
     return out
@@ -99,6 +108,8 @@ def miss_bucket(fate: Mapping[str, Any]) -> int | None:
         return None
     if fate.get("record") is None:
         return 1
+    if fate.get("brought"):
+        return 3  # chosen for a record judged in depth, then over the budget
     where = str(fate.get("placement") or "")
     p = fate.get("p")
     if where.startswith("in the View"):

@@ -137,6 +137,9 @@ def question_of(
     return None
 
 
+_Finder = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Mapping[str, Any] | None]
+
+
 Window = tuple[int, int, int]
 """A part of one session to read from the journal: ``(session, start, stop)``, the records
 at positions ``start .. stop - 1``."""
@@ -145,13 +148,24 @@ at positions ``start .. stop - 1``."""
 def windows(pool: Sequence[Mapping[str, Any]], replies: Sequence[str]) -> list[Window]:
     """For each reply whose question the pool does not hold, the part of its session that
     would hold it: the :data:`SPAN` positions before the reply."""
+    return _unpooled(pool, replies, question_of, lambda at: (max(0, at - SPAN), at))
+
+
+def _unpooled(
+    pool: Sequence[Mapping[str, Any]],
+    ids: Sequence[str],
+    find: _Finder,
+    part: Callable[[int], tuple[int, int]],
+) -> list[Window]:
+    """For each of ``ids`` (placed in a session, past its start) for which ``find`` gives
+    nothing in the pool, its session and the positions ``part(position)``."""
     by_id = {r["id"]: r for r in pool}
     out = []
-    for rid in replies:
+    for rid in ids:
         rec = by_id[rid]
         session, position = _placed(rec)
-        if question_of(rec, pool) is None and session >= 0 and position > 0:
-            out.append((session, max(0, position - SPAN), position))
+        if session >= 0 and position > 0 and find(rec, pool) is None:
+            out.append((session, *part(position)))
     return sorted(set(out))
 
 
@@ -189,9 +203,6 @@ def questions(
         pool the View is composed from).
     """
     return _brought(pool, replies, read, question_of)
-
-
-_Finder = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Mapping[str, Any] | None]
 
 
 def _brought(
@@ -272,14 +283,7 @@ def opening_windows(pool: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> li
     """For each of ``ids`` whose session's opening turn the pool does not hold, the part
     of its session that would hold it: its first :data:`OPENING_SPAN` positions (before
     the record's own)."""
-    by_id = {r["id"]: r for r in pool}
-    out = []
-    for rid in ids:
-        rec = by_id[rid]
-        session, position = _placed(rec)
-        if opening_of(rec, pool) is None and session >= 0 and position > 0:
-            out.append((session, 0, min(OPENING_SPAN, position)))
-    return sorted(set(out))
+    return _unpooled(pool, ids, opening_of, lambda at: (0, min(OPENING_SPAN, at)))
 
 
 def openings(

@@ -1,7 +1,7 @@
 """Helpers of the read-path tests of a user's chat with an assistant: a conversation as
 in-memory records (one record per turn, in order, with its role and message id: the
-journal's positions and seqs), a search source that is not a journal, and the View a
-real read graph composes for one message."""
+journal's positions and seqs), a search source that is not a journal, turns written one at
+a time among another user's, and the View a real read graph composes for one message."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
+from mnemon_langgraph.types import Message, Namespace, Record, Role, SearchHit
 
 
 def chat_records(namespace: Namespace, turns: Sequence[tuple[str, Role, str, str]]) -> list[Record]:
@@ -70,3 +70,19 @@ def view_of(
     run = graph.ainvoke(state, context=ctx) if run_async else None
     out = asyncio.run(run) if run is not None else graph.invoke(state, context=ctx)
     return out["view"]
+
+
+def ingest_turn_by_turn(
+    store: Any, namespace: Namespace, turns: Sequence[Message], others: bool
+) -> None:
+    """``turns`` written one at a time; with ``others``, 20 records of another user written
+    before each (one journal serves many users, and its ``seq`` runs across all of them)."""
+    for i, turn in enumerate(turns):
+        if others:
+            note = "Another user's note {}: the beans want water and the hedge wants a trim. "
+            chatter = [
+                Message(note.format(j) * 6, "user", "user", f"o{i}.{j}", turn.timestamp, 1)
+                for j in range(20)
+            ]
+            store.ingest(("users", "other"), chatter, source="chat")
+        store.ingest(namespace, [turn], source="chat")

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from _chat_records import PlainSource, view_of
+from _chat_records import PlainSource, ingest_turn_by_turn, view_of
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
@@ -226,13 +226,8 @@ def test_both_stores_are_journals_that_give_the_opening_turn(
     messages += [Message(note.format(i) * 6, "user", "user", f"g{i}", day, 2) for i in range(60)]
     one_page = replace(TIGHT, view_chars=1400, max_rounds=1)
     with MnemonStore(journal_target, fake_embeddings()) as store:
-        for i, message in enumerate(messages[:4] if others else []):
-            chatter = [
-                Message(note.format(j) * 6, "user", "user", f"o{i}.{j}", day, 1) for j in range(20)
-            ]
-            store.ingest(("users", "bo"), chatter, source="chat")
-            store.ingest(NS, [message], source="chat")
-        store.ingest(NS, messages[4:] if others else messages, source="chat")
+        ingest_turn_by_turn(store, NS, messages[:4], others)
+        store.ingest(NS, messages[4:], source="chat")
         assert isinstance(store, JournalSource)
         assert all(len(r.message_ids) == 1 for r in store.records(NS)), "one turn per record"
         view = _view(one_page, store)

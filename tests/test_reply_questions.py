@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from _chat_records import PlainSource, chat_records, view_of
+from _chat_records import PlainSource, chat_records, ingest_turn_by_turn, view_of
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.read.memory import InMemorySearchSource
@@ -209,16 +209,8 @@ def test_both_stores_are_journals_that_give_the_question(journal_target: str, ot
     graph sync and async: the user's turn enters the View with its reply on both backends.
     ``others-between``: each turn written on its own, with other users' turns written in
     between (one journal serves many users: its ``seq`` runs across all of them)."""
-    day = datetime(2024, 3, 1, 9, 0)
     with MnemonStore(journal_target, fake_embeddings()) as store:
-        for i, message in enumerate(_piano_messages()):
-            if others:
-                chatter = [
-                    Message("Another user's note. " * 20, "user", "user", f"o{i}.{j}", day, 1)
-                    for j in range(20)
-                ]
-                store.ingest(("users", f"other{i}"), chatter, source="chat")
-            store.ingest(NS, [message], source="chat")
+        ingest_turn_by_turn(store, NS, _piano_messages(), others)
         assert isinstance(store, JournalSource)
         pieces = [r for r in store.records(NS) if r.message_ids == ("m1",)]
         assert len(pieces) >= 2, "the reply was not split: the walk over pieces is untested"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from mnemon_langgraph.items import IndexItem
@@ -119,16 +119,6 @@ class InMemorySearchSource:
     ) -> list[SearchHit]:
         """Async :meth:`search`."""
         return self.search(query, namespace=namespace, k=k, offset=offset, filters=filters)
-
-    def records(
-        self, namespace: Namespace, *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Record]:
-        """Records of ``namespace`` with ``seq > after_seq`` in seq order."""
-        mine = sorted(
-            (r for r in self._records if r.namespace == tuple(namespace) and r.seq > after_seq),
-            key=lambda r: r.seq,
-        )
-        return iter(mine if limit is None else mine[:limit])
 
     def session_records(
         self, namespace: Namespace, session: int, *, start: int = 0, stop: int | None = None

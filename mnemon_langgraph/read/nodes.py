@@ -423,12 +423,11 @@ class Reader(RetrieveNode, ItemsNode):
         that bring them, and added when the journal had to be read for them."""
         pool = list(state.get("pool", []))
         settings = self.settings
-        deep = (j["target"] for j in state.get("judgments", []) if j["proposition"] == "needed")
+        order = [p["id"] for p in pool]
+        deep = [rid for rid, _ in rank_by(judgments_of(state), "needed", order=order)]
         replies = replies_judged(pool, deep) if settings.reply_questions else []
-        opened: list[str] = []
-        if any(n.kind == "ALL" for n in needs_of(state)):  # every instance: a count, a list
-            ranked = rank_by(judgments_of(state), "needed", order=[p["id"] for p in pool])
-            opened = sessions_opened(pool, [rid for rid, _ in ranked], settings.opening_turns)
+        every = any(n.kind == "ALL" for n in needs_of(state))  # a count, a list, an order
+        opened = sessions_opened(pool, deep, settings.opening_turns) if every else []
         if not replies and not opened:
             return pool
         read: list[Record] = []

@@ -198,7 +198,7 @@ def _piano_messages() -> list[Message]:
     ]
 
 
-ONE_PAGE = replace(TIGHT, max_rounds=1, view_chars=2000)
+ONE_PAGE = replace(TIGHT, max_rounds=1, view_chars=3000)
 """One page of each search: the user's turn, sharing no word with the question, is not
 pooled, so only the journal read can bring it."""
 

@@ -131,7 +131,8 @@ def test_in_a_real_graph_the_users_turn_gets_in_only_with_the_rule() -> None:
         opening_turns=0,
     )
     off = _view(replace(tight, assistant_rank_factor=1.0))
-    on = _view(replace(tight, assistant_rank_factor=3.0))
+    factor = ReadSettings().assistant_rank_factor  # the default
+    on = _view(replace(tight, assistant_rank_factor=factor))
     assert "m0" not in off.message_ids and len(off.records) >= 2
     assert "m0" in on.message_ids and "Gerald" in on.text
-    assert "ranked as if 3× lower" in " ".join(on.trace["placement"].values())
+    assert f"ranked as if {factor:g}× lower" in " ".join(on.trace["placement"].values())

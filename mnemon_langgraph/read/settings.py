@@ -153,8 +153,9 @@ class ReadSettings:
             (``view.demote_replies``): the memory is of what the user said, and a long reply
             shares more of a question's words than the user's turn that holds the answer.
             Records of people (LoCoMo's two speakers) or of unknown role never move. 1: off.
-            Default 3: chosen by cross-validation over BEAM's conversations, LongMemEval's
-            question folds and LoCoMo's conversations (docs/results/replies.md).
+            Default 6: chosen by cross-validation over BEAM's conversations, LongMemEval's
+            question folds and LoCoMo's conversations, with the questions and opening turns
+            the View brings (docs/results/replies.md).
         reply_questions: Each reply of the assistant judged in depth brings the user's turn
             it answers into the View, right before it (``read.questions``): the user's words
             are what the reply restates, and they share few of the question's words. Read
@@ -209,7 +210,7 @@ class ReadSettings:
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
     instruction_records: int = 1
-    assistant_rank_factor: float = 3.0
+    assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8
 

@@ -113,3 +113,20 @@ def write(path: Path, items: list[dict[str, Any]] | None = None) -> Path:
     """Write the questions (default :func:`questions`) as one JSON list."""
     path.write_text(json.dumps(items if items is not None else questions()), encoding="utf-8")
     return path
+
+
+def eval_args(tmp_path: Path, out: str, *extra: str) -> list[str]:
+    """``mnemon eval longmemeval`` of the file :func:`write` wrote to ``tmp_path/lme.json``,
+    into ``tmp_path/out``, with fake embeddings and no plots or progress bar."""
+    return [
+        "eval",
+        "longmemeval",
+        str(tmp_path / "lme.json"),
+        "--out",
+        str(tmp_path / out),
+        "--embeddings",
+        "fake",
+        "--no-plots",
+        "--no-progress",
+        *extra,
+    ]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _longmemeval_fixture import questions, write
+from _longmemeval_fixture import eval_args, questions, write
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
@@ -280,24 +280,18 @@ def test_harness_end_to_end_with_answers(tmp_path: Path) -> None:
 
 
 def _cli(tmp_path: Path, out: str, *extra: str) -> list[str]:
-    return [
-        "eval",
-        "longmemeval",
-        str(tmp_path / "lme.json"),
-        "--out",
-        str(tmp_path / out),
-        "--embeddings",
-        "fake",
+    cache = str(tmp_path / "cache.sqlite")
+    return eval_args(
+        tmp_path,
+        out,
         "--embedding-cache",
-        str(tmp_path / "cache.sqlite"),
+        cache,
         "--budget-curve",
         "2000,12000",
         "--baseline-k",
         "3,6",
-        "--no-plots",
-        "--no-progress",
         *extra,
-    ]
+    )
 
 
 def test_cli_end_to_end_and_the_cache_on_a_second_run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ __all__ = ["build_judge", "build_planner", "eval_store", "register", "report_fai
 
 
 def register(subparsers: Any) -> None:
-    """Add ``eval``: ``locomo``, ``longmemeval``, ``beam``, ``summarize``, ``misses``."""
+    """Add ``eval``: ``locomo``, ``longmemeval``, ``beam``, ``summarize``, ``misses``,
+    ``compare``."""
     parser = subparsers.add_parser(
         "eval",
         help="evaluate the read path on a benchmark",
@@ -63,6 +65,18 @@ def register(subparsers: Any) -> None:
     )
     miss.add_argument("dir", metavar="DIR", help="output folder of a `mnemon eval` run")
     miss.set_defaults(func=_run_misses)
+    comp = sub.add_parser(
+        "compare",
+        help="two runs of one benchmark, question by question: gained, lost, p",
+        description="Pair the scored questions of two runs of the same benchmark file (say, "
+        "one with another --read-setting) and print what moved: all / any evidence and the "
+        "share of gold turns shown in each, how many Views changed, the questions that "
+        "gained or lost all their evidence, and the exact McNemar p of that difference.",
+    )
+    comp.add_argument("before", metavar="BEFORE", help="output folder of the first run")
+    comp.add_argument("after", metavar="AFTER", help="output folder of the second run")
+    comp.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    comp.set_defaults(func=_run_compare)
 
 
 def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
@@ -271,6 +285,18 @@ def _run_misses(args: argparse.Namespace) -> int:
     from mnemon_langgraph.eval.misses import misses_of_results, render_misses
 
     print(render_misses(misses_of_results(args.dir)))
+    return 0
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from mnemon_langgraph.eval.compare import compare_rows, render_comparison
+    from mnemon_langgraph.eval.report import read_results
+
+    result = compare_rows(read_results(args.before)[1], read_results(args.after)[1])
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print(render_comparison(result, (args.before, args.after)), end="")
     return 0
 
 

@@ -97,10 +97,6 @@ def _abstract(store: object) -> NoReturn:
     raise NotImplementedError(f"{type(store).__name__} does not implement this")
 
 
-"""Query vectors a store keeps (least recently used out). A read-path turn asks the store
-for several searches and many repeat a text it already embedded this turn (the latest
-message, a planned search paged again in a later round; docs/results/log.md), each an
-embedding-model call; a user's next turn repeats few. 0 keeps none."""
 _URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
 

@@ -22,7 +22,11 @@ __all__ = ["QUERY_VECTORS_KEPT", "EmbeddingFace"]
 
 _EMBED_BATCH = 64
 QUERY_VECTORS_KEPT = 256
-"""Query vectors a store keeps (:meth:`EmbeddingFace.query_vector`)."""
+"""Query vectors a store keeps (:meth:`EmbeddingFace.query_vector`; least recently used
+out). A read-path turn asks the store for several searches and many repeat a text it already
+embedded this turn (the latest message, a planned search paged again in a later round;
+docs/results/log.md), each an embedding-model call; a user's next turn repeats few. 0 keeps
+none."""
 
 
 class EmbeddingFace:

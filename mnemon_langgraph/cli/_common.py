@@ -313,8 +313,12 @@ def resolve_record_id(store: Any, namespace: Namespace, record_id: str) -> str:
     )
 
 
-def read_view(store: Any, message: str, namespace: Namespace, args: argparse.Namespace) -> Any:
-    """Run the read graph once for ``message`` (``args.planner``, ``args.judge``) → its View."""
+def read_view(
+    store: Any, message: str, namespace: Namespace, args: argparse.Namespace, settings: Any
+) -> Any:
+    """Run the read graph once for ``message`` → its View (``args``: :func:`add_read_args`;
+    ``settings``: their :class:`ReadSettings`, checked by the caller before it opened the
+    store)."""
     from langchain_core.messages import HumanMessage
 
     from mnemon_langgraph.read.graph import create_read_graph
@@ -322,7 +326,9 @@ def read_view(store: Any, message: str, namespace: Namespace, args: argparse.Nam
 
     chosen_planner = planner(args.planner)
     chosen_judge = judge(args.judge, getattr(store, "embeddings", None))
-    graph = create_read_graph(source=store, judge=chosen_judge, planner=chosen_planner)
+    graph = create_read_graph(
+        source=store, judge=chosen_judge, planner=chosen_planner, settings=settings
+    )
     with quiet_read_path(args.verbose):  # failures are summed up in one line after the View
         result = graph.invoke(
             {"messages": [HumanMessage(message)]}, context=ReadContext(namespace=namespace)
@@ -331,7 +337,8 @@ def read_view(store: Any, message: str, namespace: Namespace, args: argparse.Nam
 
 
 def add_read_args(parser: argparse.ArgumentParser) -> None:
-    """Add ``--planner`` and ``--judge`` (the read path's two model choices)."""
+    """Add the read path's choices: ``--planner`` and ``--judge`` (its two models),
+    ``--budget-chars`` and ``--read-setting`` (its :class:`ReadSettings`)."""
     parser.add_argument(
         "--planner",
         default="rules",
@@ -345,9 +352,19 @@ def add_read_args(parser: argparse.ArgumentParser) -> None:
         metavar="local|llm:PROVIDER:MODEL|jev",
         help="System 1: 'local' (default, offline), 'llm:PROVIDER:MODEL' or 'jev'",
     )
+    parser.add_argument(
+        "--budget-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the View's character budget (default: 12000)",
+    )
+    add_read_settings_arg(parser, "")
 
 
-def add_read_settings_arg(parser: argparse.ArgumentParser) -> None:
+def add_read_settings_arg(
+    parser: argparse.ArgumentParser, recorded: str = "; the summary records every setting"
+) -> None:
     """Add ``--read-setting NAME=VALUE`` (repeatable): one :class:`ReadSettings` field each."""
     parser.add_argument(
         "--read-setting",
@@ -355,7 +372,7 @@ def add_read_settings_arg(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="set one ReadSettings field for this run (repeatable), e.g. "
-        "assistant_rank_factor=1 or excerpt_slots=none; the summary records every setting",
+        f"assistant_rank_factor=1 or excerpt_slots=none{recorded}",
     )
 
 

@@ -23,6 +23,7 @@ from mnemon_langgraph.cli._common import (
     namespace_arg,
     open_store,
     print_json,
+    read_settings,
     read_view,
     resolve_record_id,
 )
@@ -53,9 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     ns = namespace_arg(args.namespace)
     assert ns is not None  # --namespace is required
+    settings = read_settings(args.read_setting, args.budget_chars)
     with open_store(args.db) as store:
         record_id = resolve_record_id(store, ns, args.record_id)
-        view = read_view(store, args.message, ns, args)
+        view = read_view(store, args.message, ns, args, settings)
     text = explain(view, record_id)
     errors = [str(e) for e in (view.trace.get("errors") or [])]
     if args.json:

@@ -7,6 +7,8 @@ Examples::
     mnemon view "…" --db memory.db --namespace ada --planner openai:gpt-4.1-mini \\
         --judge llm:openai:gpt-4.1-mini
     mnemon view "…" --db memory.db --namespace ada --explain RECORD_ID
+    mnemon view "…" --db memory.db --namespace ada --budget-chars 2000 \\
+        --read-setting excerpt_slots=none
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from mnemon_langgraph.cli import _common
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
+    add_read_args,
     namespace_arg,
     open_store,
     print_json,
-    quiet_read_path,
+    read_settings,
+    read_view,
     resolve_record_id,
 )
 
@@ -41,19 +45,7 @@ def register(sub: Any) -> None:
     add_db_arg(p)
     add_namespace_arg(p)
     p.add_argument("--json", action="store_true", help="print JSON: text, records, items, trace")
-    p.add_argument(
-        "--planner",
-        default="rules",
-        metavar="rules|PROVIDER:MODEL",
-        help="System 2: 'rules' (default, no model) or a chat model for "
-        "langchain's init_chat_model, e.g. openai:gpt-4.1-mini",
-    )
-    p.add_argument(
-        "--judge",
-        default="local",
-        metavar="local|llm:PROVIDER:MODEL|jev",
-        help="System 1: 'local' (default, offline), 'llm:PROVIDER:MODEL' or 'jev'",
-    )
+    add_read_args(p)
     p.add_argument(
         "--explain",
         metavar="RECORD_ID",
@@ -94,30 +86,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read(args: argparse.Namespace) -> Any:
-    from langchain_core.messages import HumanMessage
-
-    from mnemon_langgraph.read.graph import create_read_graph
-    from mnemon_langgraph.read.state import ReadContext
-
     namespace = namespace_arg(args.namespace)
     assert namespace is not None  # --namespace is required
-    planner = load_planner(args.planner)
-    store = open_store(args.db)
-    try:
+    settings = read_settings(args.read_setting, args.budget_chars)
+    with open_store(args.db) as store:
         # An --explain id the namespace does not hold is an error, not a record "never pooled".
         args.explain = [resolve_record_id(store, namespace, rid) for rid in args.explain or ()]
-        judge = load_judge(args.judge, getattr(store, "embeddings", None))
-        graph = create_read_graph(source=store, judge=judge, planner=planner)
-        with quiet_read_path(args.verbose):  # failures are summed up in one line after the View
-            result = graph.invoke(
-                {"messages": [HumanMessage(args.message)]},
-                context=ReadContext(namespace=namespace),
-            )
-    finally:
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
-    return result["view"]
+        return read_view(store, args.message, namespace, args, settings)
 
 
 def _print_text(view: Any, explain_ids: Sequence[str]) -> None:

@@ -119,6 +119,31 @@ async def test_stdio_remember_view_forget_audited(db: Path) -> None:
     store.close()
 
 
+async def test_the_view_tool_takes_the_command_s_read_settings(db: Path) -> None:
+    """``mnemon mcp --read-setting`` / ``--budget-chars`` shape the view tool's View."""
+    shown = []
+    for extra in ((), ("--read-setting", "view_records=1")):
+        params = StdioServerParameters(
+            command=sys.executable, args=_server_args(db, *extra), env=_env(), cwd=str(REPO)
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            if not extra:  # a second record of Ada's, kept for the second server
+                await _call(session, "remember", fact="My favourite tea is sencha.")
+            view = await _call(session, "view", message="Where do I live, what tea do I like?")
+            shown.append(view.count("<record id="))
+    assert shown == [2, 1]  # the scripted judge needs both: only the setting cut one
+
+
+def test_cli_refuses_bad_read_settings_before_opening_the_store(
+    tmp_path: Path, capsys: Any
+) -> None:
+    path = tmp_path / "never.db"
+    assert main(["mcp", "--db", str(path), "--user", "ada", "--budget-chars", "0"]) == 2
+    assert "view_chars" in capsys.readouterr().err
+    assert not path.exists()
+
+
 @contextlib.asynccontextmanager
 async def _in_memory(target: Path | str) -> AsyncIterator[tuple[ClientSession, MnemonStore]]:
     """An in-process server over a fresh store at ``target``, and a client session to it."""

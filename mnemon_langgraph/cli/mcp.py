@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_db_arg, namespace_arg, open_store
+from mnemon_langgraph.cli._common import add_db_arg, add_read_args, namespace_arg, open_store
 
 __all__ = ["DEFAULT_HTTP_PORT", "register"]
 
@@ -54,18 +54,7 @@ def register(sub: Any) -> None:
         "instead of stdio",
     )
     p.add_argument("--name", default="mnemon", help="the server name clients show")
-    p.add_argument(
-        "--planner",
-        default="rules",
-        metavar="rules|PROVIDER:MODEL",
-        help="System 2 of the view tool: 'rules' (default, no model) or a chat model",
-    )
-    p.add_argument(
-        "--judge",
-        default="local",
-        metavar="local|llm:PROVIDER:MODEL|jev",
-        help="System 1 of the view tool: 'local' (default, offline), 'llm:…' or 'jev'",
-    )
+    add_read_args(p)  # the view tool's planner, judge and budgets
     p.set_defaults(func=run)
 
 
@@ -81,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigurationError("mnemon mcp: pass --namespace or --user")
     if args.http is not None and not 0 < args.http < 65536:
         raise ConfigurationError(f"--http: {args.http} is not a TCP port")
+    settings = _common.read_settings(args.read_setting, args.budget_chars)
     planner = _common.planner(args.planner)
     store = open_store(args.db, create=True)
     try:
         judge = _common.judge(args.judge, getattr(store, "embeddings", None))
-        graph = create_read_graph(source=store, judge=judge, planner=planner)
+        graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
         server = create_mcp_server(
             store,
             namespace,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mnemon_langgraph.eval.baselines import (
@@ -71,6 +72,23 @@ def test_rankings_and_contexts() -> None:
         assert index.chars(contexts[name]) <= index.chars([0, 1])
         assert contexts[name]
     assert index.message_ids([1, 5]) == {"D1:2", "D1:6"}
+
+
+def test_weighted_rrf_scales_each_ranking_and_defaults_to_plain_rrf() -> None:
+    from mnemon_langgraph.search.fusion import rrf_fuse as fuse
+
+    lists = [[1, 2, 3], [3, 2, 1], [2, 4]]
+    plain = fuse(lists)
+    assert fuse(lists, weights=[1, 1, 1]) == plain
+    assert plain[0].key == 2  # the only item near the top of all three
+    heavy = fuse(lists, weights=[1, 1, 10])
+    assert [f.key for f in heavy[:2]] == [2, 4]  # the third ranking now decides
+    assert heavy[0].score == pytest.approx(1 / 61 + 1 / 61 + 10 / 60)
+    none = fuse(lists, weights=[1, 1, 0])  # a weight of 0 ranks as if the list were absent
+    assert [f.key for f in none] == [f.key for f in fuse([[1, 2, 3], [3, 2, 1]])] + [4]
+    for bad in ([1, 1], [1, 1, -1], [1, 1, float("nan")]):
+        with pytest.raises(ValueError, match="weight"):
+            fuse(lists, weights=bad)
 
 
 def test_rrf_fuse_prefers_items_high_in_both() -> None:

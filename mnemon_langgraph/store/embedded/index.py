@@ -694,6 +694,22 @@ class NamespaceIndex:
             self.sync()
             return len(self.bm25), self.bm25.document_frequencies(terms)
 
+    def filter_mask(
+        self, filters: SearchFilters | None
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The BM25 index's mask of the records ``filters`` allows, and their seqs
+        (``None, None``: no filter). Call under :attr:`lock`, after :meth:`sync`."""
+        if filters is None or filters == SearchFilters():
+            return None, None
+        low, high = filters.date_from, filters.date_to
+        mask = self.bm25.allowed_mask(
+            session_from=filters.session_from,
+            session_to=filters.session_to,
+            date_from=None if low is None else date_to_epoch(low),
+            date_to=None if high is None else date_to_epoch(high),
+        )
+        return mask, self.bm25.seqs_for(mask)
+
     def fused_ranking(
         self,
         query: str,
@@ -709,30 +725,30 @@ class NamespaceIndex:
         with self.lock:
             self.sync()
             depth = max(self.candidate_depth, offset + k)
-            mask = None
-            allowed = None
-            if filters is not None and filters != SearchFilters():
-                mask = self.bm25.allowed_mask(
-                    session_from=filters.session_from,
-                    session_to=filters.session_to,
-                    date_from=None
-                    if filters.date_from is None
-                    else date_to_epoch(filters.date_from),
-                    date_to=None if filters.date_to is None else date_to_epoch(filters.date_to),
-                )
-                allowed = self.bm25.seqs_for(mask)
-                if not len(allowed):
-                    return []
+            mask, allowed = self.filter_mask(filters)
+            if allowed is not None and not len(allowed):
+                return []
             bm_seqs, _ = self.bm25.search(query, depth, mask=mask)
             qv = normalize_rows(query_vector)[0]
             dn_seqs, _ = self.vectors.search(qv, depth, allowed=allowed)
-            fused = rrf_fuse([bm_seqs.tolist(), dn_seqs.tolist()], k=RRF_K)
-            page = fused[offset : offset + k]
+            return self.fused_page([bm_seqs.tolist(), dn_seqs.tolist()], k=k, offset=offset)
+
+    def fused_page(
+        self,
+        rankings: Sequence[Sequence[int]],
+        *,
+        k: int,
+        offset: int = 0,
+        weights: Sequence[float] | None = None,
+    ) -> list[RankedSeq]:
+        """Hits ``offset .. offset + k`` of ``rankings`` (seqs, BM25's first, the dense
+        list's second) fused by :func:`rrf_fuse`. Call under :attr:`lock`."""
+        page = rrf_fuse(rankings, k=RRF_K, weights=weights)[offset : offset + k]
+        ids = self.bm25.ids_for([f.key for f in page])
+        if len(ids) != len(page):  # cannot happen: both indexes hold the same seqs
+            known = set(self.bm25.seqs().tolist())
+            page = [f for f in page if f.key in known]
             ids = self.bm25.ids_for([f.key for f in page])
-            if len(ids) != len(page):  # cannot happen: both indexes hold the same seqs
-                known = set(self.bm25.seqs().tolist())
-                page = [f for f in page if f.key in known]
-                ids = self.bm25.ids_for([f.key for f in page])
         return [
             RankedSeq(
                 seq=int(f.key),

@@ -80,38 +80,6 @@ def test_view_json_has_the_documented_keys_and_explains(db, capsys) -> None:
     assert "found by:" in again["explain"][rec["id"]]
 
 
-def _view_json(db: str, capsys, *extra: str) -> dict:
-    args = ["view", "What is Jon's favorite style of dance?", "--db", db, "--namespace", "conv30"]
-    assert main([*args, "--json", *extra]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def test_budget_and_read_settings_shape_the_view(db, capsys) -> None:
-    default = _view_json(db, capsys)
-    small = _view_json(db, capsys, "--budget-chars", "1000")
-    one = _view_json(db, capsys, "--read-setting", "view_records=1")
-    # The default View is bigger than either bound, so each bound is what cut it.
-    assert len(default["text"]) > 1000 and len(default["records"]) > 1
-    assert 0 < len(small["text"]) <= 1000
-    assert len(one["records"]) == 1
-    assert one["records"][0]["id"] in {r["id"] for r in default["records"]}
-
-
-@pytest.mark.parametrize(
-    ("extra", "said"),
-    [
-        (["--budget-chars", "0"], "view_chars"),
-        (["--read-setting", "no_such_field=1"], "no field 'no_such_field'"),
-        (["--read-setting", "view_records"], "NAME=VALUE"),
-    ],
-)
-@pytest.mark.parametrize("command", ["view", "explain"])
-def test_bad_read_settings_are_clean_errors(db, capsys, command, extra, said) -> None:
-    head = [command, "r-", "q?"] if command == "explain" else [command, "q?"]
-    code = main([*head, "--db", db, "--namespace", "conv30", *extra])
-    assert code == 2 and said in capsys.readouterr().err
-
-
 def test_empty_namespace_reports_reason(db, capsys) -> None:
     assert main(["view", "anything at all?", "--db", db, "--namespace", "nobody"]) == 0
     assert "empty View" in capsys.readouterr().out

@@ -99,7 +99,7 @@ def test_judge_and_planner_specs_build_backends(monkeypatch) -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
     from mnemon_langgraph import backends
-    from mnemon_langgraph.cli import view as view_cli
+    from mnemon_langgraph.cli import _common  # what view, explain and mcp resolve names with
     from mnemon_langgraph.judges.chat import ChatDecisionModel
 
     built: list[str] = []
@@ -109,26 +109,26 @@ def test_judge_and_planner_specs_build_backends(monkeypatch) -> None:
         return FakeListChatModel(responses=["{}"])
 
     monkeypatch.setattr(backends, "chat_model_from_spec", fake_chat)
-    judge = view_cli.load_judge("llm:openai:gpt-4.1-mini")
+    judge = _common.judge("llm:openai:gpt-4.1-mini")
     assert isinstance(judge, ChatDecisionModel) and built == ["openai:gpt-4.1-mini"]
-    assert view_cli.load_planner("rules") is None
-    assert view_cli.load_planner("anthropic:claude-x") is not None
+    assert _common.planner("rules") is None
+    assert _common.planner("anthropic:claude-x") is not None
     assert built[-1] == "anthropic:claude-x"
 
 
 def test_backend_names_mean_the_same_everywhere(monkeypatch) -> None:
-    # The CLI's view and eval commands and the Studio entry points resolve names through
+    # The CLI's read commands and eval and the Studio entry points resolve names through
     # mnemon_langgraph.backends, so the same name builds the same kind of backend.
     from mnemon_langgraph import backends
+    from mnemon_langgraph.cli import _common
     from mnemon_langgraph.cli import eval as cli_eval
-    from mnemon_langgraph.cli import view as view_cli
     from mnemon_langgraph.errors import ConfigurationError
     from mnemon_langgraph.integrations import studio
     from mnemon_langgraph.judges import ScriptedDecisionModel
 
     spec = "mnemon_langgraph.judges:ScriptedDecisionModel"
     for judge in (
-        view_cli.load_judge(spec),
+        _common.judge(spec),
         cli_eval.build_judge(spec),
         studio.judge_from_env({"MNEMON_JUDGE": spec}),
     ):

@@ -18,7 +18,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mnemon_langgraph.cli import _common
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
@@ -31,7 +30,7 @@ from mnemon_langgraph.cli._common import (
     resolve_record_id,
 )
 
-__all__ = ["load_judge", "load_planner", "register"]
+__all__ = ["register"]
 
 
 def register(sub: Any) -> None:
@@ -53,16 +52,6 @@ def register(sub: Any) -> None:
         help="also explain why a record is (not) in the View; repeatable",
     )
     p.set_defaults(func=run)
-
-
-def load_planner(spec: str) -> Any:
-    """``rules`` → ``None`` (the rule planner); ``PROVIDER:MODEL`` → a chat model."""
-    return _common.planner(spec)
-
-
-def load_judge(spec: str, embeddings: Any = None) -> Any:
-    """``local`` | ``llm:PROVIDER:MODEL`` | ``jev`` → a decision model."""
-    return _common.judge(spec, embeddings)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -178,3 +178,17 @@ def test_the_demo_s_updates_are_recognised_and_their_new_values_stay_current() -
     stale = {rid for rid, v in p.items() if v >= 0.5}
     assert stale == {"s1-03", "s1-07", "s1-11", "s1-13", "s1-14"}
     assert all(p[rid] < 0.5 for rid in ("s2-01", "s2-03", "s2-07", "s3-01", "s3-11"))
+
+
+def test_a_record_without_words_is_judged_beside_a_change() -> None:
+    # A record with no words has no clause: finding what replaces it once raised
+    # "max() arg is an empty sequence", and the whole judge call fell back to search order.
+    old = _rec("old", 1, "Noor", "I live in Leeds at the moment, in a flat near the park.")
+    blank = _rec("blank", 1, "Noor", "👍 ...")
+    new = _rec("new", 2, "Noor", "Big news: I'm moving to Rotterdam at the end of July.")
+    request = JudgeRequest([NEEDED, STALE], [old, blank, new], ["Where do I live these days?"])
+    result = judge_wave(JUDGE, [request])
+    assert not result.errors
+    stale = {j.target_id: j.p for j in result.judgments if j.proposition == "stale"}
+    assert set(stale) == {"old", "blank", "new"}
+    assert stale["old"] >= 0.5 and stale["blank"] < 0.5

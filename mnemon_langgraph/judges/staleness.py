@@ -919,7 +919,10 @@ def replacements(records: Sequence[Doc]) -> dict[str, str]:
         for r, cs in changing:
             if r is doc or not r.later_than(doc):
                 continue
-            score = max(_changes(t, m, names) for m in clauses(doc.text) for t in cs)
+            # a record with no words ("👍", "...") has no clause, so nothing to replace
+            score = max(
+                (_changes(t, m, names) for m in clauses(doc.text) for t in cs), default=0
+            )
             if score > best:
                 best, by = score, r.id
         if by is not None:

@@ -5,20 +5,27 @@ judgments (a ``degraded`` trace event), so a crash inside the local judge would 
 a user's Views. Hypothesis feeds it records of any text — empty of words, emoji only,
 control characters, other scripts, statements of change beside them — with the read
 path's propositions, and every call must come back with a probability for every question.
+The whole read path is then run on journals of such records (with the rule planner and the
+local judge) and must leave no fallback in its trace.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, SCREEN, STALE
+from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
-from mnemon_langgraph.types import Record
+from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.types import Message, Record
 
 # lexical evidence alone, and with the bundled MiniLM embedder (the default judge)
 JUDGES = {"lexical": LocalDecisionModel(lexical_only=True), "minilm": LocalDecisionModel()}
@@ -84,3 +91,60 @@ def test_every_call_of_the_local_judge_gives_every_judgment(
     got = {(j.target_id, str(j.proposition)) for j in result.judgments}
     assert got == asked
     assert all(0.0 <= j.p <= 1.0 for j in result.judgments)
+
+
+# --- the whole read path with the real components --------------------------------------
+
+# text a journal stores (a NUL is refused at ingest: test_reliability_fuzz covers that)
+_STORABLE = _TEXT.filter(lambda t: t.strip() and "\x00" not in t)
+# a long message is split into records, and a piece of it may hold no word at all
+_TABLE = "Here is the table:\n" + "| --- | --- | --- |\n" * 80 + "Shall I add a column?"
+_STORED = st.lists(st.one_of(st.sampled_from([*_SAID, _TABLE]), _STORABLE), max_size=8)
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    store = MnemonStore(tmp_path_factory.mktemp("fuzz") / "j.sqlite", _fake_embeddings())
+    yield store
+    store.close()
+
+
+def _fake_embeddings() -> Any:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    return DeterministicFakeEmbedding(size=32)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(said=_STORED, message=_STORABLE, data=st.data())
+def test_the_read_path_with_the_offline_judge_never_falls_back(
+    journal: Any, said: list[str], message: str, data: st.DataObject
+) -> None:
+    # each example writes its records to a namespace of its own, then reads it with the
+    # rule planner and the local judge: no step may fail and leave a fallback behind
+    ns = ("fuzz", f"n{data.draw(st.integers(0, 10**9))}")
+    texts = [t for t in said if t.strip()] or ["I live in Leeds."]
+    journal.ingest(
+        ns,
+        [
+            Message(
+                text=t,
+                speaker="Noor" if i % 2 == 0 else "assistant",
+                role="user" if i % 2 == 0 else "assistant",
+                id=f"m{i}",
+                timestamp=datetime(2024, 1 + i % 12, 1),
+                session=1 + i // 3,
+            )
+            for i, t in enumerate(texts)
+        ],
+        source="fuzz",
+    )
+    judge = LocalDecisionModel(embeddings=_fake_embeddings())
+    graph = create_read_graph(source=journal, judge=judge)
+    out = graph.invoke(
+        {"messages": [HumanMessage(message)]},
+        context=ReadContext(namespace=ns, now=datetime(2025, 1, 1)),
+    )
+    trace = out["view"].trace
+    assert trace["degradations"] == []
+    assert out["view"].text

@@ -920,9 +920,7 @@ def replacements(records: Sequence[Doc]) -> dict[str, str]:
             if r is doc or not r.later_than(doc):
                 continue
             # a record with no words ("👍", "...") has no clause, so nothing to replace
-            score = max(
-                (_changes(t, m, names) for m in clauses(doc.text) for t in cs), default=0
-            )
+            score = max((_changes(t, m, names) for m in clauses(doc.text) for t in cs), default=0)
             if score > best:
                 best, by = score, r.id
         if by is not None:

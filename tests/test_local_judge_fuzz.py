@@ -23,6 +23,7 @@ from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, SCREEN, STALE
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
+from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, Record
@@ -115,10 +116,22 @@ def _fake_embeddings() -> Any:
     return DeterministicFakeEmbedding(size=32)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(said=_STORED, message=_STORABLE, data=st.data())
+# the read settings whose rules act on what the records say, dates included
+_SETTINGS = st.builds(
+    ReadSettings,
+    view_chars=st.sampled_from([300, 1000, 2000, 12000]),
+    relative_date_search=st.booleans(),
+    part_searches=st.sampled_from([0, 3]),
+    leave_out_stale=st.booleans(),
+    excerpt_slots=st.sampled_from([None, 2, 6]),
+    message_pieces=st.sampled_from([None, 1]),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(said=_STORED, message=_STORABLE, read=_SETTINGS, data=st.data())
 def test_the_read_path_with_the_offline_judge_never_falls_back(
-    journal: Any, said: list[str], message: str, data: st.DataObject
+    journal: Any, said: list[str], message: str, read: ReadSettings, data: st.DataObject
 ) -> None:
     # each example writes its records to a namespace of its own, then reads it with the
     # rule planner and the local judge: no step may fail and leave a fallback behind
@@ -140,11 +153,11 @@ def test_the_read_path_with_the_offline_judge_never_falls_back(
         source="fuzz",
     )
     judge = LocalDecisionModel(embeddings=_fake_embeddings())
-    graph = create_read_graph(source=journal, judge=judge)
+    graph = create_read_graph(source=journal, judge=judge, settings=read)
     out = graph.invoke(
         {"messages": [HumanMessage(message)]},
         context=ReadContext(namespace=ns, now=datetime(2025, 1, 1)),
     )
-    trace = out["view"].trace
-    assert trace["degradations"] == []
-    assert out["view"].text
+    view = out["view"]
+    assert view.trace["degradations"] == []
+    assert view.text and len(view.text) <= read.view_chars

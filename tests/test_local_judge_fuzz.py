@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.local import LocalDecisionModel
@@ -28,8 +29,12 @@ from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, Record
 
-# lexical evidence alone, and with the bundled MiniLM embedder (the default judge)
-JUDGES = {"lexical": LocalDecisionModel(lexical_only=True), "minilm": LocalDecisionModel()}
+# lexical evidence alone, and with embeddings (a fake embedder: the code path is the same
+# as with the bundled MiniLM, and the test stays a unit test)
+JUDGES = {
+    "lexical": LocalDecisionModel(lexical_only=True),
+    "semantic": LocalDecisionModel(embeddings=DeterministicFakeEmbedding(size=32)),
+}
 
 # Statements the update detector and the judge's cues act on, mixed with arbitrary text.
 _SAID = [
@@ -111,8 +116,6 @@ def journal(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _fake_embeddings() -> Any:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
     return DeterministicFakeEmbedding(size=32)
 
 

@@ -106,17 +106,16 @@ _STORABLE = _TEXT.filter(lambda t: t.strip() and "\x00" not in t)
 # a long message is split into records, and a piece of it may hold no word at all
 _TABLE = "Here is the table:\n" + "| --- | --- | --- |\n" * 80 + "Shall I add a column?"
 _STORED = st.lists(st.one_of(st.sampled_from([*_SAID, _TABLE]), _STORABLE), max_size=8)
+_CHANGE_AFTER_TABLE = (_TABLE, "Big news: I'm moving to Rotterdam at the end of July.")
 
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    store = MnemonStore(tmp_path_factory.mktemp("fuzz") / "j.sqlite", _fake_embeddings())
+    store = MnemonStore(
+        tmp_path_factory.mktemp("fuzz") / "j.sqlite", DeterministicFakeEmbedding(size=32)
+    )
     yield store
     store.close()
-
-
-def _fake_embeddings() -> Any:
-    return DeterministicFakeEmbedding(size=32)
 
 
 # the read settings whose rules act on what the records say, dates included
@@ -139,7 +138,11 @@ def test_the_read_path_with_the_offline_judge_never_falls_back(
     # each example writes its records to a namespace of its own, then reads it with the
     # rule planner and the local judge: no step may fail and leave a fallback behind
     ns = ("fuzz", f"n{data.draw(st.integers(0, 10**9))}")
-    texts = [t for t in said if t.strip()] or ["I live in Leeds."]
+    # every journal ends with a reply holding a table and a change stated after it, so that
+    # a wordless record and a replacing one are judged together in every example
+    turns = [*(t for t in said if t.strip()), _CHANGE_AFTER_TABLE[0], _CHANGE_AFTER_TABLE[1]]
+    if len(turns) % 2:  # the table is the assistant's turn (odd), the change the user's
+        turns.insert(0, "I live in Leeds.")
     journal.ingest(
         ns,
         [
@@ -151,12 +154,11 @@ def test_the_read_path_with_the_offline_judge_never_falls_back(
                 timestamp=datetime(2024, 1 + i % 12, 1),
                 session=1 + i // 3,
             )
-            for i, t in enumerate(texts)
+            for i, t in enumerate(turns)
         ],
         source="fuzz",
     )
-    judge = LocalDecisionModel(embeddings=_fake_embeddings())
-    graph = create_read_graph(source=journal, judge=judge, settings=read)
+    graph = create_read_graph(source=journal, judge=JUDGES["semantic"], settings=read)
     out = graph.invoke(
         {"messages": [HumanMessage(message)]},
         context=ReadContext(namespace=ns, now=datetime(2025, 1, 1)),

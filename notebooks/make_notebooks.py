@@ -507,13 +507,41 @@ NOTEBOOKS = {
 }
 
 
+# Texts whose vectors identify the embedder's arithmetic on the executing machine.
+_PROBES = (
+    "I moved from Leeds to Rotterdam in May, for the new job.",
+    "Mira planted broad beans on the allotment in March.",
+    "What does Tomás's sister do in Lisbon?",
+)
+
+
+def embedder_fingerprint() -> str:
+    """sha256 of the default embedder's float32 vectors for a few fixed texts.
+
+    The int8 embedder's vectors depend on the CPU's integer kernels (an AVX-512 VNNI machine
+    and an AVX2 one round differently), and a last-bit change can swap two records' ranks.
+    The notebooks store the fingerprint of the machine that executed them, so the rerun test
+    knows whether exact outputs are to be expected on the machine it runs on.
+    """
+    import hashlib
+
+    import numpy as np
+
+    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
+
+    vectors = np.asarray(MiniLMEmbeddings().embed_documents(list(_PROBES)), dtype=np.float32)
+    return hashlib.sha256(vectors.tobytes()).hexdigest()[:16]
+
+
 def execute(nb: nbformat.NotebookNode, *, timeout: int = 600) -> nbformat.NotebookNode:
-    """Run ``nb`` top to bottom in a fresh kernel (from this folder) and return it."""
+    """Run ``nb`` top to bottom in a fresh kernel (from this folder) and return it, with the
+    executing machine's :func:`embedder_fingerprint` in its metadata."""
     from nbclient import NotebookClient
 
     NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}
     ).execute()
+    nb.metadata["mnemon"] = {"embedder_fingerprint": embedder_fingerprint()}
     return nb
 
 

@@ -182,9 +182,29 @@ def test_notebook_reruns_to_the_same_output(name: str, monkeypatch: pytest.Monke
     client.execute()
     assert not any("error" in k for k in _kinds(nb)), name
     assert _kinds(nb) == _kinds(stored), name
-    fresh, kept = _cell_texts(nb), _cell_texts(stored)
-    for cell, (now, before) in enumerate(zip(fresh, kept, strict=True)):
-        assert now == before, f"{name}, code cell {cell}: stored output differs (re-execute it)"
     assert _figures(nb) == FIGURES.get(name, 0)
     for expected in EXPECTED[name]:
         assert expected in _text(nb), (name, expected)
+    stored_fingerprint = stored.metadata.get("mnemon", {}).get("embedder_fingerprint")
+    here = _load("make_notebooks").embedder_fingerprint()
+    if stored_fingerprint != here:
+        # Same code and data, other vector arithmetic (the stored outputs were made on a CPU
+        # whose int8 kernels round differently): the checks above still hold, exact text
+        # cannot. Re-executing the notebooks on this machine makes the check exact again.
+        pytest.skip(
+            f"{name}: executed where the embedder's fingerprint is {stored_fingerprint}, "
+            f"here {here}; exact outputs not compared (python notebooks/make_notebooks.py "
+            "--execute)"
+        )
+    fresh, kept = _cell_texts(nb), _cell_texts(stored)
+    for cell, (now, before) in enumerate(zip(fresh, kept, strict=True)):
+        assert now == before, f"{name}, code cell {cell}: stored output differs (re-execute it)"
+
+
+def test_committed_notebooks_name_the_arithmetic_they_were_executed_with() -> None:
+    """Every stored notebook records its executing machine's embedder fingerprint, so the
+    rerun test compares exact outputs wherever the arithmetic is the same."""
+    nbformat = pytest.importorskip("nbformat")
+    for name in NAMES:
+        meta = nbformat.read(NOTEBOOKS / name, as_version=4).metadata
+        assert re.fullmatch(r"[0-9a-f]{16}", meta.get("mnemon", {}).get("embedder_fingerprint", "")), name

@@ -207,4 +207,5 @@ def test_committed_notebooks_name_the_arithmetic_they_were_executed_with() -> No
     nbformat = pytest.importorskip("nbformat")
     for name in NAMES:
         meta = nbformat.read(NOTEBOOKS / name, as_version=4).metadata
-        assert re.fullmatch(r"[0-9a-f]{16}", meta.get("mnemon", {}).get("embedder_fingerprint", "")), name
+        fingerprint = meta.get("mnemon", {}).get("embedder_fingerprint", "")
+        assert re.fullmatch(r"[0-9a-f]{16}", fingerprint), name

@@ -110,3 +110,56 @@ def test_a_namespace_over_the_limit_is_refused_on_both_backends(
     store.ingest(fits, [Message("hello there", "Ada", id="m1")], source="chat")
     bs.put(fits, _random_text(MAX_KEY_BYTES), {"text": "tea"})
     assert store.count(fits) == 1 and len(bs.search(fits)) == 1
+
+
+# --- MnemonMemory and MnemonRetriever raise the package's errors, not pydantic's ------------
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[MnemonStore]:
+    with MnemonStore(tmp_path / "m.db", DeterministicFakeEmbedding(size=16)) as s:
+        s.ingest(ADA, [Message(f"note {i} about tea", "Ada", id=f"m{i}") for i in range(5)],
+                 source="chat", pack=False)  # fmt: skip
+        yield s
+
+
+@pytest.mark.parametrize("namespace", ["", ("memories", ""), (), 7])
+def test_memory_and_retriever_refuse_a_bad_namespace_with_a_namespace_error(
+    journal: MnemonStore, namespace: Any
+) -> None:
+    from pydantic import ValidationError
+
+    from mnemon_langgraph import MnemonMemory, MnemonRetriever
+
+    for build in (MnemonMemory, MnemonRetriever):
+        with pytest.raises(NamespaceError) as caught:
+            build(store=journal, namespace=namespace)
+        assert not isinstance(caught.value, ValidationError)
+        assert "\n" not in str(caught.value) and "namespace" in str(caught.value)
+
+
+def test_retriever_constructor_arguments_are_configuration_errors(journal: MnemonStore) -> None:
+    from mnemon_langgraph import MnemonRetriever
+    from mnemon_langgraph.errors import ConfigurationError
+
+    for bad in ({"k": "abc"}, {"k": 2.5}, {"k": None}, {"offset": -1}, {"store": object()}):
+        args: dict[str, Any] = {"store": journal, "namespace": ADA, **bad}
+        with pytest.raises(ConfigurationError, match="MnemonRetriever: ") as caught:
+            MnemonRetriever(**args)
+        assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("k", ["abc", None, 2.5, True, -1])
+def test_retriever_per_call_k_is_checked_never_converted(journal: MnemonStore, k: Any) -> None:
+    import asyncio
+
+    from mnemon_langgraph import MnemonRetriever
+
+    retriever = MnemonRetriever(store=journal, namespace=ADA, k=4)
+    with pytest.raises(InputError, match="^k must be"):
+        retriever.invoke("tea", k=k)
+    with pytest.raises(InputError, match="^k must be"):
+        asyncio.run(retriever.ainvoke("tea", k=k))
+    with pytest.raises(InputError, match="^offset must be"):
+        retriever.invoke("tea", offset=k)
+    assert len(retriever.invoke("tea", k=2)) == 2  # a whole number still works

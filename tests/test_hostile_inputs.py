@@ -156,10 +156,42 @@ def test_retriever_per_call_k_is_checked_never_converted(journal: MnemonStore, k
     from mnemon_langgraph import MnemonRetriever
 
     retriever = MnemonRetriever(store=journal, namespace=ADA, k=4)
-    with pytest.raises(InputError, match="^k must be"):
+    with pytest.raises(InputError, match=r"^k must be"):
         retriever.invoke("tea", k=k)
-    with pytest.raises(InputError, match="^k must be"):
+    with pytest.raises(InputError, match=r"^k must be"):
         asyncio.run(retriever.ainvoke("tea", k=k))
-    with pytest.raises(InputError, match="^offset must be"):
+    with pytest.raises(InputError, match=r"^offset must be"):
         retriever.invoke("tea", offset=k)
     assert len(retriever.invoke("tea", k=2)) == 2  # a whole number still works
+
+
+def test_erasing_a_namespace_too_long_to_store_is_the_same_error_on_both_backends(
+    store: MnemonStore, bs: MnemonBaseStore
+) -> None:
+    import asyncio
+
+    six = tuple(_random_text(512, seed=i) for i in range(6))
+    for erase in (
+        lambda: store.erase_namespace(six),
+        lambda: asyncio.run(store.aerase_namespace(six)),
+        lambda: bs.erase_namespace(six),
+    ):
+        with pytest.raises(NamespaceError, match="namespace too long to store"):
+            erase()
+    bs.delete(six, "k")  # nothing to delete: a no-op, as for any unknown key
+    assert bs.get(six, "k") is None and store.audit_log(six) == []
+
+
+def test_memory_an_older_version_stored_under_a_long_namespace_can_still_be_erased(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.store import contract
+
+    six = tuple(_random_text(512, seed=i) for i in range(6))
+    with MnemonStore(tmp_path / "old.db", DeterministicFakeEmbedding(size=16)) as store:
+        with monkeypatch.context() as m:  # as an SQLite journal of an older version held it
+            m.setattr(contract, "MAX_NAMESPACE_BYTES", 10_000)
+            store.ingest(six, [Message("old note", "Ada", id="m1")], source="chat")
+        assert store.count(six) == 1
+        assert store.erase_namespace(six) == 1 and store.count(six) == 0
+        assert [e.action for e in store.audit_log(six)] == ["erase_namespace"]

@@ -74,9 +74,14 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
-from mnemon_langgraph.store.contract import check_namespace_size
+from mnemon_langgraph.store.contract import (
+    MAX_NAMESPACE_BYTES,
+    check_erasable,
+    check_namespace_size,
+)
 from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
 
@@ -339,6 +344,10 @@ class MnemonBaseStore(BaseStore):
         """Async :meth:`erase_namespace`."""
         self._check_open()
         ns = normalize_namespace(namespace)
+        if len(namespace_key(ns).encode("utf-8")) > MAX_NAMESPACE_BYTES:  # rare: look first
+            held = any(r.namespace == ns for r in await self._items.under(ns))
+            held = held or await asyncio.to_thread(self.store.holds_namespace, ns)
+            check_erasable(ns, lambda _: held)
         items = await self._items.erase(ns, actor=actor)
         records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
         return {"items": items, "records": int(records)}
@@ -440,7 +449,11 @@ def _check_op(op: Any, default_index: IndexSpec) -> None:
         check_namespace(op.namespace)
         check_key(op.key)
     elif isinstance(op, PutOp):
-        _check_writable(check_namespace(op.namespace))
+        ns = check_namespace(op.namespace)
+        if op.value is not None:  # a delete may remove what an older version stored
+            _check_writable(ns)
+        elif ns[0] == "langgraph":
+            raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
         check_key(op.key)
         if op.ttl is not None:
             raise NotImplementedError("MnemonBaseStore does not support TTL (ttl must be None)")

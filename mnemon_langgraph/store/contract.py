@@ -8,7 +8,7 @@ functions before anything is read or written, so a bad argument is the same
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mnemon_langgraph.errors import InputError, NamespaceError
@@ -30,6 +30,7 @@ __all__ = [
     "IngestBatch",
     "IngestResult",
     "check_bounded",
+    "check_erasable",
     "check_ids",
     "check_ingest",
     "check_namespace_size",
@@ -299,3 +300,22 @@ def check_namespace_size(namespace: Namespace) -> Namespace:
             "use fewer or shorter parts, e.g. a user id rather than a profile)"
         )
     return namespace
+
+
+def check_erasable(namespace: Namespace, holds: Callable[[Namespace], bool]) -> Namespace:
+    """``namespace`` if an erase of it can be audited on every backend.
+
+    A namespace over :data:`MAX_NAMESPACE_BYTES` holds nothing on PostgreSQL (its audit
+    row could not be indexed either) and only what an older version stored on SQLite; its
+    erase goes ahead when ``holds(namespace)`` says something is there (so old data can
+    always be erased), else it is refused as on ingest.
+
+    Raises:
+        NamespaceError: Too long to store, and nothing is stored under it.
+    """
+    try:
+        return check_namespace_size(namespace)
+    except NamespaceError:
+        if holds(namespace):
+            return namespace
+        raise

@@ -246,13 +246,16 @@ def _check_index(
     if bad_vectors:
         # Rebuilding would read vectors of the wrong shape; they need the model again.
         report.problems.append(f"{bad_vectors} stored vectors of the wrong length")
-        why = _reembed_bad_vectors(db, ns, model) if repair else "--check repairs nothing"
+        if not repair:
+            report.unrepairable.append("not rebuilt: the doctor without --check re-embeds them")
+            return report
+        why = _reembed_bad_vectors(db, ns, model)
         if why is not None:
             report.unrepairable.append(
                 f"not rebuilt: its stored vectors must be re-embedded ({why})"
             )
             return report
-        report.repaired.append(f"re-embedded {bad_vectors} records with {model[0]}")  # type: ignore[index]
+        report.repaired.append(f"re-embedded {bad_vectors} records with {(model or ('?',))[0]}")
     index = NamespaceIndex(journal, ns, index_folder(db, ns), model[1] if model else 1)
     generation, journal_max = journal.generation(ns), journal.max_seq(ns)
     problem = index.checkpoint_problem()
@@ -315,7 +318,10 @@ def _reembed_bad_vectors(
             "WHERE v.namespace = ? AND length(v.vector) != ? ORDER BY r.seq",
             (namespace_key(ns), model[1] * 4),
         ).fetchall()
-        vectors = np.asarray(embeddings.embed_documents([text for _, text in rows]), np.float32)
+        try:
+            vectors = np.asarray(embeddings.embed_documents([t for _, t in rows]), np.float32)
+        except Exception as exc:  # the model failed: leave the rows for a later run
+            return f"the embedder failed: {exc}"
         if vectors.shape != (len(rows), model[1]) or not np.isfinite(vectors).all():
             return f"the embedder returned vectors of shape {vectors.shape}"
         with conn:

@@ -605,3 +605,25 @@ def test_cli_a_deep_kv_value_exits_2_naming_the_line_and_writes_nothing(
     assert main(["import", str(path), "--db", str(target)]) == 2
     assert f"{path}:{where}: item value is nested" in capsys.readouterr().err
     assert list(tmp_path.glob("new.db*")) == []
+
+
+def test_dates_at_the_ends_of_the_range_move_on_both_backends(
+    tmp_path: Path, target_url: str
+) -> None:
+    # The other side of "dates that overflow": years 1 and 9999 are stored, not refused.
+    edges = [
+        Message("first day", "Ada", id="m1", timestamp=datetime(1, 1, 1), session=1),
+        Message(
+            "last day",
+            "Ada",
+            id="m2",
+            session=2,
+            timestamp=datetime(9999, 12, 31, 23, 59, 59, 999999),
+        ),
+    ]
+    with MnemonStore(tmp_path / "edges.db", fake_embeddings()) as source:
+        source.ingest(ADA, edges, source="x")
+        text = _export(source)
+    with MnemonStore(target_url, fake_embeddings()) as target:
+        assert import_jsonl(target, io.StringIO(text)).records_written == 2
+        assert _export(target) == text

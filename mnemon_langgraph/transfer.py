@@ -43,7 +43,10 @@ from typing import IO, Any
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import IndexItem, item_dict
 from mnemon_langgraph.records.chunking import chunk_messages, split_text
+from mnemon_langgraph.store.contract import check_namespace_size
+from mnemon_langgraph.store.item_rows import group_key_text
 from mnemon_langgraph.types import (
+    MAX_MESSAGE_ID_CHARS,
     ROLES,
     Message,
     Namespace,
@@ -58,6 +61,7 @@ __all__ = [
     "VERSION",
     "ExportSummary",
     "ImportResult",
+    "check_import",
     "export_document",
     "export_jsonl",
     "export_lines",
@@ -72,6 +76,9 @@ VERSION = 1
 """The version of the format this module writes; :func:`read_export` reads this one only."""
 
 _MIN_PIECE = 40  # chunking's floor for a piece budget (records.chunking._MIN_PIECE)
+MAX_GROUP_KEY_BYTES = 2048
+"""Longest timeline / value-history key of an imported item (its topic, or its subject and
+attribute, in UTF-8): PostgreSQL indexes it in a B-tree (entries of at most ~2,700 bytes)."""
 _ITEM_KINDS = ("event", "value", "instruction")
 _MESSAGE_KEYS = (
     "type", "namespace", "id", "part", "role", "speaker", "text",
@@ -326,6 +333,7 @@ class ParsedExport:
     items: tuple[IndexItem, ...]
     consolidated_through: str | None
     kv_items: tuple[dict[str, Any], ...] = ()
+    item_lines: tuple[int, ...] = ()
 
 
 def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
@@ -384,6 +392,7 @@ def read_export(fp: Iterable[str], *, name: str = "<input>") -> ParsedExport:
         items=tuple(item for _, item in items),
         consolidated_through=header.get("consolidated_through"),
         kv_items=tuple(kv),
+        item_lines=tuple(lineno for lineno, _ in items),
     )
 
 
@@ -406,6 +415,12 @@ def _parse_json(raw: str, name: str, lineno: int) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError as exc:  # JSONDecodeError, and UnicodeDecodeError of a bytes line
         raise InputError(f"{name}:{lineno}: not a JSON line ({exc})") from None
+    except RecursionError:  # arrays or objects nested past Python's recursion limit
+        from mnemon_langgraph.integrations.basestore_rank import MAX_VALUE_DEPTH
+
+        raise InputError(
+            f"{name}:{lineno}: JSON nested too deeply (at most {MAX_VALUE_DEPTH} levels)"
+        ) from None
     if not isinstance(data, dict):
         raise InputError(f"{name}:{lineno}: a line must be a JSON object, got {data!r:.60}")
     return data
@@ -424,7 +439,8 @@ def _check_header(data: dict[str, Any], name: str, lineno: int) -> dict[str, Any
             f"mnemon-langgraph reads version {VERSION}"
         )
     try:
-        data["namespace"] = list(normalize_namespace(_list(data.get("namespace"), "namespace")))
+        namespace = normalize_namespace(_list(data.get("namespace"), "namespace"))
+        data["namespace"] = list(check_namespace_size(namespace))
         for key in ("record_chars", "records", "messages", "lines", "items"):
             _int(data.get(key), key)
         if "kv_items" in data:  # absent in files written before key-value items were
@@ -471,8 +487,8 @@ def _parse_item(data: dict[str, Any], ns: Namespace) -> IndexItem:
     contradicts = data.get("contradicts")
     if not isinstance(contradicts, bool):
         raise InputError(f"contradicts must be true or false, got {contradicts!r}")
-    return IndexItem(
-        id=_str(data.get("id"), "id"),
+    item = IndexItem(
+        id=_bounded_id(data.get("id")),
         namespace=ns,
         kind=kind,
         text=_str(data.get("text"), "text"),
@@ -484,6 +500,24 @@ def _parse_item(data: dict[str, Any], ns: Namespace) -> IndexItem:
         date=_date(data.get("date"), "date"),
         contradicts=contradicts,
     )
+    size = len(group_key_text(item).encode("utf-8"))
+    if size > MAX_GROUP_KEY_BYTES:
+        raise InputError(
+            f"the item's topic, or subject and attribute, take {size:,} bytes, more than "
+            f"{MAX_GROUP_KEY_BYTES:,} (they name its timeline or value history)"
+        )
+    return item
+
+
+def _bounded_id(value: object) -> str:
+    """An item id: a non-empty string of at most :data:`MAX_MESSAGE_ID_CHARS` characters
+    (ids are indexed on both backends, as message ids are)."""
+    item_id = _str(value, "id")
+    if len(item_id) > MAX_MESSAGE_ID_CHARS:
+        raise InputError(
+            f"item id has {len(item_id):,} characters, more than {MAX_MESSAGE_ID_CHARS}"
+        )
+    return item_id
 
 
 def _check_keys(data: dict[str, Any], keys: Sequence[str]) -> None:
@@ -762,34 +796,23 @@ def _plan(parsed: ParsedExport, record_chars: int, name: str, limit: int = 256) 
 # ---------------------------------------------------------------------------------------
 
 
-def import_jsonl(
-    store: Any, fp: Iterable[str] | ParsedExport, *, name: str = "<input>"
-) -> ImportResult:
-    """Read an export (see :func:`export_lines`) into ``store``, in the file's namespace.
+def check_import(parsed: ParsedExport, record_chars: int, *, name: str = "<input>") -> None:
+    """Check offline that a store cutting records at ``record_chars`` would store the
+    file's records exactly as the file says (what :func:`import_jsonl` checks first).
 
-    The whole file is parsed and checked first, and the records it describes are rebuilt
-    offline with the store's chunking: if any line is malformed, or the store would store a
-    record differently, nothing is written. Messages the store already holds (same id) are
-    skipped and items are keyed by id, so importing a file again writes nothing.
-
-    Args:
-        store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend.
-        fp: The file's lines (an open text file, or a list of strings), or what
-            :func:`read_export` made of them.
-        name: How errors name the file.
+    ``mnemon import`` calls it before it opens (and so creates) the target journal, so a
+    refused file leaves no empty journal behind.
 
     Raises:
-        InputError: A malformed line (named with its line number), or a file this store
-            cannot rebuild; nothing was written.
-        ConfigurationError: The store's ``record_chars`` is not the file's and it would
-            cut the records differently; nothing was written.
-        ModelCallError: The embedder failed; what was written before is kept, and
-            importing the file again completes the import.
+        InputError: A record cannot be rebuilt as the file says.
+        ConfigurationError: ``record_chars`` is not the file's and would cut differently.
     """
-    parsed = fp if isinstance(fp, ParsedExport) else read_export(fp, name=name)
-    chars = int(store.record_chars)
+    _checked_plan(parsed, int(record_chars), name)
+
+
+def _checked_plan(parsed: ParsedExport, chars: int, name: str) -> list[_Batch]:
     try:
-        batches = _plan(parsed, chars, name)
+        return _plan(parsed, chars, name)
     except InputError as exc:
         if chars != parsed.record_chars:
             raise ConfigurationError(
@@ -798,15 +821,51 @@ def import_jsonl(
                 f"({exc}); open it with record_chars={parsed.record_chars}"
             ) from None
         raise
+
+
+def import_jsonl(
+    store: Any, fp: Iterable[str] | ParsedExport, *, name: str = "<input>"
+) -> ImportResult:
+    """Read an export (see :func:`export_lines`) into ``store``, in the file's namespace.
+
+    Everything is checked before the first write: every line, the records rebuilt offline
+    with the store's chunking, the key-value items as ``put`` checks them, and, against
+    the store, that no index item id of the file belongs to another namespace; the new
+    items are embedded before the records are written. If any check fails, nothing is
+    written. Messages the store already holds (same id) are skipped and items are keyed by
+    id, so importing a file again writes nothing.
+
+    Args:
+        store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend.
+        fp: The file's lines (an open text file, or a list of strings), or what
+            :func:`read_export` made of them.
+        name: How errors name the file.
+
+    Raises:
+        InputError: A malformed line (named with its line number), a file this store
+            cannot rebuild, or an item id another namespace holds; nothing was written.
+        ConfigurationError: The store's ``record_chars`` is not the file's and it would
+            cut the records differently; nothing was written.
+        ModelCallError: The embedder failed; what was written before is kept, and
+            importing the file again completes the import.
+    """
+    parsed = fp if isinstance(fp, ParsedExport) else read_export(fp, name=name)
+    batches = _checked_plan(parsed, int(store.record_chars), name)
     ns = parsed.namespace
-    written: list[str] = []
-    messages_written = skipped = 0
-    for batch in batches:
-        result = store.ingest(ns, batch.messages, source=batch.source)
-        written.extend(result.record_ids)
-        messages_written += result.messages_written
-        skipped += result.messages_skipped
-    items_written = _import_items(store, parsed) if parsed.items else 0
+    items = _item_store(store)
+    try:
+        new_items = _new_items(items, parsed, name)
+        vectors = items.embed_items(new_items) if new_items else None
+        written: list[str] = []
+        messages_written = skipped = 0
+        for batch in batches:
+            result = store.ingest(ns, batch.messages, source=batch.source)
+            written.extend(result.record_ids)
+            messages_written += result.messages_written
+            skipped += result.messages_skipped
+        items_written = _commit_items(store, items, parsed, new_items, vectors)
+    finally:
+        items.close()
     kv_written = _import_kv(store, parsed.kv_items) if parsed.kv_items else 0
     return ImportResult(
         namespace=ns,
@@ -834,27 +893,46 @@ def _renumbered(store: Any, parsed: ParsedExport, written: Sequence[str]) -> int
     return sum(1 for r in stored if r.position != wanted[r.id])
 
 
-def _import_items(store: Any, parsed: ParsedExport) -> int:
-    """Write the file's items that the store lacks; move the watermark to the same record."""
+def _new_items(items: Any, parsed: ParsedExport, name: str) -> list[IndexItem]:
+    """The file's items the store lacks; an id held by another namespace is refused."""
+    if not parsed.items:
+        return []
     ns = parsed.namespace
-    items = _item_store(store)
-    try:
-        held = {it.id for it in items.get_items(ns, [it.id for it in parsed.items])}
-        new = [it for it in parsed.items if it.id not in held]
-        current = int(items.watermark(ns))
-        target = current
-        if parsed.consolidated_through is not None:
-            found = store.get_records(ns, [parsed.consolidated_through])
-            target = max(current, found[0].seq) if found else current
-        if not new and target == current:
-            return 0
-        added, _ = items.commit_batch(
-            ns,
-            expected_watermark=current,
-            new_watermark=target,
-            new_items=new,
-            new_vectors=items.embed_items(new) if new else None,
+    ids = [it.id for it in parsed.items]
+    foreign = items.foreign_ids(ns, ids)
+    if foreign:
+        lines = dict(zip(ids, parsed.item_lines or (0,) * len(ids), strict=True))
+        first = min(foreign, key=lambda item_id: lines[item_id])
+        raise InputError(
+            f"{name}:{lines[first]}: item {first} is an index item of another namespace in "
+            f"this store ({len(foreign)} of the file's items are); item ids are unique in a "
+            "store, so the file cannot be imported here"
         )
-        return int(added)
-    finally:
-        items.close()
+    held = {it.id for it in items.get_items(ns, ids)}
+    return [it for it in parsed.items if it.id not in held]
+
+
+def _commit_items(
+    store: Any,
+    items: Any,
+    parsed: ParsedExport,
+    new: Sequence[IndexItem],
+    vectors: Any,
+) -> int:
+    """Write the new items; move the watermark to the file's last consolidated record."""
+    ns = parsed.namespace
+    current = int(items.watermark(ns))
+    target = current
+    if parsed.consolidated_through is not None:
+        found = store.get_records(ns, [parsed.consolidated_through])
+        target = max(current, found[0].seq) if found else current
+    if not new and target == current:
+        return 0
+    added, _ = items.commit_batch(
+        ns,
+        expected_watermark=current,
+        new_watermark=target,
+        new_items=new,
+        new_vectors=vectors,
+    )
+    return int(added)

@@ -109,6 +109,26 @@ def questions() -> list[dict[str, Any]]:
     ]
 
 
+def repeated_session_question() -> dict[str, Any]:
+    """A question whose history lists a filler session twice: same id, same turns, two
+    dates (13 questions of the public LongMemEval-S release do; the dev file has none)."""
+    return {
+        "question_id": "q_repeat",
+        "question_type": "single-session-user",
+        "question": "What is my dog's name?",
+        "question_date": "2023/06/30 (Fri) 20:00",
+        "answer": "Pickle",
+        "haystack_session_ids": ["hike_1", "answer_pet_1", "hike_1"],
+        "haystack_dates": [
+            "2023/05/25 (Thu) 10:00",
+            "2023/05/20 (Sat) 02:21",
+            "2023/04/02 (Sun) 10:00",
+        ],
+        "haystack_sessions": [SHARED, PET, SHARED],
+        "answer_session_ids": ["answer_pet_1"],
+    }
+
+
 def write(path: Path, items: list[dict[str, Any]] | None = None) -> Path:
     """Write the questions (default :func:`questions`) as one JSON list."""
     path.write_text(json.dumps(items if items is not None else questions()), encoding="utf-8")

@@ -19,6 +19,7 @@ from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.cli.doctor import diagnose, journal_check
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
+from mnemon_langgraph.types import Message
 
 ADA = ("users", "ada@example.com")
 BO = ("users", "bo@example.com")
@@ -189,3 +190,42 @@ def test_an_erased_namespace_folder_is_still_removed(seeded: Path, tmp_path: Pat
     reports: list[Any] = diagnose(db)
     assert any(r.repaired == ["removed"] for r in reports), reports
     assert bo_folder not in _folders(db)
+
+
+def test_a_vector_row_overwritten_with_17_bytes_is_explained_by_search_and_re_embedded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A journal as a user's is: written through the default embedder (here the fake one
+    # MNEMON_EMBEDDINGS=fake selects, so the doctor can build the same model again).
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    db = tmp_path / "m.db"
+    with MnemonStore(db) as store:
+        store.ingest(ADA, tagged_messages("Plum", 6), source="api", pack=False)
+        store.ingest(ADA, [Message("I adopted a grey cat called Pixel.", "Ada", id="pix")],
+                     source="api")  # fmt: skip
+        pixel = next(r.id for r in store.records(ADA) if "Pixel" in r.text)
+        before = store.stored_vectors(ADA, [pixel])[pixel]
+    _sql(db, f"UPDATE vectors SET vector = randomblob(17) WHERE record_id = '{pixel}'")
+    shutil.rmtree(indexes_root(db))
+    ns_args = ["--namespace", ADA[0], "--namespace", ADA[1]]
+    search = ["search", "grey cat Pixel", "--db", str(db), *ns_args]
+    capsys.readouterr()
+    assert cli_main(search) == 2
+    err = capsys.readouterr().err
+    assert f"record {pixel}" in err and "mnemon doctor" in err, err
+    assert "buffer size" not in err and len(err.strip().splitlines()) == 1
+    assert cli_main(["doctor", "--db", str(db), "--check"]) == 1
+    assert "1 stored vectors of the wrong length" in capsys.readouterr().out
+    assert cli_main(["doctor", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "re-embedded 1 records" in out and "rebuilt from the journal" in out, out
+    assert journal_check(db).bad_vectors == {}
+    assert cli_main(["doctor", "--db", str(db), "--check"]) == 0
+    capsys.readouterr()
+    with MnemonStore(db) as store:
+        after = store.stored_vectors(ADA, [pixel])[pixel]
+        hits = store.search("grey cat Pixel", namespace=ADA, k=3)
+    assert [round(float(x), 5) for x in after] == [round(float(x), 5) for x in before]
+    assert hits and hits[0].record.id == pixel
+    assert cli_main(search) == 0
+    assert "Pixel" in capsys.readouterr().out

@@ -234,9 +234,8 @@ def test_history_docstring_quotes_the_installed_deprecation() -> None:
 
 def test_memory_needs_an_explicit_namespace(store: Any) -> None:
     # One memory object per user: no silent shared default that would mix users' records.
-    from pydantic import ValidationError
-
+    from mnemon_langgraph.errors import NamespaceError
     from mnemon_langgraph.integrations import MnemonMemory
 
-    with pytest.raises(ValidationError, match="namespace"):
+    with pytest.raises(NamespaceError, match="namespace is required"):
         MnemonMemory(store=store)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _longmemeval_fixture import eval_args, questions, write
+from _longmemeval_fixture import PET, SHARED, eval_args, questions, repeated_session_question, write
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
@@ -120,7 +120,7 @@ def _broken(**changes: Any) -> dict[str, Any]:
         (_broken(question_type="single-hop"), "unknown question_type"),
         (_broken(haystack_dates=["2023/06/01 (Thu) 18:00"]), "same length"),
         (_broken(question_date="yesterday-ish"), "question_date"),
-        (_broken(haystack_session_ids=["s", "s"]), "twice"),
+        (_broken(haystack_session_ids=["s", "s"]), "twice .* with different turns"),
         (_broken(haystack_sessions=[[{"role": "user", "content": 5}], []]), "'content'"),
         (_broken(haystack_sessions=[[{"role": "narrator", "content": "x"}], []]), "role"),
         ({"question_id": "z"}, "missing"),
@@ -129,6 +129,54 @@ def _broken(**changes: Any) -> dict[str, Any]:
 def test_malformed_questions_name_the_question(raw: dict[str, Any], match: str) -> None:
     with pytest.raises(InputError, match=match):
         parse_question(raw)
+
+
+def test_a_session_listed_twice_is_a_session_told_twice(tmp_path: Path) -> None:
+    path = write(tmp_path / "rep.json", [repeated_session_question(), *questions()])
+    q = next(iter(load_longmemeval(path)))  # the file loads; the question is kept
+    assert q.repeated_sessions == 1
+    # both tellings, each at its own date and session number, in date order
+    order = [(m.id, m.session, m.timestamp) for m in q.messages]
+    assert order == [
+        ("hike_1_1", 1, datetime(2023, 4, 2, 10, 0)),
+        ("hike_1_2", 1, datetime(2023, 4, 2, 10, 0)),
+        ("answer_pet_1_1", 2, datetime(2023, 5, 20, 2, 21)),
+        ("answer_pet_1_2", 2, datetime(2023, 5, 20, 2, 21)),
+        ("hike_1_1@2", 3, datetime(2023, 5, 25, 10, 0)),
+        ("hike_1_2@2", 3, datetime(2023, 5, 25, 10, 0)),
+    ]
+    assert q.messages[4].text == q.messages[0].text
+    assert {src.session_of(m.id) for m in q.messages} == {"hike_1", "answer_pet_1"}
+    assert src.first_telling("hike_1_2@2") == "hike_1_2" == src.first_telling("hike_1_2")
+    assert q.gold_turns == ["answer_pet_1_1"] and q.answer_sessions == ["answer_pet_1"]
+    assert q.session_dates["hike_1"] == datetime(2023, 4, 2, 10, 0)  # the first telling
+    # the same id with different turns is still refused: the file contradicts itself
+    other = repeated_session_question()
+    other["haystack_sessions"] = [SHARED, PET, PET]
+    with pytest.raises(InputError, match=r"'hike_1' appears twice .* different turns"):
+        parse_question(other)
+
+
+def test_the_summary_counts_sessions_told_twice(tmp_path: Path) -> None:
+    graph, store, emb = _graph_and_store(tmp_path)
+    out = tmp_path / "out"
+    try:
+        summary = run_longmemeval_eval(
+            write(tmp_path / "lme.json", [repeated_session_question(), questions()[1]]),
+            out,
+            graph=graph(12_000),
+            store=store,
+            embeddings=emb,
+            config=LongMemEvalConfig(budget_curve=(12_000,), baseline_ks=(3,), plots=False),
+            curve_graphs={12_000: graph(12_000)},
+        )
+    finally:
+        store.close()
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["repeated_sessions"] for r in rows] == [1, 0]
+    assert rows[0]["messages"] == 6 and rows[0]["all_hit"] is True
+    assert summary["ingest"]["sessions_told_twice"] == 1
+    assert "sessions_told_twice=1" in (out / "summary.md").read_text()
 
 
 def test_a_question_id_twice_is_refused(tmp_path: Path) -> None:

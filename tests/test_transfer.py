@@ -465,3 +465,165 @@ def test_a_malformed_kv_line_is_refused_with_its_number_and_nothing_is_written(
         assert target.namespaces() == [] and target.count(KV_NS) == 0
         with MnemonBaseStore(target) as base:
             assert base.get(KV_NS, "profile") is None
+
+
+# --- hostile files: everything is checked before the first write ----------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def target_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "target.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def _nested_value(depth: int) -> dict[str, Any]:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _hostile(lines: list[str], damage: str) -> tuple[list[str], int, str]:
+    """``lines`` (a KV_NS export: messages, then two kv lines) with one hostile edit, the
+    line number the error must name and a phrase it must hold."""
+    rows = [json.loads(x) for x in lines]
+    last = len(lines)
+    if damage == "kv value nested 600 levels":
+        rows[-1]["value"] = _nested_value(600)
+        want = "nested more than 100 levels"
+    elif damage == "kv value nested past the parser":
+        lines = [*lines[:-1], lines[-1].replace('"value":', '"value":' + "[" * 100_000, 1)]
+        return lines, last, "nested too deeply"
+    elif damage == "kv time overflows in UTC":
+        rows[-1]["created_at"] = "0001-01-01T00:00:00+05:00"
+        want = "out of range"
+    elif damage == "kv key of 3,000 characters":
+        rows[-1]["key"] = "".join(chr(97 + (i * 7919) % 26) for i in range(3000))
+        want = "item key too long"
+    elif damage == "kv under the reserved root":
+        rows[-1]["namespace"] = ["langgraph", "ada"]
+        rows[0]["namespace"] = ["langgraph", "ada"]
+        for row in rows[1:]:
+            row["namespace"] = ["langgraph", "ada"]
+        want = "reserved"
+    else:  # a namespace within the part limit, too long to store
+        six = [chr(97 + i) * 512 for i in range(6)]
+        rows[0]["namespace"] = six
+        return [json.dumps(rows[0]), *lines[1:]], 1, "namespace too long to store"
+    where = last if damage != "kv under the reserved root" else last - 1
+    return [json.dumps(r) for r in rows], where, want
+
+
+HOSTILE = [
+    "kv value nested 600 levels",
+    "kv value nested past the parser",
+    "kv time overflows in UTC",
+    "kv key of 3,000 characters",
+    "kv under the reserved root",
+    "namespace of six 512-character parts",
+]
+
+
+@pytest.mark.parametrize("damage", HOSTILE)
+def test_a_hostile_file_is_refused_with_its_line_and_writes_nothing(
+    tmp_path: Path, target_url: str, damage: str
+) -> None:
+    from mnemon_langgraph import MnemonBaseStore
+
+    with _kv_source(tmp_path) as source:
+        lines = _export(source, KV_NS).splitlines()
+    bad, where, want = _hostile(lines, damage)
+    with MnemonStore(target_url, fake_embeddings()) as target:
+        with pytest.raises(InputError) as caught:
+            import_jsonl(target, bad, name="kv.jsonl")
+        assert f"kv.jsonl:{where}:" in str(caught.value) and want in str(caught.value)
+        assert target.namespaces() == []  # no record, no namespace
+        items = item_store_for(target)
+        try:
+            assert items.watermark(KV_NS) == 0 and items.all_items(KV_NS) == []
+        finally:
+            items.close()
+        with MnemonBaseStore(target) as base:
+            assert base.search(("users",)) == []
+
+
+def test_an_item_id_of_another_namespace_is_refused_not_dropped(
+    source: MnemonStore, target_url: str
+) -> None:
+    from mnemon_langgraph.items import IndexItem
+
+    lines = _export(source).splitlines()
+    rows = [json.loads(x) for x in lines]
+    first_item = next(i for i, r in enumerate(rows) if r.get("type") == "item")
+    with MnemonStore(target_url, fake_embeddings()) as target:
+        bo = ("users", "bo")
+        target.ingest(bo, [Message("Bo keeps bees.", "Bo", id="b1")], source="x")
+        record = next(iter(target.records(bo)))
+        bos = IndexItem(id=rows[first_item]["id"], namespace=bo, kind="instruction",
+                        text="Bo keeps bees.", record_ids=(record.id,))  # fmt: skip
+        items = item_store_for(target)
+        try:
+            items.commit_batch(bo, expected_watermark=0, new_watermark=0, new_items=[bos],
+                               new_vectors=items.embed_items([bos]))  # fmt: skip
+            with pytest.raises(InputError) as caught:
+                import_jsonl(target, lines, name="ada.jsonl")
+            assert f"ada.jsonl:{first_item + 1}: item {bos.id}" in str(caught.value)
+            assert "another namespace" in str(caught.value)
+            assert target.namespaces() == [bo] and items.all_items(ADA) == []
+            assert [it.text for it in items.all_items(bo)] == ["Bo keeps bees."]
+        finally:
+            items.close()
+
+
+def test_cli_a_record_chars_mismatch_leaves_no_journal_behind(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ada.jsonl"
+    assert main(["export", "--db", cli_db, *NS_ARGS, "--out", str(out)]) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0]) | {"record_chars": 300}  # the records were cut at 600
+    out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    target = tmp_path / "new.db"
+    capsys.readouterr()
+    assert main(["import", str(out), "--db", str(target)]) == 2
+    assert "cannot be stored as the file says" in capsys.readouterr().err
+    assert list(tmp_path.glob("new.db*")) == []  # no journal, no index folder
+
+
+def test_cli_a_deep_kv_value_exits_2_naming_the_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    with _kv_source(tmp_path) as source:
+        lines = _export(source, KV_NS).splitlines()
+    bad, where, _ = _hostile(lines, "kv value nested 600 levels")
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(bad) + "\n", encoding="utf-8")
+    target = tmp_path / "new.db"
+    capsys.readouterr()
+    assert main(["import", str(path), "--db", str(target)]) == 2
+    assert f"{path}:{where}: item value is nested" in capsys.readouterr().err
+    assert list(tmp_path.glob("new.db*")) == []
+
+
+def test_dates_at_the_ends_of_the_range_move_on_both_backends(
+    tmp_path: Path, target_url: str
+) -> None:
+    # The other side of "dates that overflow": years 1 and 9999 are stored, not refused.
+    edges = [
+        Message("first day", "Ada", id="m1", timestamp=datetime(1, 1, 1), session=1),
+        Message(
+            "last day",
+            "Ada",
+            id="m2",
+            session=2,
+            timestamp=datetime(9999, 12, 31, 23, 59, 59, 999999),
+        ),
+    ]
+    with MnemonStore(tmp_path / "edges.db", fake_embeddings()) as source:
+        source.ingest(ADA, edges, source="x")
+        text = _export(source)
+    with MnemonStore(target_url, fake_embeddings()) as target:
+        assert import_jsonl(target, io.StringIO(text)).records_written == 2
+        assert _export(target) == text

@@ -18,9 +18,12 @@ foreign file, a failed ``PRAGMA integrity_check``, message or vector rows naming
 (``PRAGMA foreign_key_check``), namespace keys that do not decode, and stored vectors whose
 length is not the model's dimension. The doctor never removes what it cannot rebuild from
 the journal: on a journal it cannot trust it repairs nothing (index folders included), a
-namespace whose key does not decode keeps any index folder that may be its own, and a
-namespace with damaged vectors is reported, not rebuilt (that needs the model). Each
-namespace is reported on its own; one that cannot be checked does not stop the others.
+namespace whose key does not decode keeps any index folder that may be its own. Stored
+vectors of the wrong length (a damaged row) are the one repair that needs the model: their
+records are re-embedded with the model the journal records, when this machine builds the
+same one (the default embedder, or ``MNEMON_EMBEDDINGS``); otherwise the namespace is
+reported, not rebuilt, with the model to use. Each namespace is reported on its own; one
+that cannot be checked does not stop the others.
 
 On a PostgreSQL URL (nothing on local disk) it checks the database instead, through
 :mod:`mnemon_langgraph.store.postgres.health`: the schema version (a migration due), the
@@ -243,8 +246,16 @@ def _check_index(
     if bad_vectors:
         # Rebuilding would read vectors of the wrong shape; they need the model again.
         report.problems.append(f"{bad_vectors} stored vectors of the wrong length")
-        report.unrepairable.append("not rebuilt: its stored vectors must be re-embedded first")
-        return report
+        if not repair:
+            report.unrepairable.append("not rebuilt: the doctor without --check re-embeds them")
+            return report
+        why = _reembed_bad_vectors(db, ns, model)
+        if why is not None:
+            report.unrepairable.append(
+                f"not rebuilt: its stored vectors must be re-embedded ({why})"
+            )
+            return report
+        report.repaired.append(f"re-embedded {bad_vectors} records with {(model or ('?',))[0]}")
     index = NamespaceIndex(journal, ns, index_folder(db, ns), model[1] if model else 1)
     generation, journal_max = journal.generation(ns), journal.max_seq(ns)
     problem = index.checkpoint_problem()
@@ -274,6 +285,56 @@ def _check_index(
         else:
             report.repaired.append(f"rebuilt from the journal ({len(index.bm25)} records)")
     return report
+
+
+def _reembed_bad_vectors(
+    db: Path, ns: tuple[str, ...], model: tuple[str, int] | None
+) -> str | None:
+    """Re-embed the records of ``ns`` whose stored vector has the wrong length, with the
+    journal's recorded model; ``None`` when done, else why it cannot be done here."""
+    import numpy as np
+
+    from mnemon_langgraph.records.schema import namespace_key
+    from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
+    from mnemon_langgraph.search.vectors import normalize_rows
+
+    if model is None:
+        return "the journal records no embedding model"
+    try:
+        embeddings = default_embeddings(model[0])
+        found = embedding_identity(embeddings)
+    except Exception as exc:  # a missing extra, a model that cannot load here
+        return f"the embedder {model[0]} cannot be loaded here: {exc}"
+    if tuple(found) != tuple(model):
+        return (
+            f"the journal was embedded with {model[0]} ({model[1]} dimensions) and this "
+            f"machine's embedder is {found[0]} ({found[1]}); run the doctor where that model "
+            "is the default, or set MNEMON_EMBEDDINGS"
+        )
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(
+            "SELECT r.id, r.text FROM vectors v JOIN records r ON r.id = v.record_id "
+            "WHERE v.namespace = ? AND length(v.vector) != ? ORDER BY r.seq",
+            (namespace_key(ns), model[1] * 4),
+        ).fetchall()
+        try:
+            vectors = np.asarray(embeddings.embed_documents([t for _, t in rows]), np.float32)
+        except Exception as exc:  # the model failed: leave the rows for a later run
+            return f"the embedder failed: {exc}"
+        if vectors.shape != (len(rows), model[1]) or not np.isfinite(vectors).all():
+            return f"the embedder returned vectors of shape {vectors.shape}"
+        with conn:
+            conn.executemany(
+                "UPDATE vectors SET vector = ? WHERE record_id = ?",
+                [
+                    (np.asarray(v, dtype=np.float32).tobytes(), rid)
+                    for (rid, _), v in zip(rows, normalize_rows(vectors), strict=True)
+                ],
+            )
+    finally:
+        conn.close()
+    return None
 
 
 def _orphans(

@@ -4,8 +4,9 @@ Example::
 
     mnemon import ada.jsonl --db postgresql://mnemon@db.internal/memory
 
-The whole file is checked first (a malformed line is named with its line number and nothing
-is written); importing the same file again writes nothing.
+The whole file is checked first (a malformed line is named with its line number, exit code
+2, and nothing is written: a refused file creates no journal); importing the same file
+again writes nothing.
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ def run(args: argparse.Namespace) -> int:
     """Import the file; prints what was written."""
     import dataclasses
 
-    from mnemon_langgraph.transfer import import_jsonl, read_export
+    from mnemon_langgraph.transfer import check_import, import_jsonl, read_export
 
     name = "<stdin>" if args.file == "-" else args.file
     parsed = read_export(_lines(args.file, name), name=name)
+    check_import(parsed, parsed.record_chars, name=name)  # before a journal is created
     with open_store(args.db, create=True, record_chars=parsed.record_chars) as store:
         result = import_jsonl(store, parsed, name=name)
     if args.json:

@@ -48,6 +48,7 @@ from mnemon_langgraph.eval.report import TokenCounter, first_result_row, read_re
 from mnemon_langgraph.sources.longmemeval import (
     QUESTION_TYPES,
     LongMemEvalQuestion,
+    first_telling,
     load_longmemeval,
     session_of,
 )
@@ -138,8 +139,9 @@ def _hits(gold: Sequence[str], shown: set[str], prefix: str = "") -> dict[str, A
 def _evidence(q: LongMemEvalQuestion, message_ids: set[str]) -> dict[str, Any]:
     """Turn- and session-level evidence metrics of a context holding ``message_ids``."""
     sessions = {session_of(m) for m in message_ids}
+    turns = {first_telling(m) for m in message_ids}  # a repeated session's turn is its turn
     return {
-        **_hits(q.gold_turns, message_ids),
+        **_hits(q.gold_turns, turns),
         **_hits(q.answer_sessions, sessions, "session_"),
     }
 
@@ -260,6 +262,7 @@ def _row(prep: _Prepared, view: Any, wall: float, tokens: TokenCounter) -> dict[
         "records": len(prep.message_ids_of),
         "empty_turns": q.empty_turns,
         "empty_gold_turns": q.empty_gold_turns,
+        "repeated_sessions": q.repeated_sessions,
         "ingest_seconds": prep.ingest_seconds,
     }
     scores = judge_scores(view, q.gold_turns, prep.message_ids_of)
@@ -486,6 +489,8 @@ def _ingest_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "records": sum(int(r.get("records") or 0) for r in rows),
         "empty_turns_skipped": sum(int(r.get("empty_turns") or 0) for r in rows),
         "empty_gold_turns_skipped": sum(int(r.get("empty_gold_turns") or 0) for r in rows),
+        # sessions a history lists twice (same id and turns, two dates): kept as told twice
+        "sessions_told_twice": sum(int(r.get("repeated_sessions") or 0) for r in rows),
         "ingest_seconds_total": sum(float(r.get("ingest_seconds") or 0.0) for r in rows),
         "ingest_seconds_median": _median([r.get("ingest_seconds") for r in rows]),
         "c_full_tokens_mean": mean(float(r.get("c_full_tokens") or 0) for r in rows),

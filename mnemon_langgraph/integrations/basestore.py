@@ -74,8 +74,14 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.store.contract import (
+    MAX_NAMESPACE_BYTES,
+    check_erasable,
+    check_namespace_size,
+)
 from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
 
@@ -338,6 +344,10 @@ class MnemonBaseStore(BaseStore):
         """Async :meth:`erase_namespace`."""
         self._check_open()
         ns = normalize_namespace(namespace)
+        if len(namespace_key(ns).encode("utf-8")) > MAX_NAMESPACE_BYTES:  # rare: look first
+            held = any(r.namespace == ns for r in await self._items.under(ns))
+            held = held or await asyncio.to_thread(self.store.holds_namespace, ns)
+            check_erasable(ns, lambda _: held)
         items = await self._items.erase(ns, actor=actor)
         records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
         return {"items": items, "records": int(records)}
@@ -440,7 +450,9 @@ def _check_op(op: Any, default_index: IndexSpec) -> None:
         check_key(op.key)
     elif isinstance(op, PutOp):
         ns = check_namespace(op.namespace)
-        if ns[0] == "langgraph":
+        if op.value is not None:  # a delete may remove what an older version stored
+            _check_writable(ns)
+        elif ns[0] == "langgraph":
             raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
         check_key(op.key)
         if op.ttl is not None:
@@ -469,6 +481,14 @@ def _check_op(op: Any, default_index: IndexSpec) -> None:
         raise InputError(f"unknown store operation {type(op).__name__}")
 
 
+def _check_writable(ns: Namespace) -> Namespace:
+    """``ns`` if items may be written there: not under LangGraph's reserved root, and
+    short enough to store on either backend (:func:`check_namespace_size`)."""
+    if ns[0] == "langgraph":
+        raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
+    return check_namespace_size(ns)
+
+
 def _check_value(value: Any) -> None:
     dump_value(value)
     if value.get("kind") == RECORD_KIND:
@@ -493,7 +513,7 @@ def _import_row(n: int, row: Any, default_index: IndexSpec) -> _Put:
     try:
         if not isinstance(row, Mapping):
             raise InputError(f"expected an object, got {type(row).__name__}")
-        ns = check_namespace(tuple(row.get("namespace") or ()))
+        ns = _check_writable(check_namespace(tuple(row.get("namespace") or ())))
         key = check_key(row.get("key"))
         value = row.get("value")
         _check_value(value)
@@ -511,7 +531,10 @@ def _instant(value: Any, name: str) -> datetime:
         when = datetime.fromisoformat(value)
     except ValueError as exc:
         raise InputError(f"{name} is not an ISO 8601 time: {value!r}") from exc
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    try:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+05:00 is before year 1 in UTC
+        raise InputError(f"{name} is out of range in UTC (years 1..9999): {value!r}") from None
 
 
 def _match(condition: MatchCondition, ns: Namespace) -> bool:

@@ -25,11 +25,14 @@ from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
+    "MAX_KEY_BYTES",
+    "MAX_VALUE_DEPTH",
     "OPERATORS",
     "RECORD_KIND",
     "Candidate",
     "IndexSpec",
     "ItemRow",
+    "check_depth",
     "check_filter",
     "check_key",
     "check_namespace",
@@ -50,6 +53,17 @@ OPERATORS = frozenset(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+MAX_KEY_BYTES = 1024
+"""Longest item key, in UTF-8 bytes. PostgreSQL keeps the key with the namespace in the
+items' primary key, a B-tree whose entries hold at most about 2,700 bytes (with
+:data:`~mnemon_langgraph.store.contract.MAX_NAMESPACE_BYTES`, 1,536, they fit); the same
+bound holds on SQLite, so a key is stored on both backends or refused on both."""
+
+MAX_VALUE_DEPTH = 100
+"""Deepest nesting of an item value (and of a search filter): a mapping holding a list
+holding a mapping is 3 levels. Deeper values would overflow Python's recursion limit in
+the JSON encoder and the indexer; :func:`check_depth` refuses them without recursing."""
 
 IndexSpec = Literal[False] | Sequence[str]
 """What of an item is searchable: ``False`` (nothing) or LangGraph field paths (``"$"``: all)."""
@@ -120,16 +134,39 @@ def check_namespace(namespace: Any, *, allow_empty: bool = False) -> Namespace:
 
 
 def check_key(key: Any) -> str:
-    """``key`` if it is a string the database can hold, else :class:`InputError`."""
+    """``key`` if it is a string the database can hold, else :class:`InputError` (NUL, a
+    lone surrogate, more than :data:`MAX_KEY_BYTES` bytes of UTF-8)."""
     if not isinstance(key, str):
-        raise InputError(f"item key must be a string, got {type(key).__name__}: {key!r}")
+        raise InputError(f"item key must be a string, got {type(key).__name__}: {key!r:.200}")
     if "\x00" in key:
         raise InputError("item key must not contain NUL characters")
     try:
-        key.encode("utf-8")
+        size = len(key.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InputError(f"item key is not valid Unicode text: {key!r}") from None
+        raise InputError(f"item key is not valid Unicode text: {key!r:.200}") from None
+    if size > MAX_KEY_BYTES:
+        raise InputError(
+            f"item key too long: {size:,} bytes of UTF-8, more than {MAX_KEY_BYTES:,} "
+            f"({key[:40]!r}…)"
+        )
     return key
+
+
+def check_depth(value: Any, what: str = "item value") -> None:
+    """Raise :class:`InputError` if ``value`` nests mappings and lists more than
+    :data:`MAX_VALUE_DEPTH` levels deep (a cycle does too). Iterative: never recurses."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        if depth > MAX_VALUE_DEPTH:
+            raise InputError(f"{what} is nested more than {MAX_VALUE_DEPTH} levels deep")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def dump_value(value: Any) -> str:
@@ -140,6 +177,7 @@ def dump_value(value: Any) -> str:
     """
     if not isinstance(value, Mapping):
         raise InputError(f"item value must be a mapping, got {type(value).__name__}")
+    check_depth(value)
     if not all(isinstance(k, str) for k in value):
         raise InputError("item value keys must be strings")
     try:
@@ -157,6 +195,7 @@ def check_filter(filter: Any) -> dict[str, Any]:
         return {}
     if not isinstance(filter, Mapping):
         raise InputError(f"filter must be a mapping, got {type(filter).__name__}")
+    check_depth(filter, "filter")
 
     def walk(node: Any) -> None:
         if isinstance(node, Mapping):

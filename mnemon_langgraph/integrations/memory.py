@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.integrations._common import (
@@ -29,6 +29,7 @@ from mnemon_langgraph.integrations._common import (
     run_read_graph,
     stamp_messages,
 )
+from mnemon_langgraph.integrations._validation import package_error
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
@@ -137,6 +138,14 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
     source: str = "memory"
+
+    def __init__(self, **data: Any) -> None:
+        """Raises :class:`~mnemon_langgraph.errors.NamespaceError` for a bad namespace and
+        :class:`~mnemon_langgraph.errors.ConfigurationError` for another bad argument."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise package_error(exc, "MnemonMemory") from None
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the namespace and build the read graph when none was given."""

@@ -16,13 +16,16 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from mnemon_langgraph.errors import ConfigurationError, InputError
+from mnemon_langgraph.integrations._validation import package_error
 from mnemon_langgraph.types import (
     Namespace,
     SearchFilters,
     SearchHit,
     SearchSource,
+    check_count,
     normalize_namespace,
 )
 
@@ -77,6 +80,22 @@ class MnemonRetriever(BaseRetriever):
     offset: int = 0
     filters: SearchFilters | None = None
 
+    def __init__(self, **data: Any) -> None:
+        """Raises :class:`~mnemon_langgraph.errors.NamespaceError` for a bad namespace and
+        :class:`~mnemon_langgraph.errors.ConfigurationError` for another bad argument."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise package_error(exc, "MnemonRetriever") from None
+
+    @field_validator("k", "offset", mode="before")
+    @classmethod
+    def _count(cls, value: Any, info: ValidationInfo) -> int:
+        try:
+            return check_count(value, what=str(info.field_name))
+        except InputError as exc:
+            raise ConfigurationError(f"MnemonRetriever: {exc}") from None
+
     @field_validator("namespace", mode="before")
     @classmethod
     def _namespace(cls, value: Any) -> Namespace:
@@ -90,10 +109,12 @@ class MnemonRetriever(BaseRetriever):
         return value
 
     def _args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The search's arguments; a per-call ``k`` / ``offset`` must be a whole number ≥ 0
+        (``"abc"``, ``None`` or ``2.5`` is an :class:`InputError`, never converted)."""
         return {
             "namespace": self.namespace,
-            "k": int(kwargs.get("k", self.k)),
-            "offset": int(kwargs.get("offset", self.offset)),
+            "k": check_count(kwargs.get("k", self.k), what="k"),
+            "offset": check_count(kwargs.get("offset", self.offset), what="offset"),
             "filters": kwargs.get("filters", self.filters),
         }
 

@@ -15,6 +15,14 @@ session's date; sessions numbered 1.. in date order, because the release lists a
 sessions in no particular order), and the labels kept apart: ``has_answer`` turns and
 ``answer_session_ids`` are for scoring only and never reach a message. A turn with empty
 ``content`` is skipped and counted (:attr:`LongMemEvalQuestion.empty_turns`).
+
+A session id listed twice in one history with the same turns (the public LongMemEval-S
+release has 13 such questions, each repeating a filler session at a second date) is a session
+told twice: both tellings are kept, each at its own date, and counted
+(:attr:`LongMemEvalQuestion.repeated_sessions`). The repeat's turn ids carry ``@2`` (``@3``,
+…): ``<session id>_<turn>@2``, so ids stay unique and :func:`session_of` still names the
+session; :func:`first_telling` maps a repeat back to the turn's id. Gold turns are the first
+telling's. The same id with *different* turns is refused (the file contradicts itself).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from mnemon_langgraph.types import Message
 __all__ = [
     "QUESTION_TYPES",
     "LongMemEvalQuestion",
+    "first_telling",
     "iter_longmemeval",
     "load_longmemeval",
     "parse_question",
@@ -71,6 +80,8 @@ class LongMemEvalQuestion:
         unresolved_sessions: ``answer_session_ids`` that name no session of the history.
         empty_turns: Turns skipped because their ``content`` is empty.
         empty_gold_turns: Of those, turns marked ``has_answer``.
+        repeated_sessions: Sessions told again (a session id listed a second time with the
+            same turns), kept as further sessions.
     """
 
     question_id: str
@@ -85,6 +96,7 @@ class LongMemEvalQuestion:
     unresolved_sessions: list[str] = field(default_factory=list)
     empty_turns: int = 0
     empty_gold_turns: int = 0
+    repeated_sessions: int = 0
 
     @property
     def is_abstention(self) -> bool:
@@ -93,8 +105,40 @@ class LongMemEvalQuestion:
 
 
 def session_of(message_id: str) -> str:
-    """The session id of a message id ``<session id>_<turn number>``."""
+    """The session id of a message id ``<session id>_<turn number>`` (``@2`` and so on: a
+    repeated telling, see :func:`first_telling`)."""
     return message_id.rsplit("_", 1)[0]
+
+
+def first_telling(message_id: str) -> str:
+    """The id of a turn in its session's first telling: ``s_3@2`` → ``s_3``."""
+    base, sep, telling = message_id.rpartition("@")
+    return base if sep and telling.isdigit() else message_id
+
+
+def _tellings(
+    ids: Sequence[str], sessions: Sequence[object], order: Sequence[int], where: str
+) -> list[int]:
+    """Which telling of its session each listed session is: 1, then 2, … for a repeat,
+    counted in ``order`` (date order: the earliest date is the first telling).
+
+    Raises:
+        InputError: A session id is listed again with different turns.
+    """
+    first: dict[str, int] = {}
+    told: dict[str, int] = {}
+    out: list[int] = [1] * len(ids)
+    for i in order:
+        sid = ids[i]
+        if sid in first and sessions[first[sid]] != sessions[i]:
+            raise InputError(
+                f"{where}: session id {sid!r} appears twice in haystack_session_ids with "
+                "different turns"
+            )
+        first.setdefault(sid, i)
+        told[sid] = told.get(sid, 0) + 1
+        out[i] = told[sid]
+    return out
 
 
 def _str_list(value: object, key: str, where: str) -> list[str]:
@@ -104,9 +148,10 @@ def _str_list(value: object, key: str, where: str) -> list[str]:
 
 
 def _turns(
-    session: object, sid: str, number: int, date: datetime | None, where: str
+    session: object, sid: str, number: int, date: datetime | None, where: str, telling: int = 1
 ) -> tuple[list[Message], list[str], int, int]:
-    """One session's messages, its gold turn ids, and its empty (and empty gold) turns."""
+    """One session's messages, its gold turn ids (first telling only), and its empty (and
+    empty gold) turns."""
     at = f"{where}: session {sid!r}"
     if not isinstance(session, list):
         raise InputError(f"{at}: a session must be a list of turns")
@@ -127,7 +172,7 @@ def _turns(
             empty += 1
             empty_gold += has_answer
             continue
-        mid = f"{sid}_{i + 1}"
+        mid = f"{sid}_{i + 1}" + (f"@{telling}" if telling > 1 else "")
         messages.append(
             make_message(
                 f"{at} turn {i + 1}",
@@ -139,7 +184,7 @@ def _turns(
                 session=number,
             )
         )
-        if has_answer:
+        if has_answer and telling == 1:
             gold.append(mid)
     return messages, gold, empty, empty_gold
 
@@ -171,18 +216,17 @@ def parse_question(raw: object, *, where: str = "question") -> LongMemEvalQuesti
             f"{where}: haystack_session_ids, haystack_dates and haystack_sessions must be "
             "lists of the same length"
         )
-    if len(set(ids)) != len(ids):
-        raise InputError(f"{where}: a session id appears twice in haystack_session_ids")
     parsed = [
         parse_date(d, where=f"{where}: date of session {s!r}")
         for s, d in zip(ids, dates, strict=True)
     ]
     order = sorted(range(len(ids)), key=lambda i: parsed[i])  # stable: ties keep file order
+    tellings = _tellings(ids, sessions, order, where)
     messages: list[Message] = []
     gold: list[str] = []
     empty = empty_gold = 0
     for number, i in enumerate(order, start=1):
-        msgs, g, e, eg = _turns(sessions[i], ids[i], number, parsed[i], where)
+        msgs, g, e, eg = _turns(sessions[i], ids[i], number, parsed[i], where, tellings[i])
         messages += msgs
         gold += g
         empty += e
@@ -196,12 +240,13 @@ def parse_question(raw: object, *, where: str = "question") -> LongMemEvalQuesti
         answer=str(raw["answer"]),
         question_date=parse_date(raw["question_date"], where=f"{where}: question_date"),
         messages=messages,
-        session_dates=dict(zip(ids, parsed, strict=True)),
+        session_dates={s: d for s, d, t in zip(ids, parsed, tellings, strict=True) if t == 1},
         gold_turns=gold,
         answer_sessions=[s for s in answer_ids if s in known],
         unresolved_sessions=[s for s in answer_ids if s not in known],
         empty_turns=empty,
         empty_gold_turns=empty_gold,
+        repeated_sessions=sum(1 for t in tellings if t > 1),
     )
 
 

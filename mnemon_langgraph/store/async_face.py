@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mnemon_langgraph.records.content_caches import forget_cached_content
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.store.contract import (
+    MAX_NAMESPACE_BYTES,
     MAX_SEQ,
     check_bounded,
+    check_erasable,
     check_ids,
     check_positions,
     check_prefix,
@@ -192,6 +195,8 @@ class AsyncFace:
     ) -> int:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.erase_namespace`."""
         ns = normalize_namespace(namespace)
+        if len(namespace_key(ns).encode("utf-8")) > MAX_NAMESPACE_BYTES:  # rare: a thread
+            ns = await asyncio.to_thread(check_erasable, ns, self._holds_namespace)
         check_text(actor, "actor")
         try:
             return await self._aerase_namespace(ns, actor)

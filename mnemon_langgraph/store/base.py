@@ -37,6 +37,7 @@ from mnemon_langgraph.store.contract import (
     IngestBatch,
     IngestResult,
     check_bounded,
+    check_erasable,
     check_ids,
     check_ingest,
     check_positions,
@@ -590,7 +591,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase every row of the namespace in every table, with one audit row (who, when,
         which namespace, how many records); returns the number of records erased."""
-        ns = normalize_namespace(namespace)
+        ns = check_erasable(normalize_namespace(namespace), self._holds_namespace)
         check_text(actor, "actor")
         return self._erase_namespace(ns, actor)
 

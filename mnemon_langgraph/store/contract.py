@@ -8,11 +8,12 @@ functions before anything is read or written, so a bad argument is the same
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.errors import InputError, NamespaceError
 from mnemon_langgraph.records.chunking import derive_message_id
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.types import (
     Message,
     Namespace,
@@ -23,13 +24,16 @@ from mnemon_langgraph.types import (
 )
 
 __all__ = [
+    "MAX_NAMESPACE_BYTES",
     "MAX_PAGE",
     "MAX_SEQ",
     "IngestBatch",
     "IngestResult",
     "check_bounded",
+    "check_erasable",
     "check_ids",
     "check_ingest",
+    "check_namespace_size",
     "check_positions",
     "check_prefix",
     "check_search",
@@ -46,6 +50,13 @@ MAX_PAGE = 1_000_000
 for; it keeps ``offset + k`` a valid SQL ``LIMIT`` on every backend)."""
 MAX_SEQ = 2**63 - 1
 """Largest ``after_seq`` / ``limit`` of :meth:`MnemonStore.records` (a 64-bit integer)."""
+MAX_NAMESPACE_BYTES = 1536
+"""Largest stored form of a namespace written to (its parts as a compact JSON array, in
+UTF-8 bytes): two parts of 512 ASCII characters fit, six do not. PostgreSQL keeps the
+stored form in B-tree indexes (``mnemon_namespaces``, the audit tables, with the key in
+the key-value items' primary key), whose entries hold at most about 2,700 bytes; 1,536
+bytes plus a 1,024-byte item key fit with room to spare. SQLite holds more, but the same
+bound is checked on both backends, so an input is stored on both or refused on both."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +210,7 @@ def check_ingest(
             a string, ``pack`` not a bool, ``progress`` not callable, or text cannot be
             stored (:func:`check_unicode`).
     """
-    ns = normalize_namespace(namespace)  # type: ignore[arg-type]
+    ns = check_namespace_size(normalize_namespace(namespace))  # type: ignore[arg-type]
     check_text(source, "source")
     assert isinstance(source, str)
     if not isinstance(pack, bool):
@@ -270,3 +281,41 @@ def check_prefix(prefix: object, limit: object) -> bool:
         raise InputError(f"prefix must be a string, got {type(prefix).__name__}")
     check_bounded(limit, "limit")
     return bool(prefix) and prefix.isprintable() and limit != 0
+
+
+def check_namespace_size(namespace: Namespace) -> Namespace:
+    """``namespace`` (normalised) if its stored form fits :data:`MAX_NAMESPACE_BYTES`.
+
+    Checked wherever a namespace is written to (ingest, the key-value items' ``put``, an
+    import), not where one is read: a longer namespace cannot hold anything.
+
+    Raises:
+        NamespaceError: The stored form is longer than :data:`MAX_NAMESPACE_BYTES` bytes.
+    """
+    size = len(namespace_key(namespace).encode("utf-8"))
+    if size > MAX_NAMESPACE_BYTES:
+        raise NamespaceError(
+            f"namespace too long to store: its parts take {size:,} bytes as a JSON array "
+            f"(UTF-8), more than {MAX_NAMESPACE_BYTES:,} ({len(namespace)} parts; "
+            "use fewer or shorter parts, e.g. a user id rather than a profile)"
+        )
+    return namespace
+
+
+def check_erasable(namespace: Namespace, holds: Callable[[Namespace], bool]) -> Namespace:
+    """``namespace`` if an erase of it can be audited on every backend.
+
+    A namespace over :data:`MAX_NAMESPACE_BYTES` holds nothing on PostgreSQL (its audit
+    row could not be indexed either) and only what an older version stored on SQLite; its
+    erase goes ahead when ``holds(namespace)`` says something is there (so old data can
+    always be erased), else it is refused as on ingest.
+
+    Raises:
+        NamespaceError: Too long to store, and nothing is stored under it.
+    """
+    try:
+        return check_namespace_size(namespace)
+    except NamespaceError:
+        if holds(namespace):
+            return namespace
+        raise

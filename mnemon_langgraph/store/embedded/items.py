@@ -290,6 +290,19 @@ class SQLiteItemStore:
             out.extend(self._items(f"namespace = ? AND id IN ({marks})", [ns, *chunk]))
         return sorted(out, key=lambda item: item.seq)
 
+    def foreign_ids(self, namespace: Namespace, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are items of another namespace (an item id is unique in the
+        store, so an import must not write such an id into ``namespace``)."""
+        ns = self._ns(namespace)
+        found: set[str] = set()
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id FROM items WHERE namespace <> ? AND id IN ({marks})"
+            found.update(row[0] for row in self._query(sql, [ns, *chunk]))
+        return found
+
     def all_items(self, namespace: Namespace, kind: ItemKind | None = None) -> list[IndexItem]:
         """Every item of ``namespace`` (of one ``kind`` if given), in write order."""
         if kind is None:

@@ -41,12 +41,14 @@ import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from mnemon_langgraph.errors import (
     EmbeddingMismatchError,
     InputError,
+    JournalError,
 )
 from mnemon_langgraph.records.schema import (
     AuditEntry,
@@ -433,6 +435,7 @@ class Journal(JournalFile):
             )
             if not rows:
                 return
+            _check_vector_rows(rows, dim, namespace)
             arr = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
             yield [r[0] for r in rows], arr.copy()
             if len(rows) < batch:
@@ -514,3 +517,15 @@ class Journal(JournalFile):
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
         """Audited deletions, oldest first; see :meth:`Deletions.audit_log`."""
         return self._deletions.audit_log(namespace)
+
+
+def _check_vector_rows(rows: Sequence[Any], dim: int, namespace: Any) -> None:
+    """Raise :class:`JournalError` naming the first stored vector (``rows``: id, seq, blob)
+    that is not ``dim`` float32s: a damaged row, which ``mnemon doctor`` re-embeds."""
+    for rid, _seq, blob in rows:
+        if len(blob) != dim * 4:
+            raise JournalError(
+                f"the stored vector of record {rid} (namespace {list(namespace)!r}) holds "
+                f"{len(blob)} bytes, not {dim} float32 values ({dim * 4} bytes): the journal "
+                "is damaged there; run `mnemon doctor --db <journal>` to re-embed it"
+            )

@@ -212,6 +212,16 @@ class PostgresItemStore:
         """The items of ``namespace`` with the given ids (unknown ids are left out)."""
         return self._items(namespace, "id = ANY(%(ids)s)", {"ids": list(dict.fromkeys(ids))})
 
+    def foreign_ids(self, namespace: Namespace, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are items of another namespace (an item id is unique in the
+        store, so an import must not write such an id into ``namespace``)."""
+        rows = self._rows(
+            "SELECT i.id FROM mnemon_items i JOIN mnemon_namespaces n ON n.nsid = i.nsid "
+            "WHERE i.id = ANY(%s) AND n.namespace <> %s",
+            (list(dict.fromkeys(ids)), self.store.key(normalize_namespace(namespace))),
+        )
+        return {row[0] for row in rows}
+
     def all_items(self, namespace: Namespace, kind: ItemKind | None = None) -> list[IndexItem]:
         """Every item of ``namespace`` (of one ``kind`` if given), in write order."""
         if kind is None:

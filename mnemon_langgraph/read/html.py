@@ -17,6 +17,7 @@ import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from mnemon_langgraph.read.rules import is_yes
 
@@ -304,9 +305,18 @@ def show_trace(view: View) -> Html:
     return Html(trace_html(view), text)
 
 
-def records_html(records: Sequence[Record], used: Iterable[str] = (), *, style: bool = True) -> str:
+def _record_link(record_id: str, link: str) -> str:
+    """``record_id`` shown short, linking to ``link`` + the id (``#``: its anchor here)."""
+    target = f"#{anchor(record_id)}" if link == "#" else link + quote(record_id, safe="")
+    return f'<a href="{esc(target)}">{esc(record_id[:10])}</a>'
+
+
+def records_html(
+    records: Sequence[Record], used: Iterable[str] = (), *, style: bool = True, link: str = ""
+) -> str:
     """Records grouped by session (a timeline: sessions in the order given, each with its
-    date); records in ``used`` (e.g. a View's) are marked."""
+    date); records in ``used`` (e.g. a View's) are marked; with ``link``, each id links to
+    ``link`` + the id."""
     marked = set(used)
     sessions: list[tuple[tuple[int, str], list[Record]]] = []
     for r in records:
@@ -318,7 +328,9 @@ def records_html(records: Sequence[Record], used: Iterable[str] = (), *, style: 
     for (session, date), recs in sessions:
         rows = [
             [
-                f'<span id="{anchor(r.id)}">{esc(r.id[:10])}</span>'
+                f'<span id="{anchor(r.id)}">'
+                + (_record_link(r.id, link) if link else esc(r.id[:10]))
+                + "</span>"
                 + (' <span class="yes">in the View</span>' if r.id in marked else ""),
                 esc(r.position),
                 f'<div class="text">{esc(r.text)}</div>',
@@ -342,10 +354,7 @@ def items_html(items: Sequence[IndexItem], *, link: str = "#", style: bool = Tru
     for it in items:
         group = it.topic or " / ".join(x for x in (it.subject, it.attribute) if x) or ""
         date = it.date.strftime("%Y-%m-%d") if it.date else ""
-        refs = " ".join(
-            f'<a href="{esc(link)}{anchor(r) if link == "#" else esc(r)}">{esc(r[:10])}</a>'
-            for r in it.record_ids
-        )
+        refs = " ".join(_record_link(r, link) for r in it.record_ids)
         rows.append([esc(it.kind), esc(group), esc(date), esc(it.text), refs])
     if not rows:
         return _wrap('<div class="muted">no consolidated items</div>', style)

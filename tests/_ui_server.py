@@ -81,14 +81,16 @@ def env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def running_ui(db: Path, log: Path, *extra: str) -> Iterator[str]:
-    """``mnemon ui --db db`` in a child process; yields the URL it printed (with the
-    token); stops it afterwards."""
+def running_ui(
+    db: Path, log: Path, *extra: str, environ: dict[str, str] | None = None
+) -> Iterator[str]:
+    """``mnemon ui --db db`` in a child process (``environ``: default :func:`env`, the fake
+    embedder); yields the URL it printed (with the token); stops it afterwards."""
     out = log.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mnemon_langgraph.cli", "ui", "--db", str(db), *extra],
         cwd=REPO,
-        env=env(),
+        env=environ if environ is not None else env(),
         stdout=out,
         stderr=subprocess.STDOUT,
         start_new_session=True,

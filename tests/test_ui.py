@@ -315,3 +315,51 @@ def test_a_non_loopback_bind_needs_a_flag(journal: Path) -> None:
         [*args, "--host", "0.0.0.0"], env=env(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2 and "--allow-remote" in done.stderr
+
+
+class CountingStore:
+    """A store whose record reads are counted: how many records each page pulled."""
+
+    def __init__(self, store: object) -> None:
+        self.store, self.pulled, self.limits = store, 0, []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def records(self, namespace: object, *, after_seq: int = 0, limit: int | None = None):  # type: ignore[no-untyped-def]
+        self.limits.append(limit)
+        for record in self.store.records(namespace, after_seq=after_seq, limit=limit):  # type: ignore[attr-defined]
+            self.pulled += 1
+            yield record
+
+    def session_records(self, namespace: object, session: int, **kw: object) -> list:  # type: ignore[type-arg]
+        got = self.store.session_records(namespace, session, **kw)  # type: ignore[attr-defined]
+        self.pulled += len(got)
+        return got
+
+
+def test_pages_read_a_page_not_the_namespace(journal: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Opening a namespace reads one page from the store (keyset on seq), whatever its size:
+    the paged namespace holds more than two pages, and every read is bounded."""
+    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.ui.app import PAGE, Inspector
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    with MnemonStore(journal, journal=Journal(journal, read_only=True)) as real:
+        assert real.count(PAGED) > 2 * PAGE
+        store = CountingStore(real)
+        inspector = Inspector(store)
+        rows = inspector.namespaces()
+        assert {tuple(r["namespace"]) for r in rows} >= {ANN, BOB, PAGED}
+        assert store.limits and all(limit == 1 for limit in store.limits)
+        store.pulled, store.limits = 0, []
+        first, nxt, _ = inspector.records(PAGED, {})
+        assert len(first) == PAGE and nxt and store.pulled <= PAGE + 1
+        assert store.limits == [PAGE + 1]
+        after = int(nxt.rsplit("after=", 1)[1])
+        second, _, _ = inspector.records(PAGED, {"after": str(after)})
+        assert second and second[0].seq > first[-1].seq
+        store.pulled = 0
+        inspector.records(PAGED, {"session": "2"})
+        assert 0 < store.pulled <= PAGE + 1

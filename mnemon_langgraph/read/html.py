@@ -231,7 +231,7 @@ class Explanation(str):
         obj.view, obj.record_id = view, record_id
         return obj
 
-    def __getnewargs__(self) -> tuple[str, Any, str]:  # copy and pickle
+    def __getnewargs__(self) -> tuple[str, Any, str]:  # type: ignore[override]  # copy, pickle
         return (str(self), self.view, self.record_id)
 
     def _repr_html_(self) -> str:

@@ -136,6 +136,7 @@ class Inspector:
             The records, the link to the next page (``None``: the last page), and a note
             saying what the page shows.
         """
+        nxt: str
         q = args.get("q", "").strip()
         session = _int(args.get("session"), "session")
         offset = _int(args.get("offset"), "offset") or 0
@@ -158,7 +159,7 @@ class Inspector:
         else:
             after = _int(args.get("after"), "after") or 0
             found = list(self.store.records(ns, after_seq=after, limit=PAGE + 1))
-            nxt = pages.href("/ns", ns, after=found[PAGE - 1].seq) if len(found) > PAGE else None
+            nxt = pages.href("/ns", ns, after=found[min(PAGE, len(found)) - 1].seq if found else 0)
             note = "in the order they were written"
             if args.get("from") or args.get("to"):
                 note += " (dates narrow a search: type words to search)"

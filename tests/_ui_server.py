@@ -69,6 +69,34 @@ def build_journal(path: Path) -> None:
             for i in range(PAGED_RECORDS)
         ]  # fmt: skip
         store.ingest(PAGED, many, source="test")
+        add_items(store)
+
+
+def add_items(store: object) -> None:
+    """Consolidated items for Ann (one linked to her cat record, with payloads in its topic
+    and text), written as the consolidation job writes them."""
+    from mnemon_langgraph.items import IndexItem
+
+    items = store.item_store()  # type: ignore[attr-defined]
+    cat = next(r for r in store.records(ANN) if "Miso" in r.text)  # type: ignore[attr-defined]
+    item = IndexItem(
+        id="i-" + "c" * 32,
+        namespace=ANN,
+        kind="event",
+        text="Ann named her cat Miso " + PAYLOADS[1],
+        record_ids=(cat.id,),
+        topic="pets " + PAYLOADS[0],
+        date=cat.date,
+    )
+    mark = items.watermark(ANN)
+    items.commit_batch(
+        ANN,
+        expected_watermark=mark,
+        new_watermark=store.max_seq(ANN),  # type: ignore[attr-defined]
+        new_items=[item],
+        new_vectors=items.embed_items([item]),
+    )
+    items.close()
 
 
 def env() -> dict[str, str]:

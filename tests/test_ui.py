@@ -167,6 +167,7 @@ def test_stored_payloads_are_escaped_everywhere(server: Client) -> None:
         "/ns?" + ns_query(EVIL_NAMESPACE),
         "/read?" + ns_query(ANN, message="payloads script onerror"),
         "/items?" + ns_query(EVIL_NAMESPACE),
+        "/items?" + ns_query(ANN),
     ]
     for path in pages:
         status, _, page = server.get(path)
@@ -177,6 +178,17 @@ def test_stored_payloads_are_escaped_everywhere(server: Client) -> None:
     _, _, page = server.get("/ns?" + ns_query(ANN))
     assert "&lt;script&gt;window.__pwned" in page  # stored, shown as text
     assert "onerror=&quot;" in page and "javascript:window.__pwned" in page
+
+
+def test_items_link_to_their_records(server: Client) -> None:
+    _, _, page = server.get("/items?" + ns_query(ANN))
+    assert "Ann named her cat Miso" in page and "&lt;script&gt;window.__pwned" in page
+    link = re.search(r'href="(/record\?[^"]+)"', page)
+    assert link
+    status, _, record = server.get(link.group(1).replace("&amp;", "&"))
+    assert status == 200 and ANN_ANSWER in record and "Ann named her cat Miso" in record
+    _, _, bob = server.get("/items?" + ns_query(BOB))
+    assert "Miso" not in bob and "no consolidated items" in bob
 
 
 def test_one_users_pages_never_show_anothers_records(server: Client) -> None:
@@ -305,8 +317,11 @@ def test_allow_forget_forgets_one_record_audited(
         assert status == 303 and "forgot" in headers["location"]
     with MnemonStore(copy) as store:
         assert store.get_records(ANN, [cat.id]) == []
-        audit = store.audit_log(ANN)
-        assert [e.actor for e in audit] == ["mnemon ui"] and cat.id in audit[0].record_ids
+        forgotten = [e for e in store.audit_log(ANN) if e.actor == "mnemon ui"]
+        assert len(forgotten) == 1 and list(forgotten[0].record_ids) == [cat.id]
+        items = store.item_store()
+        assert items.linked_items(ANN, [cat.id]) == []  # the item made from it went too
+        items.close()
 
 
 def test_a_non_loopback_bind_needs_a_flag(journal: Path) -> None:

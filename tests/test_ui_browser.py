@@ -3,7 +3,8 @@
 
 Open the namespace list, open a user, ask a question, see the record that answers it in the
 View (a screenshot goes to pytest's tmp_path); stored ``<script>``, ``onerror=`` and
-``javascript:`` payloads in record text, speaker names and namespace parts never run; one
+``javascript:`` payloads in record text, speaker names, namespace parts and consolidated
+items never run; one
 user's pages never show the other's records; the pages cause no Content-Security-Policy
 violation (they hold no inline script or style).
 """
@@ -108,6 +109,7 @@ def test_stored_payloads_do_not_run(site: tuple[Any, str]) -> None:
         ("/ns", EVIL_NAMESPACE, {}),
         ("/read", ANN, {"message": "payloads script onerror javascript"}),
         ("/read", EVIL_NAMESPACE, {"message": "click me"}),
+        ("/items", ANN, {}),  # a consolidated item with payloads in its topic and text
     ]
     for path, namespace, params in pages:
         if namespace:

@@ -13,7 +13,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from mnemon_langgraph.read.html import Explanation, show_memory, show_trace
+from mnemon_langgraph.read.html import Explanation, show_memory, show_trace, view_html
 from mnemon_langgraph.read.rules import Judgment
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view import compose_view, explain
@@ -153,3 +153,13 @@ def test_the_markup_check_sees_live_markup() -> None:
     ):
         with pytest.raises(AssertionError):
             _no_live_markup(live)
+
+
+def test_two_views_on_one_page_keep_their_ids_apart() -> None:
+    view = _view()
+    a, b = (view_html(view, prefix=p) for p in ("v0-", "v1-"))
+    ids_a = set(re.findall(r'id="([^"]+)"', a))
+    ids_b = set(re.findall(r'id="([^"]+)"', b))
+    assert ids_a and ids_a.isdisjoint(ids_b)
+    assert all(i.startswith("v0-rec-") for i in ids_a)
+    assert set(re.findall(r'href="#([^"]+)"', a)) <= ids_a  # the need table's links land

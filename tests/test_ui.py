@@ -365,7 +365,7 @@ def test_pages_read_a_page_not_the_namespace(journal: Path, monkeypatch) -> None
         assert real.count(PAGED) > 2 * PAGE
         store = CountingStore(real)
         inspector = Inspector(store)
-        rows = inspector.namespaces()
+        rows, _ = inspector.namespaces()
         assert {tuple(r["namespace"]) for r in rows} >= {ANN, BOB, PAGED}
         assert store.limits and all(limit == 1 for limit in store.limits)
         store.pulled, store.limits = 0, []

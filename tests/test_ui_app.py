@@ -103,7 +103,7 @@ def test_pages_on_both_stores(inspector: Inspector) -> None:
     from mnemon_langgraph.ui.app import PAGE
 
     ann = ("users", "ann")
-    rows = {tuple(r["namespace"]): r for r in inspector.namespaces()}
+    rows = {tuple(r["namespace"]): r for r in inspector.namespaces()[0]}
     assert rows[ann]["records"] >= 71 and rows[ann]["first"] == "2024-03-01"
     assert rows[ann]["last"] == "2024-04-02"
     first, nxt, _ = inspector.records(ann, {})

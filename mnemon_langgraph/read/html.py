@@ -182,9 +182,12 @@ def left_out_html(view: View) -> str:
     return _table(["record", "why it is not in the View"], rows)
 
 
-def view_html(view: View, *, style: bool = True) -> str:
+def view_html(view: View, *, style: bool = True, prefix: str = "") -> str:
     """The View as a person reads it: budget used, needs, index items, record blocks as the
-    agent sees them (each record with its judgments and the need it serves), left-out records."""
+    agent sees them (each record with its judgments and the need it serves), left-out records.
+
+    ``prefix`` (letters, digits, ``-``) starts the element ids of its records, so two Views
+    on one page keep apart (stored text cannot hold ``id="``: its quotes are escaped)."""
     trace = view.trace
     budget = (trace.get("settings") or {}).get("view_chars")
     used = f"{len(view.text):,} of {budget:,} characters" if budget else f"{len(view.text):,} chars"
@@ -211,7 +214,13 @@ def view_html(view: View, *, style: bool = True) -> str:
     parts.append(
         "<details><summary>Pooled but left out</summary>" + left_out_html(view) + "</details>"
     )
-    return _wrap("".join(parts), style)
+    body = "".join(parts)
+    if prefix:
+        safe = re.sub(r"[^0-9A-Za-z-]", "", prefix)
+        body = body.replace('id="rec-', f'id="{safe}rec-').replace(
+            'href="#rec-', f'href="#{safe}rec-'
+        )
+    return _wrap(body, style)
 
 
 class Explanation(str):

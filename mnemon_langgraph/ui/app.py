@@ -112,10 +112,12 @@ class Inspector:
             raise InputError(f"this store holds no namespace {' / '.join(ns)!r}")
         return ns
 
-    def namespaces(self) -> list[dict[str, Any]]:
-        """Each namespace: its records and the dates of its first and last records."""
+    def namespaces(self) -> tuple[list[dict[str, Any]], int]:
+        """The first :data:`MAX_NAMESPACES` namespaces, each with its records and the dates of
+        its first and last records; and how many namespaces the store holds."""
         rows = []
-        for ns in self.store.namespaces()[:MAX_NAMESPACES]:
+        every = self.store.namespaces()
+        for ns in every[:MAX_NAMESPACES]:
             first = next(iter(self.store.records(ns, limit=1)), None)
             top = self.store.max_seq(ns)
             last = next(iter(self.store.records(ns, after_seq=top - 1, limit=1)), None)
@@ -127,7 +129,7 @@ class Inspector:
                     "last": _date_of(last),
                 }
             )
-        return rows
+        return rows, len(every)
 
     def records(self, ns: Namespace, args: dict[str, str]) -> tuple[list[Any], str | None, str]:
         """One page of records: by search, by session or in journal order.

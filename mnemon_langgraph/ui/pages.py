@@ -65,7 +65,9 @@ def error_page(message: str) -> str:
     return page("Cannot show this", f'<p class="no">{esc(message)}</p>')
 
 
-def namespaces_page(rows: Sequence[dict[str, Any]], read_only: bool) -> str:
+def namespaces_page(
+    rows: Sequence[dict[str, Any]], read_only: bool, shown_of: int | None = None
+) -> str:
     """The namespaces: record counts and the dates of their first and last records."""
     body = [
         "<p>"
@@ -90,6 +92,8 @@ def namespaces_page(rows: Sequence[dict[str, Any]], read_only: bool) -> str:
     )
     if not rows:
         body.append('<p class="muted">this store holds no records</p>')
+    if shown_of is not None:
+        body.append(f'<p class="muted">the first {len(rows):,} of {shown_of:,} namespaces</p>')
     return page("Namespaces", "".join(body))
 
 
@@ -177,8 +181,8 @@ def _read_form(namespace: Sequence[str], args: dict[str, str]) -> str:
     )
 
 
-def _one_read(view: Any, budget: int) -> str:
-    return f"<h4>Budget {budget:,} characters</h4>" + view_html(view, style=False)
+def _one_read(view: Any, budget: int, prefix: str = "") -> str:
+    return f"<h4>Budget {budget:,} characters</h4>" + view_html(view, style=False, prefix=prefix)
 
 
 def read_page(
@@ -204,7 +208,10 @@ def read_page(
                 f"only with {b2:,}: {esc(', '.join(r[:10] for r in only2) or 'none')}</p>"
             )
         body.append('<div class="compare">')
-        body.extend(f'<div id="view-{i}">{_one_read(v, b)}</div>' for i, (b, v) in enumerate(reads))
+        body.extend(
+            f'<div id="view-{i}">{_one_read(v, b, f"v{i}-")}</div>'
+            for i, (b, v) in enumerate(reads)
+        )
         body.append("</div><h4>Trace</h4>" + trace_html(reads[0][1], style=False))
     return page(f"Read {ns_label(namespace)}", "".join(body), namespace)
 
@@ -217,6 +224,6 @@ def saved_read(namespace: Sequence[str], message: str, reads: Sequence[tuple[int
         f"<title>mnemon read: {esc(message[:60])}</title>{STYLE}</head><body>",
         f"<h1>Read of {esc(ns_label(namespace))}</h1><p>message: <b>{esc(message)}</b></p>",
     ]
-    parts.extend(_one_read(v, b) for b, v in reads)
+    parts.extend(_one_read(v, b, f"v{i}-") for i, (b, v) in enumerate(reads))
     parts.append("<h4>Trace</h4>" + trace_html(reads[0][1], style=False) + "</body></html>")
     return "".join(parts)

@@ -55,7 +55,9 @@ def _ns(request: Request) -> Namespace:
 
 def home(request: Request) -> str:
     inspector = _inspector(request)
-    return pages.namespaces_page(inspector.namespaces(), not inspector.allow_forget)
+    rows, total = inspector.namespaces()
+    shown_of = total if total > len(rows) else None
+    return pages.namespaces_page(rows, not inspector.allow_forget, shown_of)
 
 
 def records(request: Request) -> str:

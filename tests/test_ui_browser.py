@@ -140,3 +140,33 @@ def test_one_users_pages_never_show_the_others(site: tuple[Any, str]) -> None:
     assert "4471" not in driver.page_source
     _open(driver, base, "/ns", BOB)
     assert "Miso" not in driver.page_source and "4471" in driver.page_source
+
+
+def test_forget_asks_first_then_forgets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --allow-forget: the package's script (allowed by the policy, the only script)
+    asks before the form is sent; dismissed, nothing is forgotten; accepted, the record is."""
+    from mnemon_langgraph.store import MnemonStore
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    build_journal(tmp_path / "memory.db")
+    with MnemonStore(tmp_path / "memory.db") as store:
+        cat = next(r for r in store.records(ANN) if "Miso" in r.text)
+    with running_ui(tmp_path / "memory.db", tmp_path / "ui.log", "--allow-forget") as url:
+        driver = start_browser(tmp_path / "profile")
+        try:
+            driver.get(url)
+            base = url.split("/?", 1)[0]
+            _open(driver, base, "/record", ANN, id=cat.id)
+            driver.find_element(By.ID, "forget").click()
+            WebDriverWait(driver, 10).until(ec.alert_is_present()).dismiss()
+            assert driver.find_elements(By.ID, "forget")  # still on the record's page
+            driver.find_element(By.ID, "forget").click()
+            WebDriverWait(driver, 10).until(ec.alert_is_present()).accept()
+            WebDriverWait(driver, 30).until(ec.title_contains("Records of"))
+            assert f"forgot {cat.id}" in driver.find_element(By.CLASS_NAME, "flash").text
+            assert ANN_ANSWER not in driver.page_source
+            assert _csp_violations(driver) == []
+        finally:
+            driver.quit()
+    with MnemonStore(tmp_path / "memory.db") as store:
+        assert store.get_records(ANN, [cat.id]) == []

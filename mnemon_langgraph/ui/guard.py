@@ -14,7 +14,8 @@ rebinding). So every request must
 
 Every response, refusals included, sends a Content-Security-Policy that allows scripts,
 styles and images from the page's own origin only (so no inline script can run, whatever a
-stored record holds), forbids framing, and keeps the page out of caches and referrers.
+stored record holds), forbids framing, keeps the page out of caches and its address from
+other sites.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ HEADERS: list[tuple[bytes, bytes]] = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    # not no-referrer: with it Chromium sends `Origin: null` on the page's own form posts,
+    # which the Origin check must refuse; same-origin still tells no other site our URLs
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),

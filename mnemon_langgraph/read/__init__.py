@@ -2,7 +2,8 @@
 
 ``create_read_graph(source=...)`` builds the LangGraph graph; its output holds a
 :class:`View` (what the main agent reads) and :func:`explain` tells why a record is (not)
-in it; in Jupyter both show as HTML, as do :func:`show_trace` and :func:`show_memory`. Imports are lazy so ``import mnemon_langgraph.read`` stays cheap.
+in it; in Jupyter both show as HTML, as do :func:`show_trace` and :func:`show_memory`.
+Imports are lazy so ``import mnemon_langgraph.read`` stays cheap.
 """
 
 from __future__ import annotations

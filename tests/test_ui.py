@@ -378,3 +378,12 @@ def test_pages_read_a_page_not_the_namespace(journal: Path, monkeypatch) -> None
         store.pulled = 0
         inspector.records(PAGED, {"session": "2"})
         assert 0 < store.pulled <= PAGE + 1
+
+
+def test_a_non_loopback_bind_with_the_flag_warns(journal: Path, tmp_path: Path) -> None:
+    log = tmp_path / "ui.log"
+    with running_ui(journal, log, "--host", "0.0.0.0", "--allow-remote") as url:
+        client = Client(url)
+        client.login()
+        assert client.get("/")[0] == 200
+    assert "WARNING: listening on 0.0.0.0" in log.read_text()

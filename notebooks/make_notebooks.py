@@ -130,6 +130,19 @@ print(views[0].text[:2000])""",
     (
         "md",
         """\
+`print` shows the View as the agent reads it; as a cell's last expression Jupyter shows it as
+a page: the records in the blocks the agent sees, each with System 1's judgments
+(proposition, p, round) and the need it serves, the need table, the budget used against the
+budget, and the pooled records left out with why.""",
+    ),
+    (
+        "code",
+        """\
+views[0]""",
+    ),
+    (
+        "md",
+        """\
 ## Why is this record in the View?
 
 `explain(view, record_id)` reads the View's trace: the searches that found the record, every
@@ -146,6 +159,39 @@ if view.records:
     print(explain(view, view.record_ids[0]))
 else:
     print("empty View:", view.empty_reason)""",
+    ),
+    (
+        "md",
+        """\
+`explain` returns a string (print it, compare it); Jupyter shows it as a table. The trace
+(`show_trace`) holds the whole turn: the needs, every search, the actions and counts.""",
+    ),
+    (
+        "code",
+        """\
+explain(view, view.record_ids[0]) if view.records else view.empty_reason""",
+    ),
+    (
+        "code",
+        """\
+from mnemon_langgraph.read import show_trace
+
+show_trace(view)""",
+    ),
+    (
+        "md",
+        """\
+## The memory itself
+
+`show_memory` shows a namespace's records as a timeline — sessions by date — with the records
+a View used marked (`print` gives one line per record, `*` for those in the View).""",
+    ),
+    (
+        "code",
+        """\
+from mnemon_langgraph.read import show_memory
+
+show_memory(store, NAMESPACE, view=view, limit=40)""",
     ),
     (
         "code",
@@ -361,6 +407,19 @@ items = store.item_store()  # the index beside the records, on either backend
 for item in items.instructions(("noor",)):
     print("instruction:", item.text, "<- records", item.record_ids)
 print("topics:", items.topics(("noor",)))""",
+    ),
+    (
+        "md",
+        """\
+The records and what the consolidation made of them, together: each item links to the records
+it came from.""",
+    ),
+    (
+        "code",
+        """\
+from mnemon_langgraph.read import show_memory
+
+show_memory(store, ("noor",), items=items, limit=12)""",
     ),
     (
         "md",

@@ -51,6 +51,8 @@ LEVELS: dict[str, str] = {
     "test_docs.py": "system",  # runs every page's code blocks and builds the site
     "test_basestore_dev.py::test_the_servers_store_api_is_the_memory": "system",  # langgraph dev
     "test_mcp.py": "integration",  # stdio and HTTP MCP servers in child processes
+    "test_ui.py": "integration",  # `mnemon ui` in a child process, over HTTP
+    "test_ui_browser.py": "system",  # `mnemon ui` driven in headless Chromium
     "test_cli_options.py::test_agent_surfaces_without_langchain_raise_the_one_line_error": (
         "integration"
     ),

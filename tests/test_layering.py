@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"backends"},
     {"read"},
     {"consolidation"},
-    {"integrations", "transfer"},
+    {"integrations", "transfer", "ui"},
     {"eval"},
     {"bench"},
     {"cli"},

@@ -28,6 +28,7 @@ EXPECTED = {  # something each notebook must print when it worked
     "04_eval_results.ipynb": ["scored (categories 1-4", "any:", "saved"],
 }
 FIGURES = {"04_eval_results.ipynb": 1}  # inline figures each notebook shows
+HTML = {"01_quickstart.ipynb": 4, "03_consolidation.ipynb": 1}  # rich outputs (read.html)
 
 
 def _load(name: str) -> ModuleType:
@@ -121,6 +122,12 @@ def test_notebooks_are_committed_executed(name: str) -> None:
     for expected in EXPECTED[name]:
         assert expected in _text(nb), (name, expected)
     assert _figures(nb) == FIGURES.get(name, 0), name
+    assert _html_outputs(nb) == HTML.get(name, 0), name
+
+
+def _html_outputs(nb) -> int:  # type: ignore[no-untyped-def]
+    """Outputs Jupyter shows as HTML (a View, explain, the trace, a namespace's timeline)."""
+    return sum("execute_result:text/html" in k for k in _kinds(nb))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -37,6 +37,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "erase",
     "doctor",
     "train",
+    "ui",
 )
 
 

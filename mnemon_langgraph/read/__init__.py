@@ -2,7 +2,8 @@
 
 ``create_read_graph(source=...)`` builds the LangGraph graph; its output holds a
 :class:`View` (what the main agent reads) and :func:`explain` tells why a record is (not)
-in it. Imports are lazy so ``import mnemon_langgraph.read`` stays cheap.
+in it; in Jupyter both show as HTML, as do :func:`show_trace` and :func:`show_memory`.
+Imports are lazy so ``import mnemon_langgraph.read`` stays cheap.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.read.html import Explanation, show_memory, show_trace
     from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource
     from mnemon_langgraph.read.planner import ChatPlanner, Planner, RulePlanner
     from mnemon_langgraph.read.rules import DropNeed, Judgment, Need, NewSearch, PageSearch
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ChatPlanner",
     "DropNeed",
+    "Explanation",
     "InMemoryItemSource",
     "InMemorySearchSource",
     "Judgment",
@@ -37,10 +40,15 @@ __all__ = [
     "ViewRecord",
     "create_read_graph",
     "explain",
+    "show_memory",
+    "show_trace",
 ]
 
 _WHERE = {
     "create_read_graph": "graph",
+    "Explanation": "html",
+    "show_memory": "html",
+    "show_trace": "html",
     "InMemoryItemSource": "memory",
     "InMemorySearchSource": "memory",
     "ChatPlanner": "planner",

@@ -30,6 +30,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from mnemon_langgraph.read.excerpts import Lead, excerpt, excerpt_text, focus_weights, line_scores
+from mnemon_langgraph.read.html import Explanation
 from mnemon_langgraph.read.planner import message_text
 from mnemon_langgraph.read.questions import is_reply
 from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
@@ -202,6 +203,14 @@ class View:
 
     def __str__(self) -> str:
         return self.text
+
+    def __repr__(self) -> str:  # short: a notebook shows it beside the HTML (read.html)
+        return f"View({len(self.records)} records, {len(self.text):,} chars)"
+
+    def _repr_html_(self) -> str:
+        from mnemon_langgraph.read.html import view_html
+
+        return view_html(self)
 
 
 def _fit(lines: Sequence[str], budget: int) -> list[str]:
@@ -990,7 +999,7 @@ def compose_view(
     )
 
 
-def explain(view: View, record_id: str) -> str:
+def explain(view: View, record_id: str) -> Explanation:
     """Why ``record_id`` is (or is not) in ``view``: searches, judgments, rules.
 
     Args:
@@ -998,7 +1007,7 @@ def explain(view: View, record_id: str) -> str:
         record_id: Any record id (in the View or not), whole or as the View shows it.
 
     Returns:
-        A few lines of plain text.
+        A few lines of plain text (a ``str`` that Jupyter shows as a table).
     """
     trace = view.trace
     pooled = [p["id"] for p in trace.get("pool", [])]
@@ -1006,7 +1015,8 @@ def explain(view: View, record_id: str) -> str:
     if record_id not in known:
         matches = sorted(rid for rid in known if rid.startswith(record_id))
         if len(matches) > 1:
-            return f"record {record_id}: several records start with it: {', '.join(matches)}"
+            text = f"record {record_id}: several records start with it: {', '.join(matches)}"
+            return Explanation(text, view, record_id)
         record_id = matches[0] if matches else record_id
     lines = [f"record {record_id}:"]
     searches = {s["index"]: s for s in trace.get("searches", [])}
@@ -1048,4 +1058,4 @@ def explain(view: View, record_id: str) -> str:
         lines.append(f"  placement: {place}")
     elif entry is None:
         lines.append("  placement: not in the View")
-    return "\n".join(lines)
+    return Explanation("\n".join(lines), view, record_id)

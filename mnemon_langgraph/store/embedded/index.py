@@ -604,8 +604,11 @@ class NamespaceIndex:
         an old folder is removed), so searching an erased or unknown namespace leaves no
         folder behind. Indexes are derived data: when the folder cannot be written (read
         only, disk full) one warning is logged and the namespace is served from memory;
-        a save never fails the write that triggered it.
+        a save never fails the write that triggered it. Over a read-only journal
+        (``mnemon ui``) nothing is written: the indexes are kept in memory only.
         """
+        if getattr(self.journal, "read_only", False):
+            return
         with self.lock:
             try:
                 self._save()

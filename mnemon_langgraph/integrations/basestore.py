@@ -74,6 +74,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
+from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.store.postgres.engine import LoopThread
@@ -164,7 +165,7 @@ class MnemonBaseStore(BaseStore):
         a bad op or a failing embedder leaves the store as it was.
         """
         self._check_open()
-        return self._loop.run(self._run(list(ops)))
+        return self._loop.run(self._run(list(ops), run_actor("basestore")))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -172,9 +173,9 @@ class MnemonBaseStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`, on the caller's event loop (PostgreSQL: native async)."""
-        return await self._run(list(ops))
+        return await self._run(list(ops), run_actor("basestore"))
 
-    async def _run(self, ops: list[Op]) -> list[Result]:
+    async def _run(self, ops: list[Op], actor: str = "basestore") -> list[Result]:
         self._check_open()
         for op in ops:
             _check_op(op, self.index)
@@ -187,7 +188,7 @@ class MnemonBaseStore(BaseStore):
                 j = i
                 while j < len(ops) and isinstance(ops[j], PutOp):
                     j += 1
-                await self._items.write([writes[k] for k in range(i, j)], actor="basestore")
+                await self._items.write([writes[k] for k in range(i, j)], actor=actor)
                 i = j
                 continue
             if isinstance(op, GetOp):
@@ -330,7 +331,7 @@ class MnemonBaseStore(BaseStore):
             ``{"items": ..., "records": ...}`` erased.
         """
         self._check_open()
-        return self._loop.run(self.aerase_namespace(namespace, actor=actor))
+        return self._loop.run(self.aerase_namespace(namespace, actor=run_actor(actor)))
 
     async def aerase_namespace(
         self, namespace: str | Sequence[str], *, actor: str = "api"
@@ -338,6 +339,7 @@ class MnemonBaseStore(BaseStore):
         """Async :meth:`erase_namespace`."""
         self._check_open()
         ns = normalize_namespace(namespace)
+        actor = run_actor(actor)
         items = await self._items.erase(ns, actor=actor)
         records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
         return {"items": items, "records": int(records)}
@@ -381,14 +383,17 @@ class MnemonBaseStore(BaseStore):
             InputError: A malformed row (the message names its position); nothing written.
         """
         self._check_open()
-        return self._loop.run(self.aimport_items(rows))
+        return self._loop.run(self._import(rows, run_actor("import")))
 
     async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Async :meth:`import_items`."""
+        return await self._import(rows, run_actor("import"))
+
+    async def _import(self, rows: Iterable[Mapping[str, Any]], actor: str) -> int:
         self._check_open()
         puts = {n: _import_row(n, row, self.index) for n, row in enumerate(rows)}
         writes = await self._prepare(puts)
-        await self._items.write(list(writes.values()), actor="import")
+        await self._items.write(list(writes.values()), actor=actor)
         return len(writes)
 
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[ItemAudit]:

@@ -239,3 +239,29 @@ def test_audit_rows_of_an_authenticated_run_name_the_user(store: Any) -> None:
     item_actors = [a.actor for a in items.audit_log(bob)]
     assert item_actors == ["auth:bob via basestore", "auth:bob via api"]
     items.close()
+
+
+def test_consolidation_takes_the_user_as_the_other_graphs_do(tmp_path: Path) -> None:
+    """context={"user_id": "ada"} once raised a bare KeyError: 'namespace' (issue 43 §3)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _consolidation_fakes import deriving_model, fake_embeddings, make_journal, make_messages
+
+    from mnemon_langgraph.consolidation import SQLiteItemStore, create_consolidation_graph
+
+    ada, bob = ("users", "ada"), ("users", "bob")
+    journal = make_journal(tmp_path / "c.db", ada, make_messages(8))
+    items = SQLiteItemStore(journal, fake_embeddings())
+    graph = create_consolidation_graph(model=deriving_model(), store=items)
+    out = graph.invoke({}, context={"user_id": "ada"})
+    assert out["report"].namespace == ada and out["report"].items_added > 0
+    # on an authenticated server: bob's run consolidates bob, and naming ada is refused
+    assert graph.invoke({}, server_config("bob"))["report"].namespace == bob
+    for state, context in (({"namespace": list(ada)}, None), ({}, {"user_id": "ada"})):
+        config = server_config("bob", context=context)
+        with pytest.raises(NamespaceAccessError):
+            graph.invoke(state, config, context=context)
+    assert items.watermark(bob) == 0
+    items.close()
+    journal.close()

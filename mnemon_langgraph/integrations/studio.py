@@ -273,13 +273,17 @@ def consolidation_graph_from_env(environ: Mapping[str, str] | None = None) -> An
     """The compiled consolidation graph over ``MNEMON_DB`` with its model from the env.
 
     Without ``MNEMON_CONSOLIDATION_MODEL`` the graph is still built (Studio can show it);
-    running it raises :class:`ConfigurationError` naming the variable.
+    running it raises :class:`ConfigurationError` naming the variable. A run names its user
+    as the other graphs take it (``context={"user_id": "ada"}``) or in its input
+    (``{"namespace": ["users", "ada"]}``); ``MNEMON_NAMESPACE`` is the default or template.
     """
     from mnemon_langgraph.consolidation import create_consolidation_graph
 
     store = store_from_env(environ)
     model = chat_model_from_env("MNEMON_CONSOLIDATION_MODEL", environ) or MissingChatModel()
-    return create_consolidation_graph(store=store, model=model)
+    return create_consolidation_graph(
+        store=store, model=model, namespace=default_namespace(environ)
+    )
 
 
 # --- the chat agent with memory (mnemon_agent) -------------------------------------------------

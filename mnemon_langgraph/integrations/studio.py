@@ -8,7 +8,8 @@ call these functions and do nothing else. Variables:
 - ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config
   (or a JSON array template such as ``["org", "{org}", "user", "{user_id}"]`` that each run
   fills from its context). Unset, such a run is refused with a message saying what to set
-  (never a silent read of some shared namespace);
+  (never a silent read of some shared namespace). Never used on a server with authentication,
+  where the login decides whose memory (``graphs/auth.py``, ``docs/security.md``);
 - ``MNEMON_PLANNER_MODEL``: System 2 chat model for the read graph, as
   ``init_chat_model`` takes it (``openai:gpt-4.1-mini``); unset: the offline rule planner;
 - ``MNEMON_JUDGE``: System 1 backend: ``local`` (default, offline), ``jev`` (needs

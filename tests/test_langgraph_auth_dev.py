@@ -62,6 +62,28 @@ def _seed(db: Path) -> None:
             items.put(ADA, "secret", {"text": f"Ada's secret word: {SECRET}"})
 
 
+def _absolute(config_path: Path) -> dict[str, Any]:
+    """The config at ``config_path`` with every ``./`` path made absolute."""
+    config = json.loads(config_path.read_text())
+
+    def fix(spec: str) -> str:
+        return str(config_path.parent / spec[2:]) if spec.startswith("./") else spec
+
+    config["dependencies"] = [
+        str(config_path.parent) if d == "." else d for d in config["dependencies"]
+    ]
+    config["graphs"] = {name: fix(spec) for name, spec in config["graphs"].items()}
+    config["auth"] = {**config["auth"], "path": fix(config["auth"]["path"])}
+    return config
+
+
+def test_the_auth_config_is_langgraph_json_plus_auth() -> None:
+    plain = json.loads((REPO / "langgraph.json").read_text())
+    secured = json.loads((REPO / "langgraph.auth.json").read_text())
+    assert {k: v for k, v in secured.items() if k != "auth"} == plain
+    assert secured["auth"] == {"path": "./graphs/auth.py:auth", "disable_studio_auth": True}
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which(
@@ -94,10 +116,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     }
     log_path = tmp / "server.log"
     log = log_path.open("w")
+    # the shipped langgraph.auth.json with its paths made absolute, served from a folder of
+    # its own: the server's state (.langgraph_api/, e.g. the assistants created below) never
+    # reaches the repository's, which the other dev-server tests use
+    app = tmp / "app"
+    app.mkdir()
+    (app / "langgraph.json").write_text(json.dumps(_absolute(REPO / "langgraph.auth.json")))
     proc = subprocess.Popen(
-        [exe, "dev", "--config", "langgraph.auth.json", "--host", "127.0.0.1",
-         "--port", str(port), "--no-browser", "--no-reload", "--allow-blocking"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [exe, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
+         "--allow-blocking"],
+        cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

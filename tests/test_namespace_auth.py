@@ -9,6 +9,7 @@ same rule through a real ``langgraph dev``.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -205,9 +206,11 @@ def test_a_surface_with_a_template_runs_its_nested_read_graph(store: Any) -> Non
     turn = {"messages": [HumanMessage("What is my badge number?")]}
     graph.invoke(turn, server_config("bob", org_id="acme"))
     assert "5150" in seen[-1] and "heliotrope" not in seen[-1]
+    asyncio.run(graph.ainvoke(turn, server_config("bob", org_id="acme")))  # the async face
+    assert len(seen) == 2 and "5150" in seen[-1]
     with pytest.raises(NamespaceAccessError):
         graph.invoke(turn, server_config("bob", context={"user_id": "ada"}, org_id="acme"))
-    assert len(seen) == 1
+    assert len(seen) == 2
 
 
 def test_audit_rows_of_an_authenticated_run_name_the_user(store: Any) -> None:

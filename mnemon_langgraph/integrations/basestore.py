@@ -15,8 +15,8 @@ middleware, and LangMem's memory tools.
   ``message_ids``; items keep the value they were put with. Without a query, ``search``
   lists items only (newest first): there is nothing to rank records by.
 
-Namespaces are the journal's: the tuple ``("memories", "ada")`` is the namespace the
-other surfaces write records to for that user. LangGraph forbids ``.`` in a label, so a
+Namespaces are the journal's: the tuple ``("users", "ada")`` is the namespace the
+other surfaces write records to for user ``ada``. LangGraph forbids ``.`` in a label, so a
 journal namespace such as ``("users", "ada@example.com")`` cannot be named here (it is
 left out of listings and searches). TTL is not supported (``supports_ttl = False``).
 """

@@ -6,7 +6,9 @@ unset: a labelled offline stand-in that quotes what memory found), ``MNEMON_NAME
 (namespace, or JSON-array template, for runs that name none), ``MNEMON_PLANNER_MODEL`` and
 ``MNEMON_JUDGE`` (the read path). Input ``{"messages": [...]}``; each run reads the View of
 its user before the model call and writes the turn after it. A run names its user in its
-context (``{"user_id": "ada"}``, Studio's context form) or ``config["configurable"]``.
+context (``{"user_id": "ada"}``: the namespace ``("users", "ada")``; Studio's context form) or
+``config["configurable"]``; on a server with authentication (``langgraph.auth.json``) the
+login decides, and a run naming another user is refused.
 """
 
 from __future__ import annotations

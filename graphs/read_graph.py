@@ -6,7 +6,8 @@ Builds the compiled graph from environment variables and does nothing else at im
 (``local`` | ``jev`` | ``llm:<provider:model>``). Input ``{"messages": [...]}``; the View is
 the output's ``view``. A run's namespace comes from its context (``namespace`` / ``user_id``)
 or ``config["configurable"]``, else ``MNEMON_NAMESPACE``; with neither the run is refused
-with a message saying what to set.
+with a message saying what to set. On a server with authentication (``langgraph.auth.json``)
+the login decides, and a run naming another user is refused.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ __all__ = [
     "MissingDependencyError",
     "MnemonError",
     "ModelCallError",
+    "NamespaceAccessError",
     "NamespaceError",
     "RuntimeMnemonError",
     "SchemaVersionError",
@@ -119,6 +120,15 @@ class InputError(MnemonError, ValueError):
 
 class NamespaceError(InputError):
     """A namespace is not a non-empty tuple of non-empty strings."""
+
+
+class NamespaceAccessError(MnemonError, PermissionError):
+    """A run named memory that is not its authenticated user's, and was refused.
+
+    Raised on a LangGraph server with authentication when the run's context, config or input
+    names a user or namespace other than the one the server's authenticated identity decides
+    (``docs/security.md``). Nothing is read or written.
+    """
 
 
 # --- runtime -----------------------------------------------------------------------

@@ -253,8 +253,8 @@ from mnemon_langgraph.sources import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
-store.ingest(("noor",), sample, source="sample")
-print(store.count(("noor",)), "records for noor")""",
+store.ingest(("users", "noor"), sample, source="sample")
+print(store.count(("users", "noor")), "records for noor")""",
     ),
     (
         "md",
@@ -282,7 +282,7 @@ print(model.seen[-1][0].text[:1200])""",
         "code",
         """\
 # the turn is in the journal now (question and reply), the View is not
-print(store.list_records(("noor",))[-1].text)""",
+print(store.list_records(("users", "noor"))[-1].text)""",
     ),
     (
         "md",

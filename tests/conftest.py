@@ -46,6 +46,7 @@ POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_url"})
 LEVELS: dict[str, str] = {
     # -- the product driven from outside, as a user does ---------------------------------
     "test_langgraph_dev.py": "system",  # starts `langgraph dev` and talks HTTP to it
+    "test_langgraph_auth_dev.py": "system",  # `langgraph dev` with graphs/auth.py, SDK client
     "test_notebooks.py": "system",  # executes the notebooks in a Jupyter kernel
     "test_readme.py": "system",  # runs the README's quickstart in a fresh interpreter
     "test_docs.py": "system",  # runs every page's code blocks and builds the site
@@ -133,6 +134,7 @@ XDIST_GROUPS: dict[str, str] = {
     # its .langgraph_api/: one worker runs them, one after the other
     "test_langgraph_dev.py": "langgraph_dev",
     "test_basestore_dev.py": "langgraph_dev",
+    "test_langgraph_auth_dev.py": "langgraph_dev",
 }
 """Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
 keeps each group on one worker; docs/testing.md)."""

@@ -67,7 +67,7 @@ def judge() -> ScriptedDecisionModel:
 
 def fill(store: MnemonStore, user: str, fact: str) -> None:
     store.ingest(
-        (user,),
+        ("users", user),
         [
             Message(
                 text=fact,
@@ -107,7 +107,7 @@ def read_graph(store: Any) -> Any:
 
 
 def journal_texts(store: Any, user: str) -> str:
-    return "\n".join(r.text for r in store.journal.records((user,)))
+    return "\n".join(r.text for r in store.journal.records(("users", user)))
 
 
 def model_node(model: RecordingChatModel) -> Any:
@@ -143,10 +143,10 @@ def test_subgraph_view_reaches_model_and_turn_is_journaled(store: Any, read_grap
     assert views_in(out["messages"]) == []  # the View went to the model, not into state
     # the turn (question and reply) is in ada's journal, the View is not
     reply_id = out["messages"][-1].id
-    known = store.journal.known_message_ids(("ada",), ["ada-q1", reply_id])
+    known = store.journal.known_message_ids(("users", "ada"), ["ada-q1", reply_id])
     assert known == {"ada-q1", reply_id}
     assert "memory_view" not in journal_texts(store, "ada")
-    assert store.journal.known_message_ids(("bob",), ["ada-q1", reply_id]) == set()
+    assert store.journal.known_message_ids(("users", "bob"), ["ada-q1", reply_id]) == set()
 
 
 QUESTIONS = ["Where do I live?", "What subject do I teach?", "And since when?", "Thanks!"]
@@ -265,8 +265,8 @@ def test_one_graph_serves_two_users(store: Any, read_graph: Any) -> None:
     bob_view, ada_view = model.calls[0][0].text, model.calls[1][0].text
     assert "Biscuit" in bob_view and "Lisbon" not in bob_view
     assert "Lisbon" in ada_view and "Biscuit" not in ada_view
-    assert store.journal.known_message_ids(("bob",), ["b1", "a1"]) == {"b1"}
-    assert store.journal.known_message_ids(("ada",), ["b1", "a1"]) == {"a1"}
+    assert store.journal.known_message_ids(("users", "bob"), ["b1", "a1"]) == {"b1"}
+    assert store.journal.known_message_ids(("users", "ada"), ["b1", "a1"]) == {"a1"}
 
 
 def test_subgraph_without_namespace_fails_clearly(store: Any, read_graph: Any) -> None:
@@ -287,11 +287,11 @@ def test_subgraph_async(store: Any, read_graph: Any) -> None:
         StateGraph(MessagesState).add_node("model", model_node(model)),
         store,
         read_graph=read_graph,
-        namespace="ada",
+        namespace=("users", "ada"),
     ).compile()
     out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("Where do I live?", id="aq")]}))
     assert "Lisbon" in model.calls[0][0].text
-    assert store.journal.known_message_ids(("ada",), ["aq", out["messages"][-1].id]) == {
+    assert store.journal.known_message_ids(("users", "ada"), ["aq", out["messages"][-1].id]) == {
         "aq",
         out["messages"][-1].id,
     }
@@ -360,7 +360,7 @@ def test_middleware_injects_view_without_persisting_it(store: Any, read_graph: A
     assert "Biscuit" not in seen[0].text
     assert not any("memory_view" in m.text for m in out["messages"])  # not in state
     reply = out["messages"][-1]
-    assert store.journal.known_message_ids(("ada",), ["m1", reply.id]) == {"m1", reply.id}
+    assert store.journal.known_message_ids(("users", "ada"), ["m1", reply.id]) == {"m1", reply.id}
 
 
 def test_middleware_view_once_per_turn_in_tool_loop(store: Any, read_graph: Any) -> None:
@@ -410,7 +410,7 @@ def test_middleware_async_and_config_namespace(store: Any, read_graph: Any) -> N
         )
     )
     assert "Biscuit" in model.calls[0][0].text
-    assert store.journal.known_message_ids(("bob",), ["q", out["messages"][-1].id]) == {
+    assert store.journal.known_message_ids(("users", "bob"), ["q", out["messages"][-1].id]) == {
         "q",
         out["messages"][-1].id,
     }
@@ -420,14 +420,14 @@ def test_remembered_turns_are_dated_and_continue_the_session(store: Any) -> None
     from mnemon_langgraph.integrations._common import new_messages
 
     turn = [HumanMessage("hello again", id="n1"), AIMessage("hi", id="n2")]
-    soon = new_messages(store, ("ada",), turn, now=datetime(2024, 5, 1, 11, 0))
+    soon = new_messages(store, ("users", "ada"), turn, now=datetime(2024, 5, 1, 11, 0))
     assert [(m.id, m.session, m.timestamp) for m in soon] == [
         ("n1", 1, datetime(2024, 5, 1, 11, 0)),
         ("n2", 1, datetime(2024, 5, 1, 11, 0)),
     ]
-    later = new_messages(store, ("ada",), turn, now=datetime(2024, 6, 1, 9, 0))
+    later = new_messages(store, ("users", "ada"), turn, now=datetime(2024, 6, 1, 9, 0))
     assert {m.session for m in later} == {2}  # more than 4 hours after the last record
     # messages already in the journal and the View message are never returned
-    assert new_messages(store, ("ada",), [HumanMessage("x", id="ada-1")]) == []
+    assert new_messages(store, ("users", "ada"), [HumanMessage("x", id="ada-1")]) == []
     view = SystemMessage("<memory_view>…</memory_view>", id=VIEW_MESSAGE_ID)
-    assert new_messages(store, ("ada",), [view]) == []
+    assert new_messages(store, ("users", "ada"), [view]) == []

@@ -36,14 +36,14 @@ def environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     store = MnemonStore(db)
     for user, fact in (("ada", "My cat is called Pixel."), ("bob", "My dog is called Rex.")):
         store.ingest(
-            (user,),
+            ("users", user),
             [Message(text=fact, speaker=user, id=f"{user}-1", timestamp=datetime(2024, 1, 2))],
             source="seed",
         )
     store.close()
     env = {
         "MNEMON_DB": str(db),
-        "MNEMON_NAMESPACE": "ada",
+        "MNEMON_NAMESPACE": '["users", "ada"]',
         "MNEMON_JUDGE": f"{Path(__file__).stem}:make_judge",
     }
     for key, value in env.items():
@@ -63,13 +63,13 @@ def test_read_graph_from_env_default_and_per_user_namespace(environ: dict[str, s
     assert "Pixel" in _view_text(graph)  # MNEMON_NAMESPACE
     bob = _view_text(graph, {"configurable": {"user_id": "bob"}})
     assert "Rex" in bob and "Pixel" not in bob
-    by_namespace = _view_text(graph, {"configurable": {"namespace": ["bob"]}})
+    by_namespace = _view_text(graph, {"configurable": {"namespace": ["users", "bob"]}})
     assert "Rex" in by_namespace and "Pixel" not in by_namespace
     # a LangGraph server sets configurable.user_id to "" without auth: the default applies
     assert "Pixel" in _view_text(graph, {"configurable": {"user_id": ""}})
     from mnemon_langgraph.read.state import ReadContext
 
-    out = graph.invoke({"messages": [HumanMessage("my pet?")]}, context=ReadContext("bob"))
+    out = graph.invoke({"messages": [HumanMessage("my pet?")]}, context=ReadContext(user_id="bob"))
     assert "Rex" in out["view"].text and "Pixel" not in out["view"].text
 
 
@@ -85,7 +85,7 @@ def test_graph_files_build_from_env(environ: dict[str, str]) -> None:
 def test_consolidation_without_model_says_what_to_set(environ: dict[str, str]) -> None:
     graph = studio.consolidation_graph_from_env()
     try:
-        out = graph.invoke({"namespace": ("ada",)})
+        out = graph.invoke({"namespace": ("users", "ada")})
     except ConfigurationError as exc:
         assert "MNEMON_CONSOLIDATION_MODEL" in str(exc)
     else:

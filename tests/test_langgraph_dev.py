@@ -51,7 +51,7 @@ def _prefill(db: Path | str) -> None:
 
     store = MnemonStore(db)  # the default embedder (MNEMON_EMBEDDINGS), as the server's
     store.ingest(
-        ("ada",),
+        ("users", "ada"),
         [
             Message(
                 text="I adopted a grey cat called Pixel last week.",
@@ -121,7 +121,7 @@ def _serve(
     env = {
         **os.environ,
         "MNEMON_DB": str(db),
-        "MNEMON_NAMESPACE": "ada",
+        "MNEMON_NAMESPACE": '["users", "ada"]',
         "MNEMON_JUDGE": "test_integration_studio:make_judge",
         "MNEMON_AGENT_MODEL": "",  # the offline stand-in, whatever the caller's environment
         "PYTHONPATH": os.pathsep.join(

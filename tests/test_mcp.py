@@ -34,7 +34,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.types import Message
 
 REPO = Path(__file__).resolve().parents[1]
-ADA, BOB = ("ada",), ("bob",)
+ADA, BOB = ("users", "ada"), ("users", "bob")  # what --user ada / --user bob serve
 BOOT_TIMEOUT_S = 60.0
 RECORD_ID = re.compile(r"record (r-[0-9a-f]+)")
 
@@ -49,7 +49,9 @@ def make_judge() -> ScriptedDecisionModel:
 def _seed(store: MnemonStore) -> None:
     for ns, text in ((ADA, "I moved to Lisbon last spring."), (BOB, "My dog Biscuit is a beagle.")):
         store.ingest(
-            ns, [Message(text, ns[0], id=f"{ns[0]}-1", timestamp=datetime(2024, 5, 1))], source="s"
+            ns,
+            [Message(text, ns[-1], id=f"{ns[-1]}-1", timestamp=datetime(2024, 5, 1))],
+            source="s",
         )
 
 

@@ -22,8 +22,11 @@ def test_context_namespace_wins_over_config() -> None:
 
 
 def test_user_id_in_context_or_config() -> None:
-    assert resolve_namespace(UserContext(user_id="ada@example.com"), None) == ("ada@example.com",)
-    assert resolve_namespace(None, {"configurable": {"user_id": "bob"}}) == ("bob",)
+    assert resolve_namespace(UserContext(user_id="ada@example.com"), None) == (
+        "users",
+        "ada@example.com",
+    )
+    assert resolve_namespace(None, {"configurable": {"user_id": "bob"}}) == ("users", "bob")
 
 
 def test_empty_user_id_from_the_server_does_not_shadow_the_default() -> None:

@@ -56,9 +56,9 @@ def test_plain_templates_still_fill() -> None:
         "users",
         "7",
     )
-    # the read graph's rule (no template): int user_id is fine, "ada" is ("ada",)
-    assert resolve_namespace(Ctx(user_id=7), None) == ("7",)
-    assert resolve_namespace({"user_id": "ada"}, None) == ("ada",)
+    # the read graph's rule (no template): int user_id is fine, "ada" is ("users", "ada")
+    assert resolve_namespace(Ctx(user_id=7), None) == ("users", "7")
+    assert resolve_namespace({"user_id": "ada"}, None) == ("users", "ada")
 
 
 BAD_VALUES = [User("Ada Lovelace"), object(), True, False, 1.5]

@@ -93,11 +93,12 @@ def _run_every_hint(graph: Any, *expected: str) -> int:
 def test_read_context_takes_user_id(db: Path) -> None:
     store = MnemonStore(db)
     graph = create_read_graph(source=store)
-    assert "Pixel" in _view_text(graph, "context", ReadContext(user_id=USER))
-    assert "Pixel" in _view_text(graph, "context", {"user_id": USER})
+    # user_id "user-1" is the namespace ("users", "user-1"): the one convention
+    assert "Comet" in _view_text(graph, "context", ReadContext(user_id=USER))
+    assert "Comet" in _view_text(graph, "context", {"user_id": USER})
     # namespace wins over user_id
-    both = _view_text(graph, "context", {"user_id": "x", "namespace": ["users", USER]})
-    assert "Comet" in both and "Pixel" not in both
+    both = _view_text(graph, "context", {"user_id": "x", "namespace": [USER]})
+    assert "Pixel" in both and "Comet" not in both
     store.close()
 
 
@@ -161,7 +162,7 @@ class _ToolCallingFake(GenericFakeChatModel):
 def test_agent_with_read_context_schema_takes_user_id(tmp_path: Path) -> None:
     store = MnemonStore(tmp_path / "a.db", embeddings=DeterministicFakeEmbedding(size=32))
     store.ingest(
-        (USER,),
+        ("users", USER),
         [Message("I live in Lisbon.", "u", id="m1", timestamp=datetime(2024, 1, 2))],
         source="seed",
     )

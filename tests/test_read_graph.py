@@ -117,7 +117,7 @@ def test_by_default_the_met_needs_positives_are_followed_one_round_more() -> Non
 def test_namespace_from_configurable_and_user_id() -> None:
     g, _ = graph()
     a = g.invoke(ask(), config={"configurable": {"namespace": list(NS)}})["view"]
-    src = InMemorySearchSource(toy_records(ns=("u7",)))
+    src = InMemorySearchSource(toy_records(ns=("users", "u7")))
     g2, _ = graph(source=src)
     b = g2.invoke(ask(), config={"configurable": {"user_id": "u7"}})["view"]
     assert a.record_ids == b.record_ids and a.record_ids

@@ -1,9 +1,11 @@
 """Helpers shared by ``mnemon`` subcommands.
 
-Namespaces on the command line: ``--namespace`` may be repeated, one part each, so
-``--namespace users --namespace ada@example.com`` is ``("users", "ada@example.com")``. A single
-``--namespace ada@example.com`` is the one-part namespace ``("ada@example.com",)``; a value is
-never split on ``/`` or ``.``, so e-mail addresses and paths work as they are.
+Namespaces on the command line: ``--user ada`` is user ada's memory, the namespace
+``("users", "ada")`` that every surface uses for ``user_id="ada"``. ``--namespace`` names any
+other namespace and may be repeated, one part each, so ``--namespace users --namespace
+ada@example.com`` is ``("users", "ada@example.com")``. A single ``--namespace ada@example.com``
+is the one-part namespace ``("ada@example.com",)``; a value is never split on ``/`` or ``.``, so
+e-mail addresses and paths work as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from mnemon_langgraph.read.namespaces import user_namespace
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
 T = TypeVar("T")
@@ -32,6 +35,7 @@ __all__ = [
     "first_line",
     "judge",
     "namespace_arg",
+    "namespace_of",
     "open_for_reading",
     "open_store",
     "planner",
@@ -54,15 +58,34 @@ _EMBEDDING_ALIASES = {"model": "minilm"}  # the spelling of earlier versions sti
 def add_namespace_arg(
     parser: argparse.ArgumentParser, *, required: bool = True, help_suffix: str = ""
 ) -> None:
-    """Add a repeatable ``--namespace PART`` option (see the module docstring)."""
-    parser.add_argument(
+    """Add ``--user USER_ID`` or a repeatable ``--namespace PART`` (one of them; see the module
+    docstring). Read them with :func:`namespace_of`."""
+    who = parser.add_mutually_exclusive_group(required=required)
+    who.add_argument(
+        "--user",
+        metavar="USER_ID",
+        help="the user's memory: the namespace ('users', USER_ID), as every surface names "
+        "user_id=USER_ID" + help_suffix,
+    )
+    who.add_argument(
         "--namespace",
         action="append",
-        required=required,
         metavar="PART",
-        help="namespace; repeat for a multi-part namespace "
-        "(--namespace users --namespace ada@example.com)" + help_suffix,
+        help="any namespace; repeat for a multi-part namespace "
+        "(--namespace teams --namespace blue)" + help_suffix,
     )
+
+
+def namespace_of(args: argparse.Namespace) -> Namespace | None:
+    """The namespace ``--user`` or ``--namespace`` gave (``None``: neither was given).
+
+    Raises:
+        NamespaceError: A part is empty or otherwise unusable.
+    """
+    user = getattr(args, "user", None)
+    if user is not None:
+        return user_namespace(user)
+    return namespace_arg(getattr(args, "namespace", None))
 
 
 def add_db_arg(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

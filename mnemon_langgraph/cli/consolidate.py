@@ -2,7 +2,7 @@
 
 Example::
 
-    mnemon consolidate --db memory.db --namespace ada@example.com --model openai:gpt-4.1-mini
+    mnemon consolidate --db memory.db --user ada@example.com --model openai:gpt-4.1-mini
 
 The chat model is created with ``langchain.chat_models.init_chat_model`` (only when the
 command runs). A progress bar counts the records folded; a summary at the end gives the
@@ -19,7 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_embeddings_arg, embeddings_for
+from mnemon_langgraph.cli._common import (
+    add_embeddings_arg,
+    add_namespace_arg,
+    embeddings_for,
+    namespace_of,
+)
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.items import ItemStore
 
@@ -38,13 +43,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--db", required=True, metavar="PATH", help="the journal's SQLite file")
-    p.add_argument(
-        "--namespace",
-        required=True,
-        action="append",
-        metavar="PART",
-        help="namespace; repeat for a multi-part namespace (--namespace users --namespace ada)",
-    )
+    add_namespace_arg(p)
     p.add_argument(
         "--model",
         required=True,
@@ -127,12 +126,13 @@ def run(args: argparse.Namespace, *, out: Any = None) -> int:
         create_consolidation_graph,
     )
     from mnemon_langgraph.store import is_postgres_url
-    from mnemon_langgraph.types import normalize_namespace
 
     stream = out or sys.stdout
     if not is_postgres_url(args.db) and not Path(args.db).exists():
         raise ConfigurationError(f"no journal at {args.db} (ingest something first)")
-    namespace = normalize_namespace(tuple(args.namespace))
+    namespace = namespace_of(args)
+    if namespace is None:  # argparse requires one; this keeps callers of run() honest
+        raise ConfigurationError("mnemon consolidate: pass --user or --namespace")
     settings = ConsolidationSettings(
         batch_chars=args.batch_chars,
         max_batches=args.max_batches,

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_arg, print_json
+from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_of, print_json
 
 __all__ = [
     "JournalCheck",
@@ -476,7 +476,7 @@ def _database_line(details: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the diagnosis; exit 1 with ``--check`` when anything needs repair."""
-    reports = diagnose(args.db, namespace_arg(args.namespace), repair=not args.check)
+    reports = diagnose(args.db, namespace_of(args), repair=not args.check)
     if args.json:
         print_json([vars(r) for r in reports])
     else:

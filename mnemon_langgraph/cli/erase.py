@@ -23,7 +23,7 @@ from typing import Any
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
-    namespace_arg,
+    namespace_of,
     print_json,
     redact_db,
 )
@@ -137,7 +137,7 @@ def _confirm(db: str, ns: tuple[str, ...]) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Erase the namespace; exit code 1 when not confirmed or when it does not exist."""
-    ns = namespace_arg(args.namespace)
+    ns = namespace_of(args)
     assert ns is not None  # --namespace is required
     from mnemon_langgraph.store import is_postgres_url
 

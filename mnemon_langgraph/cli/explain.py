@@ -20,7 +20,7 @@ from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
     add_read_args,
-    namespace_arg,
+    namespace_of,
     open_store,
     print_json,
     read_settings,
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """Explain the record; exit code 1 when a model call of the read path failed."""
     from mnemon_langgraph.read.view import explain
 
-    ns = namespace_arg(args.namespace)
+    ns = namespace_of(args)
     assert ns is not None  # --namespace is required
     settings = read_settings(args.read_setting, args.budget_chars)
     with open_store(args.db) as store:

@@ -2,8 +2,8 @@
 
 Examples::
 
-    mnemon export --db memory.db --namespace ada > ada.jsonl
-    mnemon export --db memory.db --namespace users --namespace ada --out ada.jsonl
+    mnemon export --db memory.db --user ada > ada.jsonl
+    mnemon export --db memory.db --namespace teams --namespace blue --out blue.jsonl
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
-    namespace_arg,
+    namespace_of,
     open_for_reading,
 )
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from mnemon_langgraph.errors import InputError
     from mnemon_langgraph.transfer import export_document, export_lines
 
-    ns = namespace_arg(args.namespace)
+    ns = namespace_of(args)
     assert ns is not None  # --namespace is required
     with open_for_reading(args.db) as store:
         if ns not in store.namespaces():

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_arg, open_store
+from mnemon_langgraph.cli._common import add_db_arg, add_namespace_arg, namespace_of, open_store
 
 __all__ = ["register", "run"]
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     from mnemon_langgraph.store import load_messages
 
-    namespace = namespace_arg(args.namespace)
+    namespace = namespace_of(args)
     assert namespace is not None
     loaded = [(path, load_messages(path, format=args.format)) for path in args.files]
     with open_store(args.db, create=True) as store:

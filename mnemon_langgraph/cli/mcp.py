@@ -3,7 +3,7 @@
 Examples::
 
     mnemon mcp --db memory.db --user ada                  # stdio (what desktop clients start)
-    mnemon mcp --db memory.db --namespace users --namespace ada --http 8765
+    mnemon mcp --db memory.db --namespace teams --namespace blue --http 8765
     mnemon mcp --db postgresql://me@localhost/mem --user ada --http
 
 Every tool call is confined to the namespace given here; stdout carries the MCP protocol
@@ -18,7 +18,13 @@ import os
 import sys
 from typing import Any
 
-from mnemon_langgraph.cli._common import add_db_arg, add_read_args, namespace_arg, open_store
+from mnemon_langgraph.cli._common import (
+    add_db_arg,
+    add_namespace_arg,
+    add_read_args,
+    namespace_of,
+    open_store,
+)
 
 __all__ = ["DEFAULT_HTTP_PORT", "register"]
 
@@ -35,14 +41,7 @@ def register(sub: Any) -> None:
         "list_recent, confined to one namespace.",
     )
     add_db_arg(p)
-    who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument(
-        "--namespace",
-        action="append",
-        metavar="PART",
-        help="the namespace served; repeat for a multi-part namespace",
-    )
-    who.add_argument("--user", metavar="USER", help="the user served: the namespace (USER,)")
+    add_namespace_arg(p, help_suffix="; the memory served")
     p.add_argument(
         "--http",
         nargs="?",
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from mnemon_langgraph.integrations.mcp import create_mcp_server
     from mnemon_langgraph.read.graph import create_read_graph
 
-    namespace = namespace_arg(args.namespace) or namespace_arg(args.user)
+    namespace = namespace_of(args)
     if namespace is None:  # argparse's group is required; this keeps mypy and callers honest
         raise ConfigurationError("mnemon mcp: pass --namespace or --user")
     if args.http is not None and not 0 < args.http < 65536:

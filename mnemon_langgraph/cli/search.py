@@ -13,7 +13,7 @@ from typing import Any
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
-    namespace_arg,
+    namespace_of,
     open_store,
     print_json,
 )
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.k < 1 or args.offset < 0:
         raise ConfigurationError("-k must be at least 1 and --offset at least 0")
-    namespace = namespace_arg(args.namespace)
+    namespace = namespace_of(args)
     assert namespace is not None
     with open_store(args.db) as store:
         hits = store.search(args.query, namespace=namespace, k=args.k, offset=args.offset)

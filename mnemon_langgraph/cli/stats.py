@@ -8,7 +8,7 @@ from typing import Any
 from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
-    namespace_arg,
+    namespace_of,
     open_store,
     print_json,
 )
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         opened = open_store(args.db)
     with opened as store:
-        data = store.stats(namespace_arg(args.namespace))
+        data = store.stats(namespace_of(args))
     if args.json:
         print_json(data)
         return 0

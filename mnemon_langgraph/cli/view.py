@@ -22,7 +22,7 @@ from mnemon_langgraph.cli._common import (
     add_db_arg,
     add_namespace_arg,
     add_read_args,
-    namespace_arg,
+    namespace_of,
     open_store,
     print_json,
     read_settings,
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read(args: argparse.Namespace) -> Any:
-    namespace = namespace_arg(args.namespace)
+    namespace = namespace_of(args)
     assert namespace is not None  # --namespace is required
     settings = read_settings(args.read_setting, args.budget_chars)
     with open_store(args.db) as store:

@@ -20,7 +20,7 @@ import concurrent.futures
 import logging
 import operator
 import warnings
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
@@ -43,6 +43,13 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.items import ItemStore
+from mnemon_langgraph.read.namespaces import (
+    auth_identity,
+    check_claimed_namespace,
+    resolve_namespace,
+    template_fields,
+)
+from mnemon_langgraph.read.state import read_context_schema
 from mnemon_langgraph.read.workers import shared_pool
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
@@ -299,13 +306,31 @@ class _Nodes:
         items: ItemStore,
         structured: Runnable[Any, Any],
         settings: ConsolidationSettings,
+        namespace: str | Sequence[str] | None = None,
     ) -> None:
         self.items = items
         self.structured = structured
         self.settings = settings
+        self.namespace = namespace
 
-    def load(self, state: ConsolidationGraphState) -> dict[str, Any]:
-        ns = normalize_namespace(state["namespace"])
+    def _namespace(self, state: ConsolidationGraphState, config: RunnableConfig) -> Namespace:
+        """The run's namespace: the input's, else the one rule (context ``user_id`` …).
+
+        On a server with authentication the authenticated identity decides, and an input
+        ``namespace`` naming another user's memory is refused like a context naming one.
+        """
+        claimed = state.get("namespace")
+        auth = auth_identity(config)
+        if auth is not None:
+            ns = resolve_namespace(None, config, self.namespace)
+            check_claimed_namespace(auth, ns, "the run's input", claimed)
+            return ns
+        if claimed:
+            return normalize_namespace(claimed)
+        return resolve_namespace(None, config, self.namespace)
+
+    def load(self, state: ConsolidationGraphState, config: RunnableConfig) -> dict[str, Any]:
+        ns = self._namespace(state, config)
         done = len(state.get("batches") or [])
         watermark = self.items.watermark(ns)
         update: dict[str, Any] = {"namespace": ns, "watermark": watermark, "fold": None}
@@ -525,13 +550,18 @@ def create_consolidation_graph(
     embeddings: Embeddings | None = None,
     settings: ConsolidationSettings | None = None,
     items: ItemStore | None = None,
+    namespace: str | Sequence[str] | None = None,
     **removed: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the consolidation job as a compiled LangGraph graph.
 
-    Invoke it with ``{"namespace": ("users", "ada")}``; the final state's ``"report"`` is a
-    :class:`ConsolidationReport`. Shaped like ``create_read_graph(source=...)``: the store
-    is the one thing it reads and writes.
+    Invoke it with ``{"namespace": ("users", "ada")}``, or with ``{}`` and the user in the
+    run's context or config as the read graph takes it (``context={"user_id": "ada"}``:
+    the namespace ``("users", "ada")``); the final state's ``"report"`` is a
+    :class:`ConsolidationReport`. On a LangGraph server with authentication the authenticated
+    identity decides the namespace, and an input or context naming another user is refused
+    (:mod:`~mnemon_langgraph.read.namespaces`). Shaped like ``create_read_graph(source=...)``:
+    the store is the one thing it reads and writes.
 
     Args:
         store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend (its item
@@ -542,6 +572,8 @@ def create_consolidation_graph(
             the store's embedder).
         settings: Budgets and the failure policy (paper defaults).
         items: Deprecated alias of ``store=`` for an item store.
+        namespace: A namespace template (``("orgs", "{org_id}", "users", "{user_id}")``) or
+            the namespace of runs that name none (never used on an authenticated run).
         **removed: ``journal_path=`` and ``journal=`` are gone; they raise
             :class:`ConfigurationError` naming the call to make instead.
 
@@ -561,8 +593,9 @@ def create_consolidation_graph(
             f"{type(model).__name__} has no structured output (tool calling), which "
             "consolidation needs"
         ) from exc
-    nodes = _Nodes(item_store, structured, settings)
-    graph = StateGraph(ConsolidationGraphState)
+    nodes = _Nodes(item_store, structured, settings, namespace)
+    context = read_context_schema(template_fields(namespace))
+    graph = StateGraph(ConsolidationGraphState, context_schema=context)
     graph.add_node("load", nodes.load)
     # One node, two faces: LangGraph runs ``fold`` under invoke and ``afold`` under ainvoke.
     graph.add_node("fold", RunnableLambda(nodes.fold, afunc=nodes.afold, name="fold"))

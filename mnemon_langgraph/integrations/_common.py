@@ -10,7 +10,6 @@ once, so the surfaces cannot drift apart.
 from __future__ import annotations
 
 import re
-import string
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -19,11 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.read.state import namespace_value, resolve_namespace
+from mnemon_langgraph.read import namespaces as _rule
 from mnemon_langgraph.read.view import LESS_THAN_LOOKALIKES, escape_data
 from mnemon_langgraph.records.content_caches import register_content_cache
-from mnemon_langgraph.types import Message, Namespace, normalize_namespace
+from mnemon_langgraph.types import Message, Namespace
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -69,46 +67,13 @@ _VIEW_PREAMBLE = (
 # --- namespaces ------------------------------------------------------------------------------
 
 
-def _template_fields(template: NamespaceTemplate) -> list[str]:
-    """Names of the ``{field}`` placeholders in ``template`` (empty: not a template)."""
-    parts = [template] if isinstance(template, str) else list(template)
-    fields: list[str] = []
-    for part in parts:
-        in_part = 0
-        for _, name, _, _ in string.Formatter().parse(str(part)):
-            if name is not None:
-                if not name.isidentifier():
-                    raise ConfigurationError(
-                        f"namespace template {template!r}: placeholder {{{name}}} must be a "
-                        "plain field name such as {user_id}"
-                    )
-                in_part += 1
-                if in_part > 1:
-                    # "{org}-{user_id}" fills ("a", "b-c") and ("a-b", "c") alike.
-                    raise ConfigurationError(
-                        f"namespace template {template!r}: part {part!r} holds more than one "
-                        "field, so two users could share one namespace; put each field in "
-                        'its own namespace part, e.g. ("org", "{org}", "user", "{user_id}")'
-                    )
-                fields.append(name)
-    return fields
-
-
 def template_fields(template: NamespaceTemplate | None) -> list[str]:
     """The ``{field}`` names of a namespace template, in order (none for a plain namespace).
 
     Raises:
         ConfigurationError: A placeholder is not a plain name, or a part holds two.
     """
-    return _template_fields(template) if template is not None else []
-
-
-def _field(source: Any, name: str) -> str | None:
-    """Non-empty ``name`` of a context object or mapping (the server sends ``""`` for none)."""
-    if source is None:
-        return None
-    value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
-    return namespace_value(name, value)
+    return _rule.template_fields(template)
 
 
 def fill_namespace(
@@ -117,32 +82,18 @@ def fill_namespace(
     context: Any = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
 ) -> Namespace:
-    """Fill a namespace template such as ``("memories", "{user_id}")`` for one run.
+    """Fill a namespace template such as ``("users", "{user_id}")`` for one run.
 
     Each ``{field}`` is looked up in the run's context (attribute or key), then in
-    ``config["configurable"]``; any field name works (``{customer_id}``, ``{org}``).
+    ``config["configurable"]``; any field name works (``{customer_id}``, ``{org}``). On a
+    LangGraph server with authentication the fields come from the authenticated user
+    (:func:`~mnemon_langgraph.read.namespaces.resolve_namespace`).
 
     Raises:
         ConfigurationError: A field is in neither place (the message says where it looked).
+        NamespaceAccessError: The run is authenticated and names another user.
     """
-    configurable = (config or {}).get("configurable") or {}
-    values: dict[str, str] = {}
-    for name in _template_fields(template):
-        value = _field(context, name) or _field(configurable, name)
-        if value is None:
-            where = type(context).__name__ if context is not None else "no context"
-            raise ConfigurationError(
-                f"namespace template {tuple(_parts(template))!r} needs {name!r}: looked in the "
-                f"run's context ({where}) and config['configurable'] (keys: "
-                f"{sorted(k for k in configurable if not str(k).startswith('__'))}); pass "
-                f"context=...({name}=...) or config={{'configurable': {{'{name}': ...}}}}"
-            )
-        values[name] = value
-    return normalize_namespace([part.format_map(values) for part in _parts(template)])
-
-
-def _parts(template: NamespaceTemplate) -> list[str]:
-    return [template] if isinstance(template, str) else [str(p) for p in template]
+    return _rule.fill_namespace(template, context=context, config=config)
 
 
 def namespace_from(
@@ -153,10 +104,12 @@ def namespace_from(
 ) -> Namespace:
     """Resolve the namespace of the current run — the one rule of every surface.
 
-    A ``default`` with ``{field}`` placeholders is a template and always decides the namespace
-    (:func:`fill_namespace`). Otherwise the read graph's rule applies: the runtime context
-    (``namespace``, then ``user_id``), then ``config["configurable"]`` (the same two keys), then
-    ``default``. A ``user_id`` ``"ada"`` becomes the one-part namespace ``("ada",)``.
+    :func:`~mnemon_langgraph.read.namespaces.resolve_namespace`: a ``default`` with
+    ``{field}`` placeholders is a template filled per run; otherwise the runtime context
+    (``namespace``, then ``user_id``), then ``config["configurable"]`` (the same two keys),
+    then ``default``. A ``user_id`` ``"ada"`` is the namespace ``("users", "ada")``. On a
+    LangGraph server with authentication the authenticated identity decides, and a run that
+    names another user is refused.
 
     Args:
         context: The run's runtime context (``Runtime.context``), if any.
@@ -168,10 +121,9 @@ def namespace_from(
 
     Raises:
         ConfigurationError: If no namespace can be found.
+        NamespaceAccessError: The run is authenticated and names another user or namespace.
     """
-    if default is not None and _template_fields(default):
-        return fill_namespace(default, context=context, config=config)
-    return resolve_namespace(context, config, default)
+    return _rule.resolve_namespace(context, config, default)
 
 
 def namespace_from_config(
@@ -277,12 +229,17 @@ def run_read_graph(
     namespace: Namespace,
     config: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Run the compiled read graph over ``messages`` for ``namespace``; return its View."""
-    output = graph.invoke(
-        {"messages": list(messages)},
-        config=_child_config(config, namespace),
-        context=_read_context(namespace),
-    )
+    """Run the compiled read graph over ``messages`` for ``namespace``; return its View.
+
+    ``namespace`` was resolved by the rule; it is granted to the nested run (on an
+    authenticated server the read graph accepts it, whatever template the surface has).
+    """
+    with _rule.granted_namespace(namespace):
+        output = graph.invoke(
+            {"messages": list(messages)},
+            config=_child_config(config, namespace),
+            context=_read_context(namespace),
+        )
     return _view_of(output)
 
 
@@ -293,11 +250,12 @@ async def arun_read_graph(
     config: Mapping[str, Any] | None = None,
 ) -> Any:
     """Async form of :func:`run_read_graph`."""
-    output = await graph.ainvoke(
-        {"messages": list(messages)},
-        config=_child_config(config, namespace),
-        context=_read_context(namespace),
-    )
+    with _rule.granted_namespace(namespace):
+        output = await graph.ainvoke(
+            {"messages": list(messages)},
+            config=_child_config(config, namespace),
+            context=_read_context(namespace),
+        )
     return _view_of(output)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.read.drive import Body, Call, adrive, drive
+from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.types import Message, Namespace, Record, SearchHit
 
 if TYPE_CHECKING:
@@ -81,16 +82,17 @@ def forget_record(
 
     The View and the search output show ids shortened (``view.SHORT_ID_CHARS``): the record
     is the one whose id starts with ``record_id``, and only when exactly one does. A record of
-    another namespace is never found.
+    another namespace is never found. On a server with authentication the audit row names
+    the signed-in user (:func:`~mnemon_langgraph.read.namespaces.run_actor`).
     """
-    return drive(_forget(store, namespace, record_id, actor, reason))
+    return drive(_forget(store, namespace, record_id, run_actor(actor), reason))
 
 
 async def aforget_record(
     store: MnemonStore, namespace: Namespace, record_id: str, *, actor: str, reason: str = ""
 ) -> str:
     """Async :func:`forget_record` (the store's async twins)."""
-    return await adrive(_forget(store, namespace, record_id, actor, reason))
+    return await adrive(_forget(store, namespace, record_id, run_actor(actor), reason))
 
 
 # One generator body per action, driven sync or async (read.drive), so the two faces share

@@ -15,8 +15,8 @@ middleware, and LangMem's memory tools.
   ``message_ids``; items keep the value they were put with. Without a query, ``search``
   lists items only (newest first): there is nothing to rank records by.
 
-Namespaces are the journal's: the tuple ``("memories", "ada")`` is the namespace the
-other surfaces write records to for that user. LangGraph forbids ``.`` in a label, so a
+Namespaces are the journal's: the tuple ``("users", "ada")`` is the namespace the
+other surfaces write records to for user ``ada``. LangGraph forbids ``.`` in a label, so a
 journal namespace such as ``("users", "ada@example.com")`` cannot be named here (it is
 left out of listings and searches). TTL is not supported (``supports_ttl = False``).
 """
@@ -75,6 +75,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_value,
 )
 from mnemon_langgraph.records.schema import namespace_key
+from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.store.contract import (
@@ -170,7 +171,7 @@ class MnemonBaseStore(BaseStore):
         a bad op or a failing embedder leaves the store as it was.
         """
         self._check_open()
-        return self._loop.run(self._run(list(ops)))
+        return self._loop.run(self._run(list(ops), run_actor("basestore")))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -178,9 +179,9 @@ class MnemonBaseStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`, on the caller's event loop (PostgreSQL: native async)."""
-        return await self._run(list(ops))
+        return await self._run(list(ops), run_actor("basestore"))
 
-    async def _run(self, ops: list[Op]) -> list[Result]:
+    async def _run(self, ops: list[Op], actor: str = "basestore") -> list[Result]:
         self._check_open()
         for op in ops:
             _check_op(op, self.index)
@@ -193,7 +194,7 @@ class MnemonBaseStore(BaseStore):
                 j = i
                 while j < len(ops) and isinstance(ops[j], PutOp):
                     j += 1
-                await self._items.write([writes[k] for k in range(i, j)], actor="basestore")
+                await self._items.write([writes[k] for k in range(i, j)], actor=actor)
                 i = j
                 continue
             if isinstance(op, GetOp):
@@ -336,7 +337,7 @@ class MnemonBaseStore(BaseStore):
             ``{"items": ..., "records": ...}`` erased.
         """
         self._check_open()
-        return self._loop.run(self.aerase_namespace(namespace, actor=actor))
+        return self._loop.run(self.aerase_namespace(namespace, actor=run_actor(actor)))
 
     async def aerase_namespace(
         self, namespace: str | Sequence[str], *, actor: str = "api"
@@ -348,6 +349,7 @@ class MnemonBaseStore(BaseStore):
             held = any(r.namespace == ns for r in await self._items.under(ns))
             held = held or await asyncio.to_thread(self.store.holds_namespace, ns)
             check_erasable(ns, lambda _: held)
+        actor = run_actor(actor)
         items = await self._items.erase(ns, actor=actor)
         records = await asyncio.to_thread(self.store.erase_namespace, ns, actor=actor)
         return {"items": items, "records": int(records)}
@@ -391,14 +393,17 @@ class MnemonBaseStore(BaseStore):
             InputError: A malformed row (the message names its position); nothing written.
         """
         self._check_open()
-        return self._loop.run(self.aimport_items(rows))
+        return self._loop.run(self._import(rows, run_actor("import")))
 
     async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Async :meth:`import_items`."""
+        return await self._import(rows, run_actor("import"))
+
+    async def _import(self, rows: Iterable[Mapping[str, Any]], actor: str) -> int:
         self._check_open()
         puts = {n: _import_row(n, row, self.index) for n, row in enumerate(rows)}
         writes = await self._prepare(puts)
-        await self._items.write(list(writes.values()), actor="import")
+        await self._items.write(list(writes.values()), actor=actor)
         return len(writes)
 
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[ItemAudit]:

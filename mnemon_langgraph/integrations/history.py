@@ -21,6 +21,7 @@ from langchain_core.messages import (
 )
 
 from mnemon_langgraph.integrations._common import aingest_messages, ingest_messages
+from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 with warnings.catch_warnings():
@@ -120,11 +121,15 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         """Erase the namespace through the store's audited ``erase_namespace``."""
-        self.store.erase_namespace(self.namespace, actor="MnemonChatMessageHistory.clear")
+        self.store.erase_namespace(
+            self.namespace, actor=run_actor("MnemonChatMessageHistory.clear")
+        )
 
     async def aclear(self) -> None:
         """Async form of :meth:`clear`."""
-        await self.store.aerase_namespace(self.namespace, actor="MnemonChatMessageHistory.clear")
+        await self.store.aerase_namespace(
+            self.namespace, actor=run_actor("MnemonChatMessageHistory.clear")
+        )
 
 
 def _with_ids(messages: Sequence[BaseMessage]) -> list[Message]:

@@ -30,6 +30,7 @@ from mnemon_langgraph.integrations._common import (
     stamp_messages,
 )
 from mnemon_langgraph.integrations._validation import package_error
+from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
@@ -212,7 +213,7 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
 
     def clear(self) -> None:
         """Erase the namespace through the store's audited ``erase_namespace``."""
-        self.store.erase_namespace(self._ns, actor="MnemonMemory.clear")
+        self.store.erase_namespace(self._ns, actor=run_actor("MnemonMemory.clear"))
 
     async def aclear(self) -> None:
         """Async form of :meth:`clear`."""

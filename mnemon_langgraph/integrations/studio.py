@@ -8,7 +8,8 @@ call these functions and do nothing else. Variables:
 - ``MNEMON_NAMESPACE``: namespace read by runs that name none in their context or config
   (or a JSON array template such as ``["org", "{org}", "user", "{user_id}"]`` that each run
   fills from its context). Unset, such a run is refused with a message saying what to set
-  (never a silent read of some shared namespace);
+  (never a silent read of some shared namespace). Never used on a server with authentication,
+  where the login decides whose memory (``graphs/auth.py``, ``docs/security.md``);
 - ``MNEMON_PLANNER_MODEL``: System 2 chat model for the read graph, as
   ``init_chat_model`` takes it (``openai:gpt-4.1-mini``); unset: the offline rule planner;
 - ``MNEMON_JUDGE``: System 1 backend: ``local`` (default, offline), ``jev`` (needs
@@ -41,6 +42,7 @@ from mnemon_langgraph.integrations._common import (
     namespace_from,
     template_fields,
 )
+from mnemon_langgraph.read.namespaces import auth_identity, granted_namespace
 from mnemon_langgraph.read.view import PREAMBLE
 
 __all__ = [
@@ -167,6 +169,8 @@ def resolve_run_namespace(context: Any, config: Any, default: str | Sequence[str
     try:
         return namespace_from(context=context, config=config, default=default)
     except ConfigurationError as exc:
+        if auth_identity(config) is not None:
+            raise  # authenticated: the message names what the auth handler must return
         fields = template_fields(default)
         message = no_namespace_message(fields, has_default=default is not None)
         raise ConfigurationError(message) from exc
@@ -175,12 +179,16 @@ def resolve_run_namespace(context: Any, config: Any, default: str | Sequence[str
 def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None) -> Any:
     """Wrap a compiled read graph so that each run's namespace is resolved, or refused.
 
-    A LangGraph server puts its authenticated user id into ``configurable.user_id`` (an empty
-    string without auth), which would replace a default baked into the graph's config; so the
-    namespace is resolved per run here — the run's context (``namespace`` / ``user_id``), then
-    ``configurable`` (``namespace``, a non-empty ``user_id``), then ``default`` — and handed to
-    the read graph as its context. Without a default, a run that names no user is refused with
-    a :class:`ConfigurationError` saying what to set. Input and output are the read graph's.
+    The namespace is resolved per run by the one rule
+    (:func:`~mnemon_langgraph.read.namespaces.resolve_namespace`) and handed to the read graph
+    as its context. On a LangGraph server with authentication the authenticated identity
+    (``configurable["langgraph_auth_user_id"]``, which the server sets from the login and a
+    client cannot) decides: ``("users", identity)``, or ``default`` filled from the
+    authenticated user when it is a template; ``default`` is never used as a plain namespace,
+    and a run naming another user is refused (:class:`NamespaceAccessError`). Without
+    authentication: the run's context (``namespace`` / ``user_id``), then ``configurable``,
+    then ``default``; a run that names no user is refused with a :class:`ConfigurationError`
+    saying what to set. Input and output are the read graph's.
     """
     from mnemon_langgraph.read.state import ReadContext, ReadInput, ReadOutput
 
@@ -190,11 +198,15 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
         return ReadContext(namespace=namespace, now=getattr(context, "now", None))
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        out = read_graph.invoke(state, config, context=_context(config))
+        context = _context(config)
+        with granted_namespace(context.namespace):
+            out = read_graph.invoke(state, config, context=context)
         return {"view": out["view"]}
 
     async def aread(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        out = await read_graph.ainvoke(state, config, context=_context(config))
+        context = _context(config)
+        with granted_namespace(context.namespace):
+            out = await read_graph.ainvoke(state, config, context=context)
         return {"view": out["view"]}
 
     builder = StateGraph(
@@ -262,13 +274,17 @@ def consolidation_graph_from_env(environ: Mapping[str, str] | None = None) -> An
     """The compiled consolidation graph over ``MNEMON_DB`` with its model from the env.
 
     Without ``MNEMON_CONSOLIDATION_MODEL`` the graph is still built (Studio can show it);
-    running it raises :class:`ConfigurationError` naming the variable.
+    running it raises :class:`ConfigurationError` naming the variable. A run names its user
+    as the other graphs take it (``context={"user_id": "ada"}``) or in its input
+    (``{"namespace": ["users", "ada"]}``); ``MNEMON_NAMESPACE`` is the default or template.
     """
     from mnemon_langgraph.consolidation import create_consolidation_graph
 
     store = store_from_env(environ)
     model = chat_model_from_env("MNEMON_CONSOLIDATION_MODEL", environ) or MissingChatModel()
-    return create_consolidation_graph(store=store, model=model)
+    return create_consolidation_graph(
+        store=store, model=model, namespace=default_namespace(environ)
+    )
 
 
 # --- the chat agent with memory (mnemon_agent) -------------------------------------------------

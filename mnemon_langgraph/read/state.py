@@ -4,7 +4,8 @@ The state holds only data (JSON-able dicts, lists and LangChain messages), so an
 LangGraph checkpointer can store it; backends (the store, the judge, the planner, the
 index) reach the nodes through closures, never through state. The namespace comes from
 the runtime context (:class:`ReadContext`) or, as a fallback, from
-``config["configurable"]["namespace"]`` / ``["user_id"]``.
+``config["configurable"]["namespace"]`` / ``["user_id"]``; on a LangGraph server with
+authentication, from the authenticated identity (:mod:`~mnemon_langgraph.read.namespaces`).
 """
 
 from __future__ import annotations
@@ -12,20 +13,19 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph.message import add_messages
-from langgraph.runtime import get_runtime
 from typing_extensions import TypedDict
 
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read.namespaces import resolve_namespace
 from mnemon_langgraph.read.rules import Judgment, Need, NeedKind, NeedStatus
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.types import Namespace, normalize_namespace
 
 __all__ = [
     "IndexData",
@@ -63,7 +63,7 @@ class ReadContext:
         now: When the latest message is asked (defaults to the wall clock); System 1 sees
             it, so questions asked after the last session are judged against the right day.
         user_id: Whose memory to read when ``namespace`` is not given: ``user_id="ada"``
-            reads the one-part namespace ``("ada",)``. ``context={"user_id": "ada"}`` works
+            reads the namespace ``("users", "ada")``. ``context={"user_id": "ada"}`` works
             too (LangGraph builds this class from the dict).
 
     A graph whose namespace is a template (``("org", "{org}", "user", "{user_id}")``) takes
@@ -298,91 +298,6 @@ class ReadOutput(TypedDict, total=False):
 
     view: Any
     messages: Annotated[list[AnyMessage], add_messages]
-
-
-def _namespace_of(value: Any) -> Namespace | None:
-    """Namespace named by a context object or mapping (``namespace`` wins over ``user_id``).
-
-    Empty values count as absent: the LangGraph server fills ``configurable.user_id`` with
-    ``""`` when it has no auth, and that must not shadow a namespace given elsewhere.
-    """
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        namespace, user_id = value.get("namespace"), value.get("user_id")
-    else:
-        namespace = getattr(value, "namespace", None)
-        user_id = getattr(value, "user_id", None)
-    if namespace:
-        return normalize_namespace(namespace)
-    user = namespace_value("user_id", user_id)
-    if user is not None:
-        return normalize_namespace(user)
-    return None
-
-
-def namespace_value(name: str, value: Any) -> str | None:
-    """``value`` of field ``name`` as a namespace string; ``None`` if absent (``None``/``""``).
-
-    Only ``str`` and ``int`` (not ``bool``) are accepted: ``str()`` of any other object (a
-    user object whose ``__str__`` is a display name, ``object()``) is not a stable identity.
-
-    Raises:
-        ConfigurationError: ``value`` is of another type.
-    """
-    if value is None or (isinstance(value, str) and not value):
-        return None
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ConfigurationError(
-            f"namespace field {name!r} must be a str or int, got {type(value).__name__}; "
-            f"pass the user's stable id (e.g. user.id), not the object"
-        )
-    return str(value)
-
-
-def _runtime_context() -> Any:
-    """The context of the graph run this code executes in, or ``None`` outside one.
-
-    Uses langgraph's public :func:`~langgraph.runtime.get_runtime`, which reads the run's
-    config from the context variable LangChain sets for every runnable call.
-    """
-    try:
-        return getattr(get_runtime(), "context", None)
-    except (RuntimeError, KeyError, AttributeError, TypeError):
-        return None
-
-
-def resolve_namespace(
-    context: Any,
-    config: Mapping[str, Any] | None,
-    default: str | Sequence[str] | None = None,
-) -> Namespace:
-    """The namespace of this run — the one rule every surface uses.
-
-    Order: the runtime context (``namespace``, then ``user_id``), then
-    ``config["configurable"]`` (``namespace``, then ``user_id``), then the context of the
-    graph run this is called in (``get_runtime()``), then ``default``. A ``user_id``
-    ``"ada"`` is the one-part namespace ``("ada",)``.
-
-    Raises:
-        ConfigurationError: If none of them names one.
-    """
-    found = _namespace_of(context)
-    if found is None and config:
-        configurable = config.get("configurable") or {}
-        found = _namespace_of(configurable)
-    if found is None:
-        found = _namespace_of(_runtime_context())
-    if found is None and default is not None:
-        found = normalize_namespace(default)
-    if found is None:
-        raise ConfigurationError(
-            "the read graph needs a namespace (whose memory to read): pass "
-            "context=ReadContext(user_id='user-1') or context={'user_id': 'user-1'} "
-            "(or namespace=...) to invoke, or config={'configurable': {'user_id': 'user-1'}} "
-            "(or 'namespace')"
-        )
-    return found
 
 
 # --- accessors: the state's plain data as the rules' types ----------------------------

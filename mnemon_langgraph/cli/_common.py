@@ -159,7 +159,8 @@ def open_store(db: str, *, create: bool = False, **kwargs: Any) -> Any:
 
     Args:
         db: The journal's path (or a database URL).
-        create: Whether a missing journal may be created (only writing commands say so).
+        create: Whether a missing journal, and its folder, may be created (only writing
+            commands say so: the store itself never creates a missing folder).
         **kwargs: Passed to the store.
 
     Raises:
@@ -169,7 +170,22 @@ def open_store(db: str, *, create: bool = False, **kwargs: Any) -> Any:
 
     if not create:
         require_journal(db)
+    else:
+        make_journal_folder(db)
     return MnemonStore(db, **kwargs)
+
+
+def make_journal_folder(db: str) -> None:
+    """Create the folder of journal path ``db`` for a command that writes a new journal there.
+
+    :class:`~mnemon_langgraph.store.MnemonStore` refuses a path whose folder is missing (a
+    typo would start a new memory); a writing command (``ingest``, ``import``, ``mcp``,
+    ``eval --store``) is told where to write, so it makes the folder. URLs are left alone.
+    """
+    from pathlib import Path
+
+    if "://" not in db:
+        Path(db).parent.mkdir(parents=True, exist_ok=True)
 
 
 def resolve_backend(flag: str, spec: str, build: Callable[[], T]) -> T:

@@ -138,6 +138,18 @@ XDIST_GROUPS: dict[str, str] = {
 """Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
 keeps each group on one worker; docs/testing.md)."""
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n 2`` alone (the README's test command) schedules as ``--dist loadgroup`` does, so
+    the :data:`XDIST_GROUPS` groups hold without a second option (for ungrouped tests the
+    two are the same); any other ``--dist`` choice is left to pytest-xdist."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    return LoadGroupScheduling(config, log)
+
+
 COLLECTED: list[pytest.Item] = []
 """Every test this process collected, before ``-m`` or ``-k`` deselected any (for
 tests/test_markers.py, which checks the whole collection, not only what runs)."""

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import re
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _paths import REPO
@@ -49,3 +54,138 @@ def test_writing_commands_make_the_folder_they_are_told_to_write_in(
     assert main(["search", "beans", "--db", str(typo), "--namespace", "mira"]) == 2
     assert "no journal at" in capsys.readouterr().err
     assert not typo.parent.exists()
+
+
+# -- every snippet names the install it needs ----------------------------------------------
+
+# Names of this package whose optional package is imported inside it, so that a snippet's
+# own imports do not show the extra it needs.
+PACKAGE_NEEDS = {"MnemonMiddleware": "agents", "create_mcp_server": "mcp"}
+
+
+def _pyproject() -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@functools.cache
+def _core_closure() -> frozenset[str]:
+    """The distributions ``pip install .`` brings: the core dependencies and theirs."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+
+    todo = [Requirement(r).name for r in _pyproject()["project"]["dependencies"]]
+    seen: set[str] = set()
+    while todo:
+        name = _norm(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            reqs = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        for req in map(Requirement, reqs):
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return frozenset(seen)
+
+
+@functools.cache
+def _extras_of() -> dict[str, set[str]]:
+    """Distribution name → the extras that install it (``all`` and ``dev`` aside)."""
+    from packaging.requirements import Requirement
+
+    found: dict[str, set[str]] = {}
+    for extra, reqs in _pyproject()["project"]["optional-dependencies"].items():
+        for req in map(Requirement, reqs):
+            if extra not in ("all", "dev") and _norm(req.name) != "mnemon-langgraph":
+                found.setdefault(_norm(req.name), set()).add(extra)
+    return found
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    from importlib.metadata import packages_distributions
+
+    return packages_distributions()
+
+
+def snippet_needs(code: str) -> list[set[str]]:
+    """What a Python snippet needs beyond ``pip install .``: per need, the set of extras
+    (or, for a package no extra has, its distribution name) any one of which provides it."""
+    core, extras, dists = _core_closure(), _extras_of(), _distributions()
+    needs: list[set[str]] = []
+    for module in sorted(set(re.findall(r"^\s*(?:from|import)\s+(\w+)", code, re.M))):
+        if module in sys.stdlib_module_names or module == "mnemon_langgraph":
+            continue
+        names = {_norm(d) for d in dists.get(module, [module])}
+        if not names & core:
+            needs.append({e for n in names for e in extras.get(n, {n})})
+    for name, extra in PACKAGE_NEEDS.items():
+        if re.search(rf"^from mnemon_langgraph[.\w]* import .*\b{name}\b", code, re.M):
+            needs.append({extra})
+    return [need for i, need in enumerate(needs) if need not in needs[:i]]
+
+
+def _install_lines_before(page: Path, line: int) -> str:
+    """The prose of the section a block is in, up to the block (its heading on)."""
+    lines = page.read_text(encoding="utf-8").split("\n")[: line - 1]
+    start, fenced = 0, False
+    for i, text in enumerate(lines):
+        fenced ^= text.lstrip().startswith("```")
+        if text.startswith("#") and not fenced:
+            start = i
+    return "\n".join(lines[start:])
+
+
+def _names_install(prose: str, need: set[str]) -> bool:
+    for command in re.findall(r"pip install [^`\n]+", prose):
+        listed = {x.strip() for x in re.findall(r"\[([\w,\s-]+)\]", command) for x in x.split(",")}
+        words = {_norm(w.strip("'\"")) for w in command.split()[2:]}
+        if need & listed or {_norm(n) for n in need} & words:
+            return True
+    return False
+
+
+def test_every_snippet_that_needs_an_extra_names_its_install() -> None:
+    from test_docs import all_blocks
+
+    missing = []
+    for block in all_blocks():
+        if block.language not in ("python", "py"):
+            continue
+        prose = _install_lines_before(REPO / block.page, block.line)
+        for need in snippet_needs(block.code):
+            if not _names_install(prose, need):
+                missing.append(f"{block.where}: say `pip install '.[{'|'.join(sorted(need))}]'`")
+    assert not missing, missing
+
+
+def test_the_snippet_check_sees_what_a_snippet_needs() -> None:
+    agent = "from langchain.agents import create_agent\nfrom mnemon_langgraph import MnemonStore\n"
+    assert snippet_needs(agent) == [{"agents"}]
+    assert snippet_needs("from mnemon_langgraph import MnemonMiddleware\n") == [{"agents"}]
+    core = "import json\nfrom langgraph.graph import StateGraph\nfrom langchain_core import x\n"
+    assert snippet_needs(core) == []
+    assert _names_install("Needs `pip install '.[agents]'`.", {"agents"})
+    assert not _names_install("Needs `pip install '.[classic]'`.", {"agents"})
+    assert not _names_install("Uses `create_agent`.", {"agents"})
+
+
+def test_every_extra_is_described_and_all_is_what_the_docs_say() -> None:
+    text = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `\[([\w-]+)\]` \|.*\| (yes|no) \|$", text, re.M))
+    extras = _pyproject()["project"]["optional-dependencies"]
+    assert set(rows) == set(extras) - {"all"}, "docs/index.md's extras table vs pyproject.toml"
+    (line,) = extras["all"]
+    listed = re.fullmatch(r"mnemon-langgraph\[([\w,]+)\]", line)
+    assert listed, line
+    in_all = set(listed.group(1).split(","))
+    assert in_all == {extra for extra, yes in rows.items() if yes == "yes"}

@@ -138,6 +138,7 @@ XDIST_GROUPS: dict[str, str] = {
 """Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
 keeps each group on one worker; docs/testing.md)."""
 
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n 2`` alone (the README's test command) schedules as ``--dist loadgroup`` does, so

@@ -54,9 +54,10 @@ def test_eval_with_store_makes_its_folder_and_leaves_no_temporary_one(
 
 
 def test_cross_validated_evaluation_deletes_its_journals(private_tmp: Path, tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
     from mnemon_langgraph.eval.crossval import evaluate_folds
     from mnemon_langgraph.judges.learned import hand_weights
-    from langchain_core.embeddings import DeterministicFakeEmbedding
 
     summary = evaluate_folds(
         [SAMPLE],

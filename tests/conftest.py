@@ -54,6 +54,7 @@ LEVELS: dict[str, str] = {
     "test_docs.py": "system",  # runs every page's code blocks and builds the site
     "test_basestore_dev.py::test_the_servers_store_api_is_the_memory": "system",  # langgraph dev
     "test_mcp.py": "integration",  # stdio and HTTP MCP servers in child processes
+    "test_first_day.py::test_faiss_loader_lines_are_not_printed_at_info_level": "integration",
     "test_cli_options.py::test_agent_surfaces_without_langchain_raise_the_one_line_error": (
         "integration"
     ),

@@ -189,3 +189,129 @@ def test_every_extra_is_described_and_all_is_what_the_docs_say() -> None:
     assert listed, line
     in_all = set(listed.group(1).split(","))
     assert in_all == {extra for extra, yes in rows.items() if yes == "yes"}
+
+
+def test_what_the_readme_commands_write_is_ignored_by_git() -> None:
+    """Every ``--db`` / ``--out`` path of the shell blocks of the README and the command-line
+    page (a journal with its index folder and WAL), run from the root, is ignored by git."""
+    import subprocess
+
+    from test_docs import blocks
+
+    written = set()
+    for page in (REPO / "README.md", REPO / "docs" / "cli.md"):
+        for block in blocks(page):
+            if block.language in ("bash", "sh", "shell"):
+                written |= set(re.findall(r"--(?:db|out) ([^\s`]+)", block.code))
+    paths: set[str] = set()
+    for path in written:
+        if "://" in path or "…" in path:
+            continue  # a database URL, or a placeholder
+        if path.endswith(".db"):
+            paths |= {path, f"{path}-wal", f"{path}.indexes/x/bm25.json"}
+        else:  # a file (mira.jsonl), or a folder (eval-out) with files in it
+            paths.add(path if "." in Path(path).name else f"{path}/summary.md")
+    assert {"memory.db", "mira.jsonl", "moved.db", "eval-out/summary.md"} <= paths
+    out = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--verbose", "--non-matching", *sorted(paths)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode in (0, 1), out.stderr
+    lines = out.stdout.splitlines()
+    not_ignored = [line.split("\t")[-1] for line in lines if line.startswith("::")]
+    assert not not_ignored, f"add to .gitignore: {not_ignored}"
+
+
+# -- the command line and the MCP server say what is wrong --------------------------------
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import mnemon_langgraph
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mnemon {mnemon_langgraph.__version__}"
+
+
+def test_search_in_a_namespace_that_does_not_exist_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "memory.db")
+    assert main(["ingest", str(SAMPLE), "--db", db, "--namespace", "mira"]) == 0
+    capsys.readouterr()
+    assert main(["search", "zzzqqq", "--db", db, "--namespace", "nobody"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "no records found"
+    assert "namespace ['nobody'] does not exist" in err and f"mnemon list --db {db}" in err
+    # a namespace that exists says nothing more, even when nothing matches
+    assert main(["search", "beans", "--db", db, "--namespace", "mira", "--offset", "9999"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "no records found" and err == ""
+
+
+async def test_mcp_argument_errors_are_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    from mnemon_langgraph import MnemonStore
+    from mnemon_langgraph.integrations.mcp import create_mcp_server
+
+    with MnemonStore(tmp_path / "m.db") as store:
+        server = create_mcp_server(store, namespace=("users", "ada"))
+        expected = {
+            "k: Input should be less than or equal to 50 (got 500)": {"query": "x", "k": 500},
+            "k: Input should be a valid integer": {"query": "x", "k": "many"},
+            "query: Field required": {"k": 3},
+        }
+        for said, arguments in expected.items():
+            with pytest.raises(ToolError) as error:
+                await server.call_tool("search_memory", arguments)
+            text = str(error.value)
+            assert text.startswith(f"search_memory: {said}") and "\n" not in text, text
+
+
+def test_misses_table_has_as_many_cells_in_every_row() -> None:
+    from mnemon_langgraph.eval.misses import BUCKETS, render_misses
+
+    zero = dict.fromkeys(BUCKETS, 0)
+    for convs in ([], ["conv-1", "conv-2"]):
+        table = {
+            "questions": 4,
+            "missed": 1,
+            "by_question": {**zero, BUCKETS[0]: 1},
+            "by_turn": {**zero, BUCKETS[0]: 2},
+            "by_conversation": {c: {**zero, BUCKETS[0]: 1} for c in convs},
+        }
+        rows = [ln for ln in render_misses(table).splitlines() if ln.startswith("|")]
+        assert len(rows) == 2 + len(BUCKETS)
+        assert {ln.count("|") for ln in rows} == {5 + len(convs)}, rows
+        assert all("|  |" not in ln for ln in rows)
+
+
+def test_faiss_loader_lines_are_not_printed_at_info_level() -> None:
+    """A program logging at INFO (``mnemon -v``, ``langgraph dev``) does not get faiss's
+    loader lines; an application that set the loader's level itself keeps its choice."""
+    import subprocess
+
+    code = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+if sys.argv[1] == "app-wants-them":
+    logging.getLogger("faiss.loader").setLevel(logging.INFO)
+from mnemon_langgraph.search.vectors import VectorIndex
+VectorIndex(8)
+print("ok")
+"""
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    runs = {}
+    for mode in ("default", "app-wants-them"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, mode], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert done.stdout.strip() == "ok", done.stderr
+        runs[mode] = done.stderr
+    assert "faiss.loader" not in runs["default"], runs["default"]
+    assert "faiss.loader" in runs["app-wants-them"]  # the lines exist: the check can fail

@@ -8,6 +8,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from mnemon_langgraph.cli._common import (
@@ -16,6 +17,7 @@ from mnemon_langgraph.cli._common import (
     namespace_arg,
     open_store,
     print_json,
+    redact_db,
 )
 from mnemon_langgraph.types import SearchHit
 
@@ -60,7 +62,8 @@ def _rank(value: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the hits; exit code 0 even when nothing matched."""
+    """Print the hits; exit code 0 even when nothing matched (a namespace that does not
+    exist is said on stderr, with the command that lists the namespaces)."""
     from mnemon_langgraph.errors import ConfigurationError
 
     if args.k < 1 or args.offset < 0:
@@ -69,6 +72,13 @@ def run(args: argparse.Namespace) -> int:
     assert namespace is not None
     with open_store(args.db) as store:
         hits = store.search(args.query, namespace=namespace, k=args.k, offset=args.offset)
+        missing = not hits and not store.holds_namespace(namespace)
+    if missing:  # most often a mistyped --namespace: say so, and where to look
+        print(
+            f"mnemon: namespace {list(namespace)!r} does not exist in {redact_db(args.db)}; "
+            f"`mnemon list --db {redact_db(args.db)}` lists its namespaces",
+            file=sys.stderr,
+        )
     if args.json:
         print_json([hit_to_dict(h) for h in hits])
         return 0

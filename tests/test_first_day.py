@@ -315,3 +315,26 @@ print("ok")
         runs[mode] = done.stderr
     assert "faiss.loader" not in runs["default"], runs["default"]
     assert "faiss.loader" in runs["app-wants-them"]  # the lines exist: the check can fail
+
+
+# -- one memory, one speaker convention ------------------------------------------------------
+
+
+def test_classic_memory_writes_user_and_assistant_like_every_other_surface(tmp_path: Path) -> None:
+    from mnemon_langgraph import MnemonMemory, MnemonStore, ReadContext, create_read_graph
+
+    ada = ("users", "ada")
+    with MnemonStore(tmp_path / "m.db") as store:
+        memory = MnemonMemory(store=store, namespace=ada)
+        memory.save_context({"input": "I play the oboe."}, {"output": "Lovely!"})
+        store.add_messages(ada, [("user", "I live in Lisbon."), ("assistant", "Noted.")])
+        (hit,) = store.search("oboe", namespace=ada, k=1)
+        assert hit.record.text.splitlines() == ["user: I play the oboe.", "assistant: Lovely!"]
+        out = create_read_graph(source=store).invoke(
+            {"messages": [("user", "Which instrument do I play?")]},
+            context=ReadContext(namespace=ada),
+        )
+        assert "user: I play the oboe." in out["view"].text
+        assert "Human:" not in out["view"].text and "AI:" not in out["view"].text
+        speakers = {ln.split(":")[0] for r in store.list_records(ada) for ln in r.text.splitlines()}
+        assert speakers == {"user", "assistant"}

@@ -55,6 +55,9 @@ LEVELS: dict[str, str] = {
     "test_basestore_dev.py::test_the_servers_store_api_is_the_memory": "system",  # langgraph dev
     "test_mcp.py": "integration",  # stdio and HTTP MCP servers in child processes
     "test_first_day.py::test_faiss_loader_lines_are_not_printed_at_info_level": "integration",
+    "test_first_day.py::test_a_question_naming_the_user_finds_the_record_that_answers_it": (
+        "integration"  # the real embedder: the name's pull is in the embedding too
+    ),
     "test_cli_options.py::test_agent_surfaces_without_langchain_raise_the_one_line_error": (
         "integration"
     ),

@@ -338,3 +338,36 @@ def test_classic_memory_writes_user_and_assistant_like_every_other_surface(tmp_p
         assert "Human:" not in out["view"].text and "AI:" not in out["view"].text
         speakers = {ln.split(":")[0] for r in store.list_records(ada) for ln in r.text.splitlines()}
         assert speakers == {"user", "assistant"}
+
+
+# -- the user's own name does not decide the ranking ----------------------------------------
+
+
+def test_the_users_name_is_left_out_of_the_ranking_query() -> None:
+    from mnemon_langgraph.integrations.basestore_rank import ranking_query
+
+    ada = ("users", "ada")
+    assert ranking_query("what pet does Ada have?", ada) == "what pet does have"
+    assert ranking_query("Is Ada's cat grey?", ada) == "Is cat grey"
+    assert ranking_query("Ada", ada) == "Ada"  # nothing else to search for: kept
+    assert ranking_query("what pet does Ada have?", ("users",)) == "what pet does Ada have?"
+    assert ranking_query("what pet does Adam have?", ada) == "what pet does Adam have?"
+
+
+def test_a_question_naming_the_user_finds_the_record_that_answers_it(tmp_path: Path) -> None:
+    """With the real embedder: the name in both the query and a key-value item made the item
+    win over the record that answers (records never name their own speaker)."""
+    from mnemon_langgraph import MnemonBaseStore, MnemonStore
+    from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
+
+    ada = ("users", "ada")
+    with MnemonStore(tmp_path / "m.db", embeddings=MiniLMEmbeddings()) as store:
+        store.add_messages(ada, [("user", "I adopted a grey cat called Pixel.")])
+        memory = MnemonBaseStore(store)
+        memory.put(ada, "tea", {"text": "Ada drinks sencha tea."})
+        (first, second) = memory.search(ada, query="what pet does Ada have?", limit=2)
+        assert first.key != "tea" and second.key == "tea", (first.value, second.value)
+        assert "Pixel" in first.value["content"]
+        # the name still counts where it tells items apart: the tea question finds the tea
+        (tea, _) = memory.search(ada, query="what tea does Ada drink?", limit=2)
+        assert tea.key == "tea"

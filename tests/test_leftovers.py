@@ -74,8 +74,12 @@ def test_cross_validated_evaluation_deletes_its_journals(private_tmp: Path, tmp_
 @pytest.fixture
 def short_private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private temp folder in the real one: short enough for PostgreSQL's socket path,
-    and outside pytest's 0700 base folder, which pgserver's user cannot enter as root."""
-    folder = Path(tempfile.mkdtemp(prefix="nu-"))
+    and outside pytest's 0700 base folder, which pgserver's user cannot enter as root.
+
+    pgserver is imported first: it fixes its lock folder (under the temp folder) when it is
+    imported, and that must stay the one every other test of the process uses."""
+    pytest.importorskip("pgserver")
+    folder = Path(tempfile.mkdtemp(prefix="mnemon-leftovers-"))
     folder.chmod(0o755)
     monkeypatch.setenv("TMPDIR", str(folder))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
@@ -88,13 +92,11 @@ def test_the_test_postgres_server_deletes_its_folder(short_private_tmp: Path) ->
     import psycopg
     from conftest import bundled_postgres
 
-    pytest.importorskip("pgserver")
     private_tmp = short_private_tmp
     with bundled_postgres() as url, psycopg.connect(url) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
         assert [p for p in private_tmp.iterdir() if p.name.startswith("mnemon-test-pg-")]
-    # pgserver's own lock folder (runtime-*) is shared by every pgserver user: not ours
-    assert [p.name for p in private_tmp.iterdir() if p.name.startswith("mnemon")] == []
+    assert list(private_tmp.iterdir()) == []
 
 
 def test_a_missing_useradd_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,6 +49,9 @@ def test_writing_commands_make_the_folder_they_are_told_to_write_in(
     db = tmp_path / "new" / "memory.db"
     assert main(["ingest", str(SAMPLE), "--db", str(db), "--namespace", "mira"]) == 0
     assert db.is_file()
+    demo = tmp_path / "tour" / "demo.db"
+    assert main(["demo", "-k", "1", "--db", str(demo)]) == 0
+    assert demo.is_file()
     # a reading command never creates anything
     typo = tmp_path / "neww" / "memory.db"
     assert main(["search", "beans", "--db", str(typo), "--namespace", "mira"]) == 2

@@ -180,7 +180,8 @@ def make_journal_folder(db: str) -> None:
 
     :class:`~mnemon_langgraph.store.MnemonStore` refuses a path whose folder is missing (a
     typo would start a new memory); a writing command (``ingest``, ``import``, ``mcp``,
-    ``eval --store``) is told where to write, so it makes the folder. URLs are left alone.
+    ``demo --db``, ``eval --store``) is told where to write, so it makes the folder. URLs are
+    left alone.
     """
     from pathlib import Path
 

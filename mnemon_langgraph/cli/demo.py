@@ -238,6 +238,9 @@ def run(args: argparse.Namespace) -> int:
         "budget": args.budget_chars,
     }
     if args.db:
+        from mnemon_langgraph.cli._common import make_journal_folder
+
+        make_journal_folder(args.db)  # told where to write: the folder is made, as ingest does
         _demo(Path(args.db), kept=True, **options)
         return 0
     with tempfile.TemporaryDirectory(prefix="mnemon-demo-") as tmp:

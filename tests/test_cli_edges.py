@@ -143,6 +143,8 @@ def test_closed_pipe_is_no_traceback(journal: str) -> None:
         ["view", "where do I live?", "--db", journal, "--namespace", "ada"],
         ["search", "Leeds", "--db", journal, "--namespace", "ada"],
         ["stats", "--db", journal, "--json"],
+        ["export", "--db", journal, "--namespace", "ada"],
+        ["list", "--db", journal],
     ):
         code, err = _run_with_closed_stdout(argv, env)
         assert code == 141, (argv, err)

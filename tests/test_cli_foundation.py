@@ -103,7 +103,11 @@ def test_demo_with_fake_embeddings(fake_env: None, capsys: pytest.CaptureFixture
     assert out.count("> ") >= 4 and "Session" in out
     # the temporary journal is named as such, and truncation is said
     assert "temporary journal" in out and "deleted when the demo ends" in out
-    assert re.search(r"showing 2 of \d+ records", out)
+    assert re.search(r"showing 2 of the \d+ chosen", out)
+    # memory chooses: every View holds some of the 40 records and says how many it left out
+    said = r"View: (\d+) of 40 records chosen \((\d+) left out\), [\d,]+ of 1,200 char"
+    chosen = re.findall(said, out)
+    assert len(chosen) == 4 and all(0 < int(n) < 40 and int(n) + int(m) == 40 for n, m in chosen)
     # plain words: no jargon of the read path's trace without --explain
     for jargon in ("waves", "1 rounds", "System 1", "p=", "planner named a need"):
         assert jargon not in out, jargon

@@ -482,6 +482,7 @@ def _chattr(flag: str, *paths: Path) -> bool:
 
 def test_immutable_file_and_folder_raise_read_only_with_path(tmp_path: Path) -> None:
     folder = tmp_path / "frozen"
+    folder.mkdir()
     path = folder / "imm.db"
     with Journal(path) as j:
         j.append(NS, _records(n=1))

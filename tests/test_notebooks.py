@@ -172,12 +172,17 @@ def test_long_sample_is_what_its_script_writes() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_reruns_to_the_same_output(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_reruns_to_the_same_output(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     for key in ("OPENAI_API_KEY", "TYPESAFE_API_KEY", "MNEMON_RESULTS", "MPLBACKEND"):
         monkeypatch.delenv(key, raising=False)
+    # the kernel's scratch folder (WORKDIR, a mkdtemp) goes under this test's tmp_path, not
+    # the system temp folder, where every run would leave a mnemon-notebook-* folder
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     stored = nbformat.read(NOTEBOOKS / name, as_version=4)
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = nbclient.NotebookClient(

@@ -68,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Long-term memory for LangGraph agents: raw records, fast judgments.",
         top_level=True,
     )
+    version = importlib.import_module("mnemon_langgraph").__version__  # the package's own
+    parser.add_argument("--version", action="version", version=f"mnemon {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(f"mnemon_langgraph.cli.{name}").register(sub)

@@ -182,7 +182,8 @@ def open_store(db: str, *, create: bool = False, **kwargs: Any) -> Any:
 
     Args:
         db: The journal's path (or a database URL).
-        create: Whether a missing journal may be created (only writing commands say so).
+        create: Whether a missing journal, and its folder, may be created (only writing
+            commands say so: the store itself never creates a missing folder).
         **kwargs: Passed to the store.
 
     Raises:
@@ -192,7 +193,38 @@ def open_store(db: str, *, create: bool = False, **kwargs: Any) -> Any:
 
     if not create:
         require_journal(db)
+    else:
+        make_journal_folder(db)
     return MnemonStore(db, **kwargs)
+
+
+def say_if_no_namespace(store: Any, namespace: Namespace, db: str) -> None:
+    """On stderr: that ``namespace`` does not exist in ``db``, and how to list those that do.
+
+    For a reading command that found nothing: a mistyped ``--namespace`` would otherwise
+    look like an empty answer.
+    """
+    if not store.holds_namespace(namespace):
+        shown = redact_db(db)
+        print(
+            f"mnemon: namespace {list(namespace)!r} does not exist in {shown}; "
+            f"`mnemon list --db {shown}` lists its namespaces",
+            file=sys.stderr,
+        )
+
+
+def make_journal_folder(db: str) -> None:
+    """Create the folder of journal path ``db`` for a command that writes a new journal there.
+
+    :class:`~mnemon_langgraph.store.MnemonStore` refuses a path whose folder is missing (a
+    typo would start a new memory); a writing command (``ingest``, ``import``, ``mcp``,
+    ``demo --db``, ``eval --store``) is told where to write, so it makes the folder. URLs are
+    left alone.
+    """
+    from pathlib import Path
+
+    if "://" not in db:
+        Path(db).parent.mkdir(parents=True, exist_ok=True)
 
 
 def resolve_backend(flag: str, spec: str, build: Callable[[], T]) -> T:

@@ -6,7 +6,8 @@ Rotterdam, a wedding date that moves, a diet that changes. For each demo message
 :func:`show_for_message` runs the read graph with the offline defaults (rule planner, local
 judge, bundled embedder) and prints the View the agent would read: its records in order, what
 the turn cost and, in plain words, why each record is there (``--explain`` adds a glossary and
-the read path's own trace).
+the read path's own trace). The View's budget is small (:data:`DEMO_BUDGET_CHARS`), so the demo
+shows memory choosing: a few of the 40 records, and how many it left out.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ DEMO_MESSAGES: tuple[str, ...] = (
 """Messages the demo asks memory about."""
 
 DEMO_NAMESPACE = ("demo", "noor")
+
+DEMO_BUDGET_CHARS = 1_200
+"""The demo View's size in characters. The whole sample (40 short turns) is about 4,700
+characters, under the read path's default 12,000, so a View of that size would hold every
+record and show no choice; a real history is far longer than any View."""
 
 
 GLOSSARY = """\
@@ -87,6 +93,14 @@ def register(sub: Any) -> None:
         "-k", type=int, default=3, metavar="N", help="View records printed per message (default 3)"
     )
     p.add_argument(
+        "--budget-chars",
+        type=int,
+        default=DEMO_BUDGET_CHARS,
+        metavar="N",
+        help=f"the View's size in characters (default {DEMO_BUDGET_CHARS:,}, so that memory "
+        "must choose among the sample's records; the read path's own default is 12,000)",
+    )
+    p.add_argument(
         "--full", action="store_true", help="print each View's whole text as the agent reads it"
     )
     p.add_argument(
@@ -97,14 +111,20 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _summary_lines(message: str, view: Any) -> list[str]:
+def _summary_lines(message: str, view: Any, total: int | None, budget: int | None) -> list[str]:
     counts = view.trace.get("counts", {})
     searches, batches, rounds = (counts.get(k, "?") for k in ("searches", "waves", "rounds"))
+    chosen = len(view.records)
+    size = f"{len(view.text):,}" + (f" of {budget:,}" if budget else "") + " characters"
+    if total is None:
+        what = f"{_plural(chosen, 'record')}, {size}"
+    else:
+        what = f"{chosen} of {total} records chosen ({total - chosen} left out), {size}"
     return [
         f"> {message}",
-        f"  View: {_plural(len(view.records), 'record')}, {len(view.text):,} characters. "
-        f"To build it memory ran {_plural(searches, 'search')} and asked the judge about the "
-        f"records found in {_plural(batches, 'batch')} over {_plural(rounds, 'round')}.",
+        f"  View: {what}. To build it memory ran {_plural(searches, 'search')} and asked the "
+        f"judge about the records found in {_plural(batches, 'batch')} over "
+        f"{_plural(rounds, 'round')}.",
     ]
 
 
@@ -116,6 +136,8 @@ def show_for_message(
     k: int = 3,
     full: bool = False,
     explain_first: bool = False,
+    total: int | None = None,
+    budget: int | None = None,
 ) -> str:
     """Run the read graph for ``message`` and describe its View as printable text.
 
@@ -126,6 +148,8 @@ def show_for_message(
         k: How many of the View's records to print.
         full: Print the View's whole text instead of a summary of its records.
         explain_first: Add the read path's own account of why the first record is there.
+        total: How many records the namespace holds (the View's choice is said against it).
+        budget: The View's size limit in characters, to print beside its size.
     """
     from langchain_core.messages import HumanMessage
 
@@ -135,7 +159,7 @@ def show_for_message(
         {"messages": [HumanMessage(message)]}, context=ReadContext(namespace=namespace)
     )
     view = out["view"]
-    lines = _summary_lines(message, view)
+    lines = _summary_lines(message, view, total, budget)
     if full:
         lines.extend(f"  | {line}" for line in view.text.splitlines())
         return "\n".join(lines)
@@ -144,7 +168,7 @@ def show_for_message(
     shown = view.records[:k]
     if len(shown) < len(view.records):
         lines.append(
-            f"  showing {len(shown)} of {len(view.records)} records (-k N shows more, "
+            f"  showing {len(shown)} of the {len(view.records)} chosen (-k N shows more, "
             "--full the whole View):"
         )
     for rec in shown:
@@ -161,8 +185,8 @@ def show_for_message(
     return "\n".join(lines)
 
 
-def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool) -> None:
-    from mnemon_langgraph.read import create_read_graph
+def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool, budget: int) -> None:
+    from mnemon_langgraph.read import ReadSettings, create_read_graph
     from mnemon_langgraph.sources import SAMPLE_PATH, load_jsonl
     from mnemon_langgraph.store import MnemonStore
 
@@ -182,11 +206,20 @@ def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool) -> N
         )
         if explain_first:
             print(GLOSSARY + "\n")
-        graph = create_read_graph(source=store)  # rule planner + local judge: no key needed
+        # rule planner + local judge: no key needed
+        graph = create_read_graph(source=store, settings=ReadSettings(view_chars=budget))
+        total = store.count(DEMO_NAMESPACE)
         for message in DEMO_MESSAGES:
             print(
                 show_for_message(
-                    graph, DEMO_NAMESPACE, message, k=k, full=full, explain_first=explain_first
+                    graph,
+                    DEMO_NAMESPACE,
+                    message,
+                    k=k,
+                    full=full,
+                    explain_first=explain_first,
+                    total=total,
+                    budget=budget,
                 )
             )
             print()
@@ -194,8 +227,20 @@ def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
-    options = {"k": args.k, "full": args.full, "explain_first": args.explain}
+    from mnemon_langgraph.errors import ConfigurationError
+
+    if args.budget_chars < 1:
+        raise ConfigurationError("--budget-chars must be positive")
+    options = {
+        "k": args.k,
+        "full": args.full,
+        "explain_first": args.explain,
+        "budget": args.budget_chars,
+    }
     if args.db:
+        from mnemon_langgraph.cli._common import make_journal_folder
+
+        make_journal_folder(args.db)  # told where to write: the folder is made, as ingest does
         _demo(Path(args.db), kept=True, **options)
         return 0
     with tempfile.TemporaryDirectory(prefix="mnemon-demo-") as tmp:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -176,17 +179,25 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
     return values
 
 
-def eval_store(args: argparse.Namespace, embeddings: Any) -> Any:
-    """The store an eval run ingests into: ``--store`` (a journal path or a postgresql://
-    URL, then the eval runs on it), else a fresh temporary journal; ``--record-chars``."""
-    from mnemon_langgraph.eval.locomo import default_store_path
+@contextmanager
+def eval_store(args: argparse.Namespace, embeddings: Any) -> Iterator[Any]:
+    """The store an eval run ingests into, closed at the end: ``--store`` (a journal path,
+    its folder made if missing, or a postgresql:// URL; the eval runs on it and it stays),
+    else a fresh journal in a temporary folder that is deleted with it; ``--record-chars``."""
     from mnemon_langgraph.store import MnemonStore, is_postgres_url
 
-    store_path: Path | str = default_store_path()
-    if args.store:
-        store_path = args.store if is_postgres_url(args.store) else Path(args.store)
     sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
-    return MnemonStore(store_path, embeddings=embeddings, **sizing)
+    with ExitStack() as stack:
+        if args.store:
+            store_path: Path | str = args.store
+            if not is_postgres_url(args.store):
+                _common.make_journal_folder(args.store)
+                store_path = Path(args.store)
+        else:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mnemon-eval-"))
+            store_path = Path(folder) / "journal.sqlite"
+        store = stack.enter_context(MnemonStore(store_path, embeddings=embeddings, **sizing))
+        yield store
 
 
 def _run_locomo(args: argparse.Namespace) -> int:
@@ -216,8 +227,7 @@ def _run_locomo(args: argparse.Namespace) -> int:
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
     settings = read_settings(args.read_setting, args.budget_chars)
-    store = eval_store(args, embeddings)
-    try:
+    with eval_store(args, embeddings) as store:
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
         with quiet_read_path(args.verbose):  # failures are summed up in one line below
             summary = run_locomo_eval(
@@ -232,10 +242,6 @@ def _run_locomo(args: argparse.Namespace) -> int:
                 command=_command(args),
                 progress=not args.no_progress,
             )
-    finally:
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
     overall = summary["view"]["overall"]
     print(
         f"{summary['counts']['scored_questions']} scored questions: all_hit "

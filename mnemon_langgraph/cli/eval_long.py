@@ -168,29 +168,27 @@ def _run(args: argparse.Namespace) -> int:
     planner = build_planner(args.planner)
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
-    store = eval_store(args, embeddings)
 
-    def graph_at(budget: int | None) -> Any:
+    def graph_at(store: Any, budget: int | None) -> Any:
         settings = read_settings(args.read_setting, budget)
         return create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
 
     try:
-        with quiet_read_path(args.verbose):
+        with eval_store(args, embeddings) as store, quiet_read_path(args.verbose):
             summary = run_longmemeval_eval(
                 args.file,
                 args.out,
-                graph=graph_at(args.budget_chars),
+                graph=graph_at(store, args.budget_chars),
                 store=store,
                 embeddings=embeddings,
                 config=config,
-                curve_graphs={b: graph_at(b) for b in config.budget_curve},
+                curve_graphs={b: graph_at(store, b) for b in config.budget_curve},
                 answer_model=answer,
                 grader_model=grader,
                 command=_command(args),
                 progress=not args.no_progress,
             )
     finally:
-        store.close()
         close = getattr(embeddings, "close", None)
         if callable(close):
             close()
@@ -387,11 +385,10 @@ def _run_beam(args: argparse.Namespace) -> int:
     embeddings, _cache = cached_embeddings(args)
     judge = build_judge(args.judge, embeddings)
     planner = build_planner(args.planner)
-    store = eval_store(args, embeddings)
     settings = read_settings(args.read_setting, args.budget_chars)
     try:
-        graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
-        with quiet_read_path(args.verbose):
+        with eval_store(args, embeddings) as store, quiet_read_path(args.verbose):
+            graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
             summary = run_beam_eval(
                 args.dir,
                 args.out,
@@ -403,7 +400,6 @@ def _run_beam(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
             )
     finally:
-        store.close()
         close = getattr(embeddings, "close", None)
         if callable(close):
             close()

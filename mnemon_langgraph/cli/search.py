@@ -16,6 +16,7 @@ from mnemon_langgraph.cli._common import (
     namespace_of,
     open_store,
     print_json,
+    say_if_no_namespace,
 )
 from mnemon_langgraph.types import SearchHit
 
@@ -60,7 +61,8 @@ def _rank(value: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the hits; exit code 0 even when nothing matched."""
+    """Print the hits; exit code 0 even when nothing matched (a namespace that does not
+    exist is said on stderr, with the command that lists the namespaces)."""
     from mnemon_langgraph.errors import ConfigurationError
 
     if args.k < 1 or args.offset < 0:
@@ -69,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     assert namespace is not None
     with open_store(args.db) as store:
         hits = store.search(args.query, namespace=namespace, k=args.k, offset=args.offset)
+        if not hits:  # most often a mistyped --namespace: say so, and where to look
+            say_if_no_namespace(store, namespace, args.db)
     if args.json:
         print_json([hit_to_dict(h) for h in hits])
         return 0

@@ -110,13 +110,13 @@ def _datasets(args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
             )
             for c in convs
         }
-    store = MnemonStore(Path(tempfile.mkdtemp(prefix="mnemon-train-")) / "j.sqlite", embeddings)
-    try:
+    with (
+        tempfile.TemporaryDirectory(prefix="mnemon-train-") as folder,
+        MnemonStore(Path(folder) / "j.sqlite", embeddings) as store,
+    ):
         data = collect_features(
             args.files, store=store, embeddings=embeddings, limit_questions=args.limit_questions
         )
-    finally:
-        store.close()
     if cache is not None:
         arrays = {
             f"{c}__{k}": getattr(d, k)

@@ -28,6 +28,7 @@ from mnemon_langgraph.cli._common import (
     read_settings,
     read_view,
     resolve_record_id,
+    say_if_no_namespace,
 )
 
 __all__ = ["register"]
@@ -81,7 +82,10 @@ def _read(args: argparse.Namespace) -> Any:
     with open_store(args.db) as store:
         # An --explain id the namespace does not hold is an error, not a record "never pooled".
         args.explain = [resolve_record_id(store, namespace, rid) for rid in args.explain or ()]
-        return read_view(store, args.message, namespace, args, settings)
+        view = read_view(store, args.message, namespace, args, settings)
+        if not view.records:
+            say_if_no_namespace(store, namespace, args.db)
+        return view
 
 
 def _print_text(view: Any, explain_ids: Sequence[str]) -> None:

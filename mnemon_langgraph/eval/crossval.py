@@ -277,10 +277,10 @@ def evaluate_folds(
     lines: list[str] = []
     for conv, fold in weights.items():
         judge = LocalDecisionModel(embeddings=embeddings, weights=fold)
-        store = MnemonStore(
-            Path(tempfile.mkdtemp(prefix="mnemon-cv-")) / "j.sqlite", embeddings=embeddings
-        )
-        try:
+        with (
+            tempfile.TemporaryDirectory(prefix="mnemon-cv-") as folder,
+            MnemonStore(Path(folder) / "j.sqlite", embeddings=embeddings) as store,
+        ):
             graph = create_read_graph(
                 source=store, judge=judge, settings=ReadSettings(view_chars=budget_chars)
             )
@@ -291,8 +291,6 @@ def evaluate_folds(
                 plots=False,
             )
             run_locomo_eval(files, out / conv, graph=graph, store=store, config=config)
-        finally:
-            store.close()
         lines += (out / conv / "results.jsonl").read_text(encoding="utf-8").splitlines()
     (out / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     summary = summarize_results_file(out, plots=False)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -549,11 +548,6 @@ def _bar(desc: str, unit: str, enabled: bool, total: int | None = None) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, disable=not enabled)
-
-
-def default_store_path() -> Path:
-    """A fresh temporary journal path for a run that does not keep its store."""
-    return Path(tempfile.mkdtemp(prefix="mnemon-eval-")) / "journal.sqlite"
 
 
 def summarize_results_file(

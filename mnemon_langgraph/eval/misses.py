@@ -176,14 +176,16 @@ def render_misses(table: Mapping[str, Any]) -> str:
     """The table as Markdown (questions missed, share of misses, missing turns)."""
     missed = max(1, table["missed"])
     convs = list(table["by_conversation"])
-    head = "| bucket | questions | share of misses | missing turns | " + " | ".join(convs) + " |"
-    lines = [head, "|" + "---|" * (4 + len(convs))]
+
+    def row(cells: Sequence[object]) -> str:
+        return "| " + " | ".join(map(str, cells)) + " |"
+
+    head = ["bucket", "questions", "share of misses", "missing turns", *convs]
+    lines = [row(head), "|" + "---|" * len(head)]
     for i, b in enumerate(BUCKETS, 1):
         n = table["by_question"][b]
-        per = " | ".join(str(table["by_conversation"][c][b]) for c in convs)
-        lines.append(
-            f"| {i}. {b} | {n} | {100 * n / missed:.1f}% | {table['by_turn'][b]} | {per} |"
-        )
+        per = [table["by_conversation"][c][b] for c in convs]
+        lines.append(row([f"{i}. {b}", n, f"{100 * n / missed:.1f}%", table["by_turn"][b], *per]))
     lines.append(
         f"\n{table['missed']} of {table['questions']} scored questions miss at least one "
         "gold turn (all-evidence misses)."

@@ -70,6 +70,7 @@ from mnemon_langgraph.integrations.basestore_rank import (
     indexed_texts,
     matches,
     rank_pool,
+    ranking_query,
     reachable,
     record_item,
     record_value,
@@ -259,11 +260,12 @@ class MnemonBaseStore(BaseStore):
             rows.sort(key=lambda r: (-r.updated_at.timestamp(), r.namespace, r.key))
             page = rows[op.offset : op.offset + op.limit]
             return [_search_item(r, None) for r in page]
-        query_vector = await asyncio.to_thread(self.store.query_vector, op.query)
+        ranking = ranking_query(op.query, prefix)  # the user's own name decides nothing
+        query_vector = await asyncio.to_thread(self.store.query_vector, ranking)
         need = op.offset + op.limit
         pool = [Candidate(r.text, r.vectors, _search_item(r, None)) for r in rows if r.text]
         pool.extend(await self._record_candidates(prefix, op.query, wanted, need))
-        ranked = rank_pool(pool, op.query, query_vector, max(CANDIDATE_DEPTH, need))
+        ranked = rank_pool(pool, ranking, query_vector, max(CANDIDATE_DEPTH, need))
         return [_scored(c.result, score) for c, score in ranked[op.offset : need]]
 
     async def _record_candidates(

@@ -22,6 +22,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.search.text import terms, words
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "indexed_texts",
     "matches",
     "rank_pool",
+    "ranking_query",
     "reachable",
     "record_item",
     "record_value",
@@ -333,6 +335,27 @@ class Candidate:
     text: str
     vectors: np.ndarray | None
     result: SearchItem
+
+
+def ranking_query(query: str, namespace: Sequence[str]) -> str:
+    """``query`` without the words that name the searched ``namespace`` (``Ada`` of a search
+    in ``("users", "ada")``), for ranking its items and records.
+
+    Every candidate belongs to that namespace, so its name tells none of them apart; but key-
+    value items are often written about the user by name ("Ada drinks sencha tea") while
+    conversation records never name their own speaker ("I adopted a grey cat"), so the name
+    would rank any item above the record that answers, lexically and in the embedding alike.
+    Words are matched by their index terms (``Ada's`` is ``ada``); a query made only of such
+    words is kept as it is.
+    """
+    names = {t for label in namespace for t in terms(label)}
+    if not names:
+        return query
+    naming = {w for w in words(query) if (found := terms(w)) and set(found) <= names}
+    if not naming:
+        return query
+    kept = [w for w in words(query) if w not in naming]
+    return " ".join(kept) if kept else query
 
 
 def rank_pool(

@@ -207,15 +207,31 @@ def _count(value: int, name: str) -> int:
     return min(value, MAX_RESULTS)
 
 
+def _one_line(tool: str, error: Any) -> str:
+    """A pydantic ``ValidationError`` of ``tool``'s arguments as one line."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(x) for x in item.get("loc", ())) or "arguments"
+        shown = repr(item.get("input"))
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        got = "" if item.get("type") == "missing" else f" (got {shown})"
+        parts.append(f"{where}: {item.get('msg', 'invalid')}{got}")
+    return f"{tool}: " + "; ".join(parts)
+
+
 def _server_class() -> type[FastMCP]:
-    """A FastMCP that refuses any argument a tool does not declare.
+    """A FastMCP that refuses any argument a tool does not declare, and says what is wrong
+    with an argument in one line.
 
     FastMCP's argument models ignore unknown keys; a memory server must not: a client
     passing ``namespace=`` must learn that it cannot choose the namespace, not get the
-    server's own namespace silently.
+    server's own namespace silently. FastMCP reports an argument its schema refuses
+    (``k=500``) as pydantic's multi-line dump; the client (and the model behind it) gets
+    ``search_memory: k: Input should be less than or equal to 50 (got 500)`` instead.
     """
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.exceptions import ToolError
+    from pydantic import ValidationError
 
     class ConfinedFastMCP(FastMCP):
         async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
@@ -228,7 +244,12 @@ def _server_class() -> type[FastMCP]:
                         f"{name}: unknown argument(s) {unknown}; this server serves one "
                         "namespace, fixed when it started, and no argument can choose another"
                     )
-            return await super().call_tool(name, arguments)
+            try:
+                return await super().call_tool(name, arguments)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(_one_line(name, exc.__cause__)) from exc.__cause__
+                raise
 
     return ConfinedFastMCP
 

@@ -119,8 +119,9 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
         output_key: Output key holding the reply (inferred when there is one key).
         return_messages: Return the View as ``[SystemMessage]`` instead of a string.
         read_graph: Compiled read graph (built over ``store`` when omitted).
-        human_prefix: Speaker name written for the user's side.
-        ai_prefix: Speaker name written for the assistant's side.
+        human_prefix: Speaker name written for the user's side (``user``, as every other
+            surface writes it: one memory, one convention).
+        ai_prefix: Speaker name written for the assistant's side (``assistant``).
         source: ``source`` written on the records.
     """
 
@@ -136,8 +137,8 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
     # A compiled read graph (``CompiledStateGraph``); typed Any because pydantic cannot
     # validate a generic compiled graph, and any object with invoke/ainvoke serves.
     read_graph: Any = Field(default=None, exclude=True)
-    human_prefix: str = "Human"
-    ai_prefix: str = "AI"
+    human_prefix: str = "user"
+    ai_prefix: str = "assistant"
     source: str = "memory"
 
     def __init__(self, **data: Any) -> None:

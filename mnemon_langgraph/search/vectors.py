@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -166,6 +167,23 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return arr
 
 
+def _import_faiss() -> Any:
+    """``faiss``, imported lazily (no import-time work) and without its loader's INFO lines.
+
+    faiss's loader logs at INFO each instruction set it tries ("Loading faiss with AVX512-SPR
+    support.", "Could not load library … swigfaiss_avx512_spr"), which any program that
+    logs at INFO (``mnemon -v``, ``langgraph dev``, a notebook) would print on every start.
+    Its logger is set to WARNING before the import, the way faiss's own loader allows, unless
+    the application set a level for it itself; a loader error is still logged.
+    """
+    loader = logging.getLogger("faiss.loader")
+    if loader.level == logging.NOTSET:
+        loader.setLevel(logging.WARNING)
+    import faiss
+
+    return faiss
+
+
 class VectorIndex:
     """Exact-then-approximate (IVF, or HNSW) inner-product index keyed by journal ``seq``.
 
@@ -196,8 +214,7 @@ class VectorIndex:
         ann: str = ANN_KIND,
         nprobe: int | None = None,
     ) -> None:
-        import faiss  # imported lazily: no import-time work
-
+        faiss = _import_faiss()
         self._faiss = faiss
         _configure_threads(faiss)
         self.dim = int(dim)

@@ -76,13 +76,15 @@ class JournalFile:
     embedding model the file's vectors belong to. :class:`Journal` adds the records.
 
     Args:
-        path: The SQLite file (created with its parent folders when missing).
+        path: The SQLite file (created when missing; its folder must exist).
         busy_timeout: Seconds to wait for another writer before raising
             :class:`JournalLockedError`.
         read_only: Open the file read-only; every write raises
             :class:`JournalReadOnlyError`.
 
     Raises:
+        JournalError: The file's folder does not exist (a mistyped path would otherwise
+            start a new, empty memory).
         JournalReadOnlyError: The file or its folder cannot be written (and ``read_only``
             is false).
         JournalError: The file is not an SQLite database or cannot be opened.
@@ -100,14 +102,12 @@ class JournalFile:
         # Weak, so a finished thread's connection is closed when its thread-local goes.
         self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._closed = False
-        if not read_only:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise JournalReadOnlyError(
-                    f"cannot create the journal folder {self.path.parent}: {exc}"
-                ) from exc
-        elif not self.path.exists():
+        if not self.path.parent.is_dir():  # a mistyped folder must not start a new memory
+            raise JournalError(
+                f"the folder of journal {self.path} does not exist ({self.path.parent}): "
+                "check the path, or create the folder first"
+            )
+        if read_only and not self.path.exists():
             raise JournalError(f"journal {self.path} does not exist (opened read-only)")
         self._setup()
 

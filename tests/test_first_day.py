@@ -259,6 +259,58 @@ def test_search_in_a_namespace_that_does_not_exist_says_so(
     assert "empty View" in out and "namespace ['nobody'] does not exist" in err
 
 
+def test_an_upgraded_users_old_one_part_memory_is_named_with_the_command_that_moves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory written by an earlier version at ``("ada",)``: ``--user ada`` (``("users",
+    "ada")``) reads nothing, and search, view and ``mnemon mcp`` say where it is and how to
+    move it; the command they name works, and afterwards nothing more is said."""
+    db = str(tmp_path / "memory.db")
+    assert main(["ingest", str(SAMPLE), "--db", db, "--namespace", "ada"]) == 0
+    capsys.readouterr()
+    move = f"`mnemon rename-namespace --db {db} --namespace ada --to-user ada`"
+    assert main(["search", "beans", "--db", db, "--user", "ada"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "no records found"
+    assert "namespace ['users', 'ada'] does not exist" in err
+    assert "one-part namespace ['ada'] of earlier versions holds records" in err and move in err
+    assert main(["view", "what do I grow?", "--db", db, "--user", "ada"]) == 0
+    out, err = capsys.readouterr()
+    assert "empty View" in out and move in err
+    # a user with no old memory either is told where to look, not to move anything
+    assert main(["search", "beans", "--db", db, "--user", "bob"]) == 0
+    err = capsys.readouterr().err
+    assert "['users', 'bob'] does not exist" in err and "rename-namespace" not in err
+
+    pytest.importorskip("mcp")
+    import mnemon_langgraph.integrations.mcp as mcp_module
+
+    served: list[tuple[str, ...]] = []
+
+    class _Server:  # stands in for the MCP server: the test checks startup, not the protocol
+        def run(self, transport: str) -> None:
+            served.append(transport)
+
+    def fake_server(store: Any, namespace: Any, **kwargs: Any) -> _Server:
+        served.append(tuple(namespace))
+        return _Server()
+
+    monkeypatch.setattr(mcp_module, "create_mcp_server", fake_server)
+    assert main(["mcp", "--db", db, "--user", "ada"]) == 0
+    out, err = capsys.readouterr()
+    assert served == [("users", "ada"), "stdio"] and out == ""
+    assert len(err.strip().splitlines()) == 1 and move in err, err
+
+    # the named command moves the memory; then --user ada finds it and nothing is said
+    assert main(["rename-namespace", "--db", db, "--namespace", "ada", "--to-user", "ada"]) == 0
+    capsys.readouterr()
+    assert main(["search", "beans", "--db", db, "--user", "ada"]) == 0
+    out, err = capsys.readouterr()
+    assert "no records found" not in out and err == ""
+    assert main(["mcp", "--db", db, "--user", "ada"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 async def test_mcp_argument_errors_are_one_line(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     from mcp.server.fastmcp.exceptions import ToolError

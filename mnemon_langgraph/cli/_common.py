@@ -36,6 +36,7 @@ __all__ = [
     "judge",
     "namespace_arg",
     "namespace_of",
+    "old_namespace_hint",
     "open_for_reading",
     "open_store",
     "planner",
@@ -208,9 +209,31 @@ def say_if_no_namespace(store: Any, namespace: Namespace, db: str) -> None:
         shown = redact_db(db)
         print(
             f"mnemon: namespace {list(namespace)!r} does not exist in {shown}; "
-            f"`mnemon list --db {shown}` lists its namespaces",
+            + (
+                old_namespace_hint(store, namespace, db)
+                or f"`mnemon list --db {shown}` lists its namespaces"
+            ),
             file=sys.stderr,
         )
+
+
+def old_namespace_hint(store: Any, namespace: Namespace, db: str) -> str | None:
+    """For a user's namespace ``("users", X)`` that holds nothing while the one-part ``(X,)`` of
+    earlier versions holds records: a sentence naming that and the command that moves it
+    (``None`` otherwise). An upgraded user's ``--user X`` would else read an empty memory.
+    """
+    import shlex
+
+    if len(namespace) != 2 or namespace[0] != "users":
+        return None
+    old = (namespace[1],)
+    if store.holds_namespace(namespace) or not store.holds_namespace(old):
+        return None
+    return (
+        f"the one-part namespace {list(old)!r} of earlier versions holds records; move them "
+        f"with `mnemon rename-namespace --db {shlex.quote(redact_db(db))} "
+        f"--namespace {shlex.quote(old[0])} --to-user {shlex.quote(old[0])}`"
+    )
 
 
 def make_journal_folder(db: str) -> None:

@@ -73,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
     planner = _common.planner(args.planner)
     store = open_store(args.db, create=True)
     try:
+        hint = _common.old_namespace_hint(store, namespace, args.db)
+        if hint:  # stderr: stdout carries the protocol
+            print(
+                f"mnemon mcp: serving {list(namespace)!r}, which is empty; {hint}", file=sys.stderr
+            )
         judge = _common.judge(args.judge, getattr(store, "embeddings", None))
         graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
         server = create_mcp_server(

@@ -297,6 +297,19 @@ def test_cli_export_import_round_trip_through_a_file_and_stdout(
     assert capsys.readouterr().out == out.read_text(encoding="utf-8")
 
 
+def test_cli_export_out_dash_is_stdout_not_a_file_named_dash(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "--db", cli_db, *NS_ARGS]) == 0
+    expected = capsys.readouterr().out
+    assert expected.count("\n") > 2
+    assert main(["export", "--db", cli_db, *NS_ARGS, "--out", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert out == expected and err == ""
+    assert not (tmp_path / "-").exists()
+
+
 def test_cli_import_refuses_a_bad_line_with_exit_2_and_writes_nothing(
     cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

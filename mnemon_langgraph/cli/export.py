@@ -39,7 +39,9 @@ def register(sub: Any) -> None:
     )
     add_db_arg(p)
     add_namespace_arg(p)
-    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument(
+        "--out", metavar="FILE", help="write to FILE instead of stdout ('-': stdout, as without it)"
+    )
     p.add_argument(
         "--format",
         choices=("jsonl", "json"),
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             lines = [json.dumps(export_document(store, ns), ensure_ascii=False, indent=2)]
         else:
             lines = export_lines(store, ns)
-    if not args.out:
+    if not args.out or args.out == "-":  # '-' is stdout, as `mnemon import -` reads stdin
         for line in lines:
             sys.stdout.write(line + "\n")
         return 0

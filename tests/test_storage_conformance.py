@@ -144,6 +144,38 @@ def test_journal_keeps_order_seq_and_records_by_id(store: MnemonStore) -> None:
     assert store.known_message_ids(ADA, ["m0", "m5", "nope"]) == {"m0", "m5"}
 
 
+def test_records_read_by_date_and_session_bounds_in_pages(store: MnemonStore) -> None:
+    """``records(filters=...)``: the same bounds as a search (inclusive; an undated record
+    passes no date bound), keyset on seq so pages continue, the async twin alike."""
+    import asyncio
+    from datetime import datetime
+
+    days = [datetime(2024, 3, 1 + i % 10, 9, 30) for i in range(30)]
+    msgs = [Message(f"day {i}", "Ada", "user", f"d{i}", days[i], 1 + i % 3) for i in range(30)]
+    msgs.append(Message("no date", "Ada", "user", "nd", None, 1))
+    store.ingest(ADA, msgs, source="chat", pack=False)
+    store.ingest(BO, [Message("bo", "Bo", "user", "b0", days[4], 1)], source="chat")
+    march = SearchFilters(date_from=datetime(2024, 3, 3), date_to=datetime(2024, 3, 5, 23, 59))
+    want = [r for r in store.records(ADA) if march.accepts(r)]
+    assert len(want) == 9 and all(r.date and 3 <= r.date.day <= 5 for r in want)
+    assert [r.id for r in store.records(ADA, filters=march)] == [r.id for r in want]
+    first = list(store.records(ADA, filters=march, limit=4))
+    rest = list(store.records(ADA, filters=march, after_seq=first[-1].seq))
+    assert [r.id for r in first + rest] == [r.id for r in want] and len(first) == 4
+    both = SearchFilters(date_from=datetime(2024, 3, 3), session_from=2, session_to=2)
+    got = list(store.records(ADA, filters=both))
+    assert got and all(r.session == 2 and r.date >= datetime(2024, 3, 3) for r in got)
+    assert [r.id for r in got] == [r.id for r in store.records(ADA) if both.accepts(r)]
+    sessions = [r.id for r in store.records(ADA, filters=SearchFilters(session_to=1))]
+    assert "no date" in " ".join(r.text for r in store.get_records(ADA, sessions))
+    assert list(store.records(ADA, filters=SearchFilters(date_from=datetime(2025, 1, 1)))) == []
+
+    async def twin() -> list[Any]:
+        return [r async for r in store.arecords(ADA, filters=march, limit=5)]
+
+    assert asyncio.run(twin()) == want[:5]
+
+
 def test_a_sessions_records_are_read_by_position_whatever_was_written_between(
     store: MnemonStore,
 ) -> None:
@@ -598,6 +630,7 @@ BAD_CALLS: dict[str, Any] = {
     "list_records limit=-1": lambda s: s.list_records(ADA, limit=-1),
     "export user=5": lambda s: s.export(5),
     "holds_namespace ns=None": lambda s: s.holds_namespace(None),
+    "records filters=dict": lambda s: s.records(ADA, filters={"session_from": 1}),
     "aget_records ids=None": lambda s: _run(s.aget_records(ADA, None)),
     "arecords after_seq=None": lambda s: _run(_first(s.arecords(ADA, after_seq=None))),
     "asession_records start=True": lambda s: _run(s.asession_records(ADA, 1, start=True)),

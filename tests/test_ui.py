@@ -341,9 +341,9 @@ class CountingStore:
     def __getattr__(self, name: str) -> object:
         return getattr(self.store, name)
 
-    def records(self, namespace: object, *, after_seq: int = 0, limit: int | None = None):  # type: ignore[no-untyped-def]
-        self.limits.append(limit)
-        for record in self.store.records(namespace, after_seq=after_seq, limit=limit):  # type: ignore[attr-defined]
+    def records(self, namespace: object, **kw: object):  # type: ignore[no-untyped-def]
+        self.limits.append(kw.get("limit"))
+        for record in self.store.records(namespace, **kw):  # type: ignore[attr-defined]
             self.pulled += 1
             yield record
 

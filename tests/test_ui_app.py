@@ -125,6 +125,64 @@ def test_pages_on_both_stores(inspector: Inspector) -> None:
         inspector.forget(ann, first[0].id)
 
 
+class _CountingStore:
+    """The inspector's store, its record reads counted: the page sizes asked for and the
+    records that reached Python."""
+
+    def __init__(self, store: object) -> None:
+        self.store, self.pulled, self.limits = store, 0, []  # type: ignore[var-annotated]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def records(self, namespace: object, **kw: object) -> Iterator[object]:
+        self.limits.append(kw.get("limit"))
+        for record in self.store.records(namespace, **kw):  # type: ignore[attr-defined]
+            self.pulled += 1
+            yield record
+
+
+def test_records_are_browsed_by_date_without_words_a_page_at_a_time(
+    inspector: Inspector,
+) -> None:
+    """Issue 47: browse by date (and session) with no search words, paged by keyset on seq
+    with the dates in the store's query: each page pulls at most PAGE + 1 records."""
+    from mnemon_langgraph.ui.app import PAGE
+
+    ann = ("users", "ann")
+    every = list(inspector.store.records(ann))
+    march = [r.id for r in every if r.date and r.date < datetime(2024, 3, 3)]
+    assert len(march) > PAGE and len(march) < len(every)  # two pages, and others left out
+    counting = _CountingStore(inspector.store)
+    inspector.store = counting
+    dates = {"from": "2024-03-01", "to": "2024-03-02"}
+    first, nxt, note = inspector.records(ann, dates)
+    assert len(first) == PAGE and nxt is not None and "dated 2024-03-01 to 2024-03-02" in note
+    assert counting.limits == [PAGE + 1] and counting.pulled <= PAGE + 1
+    assert "from=2024-03-01" in nxt and "to=2024-03-02" in nxt
+    counting.pulled = 0
+    rest, last, _ = inspector.records(ann, {**dates, "after": nxt.rsplit("after=", 1)[1]})
+    assert last is None and counting.pulled <= PAGE + 1
+    assert [r.id for r in first + rest] == march  # all of them, in the order written
+    # one bound alone, and a session with dates (seq order within the session)
+    april, _, _ = inspector.records(ann, {"from": "2024-04-01"})
+    assert [r.text for r in april] == [r.text for r in every if r.date >= datetime(2024, 4, 1)]
+    assert any("Miso" in r.text for r in april)
+    both, _, note = inspector.records(ann, {"session": "2", "to": "2024-03-02"})
+    assert both and all(r.session == 2 and r.date < datetime(2024, 3, 3) for r in both)
+    assert note.startswith("session 2, dated")
+    none, last, _ = inspector.records(ann, {"from": "2025-01-01"})
+    assert none == [] and last is None
+    # the page itself: a date browse without words shows the records and pages on
+    app = create_app(
+        inspector, token=TOKEN, hosts=allowed_hosts("127.0.0.1", 8080), cookie="mnemon_ui_8080"
+    )
+    client = TestClient(app, base_url="http://127.0.0.1:8080")
+    client.cookies.set("mnemon_ui_8080", TOKEN)
+    page = client.get("/ns", params=[("ns", "users"), ("ns", "ann"), ("from", "2024-04-01")])
+    assert page.status_code == 200 and "Miso" in page.text and "day 3:" not in page.text
+
+
 def test_create_app_serves_its_own_static_files(inspector: Inspector) -> None:
     app = create_app(
         inspector, token=TOKEN, hosts=allowed_hosts("127.0.0.1", 8080), cookie="mnemon_ui_8080"

@@ -24,6 +24,7 @@ from mnemon_langgraph.store.contract import (
     MAX_SEQ,
     check_bounded,
     check_erasable,
+    check_filters,
     check_ids,
     check_positions,
     check_prefix,
@@ -31,7 +32,7 @@ from mnemon_langgraph.store.contract import (
     check_watermark,
     written_result,
 )
-from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import Message, Namespace, Record, SearchFilters, normalize_namespace
 
 if TYPE_CHECKING:
     from mnemon_langgraph.records.schema import AuditEntry
@@ -97,15 +98,17 @@ class AsyncFace:
         *,
         after_seq: int = 0,
         limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> AsyncIterator[Record]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.records`: an async iterator
         reading pages of a thousand records (arguments checked at the first step)."""
         ns = normalize_namespace(namespace)
         last = check_watermark(after_seq)
         left = None if limit is None else check_bounded(limit, "limit", MAX_SEQ)
+        bounds = check_filters(filters)
         while left is None or left > 0:
             size = _PAGE if left is None else min(_PAGE, left)
-            page = await self._apage(ns, last, size)
+            page = await self._apage(ns, last, size, bounds)
             for record in page:
                 yield record
             if len(page) < size:
@@ -292,8 +295,10 @@ class AsyncFace:
     ) -> tuple[int, dict[str, int]]:
         return await asyncio.to_thread(self._term_statistics, ns, terms)
 
-    async def _apage(self: _Store, ns: Namespace, after: int, size: int) -> list[Record]:
-        return await asyncio.to_thread(lambda: list(self._records(ns, after, size)))
+    async def _apage(
+        self: _Store, ns: Namespace, after: int, size: int, filters: SearchFilters | None = None
+    ) -> list[Record]:
+        return await asyncio.to_thread(lambda: list(self._records(ns, after, size, filters)))
 
     async def _asession_records(
         self: _Store, ns: Namespace, session: int, start: int, stop: int

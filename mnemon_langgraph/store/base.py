@@ -38,6 +38,7 @@ from mnemon_langgraph.store.contract import (
     IngestResult,
     check_bounded,
     check_erasable,
+    check_filters,
     check_ids,
     check_ingest,
     check_positions,
@@ -230,7 +231,12 @@ class StoreBackend(Protocol):
     ) -> tuple[int, dict[str, int]]: ...
 
     def records(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+        self,
+        namespace: str | Sequence[str],
+        *,
+        after_seq: int = 0,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> Iterator[Record]: ...
 
     def session_records(
@@ -466,22 +472,29 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         return self._term_statistics(normalize_namespace(namespace), check_ids(terms, "terms"))
 
     def records(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+        self,
+        namespace: str | Sequence[str],
+        *,
+        after_seq: int = 0,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> Iterator[Record]:
         """Records of ``namespace`` with ``seq > after_seq``, in seq order (paged reads).
 
         A negative ``after_seq`` reads from the first record (``max_seq(ns) - 1`` of an
-        empty namespace is a valid watermark).
+        empty namespace is a valid watermark). ``filters`` (date and session bounds,
+        inclusive, as in :meth:`search`) are applied in the backend's query, so a page of
+        dated records is read without reading the others into Python.
 
         Raises:
-            InputError: ``after_seq`` is not an integer of at most ``2**63 - 1``, or
-                ``limit`` not one in ``0 .. 2**63 - 1`` (checked at the call, before the
-                first record is read).
+            InputError: ``after_seq`` is not an integer of at most ``2**63 - 1``,
+                ``limit`` not one in ``0 .. 2**63 - 1``, or ``filters`` not a
+                ``SearchFilters`` (checked at the call, before the first record is read).
         """
         ns, after = normalize_namespace(namespace), check_watermark(after_seq)
         if limit is not None:
             check_bounded(limit, "limit", MAX_SEQ)
-        return self._records(ns, after, limit)
+        return self._records(ns, after, limit, check_filters(filters))
 
     def session_records(
         self,
@@ -637,7 +650,9 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
         return _abstract(self)
 
-    def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
+    def _records(
+        self, ns: Namespace, after_seq: int, limit: int | None, filters: SearchFilters | None = None
+    ) -> Iterator[Record]:
         return _abstract(self)
 
     def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:

@@ -31,6 +31,7 @@ __all__ = [
     "IngestResult",
     "check_bounded",
     "check_erasable",
+    "check_filters",
     "check_ids",
     "check_ingest",
     "check_namespace_size",
@@ -259,9 +260,19 @@ def check_search(
         ) from None
     check_bounded(k, "k")
     check_bounded(offset, "offset")
+    check_filters(filters)
+    return ns
+
+
+def check_filters(filters: object) -> SearchFilters | None:
+    """``filters`` of a search or a records read: a ``SearchFilters`` or ``None``.
+
+    Raises:
+        InputError: Anything else.
+    """
     if filters is not None and not isinstance(filters, SearchFilters):
         raise InputError(f"filters must be a SearchFilters or None, got {type(filters).__name__}")
-    return ns
+    return filters
 
 
 def fresh_messages(messages: Sequence[Message], known: set[str]) -> list[Message]:

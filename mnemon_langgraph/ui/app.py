@@ -63,6 +63,12 @@ def _day(value: str | None, name: str, *, end: bool = False) -> datetime | None:
     return day + timedelta(days=1, microseconds=-1) if end else day
 
 
+def _dated_note(args: dict[str, str], session: int | None) -> str:
+    low, high = (args.get(k, "").strip() for k in ("from", "to"))
+    what = f"dated {low or '…'} to {high or '…'}"
+    return what if session is None else f"session {session}, {what}"
+
+
 def _date_of(record: Any) -> str:
     return record.date.strftime("%Y-%m-%d") if record is not None and record.date else ""
 
@@ -132,7 +138,10 @@ class Inspector:
         return rows, len(every)
 
     def records(self, ns: Namespace, args: dict[str, str]) -> tuple[list[Any], str | None, str]:
-        """One page of records: by search, by session or in journal order.
+        """One page of records: by search, by dates (and session), by session or in journal
+        order. Every page is one bounded read in the store: a search's page, or ``PAGE + 1``
+        records by keyset on ``seq`` (dates and session bounds in the store's query) or on a
+        session's positions.
 
         Returns:
             The records, the link to the next page (``None``: the last page), and a note
@@ -142,29 +151,36 @@ class Inspector:
         q = args.get("q", "").strip()
         session = _int(args.get("session"), "session")
         offset = _int(args.get("offset"), "offset") or 0
+        filters = SearchFilters(
+            date_from=_day(args.get("from"), "from"),
+            date_to=_day(args.get("to"), "to", end=True),
+            session_from=session,
+            session_to=session,
+        )
+        dated = filters.date_from is not None or filters.date_to is not None
         if q:
-            filters = SearchFilters(
-                date_from=_day(args.get("from"), "from"),
-                date_to=_day(args.get("to"), "to", end=True),
-                session_from=session,
-                session_to=session,
-            )
             hits = self.store.search(q, namespace=ns, k=PAGE + 1, offset=offset, filters=filters)
             found = [h.record for h in hits]
             keep = {k: args.get(k) for k in ("q", "session", "from", "to")}
             nxt = pages.href("/ns", ns, **keep, offset=offset + PAGE)
             note = f"search results from rank {offset + 1}, best first"
-        elif session is not None:
+        elif session is not None and not dated:
             found = self.store.session_records(ns, session, start=offset, stop=offset + PAGE + 1)
             nxt = pages.href("/ns", ns, session=session, offset=offset + PAGE)
             note = f"session {session} from position {offset}"
         else:
             after = _int(args.get("after"), "after") or 0
-            found = list(self.store.records(ns, after_seq=after, limit=PAGE + 1))
-            nxt = pages.href("/ns", ns, after=found[min(PAGE, len(found)) - 1].seq if found else 0)
+            found = list(
+                self.store.records(
+                    ns, after_seq=after, limit=PAGE + 1, filters=filters if dated else None
+                )
+            )
+            last = found[min(PAGE, len(found)) - 1].seq if found else 0
+            keep = {k: args.get(k) for k in ("session", "from", "to")} if dated else {}
+            nxt = pages.href("/ns", ns, **keep, after=last)
             note = "in the order they were written"
-            if args.get("from") or args.get("to"):
-                note += " (dates narrow a search: type words to search)"
+            if dated:
+                note = _dated_note(args, session) + ", " + note
         return found[:PAGE], (nxt if len(found) > PAGE else None), note
 
     def record(self, ns: Namespace, record_id: str) -> tuple[Any, list[Any]]:

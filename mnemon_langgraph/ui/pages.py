@@ -113,8 +113,8 @@ def _filters(namespace: Sequence[str], args: dict[str, str]) -> str:
         + field("session", "session", "number")
         + field("from", "from", "date")
         + field("to", "to", "date")
-        + '<button type="submit">show</button> <span class="muted">(dates narrow a search)'
-        "</span></form>"
+        + '<button type="submit">show</button> <span class="muted">(dates alone browse; '
+        "with words they narrow the search)</span></form>"
     )
 
 
@@ -133,7 +133,8 @@ def records_page(
     body.append(_filters(namespace, args))
     body.append(f"<p>{total:,} records in this namespace; {esc(note)}</p>")
     body.append(records_html(records, style=False, link=href("/record", namespace) + "&id="))
-    nav = f'<a href="{esc(href("/ns", namespace))}">first page</a>'
+    keep = {k: args.get(k) for k in ("q", "session", "from", "to")}
+    nav = f'<a href="{esc(href("/ns", namespace, **keep))}">first page</a>'
     if next_link:
         nav += f' · <a id="next" href="{esc(next_link)}">next page</a>'
     body.append(f"<p>{nav}</p>")

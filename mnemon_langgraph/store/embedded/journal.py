@@ -73,6 +73,7 @@ from mnemon_langgraph.types import (
     Message,
     Namespace,
     Record,
+    SearchFilters,
     check_count,
     check_session,
     normalize_namespace,
@@ -318,9 +319,15 @@ class Journal(JournalFile):
         return found
 
     def records(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
+        self,
+        namespace: str | Sequence[str],
+        *,
+        after_seq: int = 0,
+        limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> Iterator[Record]:
-        """Records of ``namespace`` with ``seq > after_seq``, in seq order.
+        """Records of ``namespace`` with ``seq > after_seq`` that pass ``filters`` (bounds in
+        the query), in seq order.
 
         Reads in pages, so it is safe to write to the journal while iterating.
         """
@@ -328,12 +335,13 @@ class Journal(JournalFile):
         last = int(after_seq)
         left = limit
         page = 1000
+        where, bounds = _filter_sql(filters)
         while left is None or left > 0:
             size = page if left is None else min(page, left)
             rows = self._read(
-                f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND seq > ? "
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND seq > ?{where} "
                 "ORDER BY seq LIMIT ?",
-                (key, last, size),
+                (key, last, *bounds, size),
             )
             for row in rows:
                 yield row_to_record(row)
@@ -529,3 +537,25 @@ def _check_vector_rows(rows: Sequence[Any], dim: int, namespace: Any) -> None:
                 f"{len(blob)} bytes, not {dim} float32 values ({dim * 4} bytes): the journal "
                 "is damaged there; run `mnemon doctor --db <journal>` to re-embed it"
             )
+
+
+def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
+    """SQL conditions on ``records`` for ``filters`` (inclusive bounds, as
+    :meth:`SearchFilters.accepts`) and their parameters. Dates are stored as naive-UTC ISO
+    text (``datetime.isoformat``), which compares in time order; a record without a date
+    passes no date bound."""
+    if filters is None:
+        return "", []
+    out: list[str] = []
+    params: list[Any] = []
+    for op, session in ((">=", filters.session_from), ("<=", filters.session_to)):
+        if session is not None:
+            out.append(f"session {op} ?")
+            params.append(int(session))
+    for op, day in ((">=", filters.date_from), ("<=", filters.date_to)):
+        if day is not None:
+            out.append(f"date {op} ?")
+            params.append(day.isoformat())
+    if filters.date_from is not None or filters.date_to is not None:
+        out.append("date IS NOT NULL")
+    return "".join(f" AND {c}" for c in out), params

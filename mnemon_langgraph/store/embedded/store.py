@@ -243,8 +243,10 @@ class EmbeddedStore(MnemonStore):
     def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
         return self.journal.get_vectors(ns, ids)
 
-    def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
-        return self.journal.records(ns, after_seq=after_seq, limit=limit)
+    def _records(
+        self, ns: Namespace, after_seq: int, limit: int | None, filters: SearchFilters | None = None
+    ) -> Iterator[Record]:
+        return self.journal.records(ns, after_seq=after_seq, limit=limit, filters=filters)
 
     def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
         return self.journal.session_records(ns, session, start, stop)

@@ -15,8 +15,8 @@ import numpy as np
 from mnemon_langgraph.records.schema import AuditEntry, namespace_key, ns_from_key
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.impact import namespaced
-from mnemon_langgraph.store.postgres.rows import RECORD_SQL, row_to_record
-from mnemon_langgraph.types import Namespace, Record
+from mnemon_langgraph.store.postgres.rows import RECORD_SQL, filter_sql, row_to_record
+from mnemon_langgraph.types import Namespace, Record, SearchFilters
 
 __all__ = ["Reads"]
 
@@ -84,12 +84,17 @@ class Reads:
         found = {r[0]: row_to_record(r, ns) for r in rows}
         return [found[i] for i in ids if i in found]
 
-    async def page(self, ns: Namespace, after: int, size: int) -> list[Record]:
-        """Up to ``size`` records of ``ns`` with ``seq > after``, in seq order."""
+    async def page(
+        self, ns: Namespace, after: int, size: int, filters: SearchFilters | None = None
+    ) -> list[Record]:
+        """Up to ``size`` records of ``ns`` with ``seq > after`` that pass ``filters`` (bounds
+        in the query), in seq order."""
+        params: dict[str, Any] = {"ns": namespace_key(ns), "after": int(after), "size": int(size)}
+        where = filter_sql(filters, params)
         rows = await self.engine.read(
-            RECORD_SQL + f" r WHERE r.nsid = {_IN_NAMESPACE} AND r.seq > %s "
-            "ORDER BY r.seq LIMIT %s",
-            (namespace_key(ns), int(after), int(size)),
+            RECORD_SQL + " r WHERE r.nsid = (SELECT nsid FROM mnemon_namespaces WHERE "
+            f"namespace = %(ns)s) AND r.seq > %(after)s{where} ORDER BY r.seq LIMIT %(size)s",
+            params,
         )
         return [row_to_record(r, ns) for r in rows]
 

@@ -285,11 +285,13 @@ class PostgresStore(MnemonStore):
     def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
         return self.engine.run(self.reads.term_statistics(ns, terms))
 
-    def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
+    def _records(
+        self, ns: Namespace, after_seq: int, limit: int | None, filters: SearchFilters | None = None
+    ) -> Iterator[Record]:
         last, left = after_seq, limit
         while left is None or left > 0:
             size = 1000 if left is None else min(1000, left)
-            page = self.engine.run(self.reads.page(ns, last, size))
+            page = self.engine.run(self.reads.page(ns, last, size, filters))
             yield from page
             if len(page) < size:
                 return
@@ -340,8 +342,10 @@ class PostgresStore(MnemonStore):
     ) -> tuple[int, dict[str, int]]:
         return await self.engine.submit(self.reads.term_statistics(ns, terms))
 
-    async def _apage(self, ns: Namespace, after: int, size: int) -> list[Record]:
-        return await self.engine.submit(self.reads.page(ns, after, size))
+    async def _apage(
+        self, ns: Namespace, after: int, size: int, filters: SearchFilters | None = None
+    ) -> list[Record]:
+        return await self.engine.submit(self.reads.page(ns, after, size, filters))
 
     async def _asession_records(
         self, ns: Namespace, session: int, start: int, stop: int

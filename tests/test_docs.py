@@ -166,6 +166,16 @@ def test_readme_is_a_front_door() -> None:
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"
 
 
+def test_readme_names_the_extra_of_each_command_that_needs_one() -> None:
+    """``pip install .`` has neither the MCP SDK nor the web stack: the README paragraph that
+    introduces ``mnemon mcp`` / ``mnemon ui`` says which extra to install."""
+    paragraphs = (REPO / "README.md").read_text(encoding="utf-8").split("\n\n")
+    for command, extra in (("mcp", "mcp"), ("ui", "ui")):
+        intro = [p for p in paragraphs if f"`mnemon {command} --db" in p]
+        assert intro, f"the README introduces `mnemon {command}` nowhere"
+        assert all(f"pip install '.[{extra}]'" in p for p in intro), (command, intro)
+
+
 def _page_params() -> list[str]:
     return sorted({b.page for b in all_blocks() if _runs_here(b)})
 

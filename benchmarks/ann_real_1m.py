@@ -17,7 +17,7 @@ over the same vectors. Nothing of the LoCoMo labels is used: questions are only 
 
 Run (about 10 minutes at 1M on 2 cores once the vectors are cached; embedding them the first
 time takes about an hour): ``MNEMON_LOCOMO_DEV=../shared/data/locomo-dev python
-docs/results/ann_real_1m.py PASSAGES.txt 1000000``
+benchmarks/ann_real_1m.py PASSAGES.txt 1000000``
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ questions (``$MNEMON_LOCOMO_DEV``, if present) as queries unlike the records. Bo
 are the package's own :class:`~mnemon_langgraph.search.vectors.VectorIndex`; the truth is an
 exact inner-product search over the same vectors.
 
-Run: ``python docs/results/ann_real_text.py 60000`` (about 5 minutes of embedding on 2 cores).
+Run: ``python benchmarks/ann_real_text.py 60000`` (about 5 minutes of embedding on 2 cores).
 """
 
 from __future__ import annotations

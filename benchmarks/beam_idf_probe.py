@@ -1,7 +1,7 @@
 """``mnemon eval beam`` with the local judge weighing words by their rarity in the pool, not
 in the whole memory (a probe of why per-question judgments grow with the history).
 
-Usage: python docs/results/beam_idf_probe.py <the arguments of mnemon eval beam>
+Usage: python benchmarks/beam_idf_probe.py <the arguments of mnemon eval beam>
 
 The local judge's ``memory_idf`` rule is switched off for the run by replacing
 ``judges.local.idf_of_memory`` with the pool's own IDF (what ``memory_idf=False`` does);

@@ -1,6 +1,6 @@
 """Where a concatenated BEAM tier's pooled records come from: the question's own part or another.
 
-Usage: python docs/results/beam_pool_origin.py BEAM_DIR BASE_RUN RUN_DIR [RUN_DIR ...]
+Usage: python benchmarks/beam_pool_origin.py BEAM_DIR BASE_RUN RUN_DIR [RUN_DIR ...]
 
 For each run of ``mnemon eval beam --concat`` (default record size), the concatenated
 conversation is rebuilt from BEAM_DIR and chunked as the journal chunks it, so every pooled

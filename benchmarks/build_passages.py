@@ -7,7 +7,7 @@ package versions). First download the wheels, without installing them::
     pip download --no-deps -d wheels botocore google-api-python-client sympy django scipy \\
         pandas matplotlib scikit-learn statsmodels astropy networkx sqlalchemy \\
         azure-mgmt-network azure-mgmt-compute azure-mgmt-web azure-mgmt-sql
-    python docs/results/build_passages.py wheels passages.txt
+    python benchmarks/build_passages.py wheels passages.txt
 
 Sources: the ``documentation`` / ``description`` strings of botocore's service models and
 Google's discovery documents (HTML stripped), the docstrings of every ``.py`` file in the

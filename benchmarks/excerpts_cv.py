@@ -14,8 +14,8 @@ labels only score; nothing reaches the memory.
 
 Usage::
 
-    python docs/results/judge_capture.py locomo cap.pkl ../shared/data/locomo-dev/conv-*.json
-    python docs/results/excerpts_cv.py cap.pkl [--criterion 1000,2000,...] [--json out.json]
+    python benchmarks/judge_capture.py locomo cap.pkl ../shared/data/locomo-dev/conv-*.json
+    python benchmarks/excerpts_cv.py cap.pkl [--criterion 1000,2000,...] [--json out.json]
 """
 
 from __future__ import annotations

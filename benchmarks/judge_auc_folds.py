@@ -8,7 +8,7 @@ AUC pooled over all rows.
 
 Usage::
 
-    python docs/results/judge_auc_folds.py RUN_DIR/results.jsonl
+    python benchmarks/judge_auc_folds.py RUN_DIR/results.jsonl
 """
 
 from __future__ import annotations

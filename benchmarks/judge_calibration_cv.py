@@ -19,7 +19,7 @@ the memory.
 
 Usage::
 
-    python docs/results/judge_calibration_cv.py OUT_DIR conv-26.json conv-30.json ...
+    python benchmarks/judge_calibration_cv.py OUT_DIR conv-26.json conv-30.json ...
 
 (``OUT_DIR/calibration_rows.npz`` from an earlier run is reused: no eval then.)
 """

@@ -18,9 +18,9 @@ candidate; the chosen judge is then measured by a real run).
 
 Usage::
 
-    python docs/results/judge_capture.py locomo OUT.pkl conv-26.json conv-30.json ...
+    python benchmarks/judge_capture.py locomo OUT.pkl conv-26.json conv-30.json ...
     # (the eval's own results and summary go to OUT.pkl.d; CAPTURE_LIMIT=N: N questions a file)
-    python docs/results/judge_capture.py longmemeval OUT.pkl FILE JOURNAL
+    python benchmarks/judge_capture.py longmemeval OUT.pkl FILE JOURNAL
 """
 
 from __future__ import annotations

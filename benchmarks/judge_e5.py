@@ -8,7 +8,7 @@ the hand formula with ``sem`` replaced by ``(1 − α)·sem + α·sem_e5``.
 
 Usage::
 
-    python docs/results/judge_e5.py CAPTURE.pkl ROWS_CACHE.pkl VECTORS.pkl OUT.json
+    python benchmarks/judge_e5.py CAPTURE.pkl ROWS_CACHE.pkl VECTORS.pkl OUT.json
 """
 
 from __future__ import annotations

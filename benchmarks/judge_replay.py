@@ -19,9 +19,9 @@ the memory.
 
 Usage::
 
-    python docs/results/judge_replay.py CAPTURE.pkl OUT.json [ROWS_CACHE.pkl]
+    python benchmarks/judge_replay.py CAPTURE.pkl OUT.json [ROWS_CACHE.pkl]
     # the fits on all five LoCoMo conversations, scored on LongMemEval by question fold
-    python docs/results/judge_replay.py transfer CAPTURE.pkl ROWS.pkl LME.pkl LME_ROWS.pkl OUT.json
+    python benchmarks/judge_replay.py transfer CAPTURE.pkl ROWS.pkl LME.pkl LME_ROWS.pkl OUT.json
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ arguments after ``--`` set ``ReadSettings`` fields.
 
 Usage::
 
-    PYTHONPATH=docs/results python docs/results/longview_locomo.py OUT conv-26.json ... \
+    PYTHONPATH=benchmarks python benchmarks/longview_locomo.py OUT conv-26.json ... \
         [-- field=value ...]
 """
 

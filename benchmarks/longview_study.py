@@ -1,6 +1,6 @@
 """The long-history View study (longmemeval.md): asks, captures under read settings, replays.
 
-Subcommands (``PYTHONPATH=docs/results``):
+Subcommands (``PYTHONPATH=benchmarks``):
 
 ``asks KIND RESULTS_DIR OUT.pkl DATA...``
     the scored questions of an eval run (``longview_asks.asks_from_results``), with their

@@ -3,9 +3,9 @@
 The figures of the README's "BM25 at 1M, term at a time" paragraph. ``mnemon bench backend``
 builds a throwaway database for every run (~35 min at 1M on 2 cores); this keeps one:
 
-    python docs/results/pg_bm25_1m.py build /tmp/pg1m 1000000 PASSAGES.txt
-    python docs/results/pg_bm25_1m.py measure /tmp/pg1m 1000000 PASSAGES.txt out.json
-    python docs/results/pg_bm25_1m.py parts /tmp/pg1m 1000000 PASSAGES.txt
+    python benchmarks/pg_bm25_1m.py build /tmp/pg1m 1000000 PASSAGES.txt
+    python benchmarks/pg_bm25_1m.py measure /tmp/pg1m 1000000 PASSAGES.txt out.json
+    python benchmarks/pg_bm25_1m.py parts /tmp/pg1m 1000000 PASSAGES.txt
 
 ``build`` starts a persistent server in the folder (pgserver, ``cleanup_mode=None``; stop
 it with ``pg_ctl -D FOLDER stop`` as the server's user) and writes the bench's namespaces

@@ -8,7 +8,7 @@ turn (nothing later replaced it: a mark is wrong) and earlier ones (replaced: a 
 right); for the other question types every gold turn (nothing replaced it as far as the
 benchmark says: a mark is wrong).
 
-    python docs/results/updates_lme.py /work/shared/data/longmemeval-dev/longmemeval_s_dev.json
+    python benchmarks/updates_lme.py /work/shared/data/longmemeval-dev/longmemeval_s_dev.json
 
 A second argument names an update-weights file (``mnemon train updates --out FILE``): the
 learned detector is measured instead of the default.

@@ -14,7 +14,7 @@ characters (ties to the earlier variant), and is scored on its held-out conversa
 
 Usage::
 
-    python docs/results/view_neighbours_cv.py OUT_DIR conv-26.json conv-30.json ...
+    python benchmarks/view_neighbours_cv.py OUT_DIR conv-26.json conv-30.json ...
 """
 
 from __future__ import annotations

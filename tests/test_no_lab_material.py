@@ -112,3 +112,15 @@ def test_no_measurements_or_issue_numbers_in_docstrings_and_comments() -> None:
     assert all(reason.strip() for reason in ALLOWLIST.values()), "every entry needs a reason"
     stale = sorted(set(ALLOWLIST) - used)
     assert not stale, f"allowlist entries that no longer match anything, remove them: {stale}"
+
+
+def test_measurement_scripts_live_in_benchmarks_not_in_docs() -> None:
+    """docs/ holds pages and figures; the scripts that make them live in benchmarks/, and
+    its README names each one (a script nobody can find the page of is lost work)."""
+    in_docs = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.py"))
+    assert not in_docs, f"measurement scripts belong in benchmarks/, not docs/: {in_docs}"
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+    assert scripts, "benchmarks/ holds no script: the scan found nothing to check"
+    readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    unnamed = [name for name in scripts if f"`{name}`" not in readme]
+    assert not unnamed, f"benchmarks/README.md does not say what these reproduce: {unnamed}"

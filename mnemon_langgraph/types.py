@@ -56,8 +56,8 @@ MAX_SESSION = 2**31 - 1
 
 MAX_SPEAKER_CHARS = 100
 """Longest speaker name. Every record line repeats its speaker, so an unbounded name
-would multiply the bytes one message costs (a 10k-character name made a 100k-character
-message 25 MB of records)."""
+would multiply the bytes one message costs (docs/results/log.md, "Records and the
+journal")."""
 
 MAX_MESSAGE_ID_CHARS = 512
 """Longest message id (characters). Both backends index message ids (PostgreSQL's B-tree

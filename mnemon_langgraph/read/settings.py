@@ -54,9 +54,8 @@ class ReadSettings:
             A budget on System 1's work, which otherwise grows with the memory around the
             pool. ``None``: every record that passes the screen (or is in the floor).
             Default 24, a cost budget rather than a tuned choice: it holds a turn's
-            judgments flat from BEAM 100K to ~1M tokens (1.09× against 1.42× without it)
-            for 3 of 359 BEAM dev questions and no LoCoMo or LongMemEval evidence
-            (docs/results/beam.md, "A budget on judgments").
+            judgments nearly flat from BEAM 100K to ~1M tokens at the cost of a few BEAM
+            questions' evidence (docs/results/beam.md, "A budget on judgments").
         planner_timeout_s: Seconds before a System 2 call is abandoned (rule planner then).
         judge_timeout_s: Seconds before a System 1 wave is abandoned (fused order then).
         leave_out_recent: Leave out of the View the records whose every message is among

@@ -754,9 +754,10 @@ def _arranged(
 BLOCK_RECORDS = 3
 """Most records one block of the View shows under one header (:func:`_fill`).
 
-Consecutive records of one session and day share a block, which spends one header where
-each would spend ~60 characters (LoCoMo dev: about 6 of a 12,000-character View's 20
-records continue another one) and shows a question with its reply in one piece. Three is
+Consecutive records of one session and day share a block, which spends one header where each
+would spend ~60 characters (on LoCoMo dev a good share of a large View's records continue
+another one: docs/results/log.md, "Figures behind the code's defaults") and shows a question
+with its reply in one piece. Three is
 a record, the one before and the one after: the block stays near the rank of its best
 record instead of growing into the whole session when a View holds most of a small
 history (on the dev conversations 3 and no limit give the same Views' evidence)."""

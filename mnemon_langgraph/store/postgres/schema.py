@@ -162,7 +162,7 @@ _V2 = [
 
 _V3 = [
     # A half-precision copy of every vector, in a table of its own: the exact scan reads
-    # ~half the bytes (88 MB against 194 MB at 100k vectors of 384 dimensions) and ranks
+    # about half the bytes (docs/results/postgres-history.md) and ranks
     # candidates that are then re-ranked by exact cosine on the float vectors (see
     # PostgresStore._dense): faster at the same recall, where binary quantization lost
     # recall (docs/results/postgres-history.md, "Half-precision copy"). No typmod: the

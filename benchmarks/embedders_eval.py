@@ -158,7 +158,7 @@ def locomo_rows(ms: dict[str, Any], files: Sequence[Path] | None = None) -> list
 
 
 def longmemeval_rows(ms: dict[str, Any], per_type: int, limit: int) -> list[dict[str, Any]]:
-    from mnemon_langgraph.sources.longmemeval import load_longmemeval
+    from mnemon_langgraph.loaders.longmemeval import load_longmemeval
 
     taken: dict[str, int] = defaultdict(int)
     rows = []

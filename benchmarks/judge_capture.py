@@ -124,8 +124,8 @@ def capture_locomo(files: Sequence[str], out: str) -> list[dict[str, Any]]:
 
 
 def capture_longmemeval(file: str, journal: str) -> list[dict[str, Any]]:
+    from mnemon_langgraph.loaders.longmemeval import load_longmemeval
     from mnemon_langgraph.read.state import ReadContext
-    from mnemon_langgraph.sources.longmemeval import load_longmemeval
     from mnemon_langgraph.store import MnemonStore
 
     emb = _embedder()

@@ -34,12 +34,12 @@ import mnemon_langgraph.read.nodes as nodes
 import mnemon_langgraph.read.view as view_module
 from mnemon_langgraph.cli._common import embeddings_for, judge
 from mnemon_langgraph.eval.baselines import TurnIndex, budget_prefix
+from mnemon_langgraph.loaders.longmemeval import session_of
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.records.chunking import chunk_messages
 from mnemon_langgraph.search.embeddings import CachedEmbeddings
-from mnemon_langgraph.sources.longmemeval import session_of
 from mnemon_langgraph.store import MnemonStore
 
 CACHE = "/work/cache/embeddings.sqlite"
@@ -56,7 +56,7 @@ def _histories(kind: str, data: Sequence[str]) -> dict[str, Any]:
     """Group id → its messages, for the groups of ``kind``'s data files."""
     out: dict[str, Any] = {}
     if kind == "longmemeval":
-        from mnemon_langgraph.sources.longmemeval import load_longmemeval
+        from mnemon_langgraph.loaders.longmemeval import load_longmemeval
 
         for path in data:
             for q in load_longmemeval(path):

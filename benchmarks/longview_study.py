@@ -157,7 +157,7 @@ def cmd_history(results: str, data: str) -> None:
     import json
     from pathlib import Path
 
-    from mnemon_langgraph.sources.longmemeval import load_longmemeval
+    from mnemon_langgraph.loaders.longmemeval import load_longmemeval
 
     rows = {
         r["question_id"]: r

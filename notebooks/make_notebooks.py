@@ -68,7 +68,7 @@ runs offline: the bundled MiniLM embedder, the rule planner and the local judge.
     (
         "code",
         """\
-from mnemon_langgraph.sources import load_locomo
+from mnemon_langgraph.loaders import load_locomo
 
 conversation = load_locomo(LONG_SAMPLE)[0]
 messages, source = conversation.messages, conversation.source
@@ -182,7 +182,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from mnemon_langgraph import MnemonStore
-from mnemon_langgraph.sources import load_jsonl
+from mnemon_langgraph.loaders import load_jsonl
 
 
 class EchoModel(BaseChatModel):
@@ -203,7 +203,7 @@ class EchoModel(BaseChatModel):
         return self
 
 
-from mnemon_langgraph.sources import SAMPLE_PATH
+from mnemon_langgraph.loaders import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
@@ -304,7 +304,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from mnemon_langgraph import MnemonStore
-from mnemon_langgraph.sources import load_jsonl
+from mnemon_langgraph.loaders import load_jsonl
 
 
 class ScriptedFolder(BaseChatModel):
@@ -337,7 +337,7 @@ class ScriptedFolder(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
 
-from mnemon_langgraph.sources import SAMPLE_PATH
+from mnemon_langgraph.loaders import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")

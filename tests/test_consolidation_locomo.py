@@ -17,8 +17,8 @@ from mnemon_langgraph.consolidation import (
     create_consolidation_graph,
     trim_record,
 )
+from mnemon_langgraph.loaders.locomo import load_locomo
 from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.sources.locomo import load_locomo
 from mnemon_langgraph.store.embedded.journal import Journal
 
 CONV = LOCOMO_DEV / "conv-30.json"

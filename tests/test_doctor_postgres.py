@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from mnemon_langgraph.cli import main
-from mnemon_langgraph.sources import SAMPLE_PATH
+from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.postgres.health import expected_indexes
 from mnemon_langgraph.store.postgres.impact import PACK_MIN

@@ -172,7 +172,7 @@ def test_store_records_e5_and_searches_across_languages(
 
 @pytest.mark.unit
 def test_multilingual_fixture_is_well_formed() -> None:
-    from mnemon_langgraph.sources.locomo import load_locomo
+    from mnemon_langgraph.loaders.locomo import load_locomo
 
     conversations = load_locomo(FIXTURE)
     raw = json.loads(FIXTURE.read_text(encoding="utf-8"))

@@ -277,7 +277,7 @@ def test_bench_ingest_compares_todays_path_with_the_concurrent_one_in_one_run() 
     import argparse
 
     from mnemon_langgraph.bench import ingest
-    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.loaders import SAMPLE_PATH
 
     args = argparse.Namespace(
         files=[str(SAMPLE_PATH)], embedders="minilm-seq,minilm", repeat=2, one_turn_per_record=True

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _paths import LOCOMO_DEV
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.sources import load_locomo
+from mnemon_langgraph.loaders import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
 from mnemon_langgraph.store.postgres import PostgresSettings
 from mnemon_langgraph.store.postgres.bm25 import BM25Query

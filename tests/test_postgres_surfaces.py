@@ -20,9 +20,9 @@ from _reliability_common import fake_embeddings, yes_judge
 from mnemon_langgraph.cli import main
 from mnemon_langgraph.errors import EmbeddingMismatchError
 from mnemon_langgraph.integrations.retriever import MnemonRetriever
+from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.sources import SAMPLE_PATH
 from mnemon_langgraph.store import MnemonStore, PostgresStore
 from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION
 from mnemon_langgraph.types import Message

@@ -35,7 +35,7 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def read_graph(tmp_path_factory):
     from mnemon_langgraph.judges.local import LocalDecisionModel
-    from mnemon_langgraph.sources import load_locomo
+    from mnemon_langgraph.loaders import load_locomo
     from mnemon_langgraph.store import MnemonStore
 
     conv = load_locomo(DATA)[0]

@@ -28,7 +28,7 @@ from _reliability_common import fake_embeddings, tagged_messages
 
 from mnemon_langgraph.cli.doctor import diagnose
 from mnemon_langgraph.errors import InputError, JournalReadOnlyError, NamespaceError
-from mnemon_langgraph.sources import (
+from mnemon_langgraph.loaders import (
     load_any,
     load_jsonl,
     load_locomo,

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings, tagged_messages, yes_judge
 
 from mnemon_langgraph.errors import InputError, MnemonError
+from mnemon_langgraph.loaders import load_locomo, messages_from_langchain
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.sources import load_locomo, messages_from_langchain
 from mnemon_langgraph.store import MnemonStore
 
 NS = ("fuzz", "user@example.com")

@@ -284,7 +284,7 @@ def test_bench_peers_runs_all_three_on_the_same_records(
     pytest.importorskip("rank_bm25")
     pytest.importorskip("langchain_classic")
     from mnemon_langgraph.cli import main
-    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.loaders import SAMPLE_PATH
     from mnemon_langgraph.store import load_messages
 
     with MnemonStore(tmp_path / "one.db", HashEmbeddings()) as one:

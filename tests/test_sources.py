@@ -1,4 +1,4 @@
-"""Tests for mnemon_langgraph.sources: LoCoMo, JSONL, transcripts, LangChain, load_any."""
+"""Tests for mnemon_langgraph.loaders: LoCoMo, JSONL, transcripts, LangChain, load_any."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from _paths import LOCOMO_DEV
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.sources import (
+from mnemon_langgraph.loaders import (
     detect_format,
     load_any,
     load_jsonl,
@@ -22,6 +21,7 @@ from mnemon_langgraph.sources import (
     load_transcript,
     messages_from_langchain,
 )
+from mnemon_langgraph.records.chunking import chunk_messages
 
 DEV = LOCOMO_DEV
 DEV_FILES = sorted(DEV.glob("conv-*.json"))
@@ -426,14 +426,37 @@ def test_load_any_single_objects(tmp_path: Path) -> None:
     ],
 )
 def test_parse_date_forms(text: str, expected: datetime) -> None:
-    from mnemon_langgraph.sources import parse_date
+    from mnemon_langgraph.loaders import parse_date
 
     assert parse_date(text, where="x") == expected
 
 
 @pytest.mark.parametrize("text", ["31 February 2023", "13:00 pm on 8 May, 2023", "someday", ""])
 def test_parse_date_rejects(text: str) -> None:
-    from mnemon_langgraph.sources import parse_date
+    from mnemon_langgraph.loaders import parse_date
 
     with pytest.raises(InputError, match="where-it-was"):
         parse_date(text, where="where-it-was")
+
+
+def test_old_module_paths_warn_and_are_the_same_modules() -> None:
+    """``mnemon_langgraph.sources`` and ``store.files`` (the loaders' old homes) still import
+    for one release, warn, and give the very modules and functions of ``loaders``."""
+    import importlib
+    import sys
+
+    import mnemon_langgraph.loaders as loaders
+    import mnemon_langgraph.loaders.files as files
+    import mnemon_langgraph.loaders.longmemeval as longmemeval
+
+    for old in ("mnemon_langgraph.sources", "mnemon_langgraph.store.files"):
+        sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match="mnemon_langgraph.loaders"):
+        old_sources = importlib.import_module("mnemon_langgraph.sources")
+    with pytest.warns(DeprecationWarning, match="mnemon_langgraph.loaders.files"):
+        old_files = importlib.import_module("mnemon_langgraph.store.files")
+    assert old_sources.load_locomo is loaders.load_locomo
+    assert old_sources.SAMPLE_PATH == loaders.SAMPLE_PATH
+    assert set(old_sources.__all__) == set(loaders.__all__)
+    assert importlib.import_module("mnemon_langgraph.sources.longmemeval") is longmemeval
+    assert old_files.load_messages is files.load_messages

@@ -146,7 +146,7 @@ def load_locomo_items(paths: Iterable[str | Path]) -> list[LocomoItem]:
     The loader keeps the questions apart from the messages; only the messages are ever
     ingested.
     """
-    from mnemon_langgraph.sources.locomo import load_locomo
+    from mnemon_langgraph.loaders.locomo import load_locomo
 
     items: list[LocomoItem] = []
     for p in paths:

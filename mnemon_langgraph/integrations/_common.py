@@ -409,7 +409,7 @@ def stamp_messages(
 
     A message that carries its own timestamp keeps it (and its session); one without is dated
     ``now`` (UTC) and continues the namespace's last session, unless more than
-    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that session's
+    :data:`~mnemon_langgraph.loaders.messages.DEFAULT_SESSION_GAP` passed since that session's
     last record, when it opens the next one.
     """
     from mnemon_langgraph.store.users import date_messages
@@ -463,7 +463,7 @@ async def anew_messages(
 
 
 def _converted(candidates: Sequence[BaseMessage], last: Any) -> list[Message]:
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     return messages_from_langchain(
         candidates,

@@ -129,7 +129,7 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
 
 def _with_ids(messages: Sequence[BaseMessage]) -> list[Message]:
     """``messages`` as mnemon Messages, each with an id (a fresh one where it had none)."""
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     with_ids = [m if m.id else m.model_copy(update={"id": uuid.uuid4().hex}) for m in messages]
     return messages_from_langchain(with_ids)

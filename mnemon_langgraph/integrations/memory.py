@@ -175,7 +175,7 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
         return self._variables(view)
 
     def _exchange(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[Any]:
-        from mnemon_langgraph.sources import messages_from_langchain
+        from mnemon_langgraph.loaders import messages_from_langchain
 
         question = _pick(inputs, self.input_key, [self.memory_key], "input")
         answer = _pick(outputs, self.output_key, [], "output")

@@ -18,11 +18,11 @@ import os
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import loads_json, parse_date, read_text, split_lines
-from mnemon_langgraph.sources.jsonl import load_jsonl, message_from_dict
-from mnemon_langgraph.sources.locomo import LocomoConversation, is_locomo, load_locomo
-from mnemon_langgraph.sources.messages import messages_from_langchain
-from mnemon_langgraph.sources.transcript import load_transcript, parse_transcript
+from mnemon_langgraph.loaders._common import loads_json, parse_date, read_text, split_lines
+from mnemon_langgraph.loaders.jsonl import load_jsonl, message_from_dict
+from mnemon_langgraph.loaders.locomo import LocomoConversation, is_locomo, load_locomo
+from mnemon_langgraph.loaders.messages import messages_from_langchain
+from mnemon_langgraph.loaders.transcript import load_transcript, parse_transcript
 from mnemon_langgraph.types import Message
 
 #: The bundled sample conversation (JSONL) that ``mnemon demo`` and ``bench ingest`` use.

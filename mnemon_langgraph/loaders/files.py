@@ -26,7 +26,7 @@ def load_messages(
         InputError: Unknown format, malformed input, or a LoCoMo file with several
             conversations (their turn ids collide: ingest each into its own namespace).
     """
-    from mnemon_langgraph import sources
+    from mnemon_langgraph import loaders
 
     p = Path(path)
     # A file name that is not valid UTF-8 (surrogate-escaped bytes) would be refused as a
@@ -34,9 +34,9 @@ def load_messages(
     name = os.fsencode(p.name).decode("utf-8", "backslashreplace")
     if format not in _FORMATS:
         raise InputError(f"unknown format {format!r}: use {', '.join(_FORMATS)}")
-    fmt = sources.detect_format(p) if format == "auto" else format
+    fmt = loaders.detect_format(p) if format == "auto" else format
     if fmt == "locomo":
-        conversations = sources.load_locomo(p)
+        conversations = loaders.load_locomo(p)
         if len(conversations) != 1:
             raise InputError(
                 f"{p}: holds {len(conversations)} LoCoMo conversations; ingest each into its "
@@ -45,10 +45,10 @@ def load_messages(
         conv = conversations[0]
         return [(conv.source or name, list(conv.messages))]
     if fmt == "jsonl":
-        return [(name, list(sources.load_jsonl(p, source=name)))]
+        return [(name, list(loaders.load_jsonl(p, source=name)))]
     if fmt == "transcript":
-        return [(name, list(sources.load_transcript(p, source=name)))]
-    return [(name, list(sources.load_any(p)))]
+        return [(name, list(loaders.load_transcript(p, source=name)))]
+    return [(name, list(loaders.load_any(p)))]
 
 
 _FORMATS = ("auto", "locomo", "jsonl", "transcript")

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.records.chunking import stable_hash
-from mnemon_langgraph.sources._common import (
+from mnemon_langgraph.loaders._common import (
     loads_json,
     make_message,
     parse_date,
@@ -33,6 +32,7 @@ from mnemon_langgraph.sources._common import (
     read_text,
     split_lines,
 )
+from mnemon_langgraph.records.chunking import stable_hash
 from mnemon_langgraph.types import Message
 
 __all__ = ["load_jsonl", "message_from_dict", "text_of_content"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import loads_json, make_message, parse_date, read_text
+from mnemon_langgraph.loaders._common import loads_json, make_message, parse_date, read_text
 from mnemon_langgraph.types import Message, check_session
 
 __all__ = ["LocomoConversation", "is_locomo", "load_locomo", "turn_text"]

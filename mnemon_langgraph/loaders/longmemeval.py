@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.sources._common import make_message, parse_date, parse_role
+from mnemon_langgraph.loaders._common import make_message, parse_date, parse_role
 from mnemon_langgraph.types import Message
 
 __all__ = [

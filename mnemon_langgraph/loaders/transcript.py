@@ -34,14 +34,14 @@ from datetime import datetime
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.records.chunking import stable_hash
-from mnemon_langgraph.sources._common import (
+from mnemon_langgraph.loaders._common import (
     make_message,
     parse_date,
     read_text,
     role_for_speaker,
     split_lines,
 )
+from mnemon_langgraph.records.chunking import stable_hash
 from mnemon_langgraph.types import Message, check_session
 
 __all__ = ["load_transcript", "parse_transcript"]

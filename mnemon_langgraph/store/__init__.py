@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mnemon_langgraph.loaders.files import load_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.store.embedded import EmbeddedStore
-from mnemon_langgraph.store.files import load_messages
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store.postgres import PostgresStore

@@ -727,7 +727,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
             pack: See ``ingest``.
             progress: See ``ingest``.
         """
-        from mnemon_langgraph.store.files import load_messages
+        from mnemon_langgraph.loaders.files import load_messages
 
         if not isinstance(path, str | os.PathLike):
             raise InputError(f"path must be a file path, got {type(path).__name__}")

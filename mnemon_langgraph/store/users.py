@@ -49,7 +49,7 @@ def date_messages(
     A message that carries its own timestamp keeps it (and its session); one without is
     dated ``now`` (default: the current time; any time zone, stored as naive UTC) and
     continues the namespace's last session, unless more than
-    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
+    :data:`~mnemon_langgraph.loaders.messages.DEFAULT_SESSION_GAP` passed since that
     session's last record, when it opens the next one.
     """
     return dated_after(last_record(store, namespace), messages, now=now)
@@ -77,7 +77,7 @@ def dated_after(
 
     The rule without the read, so the sync and the async per-user API share it.
     """
-    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+    from mnemon_langgraph.loaders.messages import DEFAULT_SESSION_GAP
 
     stamp = as_naive_utc(now or datetime.now(UTC))
     assert stamp is not None
@@ -101,7 +101,7 @@ def user_messages(
     """
     from langchain_core.messages import convert_to_messages
 
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     ns = normalize_namespace(user)
     if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):

@@ -1,6 +1,6 @@
 """The surfaces work unchanged on a PostgreSQL URL: the CLI, the read graph, the retriever.
 
-(Storage behaviour itself is covered for both backends by test_storage_conformance.py; the
+(Storage behaviour itself is covered for both backends by test_store_conformance.py; the
 dev server by test_langgraph_dev.py.)
 """
 

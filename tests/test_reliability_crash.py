@@ -7,7 +7,7 @@ acknowledged batch, items exist only for records at or below it, none twice, and
 ends with exactly the items of an uninterrupted run.
 
 SIGKILL during ingest is one test of the storage conformance suite
-(``tests/test_storage_conformance.py``), run against both backends.
+(``tests/test_store_conformance.py``), run against both backends.
 
 Trials: ``MNEMON_CRASH_TRIALS`` (default 8 per scenario).
 """

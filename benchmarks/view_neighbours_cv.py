@@ -30,6 +30,7 @@ from typing import Any
 
 import mnemon_langgraph.read.nodes as nodes
 import mnemon_langgraph.read.view as view_module
+import mnemon_langgraph.read.view_order as order_module
 from mnemon_langgraph.cli._common import embeddings_for, judge
 from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
 from mnemon_langgraph.read.graph import create_read_graph
@@ -72,7 +73,7 @@ def capture(files: Sequence[str], out: str) -> list[dict[str, Any]]:
 
 
 def variant(top: int, after: int, sides: tuple[int, ...]) -> Callable[..., Any]:
-    """A candidate reordering like ``view._with_neighbours``, with its sides as a choice."""
+    """A candidate reordering like ``view_order._with_neighbours``, with its sides as a choice."""
 
     def reorder(candidates: Any, pool: Any, skip: Any, settings: Any) -> list[Any]:
         at = {
@@ -101,7 +102,7 @@ def variant(top: int, after: int, sides: tuple[int, ...]) -> Callable[..., Any]:
     return reorder
 
 
-SHIPPED_RULE = view_module._with_neighbours
+SHIPPED_RULE = order_module._with_neighbours
 
 
 def hits(q: dict[str, Any], budget: int, reorder: Callable[..., Any] | None) -> tuple[bool, bool]:
@@ -109,11 +110,11 @@ def hits(q: dict[str, Any], budget: int, reorder: Callable[..., Any] | None) -> 
     on = 0 if reorder is None else 2
     kw = dict(q["kw"])
     kw["settings"] = dataclasses.replace(kw["settings"], view_chars=budget, view_neighbours=on)
-    view_module._with_neighbours = reorder or SHIPPED_RULE  # type: ignore[assignment]
+    order_module._with_neighbours = reorder or SHIPPED_RULE  # type: ignore[assignment]
     try:
         shown = set(view_module.compose_view(q["pool"], q["judgments"], **kw).message_ids)
     finally:
-        view_module._with_neighbours = SHIPPED_RULE  # type: ignore[assignment]
+        order_module._with_neighbours = SHIPPED_RULE  # type: ignore[assignment]
     return q["gold"] <= shown, bool(q["gold"] & shown)
 
 

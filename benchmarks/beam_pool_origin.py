@@ -40,7 +40,7 @@ def part_of_records(root: str, conv_id: str) -> tuple[dict[str, str], dict[str, 
         for m in cat.messages[start : start + len(p.messages)]:
             part_of_msg[str(m.id)] = p.id
         start += len(p.messages)
-    records = chunk_messages(cat.messages, namespace=("beam", tier, name), source=f"beam:{cat.id}")
+    records = chunk_messages(cat.messages, namespace=("beam", tier, name), origin=f"beam:{cat.id}")
     part_of_rec = {r.id: part_of_msg[r.message_ids[0]] for r in records}
     return part_of_rec, part_of_msg
 

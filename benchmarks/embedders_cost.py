@@ -31,9 +31,9 @@ def timed(fn: Any, *args: Any) -> float:
 def main(path: str) -> None:
     item = load_locomo_items([path])[0]
     turns = [
-        r.render() for r in chunk_messages(item.messages, namespace="c", source="s", pack=False)
+        r.render() for r in chunk_messages(item.messages, namespace="c", origin="s", pack=False)
     ]
-    packed = [r.render() for r in chunk_messages(item.messages, namespace="c", source="s")]
+    packed = [r.render() for r in chunk_messages(item.messages, namespace="c", origin="s")]
     sets = {"turns": turns[:200], "records": packed[:60]}
     queries = [str(q["question"]) for q in item.qa[:50]]
     models = {

@@ -60,7 +60,7 @@ class Unit:
 
     def __init__(self, name: str, messages: list[Any], models: dict[str, Any]) -> None:
         self.name = name
-        self.records = chunk_messages(messages, namespace=("e", name), source=name, pack=False)
+        self.records = chunk_messages(messages, namespace=("e", name), origin=name, pack=False)
         self.rendered = [r.render() for r in self.records]
         self.vectors = {
             m: np.asarray(e.embed_documents(self.rendered), dtype=np.float32)

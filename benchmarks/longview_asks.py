@@ -101,7 +101,7 @@ def asks_from_results(
         group = str(r["conversation"])
         if group not in indexes:
             turns = chunk_messages(
-                histories[group], namespace=("turns", group), source="t", pack=False
+                histories[group], namespace=("turns", group), origin="t", pack=False
             )
             indexes[group] = TurnIndex.build(turns, emb)
         index = indexes[group]

@@ -44,7 +44,7 @@ def build(url: str, n: int, corpus: str) -> dict[str, Any]:
     work = B._corpus_workload(corpus, n, 40, 0)
     with MnemonStore(url, work["embeddings"]) as store:
         out = B._ingest_big(store, url, n, work["big"], args)
-        store.ingest(("bench", f"small-{n}"), work["small"], source="bench", pack=False)
+        store.ingest(("bench", f"small-{n}"), work["small"], origin="bench", pack=False)
     B._analyze(url)
     return out
 

@@ -71,7 +71,7 @@ runs offline: the bundled MiniLM embedder, the rule planner and the local judge.
 from mnemon_langgraph.loaders import load_locomo
 
 conversation = load_locomo(LONG_SAMPLE)[0]
-messages, source = conversation.messages, conversation.source
+messages, origin = conversation.messages, conversation.origin
 # questions written with the sample, with the turns that answer them (category 5 has none)
 questions = [q for q in conversation.qa if q.get("category") != 5][:4]
 print(len(messages), "messages in", len({m.session for m in messages}), "sessions")
@@ -89,7 +89,7 @@ from mnemon_langgraph import MnemonStore
 
 store = MnemonStore(WORKDIR / "journal.db")
 NAMESPACE = ("demo",)
-result = store.ingest(NAMESPACE, messages, source=source)
+result = store.ingest(NAMESPACE, messages, origin=origin)
 print(result.records_written, "records from", result.messages_written, "messages")
 print(store.list_records(NAMESPACE, limit=1)[0].render())""",
     ),
@@ -207,7 +207,7 @@ from mnemon_langgraph.loaders import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
-store.ingest(("noor",), sample, source="sample")
+store.ingest(("noor",), sample, origin="sample")
 print(store.count(("noor",)), "records for noor")""",
     ),
     (
@@ -341,7 +341,7 @@ from mnemon_langgraph.loaders import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
-result = store.ingest(("noor",), sample, source="sample")
+result = store.ingest(("noor",), sample, origin="sample")
 print(result.records_written, "records from", result.messages_written, "messages")""",
     ),
     (

@@ -29,8 +29,8 @@ QUERY = "apple garden story"
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("seed") / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(ADA, tagged_messages("Plum", 12), source="api", pack=False)
-        store.ingest(BO, tagged_messages("Fig", 8, prefix="b"), source="api", pack=False)
+        store.ingest(ADA, tagged_messages("Plum", 12), origin="api", pack=False)
+        store.ingest(BO, tagged_messages("Fig", 8, prefix="b"), origin="api", pack=False)
         store.search(QUERY, namespace=ADA, k=5)
         store.search(QUERY, namespace=BO, k=5)
     return db

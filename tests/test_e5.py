@@ -160,7 +160,7 @@ def test_store_records_e5_and_searches_across_languages(
                 Message(text="Мой брат работает врачом в Новосибирске.", speaker="u", role="user"),
                 Message(text="We bought a new sofa for the living room.", speaker="u", role="user"),
             ],
-            source="test",
+            origin="test",
         )
         hits = store.search("Where does my brother work?", namespace=("u",), k=1)
         assert "Новосибирске" in hits[0].record.text

@@ -79,7 +79,7 @@ def test_locomo_dev_files(path: Path) -> None:
     assert len(leaks) > 20
     for leak in leaks:
         assert leak not in corpus
-    records = chunk_messages(conv.messages, namespace=("locomo", conv.id), source=conv.source)
+    records = chunk_messages(conv.messages, namespace=("locomo", conv.id), origin=conv.origin)
     assert all(len(r.text) <= 600 for r in records)
     assert [m for r in records for m in r.message_ids] == [t["dia_id"] for t in turns]
 
@@ -108,7 +108,7 @@ def test_locomo_release_list_format(tmp_path: Path) -> None:
     convs = load_locomo(release)
     assert [c.id for c in convs] == [f"sample-{p.stem}" for p in DEV_FILES[:2]]
     assert all(c.qa and c.messages for c in convs)
-    assert convs[0].source == f"locomo:sample-{DEV_FILES[0].stem}"
+    assert convs[0].origin == f"locomo:sample-{DEV_FILES[0].stem}"
     assert load_locomo(entries)[1].id == convs[1].id
     with pytest.raises(InputError, match="2 LoCoMo conversations"):
         load_any(release)

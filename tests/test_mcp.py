@@ -49,7 +49,7 @@ def make_judge() -> ScriptedDecisionModel:
 def _seed(store: MnemonStore) -> None:
     for ns, text in ((ADA, "I moved to Lisbon last spring."), (BOB, "My dog Biscuit is a beagle.")):
         store.ingest(
-            ns, [Message(text, ns[0], id=f"{ns[0]}-1", timestamp=datetime(2024, 5, 1))], source="s"
+            ns, [Message(text, ns[0], id=f"{ns[0]}-1", timestamp=datetime(2024, 5, 1))], origin="s"
         )
 
 

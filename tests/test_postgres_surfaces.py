@@ -52,7 +52,7 @@ def test_read_graph_and_retriever_on_postgres(postgres_url: str) -> None:
         store.ingest(
             ("ada",),
             [Message("I adopted a grey cat called Pixel", "Ada", id="c1", session=1)],
-            source="chat",
+            origin="chat",
         )
         graph = create_read_graph(source=store, judge=yes_judge())
         out = graph.invoke(
@@ -67,7 +67,7 @@ def test_read_graph_and_retriever_on_postgres(postgres_url: str) -> None:
 def test_async_variant_and_model_identity(postgres_url: str) -> None:
     async def run() -> int:
         async with PostgresStore.afrom_conn_string(postgres_url, fake_embeddings()) as store:
-            result = await store.aingest(("a",), [Message("hello async world", "A")], source="s")
+            result = await store.aingest(("a",), [Message("hello async world", "A")], origin="s")
             hits = await store.asearch("async", namespace=("a",), k=1)
             assert hits and "async" in hits[0].record.text
             return result.records_written

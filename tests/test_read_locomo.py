@@ -40,7 +40,7 @@ def read_graph(tmp_path_factory):
 
     conv = load_locomo(DATA)[0]
     store = MnemonStore(tmp_path_factory.mktemp("locomo") / "journal.db")
-    store.ingest("conv-30", conv.messages, source="locomo")
+    store.ingest("conv-30", conv.messages, origin="locomo")
     graph = create_read_graph(source=store, judge=LocalDecisionModel(embeddings=store.embeddings))
     yield graph, store
     store.close()

@@ -60,7 +60,7 @@ def _integrity(db: Path) -> None:
 def _consolidation_journal(db: Path) -> None:
     messages = make_messages(240, sessions=5)
     with Journal(db) as journal:
-        journal.append(NS, chunk_messages(messages, namespace=NS, source="test", pack=False))
+        journal.append(NS, chunk_messages(messages, namespace=NS, origin="test", pack=False))
 
 
 def _items(store: SQLiteItemStore) -> list[tuple[str, str, tuple[str, ...]]]:

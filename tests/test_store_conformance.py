@@ -112,7 +112,7 @@ def test_both_backends_implement_the_protocol(store: MnemonStore, target: str) -
 def test_term_statistics_count_live_records_per_word(store: MnemonStore) -> None:
     """The memory's word counts the local judge weighs words by: same on both backends."""
     assert isinstance(store, TermStatsSource)
-    result = store.ingest(ADA, tagged_messages("counts", 6), source="chat", pack=False)
+    result = store.ingest(ADA, tagged_messages("counts", 6), origin="chat", pack=False)
     records = list(store.records(ADA))
     words = [*list(dict.fromkeys(t for r in records for t in tokenize(r.text)))[:8], "zzzunseen"]
     n, df = store.term_statistics(ADA, words)
@@ -126,7 +126,7 @@ def test_term_statistics_count_live_records_per_word(store: MnemonStore) -> None
 
 
 def test_journal_keeps_order_seq_and_records_by_id(store: MnemonStore) -> None:
-    result = store.ingest(ADA, tagged_messages("journal", 12), source="chat", pack=False)
+    result = store.ingest(ADA, tagged_messages("journal", 12), origin="chat", pack=False)
     assert result.records_written == 12 and result.messages_written == 12
     records = list(store.records(ADA))
     assert [r.id for r in records] == list(result.record_ids)
@@ -151,10 +151,10 @@ def test_a_sessions_records_are_read_by_position_whatever_was_written_between(
     take ``seq`` numbers but not positions, so a part of a session is read by position."""
     day = tagged_messages("turn", 1)[0].timestamp
     for i in range(6):
-        store.ingest(ADA, [Message(f"turn {i}", "Ada", "user", f"t{i}", day, 2)], source="chat")
+        store.ingest(ADA, [Message(f"turn {i}", "Ada", "user", f"t{i}", day, 2)], origin="chat")
         other = [Message(f"note {i}.{j}", "Bo", "user", f"n{i}.{j}", day, 2) for j in range(3)]
-        store.ingest(BO, other, source="chat", pack=False)
-    store.ingest(ADA, [Message("elsewhere", "Ada", "user", "e0", day, 3)], source="chat")
+        store.ingest(BO, other, origin="chat", pack=False)
+    store.ingest(ADA, [Message("elsewhere", "Ada", "user", "e0", day, 3)], origin="chat")
     whole = store.session_records(ADA, 2)
     assert [r.position for r in whole] == list(range(6))
     assert [r.message_ids for r in whole] == [(f"t{i}",) for i in range(6)]
@@ -169,9 +169,9 @@ def test_a_sessions_records_are_read_by_position_whatever_was_written_between(
 def test_record_ids_are_found_again_from_their_start_literally(store: MnemonStore) -> None:
     """The View shows ids shortened; the store finds them again, in one namespace only."""
     ids = sorted(
-        store.ingest(ADA, tagged_messages("prefix", 40), source="chat", pack=False).record_ids
+        store.ingest(ADA, tagged_messages("prefix", 40), origin="chat", pack=False).record_ids
     )
-    bo = store.ingest(BO, tagged_messages("other", 3), source="chat").record_ids
+    bo = store.ingest(BO, tagged_messages("other", 3), origin="chat").record_ids
     one = ids[17]
     assert store.match_record_ids(ADA, one) == [one]
     assert store.match_record_ids(ADA, one[:10]) == [one]
@@ -192,7 +192,7 @@ def test_record_size_is_the_stores_setting_for_ingest_and_rewrites(target: str) 
         Message(f"{walk} ({i})", "Ada" if i % 2 else "Bo", id=f"m{i}", session=1) for i in range(12)
     ]
     with MnemonStore(target, fake_embeddings(), record_chars=300) as small:
-        small.ingest(ADA, messages, source="chat")
+        small.ingest(ADA, messages, origin="chat")
         records = list(small.records(ADA))
         assert records and max(len(r.text) for r in records) <= 300
         assert [len(r.message_ids) for r in records] == [3, 3, 3, 3]  # packed up to the size
@@ -201,7 +201,7 @@ def test_record_size_is_the_stores_setting_for_ingest_and_rewrites(target: str) 
         assert "m4" not in {m for r in rewritten for m in r.message_ids}
         assert max(len(r.text) for r in rewritten) <= 300
     with MnemonStore(target, fake_embeddings()) as default:
-        default.ingest(BO, messages, source="chat")
+        default.ingest(BO, messages, origin="chat")
         packed = list(default.records(BO))
         assert [len(r.message_ids) for r in packed] == [6, 6]  # the default: 600
 
@@ -222,15 +222,15 @@ def test_text_postgresql_cannot_hold_is_refused_alike_and_writes_nothing(
     """A NUL character (binary tool output) is an InputError on both backends, raised
     before anything of the batch is written; what was stored before stays, and the same
     batch without it goes in."""
-    store.ingest(ADA, tagged_messages("before", 3), source="chat", pack=False)
+    store.ingest(ADA, tagged_messages("before", 3), origin="chat", pack=False)
     batch = [Message("fine", "Ada", id="n1"), Message("raw \x00 bytes", "Ada", id="n2")]
     with pytest.raises(InputError, match=r"message 1 \(text\) contains a NUL"):
-        store.ingest(ADA, batch, source="chat", pack=False)
+        store.ingest(ADA, batch, origin="chat", pack=False)
     with pytest.raises(InputError, match=r"message 0 \(speaker\) contains a NUL"):
-        store.ingest(ADA, [Message("ok", "A\x00da", id="n3")], source="chat", pack=False)
+        store.ingest(ADA, [Message("ok", "A\x00da", id="n3")], origin="chat", pack=False)
     assert store.count(ADA) == 3 and not store.known_message_ids(ADA, ["n1", "n2", "n3"])
     fixed = [batch[0], Message("raw \\x00 bytes", "Ada", id="n2")]
-    assert store.ingest(ADA, fixed, source="chat", pack=False).messages_written == 2
+    assert store.ingest(ADA, fixed, origin="chat", pack=False).messages_written == 2
     assert store.count(ADA) == 5
 
 
@@ -241,7 +241,7 @@ def test_ingest_is_idempotent_also_from_concurrent_writers(target: str) -> None:
         results: list[Any] = []
 
         def write(s: MnemonStore) -> None:
-            results.append(s.ingest(ADA, messages, source="chat"))
+            results.append(s.ingest(ADA, messages, origin="chat"))
 
         threads = [threading.Thread(target=write, args=(s,)) for s in stores]
         for t in threads:
@@ -250,7 +250,7 @@ def test_ingest_is_idempotent_also_from_concurrent_writers(target: str) -> None:
             t.join()
         assert len(results) == 3
         assert sum(r.messages_written for r in results) == 30
-        again = stores[0].ingest(ADA, messages, source="chat")
+        again = stores[0].ingest(ADA, messages, origin="chat")
         assert again.records_written == 0 and again.messages_skipped == 30
         per_message = Counter(m for r in stores[1].records(ADA) for m in r.message_ids)
         assert set(per_message) == {m.id for m in messages}
@@ -265,7 +265,7 @@ def test_search_ranks_lexically_and_densely_and_applies_filters(store: MnemonSto
         Message(f"note {i} about gardening tulips", "Ada", id=f"n{i}", session=1 + i % 3)
         for i in range(9)
     ] + [Message("the zebra named Quillon escaped", "Bo", id="z", session=2)]
-    store.ingest(ADA, messages, source="chat", pack=False)
+    store.ingest(ADA, messages, origin="chat", pack=False)
     hits = store.search("Quillon zebra", namespace=ADA, k=5)
     assert hits[0].record.message_ids == ("z",)
     assert hits[0].bm25_rank == 0 and hits[0].rank == 0
@@ -306,7 +306,7 @@ def test_a_date_filter_keeps_to_its_bounds_inside_the_ranking(store: MnemonStore
         ),
         Message("an undated tulips note", "Ada", id="undated", session=41),
     ]
-    store.ingest(ADA, messages, source="chat", pack=False)
+    store.ingest(ADA, messages, origin="chat", pack=False)
     june = SearchFilters(
         date_from=datetime(2023, 6, 1), date_to=datetime(2023, 6, 30, 23, 59, 59, 999999)
     )
@@ -321,8 +321,8 @@ def test_a_date_filter_keeps_to_its_bounds_inside_the_ranking(store: MnemonStore
 
 
 def test_namespaces_are_isolated(store: MnemonStore) -> None:
-    store.ingest(ADA, tagged_messages("adaonly", 5), source="chat")
-    bo = store.ingest(BO, tagged_messages("boonly", 5), source="chat")
+    store.ingest(ADA, tagged_messages("adaonly", 5), origin="chat")
+    bo = store.ingest(BO, tagged_messages("boonly", 5), origin="chat")
     hits = store.search("boonly shared apple", namespace=ADA, k=50)
     assert hits and all(h.record.namespace == ADA for h in hits)
     assert all("boonly" not in h.record.text for h in hits)
@@ -334,8 +334,8 @@ def test_delete_records_and_messages_are_audited_and_lose_nothing_else(
     store: MnemonStore,
 ) -> None:
     packed = [Message(f"short {w} turn", "Ada", id=f"p{i}") for i, w in enumerate("abcdef")]
-    store.ingest(ADA, packed, source="chat", pack=True)
-    single = store.ingest(ADA, tagged_messages("solo", 3, prefix="s"), source="x", pack=False)
+    store.ingest(ADA, packed, origin="chat", pack=True)
+    single = store.ingest(ADA, tagged_messages("solo", 3, prefix="s"), origin="x", pack=False)
     gone = store.delete_records(ADA, [single.record_ids[0], "unknown"], reason="asked")
     assert gone == [single.record_ids[0]]
     assert store.get_records(ADA, gone) == []
@@ -356,8 +356,8 @@ def test_erase_leaves_nothing_of_the_namespace_in_any_table(target: str) -> None
     markers = ["QzvMarkerAlpha7731", "ZqvMarkerGamma5521"]
     victim = [Message(f"secret {m} words", "Eve", id=f"v{i}") for i, m in enumerate(markers)]
     with MnemonStore(target, fake_embeddings()) as store:
-        store.ingest(("users", "victim"), victim, source="chat")
-        store.ingest(("users", "victi"), [Message("KeepMeOmega5512", "Ann")], source="c")
+        store.ingest(("users", "victim"), victim, origin="chat")
+        store.ingest(("users", "victi"), [Message("KeepMeOmega5512", "Ann")], origin="c")
         store.delete_records(("users", "victim"), [], reason="noop")
         _consolidate(store, ("users", "victim"))  # items, links, watermark of the victim too
         store.flush()
@@ -409,9 +409,9 @@ def _check_after_kill(target: str, acked: list[int]) -> int:
             hits = store.search(word, namespace=NS, k=2)
             assert hits and word in hits[0].record.text
         if present:  # a restarted writer continues without writing anything twice
-            redo = store.ingest(NS, batch_messages(max(present)), source="crash")
+            redo = store.ingest(NS, batch_messages(max(present)), origin="crash")
             assert redo.records_written == 0
-        again = store.ingest(NS, batch_messages(len(present)), source="crash")
+        again = store.ingest(NS, batch_messages(len(present)), origin="crash")
         assert again.records_written > 0
     return len(present)
 
@@ -474,7 +474,7 @@ def test_consolidation_folds_every_record_once_and_moves_the_watermark(
     from mnemon_langgraph.consolidation import item_store_for
     from mnemon_langgraph.store.item_rows import item_embedding_text
 
-    store.ingest(ADA, tagged_messages("fold", 24), source="chat", pack=False)
+    store.ingest(ADA, tagged_messages("fold", 24), origin="chat", pack=False)
     report = _consolidate(store, ADA)
     items = item_store_for(store)
     assert report.stop_reason == "caught_up" and len(report.batches) >= 2
@@ -499,7 +499,7 @@ def test_two_consolidation_jobs_never_fold_the_same_records_twice(target: str) -
     from mnemon_langgraph.errors import JournalError
 
     with MnemonStore(target, fake_embeddings()) as store:
-        store.ingest(ADA, tagged_messages("race", 40), source="chat", pack=False)
+        store.ingest(ADA, tagged_messages("race", 40), origin="chat", pack=False)
     outcomes: list[str] = []
 
     def job() -> None:
@@ -523,7 +523,7 @@ def test_two_consolidation_jobs_never_fold_the_same_records_twice(target: str) -
         assert set(linked.values()) == {1}, "a record was folded twice"
         assert items.watermark(ADA) == store.max_seq(ADA)
         # item ids may repeat across folds, so count folded batches against one lone job
-        store.ingest(BO, tagged_messages("race", 40), source="chat", pack=False)
+        store.ingest(BO, tagged_messages("race", 40), origin="chat", pack=False)
         alone = _consolidate(store, BO)
         assert items.state(ADA).batches == items.state(BO).batches == len(alone.batches)
 
@@ -548,15 +548,15 @@ BAD_CALLS: dict[str, Any] = {
     "search namespace=()": lambda s: s.search("pear", namespace=()),
     "asearch offset=-1": lambda s: _run(s.asearch("pear", namespace=ADA, offset=-1)),
     "asearch query=None": lambda s: _run(s.asearch(None, namespace=ADA)),
-    "ingest messages=5": lambda s: s.ingest(ADA, 5, source="t"),
-    "ingest messages=str": lambda s: s.ingest(ADA, "hello", source="t"),
-    "ingest messages=[dict]": lambda s: s.ingest(ADA, [{"text": "hi"}], source="t"),
-    "ingest one Message": lambda s: s.ingest(ADA, _PEAR[0], source="t"),
-    "ingest source=None": lambda s: s.ingest(ADA, _PEAR, source=None),
-    "ingest pack='yes'": lambda s: s.ingest(ADA, _PEAR, source="t", pack="yes"),
-    "ingest progress=1": lambda s: s.ingest(ADA, _PEAR, source="t", progress=1),
-    "ingest surrogate text": lambda s: s.ingest(ADA, [Message("x \ud800", "Ada")], source="t"),
-    "aingest messages=[dict]": lambda s: _run(s.aingest(ADA, [{"text": "hi"}], source="t")),
+    "ingest messages=5": lambda s: s.ingest(ADA, 5, origin="t"),
+    "ingest messages=str": lambda s: s.ingest(ADA, "hello", origin="t"),
+    "ingest messages=[dict]": lambda s: s.ingest(ADA, [{"text": "hi"}], origin="t"),
+    "ingest one Message": lambda s: s.ingest(ADA, _PEAR[0], origin="t"),
+    "ingest source=None": lambda s: s.ingest(ADA, _PEAR, origin=None),
+    "ingest pack='yes'": lambda s: s.ingest(ADA, _PEAR, origin="t", pack="yes"),
+    "ingest progress=1": lambda s: s.ingest(ADA, _PEAR, origin="t", progress=1),
+    "ingest surrogate text": lambda s: s.ingest(ADA, [Message("x \ud800", "Ada")], origin="t"),
+    "aingest messages=[dict]": lambda s: _run(s.aingest(ADA, [{"text": "hi"}], origin="t")),
     "get_records ids=None": lambda s: s.get_records(ADA, None),
     "get_records ids=[1]": lambda s: s.get_records(ADA, [1]),
     "stored_vectors ids=[1]": lambda s: s.stored_vectors(ADA, [1]),
@@ -581,7 +581,7 @@ BAD_CALLS: dict[str, Any] = {
     "delete_records ids=None": lambda s: s.delete_records(ADA, None),
     "delete_records actor=None": lambda s: s.delete_records(ADA, ["r-x"], actor=None),
     "delete_messages ids=[None]": lambda s: s.delete_messages(ADA, [None]),
-    "delete_messages source=None": lambda s: s.delete_messages(ADA, ["pear0"], source=None),
+    "delete_messages source=None": lambda s: s.delete_messages(ADA, ["pear0"], origin=None),
     "erase_namespace actor=None": lambda s: s.erase_namespace(ADA, actor=None),
     "audit_log namespace=5": lambda s: s.audit_log(5),
     "stats namespace=[]": lambda s: s.stats([]),
@@ -623,7 +623,7 @@ def test_bad_arguments_raise_input_error_alike_and_change_nothing(
     """The one contract: every bad argument of every public method is the package's
     ``InputError`` on both backends (never a driver's or Python's own error), raised
     before anything is read or written."""
-    store.ingest(ADA, _PEAR, source="chat")
+    store.ingest(ADA, _PEAR, origin="chat")
     before = [r.id for r in store.records(ADA)]
     with pytest.raises(InputError):
         BAD_CALLS[case](store)
@@ -635,12 +635,12 @@ def test_bad_arguments_raise_input_error_alike_and_change_nothing(
 def test_edge_arguments_answer_alike(store: MnemonStore) -> None:
     """The valid edges: ``k=0``, an offset past the end, an empty id list, a prefix no id
     can hold, one string as one id; and ``messages_skipped`` is counted by one rule."""
-    first = store.ingest(ADA, _PEAR, source="chat")
+    first = store.ingest(ADA, _PEAR, origin="chat")
     assert (first.records_written, first.messages_written, first.messages_skipped) == (1, 1, 0)
-    again = store.ingest(ADA, [*_PEAR, *_PEAR], source="chat")
+    again = store.ingest(ADA, [*_PEAR, *_PEAR], origin="chat")
     assert (again.records_written, again.messages_skipped) == (0, 2)
     with pytest.raises(InputError, match="appears twice"):  # a new id given twice in one call
-        store.ingest(BO, [Message("bo once", "Bo", id="b0")] * 2, source="chat")
+        store.ingest(BO, [Message("bo once", "Bo", id="b0")] * 2, origin="chat")
     assert store.count(BO) == 0
     assert store.search("pear", namespace=ADA, k=0) == []
     assert store.search("pear", namespace=ADA, offset=10_000) == []
@@ -674,7 +674,7 @@ def test_cli_erase_of_a_missing_namespace_exits_1_alike_and_audits_nothing(
     from mnemon_langgraph.cli import main
 
     with MnemonStore(target, fake_embeddings()) as store:
-        store.ingest(ADA, _PEAR, source="chat")
+        store.ingest(ADA, _PEAR, origin="chat")
     assert main(["erase", "--db", target, "--namespace", "nobody", "--yes"]) == 1
     err = capsys.readouterr().err
     assert "does not exist" in err and "nothing erased" in err
@@ -714,8 +714,8 @@ def test_every_public_method_has_an_async_twin(store: MnemonStore) -> None:
 def test_the_async_face_answers_as_the_sync_face(store: MnemonStore) -> None:
     import asyncio
 
-    ids = list(store.ingest(ADA, tagged_messages("faces", 6), source="chat", pack=False).record_ids)
-    store.ingest(BO, tagged_messages("other", 2, prefix="o"), source="chat", pack=False)
+    ids = list(store.ingest(ADA, tagged_messages("faces", 6), origin="chat", pack=False).record_ids)
+    store.ingest(BO, tagged_messages("other", 2, prefix="o"), origin="chat", pack=False)
 
     async def pairs() -> dict[str, tuple[Any, Any]]:
         return {

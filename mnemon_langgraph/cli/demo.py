@@ -170,7 +170,7 @@ def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool) -> N
     with MnemonStore(db) as store:
         # One turn per record: with 40 short turns, packing would leave only a handful of
         # records and the demo would show little of how search picks among them.
-        result = store.ingest(DEMO_NAMESPACE, messages, source="sample_conversation", pack=False)
+        result = store.ingest(DEMO_NAMESPACE, messages, origin="sample_conversation", pack=False)
         where = (
             f"into {db} (kept)"
             if kept

@@ -271,11 +271,11 @@ def _prepare(
             bar.total = total
             bar.update(done - bar.n)
 
-        store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}", progress=advance)
+        store.ingest(ns, item.messages, origin=f"locomo:{item.conversation_id}", progress=advance)
     turns = chunk_messages(
         item.messages,
         namespace=("locomo-turns", item.conversation_id),
-        source=f"locomo:{item.conversation_id}",
+        origin=f"locomo:{item.conversation_id}",
         pack=False,
     )
     index = TurnIndex.build(turns, embedder)

@@ -170,10 +170,10 @@ def _prepare(
     ns = ("longmemeval", q.question_id)
     source = f"longmemeval:{q.question_id}"
     t0 = time.perf_counter()
-    store.ingest(ns, q.messages, source=source)
+    store.ingest(ns, q.messages, origin=source)
     seconds = time.perf_counter() - t0
     turns = chunk_messages(
-        q.messages, namespace=("longmemeval-turns", q.question_id), source=source, pack=False
+        q.messages, namespace=("longmemeval-turns", q.question_id), origin=source, pack=False
     )
     index = TurnIndex.build(turns, embedder)
     return _Prepared(

@@ -487,20 +487,20 @@ def _known_ids(store: MnemonStore, namespace: Namespace, ids: Sequence[str]) -> 
 
 
 def ingest_messages(
-    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, source: str
+    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, origin: str
 ) -> int:
     """Write mnemon Messages to the store (no model call); return how many were given."""
     if not messages:
         return 0
-    store.ingest(namespace, list(messages), source=source)
+    store.ingest(namespace, list(messages), origin=origin)
     return len(messages)
 
 
 async def aingest_messages(
-    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, source: str
+    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, origin: str
 ) -> int:
     """Async :func:`ingest_messages` (the store's ``aingest``)."""
     if not messages:
         return 0
-    await store.aingest(namespace, list(messages), source=source)
+    await store.aingest(namespace, list(messages), origin=origin)
     return len(messages)

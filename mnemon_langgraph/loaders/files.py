@@ -15,7 +15,7 @@ __all__ = ["load_messages"]
 def load_messages(
     path: str | os.PathLike[str], *, format: str = "auto"
 ) -> list[tuple[str, list[Message]]]:
-    """Messages of a file as ``[(source, messages)]``.
+    """Messages of a file as ``[(origin, messages)]`` (the ingest label of each part).
 
     Args:
         path: A LoCoMo JSON file (one conversation), a JSON list of message objects, a JSONL
@@ -43,11 +43,11 @@ def load_messages(
                 "own namespace (their turn ids collide)"
             )
         conv = conversations[0]
-        return [(conv.source or name, list(conv.messages))]
+        return [(conv.origin or name, list(conv.messages))]
     if fmt == "jsonl":
-        return [(name, list(loaders.load_jsonl(p, source=name)))]
+        return [(name, list(loaders.load_jsonl(p, origin=name)))]
     if fmt == "transcript":
-        return [(name, list(loaders.load_transcript(p, source=name)))]
+        return [(name, list(loaders.load_transcript(p, origin=name)))]
     return [(name, list(loaders.load_any(p)))]
 
 

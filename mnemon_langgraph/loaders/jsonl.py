@@ -33,7 +33,7 @@ from mnemon_langgraph.loaders._common import (
     split_lines,
 )
 from mnemon_langgraph.records.chunking import stable_hash
-from mnemon_langgraph.types import Message
+from mnemon_langgraph.types import NOT_GIVEN, Message, origin_label
 
 __all__ = ["load_jsonl", "message_from_dict", "text_of_content"]
 
@@ -117,12 +117,15 @@ def message_from_dict(obj: Mapping[str, Any], *, where: str, source: str, index:
     )
 
 
-def load_jsonl(path: str | os.PathLike[str], *, source: str | None = None) -> list[Message]:
+def load_jsonl(
+    path: str | os.PathLike[str], *, origin: str = "", source: str = NOT_GIVEN
+) -> list[Message]:
     """Load a JSON Lines file of messages.
 
     Args:
         path: The file (strict UTF-8).
-        source: Source name used in derived ids (default: the file name).
+        origin: The ingest label used in derived ids (default: the file name).
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Returns:
         The messages, in file order.
@@ -132,7 +135,7 @@ def load_jsonl(path: str | os.PathLike[str], *, source: str | None = None) -> li
             duplicate id — naming the file and line.
     """
     p = Path(path)
-    src = source or p.name
+    src = origin_label(origin, source, where="load_jsonl", default="") or p.name
     messages: list[Message] = []
     seen: dict[str, int] = {}
     for lineno, line in enumerate(split_lines(read_text(p)), start=1):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,7 +47,8 @@ class LocomoConversation:
         sessions: Session number → session date (``None`` when the file has none), for
             the sessions that have turns.
         qa: The dataset's question list, untouched (for evaluation only — never ingest it).
-        source: Source name to store on records (``"locomo:<id>"``).
+        origin: The ingest label to store on records (``"locomo:<id>"``); ``source`` is its
+            deprecated old name (a read-only alias that warns, one release).
     """
 
     id: str
@@ -54,7 +56,17 @@ class LocomoConversation:
     messages: list[Message]
     sessions: dict[int, datetime | None] = field(default_factory=dict)
     qa: list[dict[str, Any]] = field(default_factory=list)
-    source: str = ""
+    origin: str = ""
+
+    @property
+    def source(self) -> str:
+        """Deprecated: the ingest label's old name (:attr:`origin`), kept for one release."""
+        warnings.warn(
+            "LocomoConversation.source is deprecated: read LocomoConversation.origin",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.origin
 
 
 def turn_text(turn: Mapping[str, Any]) -> str:
@@ -171,7 +183,7 @@ def _conversation(entry: Mapping[str, Any], *, where: str, default_id: str) -> L
         messages=messages,
         sessions=sessions,
         qa=list(qa),
-        source=source,
+        origin=source,
     )
 
 

@@ -30,7 +30,7 @@ from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.loaders._common import make_message, parse_date, parse_role
 from mnemon_langgraph.loaders.jsonl import text_of_content
 from mnemon_langgraph.records.chunking import derive_message_id
-from mnemon_langgraph.types import Message, Role, check_session
+from mnemon_langgraph.types import NOT_GIVEN, Message, Role, check_session, origin_label
 
 __all__ = ["DEFAULT_SESSION_GAP", "TIMESTAMP_KEYS", "messages_from_langchain"]
 
@@ -67,28 +67,31 @@ def _aware_gap(a: datetime, b: datetime) -> timedelta:
 def messages_from_langchain(
     messages: Sequence[Any],
     *,
-    source: str = "langchain",
+    origin: str = "langchain",
     session: int | None = None,
     gap: timedelta = DEFAULT_SESSION_GAP,
     first_session: int = 1,
     last_timestamp: datetime | None = None,
     skip_empty: bool = False,
+    source: str = NOT_GIVEN,
 ) -> list[Message]:
     """Convert LangChain messages (see the module docstring for the mapping).
 
     Args:
         messages: ``BaseMessage`` objects, in conversation order.
-        source: Source name, part of derived ids.
+        origin: The ingest label, part of derived ids (default ``"langchain"``).
         session: Session number for every message (disables derivation).
         gap: Longest pause inside one derived session.
         first_session: Number of the first derived session.
         last_timestamp: Timestamp of the message before ``messages[0]``, if continuing.
         skip_empty: Drop messages without text instead of raising.
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Raises:
         InputError: A message without text (unless ``skip_empty``), an unknown type, a bad
             timestamp, an invalid session — naming the message index and id.
     """
+    source = origin_label(origin, source, where="messages_from_langchain", default="langchain")
     if session is not None:
         check_session(session)
     check_session(first_session, what="first_session")

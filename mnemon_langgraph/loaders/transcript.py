@@ -42,7 +42,7 @@ from mnemon_langgraph.loaders._common import (
     split_lines,
 )
 from mnemon_langgraph.records.chunking import stable_hash
-from mnemon_langgraph.types import Message, check_session
+from mnemon_langgraph.types import NOT_GIVEN, Message, check_session, origin_label
 
 __all__ = ["load_transcript", "parse_transcript"]
 
@@ -156,9 +156,10 @@ def check_session_at(number: int, where: str) -> int:
 def parse_transcript(
     text: str,
     *,
-    source: str,
+    origin: str = NOT_GIVEN,
     speakers: Collection[str] | None = None,
     label: str | None = None,
+    source: str = NOT_GIVEN,
 ) -> list[Message]:
     """Parse transcript text (see the module docstring).
 
@@ -166,15 +167,17 @@ def parse_transcript(
 
     Args:
         text: The transcript.
-        source: Name used in error messages and derived ids.
+        origin: The ingest label, used in error messages and derived ids.
         speakers: If given, only these names start a turn.
-        label: Name of the input in error messages (default: ``source``).
+        label: Name of the input in error messages (default: ``origin``).
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Raises:
         InputError: Text before the first turn, an empty turn, an unknown heading, an
             unparsable date or a session number outside ``1..2**31-1`` — naming the
             source and line.
     """
+    source = origin_label(origin, source, where="parse_transcript")
     known = {s.strip() for s in speakers} if speakers is not None else None
     parser = _Parser(label or source, known)
     for lineno, raw in enumerate(split_lines(text), start=1):
@@ -185,15 +188,18 @@ def parse_transcript(
 def load_transcript(
     path: str | os.PathLike[str],
     *,
-    source: str | None = None,
+    origin: str = "",
     speakers: Collection[str] | None = None,
+    source: str = NOT_GIVEN,
 ) -> list[Message]:
     """Load a transcript file (strict UTF-8); see :func:`parse_transcript`.
 
     Args:
         path: The file.
-        source: Source name for derived ids (default: the file name).
+        origin: The ingest label for derived ids (default: the file name).
         speakers: If given, only these names start a turn.
+        source: Deprecated name of ``origin`` (warns; one release).
     """
     p = Path(path)
-    return parse_transcript(read_text(p), source=source or p.name, speakers=speakers, label=str(p))
+    label = origin_label(origin, source, where="load_transcript", default="") or p.name
+    return parse_transcript(read_text(p), origin=label, speakers=speakers, label=str(p))

@@ -16,7 +16,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, normalize_namespace
+from mnemon_langgraph.types import (
+    NOT_GIVEN,
+    Message,
+    Namespace,
+    Record,
+    as_naive_utc,
+    normalize_namespace,
+    origin_label,
+)
 
 if TYPE_CHECKING:
     from mnemon_langgraph.items import IndexItem
@@ -181,8 +189,9 @@ class PerUserAPI:
         user: str | Sequence[str],
         messages: Sequence[Any],
         *,
-        source: str = "api",
+        origin: str = "api",
         now: datetime | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
         ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
@@ -190,6 +199,8 @@ class PerUserAPI:
         The one date rule of every surface: a message is dated when it was written (``now``,
         default the current UTC time) unless it carries its own timestamp; undated messages
         continue the user's last session unless more than four hours passed since it.
+        ``origin`` is the ingest label (default ``"api"``; ``source`` is its deprecated old
+        name, which warns).
 
         Returns:
             What was written (messages already stored, by id, are skipped).
@@ -197,8 +208,9 @@ class PerUserAPI:
         Raises:
             InputError: A message that cannot be converted (unknown role, no text).
         """
+        label = origin_label(origin, source, where="add_messages", default="api")
         ns, given = user_messages(user, messages)
-        return self.ingest(ns, date_messages(self, ns, given, now=now), source=source)
+        return self.ingest(ns, date_messages(self, ns, given, now=now), origin=label)
 
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None

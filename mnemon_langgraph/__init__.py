@@ -8,7 +8,7 @@ After the Mnemon paper ("Raw Records, Fast Judgments, Slow Thoughts").
 
 The top level holds what a user needs and nothing else: the store, the factories, the View,
 the judges, the settings and the agent surfaces. Errors are in :mod:`mnemon_langgraph.errors`;
-building blocks (sources, the journal, search, the read graph's parts) in their subpackages.
+building blocks (loaders, the journal, search, the read graph's parts) in their subpackages.
 Imports are lazy, so ``import mnemon_langgraph`` loads no model, index or heavy dependency.
 """
 

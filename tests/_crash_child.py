@@ -49,7 +49,7 @@ def write(db: Path, acks: Path, writer: str, n: int) -> None:
     with open(acks, "a", encoding="utf-8") as fh:
         print("ready", flush=True)
         for i in range(n):
-            store.ingest(NS, batch_messages(i, writer=writer), source=f"writer-{writer}")
+            store.ingest(NS, batch_messages(i, writer=writer), origin=f"writer-{writer}")
             _ack(fh, i)
     store.close()
 

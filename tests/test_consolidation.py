@@ -144,7 +144,7 @@ def _record_msg(text: str) -> Record:
     return chunk_messages(
         [Message(text=text, speaker="Eve", id="evil", timestamp=datetime(2024, 2, 1))],
         namespace=NS,
-        source="test",
+        origin="test",
     )[0]
 
 
@@ -420,7 +420,7 @@ def _records_for(namespace: tuple[str, ...]) -> list[Record]:
     from mnemon_langgraph.records.chunking import chunk_messages
 
     return chunk_messages(
-        make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, source="t"
+        make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, origin="t"
     )
 
 
@@ -489,7 +489,7 @@ def test_graph_over_a_mnemon_store_uses_its_journal_and_embedder(tmp_path: Path)
     emb = fake_embeddings()
     mstore = MnemonStore(tmp_path / "store.db", emb)
     try:
-        mstore.ingest(NS, make_messages(40), source="test")
+        mstore.ingest(NS, make_messages(40), origin="test")
         graph = create_consolidation_graph(
             model=deriving_model(), store=mstore, settings=ConsolidationSettings(batch_chars=1500)
         )

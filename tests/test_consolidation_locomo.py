@@ -17,8 +17,8 @@ from mnemon_langgraph.consolidation import (
     create_consolidation_graph,
     trim_record,
 )
+from mnemon_langgraph.loaders.locomo import load_locomo
 from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.sources.locomo import load_locomo
 from mnemon_langgraph.store.embedded.journal import Journal
 
 CONV = LOCOMO_DEV / "conv-30.json"
@@ -32,7 +32,7 @@ def test_conv30_is_folded_in_10k_batches_with_items_linked_to_their_records(
     conv = load_locomo(CONV)[0]
     journal = Journal(tmp_path / "locomo.db")
     try:
-        journal.append(NS, chunk_messages(conv.messages, namespace=NS, source=conv.source))
+        journal.append(NS, chunk_messages(conv.messages, namespace=NS, origin=conv.origin))
         records = {r.id: r for r in journal.records(NS)}
         total = sum(len(trim_record(r)) for r in records.values())
         store = SQLiteItemStore(journal, fake_embeddings())

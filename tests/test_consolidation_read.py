@@ -86,7 +86,7 @@ def test_index_item_reaches_the_view_when_search_misses_its_record(tmp_path: Pat
     ]
     journal = Journal(tmp_path / "memory.db")
     try:
-        journal.append(NS, chunk_messages(messages, namespace=NS, source="t", pack=False))
+        journal.append(NS, chunk_messages(messages, namespace=NS, origin="t", pack=False))
         records = list(journal.records(NS))
         summit = next(r for r in records if "summit" in r.text)
         items = SQLiteItemStore(journal, fake_embeddings())

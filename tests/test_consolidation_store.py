@@ -96,7 +96,7 @@ def test_the_same_run_on_both_backends_writes_the_same_index(
     snapshots, reports = [], []
     for target in (str(tmp_path / "m.db"), postgres_url):
         with MnemonStore(target, fake_embeddings()) as store:
-            store.ingest(NS, messages, source="test")
+            store.ingest(NS, messages, origin="test")
             report = _fold(store)
             items = store.item_store()
             assert report.stop_reason == "caught_up" and report.items_added > 0
@@ -131,7 +131,7 @@ def test_removed_and_deprecated_arguments(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="unexpected keyword 'jornal'"):
         create_consolidation_graph(model=deriving_model(), jornal=object())
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, make_messages(10), source="test")
+        store.ingest(NS, make_messages(10), origin="test")
         items = store.item_store()
         with pytest.raises(ConfigurationError, match="embeddings= goes with a MnemonStore"):
             create_consolidation_graph(
@@ -147,7 +147,7 @@ def test_removed_and_deprecated_arguments(tmp_path: Path) -> None:
 
 def test_an_item_store_is_used_as_is(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, make_messages(10), source="test")
+        store.ingest(NS, make_messages(10), origin="test")
         items = SQLiteItemStore(store.journal, fake_embeddings())
         assert item_store_for(items) is items
         with warnings.catch_warnings():
@@ -245,7 +245,7 @@ def test_one_write_rule_on_both_backends(target: str) -> None:
     """An item id already stored is not written (nor counted) again; links to deleted
     records are dropped; a moved watermark writes nothing."""
     with MnemonStore(target, fake_embeddings()) as store:
-        store.ingest(NS, make_messages(6), source="test")
+        store.ingest(NS, make_messages(6), origin="test")
         first, second, *_ = [r.id for r in store.records(NS)]
         items = store.item_store()
         item = IndexItem("it_a", NS, "event", "Ada moved", (first,), topic="moves")
@@ -280,7 +280,7 @@ def test_cli_consolidates_a_postgres_store(
 
     emb = DeterministicFakeEmbedding(size=384)  # what --embeddings fake gives
     with MnemonStore(postgres_url, emb) as store:
-        store.ingest(NS, make_messages(40), source="test")
+        store.ingest(NS, make_messages(40), origin="test")
         last = store.max_seq(NS)
     monkeypatch.setattr(consolidate, "_init_model", lambda spec: deriving_model())
     argv = ["consolidate", "--db", postgres_url, "--namespace", NS[0], "--namespace", NS[1]]

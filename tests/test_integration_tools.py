@@ -54,7 +54,7 @@ def store(tmp_path: Any) -> Any:
         s.ingest(
             ns,
             [Message(text, ns[1], id=f"{ns[1]}-1", timestamp=datetime(2024, 5, 1))],
-            source="seed",
+            origin="seed",
         )
     yield s
     s.close()
@@ -130,7 +130,7 @@ def test_forget_takes_the_id_as_the_memory_shows_it(store: MnemonStore) -> None:
 def test_forget_deletes_nothing_on_a_short_ambiguous_or_odd_id(
     store: MnemonStore, ref: str
 ) -> None:
-    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], source="chat")
+    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], origin="chat")
     before = [r.id for r in store.list_records(ADA)]
     assert len(before) == 2
     agent = _agent(store, [_call("forget", {"record_id": ref}), AIMessage("Sorry")])
@@ -142,7 +142,7 @@ def test_forget_deletes_nothing_on_a_short_ambiguous_or_odd_id(
 
 def test_forget_refuses_a_blocks_list_of_ids(store: MnemonStore) -> None:
     """A View block of consecutive records names all their ids; forget takes one."""
-    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], source="chat")
+    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], origin="chat")
     ids = [r.id for r in store.list_records(ADA)]
     both = " ".join(i[:10] for i in ids)
     agent = _agent(store, [_call("forget", {"record_id": both}), AIMessage("Which one?")])

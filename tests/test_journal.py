@@ -45,7 +45,7 @@ def _messages(n: int, *, prefix: str = "m", session: int = 1, text: str = "note"
 
 
 def _records(ns=NS, n: int = 5, **kw) -> list[Record]:  # type: ignore[no-untyped-def]
-    return chunk_messages(_messages(n, **kw), namespace=ns, source="test", pack=False)
+    return chunk_messages(_messages(n, **kw), namespace=ns, origin="test", pack=False)
 
 
 @pytest.fixture
@@ -191,11 +191,11 @@ def test_delete_records_audits_without_text(journal: Journal, tmp_path: Path) ->
 
 def test_delete_messages_returns_survivors_of_packed_records(journal: Journal) -> None:
     msgs = _messages(4)
-    recs = chunk_messages(msgs, namespace=NS, source="test")  # packed into one record
+    recs = chunk_messages(msgs, namespace=NS, origin="test")  # packed into one record
     assert len(recs) == 1
     journal.append(NS, recs)
     extra = journal.append(
-        NS, chunk_messages(_messages(1, prefix="z", session=2), namespace=NS, source="test")
+        NS, chunk_messages(_messages(1, prefix="z", session=2), namespace=NS, origin="test")
     )
     deleted, survivors = journal.delete_messages(NS, ["m2"])
     assert deleted == [recs[0].id]
@@ -209,7 +209,7 @@ def test_delete_messages_returns_survivors_of_packed_records(journal: Journal) -
     assert "note 2" not in json.dumps(entry.__repr__())
     # re-ingesting the survivors restores them; the deleted message stays gone
     assert journal.known_message_ids(NS, ["m0", "m1", "m2", "m3"]) == set()
-    journal.append(NS, chunk_messages(survivors, namespace=NS, source="test"))
+    journal.append(NS, chunk_messages(survivors, namespace=NS, origin="test"))
     assert journal.known_message_ids(NS, ["m0", "m1", "m2", "m3"]) == {"m0", "m1", "m3"}
 
 
@@ -219,7 +219,7 @@ def test_delete_messages_reaches_every_part_of_a_split_neighbour(journal: Journa
         Message(text=long_text, speaker="Ada", id="long", session=1),
         Message(text="short reply", speaker="Bob", id="short", session=1),
     ]
-    recs = chunk_messages(msgs, namespace=NS, source="test")
+    recs = chunk_messages(msgs, namespace=NS, origin="test")
     assert len(recs) >= 3 and recs[-1].message_ids == ("long", "short")
     journal.append(NS, recs)
     deleted, survivors = journal.delete_messages(NS, ["short"])

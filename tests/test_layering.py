@@ -24,7 +24,8 @@ PACKAGE = Path(mnemon_langgraph.__file__).parent
 LAYERS: list[set[str]] = [
     {"errors", "types", "items"},
     {"records", "search"},
-    {"store", "sources", "judges"},
+    # "sources": the loaders' old name, a deprecated alias of "loaders" for one release
+    {"store", "loaders", "judges", "sources"},
     {"backends"},
     {"read"},
     {"consolidation"},

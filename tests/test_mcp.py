@@ -51,7 +51,7 @@ def _seed(store: MnemonStore) -> None:
         store.ingest(
             ns,
             [Message(text, ns[-1], id=f"{ns[-1]}-1", timestamp=datetime(2024, 5, 1))],
-            source="s",
+            origin="s",
         )
 
 

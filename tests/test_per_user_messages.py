@@ -86,13 +86,13 @@ def test_a_message_repeated_in_a_later_turn_is_stored_again(store: MnemonStore) 
 
 
 def test_derived_ids_of_dated_messages_include_the_time(store: MnemonStore) -> None:
-    store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], source="chat")
-    same = store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], source="chat")
+    store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], origin="chat")
+    same = store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], origin="chat")
     assert same.messages_skipped == 1  # the same message again: idempotent
     hour = T0 + timedelta(hours=1)
-    later = store.ingest(ADA, [Message("yes", "Ada", timestamp=hour)], source="chat")
+    later = store.ingest(ADA, [Message("yes", "Ada", timestamp=hour)], origin="chat")
     assert later.messages_written == 1
     undated = [Message("no", "Ada"), Message("no", "Ada")]  # two places in one call: both kept
-    assert store.ingest(ADA, undated, source="file").messages_written == 2
-    assert store.ingest(ADA, undated, source="file").messages_skipped == 2  # re-ingest: none
+    assert store.ingest(ADA, undated, origin="file").messages_written == 2
+    assert store.ingest(ADA, undated, origin="file").messages_skipped == 2  # re-ingest: none
     assert [m.text for m in store.list_messages(ADA)].count("yes") == 2

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _paths import LOCOMO_DEV
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.sources import load_locomo
+from mnemon_langgraph.loaders import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
 from mnemon_langgraph.store.postgres import PostgresSettings
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
@@ -66,8 +66,8 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
         for path in files:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
-            a = emb.ingest(ns, conv.messages, source=path.name)
-            b = pg.ingest(ns, conv.messages, source=path.name)
+            a = emb.ingest(ns, conv.messages, origin=path.name)
+            b = pg.ingest(ns, conv.messages, origin=path.name)
             assert a.record_ids == b.record_ids
             index = emb.index(ns)
             index.sync()
@@ -107,8 +107,8 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
         for path in files[:2]:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
-            emb.ingest(ns, conv.messages, source=path.name)
-            pg.ingest(ns, conv.messages, source=path.name)
+            emb.ingest(ns, conv.messages, origin=path.name)
+            pg.ingest(ns, conv.messages, origin=path.name)
             for qa in conv.qa[:40]:
                 query = str(qa["question"])
                 a = [
@@ -291,7 +291,7 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
     # packs of 4: read 4 first, then deeper; 400 records: impact postings only when told to
     small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
-        pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
+        pg.ingest(("t",), _common_word_messages(), origin="test", pack=False)
         unpruned = pg.with_settings(bm25_prune=False)
         rounds = _spy_reads(monkeypatch)
         read: dict[tuple[str, int], int] = {}
@@ -349,7 +349,7 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
 
     small = PostgresSettings(bm25_pack_min=16, bm25_pack_part=16, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
-        pg.ingest(("v",), _varied_messages(1500), source="test", pack=False)
+        pg.ingest(("v",), _varied_messages(1500), origin="test", pack=False)
         unpruned = pg.with_settings(bm25_prune=False)
         # the default margin (0.15) reads a namespace this small whole; 0.5 stops rounds
         # with postings unread, the case this test is about
@@ -393,7 +393,7 @@ def test_impact_bm25_honours_filters_and_deletes(
     ]
     small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
-        pg.ingest(("f",), msgs, source="test", pack=False)
+        pg.ingest(("f",), msgs, origin="test", pack=False)
         unpruned = pg.with_settings(bm25_prune=False)
         for query in QUERIES:
             filters = SearchFilters(session_from=2, session_to=2)
@@ -432,7 +432,7 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
     """Few postings (fewer than ``bm25_full_below``, by default 10,000): the full query at
     once, no impact postings read; above it, the impact rounds (rare terms read whole)."""
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
+        pg.ingest(("one",), _common_word_messages(), origin="test", pack=False)
         rounds = _spy_reads(monkeypatch)
         nsid = _nsid(pg, ("one",))
         assert pg.settings.bm25_full_below == FULL_BELOW_POSTINGS
@@ -444,7 +444,7 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
         # 407 postings, no term in more than 1,024 records (no packs): all read whole
         assert rounds[0][note3] == 7 and rounds[0][gamma] == 50
         tiny = impact_only.with_settings(bm25_pack_min=1, bm25_pack_part=2)  # parts of 2
-        tiny.ingest(("two",), _common_word_messages(), source="test", pack=False)
+        tiny.ingest(("two",), _common_word_messages(), origin="test", pack=False)
         rounds.clear()
         assert [r for r, _ in tiny.lexical_ranking("alpha gamma note3", namespace=("two",), k=3)]
         assert set(rounds[0].values()) == {2} and len(rounds) > 1
@@ -460,7 +460,7 @@ def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:
     from mnemon_langgraph.store.postgres.impact import bm25_sql
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.ingest(("plan",), _common_word_messages()[:40], source="test", pack=False)
+        pg.ingest(("plan",), _common_word_messages()[:40], origin="test", pack=False)
         nsid = _nsid(pg, ("plan",))
         terms = [f"{nsid}:{t}" for t in ("alpha", "beta")]
         params = {"terms": terms, "cand": terms, "nsid": nsid, "k": 5, "t0": terms[0]}

@@ -41,7 +41,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         store.ingest(
             ns,
             [Message(fact, "u", id=f"m{i}", timestamp=datetime(2024, 1, 2))],
-            source="seed",
+            origin="seed",
         )
     store.close()
     monkeypatch.setenv("MNEMON_DB", str(path))
@@ -164,7 +164,7 @@ def test_agent_with_read_context_schema_takes_user_id(tmp_path: Path) -> None:
     store.ingest(
         ("users", USER),
         [Message("I live in Lisbon.", "u", id="m1", timestamp=datetime(2024, 1, 2))],
-        source="seed",
+        origin="seed",
     )
     call = AIMessage(
         "", tool_calls=[{"name": "search_memory", "args": {"query": "live"}, "id": "1"}]

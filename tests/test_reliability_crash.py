@@ -7,7 +7,7 @@ acknowledged batch, items exist only for records at or below it, none twice, and
 ends with exactly the items of an uninterrupted run.
 
 SIGKILL during ingest is one test of the storage conformance suite
-(``tests/test_storage_conformance.py``), run against both backends.
+(``tests/test_store_conformance.py``), run against both backends.
 
 Trials: ``MNEMON_CRASH_TRIALS`` (default 8 per scenario).
 """
@@ -60,7 +60,7 @@ def _integrity(db: Path) -> None:
 def _consolidation_journal(db: Path) -> None:
     messages = make_messages(240, sessions=5)
     with Journal(db) as journal:
-        journal.append(NS, chunk_messages(messages, namespace=NS, source="test", pack=False))
+        journal.append(NS, chunk_messages(messages, namespace=NS, origin="test", pack=False))
 
 
 def _items(store: SQLiteItemStore) -> list[tuple[str, str, tuple[str, ...]]]:

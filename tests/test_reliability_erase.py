@@ -83,8 +83,8 @@ def _populate(db: Path) -> tuple[list[bytes], int]:
     store = MnemonStore(db, fake_embeddings())
     try:
         extra = " ".join(MARKERS)
-        store.ingest(VICTIM, tagged_messages("victim", 12, extra=extra), source="chat")
-        store.ingest(OTHER, tagged_messages("other", 6, extra=OTHER_MARKER), source="chat")
+        store.ingest(VICTIM, tagged_messages("victim", 12, extra=extra), origin="chat")
+        store.ingest(OTHER, tagged_messages("other", 6, extra=OTHER_MARKER), origin="chat")
         victim_ids = [r.id for r in store.journal.records(VICTIM)]
         store.delete_records(VICTIM, victim_ids[:1], reason="user asked")
         items = SQLiteItemStore(store.journal, store.embeddings)
@@ -193,9 +193,9 @@ def test_erase_by_another_process_is_not_undone_when_a_writer_closes(tmp_path: P
     """
     db = tmp_path / "server.db"
     server = MnemonStore(db, fake_embeddings())
-    server.ingest(OTHER, tagged_messages("other", 3, extra=OTHER_MARKER), source="chat")
-    server.ingest(VICTIM, tagged_messages("victim", 2, prefix="first"), source="chat")
-    server.ingest(VICTIM, tagged_messages("victim", 5, extra=" ".join(MARKERS)), source="chat")
+    server.ingest(OTHER, tagged_messages("other", 3, extra=OTHER_MARKER), origin="chat")
+    server.ingest(VICTIM, tagged_messages("victim", 2, prefix="first"), origin="chat")
+    server.ingest(VICTIM, tagged_messages("victim", 5, extra=" ".join(MARKERS)), origin="chat")
     assert server.index(VICTIM).unsaved > 0  # additions not yet checkpointed
     assert (
         cli_main(

@@ -84,7 +84,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
         )
         for i, text in enumerate(HOSTILE)
     ]
-    s.ingest(NS, messages, source="chat", pack=False)
+    s.ingest(NS, messages, origin="chat", pack=False)
     yield s
     s.close()
 

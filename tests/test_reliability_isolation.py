@@ -139,7 +139,7 @@ class _World:
             # the same message ids in every namespace: dedup must be per namespace
             msgs = tagged_messages(tag(i), n, prefix=f"b{self.batch % 2}-")
             self.batch += 1
-            self.store.ingest(ns, msgs, source="iso")
+            self.store.ingest(ns, msgs, origin="iso")
             self.expected[i] |= {m.id for m in msgs if m.id}
         elif op == "search":
             self.search(i)

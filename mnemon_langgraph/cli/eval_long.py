@@ -158,7 +158,12 @@ def _config(args: argparse.Namespace, cache: str | None) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
-    from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
+    from mnemon_langgraph.cli._eval_common import (
+        build_judge,
+        build_planner,
+        eval_store,
+        report_failures,
+    )
     from mnemon_langgraph.eval.longmemeval import run_longmemeval_eval
     from mnemon_langgraph.read.graph import create_read_graph
 
@@ -349,7 +354,12 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
 
 def _run_beam(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
-    from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
+    from mnemon_langgraph.cli._eval_common import (
+        build_judge,
+        build_planner,
+        eval_store,
+        report_failures,
+    )
     from mnemon_langgraph.eval.beam import parse_concat_spec
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
     from mnemon_langgraph.read.graph import create_read_graph

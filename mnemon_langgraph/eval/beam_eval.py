@@ -133,10 +133,10 @@ def _prepare(
     tier, _, n = conv.id.partition("/")
     ns = ("beam", tier, n)
     t0, c0 = time.perf_counter(), time.process_time()
-    store.ingest(ns, conv.messages, source=f"beam:{conv.id}")
+    store.ingest(ns, conv.messages, origin=f"beam:{conv.id}")
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     turns = chunk_messages(
-        conv.messages, namespace=("beam-turns", tier, n), source=f"beam:{conv.id}", pack=False
+        conv.messages, namespace=("beam-turns", tier, n), origin=f"beam:{conv.id}", pack=False
     )
     index = TurnIndex.build(turns, embedder)
     return _Conversation(

@@ -1,6 +1,6 @@
 """The LongMemEval harness: evidence in the View per question, baselines, budget curve, answers.
 
-For each question of a LongMemEval-format file (:mod:`mnemon_langgraph.sources.longmemeval`):
+For each question of a LongMemEval-format file (:mod:`mnemon_langgraph.loaders.longmemeval`):
 
 1. its own history is ingested into its own namespace ``("longmemeval", <question_id>)``,
    every turn dated by its session's date (empty turns skipped and counted); nothing of the
@@ -45,7 +45,7 @@ from mnemon_langgraph.eval.longmemeval_answer import answer_longmemeval, grade_l
 from mnemon_langgraph.eval.metrics import aggregate, mean, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates
 from mnemon_langgraph.eval.report import TokenCounter, first_result_row, read_results, run_metadata
-from mnemon_langgraph.sources.longmemeval import (
+from mnemon_langgraph.loaders.longmemeval import (
     QUESTION_TYPES,
     LongMemEvalQuestion,
     first_telling,
@@ -172,10 +172,10 @@ def _prepare(
     ns = ("longmemeval", q.question_id)
     source = f"longmemeval:{q.question_id}"
     t0 = time.perf_counter()
-    store.ingest(ns, q.messages, source=source)
+    store.ingest(ns, q.messages, origin=source)
     seconds = time.perf_counter() - t0
     turns = chunk_messages(
-        q.messages, namespace=("longmemeval-turns", q.question_id), source=source, pack=False
+        q.messages, namespace=("longmemeval-turns", q.question_id), origin=source, pack=False
     )
     index = TurnIndex.build(turns, embedder)
     return _Prepared(

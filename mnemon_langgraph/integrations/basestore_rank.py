@@ -423,7 +423,7 @@ def record_value(record: Record) -> dict[str, Any]:
         "speakers": list(record.speakers),
         "roles": list(record.roles),
         "message_ids": list(record.message_ids),
-        "source": record.source,
+        "source": record.origin,
     }
 
 

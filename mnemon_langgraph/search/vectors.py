@@ -98,8 +98,8 @@ EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((200_000, 128), (500_000, 256)
 """``(live vectors up to, efSearch)``; larger indexes use :data:`EF_SEARCH_LARGE`.
 
 First chosen on ``mnemon bench search``'s synthetic topic vectors, then checked on **real**
-MiniLM vectors: at 1M, efSearch 512 past 500k keeps recall@48 for questions like the records
-above 0.98 with a margin, and buys the most for questions unlike them
+MiniLM vectors: at 1M, efSearch 512 past 500k keeps the recall goal for questions like the
+records with a margin, and buys the most for questions unlike them
 (``docs/results/ann-real-text.md``). The dense part grows far slower than the index.
 """
 
@@ -117,7 +117,7 @@ def ef_search_for(live: int) -> int:
 ANN_KIND = "hnsw"
 """Approximate index built for new indexes past the threshold: ``hnsw`` (default) or ``ivf``.
 
-Chosen on **real** MiniLM vectors, where HNSW's recall@48 against exact search is well above
+Chosen on **real** MiniLM vectors, where HNSW's recall against exact search is well above
 IVF-Flat's at a similar query time, both for queries like the records and unlike them
 (``docs/results/ann-real-text.md``). The synthetic vectors of ``mnemon bench search`` say the
 opposite, because k-means cells capture their well-separated topics exactly; real sentence

@@ -31,7 +31,14 @@ from mnemon_langgraph.store.contract import (
     check_watermark,
     written_result,
 )
-from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import (
+    NOT_GIVEN,
+    Message,
+    Namespace,
+    Record,
+    normalize_namespace,
+    origin_label,
+)
 
 if TYPE_CHECKING:
     from mnemon_langgraph.records.schema import AuditEntry
@@ -176,16 +183,18 @@ class AsyncFace:
         *,
         actor: str = "api",
         reason: str = "",
-        source: str = "reingest",
+        origin: str = "reingest",
+        source: str = NOT_GIVEN,
     ) -> tuple[list[str], IngestResult]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.delete_messages`."""
+        label = origin_label(origin, source, where="adelete_messages", default="reingest")
         ns, wanted = normalize_namespace(namespace), check_ids(message_ids, "message_ids")
-        for value, what in ((actor, "actor"), (reason, "reason"), (source, "source")):
+        for value, what in ((actor, "actor"), (reason, "reason"), (label, "origin")):
             check_text(value, what)
         if not wanted:
             return [], written_result([])
         try:
-            deleted, written = await self._adelete_messages(ns, wanted, actor, reason, source)
+            deleted, written = await self._adelete_messages(ns, wanted, actor, reason, label)
         finally:
             forget_cached_content()
         return deleted, written_result(written)
@@ -224,15 +233,17 @@ class AsyncFace:
         user: str | Sequence[str],
         messages: Sequence[Any],
         *,
-        source: str = "api",
+        origin: str = "api",
         now: datetime | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.add_messages`."""
         from mnemon_langgraph.store.users import alast_record, dated_after, user_messages
 
+        label = origin_label(origin, source, where="aadd_messages", default="api")
         ns, given = user_messages(user, messages)
         last = await alast_record(self, ns)
-        return await self.aingest(ns, dated_after(last, given, now=now), source=source)
+        return await self.aingest(ns, dated_after(last, given, now=now), origin=label)
 
     async def alist_records(
         self: _Store, user: str | Sequence[str], *, limit: int | None = None

@@ -53,12 +53,14 @@ from mnemon_langgraph.store.contract import (
 from mnemon_langgraph.store.embedding_face import EmbeddingFace
 from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
+    NOT_GIVEN,
     Message,
     Namespace,
     Record,
     SearchFilters,
     SearchHit,
     normalize_namespace,
+    origin_label,
 )
 
 if TYPE_CHECKING:
@@ -144,9 +146,10 @@ class StoreBackend(Protocol):
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult: ...
 
     async def aingest(
@@ -154,8 +157,9 @@ class StoreBackend(Protocol):
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
+        source: str = NOT_GIVEN,
     ) -> IngestResult: ...
 
     def ingest_file(
@@ -184,7 +188,8 @@ class StoreBackend(Protocol):
         *,
         actor: str = "api",
         reason: str = "",
-        source: str = "reingest",
+        origin: str = "reingest",
+        source: str = NOT_GIVEN,
     ) -> tuple[list[str], IngestResult]: ...
 
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int: ...
@@ -345,9 +350,10 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Write messages as records and index them, idempotently.
 
@@ -359,33 +365,37 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         Args:
             namespace: Where the records go.
             messages: :class:`~mnemon_langgraph.types.Message` objects in conversation order.
-            source: Source name (file name, ``"chat"`` …); part of record ids.
+            origin: The ingest label (file name, ``"chat"`` …); part of record ids.
             pack: Let short consecutive turns share a record (``False``: one per record).
             progress: Called as ``progress(records_embedded, records_total)`` after each
                 embedding batch.
+            source: Deprecated name of ``origin`` (warns; one release).
 
         Returns:
             What was written.
 
         Raises:
-            InputError: ``messages`` is not a list of ``Message``, a bad ``source`` or
+            InputError: ``messages`` is not a list of ``Message``, a bad ``origin`` or
                 text that cannot be stored (lone surrogates, NUL).
             ModelCallError: The embedder failed (nothing was written).
         """
-        ns, batch = check_ingest(namespace, messages, source, pack, progress)
-        return batch.result(self._write_messages(ns, batch.messages, source, pack, progress))
+        label = origin_label(origin, source, where="ingest")
+        ns, batch = check_ingest(namespace, messages, label, pack, progress)
+        return batch.result(self._write_messages(ns, batch.messages, label, pack, progress))
 
     async def aingest(
         self,
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Async :meth:`ingest` (same checks; the caller's loop is never blocked)."""
-        ns, batch = check_ingest(namespace, messages, source, pack, None)
-        return batch.result(await self._awrite_messages(ns, batch.messages, source, pack))
+        label = origin_label(origin, source, where="aingest")
+        ns, batch = check_ingest(namespace, messages, label, pack, None)
+        return batch.result(await self._awrite_messages(ns, batch.messages, label, pack))
 
     def search(
         self,
@@ -562,12 +572,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         *,
         actor: str = "api",
         reason: str = "",
-        source: str = "reingest",
+        origin: str = "reingest",
+        source: str = NOT_GIVEN,
     ) -> tuple[list[str], IngestResult]:
         """Delete messages: every record holding them goes, the other messages come back.
 
         The records that held any part of the messages are deleted; the *other* messages
-        of those records are written again (re-chunked and re-embedded) under ``source``,
+        of those records are written again (re-chunked and re-embedded) under the ingest
+        label ``origin`` (default ``"reingest"``; ``source`` is its deprecated old name),
         so nothing but the named messages is lost. The deletion, its audit row and the
         re-written records are one transaction: if embedding the survivors fails, or the
         process dies, nothing is deleted.
@@ -578,13 +590,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         Raises:
             ModelCallError: The embedder failed on the survivors (nothing was deleted).
         """
+        label = origin_label(origin, source, where="delete_messages", default="reingest")
         ns = normalize_namespace(namespace)
         wanted = check_ids(message_ids, "message_ids")
-        for value, what in ((actor, "actor"), (reason, "reason"), (source, "source")):
+        for value, what in ((actor, "actor"), (reason, "reason"), (label, "origin")):
             check_text(value, what)
         if not wanted:
             return [], IngestResult(0, 0, 0)
-        deleted, written = self._delete_messages(ns, wanted, actor, reason, source)
+        deleted, written = self._delete_messages(ns, wanted, actor, reason, label)
         return deleted, written_result(written)
 
     @forgets_cached_content
@@ -700,7 +713,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         return chunk_messages(
             messages,
             namespace=ns,
-            source=source,
+            origin=source,
             max_chars=self.record_chars,
             pack=pack,
             first_positions=first_positions,
@@ -728,14 +741,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
             pack: See ``ingest``.
             progress: See ``ingest``.
         """
-        from mnemon_langgraph.store.files import load_messages
+        from mnemon_langgraph.loaders.files import load_messages
 
         if not isinstance(path, str | os.PathLike):
             raise InputError(f"path must be a file path, got {type(path).__name__}")
-        messages_by_source = load_messages(path, format=format)
+        messages_by_origin = load_messages(path, format=format)
         total = IngestResult(0, 0, 0)
-        for source, messages in messages_by_source:
-            result = self.ingest(namespace, messages, source=source, pack=pack, progress=progress)
+        for origin, messages in messages_by_origin:
+            result = self.ingest(namespace, messages, origin=origin, pack=pack, progress=progress)
             total = IngestResult(
                 total.records_written + result.records_written,
                 total.messages_written + result.messages_written,

@@ -16,7 +16,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, normalize_namespace
+from mnemon_langgraph.types import (
+    NOT_GIVEN,
+    Message,
+    Namespace,
+    Record,
+    as_naive_utc,
+    normalize_namespace,
+    origin_label,
+)
 
 if TYPE_CHECKING:
     from mnemon_langgraph.items import IndexItem
@@ -49,7 +57,7 @@ def date_messages(
     A message that carries its own timestamp keeps it (and its session); one without is
     dated ``now`` (default: the current time; any time zone, stored as naive UTC) and
     continues the namespace's last session, unless more than
-    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
+    :data:`~mnemon_langgraph.loaders.messages.DEFAULT_SESSION_GAP` passed since that
     session's last record, when it opens the next one.
     """
     return dated_after(last_record(store, namespace), messages, now=now)
@@ -77,7 +85,7 @@ def dated_after(
 
     The rule without the read, so the sync and the async per-user API share it.
     """
-    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+    from mnemon_langgraph.loaders.messages import DEFAULT_SESSION_GAP
 
     stamp = as_naive_utc(now or datetime.now(UTC))
     assert stamp is not None
@@ -101,7 +109,7 @@ def user_messages(
     """
     from langchain_core.messages import convert_to_messages
 
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     ns = normalize_namespace(user)
     if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
@@ -181,8 +189,9 @@ class PerUserAPI:
         user: str | Sequence[str],
         messages: Sequence[Any],
         *,
-        source: str = "api",
+        origin: str = "api",
         now: datetime | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
         ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
@@ -190,6 +199,8 @@ class PerUserAPI:
         The one date rule of every surface: a message is dated when it was written (``now``,
         default the current UTC time) unless it carries its own timestamp; undated messages
         continue the user's last session unless more than four hours passed since it.
+        ``origin`` is the ingest label (default ``"api"``; ``source`` is its deprecated old
+        name, which warns).
 
         Returns:
             What was written (messages already stored, by id, are skipped).
@@ -197,8 +208,9 @@ class PerUserAPI:
         Raises:
             InputError: A message that cannot be converted (unknown role, no text).
         """
+        label = origin_label(origin, source, where="add_messages", default="api")
         ns, given = user_messages(user, messages)
-        return self.ingest(ns, date_messages(self, ns, given, now=now), source=source)
+        return self.ingest(ns, date_messages(self, ns, given, now=now), origin=label)
 
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None

@@ -210,7 +210,7 @@ class Journal(JournalFile):
                     rec.id,
                     last,
                     key,
-                    rec.source,
+                    rec.origin,
                     int(rec.session),
                     rec.date.isoformat() if rec.date else None,
                     int(rec.position),

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Schema version this module writes. A journal with a newer version is refused."""
 
 BATCH = 500  # ids per ``IN (...)`` query, well under SQLite's variable limit
@@ -116,9 +116,17 @@ def ensure_append_only_audit(conn: sqlite3.Connection) -> bool:
     return bool(missing)
 
 
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    """The ingest label's column takes the label's name: ``source`` → ``origin`` (the
+    indexes follow the column; every stored label is kept as it is)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+    if "source" in columns:  # safe to run again, as every step
+        conn.execute("ALTER TABLE records RENAME COLUMN source TO origin")
+
+
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.
-# Migrations only add; they never drop data.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+# Migrations only add or rename; they never drop data.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 
 
 # --- helpers --------------------------------------------------------------------------
@@ -153,7 +161,7 @@ def id_list(ids: Iterable[str] | str) -> list[str]:
 
 
 def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:
-    (rid, seq, ns, source, session, date, position, speakers, mids, roles, text) = tuple(row)[:11]
+    (rid, seq, ns, origin, session, date, position, speakers, mids, roles, text) = tuple(row)[:11]
     return Record(
         id=rid,
         namespace=ns_from_key(ns),
@@ -163,14 +171,14 @@ def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:
         speakers=tuple(json.loads(speakers)),
         message_ids=tuple(json.loads(mids)),
         text=text,
-        source=source,
+        origin=origin,
         seq=seq,
         roles=tuple(json.loads(roles)),
     )
 
 
 RECORD_COLUMNS = (
-    "id, seq, namespace, source, session, date, position, speakers, message_ids, roles, text"
+    "id, seq, namespace, origin, session, date, position, speakers, message_ids, roles, text"
 )
 
 
@@ -184,7 +192,7 @@ def replace_seq(rec: Record, seq: int) -> Record:
         speakers=tuple(rec.speakers),
         message_ids=tuple(rec.message_ids),
         text=rec.text,
-        source=rec.source,
+        origin=rec.origin,
         seq=seq,
         roles=tuple(rec.roles),
     )

@@ -8,7 +8,7 @@ Example:
     >>> from mnemon_langgraph.store import MnemonStore
     >>> from mnemon_langgraph.types import Message
     >>> with MnemonStore("memory.db") as store:                       # doctest: +SKIP
-    ...     store.ingest(("users", "ada"), [Message("I moved to Lyon", "Ada")], source="chat")
+    ...     store.ingest(("users", "ada"), [Message("I moved to Lyon", "Ada")], origin="chat")
     ...     hits = store.search("where does Ada live?", namespace=("users", "ada"), k=5)
 """
 

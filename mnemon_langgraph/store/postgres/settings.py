@@ -43,7 +43,7 @@ Only namespaces of :data:`EXACT_BELOW` records or more use HNSW, so they get
 
 EF_SEARCH_LARGE = 200
 """``hnsw.ef_search`` past :data:`EF_SEARCH_BY_SIZE`: on real text it keeps the recall goal
-with a margin at a third of the largest value's time (``docs/results/pg_bm25_1m.py
+with a margin at a third of the largest value's time (``benchmarks/pg_bm25_1m.py
 parts``); a corpus of less clustered vectors may need more: pass ``ef_search=``."""
 
 HALF_RERANK = 200

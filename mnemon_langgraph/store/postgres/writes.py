@@ -115,7 +115,7 @@ class Writes:
         written: list[Record] = []
         cur = conn.cursor()
         await cur.executemany(
-            "INSERT INTO mnemon_records (id, seq, nsid, source, session, date, date_epoch, "
+            "INSERT INTO mnemon_records (id, seq, nsid, origin, session, date, date_epoch, "
             "position, speakers, message_ids, roles, text, terms, tfs, length) VALUES "
             "(%s, nextval('mnemon_record_seq'), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
             "%s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
@@ -181,7 +181,7 @@ class Writes:
                 (
                     rec.id,
                     nsid,
-                    rec.source,
+                    rec.origin,
                     int(rec.session),
                     rec.date,
                     date_to_epoch(rec.date),

@@ -318,7 +318,65 @@ def add_beam(sub: Any) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     _add_beam_backends(beam)
+    _add_beam_history(beam)
     beam.set_defaults(func=_run_beam)
+
+
+def _add_beam_history(beam: argparse.ArgumentParser) -> None:
+    """The long-history switches of ``eval beam`` (docs/results/ten-million.md)."""
+    beam.add_argument(
+        "--filler",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file or folder of other conversations (LongMemEval, BEAM chat.json, LoCoMo) "
+        "to build long histories from; repeatable (with --history-tokens)",
+    )
+    beam.add_argument(
+        "--history-tokens",
+        default=None,
+        metavar="N,...",
+        help="ask each conversation inside histories of these sizes in WordPiece tokens "
+        "(e.g. 100K,1M,10M): the conversation plus filler, dated before and among its "
+        "sessions, no text repeated; only these tiers run (with --filler)",
+    )
+    beam.add_argument(
+        "--filler-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the filler's choice and dates (default 0)",
+    )
+    beam.add_argument(
+        "--tokens-per-day",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pace of the simulated life that dates the filler (default 14000: 10M "
+        "tokens in about two years)",
+    )
+    beam.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows a stopped run with the same settings wrote to --out and ask "
+        "only the missing questions",
+    )
+
+
+def _history_config(args: argparse.Namespace) -> dict[str, Any]:
+    """``BeamEvalConfig`` fields of the long-history switches."""
+    from mnemon_langgraph.eval.filler import DEFAULT_TOKENS_PER_DAY, parse_token_count
+
+    sizes = [x for x in (args.history_tokens or "").split(",") if x.strip()]
+    if bool(sizes) != bool(args.filler):
+        raise ConfigurationError("--filler and --history-tokens go together")
+    return {
+        "filler": list(args.filler),
+        "history_tokens": [parse_token_count(x) for x in sizes],
+        "filler_seed": args.filler_seed,
+        "tokens_per_day": args.tokens_per_day or DEFAULT_TOKENS_PER_DAY,
+        "resume": args.resume,
+    }
 
 
 def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
@@ -383,6 +441,7 @@ def _run_beam(args: argparse.Namespace) -> int:
         baseline_ks=ks,
         keep_namespaces=args.keep_namespaces,
         plots=not args.no_plots,
+        **_history_config(args),
     )
     embeddings, _cache = cached_embeddings(args)
     judge = build_judge(args.judge, embeddings)
@@ -432,13 +491,18 @@ def _beam_command(args: argparse.Namespace) -> str:
         "embedding_cache",
         "judge",
         "planner",
+        "history_tokens",
+        "filler_seed",
+        "tokens_per_day",
     ):
         value = getattr(args, flag)
         if value is not None:
             parts += ["--" + flag.replace("_", "-"), str(value)]
     for spec in args.concat:
         parts += ["--concat", spec]
-    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress"):
+    for path in args.filler:
+        parts += ["--filler", path]
+    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress", "resume"):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     return " ".join(parts)

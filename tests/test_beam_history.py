@@ -1,0 +1,204 @@
+"""Long histories in the BEAM harness: filler tiers, the vector cache, resume, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
+from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
+from mnemon_langgraph.search.embeddings import CachedEmbeddings
+from tests.test_beam import RELEASE_CHAT, _tree_of
+from tests.test_filler import _beam_chat, _lme_file
+
+
+class CountingEmbeddings(Embeddings):
+    """The deterministic fake embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = DeterministicFakeEmbedding(size=384)
+        self.model_name = "counting-fake"
+        self.dimension = 384
+        self.documents = 0
+        self.queries = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+
+class StoppingGraph:
+    """A read graph that stops the run (as a kill would) after ``allowed`` reads."""
+
+    def __init__(self, graph: Any, allowed: int | None = None) -> None:
+        self.graph = graph
+        self.allowed = allowed
+        self.calls = 0
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        if self.allowed is not None and self.calls >= self.allowed:
+            raise KeyboardInterrupt("stopped")
+        self.calls += 1
+        return self.graph.invoke(*args, **kwargs)
+
+
+def _beam_root(tmp_path: Path) -> Path:
+    root = tmp_path / "beam"
+    return root if root.is_dir() else _tree_of(root, {"1": RELEASE_CHAT})
+
+
+def _filler(tmp_path: Path) -> list[str]:
+    return [
+        str(_lme_file(tmp_path / "lme.json", sessions=30)),
+        str(_beam_chat(tmp_path / "other" / "100K" / "7")),
+        str(_beam_root(tmp_path)),  # the evaluated conversation itself: left out by content
+    ]
+
+
+def _run(tmp_path: Path, store_target: str | Path, embedder: Embeddings, **kw: Any) -> Any:
+    from mnemon_langgraph.backends import judge_from_spec
+    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.store import MnemonStore
+
+    store = MnemonStore(store_target, embeddings=embedder)
+    graph = StoppingGraph(
+        create_read_graph(source=store, judge=judge_from_spec("local", embeddings=embedder)),
+        kw.pop("allowed", None),
+    )
+    cfg = BeamEvalConfig(
+        baseline_ks=(3,),
+        plots=False,
+        filler=_filler(tmp_path),
+        history_tokens=kw.pop("history_tokens", (300, 1200)),
+        **kw,
+    )
+    try:
+        summary = run_beam_eval(
+            _beam_root(tmp_path), tmp_path / "out", graph=graph, store=store, config=cfg
+        )
+    finally:
+        store.close()
+    return summary, graph
+
+
+def _rows(tmp_path: Path, name: str = "results.jsonl") -> list[dict[str, Any]]:
+    lines = (tmp_path / "out" / name).read_text().splitlines()
+    return [json.loads(x) for x in lines]
+
+
+def test_filler_tiers_ask_each_question_in_each_history(tmp_path: Path) -> None:
+    summary, graph = _run(tmp_path, tmp_path / "j.sqlite", DeterministicFakeEmbedding(size=384))
+    rows = _rows(tmp_path)
+    assert graph.calls == len(rows) == 2 * 5
+    assert list(summary["by_tier"]) == ["300-hist", "1.2K-hist"]
+    for r in rows:
+        assert r["history_tokens"] <= r["history_budget"]
+        assert r["filler_tokens"] > 0 and r["filler_excluded_sessions"] >= 1
+    big = [r for r in rows if r["tier"] == "1.2K-hist"]
+    assert big[0]["messages"] > next(r for r in rows if r["tier"] == "300-hist")["messages"]
+    # the evidence ids still name the conversation's own messages, never filler
+    assert all(not e.startswith("filler:") for r in rows for e in r["gold_evidence"])
+    # the same questions pair across the history sizes
+    assert summary["tier_ratios"]["paired"]["1.2K-hist"]["paired"] is True
+    builds = _rows(tmp_path, "builds.jsonl")
+    assert [b["tier"] for b in builds] == ["300-hist", "1.2K-hist"]
+    for b in builds:
+        assert b["ingest_cpu_seconds"] > 0 and b["messages_per_cpu_second"] > 0
+        assert b["peak_rss_bytes"] > 10**6 and b["disk_bytes"] > 0
+        assert b["turn_write_seconds"] > 0
+    assert set(summary["builds"]) == {"300-hist", "1.2K-hist"}
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "## Building the namespaces" in md and 'other LongMemEval "users"' in md
+
+
+def test_second_build_embeds_nothing_cached(tmp_path: Path) -> None:
+    counting = CountingEmbeddings()
+    cached = CachedEmbeddings(counting, tmp_path / "vectors.sqlite")
+    _run(tmp_path, tmp_path / "a.sqlite", cached)
+    first = counting.documents
+    assert first > 0
+    # a new journal, the same histories: every record and turn vector comes from the cache
+    _run(tmp_path, tmp_path / "b.sqlite", cached)
+    assert counting.documents == first
+    assert cached.hits >= first
+    cached.close()
+
+
+def test_a_stopped_run_resumes_without_redoing(tmp_path: Path) -> None:
+    emb = DeterministicFakeEmbedding(size=384)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, tmp_path / "j.sqlite", emb, allowed=3)
+    done = _rows(tmp_path)
+    assert len(done) == 3
+    with (tmp_path / "out" / "results.jsonl").open("a") as fh:
+        fh.write('{"conversation": "torn')  # the line a killed run was writing
+    summary, graph = _run(tmp_path, tmp_path / "j.sqlite", emb, resume=True)
+    rows = _rows(tmp_path)
+    assert graph.calls == 10 - 3
+    assert len(rows) == 10 == summary["counts"]["questions"]
+    keys = [(r["conversation"], r["ability"], r["question_index"]) for r in rows]
+    assert len(set(keys)) == 10
+    assert rows[:3] == done
+    assert summary["metadata"]["resumed_rows"] == 3
+    # a finished run resumed asks nothing and builds nothing
+    _, graph = _run(tmp_path, tmp_path / "j.sqlite", emb, resume=True)
+    assert graph.calls == 0 and len(_rows(tmp_path)) == 10
+    # other settings: refused
+    with pytest.raises(InputError, match="other settings"):
+        _run(tmp_path, tmp_path / "j.sqlite", emb, resume=True, filler_seed=9)
+
+
+def test_cli_eval_beam_history_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mnemon_langgraph.cli import main
+
+    args = [
+        "eval",
+        "beam",
+        str(_beam_root(tmp_path)),
+        "--out",
+        str(tmp_path / "out"),
+        "--embeddings",
+        "fake",
+        "--embedding-cache",
+        str(tmp_path / "cache.sqlite"),
+        "--baseline-k",
+        "3",
+        "--no-progress",
+        "--no-plots",
+        "--per-ability",
+        "1",
+        "--history-tokens",
+        "300,1.2K",
+        "--filler-seed",
+        "5",
+    ]
+    for path in _filler(tmp_path):
+        args += ["--filler", path]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert list(summary["by_tier"]) == ["300-hist", "1.2K-hist"]
+    assert summary["config"]["filler_seed"] == 5
+    assert "--history-tokens 300,1.2K" in summary["metadata"]["command"]
+    assert summary["filler_pool"]["tokens_by_source"]["longmemeval"] > 0
+    assert main([*args, "--resume"]) == 0
+    assert len(_rows(tmp_path)) == 10
+    at = args.index("--history-tokens")
+    assert main(args[:at] + args[at + 2 :]) == 2  # --filler without --history-tokens
+    capsys.readouterr()
+
+
+def test_filler_history_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    summary, _ = _run(
+        tmp_path, postgres_url, DeterministicFakeEmbedding(size=384), history_tokens=(1200,)
+    )
+    assert summary["counts"]["questions"] == 5
+    build = _rows(tmp_path, "builds.jsonl")[0]
+    assert build["disk_bytes"] > 0 and build["turn_write_seconds"] > 0

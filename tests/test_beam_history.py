@@ -25,9 +25,11 @@ class CountingEmbeddings(Embeddings):
         self.dimension = 384
         self.documents = 0
         self.queries = 0
+        self.texts: list[str] = []
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         self.documents += len(texts)
+        self.texts += texts
         return self.inner.embed_documents(texts)
 
     def embed_query(self, text: str) -> list[float]:
@@ -202,3 +204,33 @@ def test_filler_history_on_postgresql(tmp_path: Path, postgres_url: str) -> None
     assert summary["counts"]["questions"] == 5
     build = _rows(tmp_path, "builds.jsonl")[0]
     assert build["disk_bytes"] > 0 and build["turn_write_seconds"] > 0
+
+
+def test_filling_the_cache_ahead_leaves_only_the_conversation(tmp_path: Path) -> None:
+    from mnemon_langgraph.eval.filler import embed_filler, load_filler_pool
+
+    counting = CountingEmbeddings()
+    cached = CachedEmbeddings(counting, tmp_path / "vectors.sqlite")
+    texts = embed_filler(load_filler_pool(_filler(tmp_path)), cached, record_chars=600, batch=7)
+    assert texts == counting.documents > 0
+    counting.texts.clear()
+    _run(tmp_path, tmp_path / "j.sqlite", cached)
+    # the build embedded the evaluated conversation's texts, no filler text
+    assert counting.texts
+    assert not [t for t in counting.texts if "Topic " in t or "Garden batch" in t]
+    cached.close()
+
+
+def test_cli_eval_filler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mnemon_langgraph.cli import main
+
+    sources = _filler(tmp_path)
+    assert main(["eval", "filler", *sources, "--stats-only"]) == 0
+    assert "distinct wordpiece tokens" in capsys.readouterr().out
+    cache = tmp_path / "cache.sqlite"
+    args = ["eval", "filler", *sources, "--embeddings", "fake", "--embedding-cache", str(cache)]
+    assert main(args) == 0
+    first = capsys.readouterr().out.splitlines()[-1]
+    assert main(args) == 0
+    again = capsys.readouterr().out.splitlines()[-1]
+    assert " 0 already cached" in first and ": 0 embedded" in again

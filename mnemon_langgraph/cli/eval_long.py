@@ -320,6 +320,9 @@ def add_beam(sub: Any) -> None:
     _add_beam_backends(beam)
     _add_beam_history(beam)
     beam.set_defaults(func=_run_beam)
+    from mnemon_langgraph.cli.eval_filler import add_filler
+
+    add_filler(sub)  # eval filler: the filler pool of --history-tokens, cached ahead
 
 
 def _add_beam_history(beam: argparse.ArgumentParser) -> None:

@@ -427,3 +427,55 @@ def build_history(
         first_date=sessions[0][0] if sessions else None,
         seed=seed,
     )
+
+
+def filler_texts(session: FillerSession, record_chars: int) -> list[str]:
+    """The texts a build embeds for ``session``: its records as a store with
+    ``record_chars`` writes them (turns packed within the session) and its turns as the
+    turn baselines index them (one per piece, without the date header)."""
+    from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, chunk_messages
+
+    messages = list(session.messages)
+    texts: list[str] = []
+    for pack, size in ((True, record_chars), (False, DEFAULT_MAX_CHARS)):
+        records = chunk_messages(
+            messages, namespace=("filler",), source="filler", max_chars=size, pack=pack
+        )
+        texts += [r.text for r in records]
+    return list(dict.fromkeys(texts))
+
+
+def embed_filler(
+    pool: FillerPool,
+    embeddings: Any,
+    *,
+    record_chars: int,
+    batch: int = 256,
+    progress: Any = None,
+) -> int:
+    """Embed every text a build of ``pool``'s sessions would embed (to fill an embedding
+    cache once: with :class:`~mnemon_langgraph.search.embeddings.CachedEmbeddings`, texts
+    already cached cost nothing, so a stopped fill resumes where it stopped).
+
+    Args:
+        pool: The filler pool.
+        embeddings: The (cached) embedder.
+        record_chars: The store's record size.
+        batch: Texts per embedding call.
+        progress: Called as ``progress(sessions_done, sessions_total, texts_done)``.
+
+    Returns:
+        The number of texts embedded or found in the cache.
+    """
+    sessions = list(pool.sessions())
+    pending: list[str] = []
+    done = 0
+    for i, s in enumerate(sessions, start=1):
+        pending += filler_texts(s, record_chars)
+        if len(pending) >= batch or i == len(sessions):
+            embeddings.embed_documents(pending)
+            done += len(pending)
+            pending = []
+            if progress is not None:
+                progress(i, len(sessions), done)
+    return done

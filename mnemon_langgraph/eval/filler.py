@@ -42,9 +42,9 @@ for a seed, so anyone can rebuild the same history from the public files:
   benchmark's evidence names them), a filler message's id is
   ``filler:<first 16 hex of its session's hash>:<n>``.
 
-Most of the filler (about 10.1M of the 11.9M distinct tokens of the dev files) is other
-LongMemEval "users": ShareGPT/UltraChat-style sessions and LongMemEval's simulated users,
-not one person's life; the results say so.
+With the dev files as filler, most of it is other LongMemEval "users" (ShareGPT/UltraChat-
+style sessions and LongMemEval's simulated users), not one person's life; the results say
+so (docs/results/ten-million.md has the make-up).
 """
 
 from __future__ import annotations

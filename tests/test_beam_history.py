@@ -234,3 +234,40 @@ def test_cli_eval_filler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(args) == 0
     again = capsys.readouterr().out.splitlines()[-1]
     assert " 0 already cached" in first and ": 0 embedded" in again
+
+
+@pytest.mark.integration  # starts a child Python process (mnemon view)
+def test_cli_cold_open_reads_from_a_new_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.cli import main
+
+    args = [
+        "eval",
+        "beam",
+        str(_beam_root(tmp_path)),
+        "--out",
+        str(tmp_path / "out"),
+        "--embeddings",
+        "fake",
+        "--no-embedding-cache",
+        "--baseline-k",
+        "3",
+        "--no-progress",
+        "--no-plots",
+        "--limit-questions",
+        "2",
+        "--history-tokens",
+        "1.2K",
+        "--cold-open",
+        "--store",
+        str(tmp_path / "j.sqlite"),
+    ]
+    for path in _filler(tmp_path):
+        args += ["--filler", path]
+    assert main(args) == 0
+    build = _rows(tmp_path, "builds.jsonl")[0]
+    assert "cold_open_error" not in build, build.get("cold_open_error")
+    assert build["cold_open_seconds"] > build["cold_open_read_seconds"] > 0
+    assert "cold open s" in (tmp_path / "out" / "summary.md").read_text()
+    capsys.readouterr()

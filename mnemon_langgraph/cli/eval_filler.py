@@ -14,7 +14,7 @@ from typing import Any
 
 from mnemon_langgraph.cli._common import add_embeddings_arg
 
-__all__ = ["add_filler"]
+__all__ = ["add_filler", "cold_reader"]
 
 
 def add_filler(sub: Any) -> None:
@@ -47,6 +47,17 @@ def add_filler(sub: Any) -> None:
     p.add_argument("--stats-only", action="store_true", help="count, embed nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress lines")
     p.set_defaults(func=_run_filler)
+
+
+def add_cold_open(beam: argparse.ArgumentParser) -> None:
+    """Add ``--cold-open`` to ``eval beam``."""
+    beam.add_argument(
+        "--cold-open",
+        action="store_true",
+        help="after each namespace's questions, read it once from a new process (mnemon "
+        "view) and record that process's time from start to View: the first read after a "
+        "restart",
+    )
 
 
 def _run_filler(args: argparse.Namespace) -> int:
@@ -93,3 +104,45 @@ def _run_filler(args: argparse.Namespace) -> int:
         f"{cached.path}"
     )
     return 0
+
+
+def cold_reader(args: argparse.Namespace, store: Any) -> Any:
+    """``eval beam --cold-open``: a function that reads a built namespace from a **new**
+    process (``mnemon view``, the run's judge, planner, budget and read settings) and returns
+    that process's wall time from start to View, and the read path's own time inside it.
+
+    ``None`` without ``--cold-open``.
+    """
+    if not getattr(args, "cold_open", False):
+        return None
+    import json
+    import os
+    import subprocess
+
+    db = str(args.store or store.stats()["path"])  # the URL as given: a password is kept
+    env = dict(os.environ)
+    if args.embeddings in ("fake", "e5"):
+        env["MNEMON_EMBEDDINGS"] = args.embeddings
+
+    def read(namespace: Any, question: str) -> dict[str, Any]:
+        cmd = [sys.executable, "-m", "mnemon_langgraph.cli", "view", question, "--db", db]
+        for part in namespace:
+            cmd += ["--namespace", part]
+        cmd += ["--json", "--judge", args.judge, "--planner", args.planner]
+        if args.budget_chars is not None:
+            cmd += ["--budget-chars", str(args.budget_chars)]
+        for setting in args.read_setting or ():
+            cmd += ["--read-setting", setting]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            return {"cold_open_error": proc.stderr.strip()[-500:]}
+        timings = (json.loads(proc.stdout).get("trace") or {}).get("timings") or {}
+        return {
+            "cold_open_seconds": wall,
+            "cold_open_read_seconds": timings.get("read_path_s"),
+            "cold_open_model_seconds": timings.get("model_s"),
+        }
+
+    return read

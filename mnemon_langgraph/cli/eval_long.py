@@ -318,15 +318,17 @@ def add_beam(sub: Any) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     _add_beam_backends(beam)
-    _add_beam_history(beam)
+    _add_beam_history(beam, sub)
     beam.set_defaults(func=_run_beam)
-    from mnemon_langgraph.cli.eval_filler import add_filler
-
-    add_filler(sub)  # eval filler: the filler pool of --history-tokens, cached ahead
 
 
-def _add_beam_history(beam: argparse.ArgumentParser) -> None:
-    """The long-history switches of ``eval beam`` (docs/results/ten-million.md)."""
+def _add_beam_history(beam: argparse.ArgumentParser, sub: Any) -> None:
+    """The long-history switches of ``eval beam`` (docs/results/ten-million.md), and
+    ``eval filler`` (the filler pool of ``--history-tokens``, cached ahead) beside it."""
+    from mnemon_langgraph.cli.eval_filler import add_cold_open, add_filler
+
+    add_cold_open(beam)
+    add_filler(sub)
     beam.add_argument(
         "--filler",
         action="append",
@@ -413,6 +415,7 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
 def _run_beam(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
     from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
+    from mnemon_langgraph.cli.eval_filler import cold_reader
     from mnemon_langgraph.eval.beam import parse_concat_spec
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
     from mnemon_langgraph.read.graph import create_read_graph
@@ -463,6 +466,7 @@ def _run_beam(args: argparse.Namespace) -> int:
                 config=config,
                 command=_beam_command(args),
                 progress=not args.no_progress,
+                cold_read=cold_reader(args, store),
             )
     finally:
         store.close()
@@ -505,7 +509,14 @@ def _beam_command(args: argparse.Namespace) -> str:
         parts += ["--concat", spec]
     for path in args.filler:
         parts += ["--filler", path]
-    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress", "resume"):
+    for flag in (
+        "keep_namespaces",
+        "no_embedding_cache",
+        "no_plots",
+        "no_progress",
+        "resume",
+        "cold_open",
+    ):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     return " ".join(parts)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -340,9 +340,14 @@ def run_beam_eval(
     config: BeamEvalConfig | None = None,
     command: Sequence[str] | str | None = None,
     progress: bool = False,
+    cold_read: Callable[[Sequence[str], str], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the evaluation; write ``results.jsonl``, ``builds.jsonl``, ``summary.json`` and
     ``summary.md`` (rows and builds appended as they finish, so a stopped run can resume).
+
+    ``cold_read(namespace, question)``, when given, is called once per built namespace after
+    its questions (e.g. a read in a fresh process: the cold open); what it returns goes into
+    that build's record.
 
     Raises:
         InputError: No conversation, a bad file, evidence naming no message, a filler
@@ -362,6 +367,7 @@ def run_beam_eval(
         embedder=embeddings if embeddings is not None else store.embeddings,
         tokens=TokenCounter(),
         log=RunLog(out, _run_settings(cfg, root), resume=cfg.resume),
+        cold_read=cold_read,
     )
     started = time.perf_counter()
     units: list[tuple[BeamConversation, HistoryTier | None]] = (
@@ -405,6 +411,7 @@ class _Run:
     embedder: Embeddings
     tokens: TokenCounter
     log: RunLog
+    cold_read: Callable[[Sequence[str], str], Mapping[str, Any]] | None = None
     pool: FillerPool | None = None
 
 
@@ -448,6 +455,8 @@ def _run_unit(run: _Run, conv: BeamConversation, tier: HistoryTier | None) -> No
             row.update(info)
             row["baselines"] = _baselines(prep, q, len(view.text), cfg.baseline_ks)
             run.log.add_row(row)
+        if run.cold_read is not None:
+            build.update(run.cold_read(prep.namespace, todo[0].question))
         stamps = [m.timestamp for m in conv.messages if m.timestamp is not None]
         build.update(time_turn_write(run.store, prep.namespace, max(stamps, default=None)))
     finally:

@@ -282,6 +282,8 @@ BUILD_FIELDS = (
     "disk_bytes",
     "turn_write_seconds",
     "turn_write_cpu_seconds",
+    "cold_open_seconds",
+    "cold_open_read_seconds",
 )
 """Per-build measures summarised per tier (medians)."""
 
@@ -341,6 +343,8 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
             _mb(b.get("peak_rss_bytes_median")),
             _mb(b.get("disk_bytes_median")),
             _s(b.get("turn_write_seconds_median"), 1000.0, 0),
+            _s(b.get("cold_open_seconds_median")),
+            _s(b.get("cold_open_read_seconds_median"), 1000.0, 0),
         ]
         for tier, b in builds.items()
     ]
@@ -355,6 +359,8 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
         "peak RSS MB",
         "disk MB",
         "one turn write ms",
+        "cold open s",
+        "cold read ms",
     ]
     out = ["", "## Building the namespaces (median per build)", "", *markdown_table(header, rows)]
     mix = {t: b.get("filler_by_source") for t, b in builds.items() if b.get("filler_by_source")}
@@ -373,6 +379,9 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
         "",
         "Peak RSS: the process's peak resident memory when the build finished (monotonic "
         "over the run); disk: the journal's files (embedded) or the database (PostgreSQL); "
-        "one turn write: one more user message ingested into the built namespace.",
+        "one turn write: one more user message ingested into the built namespace; cold "
+        "open (--cold-open): a new process's time from its start to the View of the "
+        "namespace's first question (interpreter, imports, models, store open, read), and "
+        "the read path's own time in it (model calls excluded).",
     ]
     return out

@@ -271,3 +271,39 @@ def test_cli_cold_open_reads_from_a_new_process(
     assert build["cold_open_seconds"] > build["cold_open_read_seconds"] > 0
     assert "cold open s" in (tmp_path / "out" / "summary.md").read_text()
     capsys.readouterr()
+
+
+def test_cli_longmemeval_inside_other_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from _longmemeval_fixture import eval_args, questions, write
+
+    from mnemon_langgraph.cli import main
+
+    write(tmp_path / "lme.json", questions())
+    other = _lme_file(tmp_path / "other.json", sessions=30)
+    args = eval_args(
+        tmp_path,
+        "out",
+        "--no-embedding-cache",
+        "--budget-curve",
+        "none",
+        "--filler",
+        str(other),
+        "--filler",
+        str(tmp_path / "lme.json"),  # the file itself: each question's own sessions left out
+        "--history-tokens",
+        "900",
+    )
+    assert main(args) == 0
+    rows = _rows(tmp_path)
+    own = {q["question_id"]: q for q in questions()}
+    for r in rows:
+        assert r["history_budget"] == 900 and r["history_tokens"] <= 900
+        assert r["filler_tokens"] > 0 and r["filler_excluded_sessions"] >= 1
+        assert r["messages"] > sum(len(s) for s in own[r["question_id"]]["haystack_sessions"])
+        assert not [m for m in r["gold_evidence"] if m.startswith("filler:")]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["config"]["history_tokens"] == 900
+    assert main(eval_args(tmp_path, "out2", "--history-tokens", "1M")) == 2  # no --filler
+    capsys.readouterr()

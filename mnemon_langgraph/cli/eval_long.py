@@ -93,10 +93,54 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
     lme.add_argument(
         "--no-embedding-cache", action="store_true", help="embed every text afresh (no cache file)"
     )
-    lme.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    lme.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_lme_output_and_history(lme)
     add_models(lme)
     lme.set_defaults(func=_run)
+
+
+def _add_lme_output_and_history(lme: argparse.ArgumentParser) -> None:
+    """``--no-plots``, ``--no-progress`` and ``--filler``/``--history-tokens`` (one size) of
+    ``eval longmemeval``."""
+    lme.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    lme.add_argument("--no-progress", action="store_true", help="no progress bar")
+    lme.add_argument(
+        "--filler",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file or folder of other conversations (e.g. the LongMemEval file itself); "
+        "repeatable (with --history-tokens)",
+    )
+    lme.add_argument(
+        "--history-tokens",
+        default=None,
+        metavar="N",
+        help="put each question's history inside filler up to N WordPiece tokens (e.g. "
+        "1M), its own sessions left out by content (with --filler)",
+    )
+    lme.add_argument("--filler-seed", type=int, default=0, metavar="N", help="default 0")
+    lme.add_argument(
+        "--tokens-per-day",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pace of the simulated life that dates the filler (default 14000)",
+    )
+
+
+def _lme_history(args: argparse.Namespace) -> dict[str, Any]:
+    from mnemon_langgraph.eval.filler import DEFAULT_TOKENS_PER_DAY, parse_token_count
+
+    if bool(args.filler) != (args.history_tokens is not None):
+        raise ConfigurationError("--filler and --history-tokens go together")
+    return {
+        "filler": list(args.filler),
+        "history_tokens": parse_token_count(args.history_tokens)
+        if args.history_tokens is not None
+        else None,
+        "filler_seed": args.filler_seed,
+        "tokens_per_day": args.tokens_per_day or DEFAULT_TOKENS_PER_DAY,
+    }
 
 
 def ints_or_none(text: str, flag: str) -> tuple[int, ...]:
@@ -153,6 +197,7 @@ def _config(args: argparse.Namespace, cache: str | None) -> Any:
         keep_namespaces=args.keep_namespaces,
         embedding_cache=cache,
         plots=not args.no_plots,
+        **_lme_history(args),
     )
 
 
@@ -232,10 +277,16 @@ def _command(args: argparse.Namespace) -> str:
         "record_chars",
         "embeddings",
         "embedding_cache",
+        "history_tokens",
+        "tokens_per_day",
     ):
         value = getattr(args, flag)
         if value is not None:
             parts += ["--" + flag.replace("_", "-"), str(value)]
+    for path in args.filler:
+        parts += ["--filler", path]
+    if args.filler:
+        parts += ["--filler-seed", str(args.filler_seed)]
     for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress"):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))

@@ -29,7 +29,7 @@ import logging
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,12 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
 from mnemon_langgraph.eval.evidence import evidence_hits
+from mnemon_langgraph.eval.filler import (
+    DEFAULT_TOKENS_PER_DAY,
+    FillerPool,
+    build_history,
+    load_filler_pool,
+)
 from mnemon_langgraph.eval.locomo import VIEW_FIELDS, judge_scores, view_counts
 from mnemon_langgraph.eval.longmemeval_answer import answer_longmemeval, grade_longmemeval
 from mnemon_langgraph.eval.metrics import aggregate, mean, roc_auc
@@ -91,6 +97,12 @@ class LongMemEvalConfig:
         keep_namespaces: Keep every question's namespace in the journal after its question.
         embedding_cache: The embedding cache file, if one is used (recorded).
         plots: Whether to draw the plots.
+        filler: Files or folders of other conversations; with ``history_tokens``, each
+            question's history is put inside filler up to that many WordPiece tokens
+            (:mod:`~mnemon_langgraph.eval.filler`; its own sessions left out by content).
+        history_tokens: The history size with filler (``None``: the question's own).
+        filler_seed: The seed of the filler's choice and dates.
+        tokens_per_day: The simulated life's pace, which dates the filler.
     """
 
     budget_chars: int | None = None
@@ -105,6 +117,10 @@ class LongMemEvalConfig:
     keep_namespaces: bool = False
     embedding_cache: str | None = None
     plots: bool = True
+    filler: Sequence[str] = ()
+    history_tokens: int | None = None
+    filler_seed: int = 0
+    tokens_per_day: int = DEFAULT_TOKENS_PER_DAY
 
 
 def _plots_wanted(requested: bool) -> bool:
@@ -162,7 +178,12 @@ class _Prepared:
 
 
 def _prepare(
-    q: LongMemEvalQuestion, store: Any, embedder: Embeddings, tokens: TokenCounter
+    q: LongMemEvalQuestion,
+    store: Any,
+    embedder: Embeddings,
+    tokens: TokenCounter,
+    *,
+    embed_headers: bool = True,
 ) -> _Prepared:
     """Ingest one question's history and build its turn-level baseline index."""
     from mnemon_langgraph.records.chunking import chunk_messages
@@ -175,7 +196,7 @@ def _prepare(
     turns = chunk_messages(
         q.messages, namespace=("longmemeval-turns", q.question_id), source=source, pack=False
     )
-    index = TurnIndex.build(turns, embedder)
+    index = TurnIndex.build(turns, embedder, embed_headers=embed_headers)
     return _Prepared(
         question=q,
         namespace=ns,
@@ -281,14 +302,32 @@ class _Run:
     answer_model: BaseChatModel | None
     grader: BaseChatModel | None
     tokens: TokenCounter
+    pool: FillerPool | None = None
+
+
+def _with_filler(run: _Run, q: LongMemEvalQuestion) -> tuple[LongMemEvalQuestion, dict[str, Any]]:
+    """The question with its history inside filler up to ``history_tokens`` (when set)."""
+    if run.pool is None or run.cfg.history_tokens is None:
+        return q, {}
+    history = build_history(
+        q.messages,
+        run.pool,
+        run.cfg.history_tokens,
+        seed=run.cfg.filler_seed,
+        tokens=run.tokens,
+        tokens_per_day=run.cfg.tokens_per_day,
+    )
+    return replace(q, messages=history.messages), history.info()
 
 
 def _question(run: _Run, q: LongMemEvalQuestion) -> tuple[dict[str, Any], Any]:
     """Ingest, read, baselines, curve and answer of one question; its row and settings."""
-    prep = _prepare(q, run.store, run.embedder, run.tokens)
+    q, history = _with_filler(run, q)
+    prep = _prepare(q, run.store, run.embedder, run.tokens, embed_headers=not history)
     try:
         view, wall = _ask(run.graph, prep)
         row = _row(prep, view, wall, run.tokens)
+        row.update(history)
         row["baselines"] = _baselines(prep, len(view.text), run.cfg.baseline_ks)
         row["budget_curve"] = _curve(prep, run.curve_graphs, (run.main_budget, view))
         if run.answer_model is not None and run.grader is not None:
@@ -399,6 +438,10 @@ def run_longmemeval_eval(
         grader=grader_model or answer_model,
         tokens=TokenCounter(),
     )
+    if bool(cfg.filler) != (cfg.history_tokens is not None):
+        raise InputError("a filler history needs both the filler sources and the history size")
+    if cfg.history_tokens is not None:
+        run.pool = load_filler_pool(cfg.filler, run.tokens)
     started = time.perf_counter()
     rows, read_settings = _run_questions(run, path, out, len(selected), progress)
     summary = summarize_longmemeval(rows, names=baseline_names(cfg.baseline_ks))

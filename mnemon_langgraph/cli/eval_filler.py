@@ -44,6 +44,13 @@ def add_filler(sub: Any) -> None:
         metavar="N",
         help="the record size of the store the histories will be built in (default 600)",
     )
+    p.add_argument(
+        "--filler-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="embed in the order the histories of this seed take the sessions (default 0)",
+    )
     p.add_argument("--stats-only", action="store_true", help="count, embed nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress lines")
     p.set_defaults(func=_run_filler)
@@ -96,7 +103,9 @@ def _run_filler(args: argparse.Namespace) -> int:
             )
 
     try:
-        texts = embed_filler(pool, cached, record_chars=record_chars, progress=report)
+        texts = embed_filler(
+            pool, cached, record_chars=record_chars, seed=args.filler_seed, progress=report
+        )
     finally:
         cached.close()
     print(

@@ -450,6 +450,7 @@ def embed_filler(
     embeddings: Any,
     *,
     record_chars: int,
+    seed: int = 0,
     batch: int = 256,
     progress: Any = None,
 ) -> int:
@@ -457,17 +458,21 @@ def embed_filler(
     cache once: with :class:`~mnemon_langgraph.search.embeddings.CachedEmbeddings`, texts
     already cached cost nothing, so a stopped fill resumes where it stopped).
 
+    Sessions go in the order the histories of ``seed`` take them, so a fill stopped part
+    way serves the smaller histories whole.
+
     Args:
         pool: The filler pool.
         embeddings: The (cached) embedder.
         record_chars: The store's record size.
+        seed: The histories' seed.
         batch: Texts per embedding call.
         progress: Called as ``progress(sessions_done, sessions_total, texts_done)``.
 
     Returns:
         The number of texts embedded or found in the cache.
     """
-    sessions = list(pool.sessions())
+    sessions = [s for thread in _shuffled_threads(pool, seed) for s in thread]
     pending: list[str] = []
     done = 0
     for i, s in enumerate(sessions, start=1):

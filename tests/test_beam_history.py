@@ -307,3 +307,29 @@ def test_cli_longmemeval_inside_other_sessions(
     assert summary["config"]["history_tokens"] == 900
     assert main(eval_args(tmp_path, "out2", "--history-tokens", "1M")) == 2  # no --filler
     capsys.readouterr()
+
+
+def test_cli_longmemeval_resume_keeps_what_was_done(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from _longmemeval_fixture import eval_args, write
+
+    from mnemon_langgraph.cli import main
+
+    write(tmp_path / "lme.json")
+    args = eval_args(tmp_path, "out", "--no-embedding-cache", "--budget-curve", "none")
+    assert main(args) == 0
+    results = tmp_path / "out" / "results.jsonl"
+    lines = results.read_text().splitlines()
+    assert len(lines) == 4
+    results.write_text(lines[0] + "\n" + lines[1][:40])  # stopped while writing the second
+    assert main([*args, "--resume"]) == 0
+    again = results.read_text().splitlines()
+    assert len(again) == 4 and again[0] == lines[0]  # kept, not asked again (times differ)
+    assert [json.loads(x)["question_id"] for x in again] == [
+        json.loads(x)["question_id"] for x in lines
+    ]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["metadata"]["resumed_rows"] == 1
+    assert main([*args, "--resume", "--budget-chars", "3000"]) == 2  # other settings
+    capsys.readouterr()

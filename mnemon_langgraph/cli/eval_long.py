@@ -126,6 +126,12 @@ def _add_lme_output_and_history(lme: argparse.ArgumentParser) -> None:
         metavar="N",
         help="pace of the simulated life that dates the filler (default 14000)",
     )
+    lme.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows a stopped run with the same settings wrote to --out and ask "
+        "only the missing questions",
+    )
 
 
 def _lme_history(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,6 +146,7 @@ def _lme_history(args: argparse.Namespace) -> dict[str, Any]:
         else None,
         "filler_seed": args.filler_seed,
         "tokens_per_day": args.tokens_per_day or DEFAULT_TOKENS_PER_DAY,
+        "resume": args.resume,
     }
 
 
@@ -287,7 +294,7 @@ def _command(args: argparse.Namespace) -> str:
         parts += ["--filler", path]
     if args.filler:
         parts += ["--filler-seed", str(args.filler_seed)]
-    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress"):
+    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress", "resume"):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     return " ".join(parts)

@@ -42,7 +42,6 @@ from mnemon_langgraph.eval.beam import (
 )
 from mnemon_langgraph.eval.beam_history import (
     HistoryTier,
-    RunLog,
     build_lines,
     build_measures,
     build_summary,
@@ -67,6 +66,7 @@ from mnemon_langgraph.eval.report import (
     read_results,
     run_metadata,
 )
+from mnemon_langgraph.eval.runlog import RunLog
 
 __all__ = [
     "BeamEvalConfig",
@@ -433,7 +433,9 @@ def _run_unit(run: _Run, conv: BeamConversation, tier: HistoryTier | None) -> No
     """Build one namespace (a conversation, alone or in its history), ask its questions
     not asked yet, measure the build, erase it."""
     cfg = run.cfg
-    todo = run.log.todo(history_id(conv, tier) if tier else conv.id, _selected(conv.questions, cfg))
+    run_id = history_id(conv, tier) if tier else conv.id
+    selected = _selected(conv.questions, cfg)
+    todo = [q for q in selected if not run.log.done(run_id, q.ability, q.index)]
     if not todo:
         return
     info: dict[str, Any] = {}

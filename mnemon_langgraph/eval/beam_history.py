@@ -5,11 +5,8 @@
   tier is named ``<size>-hist`` (``10M-hist``) and the conversation
   ``<size>-hist/<its id with '/' as '-'>``. Its questions keep their ``origin``, so the
   per-tier ratios pair the same question across sizes.
-* **Resume** (:class:`RunLog`): rows are appended to ``results.jsonl`` as each question
-  finishes and each build's measures to ``builds.jsonl``; a run with ``resume`` keeps the
-  rows already there, asks only the questions missing, and builds only the histories that
-  still have a question to ask. The run's settings are written to ``run.json`` and a resume
-  with other settings is refused.
+* **Resume** (:class:`~.runlog.RunLog`): a run with ``resume`` builds only the histories
+  that still have a question to ask, and asks only those.
 * **Build measures** (:func:`build_measures`): ingest wall and CPU time, messages per
   CPU-second, the process's peak resident memory so far, the store's size on disk, and the
   time to write one more chat turn into the built namespace (:func:`time_turn_write`).
@@ -17,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import sys
@@ -26,17 +22,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.eval.beam import BeamConversation, BeamQuestion
+from mnemon_langgraph.eval.beam import BeamConversation
 from mnemon_langgraph.eval.filler import DEFAULT_TOKENS_PER_DAY, FillerPool, build_history
 from mnemon_langgraph.eval.report import TokenCounter
 from mnemon_langgraph.types import Message
 
 __all__ = [
     "HistoryTier",
-    "RunLog",
     "build_measures",
     "format_tokens",
     "history_conversation",
@@ -101,94 +96,6 @@ def history_conversation(
     questions = [replace(q, origin=q.origin or conv.id) for q in conv.questions]
     moved = BeamConversation(history_id(conv, tier), tier.label, history.messages, questions)
     return moved, history.info()
-
-
-# -- resumable output ----------------------------------------------------------------------
-
-
-def question_key(conversation: str, q: BeamQuestion | Mapping[str, Any]) -> tuple[str, str, int]:
-    """A question of a run: its conversation (as run), ability and index."""
-    if isinstance(q, BeamQuestion):
-        return (conversation, q.ability, q.index)
-    return (conversation, str(q.get("ability")), int(q.get("question_index") or 0))
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a last line cut short by a killed run is dropped."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # the line a stopped run was writing
-    return rows
-
-
-class RunLog:
-    """The output files of a (possibly resumed) run: rows and builds, appended as they come.
-
-    Args:
-        out: The output folder.
-        settings: What must match for a resume to continue this run (``run.json``).
-        resume: Keep what the folder holds and continue; else start afresh.
-
-    Raises:
-        InputError: A resume whose settings differ from the folder's run.
-    """
-
-    def __init__(self, out: Path, settings: Mapping[str, Any], *, resume: bool) -> None:
-        self.out = out
-        self.rows: list[dict[str, Any]] = []
-        self.builds: list[dict[str, Any]] = []
-        marker = out / "run.json"
-        fresh = json.loads(json.dumps(dict(settings), default=str))
-        if resume and marker.is_file():
-            before = json.loads(marker.read_text(encoding="utf-8"))
-            if before != fresh:
-                changed = sorted(k for k in {*before, *fresh} if before.get(k) != fresh.get(k))
-                raise InputError(
-                    f"--resume: {out} holds a run with other settings ({changed}); "
-                    "use another --out or the same settings"
-                )
-            self.rows = _read_jsonl(out / "results.jsonl")
-            self.builds = _read_jsonl(out / "builds.jsonl")
-        self.resumed_rows = len(self.rows)
-        marker.write_text(json.dumps(fresh, indent=2), encoding="utf-8")
-        self.done = {question_key(str(r.get("conversation")), r) for r in self.rows}
-        # rewrite what is kept (a torn last line goes), then append
-        self._results = self._rewrite("results.jsonl", self.rows)
-        self._builds = self._rewrite("builds.jsonl", self.builds)
-
-    def _rewrite(self, name: str, rows: Sequence[Mapping[str, Any]]) -> TextIO:
-        fh = (self.out / name).open("w", encoding="utf-8")
-        for row in rows:
-            fh.write(json.dumps(row, default=str) + "\n")
-        fh.flush()
-        return fh
-
-    def todo(self, conversation: str, questions: Sequence[BeamQuestion]) -> list[BeamQuestion]:
-        """The questions of ``conversation`` not answered yet."""
-        return [q for q in questions if question_key(conversation, q) not in self.done]
-
-    def add_row(self, row: dict[str, Any]) -> None:
-        """Record one question's row (written at once)."""
-        self.rows.append(row)
-        self.done.add(question_key(str(row.get("conversation")), row))
-        self._results.write(json.dumps(row, default=str) + "\n")
-        self._results.flush()
-
-    def add_build(self, build: dict[str, Any]) -> None:
-        """Record one namespace build's measures (written at once)."""
-        self.builds.append(build)
-        self._builds.write(json.dumps(build, default=str) + "\n")
-        self._builds.flush()
-
-    def close(self) -> None:
-        """Close the files."""
-        self._results.close()
-        self._builds.close()
 
 
 # -- what a build costs ----------------------------------------------------------------------

@@ -51,6 +51,7 @@ from mnemon_langgraph.eval.longmemeval_answer import answer_longmemeval, grade_l
 from mnemon_langgraph.eval.metrics import aggregate, mean, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates
 from mnemon_langgraph.eval.report import TokenCounter, first_result_row, read_results, run_metadata
+from mnemon_langgraph.eval.runlog import RunLog
 from mnemon_langgraph.sources.longmemeval import (
     QUESTION_TYPES,
     LongMemEvalQuestion,
@@ -103,6 +104,8 @@ class LongMemEvalConfig:
         history_tokens: The history size with filler (``None``: the question's own).
         filler_seed: The seed of the filler's choice and dates.
         tokens_per_day: The simulated life's pace, which dates the filler.
+        resume: Keep the rows an earlier run of the same settings wrote to the output
+            folder and ask only the missing questions (:class:`~.runlog.RunLog`).
     """
 
     budget_chars: int | None = None
@@ -121,6 +124,7 @@ class LongMemEvalConfig:
     history_tokens: int | None = None
     filler_seed: int = 0
     tokens_per_day: int = DEFAULT_TOKENS_PER_DAY
+    resume: bool = False
 
 
 def _plots_wanted(requested: bool) -> bool:
@@ -364,21 +368,26 @@ def _selection(file: Path, cfg: LongMemEvalConfig) -> list[str]:
 
 def _run_questions(
     run: _Run, path: Path, out: Path, total: int, progress: bool
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Every selected question in file order; each row written to ``results.jsonl`` at once."""
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, int]:
+    """Every selected question in file order; each row appended to ``results.jsonl`` at
+    once (with ``resume``, the questions an earlier run answered are skipped). The rows,
+    the read settings and how many rows were resumed."""
     cfg = run.cfg
-    rows: list[dict[str, Any]] = []
     read_settings: dict[str, Any] | None = None
     questions = load_longmemeval(path, question_types=cfg.question_types, limit=cfg.limit_questions)
-    with (out / "results.jsonl").open("w", encoding="utf-8") as fh, _bar(total, progress) as bar:
-        for q in questions:
-            row, settings = _question(run, q)
-            read_settings = read_settings or settings
-            rows.append(row)
-            fh.write(json.dumps(row, default=str) + "\n")
-            fh.flush()
-            bar.update(1)
-    return rows, read_settings
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("resume", "plots")}
+    log = RunLog(out, {"file": str(path.resolve()), **settings}, resume=cfg.resume)
+    try:
+        with _bar(total, progress) as bar:
+            for q in questions:
+                if not log.done(q.question_id):
+                    row, used = _question(run, q)
+                    read_settings = read_settings or used
+                    log.add_row(row)
+                bar.update(1)
+    finally:
+        log.close()
+    return log.rows, read_settings, log.resumed_rows
 
 
 def run_longmemeval_eval(
@@ -443,7 +452,7 @@ def run_longmemeval_eval(
     if cfg.history_tokens is not None:
         run.pool = load_filler_pool(cfg.filler, run.tokens)
     started = time.perf_counter()
-    rows, read_settings = _run_questions(run, path, out, len(selected), progress)
+    rows, read_settings, resumed = _run_questions(run, path, out, len(selected), progress)
     summary = summarize_longmemeval(rows, names=baseline_names(cfg.baseline_ks))
     summary.update(
         token_method=run.tokens.method,
@@ -452,6 +461,7 @@ def run_longmemeval_eval(
         metadata={
             **run_metadata(command),
             "elapsed_seconds": round(time.perf_counter() - started, 1),
+            "resumed_rows": resumed,
         },
     )
     summary["ingest"].update(_cache_counts(run.embedder))

@@ -20,9 +20,9 @@ from mnemon_langgraph.errors import InputError
 __all__ = ["RunLog", "question_key", "read_jsonl"]
 
 
-def question_key(conversation: str, ability: object, index: object) -> tuple[str, str, int]:
+def question_key(conversation: object, ability: object, index: object) -> tuple[str, str, int]:
     """A question of a run: its conversation (as run), ability (or type) and index."""
-    return (str(conversation), str(ability), int(index or 0))  # type: ignore[call-overload]
+    return (str(conversation), str(ability), int(str(index or 0)))
 
 
 def _row_key(row: Mapping[str, Any]) -> tuple[str, str, int]:

@@ -119,6 +119,9 @@ def test_filler_tiers_ask_each_question_in_each_history(tmp_path: Path) -> None:
     assert set(summary["builds"]) == {"300-hist", "1.2K-hist"}
     md = (tmp_path / "out" / "summary.md").read_text()
     assert "## Building the namespaces" in md and 'other LongMemEval "users"' in md
+    from mnemon_langgraph.eval.beam_eval import summarize_beam_results
+
+    assert set(summarize_beam_results(tmp_path / "out")["builds"]) == {"300-hist", "1.2K-hist"}
 
 
 def test_second_build_embeds_nothing_cached(tmp_path: Path) -> None:
@@ -140,6 +143,16 @@ def test_a_stopped_run_resumes_without_redoing(tmp_path: Path) -> None:
         _run(tmp_path, tmp_path / "j.sqlite", emb, allowed=3)
     done = _rows(tmp_path)
     assert len(done) == 3
+    from mnemon_langgraph.store import MnemonStore
+    from mnemon_langgraph.types import Message
+
+    with MnemonStore(tmp_path / "j.sqlite", embeddings=emb) as store:
+        # what a SIGKILL mid-build leaves (an exception erases it): part of a namespace
+        store.ingest(
+            ("beam", "300-hist", "100K-1"),
+            [Message("a partial build's leftover", "user", id="leftover")],
+            source="killed",
+        )
     with (tmp_path / "out" / "results.jsonl").open("a") as fh:
         fh.write('{"conversation": "torn')  # the line a killed run was writing
     summary, graph = _run(tmp_path, tmp_path / "j.sqlite", emb, resume=True)
@@ -150,6 +163,11 @@ def test_a_stopped_run_resumes_without_redoing(tmp_path: Path) -> None:
     assert len(set(keys)) == 10
     assert rows[:3] == done
     assert summary["metadata"]["resumed_rows"] == 3
+    # the stale namespace was built again from nothing: its build ingested every message
+    rebuilt = _rows(tmp_path, "builds.jsonl")[0]
+    assert rebuilt["tier"] == "300-hist"
+    assert rebuilt["messages_written"] == rebuilt["messages"] == rows[0]["messages"]
+    assert {r["records"] for r in rows if r["tier"] == "300-hist"} == {done[0]["records"]}
     # a finished run resumed asks nothing and builds nothing
     _, graph = _run(tmp_path, tmp_path / "j.sqlite", emb, resume=True)
     assert graph.calls == 0 and len(_rows(tmp_path)) == 10

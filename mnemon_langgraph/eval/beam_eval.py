@@ -66,7 +66,7 @@ from mnemon_langgraph.eval.report import (
     read_results,
     run_metadata,
 )
-from mnemon_langgraph.eval.runlog import RunLog
+from mnemon_langgraph.eval.runlog import RunLog, read_jsonl
 
 __all__ = [
     "BeamEvalConfig",
@@ -149,6 +149,7 @@ class _Conversation:
     message_ids_of: dict[str, Sequence[str]]
     ingest_seconds: float
     ingest_cpu_seconds: float
+    messages_written: int = 0
 
 
 def _prepare(
@@ -163,8 +164,10 @@ def _prepare(
 
     tier, _, n = conv.id.partition("/")
     ns = ("beam", tier, n)
+    if store.holds_namespace(ns):  # left by a stopped run: built again from nothing
+        store.erase_namespace(ns, actor="eval")
     t0, c0 = time.perf_counter(), time.process_time()
-    store.ingest(ns, conv.messages, source=f"beam:{conv.id}")
+    written = store.ingest(ns, conv.messages, source=f"beam:{conv.id}")
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     turns = chunk_messages(
         conv.messages, namespace=("beam-turns", tier, n), source=f"beam:{conv.id}", pack=False
@@ -178,6 +181,7 @@ def _prepare(
         message_ids_of={r.id: r.message_ids for r in store.records(ns)},
         ingest_seconds=seconds,
         ingest_cpu_seconds=cpu,
+        messages_written=written.messages_written,
     )
 
 
@@ -449,7 +453,8 @@ def _run_unit(run: _Run, conv: BeamConversation, tier: HistoryTier | None) -> No
             tokens_per_day=cfg.tokens_per_day,
         )
     prep = _prepare(conv, run.store, run.embedder, run.tokens, embed_headers=tier is None)
-    build = {**build_measures(conv, run.store, prep.ingest_seconds, prep.ingest_cpu_seconds)}
+    build = build_measures(conv, run.store, prep.ingest_seconds, prep.ingest_cpu_seconds)
+    build["messages_written"] = prep.messages_written
     build.update(info)
     try:
         for i, q in enumerate(todo):
@@ -600,6 +605,7 @@ def summarize_beam_results(
     path, rows = read_results(out_dir)
     out = path.parent
     summary = summarize_beam(rows)
+    summary["builds"] = build_summary(read_jsonl(out / "builds.jsonl"))
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
     _write(summary, out, plots=plots)
     return summary

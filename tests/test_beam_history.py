@@ -351,3 +351,35 @@ def test_cli_longmemeval_resume_keeps_what_was_done(
     assert summary["metadata"]["resumed_rows"] == 1
     assert main([*args, "--resume", "--budget-chars", "3000"]) == 2  # other settings
     capsys.readouterr()
+
+
+def test_resume_tells_apart_the_parts_of_a_concatenation(tmp_path: Path) -> None:
+    """A concatenation asks each part's questions: the same ability and index twice."""
+    from mnemon_langgraph.backends import judge_from_spec
+    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.store import MnemonStore
+    from tests.test_beam import _shifted_chat
+
+    root = _tree_of(tmp_path / "beam", {"1": RELEASE_CHAT, "2": _shifted_chat(30, "plot")})
+    emb = DeterministicFakeEmbedding(size=384)
+
+    def run(allowed: int | None, resume: bool) -> StoppingGraph:
+        with MnemonStore(tmp_path / "j.sqlite", embeddings=emb) as store:
+            graph = StoppingGraph(
+                create_read_graph(source=store, judge=judge_from_spec("local", embeddings=emb)),
+                allowed,
+            )
+            cfg = BeamEvalConfig(
+                baseline_ks=(3,), plots=False, concat=[("x", ["100K/1", "100K/2"])], resume=resume
+            )
+            run_beam_eval(root, tmp_path / "out", graph=graph, store=store, config=cfg)
+        return graph
+
+    with pytest.raises(KeyboardInterrupt):
+        run(6, False)  # the first part's five questions and one of the second's
+    assert run(None, True).calls == 4
+    rows = _rows(tmp_path)
+    assert len(rows) == 10
+    assert {(r["origin"], r["ability"]) for r in rows} == {
+        (o, a) for o in ("100K/1", "100K/2") for a in {r["ability"] for r in rows}
+    }

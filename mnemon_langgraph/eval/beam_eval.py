@@ -439,7 +439,9 @@ def _run_unit(run: _Run, conv: BeamConversation, tier: HistoryTier | None) -> No
     cfg = run.cfg
     run_id = history_id(conv, tier) if tier else conv.id
     selected = _selected(conv.questions, cfg)
-    todo = [q for q in selected if not run.log.done(run_id, q.ability, q.index)]
+    todo = [
+        q for q in selected if not run.log.done(run_id, q.ability, q.index, q.origin or conv.id)
+    ]
     if not todo:
         return
     info: dict[str, Any] = {}

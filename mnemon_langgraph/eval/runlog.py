@@ -20,13 +20,18 @@ from mnemon_langgraph.errors import InputError
 __all__ = ["RunLog", "question_key", "read_jsonl"]
 
 
-def question_key(conversation: object, ability: object, index: object) -> tuple[str, str, int]:
-    """A question of a run: its conversation (as run), ability (or type) and index."""
-    return (str(conversation), str(ability), int(str(index or 0)))
+def question_key(
+    conversation: object, ability: object, index: object, origin: object = None
+) -> tuple[str, str, str, int]:
+    """A question of a run: its conversation (as run), the conversation it was written for
+    (a concatenation asks several parts' questions), its ability (or type) and index."""
+    return (str(conversation), str(origin or ""), str(ability), int(str(index or 0)))
 
 
-def _row_key(row: Mapping[str, Any]) -> tuple[str, str, int]:
-    return question_key(row.get("conversation"), row.get("ability"), row.get("question_index"))
+def _row_key(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
+    return question_key(
+        row.get("conversation"), row.get("ability"), row.get("question_index"), row.get("origin")
+    )
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -91,9 +96,11 @@ class RunLog:
         fh.flush()
         return fh
 
-    def done(self, conversation: str, ability: object = None, index: object = 0) -> bool:
+    def done(
+        self, conversation: str, ability: object = None, index: object = 0, origin: object = None
+    ) -> bool:
         """Whether this question already has its row."""
-        return question_key(conversation, ability, index) in self._done
+        return question_key(conversation, ability, index, origin) in self._done
 
     def add_row(self, row: dict[str, Any]) -> None:
         """Record one question's row (written at once)."""

@@ -323,6 +323,8 @@ def test_cli_longmemeval_inside_other_sessions(
         assert not [m for m in r["gold_evidence"] if m.startswith("filler:")]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["config"]["history_tokens"] == 900
+    assert summary["filler_pool"]["filler_tokens_median"] > 0
+    assert 'other LongMemEval "users"' in (tmp_path / "out" / "summary.md").read_text()
     assert main(eval_args(tmp_path, "out2", "--history-tokens", "1M")) == 2  # no --filler
     capsys.readouterr()
 

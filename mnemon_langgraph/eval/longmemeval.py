@@ -465,6 +465,13 @@ def run_longmemeval_eval(
         },
     )
     summary["ingest"].update(_cache_counts(run.embedder))
+    if run.pool is not None:
+        summary["filler_pool"] = {
+            "history_tokens": cfg.history_tokens,
+            "tokens_by_source": run.pool.tokens_by_source(),
+            "repeated_messages_dropped": run.pool.dropped_repeats,
+            "filler_tokens_median": _median([r.get("filler_tokens") for r in rows]),
+        }
     _write(summary, out, plots=plots)
     return summary
 

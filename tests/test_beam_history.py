@@ -114,7 +114,7 @@ def test_filler_tiers_ask_each_question_in_each_history(tmp_path: Path) -> None:
     assert [b["tier"] for b in builds] == ["300-hist", "1.2K-hist"]
     for b in builds:
         assert b["ingest_cpu_seconds"] > 0 and b["messages_per_cpu_second"] > 0
-        assert b["peak_rss_bytes"] > 10**6 and b["disk_bytes"] > 0
+        assert b["peak_rss_bytes"] >= b["rss_bytes"] > 10**6 and b["disk_bytes"] > 0
         assert b["turn_write_seconds"] > 0
     assert set(summary["builds"]) == {"300-hist", "1.2K-hist"}
     md = (tmp_path / "out" / "summary.md").read_text()

@@ -31,10 +31,15 @@ from mnemon_langgraph.eval.report import TokenCounter
 from mnemon_langgraph.types import Message
 
 __all__ = [
+    "BUILD_FIELDS",
     "HistoryTier",
+    "build_lines",
     "build_measures",
+    "build_summary",
+    "current_rss_bytes",
     "format_tokens",
     "history_conversation",
+    "history_id",
     "history_tiers",
     "peak_rss_bytes",
     "store_disk_bytes",
@@ -101,10 +106,30 @@ def history_conversation(
 # -- what a build costs ----------------------------------------------------------------------
 
 
+def _proc_status(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` in bytes (Linux; ``None`` elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def peak_rss_bytes() -> int:
-    """The process's peak resident memory so far (bytes; monotonic over the process)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
+    """The process's peak resident memory so far (bytes; monotonic over the process):
+    Linux's ``VmHWM``, else ``getrusage``'s ``ru_maxrss``."""
+    peak = _proc_status("VmHWM")
+    if peak is not None:
+        return peak
+    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(usage if sys.platform == "darwin" else usage * 1024)
+
+
+def current_rss_bytes() -> int | None:
+    """The process's resident memory now (Linux ``VmRSS``; ``None`` elsewhere)."""
+    return _proc_status("VmRSS")
 
 
 def store_disk_bytes(store: Any) -> int | None:
@@ -173,7 +198,8 @@ def build_measures(
         "ingest_seconds": seconds,
         "ingest_cpu_seconds": cpu,
         "messages_per_cpu_second": len(conv.messages) / cpu if cpu > 0 else None,
-        "peak_rss_bytes": peak_rss_bytes(),
+        "rss_bytes": current_rss_bytes(),
+        "peak_rss_bytes": peak_rss_bytes(),  # read second: never below the RSS just read
         "disk_bytes": store_disk_bytes(store),
     }
 
@@ -186,6 +212,7 @@ BUILD_FIELDS = (
     "ingest_cpu_seconds",
     "messages_per_cpu_second",
     "peak_rss_bytes",
+    "rss_bytes",
     "disk_bytes",
     "turn_write_seconds",
     "turn_write_cpu_seconds",
@@ -248,6 +275,7 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
             _s(b.get("ingest_cpu_seconds_median")),
             _s(b.get("messages_per_cpu_second_median")),
             _mb(b.get("peak_rss_bytes_median")),
+            _mb(b.get("rss_bytes_median")),
             _mb(b.get("disk_bytes_median")),
             _s(b.get("turn_write_seconds_median"), 1000.0, 0),
             _s(b.get("cold_open_seconds_median")),
@@ -264,6 +292,7 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
         "ingest CPU s",
         "messages / CPU s",
         "peak RSS MB",
+        "RSS MB",
         "disk MB",
         "one turn write ms",
         "cold open s",
@@ -285,7 +314,8 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
     out += [
         "",
         "Peak RSS: the process's peak resident memory when the build finished (monotonic "
-        "over the run); disk: the journal's files (embedded) or the database (PostgreSQL); "
+        "over the run); RSS: its resident memory then; disk: the journal's files (embedded) "
+        "or the database (PostgreSQL); "
         "one turn write: one more user message ingested into the built namespace; cold "
         "open (--cold-open): a new process's time from its start to the View of the "
         "namespace's first question (interpreter, imports, models, store open, read), and "

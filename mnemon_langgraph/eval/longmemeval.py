@@ -466,14 +466,21 @@ def run_longmemeval_eval(
     )
     summary["ingest"].update(_cache_counts(run.embedder))
     if run.pool is not None:
-        summary["filler_pool"] = {
-            "history_tokens": cfg.history_tokens,
-            "tokens_by_source": run.pool.tokens_by_source(),
-            "repeated_messages_dropped": run.pool.dropped_repeats,
-            "filler_tokens_median": _median([r.get("filler_tokens") for r in rows]),
-        }
+        summary["filler_pool"] = _filler_summary(run.pool, cfg, rows)
     _write(summary, out, plots=plots)
     return summary
+
+
+def _filler_summary(
+    pool: FillerPool, cfg: LongMemEvalConfig, rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """What the histories were put inside: the size, the pool, the filler per question."""
+    return {
+        "history_tokens": cfg.history_tokens,
+        "tokens_by_source": pool.tokens_by_source(),
+        "repeated_messages_dropped": pool.dropped_repeats,
+        "filler_tokens_median": _median([r.get("filler_tokens") for r in rows]),
+    }
 
 
 def _cache_counts(embedder: Embeddings) -> dict[str, Any]:

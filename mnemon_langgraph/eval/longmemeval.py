@@ -194,6 +194,8 @@ def _prepare(
 
     ns = ("longmemeval", q.question_id)
     source = f"longmemeval:{q.question_id}"
+    if store.holds_namespace(ns):  # left by a stopped run: built again from nothing
+        store.erase_namespace(ns, actor="eval")
     t0 = time.perf_counter()
     store.ingest(ns, q.messages, source=source)
     seconds = time.perf_counter() - t0

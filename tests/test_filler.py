@@ -218,3 +218,30 @@ def test_dates_before_and_among_the_conversation(sources: list[Path]) -> None:
         "2",
         "3",
     ]
+
+
+def test_locomo_filler_holds_turns_only(tmp_path: Path) -> None:
+    conv = {
+        "speaker_a": "Ada",
+        "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ada", "dia_id": "D1:1", "text": "I planted quinces today."},
+            {"speaker": "Bo", "dia_id": "D1:2", "text": "Quinces need a sunny wall."},
+        ],
+        "session_1_summary": "summary-marker-abc",
+        "session_1_observation": {"Ada": [["observation-marker-def", "D1:1"]]},
+        "events_session_1": {"Ada": ["event-marker-ghi"]},
+        "qa": [
+            {"question": "What did Ada plant?", "answer": "qa-answer-jkl", "evidence": ["D1:1"]}
+        ],
+    }
+    path = tmp_path / "conv-1.json"
+    path.write_text(json.dumps(conv), encoding="utf-8")
+    pool = load_filler_pool([path])
+    texts = [m.text for s in pool.sessions() for m in s.messages]
+    assert texts == ["I planted quinces today.", "Quinces need a sunny wall."]
+    assert [s.source for s in pool.sessions()] == ["locomo"]
+    joined = json.dumps([(m.text, m.speaker) for s in pool.sessions() for m in s.messages])
+    for marker in ("summary-marker", "observation-marker", "event-marker", "qa-answer", "D1:"):
+        assert marker not in joined

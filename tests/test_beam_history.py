@@ -385,3 +385,19 @@ def test_resume_tells_apart_the_parts_of_a_concatenation(tmp_path: Path) -> None
     assert {(r["origin"], r["ability"]) for r in rows} == {
         (o, a) for o in ("100K/1", "100K/2") for a in {r["ability"] for r in rows}
     }
+
+
+def test_smaller_histories_of_every_conversation_come_first(tmp_path: Path) -> None:
+    from tests.test_beam import _shifted_chat
+
+    _tree_of(tmp_path / "beam", {"1": RELEASE_CHAT, "2": _shifted_chat(30, "plot")})
+    _run(tmp_path, tmp_path / "j.sqlite", DeterministicFakeEmbedding(size=384), per_ability=1)
+    order = [
+        (b["tier"], b["conversation"].rpartition("/")[2]) for b in _rows(tmp_path, "builds.jsonl")
+    ]
+    assert order == [
+        ("300-hist", "100K-1"),
+        ("300-hist", "100K-2"),
+        ("1.2K-hist", "100K-1"),
+        ("1.2K-hist", "100K-2"),
+    ]

@@ -374,8 +374,10 @@ def run_beam_eval(
         cold_read=cold_read,
     )
     started = time.perf_counter()
+    # smallest history first for every conversation, then the next size: a stopped run has
+    # whole smaller tiers, and the process's peak memory at a tier's builds is that tier's
     units: list[tuple[BeamConversation, HistoryTier | None]] = (
-        [(c, t) for c in convs for t in tiers] if tiers else [(c, None) for c in convs]
+        [(c, t) for t in tiers for c in convs] if tiers else [(c, None) for c in convs]
     )
     try:
         if tiers:

@@ -186,8 +186,8 @@ def show_for_message(
 
 
 def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool, budget: int) -> None:
-    from mnemon_langgraph.read import ReadSettings, create_read_graph
     from mnemon_langgraph.loaders import SAMPLE_PATH, load_jsonl
+    from mnemon_langgraph.read import ReadSettings, create_read_graph
     from mnemon_langgraph.store import MnemonStore
 
     messages = load_jsonl(SAMPLE_PATH)

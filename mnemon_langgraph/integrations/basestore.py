@@ -75,8 +75,8 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
-from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.read.namespaces import run_actor
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.store.contract import (

@@ -585,7 +585,6 @@ BAD_CALLS: dict[str, Any] = {
     "erase_namespace actor=None": lambda s: s.erase_namespace(ADA, actor=None),
     "audit_log namespace=5": lambda s: s.audit_log(5),
     "stats namespace=[]": lambda s: s.stats([]),
-    "delete ids=str": lambda s: s.delete(ADA, "r-x"),
     "delete reason=None": lambda s: s.delete(ADA, ["r-x"], reason=None),
     "ingest_file path=None": lambda s: s.ingest_file(None, namespace=ADA),
     "ingest_file format=bogus": lambda s: s.ingest_file("x.jsonl", namespace=ADA, format="bogus"),
@@ -663,6 +662,7 @@ def test_edge_arguments_answer_alike(store: MnemonStore) -> None:
     added = store.add_messages(("users", "new"), [("user", "hello there"), ("assistant", "hi")])
     assert added.messages_written == 2 and store.count(("users", "new")) == 1
     assert store.delete_records(ADA, []) == []
+    assert store.delete(ADA, "r-none") == []  # one string is one id here too (no such record)
     assert store.delete_messages(ADA, []) == ([], IngestResult(0, 0, 0))
     assert store.audit_log(ADA) == []  # a deletion of nothing is not audited
     assert store.holds_namespace(ADA) and not store.holds_namespace(("users", "nobody"))

@@ -26,7 +26,6 @@ __all__ = [
     "PerUserAPI",
     "alast_record",
     "check_limit",
-    "check_record_ids",
     "consolidated_items",
     "date_messages",
     "dated_after",
@@ -142,13 +141,6 @@ def messages_of(records: Iterable[Record], limit: int | None) -> list[Message]:
     return messages if limit is None else messages[:limit]
 
 
-def check_record_ids(record_ids: Sequence[str]) -> Sequence[str]:
-    """``record_ids`` unless it is one string (a common slip: ``delete(user, "r-…")``)."""
-    if isinstance(record_ids, str):
-        raise InputError("delete: pass a list of record ids, not one string")
-    return record_ids
-
-
 def export_json(
     namespace: Namespace,
     records: Iterable[Record],
@@ -228,14 +220,13 @@ class PerUserAPI:
     ) -> list[str]:
         """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
 
-        Ids of other users' records are never deleted: deletion is scoped to ``user``. A
+        One string is one id, as everywhere in the store. Ids of other users' records are
+        never deleted: deletion is scoped to ``user``. A
         record can hold several messages (short turns are packed together): to delete one
         message and keep the others, use ``delete_messages(user, [message.id])`` with an id
         from :meth:`list_messages`.
         """
-        return self.delete_records(
-            user, check_record_ids(record_ids), actor="api.delete", reason=reason
-        )
+        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:
         """Everything stored for a user as JSON: records, the audit trail, consolidated items.

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.records.schema import ns_from_key
 from mnemon_langgraph.types import Record
 
@@ -25,7 +24,6 @@ __all__ = [
     "chunks",
     "dumps",
     "ensure_append_only_audit",
-    "id_list",
     "now_iso",
     "replace_seq",
     "row_to_record",
@@ -135,21 +133,6 @@ def dumps(value: Any) -> str:
 def chunks(items: Sequence[str], size: int = BATCH) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def id_list(ids: Iterable[str] | str) -> list[str]:
-    """Ids as a de-duplicated list; a single string is one id (not its characters)."""
-    if isinstance(ids, str):
-        return [ids]
-    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
-        raise InputError(
-            f"ids must be a list of id strings, got {type(ids).__name__}: {ids!r}"[:200]
-        )
-    out = list(dict.fromkeys(ids))
-    for value in out:
-        if not isinstance(value, str):
-            raise InputError(f"ids must be strings, got {type(value).__name__}: {value!r}")
-    return out
 
 
 def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:

@@ -181,7 +181,9 @@ class EmbeddedStore(MnemonStore):
             index.sync()
         return written
 
-    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
+    def _delete_records(
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
+    ) -> list[str]:
         index = self.index(ns)
         with index.lock:
             index.sync()
@@ -191,7 +193,7 @@ class EmbeddedStore(MnemonStore):
         return deleted
 
     def _delete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         index = self.index(ns)
         produced: list[Record] = []
@@ -231,16 +233,16 @@ class EmbeddedStore(MnemonStore):
 
     # -- reading (hooks) ---------------------------------------------------------------------
 
-    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return self.journal.get_records(ns, ids)
 
     def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return self.journal.match_record_ids(ns, prefix, limit)
 
-    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+    def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
         return self.index(ns).term_statistics(terms)
 
-    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return self.journal.get_vectors(ns, ids)
 
     def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
@@ -249,7 +251,7 @@ class EmbeddedStore(MnemonStore):
     def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
         return self.journal.session_records(ns, session, start, stop)
 
-    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return self.journal.known_message_ids(ns, ids)
 
     def _max_seq(self, ns: Namespace) -> int:
@@ -264,8 +266,7 @@ class EmbeddedStore(MnemonStore):
             return True
         return any(f.exists() or f.is_symlink() for f in all_index_folders(self.path, ns))
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace that holds at least one record, sorted."""
+    def _namespaces(self) -> list[Namespace]:
         return self.journal.namespaces()
 
     def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:

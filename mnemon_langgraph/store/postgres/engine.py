@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
-from mnemon_langgraph.records.schema import namespace_key
+from mnemon_langgraph.records.schema import ns_to_key
 from mnemon_langgraph.types import Namespace
 
 __all__ = ["SPARE_WAIT_S", "LoopThread", "PostgresEngine", "import_driver", "redact"]
@@ -264,7 +264,7 @@ class PostgresEngine:
     @staticmethod
     async def nsid(conn: Any, ns: Namespace, *, create: bool = False) -> int | None:
         """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
-        key = namespace_key(ns)
+        key = ns_to_key(ns)
         if create:
             await conn.execute(
                 "INSERT INTO mnemon_namespaces(namespace) VALUES (%s) "
@@ -279,7 +279,7 @@ class PostgresEngine:
     async def lock_namespace(conn: Any, ns: Namespace) -> None:
         """Serialise writers of one namespace until the transaction ends (any host)."""
         await conn.execute(
-            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NS_LOCK, namespace_key(ns))
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NS_LOCK, ns_to_key(ns))
         )
 
     @staticmethod

@@ -250,15 +250,22 @@ class PostgresStore(MnemonStore):
         return self.engine.run(self.writes.ingest(ns, messages, source, pack, progress))
 
     async def _awrite_messages(
-        self, ns: Namespace, messages: list[Message], source: str, pack: bool
+        self,
+        ns: Namespace,
+        messages: list[Message],
+        source: str,
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
     ) -> list[Record]:
-        return await self.engine.submit(self.writes.ingest(ns, messages, source, pack, None))
+        return await self.engine.submit(self.writes.ingest(ns, messages, source, pack, progress))
 
-    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
+    def _delete_records(
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
+    ) -> list[str]:
         return self.engine.run(self.writes.delete_records(ns, ids, actor, reason))
 
     def _delete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         return self.engine.run(self.writes.delete_messages(ns, ids, actor, reason, source))
 
@@ -267,22 +274,22 @@ class PostgresStore(MnemonStore):
 
     # -- reads (hooks) ------------------------------------------------------------------
 
-    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return self.engine.run(self.reads.known(ns, ids))
 
     def _holds_namespace(self, ns: Namespace) -> bool:
         return self.engine.run(self.reads.holds(ns))
 
-    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return self.engine.run(self.reads.get(ns, ids))
 
     def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return self.engine.run(self.reads.match(ns, prefix, limit))
 
-    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return self.engine.run(self.reads.vectors(ns, ids))
 
-    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+    def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
         return self.engine.run(self.reads.term_statistics(ns, terms))
 
     def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
@@ -306,8 +313,7 @@ class PostgresStore(MnemonStore):
     def _count(self, ns: Namespace) -> int:
         return self.engine.run(self.reads.count(ns))
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace that holds at least one record, sorted."""
+    def _namespaces(self) -> list[Namespace]:
         return self.engine.run(self.reads.namespaces())
 
     def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
@@ -326,17 +332,17 @@ class PostgresStore(MnemonStore):
 
     # -- the async face's hooks, native: the same coroutines, awaited (the loop not blocked)
 
-    async def _aget_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    async def _aget_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return await self.engine.submit(self.reads.get(ns, ids))
 
     async def _amatch_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return await self.engine.submit(self.reads.match(ns, prefix, limit))
 
-    async def _astored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    async def _astored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return await self.engine.submit(self.reads.vectors(ns, ids))
 
     async def _aterm_statistics(
-        self, ns: Namespace, terms: list[str]
+        self, ns: Namespace, terms: tuple[str, ...]
     ) -> tuple[int, dict[str, int]]:
         return await self.engine.submit(self.reads.term_statistics(ns, terms))
 
@@ -348,7 +354,7 @@ class PostgresStore(MnemonStore):
     ) -> list[Record]:
         return await self.engine.submit(self.reads.session(ns, session, start, stop))
 
-    async def _aknown_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    async def _aknown_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return await self.engine.submit(self.reads.known(ns, ids))
 
     async def _amax_seq(self, ns: Namespace) -> int:
@@ -378,12 +384,12 @@ class PostgresStore(MnemonStore):
         )
 
     async def _adelete_records(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
     ) -> list[str]:
         return await self.engine.submit(self.writes.delete_records(ns, ids, actor, reason))
 
     async def _adelete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         return await self.engine.submit(self.writes.delete_messages(ns, ids, actor, reason, source))
 

@@ -532,6 +532,5 @@ def _close_pool(loop: LoopThread, pool: Any) -> None:
     if threading.current_thread() is loop.thread:
         loop.loop.create_task(pool.close(timeout=10))
         return
-    future = asyncio.run_coroutine_threadsafe(pool.close(timeout=10), loop.loop)
     with contextlib.suppress(Exception):
-        future.result(timeout=20)
+        loop.run(pool.close(timeout=10), timeout=20)

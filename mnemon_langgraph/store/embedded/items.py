@@ -53,8 +53,8 @@ from mnemon_langgraph.store.embedded.item_schema import (
 from mnemon_langgraph.store.item_commit import (
     BatchUsage,
     commit_folded_batch,
+    drive,
     record_batch_failure,
-    run_without_loop,
 )
 from mnemon_langgraph.store.item_rows import (
     FailureRow,
@@ -471,9 +471,8 @@ class SQLiteItemStore:
             JournalError: If the watermark moved under this run.
         """
         with self.journal.transaction() as conn:
-            return run_without_loop(
+            return drive(
                 commit_folded_batch(
-                    _SQLiteBatch(conn, self._ns(namespace)),
                     normalize_namespace(namespace),
                     expected_watermark=expected_watermark,
                     new_watermark=new_watermark,
@@ -482,7 +481,8 @@ class SQLiteItemStore:
                     updates=updates,
                     update_vectors=update_vectors,
                     usage=BatchUsage(model_calls, input_tokens, output_tokens),
-                )
+                ),
+                _SQLiteBatch(conn, self._ns(namespace)),
             )
 
     def record_failure(
@@ -505,9 +505,8 @@ class SQLiteItemStore:
         row updated: attempts add up, the latest error is kept.
         """
         with self.journal.transaction() as conn:
-            run_without_loop(
+            drive(
                 record_batch_failure(
-                    _SQLiteBatch(conn, self._ns(namespace)),
                     normalize_namespace(namespace),
                     batch_start_seq=batch_start_seq,
                     batch_end_seq=batch_end_seq,
@@ -516,7 +515,8 @@ class SQLiteItemStore:
                     skip=skip,
                     expected_watermark=expected_watermark,
                     usage=BatchUsage(model_calls, input_tokens, output_tokens),
-                )
+                ),
+                _SQLiteBatch(conn, self._ns(namespace)),
             )
 
     def drop_index(self, namespace: Namespace) -> int:
@@ -542,7 +542,8 @@ class _SQLiteBatch:
     """The SQL steps of :mod:`~mnemon_langgraph.store.item_commit` on SQLite.
 
     Runs inside the caller's journal transaction (``BEGIN IMMEDIATE`` holds the write lock,
-    so the watermark read stays true until the commit). The steps never suspend.
+    so the watermark read stays true until the commit). Plain calls, run by
+    :func:`~mnemon_langgraph.store.item_commit.drive`.
     """
 
     def __init__(self, conn: sqlite3.Connection, ns: str) -> None:
@@ -558,7 +559,7 @@ class _SQLiteBatch:
         self._seq += 1
         return self._seq
 
-    async def locked_watermark(self) -> int:
+    def locked_watermark(self) -> int:
         self.conn.execute(
             "INSERT INTO consolidation_state (namespace, watermark, updated_at) "
             "VALUES (?, 0, ?) ON CONFLICT(namespace) DO NOTHING",
@@ -569,7 +570,7 @@ class _SQLiteBatch:
         ).fetchone()
         return int(row[0])
 
-    async def existing_records(self, ids: list[str]) -> set[str]:
+    def existing_records(self, ids: list[str]) -> set[str]:
         alive: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -583,7 +584,7 @@ class _SQLiteBatch:
             )
         return alive
 
-    async def insert_item(self, item: IndexItem, links: list[str], vector: Any) -> bool:
+    def insert_item(self, item: IndexItem, links: list[str], vector: Any) -> bool:
         if self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
             return False
         self.conn.execute(
@@ -611,7 +612,7 @@ class _SQLiteBatch:
         self._link(item.id, links)
         return True
 
-    async def update_item(self, update: ItemUpdate, links: list[str], vector: Any) -> bool:
+    def update_item(self, update: ItemUpdate, links: list[str], vector: Any) -> bool:
         exists = self.conn.execute(
             "SELECT 1 FROM items WHERE id = ? AND namespace = ?", (update.item_id, self.ns)
         ).fetchone()
@@ -637,9 +638,7 @@ class _SQLiteBatch:
             [(item_id, rid) for rid in record_ids],
         )
 
-    async def upsert_failure(
-        self, start: int, end: int, error: str, attempts: int, skip: bool
-    ) -> None:
+    def upsert_failure(self, start: int, end: int, error: str, attempts: int, skip: bool) -> None:
         row = self.conn.execute(
             "SELECT id FROM consolidation_failures WHERE namespace = ? "
             "AND batch_start_seq = ? AND resolved = 0 ORDER BY id DESC LIMIT 1",
@@ -658,7 +657,7 @@ class _SQLiteBatch:
             (self.ns, start, end, error, attempts, self.now, int(skip)),
         )
 
-    async def advance(
+    def advance(
         self,
         watermark: int | None,
         *,
@@ -686,7 +685,7 @@ class _SQLiteBatch:
             ),
         )
 
-    async def resolve_failures(self, after: int, upto: int) -> None:
+    def resolve_failures(self, after: int, upto: int) -> None:
         self.conn.execute(
             "UPDATE consolidation_failures SET resolved = 1 WHERE namespace = ? "
             "AND batch_start_seq > ? AND batch_start_seq <= ?",

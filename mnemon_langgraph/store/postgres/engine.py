@@ -59,12 +59,18 @@ class LoopThread:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and wait for it (from any other thread)."""
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for it (from any other thread), at most
+        ``timeout`` seconds (``TimeoutError``; ``None``: as long as it takes)."""
         if threading.current_thread() is self.thread:
             coro.close()
             raise RuntimeError("a sync method was called from its own event-loop thread")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` run on the loop, from any event loop (or the loop itself)."""

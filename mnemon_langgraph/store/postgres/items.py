@@ -31,6 +31,7 @@ from langchain_core.embeddings import Embeddings
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.store.item_commit import (
     BatchUsage,
+    adrive,
     commit_folded_batch,
     record_batch_failure,
 )
@@ -348,8 +349,7 @@ class PostgresItemStore:
         ns = normalize_namespace(namespace)
 
         async def commit(tx: _PostgresBatch) -> tuple[int, int]:
-            return await commit_folded_batch(
-                tx,
+            body = commit_folded_batch(
                 ns,
                 expected_watermark=expected_watermark,
                 new_watermark=new_watermark,
@@ -359,6 +359,7 @@ class PostgresItemStore:
                 update_vectors=update_vectors,
                 usage=BatchUsage(model_calls, input_tokens, output_tokens),
             )
+            return await adrive(body, tx)
 
         return self.store.run(self._in_transaction(ns, commit))
 
@@ -380,8 +381,7 @@ class PostgresItemStore:
         ns = normalize_namespace(namespace)
 
         async def record(tx: _PostgresBatch) -> None:
-            await record_batch_failure(
-                tx,
+            body = record_batch_failure(
                 ns,
                 batch_start_seq=batch_start_seq,
                 batch_end_seq=batch_end_seq,
@@ -391,6 +391,7 @@ class PostgresItemStore:
                 expected_watermark=expected_watermark,
                 usage=BatchUsage(model_calls, input_tokens, output_tokens),
             )
+            await adrive(body, tx)
 
         self.store.run(self._in_transaction(ns, record))
 

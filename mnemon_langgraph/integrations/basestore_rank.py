@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from langgraph.store.base import InvalidNamespaceError, SearchItem
@@ -22,6 +22,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.store.kv_items import IndexSpec, KVRow
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -51,33 +52,9 @@ OPERATORS = frozenset(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-IndexSpec = Literal[False] | Sequence[str]
-"""What of an item is searchable: ``False`` (nothing) or LangGraph field paths (``"$"``: all)."""
 
-
-@dataclass(frozen=True, slots=True)
-class ItemRow:
-    """One stored key-value item, as the item tables hold it.
-
-    Attributes:
-        namespace: Its namespace.
-        key: Its key.
-        value: The value as put.
-        text: The indexed text (BM25), empty when the item is not searchable.
-        vectors: Unit vectors of its indexed texts (``n × dim``), ``None`` when not indexed.
-        created_at: First put (UTC).
-        updated_at: Last put (UTC).
-        fields: What was indexed (``False`` or field paths), so a copy can re-index it.
-    """
-
-    namespace: Namespace
-    key: str
-    value: dict[str, Any]
-    text: str
-    vectors: np.ndarray | None
-    created_at: datetime
-    updated_at: datetime
-    fields: IndexSpec = ("$",)
+ItemRow = KVRow
+"""One stored key-value item (:class:`~mnemon_langgraph.store.kv_items.KVRow`)."""
 
 
 # --- checks ---------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from mnemon_langgraph.items import ItemStore
     from mnemon_langgraph.records.schema import AuditEntry
     from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.kv_items import KVItems
     from mnemon_langgraph.store.postgres import PostgresSettings
 
 __all__ = [
@@ -280,6 +281,13 @@ class StoreBackend(Protocol):
         in the same database, written by the consolidation graph and read by the View."""
         ...
 
+    # -- key-value items --------------------------------------------------------------------
+
+    def kv(self) -> KVItems:
+        """The key-value items of LangGraph's ``BaseStore`` (``MnemonBaseStore``) kept in
+        the same database, on the same connection or pool."""
+        ...
+
 
 class StoreOptions(TypedDict, total=False):
     """The keyword settings of :class:`MnemonStore` (each backend takes its own subset;
@@ -339,6 +347,13 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     ) -> MnemonStore:
         """Same as ``MnemonStore(target, embeddings, **options)``."""
         return MnemonStore(target, embeddings, **options)
+
+    def kv(self) -> KVItems:
+        """The key-value items beside the records (what ``MnemonBaseStore`` puts and gets;
+        not the consolidated index of :meth:`item_store`): two tables of the backend's
+        schema, on its connection or pool (``store/embedded/kv_items.py``,
+        ``store/postgres/kv_items.py``)."""
+        return _abstract(self)
 
     def __enter__(self) -> Self:
         return self

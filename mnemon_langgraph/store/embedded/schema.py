@@ -18,7 +18,9 @@ from mnemon_langgraph.types import Record
 
 __all__ = [
     "AUDIT_TRIGGERS",
+    "KV_ITEMS_SQL",
     "MIGRATIONS",
+    "READABLE_FROM",
     "RECORD_COLUMNS",
     "SCHEMA_VERSION",
     "chunks",
@@ -30,8 +32,12 @@ __all__ = [
 ]
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Schema version this module writes. A journal with a newer version is refused."""
+
+READABLE_FROM = 1
+"""The oldest version a read-only open still reads: the migrations after it only add tables
+(version 2: the key-value items), so everything else of such a journal reads as before."""
 
 BATCH = 500  # ids per ``IN (...)`` query, well under SQLite's variable limit
 
@@ -90,6 +96,40 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('last_seq', '0')")
 
 
+KV_ITEMS_SQL = (
+    """CREATE TABLE IF NOT EXISTS mnemon_kv_items (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT '',
+    vectors BLOB,
+    dim INTEGER NOT NULL DEFAULT 0,
+    fields TEXT NOT NULL DEFAULT '["$"]',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (namespace, key)
+)""",
+    """CREATE TABLE IF NOT EXISTS mnemon_kv_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    keys TEXT NOT NULL DEFAULT '[]',
+    count INTEGER NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS mnemon_kv_audit_ns ON mnemon_kv_audit(ns, id)",
+)
+"""The key-value items' tables (:mod:`mnemon_langgraph.store.kv_items`), as the BaseStore
+created them before they joined the schema: ``IF NOT EXISTS``, so a journal that already
+has them (written by that code) keeps its rows."""
+
+
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    for statement in KV_ITEMS_SQL:
+        conn.execute(statement)
+
+
 AUDIT_TRIGGERS = {
     "audit_no_update": "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
     "BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows are never changed'); END",
@@ -116,7 +156,7 @@ def ensure_append_only_audit(conn: sqlite3.Connection) -> bool:
 
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.
 # Migrations only add; they never drop data.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 
 
 # --- helpers --------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from mnemon_langgraph.store.embedded.index import (
 )
 from mnemon_langgraph.store.embedded.items import SQLiteItemStore
 from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
 from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import (
     Message,
@@ -124,6 +125,10 @@ class EmbeddedStore(MnemonStore):
         """The consolidated index in the journal's own file (``embeddings``: default the
         store's)."""
         return SQLiteItemStore.of_store(self, embeddings)
+
+    def kv(self) -> EmbeddedKVItems:
+        """The key-value items in the journal's own file, on its connections."""
+        return EmbeddedKVItems(self.journal)
 
     # -- indexes ---------------------------------------------------------------------------
 

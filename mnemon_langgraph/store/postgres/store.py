@@ -26,6 +26,7 @@ from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.items import PostgresItemStore
+from mnemon_langgraph.store.postgres.kv_items import PostgresKVItems
 from mnemon_langgraph.store.postgres.packs import Packs
 from mnemon_langgraph.store.postgres.reads import Reads
 from mnemon_langgraph.store.postgres.schema import setup_schema, stored_version
@@ -212,6 +213,10 @@ class PostgresStore(MnemonStore):
     def item_store(self, embeddings: Embeddings | None = None) -> PostgresItemStore:
         """The consolidated index in this database (``embeddings``: default the store's)."""
         return PostgresItemStore(self, embeddings)
+
+    def kv(self) -> PostgresKVItems:
+        """The key-value items in this database, on the store's pool and loop."""
+        return PostgresKVItems(self.engine)
 
     # -- what the item store uses of this store (:class:`.items.ItemHost`) -----------------
 

@@ -91,7 +91,7 @@ store = MnemonStore(WORKDIR / "journal.db")
 NAMESPACE = ("demo",)
 result = store.ingest(NAMESPACE, messages, source=source)
 print(result.records_written, "records from", result.messages_written, "messages")
-print(store.list_records(NAMESPACE, limit=1)[0].render())""",
+print(next(store.records(NAMESPACE, limit=1)).render())""",
     ),
     (
         "md",
@@ -236,7 +236,7 @@ print(model.seen[-1][0].text[:1200])""",
         "code",
         """\
 # the turn is in the journal now (question and reply), the View is not
-print(store.list_records(("noor",))[-1].text)""",
+print(list(store.records(("noor",)))[-1].text)""",
     ),
     (
         "md",

@@ -8,6 +8,7 @@ import ast
 import asyncio
 import inspect
 import textwrap
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -154,5 +155,51 @@ def test_a_lone_string_is_one_id_on_every_deletion_and_face(store: MnemonStore) 
     }
     for user, delete in calls.items():
         first, second = _two_records(store, user)
-        assert delete(user, first) == [first], user
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # delete, adelete: aliases
+            assert delete(user, first) == [first], user
         assert [r.id for r in store.records(user)] == [second], user
+
+
+def test_the_deprecated_per_user_names_warn_and_answer_as_the_store_vocabulary(
+    store: MnemonStore,
+) -> None:
+    first, second = _two_records(store, "ada")
+    with pytest.warns(DeprecationWarning, match=r"list_records .*records"):
+        listed = store.list_records("ada", limit=1)
+    assert listed == list(store.records("ada", limit=1)) and [r.id for r in listed] == [first]
+    with pytest.warns(DeprecationWarning, match="alist_records"):
+        alisted = asyncio.run(store.alist_records("ada"))
+    assert alisted == list(store.records("ada"))
+    with pytest.warns(DeprecationWarning, match=r"\.delete is deprecated.*delete_records"):
+        assert store.delete("ada", [first], reason="asked") == [first]
+    with pytest.warns(DeprecationWarning, match="adelete_records"):
+        assert asyncio.run(store.adelete("ada", [second])) == [second]
+    assert [a.actor for a in store.audit_log("ada")] == ["api.delete", "api.delete"]
+    assert list(store.records("ada")) == []
+
+
+def test_the_renamed_ef_search_tables_keep_their_old_names_one_release() -> None:
+    from mnemon_langgraph.search import vectors
+    from mnemon_langgraph.store.postgres import settings
+
+    for module, prefix in ((vectors, "FAISS_"), (settings, "PGVECTOR_")):
+        with pytest.warns(DeprecationWarning, match=prefix + "EF_SEARCH_BY_SIZE"):
+            assert module.EF_SEARCH_BY_SIZE is getattr(module, prefix + "EF_SEARCH_BY_SIZE")
+        with pytest.warns(DeprecationWarning, match=prefix.lower() + "ef_search_for"):
+            old = module.ef_search_for
+        assert old is getattr(module, prefix.lower() + "ef_search_for")
+    assert vectors.FAISS_EF_SEARCH_BY_SIZE != settings.PGVECTOR_EF_SEARCH_BY_SIZE  # on purpose
+    with pytest.raises(AttributeError):
+        _ = vectors.NO_SUCH_NAME
+
+
+def test_postgres_internals_are_private_and_the_old_names_warn(postgres_url: str) -> None:
+    with MnemonStore(postgres_url, fake_embeddings()) as pg:
+        rows = pg._run(pg._fetch("SELECT count(*) FROM mnemon_records"))
+        assert rows == [(0,)]
+        with pytest.warns(DeprecationWarning, match="PostgresStore.run"):
+            old = pg.run(pg._fetch("SELECT count(*) FROM mnemon_records"))
+        assert old == rows
+        with pytest.warns(DeprecationWarning, match="PostgresStore.key"):
+            assert pg.key("ada") == pg._key("ada") == '["ada"]'

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mnemon_langgraph.errors import warn_deprecated
 from mnemon_langgraph.store.boundary import (
     AUDIT_LOG,
     COUNT,
@@ -37,6 +38,7 @@ from mnemon_langgraph.store.boundary import (
     acall,
     checked_records,
 )
+from mnemon_langgraph.store.contract import RECORD_PAGE
 from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
 
 if TYPE_CHECKING:
@@ -48,8 +50,6 @@ __all__ = ["AsyncFace"]
 # ``self`` is a MnemonStore (this mixin is one of its bases, so it cannot import it); a
 # Protocol of the hooks it calls would only repeat their typed definitions in base.py.
 _Store = Any
-
-_PAGE = 1000
 
 
 class AsyncFace:
@@ -103,7 +103,7 @@ class AsyncFace:
         reading pages of a thousand records (arguments checked at the first step)."""
         ns, last, left = checked_records(namespace, after_seq=after_seq, limit=limit)
         while left is None or left > 0:
-            size = _PAGE if left is None else min(_PAGE, left)
+            size = RECORD_PAGE if left is None else min(RECORD_PAGE, left)
             page = await self._apage(ns, last, size)
             for record in page:
                 yield record
@@ -210,7 +210,8 @@ class AsyncFace:
     async def alist_records(
         self: _Store, user: str | Sequence[str], *, limit: int | None = None
     ) -> list[Record]:
-        """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.list_records`."""
+        """Deprecated: ``[r async for r in store.arecords(user, limit=limit)]``; warns."""
+        warn_deprecated("MnemonStore.alist_records", "MnemonStore.arecords")
         return [r async for r in self.arecords(normalize_namespace(user), limit=limit)]
 
     async def alist_messages(
@@ -229,7 +230,9 @@ class AsyncFace:
         *,
         reason: str = "",
     ) -> list[str]:
-        """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.delete`."""
+        """Deprecated: ``await store.adelete_records(user, record_ids, reason=reason)``;
+        warns (its audit rows keep the actor ``api.delete``)."""
+        warn_deprecated("MnemonStore.adelete", "MnemonStore.adelete_records")
         return await self.adelete_records(user, record_ids, actor="api.delete", reason=reason)
 
     async def aexport(self: _Store, user: str | Sequence[str]) -> str:

@@ -25,6 +25,7 @@ from mnemon_langgraph.types import (
 __all__ = [
     "MAX_PAGE",
     "MAX_SEQ",
+    "RECORD_PAGE",
     "IngestBatch",
     "IngestResult",
     "check_bounded",
@@ -46,6 +47,8 @@ MAX_PAGE = 1_000_000
 for; it keeps ``offset + k`` a valid SQL ``LIMIT`` on every backend)."""
 MAX_SEQ = 2**63 - 1
 """Largest ``after_seq`` / ``limit`` of :meth:`MnemonStore.records` (a 64-bit integer)."""
+RECORD_PAGE = 1000
+"""Records one page of ``records`` / ``arecords`` reads (every backend, both faces)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.errors import InputError, warn_deprecated
 from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, normalize_namespace
 
 if TYPE_CHECKING:
@@ -164,9 +164,10 @@ def export_json(
 
 
 class PerUserAPI:
-    """``add_messages`` / ``list_records`` / ``list_messages`` / ``delete`` / ``export`` over
-    the store contract; message-level deletion is the store's ``delete_messages(user, ids)``
-    (a user is a namespace), with ids from :meth:`list_messages`."""
+    """``add_messages`` / ``list_messages`` / ``export`` over the store contract (a user is a
+    namespace); message-level deletion is the store's ``delete_messages(user, ids)``, with ids
+    from :meth:`list_messages`. ``list_records`` and ``delete`` are deprecated aliases of
+    ``records`` and ``delete_records``."""
 
     def add_messages(
         self: StoreBackend,
@@ -195,7 +196,9 @@ class PerUserAPI:
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
     ) -> list[Record]:
-        """A user's records, oldest first (at most ``limit``)."""
+        """Deprecated: ``list(store.records(user, limit=limit))`` (one store vocabulary,
+        ``docs/design.md``); warns, and goes after one release."""
+        warn_deprecated("MnemonStore.list_records", "list(MnemonStore.records(...))")
         return list(self.records(normalize_namespace(user), limit=limit))
 
     def list_messages(
@@ -218,14 +221,10 @@ class PerUserAPI:
         *,
         reason: str = "",
     ) -> list[str]:
-        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
-
-        One string is one id, as everywhere in the store. Ids of other users' records are
-        never deleted: deletion is scoped to ``user``. A
-        record can hold several messages (short turns are packed together): to delete one
-        message and keep the others, use ``delete_messages(user, [message.id])`` with an id
-        from :meth:`list_messages`.
-        """
+        """Deprecated: ``store.delete_records(user, record_ids, reason=reason)`` (one store
+        vocabulary, ``docs/design.md``); warns, and goes after one release. Its audit rows
+        keep the actor ``api.delete``."""
+        warn_deprecated("MnemonStore.delete", "MnemonStore.delete_records")
         return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:

@@ -407,7 +407,8 @@ class SQLiteItemStore:
 
     def records_after(self, namespace: Namespace, after_seq: int) -> Iterator[Record]:
         """The journal's records of ``namespace`` with ``seq > after_seq``, in seq order."""
-        records: Iterator[Record] = self.journal.records(namespace, after_seq=after_seq)
+        ns = normalize_namespace(namespace)  # the item store's own boundary
+        records: Iterator[Record] = self.journal.records(ns, after_seq=after_seq)
         return records
 
     def failures(self, namespace: Namespace, *, unresolved_only: bool = False) -> list[FailureRow]:

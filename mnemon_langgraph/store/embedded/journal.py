@@ -55,6 +55,7 @@ from mnemon_langgraph.records.schema import (
     ns_to_key,
     record_lines,
 )
+from mnemon_langgraph.store.contract import RECORD_PAGE
 from mnemon_langgraph.store.embedded.deletion import Deletions, ReplaceSurvivors
 from mnemon_langgraph.store.embedded.journal_file import JournalFile
 from mnemon_langgraph.store.embedded.schema import (
@@ -321,7 +322,7 @@ class Journal(JournalFile):
         key = ns_to_key(namespace)
         last = int(after_seq)
         left = limit
-        page = 1000
+        page = RECORD_PAGE
         while left is None or left > 0:
             size = page if left is None else min(page, left)
             rows = self._read(

@@ -134,7 +134,10 @@ class EmbeddedStore(MnemonStore):
 
     def index(self, namespace: str | Sequence[str]) -> NamespaceIndex:
         """The (lazily loaded) indexes of ``namespace``."""
-        ns = normalize_namespace(namespace)
+        return self._index(normalize_namespace(namespace))
+
+    def _index(self, ns: Namespace) -> NamespaceIndex:
+        """:meth:`index` of a namespace checked at the boundary (the hooks')."""
         with self._lock:
             index = self._indexes.get(ns)
             if index is None:
@@ -173,7 +176,7 @@ class EmbeddedStore(MnemonStore):
         first = {s: self.journal.next_position(ns, s) for s in sessions_of(fresh)}
         drafted = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = self._embed([r.text for r in drafted], progress)
-        index = self.index(ns)
+        index = self._index(ns)
         with index.lock:
             with self.journal.transaction():  # reads below run on its connection
                 fresh = fresh_messages(messages, self.journal.known_message_ids(ns, ids))
@@ -189,7 +192,7 @@ class EmbeddedStore(MnemonStore):
     def _delete_records(
         self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
     ) -> list[str]:
-        index = self.index(ns)
+        index = self._index(ns)
         with index.lock:
             index.sync()
             deleted = self.journal.delete_records(ns, ids, actor=actor, reason=reason)
@@ -200,7 +203,7 @@ class EmbeddedStore(MnemonStore):
     def _delete_messages(
         self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
-        index = self.index(ns)
+        index = self._index(ns)
         produced: list[Record] = []
 
         def replace(
@@ -225,7 +228,7 @@ class EmbeddedStore(MnemonStore):
 
     def _erase_namespace(self, ns: Namespace, actor: str) -> int:
         """Erase the namespace from the journal and delete its index folders."""
-        index = self.index(ns)
+        index = self._index(ns)
         extra = all_index_folders(self.path, ns)[1:]
         with index.lock:
             # Index files first (derived; an EraseError here leaves the rows, so the erase
@@ -245,7 +248,7 @@ class EmbeddedStore(MnemonStore):
         return self.journal.match_record_ids(ns, prefix, limit)
 
     def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
-        return self.index(ns).term_statistics(terms)
+        return self._index(ns).term_statistics(terms)
 
     def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return self.journal.get_vectors(ns, ids)
@@ -281,7 +284,7 @@ class EmbeddedStore(MnemonStore):
         self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
     ) -> list[SearchHit]:
         query_vector = self.query_vector(query)
-        ranked = self.index(ns).fused_ranking(
+        ranked = self._index(ns).fused_ranking(
             query, query_vector, k=k, offset=offset, filters=filters
         )
         records = {r.id: r for r in self.journal.get_records(ns, [x.record_id for x in ranked])}
@@ -305,7 +308,7 @@ class EmbeddedStore(MnemonStore):
         spaces = [ns] if ns is not None else self.journal.namespaces()
         rows = []
         for one in spaces:
-            index = self.index(one)
+            index = self._index(one)
             index.sync()
             rows.append(
                 {

@@ -16,12 +16,13 @@ from typing import Any, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.errors import ConfigurationError, warn_deprecated
 from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars
 from mnemon_langgraph.records.schema import AuditEntry, namespace_key, ns_from_key
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.store.base import MnemonStore, check_search
+from mnemon_langgraph.store.contract import RECORD_PAGE
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
@@ -218,29 +219,58 @@ class PostgresStore(MnemonStore):
         """The key-value items in this database, on the store's pool and loop."""
         return PostgresKVItems(self.engine)
 
-    # -- what the item store uses of this store (:class:`.items.ItemHost`) -----------------
+    # -- what the item store uses of this store (:class:`.items.ItemHost`), private ---------
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of this store's async core and wait for it (sync callers)."""
         return self.engine.run(coro)
 
-    def connection(self) -> Any:
-        """``async with store.connection() as conn``: a pooled async connection (autocommit;
-        open ``conn.transaction()`` to write). Only inside coroutines given to :meth:`run`."""
+    def _connection(self) -> Any:
+        """``async with store._connection() as conn``: a pooled async connection
+        (autocommit; open ``conn.transaction()`` to write). Only inside coroutines given to
+        :meth:`_run`."""
         return self.engine.connection()
 
-    async def fetch(self, sql: str, params: Any = None) -> list[Any]:
+    async def _fetch(self, sql: str, params: Any = None) -> list[Any]:
         """All rows of one read query."""
         return await self.engine.read(sql, params)
 
     @staticmethod
-    def key(namespace: str | Sequence[str]) -> str:
+    def _key(namespace: str | Sequence[str]) -> str:
         """The stored form of a namespace (``mnemon_namespaces.namespace``)."""
         return namespace_key(namespace)
 
-    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
+    async def _namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
         """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
         return await self.engine.nsid(conn, ns, create=create)
+
+    # the public names of these internals, deprecated for one release (docs/migration.md)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Deprecated: internal (``_run``); warns."""
+        warn_deprecated("PostgresStore.run", "PostgresStore.engine.run")
+        return self._run(coro)
+
+    def connection(self) -> Any:
+        """Deprecated: internal (``_connection``); warns."""
+        warn_deprecated("PostgresStore.connection", "PostgresStore.engine.connection")
+        return self._connection()
+
+    async def fetch(self, sql: str, params: Any = None) -> list[Any]:
+        """Deprecated: internal (``_fetch``); warns."""
+        warn_deprecated("PostgresStore.fetch", "PostgresStore.engine.read")
+        return await self._fetch(sql, params)
+
+    @staticmethod
+    def key(namespace: str | Sequence[str]) -> str:
+        """Deprecated: ``records.schema.namespace_key``; warns."""
+        warn_deprecated("PostgresStore.key", "mnemon_langgraph.records.schema.namespace_key")
+        return namespace_key(namespace)
+
+    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
+        """Deprecated: internal (``_namespace_id``); warns."""
+        warn_deprecated("PostgresStore.namespace_id", "PostgresStore.engine.nsid")
+        return await self._namespace_id(conn, ns, create=create)
 
     # -- writes (hooks of MnemonStore: arguments already checked) ----------------------------
 
@@ -300,7 +330,7 @@ class PostgresStore(MnemonStore):
     def _records(self, ns: Namespace, after_seq: int, limit: int | None) -> Iterator[Record]:
         last, left = after_seq, limit
         while left is None or left > 0:
-            size = 1000 if left is None else min(1000, left)
+            size = RECORD_PAGE if left is None else min(RECORD_PAGE, left)
             page = self.engine.run(self.reads.page(ns, last, size))
             yield from page
             if len(page) < size:

@@ -24,8 +24,8 @@ from _consolidation_fakes import deriving_model, fake_embeddings, make_messages
 import mnemon_langgraph
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
+    EmbeddedItemStore,
     PostgresItemStore,
-    SQLiteItemStore,
     create_consolidation_graph,
     item_store_for,
 )
@@ -53,7 +53,7 @@ def _snapshot(items: ItemStore) -> list[tuple[str, str, str, tuple[str, ...]]]:
 def test_both_item_stores_are_item_stores(tmp_path: Path, postgres_url: str) -> None:
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as lite:
         items = lite.item_store()
-        assert type(items) is SQLiteItemStore
+        assert type(items) is EmbeddedItemStore
         assert isinstance(items, ItemStore) and isinstance(items, ItemSource)
         items.close()
     with MnemonStore(postgres_url, fake_embeddings()) as pg:
@@ -125,7 +125,7 @@ def test_a_wrong_store_is_a_configuration_error(tmp_path: Path) -> None:
 def test_removed_and_deprecated_arguments(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"store=MnemonStore\(journal_path\)"):
         create_consolidation_graph(model=deriving_model(), journal_path=tmp_path / "j.db")
-    with pytest.raises(ConfigurationError, match=r"store=SQLiteItemStore\(journal\)"):
+    with pytest.raises(ConfigurationError, match=r"store=EmbeddedItemStore\(journal\)"):
         create_consolidation_graph(model=deriving_model(), journal=object())
     with pytest.raises(TypeError, match="unexpected keyword 'jornal'"):
         create_consolidation_graph(model=deriving_model(), jornal=object())
@@ -147,7 +147,7 @@ def test_removed_and_deprecated_arguments(tmp_path: Path) -> None:
 def test_an_item_store_is_used_as_is(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
         store.ingest(NS, make_messages(10), source="test")
-        items = SQLiteItemStore(store.journal, fake_embeddings())
+        items = EmbeddedItemStore(store.journal, fake_embeddings())
         assert item_store_for(items) is items
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # store= with an item store is not deprecated
@@ -186,7 +186,7 @@ def test_item_store_works_without_importing_consolidation_first(tmp_path: Path) 
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["SQLiteItemStore", "0"]
+    assert out.stdout.split() == ["EmbeddedItemStore", "0"]
 
 
 def _backend_isinstance(source: str) -> list[int]:

@@ -159,3 +159,16 @@ def test_the_old_module_warns_and_names_the_new_types() -> None:
         warnings.simplefilter("error")
         from mnemon_langgraph.integrations.basestore import ItemAudit  # no warning there
     assert ItemAudit is KVAudit
+
+
+def test_the_index_item_store_has_its_backends_name_and_the_old_one_warns() -> None:
+    """``SQLiteItemStore`` (the consolidated index) sat beside ``SQLiteItems`` (key-value
+    items); it is ``EmbeddedItemStore`` now, as ``EmbeddedStore`` / ``PostgresItemStore``."""
+    import mnemon_langgraph
+    from mnemon_langgraph import consolidation
+    from mnemon_langgraph.store.embedded import items
+
+    for module in (mnemon_langgraph, consolidation, items):
+        with pytest.warns(DeprecationWarning, match="EmbeddedItemStore"):
+            assert module.SQLiteItemStore is items.EmbeddedItemStore
+    assert mnemon_langgraph.EmbeddedItemStore is items.EmbeddedItemStore

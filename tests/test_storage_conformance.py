@@ -104,7 +104,7 @@ def test_both_backends_implement_the_protocol(store: MnemonStore, target: str) -
     items = store.item_store()
     assert isinstance(items, ItemStore)
     assert type(items).__name__ == (
-        "PostgresItemStore" if is_postgres_url(target) else "SQLiteItemStore"
+        "PostgresItemStore" if is_postgres_url(target) else "EmbeddedItemStore"
     )
     assert type(store).__name__ == ("PostgresStore" if is_postgres_url(target) else "EmbeddedStore")
 

@@ -1,6 +1,6 @@
 """The consolidated index, kept in the journal's own SQLite file (paper §4.1).
 
-:class:`SQLiteItemStore` implements :class:`~mnemon_langgraph.items.ItemSource` for the read
+:class:`EmbeddedItemStore` implements :class:`~mnemon_langgraph.items.ItemSource` for the read
 path and :class:`~mnemon_langgraph.items.ItemStore` for the consolidation job (its two writes
 are :mod:`~mnemon_langgraph.store.item_commit`'s, shared with PostgreSQL). Its tables
 live beside the journal's ``records`` table so that deletion reaches them without any code
@@ -41,6 +41,7 @@ from mnemon_langgraph.errors import (
     EmbeddingMismatchError,
     JournalError,
     SchemaVersionError,
+    deprecated_names,
 )
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.records.schema import namespace_key
@@ -64,7 +65,10 @@ from mnemon_langgraph.store.item_rows import (
 )
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
-__all__ = ["SQLiteItemStore", "recorded_model"]
+__all__ = ["EmbeddedItemStore", "recorded_model"]
+
+# the class's name before the key-value items moved beside it, for one release
+__getattr__ = deprecated_names(__name__, {"SQLiteItemStore": "EmbeddedItemStore"})
 
 
 def _now() -> str:
@@ -83,7 +87,7 @@ def recorded_model(journal: Any) -> str | None:
     return str(recorded[0]) if recorded else None
 
 
-class SQLiteItemStore:
+class EmbeddedItemStore:
     """The consolidated index in the journal's SQLite file; an :class:`ItemSource`.
 
     Args:
@@ -126,7 +130,7 @@ class SQLiteItemStore:
             self._ensure_schema()
 
     @classmethod
-    def of_store(cls, store: Any, embeddings: Embeddings | None = None) -> SQLiteItemStore:
+    def of_store(cls, store: Any, embeddings: Embeddings | None = None) -> EmbeddedItemStore:
         """The index beside an embedded ``MnemonStore``'s records (``store.item_store()``).
 
         Args:
@@ -143,7 +147,7 @@ class SQLiteItemStore:
             value = getattr(journal, attr, None)
             if value is not None:
                 return Path(value)
-        raise ConfigurationError("SQLiteItemStore needs a Journal with a `path` attribute")
+        raise ConfigurationError("EmbeddedItemStore needs a Journal with a `path` attribute")
 
     def _check_read_only(self) -> None:
         """Read-only journal: use its index tables, or an empty in-memory index if none."""

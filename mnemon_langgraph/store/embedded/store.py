@@ -35,7 +35,7 @@ from mnemon_langgraph.store.embedded.index import (
     all_index_folders,
     index_folder,
 )
-from mnemon_langgraph.store.embedded.items import SQLiteItemStore
+from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
 from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
 from mnemon_langgraph.store.settle import reuse_vectors
@@ -121,10 +121,10 @@ class EmbeddedStore(MnemonStore):
         for index in indexes:
             index.flush()
 
-    def item_store(self, embeddings: Embeddings | None = None) -> SQLiteItemStore:
+    def item_store(self, embeddings: Embeddings | None = None) -> EmbeddedItemStore:
         """The consolidated index in the journal's own file (``embeddings``: default the
         store's)."""
-        return SQLiteItemStore.of_store(self, embeddings)
+        return EmbeddedItemStore.of_store(self, embeddings)
 
     def kv(self) -> EmbeddedKVItems:
         """The key-value items in the journal's own file, on its connections."""

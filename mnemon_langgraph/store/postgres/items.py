@@ -1,7 +1,7 @@
-"""The consolidated index in PostgreSQL: :class:`PostgresItemStore`, beside ``SQLiteItemStore``.
+"""The consolidated index in PostgreSQL: :class:`PostgresItemStore`, beside ``EmbeddedItemStore``.
 
 Same interface and the same guarantees as
-:class:`~mnemon_langgraph.store.embedded.items.SQLiteItemStore`, in the database of a
+:class:`~mnemon_langgraph.store.embedded.items.EmbeddedItemStore`, in the database of a
 :class:`~mnemon_langgraph.store.postgres.PostgresStore` (its pool, its loop), which builds it
 (``store.item_store()``) and which it reaches through :class:`ItemHost`:
 
@@ -339,7 +339,7 @@ class PostgresItemStore:
     ) -> tuple[int, int]:
         """Write a folded batch's items and move the watermark, in ONE transaction.
 
-        Same contract as ``SQLiteItemStore.commit_batch`` (one algorithm,
+        Same contract as ``EmbeddedItemStore.commit_batch`` (one algorithm,
         :func:`~mnemon_langgraph.store.item_commit.commit_folded_batch`). The watermark
         is read ``FOR UPDATE``: a second job on the namespace waits for this one to commit.
 

@@ -91,7 +91,7 @@ store = MnemonStore(WORKDIR / "journal.db")
 NAMESPACE = ("demo",)
 result = store.ingest(NAMESPACE, messages, origin=origin)
 print(result.records_written, "records from", result.messages_written, "messages")
-print(store.list_records(NAMESPACE, limit=1)[0].render())""",
+print(next(store.records(NAMESPACE, limit=1)).render())""",
     ),
     (
         "md",
@@ -282,7 +282,7 @@ print(model.seen[-1][0].text[:1200])""",
         "code",
         """\
 # the turn is in the journal now (question and reply), the View is not
-print(store.list_records(("users", "noor"))[-1].text)""",
+print(list(store.records(("users", "noor")))[-1].text)""",
     ),
     (
         "md",

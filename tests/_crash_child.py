@@ -25,13 +25,13 @@ from _store_child import NS, _ack, batch_messages
 def consolidate(db: Path, acks: Path) -> None:
     from mnemon_langgraph.consolidation import (
         ConsolidationSettings,
-        SQLiteItemStore,
+        EmbeddedItemStore,
         create_consolidation_graph,
     )
     from mnemon_langgraph.store.embedded.journal import Journal
 
     journal = Journal(db)
-    items = SQLiteItemStore(journal, fake_embeddings())
+    items = EmbeddedItemStore(journal, fake_embeddings())
     graph = create_consolidation_graph(
         model=deriving_model(), store=items, settings=ConsolidationSettings(batch_chars=400)
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import (
     EmbeddingMismatchError,
@@ -25,6 +26,7 @@ from mnemon_langgraph.errors import (
     SchemaVersionError,
 )
 from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.embedded.journal import SCHEMA_VERSION, Journal, namespace_key
 from mnemon_langgraph.types import Message, Record
 
@@ -304,10 +306,14 @@ def test_namespaces_edge_cases(journal: Journal) -> None:
     assert sorted(journal.namespaces()) == sorted(spaces)
     for ns in spaces:
         assert journal.count(ns) == 1
-    assert journal.count("ada@example.com") == 1  # a plain string is a one-part namespace
+    # The journal takes checked namespaces only; the store's boundary checks them once.
+    with pytest.raises(TypeError, match="checked namespace"):
+        journal.count("ada@example.com")  # type: ignore[arg-type]
+    store = MnemonStore(journal.path, HashEmbeddings(), journal=journal)
+    assert store.count("ada@example.com") == 1  # a plain string is a one-part namespace
     for bad in [(), ("",), ("a", "  "), ("a\x00b",)]:
         with pytest.raises(NamespaceError):
-            journal.count(bad)
+            store.count(bad)
 
 
 def test_transaction_rolls_back_whole(journal: Journal) -> None:
@@ -498,12 +504,16 @@ def test_immutable_file_and_folder_raise_read_only_with_path(tmp_path: Path) -> 
 
 
 def test_single_string_id_is_one_id_and_unknown_ids_do_nothing(journal: Journal) -> None:
+    # The rule is the store boundary's (the journal takes checked id tuples only).
     recs = journal.append(NS, _records(n=2))
-    assert [r.id for r in journal.get_records(NS, recs[0].id)] == [recs[0].id]
-    assert journal.known_message_ids(NS, "m1") == {"m1"}
-    assert journal.delete_messages(NS, ["no-such-message"]) == ([], [])
+    store = MnemonStore(journal.path, HashEmbeddings(), journal=journal)
+    assert [r.id for r in store.get_records(NS, recs[0].id)] == [recs[0].id]
+    assert store.known_message_ids(NS, "m1") == {"m1"}
+    deleted, written = store.delete_messages(NS, ["no-such-message"])
+    assert (deleted, written.records_written) == ([], 0)
     assert journal.audit_log(NS) == []
-    assert journal.delete_records(NS, recs[1].id) == [recs[1].id]
+    assert store.delete_records(NS, recs[1].id) == [recs[1].id]
+    assert [r.id for r in journal.records(NS)] == [recs[0].id]
 
 
 _WRITER = """

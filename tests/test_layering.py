@@ -151,7 +151,7 @@ def test_private_import_scan_finds_one(tmp_path: Path, monkeypatch: pytest.Monke
 PG_PARTS: list[set[str]] = [
     {"impact", "rows", "engine"},
     {"schema", "settings"},
-    {"reads", "packs", "bm25", "dense", "stats"},
+    {"reads", "packs", "bm25", "dense", "stats", "kv_items"},
     {"writes", "search", "health", "items"},
     {"store"},
 ]

@@ -46,7 +46,7 @@ def test_per_user_api_deletes_one_message_and_keeps_the_rest_of_its_record(
 ) -> None:
     ada = "ada"
     store.add_messages(ada, [("user", "My cat is called Pixel."), ("assistant", "Cute!")])
-    (record,) = store.list_records(ada)
+    (record,) = list(store.records(ada))
     assert len(record.message_ids) == 2  # the premise: one record holds both messages
     messages = store.list_messages(ada)
     assert [(m.text, m.role) for m in messages] == [
@@ -67,7 +67,7 @@ def test_per_user_api_deletes_one_message_and_keeps_the_rest_of_its_record(
 def test_list_messages_rejoins_a_message_split_over_records(store: MnemonStore) -> None:
     long = " ".join(f"Sentence number {i} of a long message." for i in range(60))
     store.add_messages("ada", [("user", long), ("assistant", "ok")])
-    assert len(store.list_records("ada")) > 2
+    assert len(list(store.records("ada"))) > 2
     assert [m.text for m in store.list_messages("ada")] == [long, "ok"]
 
 

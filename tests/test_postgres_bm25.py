@@ -374,8 +374,8 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
 
 
 def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
-    rows = pg.run(
-        pg.fetch("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (pg.key(ns),))
+    rows = pg._run(
+        pg._fetch("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (pg._key(ns),))
     )
     return int(rows[0][0])
 
@@ -397,21 +397,21 @@ def test_impact_bm25_honours_filters_and_deletes(
         unpruned = pg.with_settings(bm25_prune=False)
         for query in QUERIES:
             filters = SearchFilters(session_from=2, session_to=2)
-            pruned = pg.run(_bm25(pg, ("f",), query, 5, filters))
-            full = pg.run(_bm25(unpruned, ("f",), query, 5, filters))
+            pruned = pg._run(_bm25(pg, ("f",), query, 5, filters))
+            full = pg._run(_bm25(unpruned, ("f",), query, 5, filters))
             assert full and pruned == full, query
         nsid = _nsid(pg, ("f",))
         victims = [r.id for r in pg.records(("f",))][:50]
-        before = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
+        before = pg._run(pg._fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
         pg.delete_records(("f",), victims)
-        rows = pg.run(
-            pg.fetch(
+        rows = pg._run(
+            pg._fetch(
                 "SELECT count(*) FROM mnemon_postings p LEFT JOIN mnemon_records r "
                 "USING (seq) WHERE r.seq IS NULL OR r.nsid <> %s",
                 (nsid,),
             )
         )
-        after = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
+        after = pg._run(pg._fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
         assert rows[0][0] == 0 and after < before
         pruned = pg.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
         assert pruned == unpruned.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
@@ -420,7 +420,7 @@ def test_impact_bm25_honours_filters_and_deletes(
 async def _bm25(
     pg: PostgresStore, ns: tuple[str, ...], query: str, k: int, filters: Any
 ) -> list[tuple[int, str, float]]:
-    async with pg.connection() as conn:
+    async with pg._connection() as conn:
         nsid = await pg.engine.nsid(conn, ns)
         assert nsid is not None
         return await pg.bm25.top(conn, nsid, query, k, filters)
@@ -465,8 +465,8 @@ def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:
         terms = [f"{nsid}:{t}" for t in ("alpha", "beta")]
         params = {"terms": terms, "cand": terms, "nsid": nsid, "k": 5, "t0": terms[0]}
         params["t1"] = terms[1]
-        plan = "\n".join(r[0] for r in pg.run(pg.fetch("EXPLAIN VERBOSE " + bm25_sql(2), params)))
-        rows = pg.run(pg.fetch(bm25_sql(2), params))
+        plan = "\n".join(r[0] for r in pg._run(pg._fetch("EXPLAIN VERBOSE " + bm25_sql(2), params)))
+        rows = pg._run(pg._fetch(bm25_sql(2), params))
     assert "Sort Key: c.score DESC, c.seq" in plan, plan
     assert "Filter: (c.score > '0'::double precision)" in plan, plan
     assert len(rows) == 5 and rows[0][2] >= rows[-1][2] > 0

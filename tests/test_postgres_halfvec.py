@@ -81,8 +81,8 @@ def test_halfvec_scan_with_float_rerank_equals_exact_top_k(postgres_url: str) ->
         by_text = {r.text: r.id for r in pg.records(("h",))}
         assert len(by_text) == COUNT
         got = pg.dense_ranking("query", namespace=("h",), k=TOP, exact=True)
-        half = pg.run(
-            pg.fetch(
+        half = pg._run(
+            pg._fetch(
                 "SELECT r.text FROM mnemon_halfvecs h JOIN mnemon_records r "
                 "ON r.id = h.record_id ORDER BY h.embedding <=> %s::vector::halfvec, r.seq "
                 "LIMIT %s",

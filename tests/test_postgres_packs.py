@@ -88,7 +88,7 @@ def test_packs_follow_ingests_deletes_and_erase(postgres_url: str) -> None:
         for batch in range(6):
             pg.ingest(ns, _messages(80, f"b{batch}-", 10 + batch), origin="test", pack=False)
             packed = check_packs(postgres_url)
-            rows = pg.run(pg.fetch("SELECT max(upto) FROM mnemon_terms WHERE packed > 0"))
+            rows = pg._run(pg._fetch("SELECT max(upto) FROM mnemon_terms WHERE packed > 0"))
             uptos.append(int(rows[0][0]))
             _assert_pruned_equals_full(pg, ns)
         assert len(packed) >= 40 and uptos == sorted(uptos) and uptos[-1] > uptos[0]  # repacked
@@ -102,7 +102,7 @@ def test_packs_follow_ingests_deletes_and_erase(postgres_url: str) -> None:
         check_packs(postgres_url)
         _assert_pruned_equals_full(pg, ns)
         pg.erase_namespace(ns)
-        nsid_left = pg.run(pg.fetch("SELECT DISTINCT nsid FROM mnemon_packs"))
+        nsid_left = pg._run(pg._fetch("SELECT DISTINCT nsid FROM mnemon_packs"))
         assert len(nsid_left) == 1  # only the other namespace's packs remain
         check_packs(postgres_url)
         _assert_pruned_equals_full(pg, other)
@@ -204,22 +204,22 @@ def test_unpack_finds_a_posting_whatever_impact_it_is_given(postgres_url: str) -
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg = _small_packs(pg)
         pg.ingest(("u",), _messages(200, "u", 8), origin="test", pack=False)
-        term, parts = pg.run(
-            pg.fetch(
+        term, parts = pg._run(
+            pg._fetch(
                 "SELECT term, count(*) FROM mnemon_packs GROUP BY term ORDER BY 2 DESC LIMIT 1"
             )
         )[0]
         assert parts >= 5
-        row = pg.run(
-            pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s AND part = 1", (term,))
+        row = pg._run(
+            pg._fetch("SELECT seqs FROM mnemon_packs WHERE term = %s AND part = 1", (term,))
         )[0]
         seq = int(np.frombuffer(bytes(row[0]), "<i8")[0])
 
         async def unpack() -> None:
-            async with pg.connection() as conn, conn.transaction():
+            async with pg._connection() as conn, conn.transaction():
                 await Packs.unpack(conn, term, np.array([seq]), np.array([-1.0]))
 
-        pg.run(unpack())
-        held = pg.run(pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s", (term,)))
+        pg._run(unpack())
+        held = pg._run(pg._fetch("SELECT seqs FROM mnemon_packs WHERE term = %s", (term,)))
         seqs = np.concatenate([np.frombuffer(bytes(r[0]), "<i8") for r in held])
         assert seq not in seqs.tolist() and len(seqs) > 0

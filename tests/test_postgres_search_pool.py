@@ -94,7 +94,7 @@ def test_an_idle_pool_runs_the_two_rankings_on_two_connections(
             await pg.engine.pool.resize(min_size=2, max_size=4)
             await pg.engine.pool.wait(timeout=30)
 
-        pg.run(two_ready())
+        pg._run(two_ready())
         got = _spy(monkeypatch)
         for q in QUERIES:
             assert pg.search(q, namespace=("s",))

@@ -192,8 +192,8 @@ def test_middleware_with_a_template_context_schema(tmp_path: Path) -> None:
     agent.invoke(
         {"messages": [("user", "My boat is Wave.")]}, context={"org": "a", "user_id": USER}
     )
-    assert any("Wave" in r.text for r in store.list_records(("org", "a", "user", USER)))
-    assert store.list_records(("org", "b", "user", USER)) == []
+    assert any("Wave" in r.text for r in list(store.records(("org", "a", "user", USER))))
+    assert list(store.records(("org", "b", "user", USER))) == []
     with pytest.raises(ConfigurationError, match="org"):
         agent.invoke({"messages": [("user", "hi")]}, context={"user_id": USER})
     store.close()

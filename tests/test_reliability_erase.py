@@ -36,7 +36,7 @@ from _reliability_common import (
 from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.read.graph import create_read_graph
@@ -87,7 +87,7 @@ def _populate(db: Path) -> tuple[list[bytes], int]:
         store.ingest(OTHER, tagged_messages("other", 6, extra=OTHER_MARKER), origin="chat")
         victim_ids = [r.id for r in store.journal.records(VICTIM)]
         store.delete_records(VICTIM, victim_ids[:1], reason="user asked")
-        items = SQLiteItemStore(store.journal, store.embeddings)
+        items = EmbeddedItemStore(store.journal, store.embeddings)
         model = _failing_then_folding()
         settings = ConsolidationSettings(batch_chars=600)
         graph = create_consolidation_graph(model=model, store=items, settings=settings)
@@ -122,7 +122,7 @@ def _assert_other_intact(db: Path, other_count: int) -> None:
         assert store.journal.count(OTHER) == other_count
         hits = store.search(OTHER_MARKER, namespace=OTHER, k=3)
         assert hits and OTHER_MARKER in hits[0].record.text
-        assert SQLiteItemStore(store.journal, store.embeddings).count(OTHER) > 0
+        assert EmbeddedItemStore(store.journal, store.embeddings).count(OTHER) > 0
         assert store.journal.count(VICTIM) == 0
         assert store.search(MARKERS[0], namespace=VICTIM) == []
         audit = store.journal.audit_log(VICTIM)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _consolidation_fakes import deriving_model, make_messages
 from _reliability_common import EMB_DIM, tagged_messages, yes_judge
 
-from mnemon_langgraph.consolidation import SQLiteItemStore, create_consolidation_graph
+from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
 from mnemon_langgraph.errors import MnemonError, ModelCallError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
@@ -250,7 +250,7 @@ def _consolidate_with_failing_embedder(tmp_path: Path, expected: type[BaseExcept
     store = MnemonStore(tmp_path / "cons.db", emb)
     try:
         store.ingest(NS, make_messages(40), origin="chat")
-        items = SQLiteItemStore(store.journal, emb)
+        items = EmbeddedItemStore(store.journal, emb)
         graph = create_consolidation_graph(model=deriving_model(), store=items)
         emb.mode, emb.fail_after, emb._calls = "raise", 0, 0
         with pytest.raises(expected):

@@ -119,12 +119,11 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The namespace's messages, in the order they were written."""
-        records = self.store.list_records(self.namespace)
-        return messages_from_records(records)
+        return messages_from_records(list(self.store.records(self.namespace)))
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async form of :attr:`messages`."""
-        return messages_from_records(await self.store.alist_records(self.namespace))
+        return messages_from_records([r async for r in self.store.arecords(self.namespace)])
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Write ``messages`` to the journal (each gets an id if it has none)."""

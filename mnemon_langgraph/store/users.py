@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.errors import InputError, warn_deprecated
 from mnemon_langgraph.types import (
     NOT_GIVEN,
     Message,
@@ -34,7 +34,6 @@ __all__ = [
     "PerUserAPI",
     "alast_record",
     "check_limit",
-    "check_record_ids",
     "consolidated_items",
     "date_messages",
     "dated_after",
@@ -150,13 +149,6 @@ def messages_of(records: Iterable[Record], limit: int | None) -> list[Message]:
     return messages if limit is None else messages[:limit]
 
 
-def check_record_ids(record_ids: Sequence[str]) -> Sequence[str]:
-    """``record_ids`` unless it is one string (a common slip: ``delete(user, "r-…")``)."""
-    if isinstance(record_ids, str):
-        raise InputError("delete: pass a list of record ids, not one string")
-    return record_ids
-
-
 def export_json(
     namespace: Namespace,
     records: Iterable[Record],
@@ -180,9 +172,10 @@ def export_json(
 
 
 class PerUserAPI:
-    """``add_messages`` / ``list_records`` / ``list_messages`` / ``delete`` / ``export`` over
-    the store contract; message-level deletion is the store's ``delete_messages(user, ids)``
-    (a user is a namespace), with ids from :meth:`list_messages`."""
+    """``add_messages`` / ``list_messages`` / ``export`` over the store contract (a user is a
+    namespace); message-level deletion is the store's ``delete_messages(user, ids)``, with ids
+    from :meth:`list_messages`. ``list_records`` and ``delete`` are deprecated aliases of
+    ``records`` and ``delete_records``."""
 
     def add_messages(
         self: StoreBackend,
@@ -215,7 +208,9 @@ class PerUserAPI:
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
     ) -> list[Record]:
-        """A user's records, oldest first (at most ``limit``)."""
+        """Deprecated: ``list(store.records(user, limit=limit))`` (one store vocabulary,
+        ``docs/design.md``); warns, and goes after one release."""
+        warn_deprecated("MnemonStore.list_records", "list(MnemonStore.records(...))")
         return list(self.records(normalize_namespace(user), limit=limit))
 
     def list_messages(
@@ -238,16 +233,11 @@ class PerUserAPI:
         *,
         reason: str = "",
     ) -> list[str]:
-        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
-
-        Ids of other users' records are never deleted: deletion is scoped to ``user``. A
-        record can hold several messages (short turns are packed together): to delete one
-        message and keep the others, use ``delete_messages(user, [message.id])`` with an id
-        from :meth:`list_messages`.
-        """
-        return self.delete_records(
-            user, check_record_ids(record_ids), actor="api.delete", reason=reason
-        )
+        """Deprecated: ``store.delete_records(user, record_ids, reason=reason)`` (one store
+        vocabulary, ``docs/design.md``); warns, and goes after one release. Its audit rows
+        keep the actor ``api.delete``."""
+        warn_deprecated("MnemonStore.delete", "MnemonStore.delete_records")
+        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:
         """Everything stored for a user as JSON: records, the audit trail, consolidated items.

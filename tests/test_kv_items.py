@@ -13,6 +13,7 @@ import pytest
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph import MnemonBaseStore, MnemonStore
+from mnemon_langgraph.errors import JournalReadOnlyError
 from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
 from mnemon_langgraph.store.embedded.schema import SCHEMA_VERSION as JOURNAL_VERSION
@@ -102,12 +103,17 @@ def test_an_old_journal_migrates_and_keeps_its_key_value_items(tmp_path: Path) -
         assert [i.key for i in base.search(("memories",))] == ["dislikes", "likes"]
 
 
-def test_an_old_journal_opens_read_only_without_its_migration(tmp_path: Path) -> None:
-    """Version 2 only adds tables: a read-only open of version 1 reads it as it is."""
+def test_an_old_journal_opened_read_only_says_it_needs_its_migration(tmp_path: Path) -> None:
+    """Version 2 also renames the records' label column, which every read names: a read-only
+    open of version 1 is refused with the versions and the reason, and one writable open
+    migrates it, after which read-only opens read it."""
     path = tmp_path / "old.db"
     _old_journal(path)
+    with pytest.raises(JournalReadOnlyError, match=r"schema upgrade \(1 → 2\).*read-only"):
+        Journal(path, read_only=True)
+    Journal(path).close()
     with Journal(path, read_only=True) as journal:
-        assert journal.schema_version() == 1
+        assert journal.schema_version() == JOURNAL_VERSION
         assert journal.count(("memories", "ada")) == 0
 
 

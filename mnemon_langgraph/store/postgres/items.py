@@ -219,7 +219,7 @@ class PostgresItemStore:
         rows = self._rows(
             "SELECT i.id FROM mnemon_items i JOIN mnemon_namespaces n ON n.nsid = i.nsid "
             "WHERE i.id = ANY(%s) AND n.namespace <> %s",
-            (list(dict.fromkeys(ids)), self.store.key(normalize_namespace(namespace))),
+            (list(dict.fromkeys(ids)), self.store._key(normalize_namespace(namespace))),
         )
         return {row[0] for row in rows}
 

@@ -8,7 +8,7 @@ After the Mnemon paper ("Raw Records, Fast Judgments, Slow Thoughts").
 
 The top level holds what a user needs and nothing else: the store, the factories, the View,
 the judges, the settings and the agent surfaces. Errors are in :mod:`mnemon_langgraph.errors`;
-building blocks (sources, the journal, search, the read graph's parts) in their subpackages.
+building blocks (loaders, the journal, search, the read graph's parts) in their subpackages.
 Imports are lazy, so ``import mnemon_langgraph`` loads no model, index or heavy dependency.
 """
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from mnemon_langgraph.judges import ChatDecisionModel, JevDecisionModel, LocalDecisionModel
     from mnemon_langgraph.read import ReadContext, ReadSettings, View, create_read_graph, explain
     from mnemon_langgraph.store import MnemonStore
-    from mnemon_langgraph.store.embedded.items import SQLiteItemStore
+    from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
 
 # public name -> module that defines it
 _WHERE: dict[str, str] = {
@@ -51,7 +51,7 @@ _WHERE: dict[str, str] = {
     # consolidation and its index
     "create_consolidation_graph": "consolidation",
     "ConsolidationSettings": "consolidation",
-    "SQLiteItemStore": "store.embedded.items",
+    "EmbeddedItemStore": "store.embedded.items",
     # agent surfaces
     "add_memory": "integrations",
     "MnemonMiddleware": "integrations",
@@ -74,7 +74,7 @@ __all__ = [  # noqa: RUF022 - grouped as in _WHERE, pinned by tests/test_public_
     "JevDecisionModel",
     "create_consolidation_graph",
     "ConsolidationSettings",
-    "SQLiteItemStore",
+    "EmbeddedItemStore",
     "add_memory",
     "MnemonMiddleware",
     "MnemonMemory",
@@ -84,7 +84,16 @@ __all__ = [  # noqa: RUF022 - grouped as in _WHERE, pinned by tests/test_public_
 ]
 
 
+_RENAMED = {"SQLiteItemStore": "EmbeddedItemStore"}
+"""Old public names, deprecated for one release (docs/migration.md): they warn."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        from mnemon_langgraph.errors import warn_deprecated
+
+        warn_deprecated(f"mnemon_langgraph.{name}", f"mnemon_langgraph.{_RENAMED[name]}")
+        return __getattr__(_RENAMED[name])
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(

@@ -9,6 +9,9 @@ No error is ever raised after a partial write: the journal commits or rolls back
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 __all__ = [
     "ConfigurationError",
     "EmbeddingMismatchError",
@@ -25,7 +28,8 @@ __all__ = [
     "RuntimeMnemonError",
     "SchemaVersionError",
     "SetupError",
-]  # only error classes (tests/test_public_api.py); install_hint is the one helper beside them
+]  # only error classes (tests/test_public_api.py); install_hint and the deprecation helpers
+# beside them
 
 
 class MnemonError(Exception):
@@ -148,3 +152,33 @@ class EraseError(RuntimeMnemonError):
     Index files are removed before the journal's rows, so when this is raised the
     namespace's records are still there and the erase can simply be run again.
     """
+
+
+# --- deprecated names ------------------------------------------------------------------
+
+
+def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is deprecated in favour of ``new``; it goes after one release
+    (``docs/migration.md`` lists every such name)."""
+    import warnings
+
+    warnings.warn(
+        f"{old} is deprecated and goes in the next release: use {new} (docs/migration.md)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def deprecated_names(module: str, renamed: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` serving the old names of ``renamed`` (old → new name in the
+    same module) with a :func:`warn_deprecated` warning."""
+    import sys
+
+    def __getattr__(name: str) -> Any:
+        new = renamed.get(name)
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warn_deprecated(f"{module}.{name}", f"{module}.{new}")
+        return getattr(sys.modules[module], new)
+
+    return __getattr__

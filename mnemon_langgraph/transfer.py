@@ -267,7 +267,7 @@ def _message_lines(record: Record, parts: dict[str, int]) -> Iterator[dict[str, 
             "session": record.session,
             "date": _date_text(record.date),
             "position": record.position,
-            "source": record.source,
+            "source": record.origin,
         }
         parts[mid] += 1
 
@@ -740,7 +740,7 @@ def _rebuilds(batch: _Batch, ns: Namespace, record_chars: int) -> str | None:
     """``None`` when chunking ``batch.messages`` gives exactly its records, else why not."""
     try:
         made = chunk_messages(
-            batch.messages, namespace=ns, source=batch.source, max_chars=record_chars
+            batch.messages, namespace=ns, origin=batch.source, max_chars=record_chars
         )
     except InputError as exc:
         return str(exc)
@@ -859,7 +859,7 @@ def import_jsonl(
         written: list[str] = []
         messages_written = skipped = 0
         for batch in batches:
-            result = store.ingest(ns, batch.messages, source=batch.source)
+            result = store.ingest(ns, batch.messages, origin=batch.source)
             written.extend(result.record_ids)
             messages_written += result.messages_written
             skipped += result.messages_skipped

@@ -11,6 +11,7 @@ feed the same View.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ __all__ = [
     "MAX_MESSAGE_ID_CHARS",
     "MAX_SESSION",
     "MAX_SPEAKER_CHARS",
+    "NOT_GIVEN",
     "ROLES",
     "JournalSource",
     "Message",
@@ -38,7 +40,48 @@ __all__ = [
     "check_count",
     "check_session",
     "normalize_namespace",
+    "origin_label",
 ]
+
+
+class _NotGiven:
+    """The default of a keyword argument the caller may leave out (``None`` is a value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN: Any = _NotGiven()
+"""A keyword argument left out: how :func:`origin_label` tells ``source=None`` (a bad label,
+an ``InputError`` later) from no ``source`` at all."""
+
+
+def origin_label(origin: str, source: str, *, where: str, default: str = NOT_GIVEN) -> str:
+    """The ingest label of a call that may still name it ``source=`` (its old name, kept for
+    one release with a ``DeprecationWarning``; "source" now means a store the read path
+    searches). ``default``: the label when neither is given (:data:`NOT_GIVEN`: one is
+    required). The value is returned as given: the caller's checks judge it.
+
+    Raises:
+        TypeError: Both names given, or neither and no default.
+    """
+    if source is not NOT_GIVEN:
+        if origin is not NOT_GIVEN and origin != default:
+            raise TypeError(f"{where}: pass origin= only (source= is its deprecated old name)")
+        warnings.warn(
+            f"{where}(source=...) is deprecated: pass origin=... (the ingest label)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return source
+    if origin is NOT_GIVEN:
+        if default is NOT_GIVEN:
+            raise TypeError(f"{where}() missing the required keyword argument 'origin'")
+        return default
+    return origin
+
 
 Namespace: TypeAlias = tuple[str, ...]
 """A namespace shaped like a LangGraph store namespace, e.g. ``("users", "ada@example.com")``."""
@@ -56,8 +99,8 @@ MAX_SESSION = 2**31 - 1
 
 MAX_SPEAKER_CHARS = 100
 """Longest speaker name. Every record line repeats its speaker, so an unbounded name
-would multiply the bytes one message costs (a 10k-character name made a 100k-character
-message 25 MB of records)."""
+would multiply the bytes one message costs (docs/results/log.md, "Records and the
+journal")."""
 
 MAX_MESSAGE_ID_CHARS = 512
 """Longest message id (characters). Both backends index message ids (PostgreSQL's B-tree
@@ -234,12 +277,13 @@ class Record:
     """A raw, dated chunk of conversation as the journal keeps it.
 
     Attributes:
-        id: Stable id (derived from namespace, source and message ids, so re-ingesting
+        id: Stable id (derived from namespace, origin and message ids, so re-ingesting
             the same messages yields the same id).
         namespace: The namespace the record belongs to.
         seq: Journal sequence number: strictly increasing across the whole journal; the
             watermark later jobs read from. ``0`` for a record not yet written.
-        source: Where it came from (a file name, ``"langchain"``, ``"chat"`` …).
+        origin: The ingest label: where it came from (a file name, ``"langchain"``,
+            ``"chat"`` …). ``source`` is its old name, a read-only alias that warns.
         session: Session number (1-based).
         date: Date and time of the session (or of the first message), if known.
         position: Order of the record within its session (0-based).
@@ -257,12 +301,22 @@ class Record:
     speakers: tuple[str, ...]
     message_ids: tuple[str, ...]
     text: str
-    source: str = ""
+    origin: str = ""
     seq: int = 0
     roles: tuple[Role, ...] = field(default=())
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "date", as_naive_utc(self.date))
+
+    @property
+    def source(self) -> str:
+        """Deprecated: the ingest label's old name (:attr:`origin`), kept for one release."""
+        warnings.warn(
+            "Record.source is deprecated: read Record.origin (the ingest label)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.origin
 
     @property
     def header(self) -> str:

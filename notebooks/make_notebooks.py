@@ -68,10 +68,10 @@ runs offline: the bundled MiniLM embedder, the rule planner and the local judge.
     (
         "code",
         """\
-from mnemon_langgraph.sources import load_locomo
+from mnemon_langgraph.loaders import load_locomo
 
 conversation = load_locomo(LONG_SAMPLE)[0]
-messages, source = conversation.messages, conversation.source
+messages, origin = conversation.messages, conversation.origin
 # questions written with the sample, with the turns that answer them (category 5 has none)
 questions = [q for q in conversation.qa if q.get("category") != 5][:4]
 print(len(messages), "messages in", len({m.session for m in messages}), "sessions")
@@ -89,9 +89,9 @@ from mnemon_langgraph import MnemonStore
 
 store = MnemonStore(WORKDIR / "journal.db")
 NAMESPACE = ("demo",)
-result = store.ingest(NAMESPACE, messages, source=source)
+result = store.ingest(NAMESPACE, messages, origin=origin)
 print(result.records_written, "records from", result.messages_written, "messages")
-print(store.list_records(NAMESPACE, limit=1)[0].render())""",
+print(next(store.records(NAMESPACE, limit=1)).render())""",
     ),
     (
         "md",
@@ -228,7 +228,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from mnemon_langgraph import MnemonStore
-from mnemon_langgraph.sources import load_jsonl
+from mnemon_langgraph.loaders import load_jsonl
 
 
 class EchoModel(BaseChatModel):
@@ -249,11 +249,11 @@ class EchoModel(BaseChatModel):
         return self
 
 
-from mnemon_langgraph.sources import SAMPLE_PATH
+from mnemon_langgraph.loaders import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
-store.ingest(("users", "noor"), sample, source="sample")
+store.ingest(("users", "noor"), sample, origin="sample")
 print(store.count(("users", "noor")), "records for noor")""",
     ),
     (
@@ -282,7 +282,7 @@ print(model.seen[-1][0].text[:1200])""",
         "code",
         """\
 # the turn is in the journal now (question and reply), the View is not
-print(store.list_records(("users", "noor"))[-1].text)""",
+print(list(store.records(("users", "noor")))[-1].text)""",
     ),
     (
         "md",
@@ -350,7 +350,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from mnemon_langgraph import MnemonStore
-from mnemon_langgraph.sources import load_jsonl
+from mnemon_langgraph.loaders import load_jsonl
 
 
 class ScriptedFolder(BaseChatModel):
@@ -383,11 +383,11 @@ class ScriptedFolder(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
 
-from mnemon_langgraph.sources import SAMPLE_PATH
+from mnemon_langgraph.loaders import SAMPLE_PATH
 
 sample = load_jsonl(SAMPLE_PATH)  # the 40-message conversation bundled with the package
 store = MnemonStore(WORKDIR / "journal.db")
-result = store.ingest(("noor",), sample, source="sample")
+result = store.ingest(("noor",), sample, origin="sample")
 print(result.records_written, "records from", result.messages_written, "messages")""",
     ),
     (

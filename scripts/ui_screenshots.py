@@ -40,7 +40,7 @@ def child_env() -> dict[str, str]:
 
 def build(db: Path) -> None:
     """Ingest the two invented conversations with the real command."""
-    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.loaders import SAMPLE_PATH
 
     for source, ns in (
         (REPO / "notebooks" / "data" / "allotment_year.json", MIRA),

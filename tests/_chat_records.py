@@ -84,5 +84,5 @@ def ingest_turn_by_turn(
                 Message(note.format(j) * 6, "user", "user", f"o{i}.{j}", turn.timestamp, 1)
                 for j in range(20)
             ]
-            store.ingest(("users", "other"), chatter, source="chat")
-        store.ingest(namespace, [turn], source="chat")
+            store.ingest(("users", "other"), chatter, origin="chat")
+        store.ingest(namespace, [turn], origin="chat")

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.store.embedded.journal import Journal
@@ -34,7 +34,7 @@ from mnemon_langgraph.store.embedded.journal import Journal
 def main() -> None:
     db, signal_file, k = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     journal = Journal(db)
-    store = SQLiteItemStore(journal, fake_embeddings())
+    store = EmbeddedItemStore(journal, fake_embeddings())
 
     def script(messages: list[BaseMessage], index: int) -> AIMessage:
         if index == k:

@@ -196,5 +196,5 @@ def make_messages(
 def make_journal(path: Path, namespace: tuple[str, ...], messages: Sequence[Message]) -> Journal:
     """A journal at ``path`` holding ``messages`` chunked into records (no vectors)."""
     journal = Journal(path)
-    journal.append(namespace, chunk_messages(messages, namespace=namespace, source="test"))
+    journal.append(namespace, chunk_messages(messages, namespace=namespace, origin="test"))
     return journal

@@ -25,13 +25,13 @@ from _store_child import NS, _ack, batch_messages
 def consolidate(db: Path, acks: Path) -> None:
     from mnemon_langgraph.consolidation import (
         ConsolidationSettings,
-        SQLiteItemStore,
+        EmbeddedItemStore,
         create_consolidation_graph,
     )
     from mnemon_langgraph.store.embedded.journal import Journal
 
     journal = Journal(db)
-    items = SQLiteItemStore(journal, fake_embeddings())
+    items = EmbeddedItemStore(journal, fake_embeddings())
     graph = create_consolidation_graph(
         model=deriving_model(), store=items, settings=ConsolidationSettings(batch_chars=400)
     )
@@ -49,7 +49,7 @@ def write(db: Path, acks: Path, writer: str, n: int) -> None:
     with open(acks, "a", encoding="utf-8") as fh:
         print("ready", flush=True)
         for i in range(n):
-            store.ingest(NS, batch_messages(i, writer=writer), source=f"writer-{writer}")
+            store.ingest(NS, batch_messages(i, writer=writer), origin=f"writer-{writer}")
             _ack(fh, i)
     store.close()
 

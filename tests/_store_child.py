@@ -60,14 +60,14 @@ def main() -> None:
         print("ready", flush=True)
         if mode == "ingest":
             for i in range(100_000):
-                store.ingest(NS, batch_messages(i), source="crash")
+                store.ingest(NS, batch_messages(i), origin="crash")
                 store.flush()
                 _ack(fh, i)
         else:
             writer, n = sys.argv[4], int(sys.argv[5])
             for i in range(n):
-                store.ingest(SHARED, batch_messages(i, writer=writer), source=writer)
-                store.ingest(("own", writer), batch_messages(i, writer=writer), source=writer)
+                store.ingest(SHARED, batch_messages(i, writer=writer), origin=writer)
+                store.ingest(("own", writer), batch_messages(i, writer=writer), origin=writer)
                 hits = store.search(f"ack{writer}w{i}x0", namespace=SHARED, k=3)
                 if not hits or f"ack{writer}w{i}x0" not in hits[0].record.text:
                     raise SystemExit(f"writer {writer} did not find its own batch {i}")

@@ -57,18 +57,18 @@ def build_journal(path: Path) -> None:
             Message(text="Payloads: " + " ".join(PAYLOADS), speaker=EVIL_SPEAKER, session=3,
                     timestamp=day(9)),
         ]  # fmt: skip
-        store.ingest(ANN, ann, source="test")
+        store.ingest(ANN, ann, origin="test")
         bob = [Message(text=BOB_SECRET, speaker="Bob", session=1, timestamp=day(2))]
-        store.ingest(BOB, bob, source="test")
+        store.ingest(BOB, bob, origin="test")
         evil = [Message(text=" ".join(PAYLOADS), speaker=EVIL_SPEAKER, session=1,
                         timestamp=day(3))]  # fmt: skip
-        store.ingest(EVIL_NAMESPACE, evil, source="test")
+        store.ingest(EVIL_NAMESPACE, evil, origin="test")
         many = [
             Message(text=f"note number {i}: " + "a long day in the diary " * 16, speaker="Pat",
                     session=1 + i // 40, timestamp=day(i // 40))
             for i in range(PAGED_RECORDS)
         ]  # fmt: skip
-        store.ingest(PAGED, many, source="test")
+        store.ingest(PAGED, many, origin="test")
         add_items(store)
 
 

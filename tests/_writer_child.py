@@ -50,7 +50,7 @@ def main() -> None:
     for b in range(batches):
         numbers = range(b * PER_BATCH, (b + 1) * PER_BATCH)
         msgs = [Message(f"{writer} says {n}", "Ada", id=f"{writer}{n}", session=1) for n in numbers]
-        store.ingest(NS, msgs, source=f"host-{writer}", pack=False)
+        store.ingest(NS, msgs, origin=f"host-{writer}", pack=False)
     store.close()
 
 

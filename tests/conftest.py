@@ -68,15 +68,15 @@ LEVELS: dict[str, str] = {
     "test_reliability_crash.py": "system",  # SIGKILLs an ingesting child
     "test_reliability_erase_crash.py": "system",  # SIGKILLs an erasing child at each step
     "test_reliability_delete.py::test_sigkill_during_delete_messages_loses_no_survivor": "system",
-    "test_storage_conformance.py::test_sigkill_during_ingest_loses_and_duplicates_nothing": (
+    "test_store_conformance.py::test_sigkill_during_ingest_loses_and_duplicates_nothing": (
         "system"
     ),
     # -- child processes, real models, benchmark corpora, long runs ----------------------
     "test_reliability_concurrency.py": "integration",  # writer processes against one journal
-    "test_storage_conformance.py::test_four_processes_write_and_read_without_loss_or_duplicates": (
+    "test_store_conformance.py::test_four_processes_write_and_read_without_loss_or_duplicates": (
         "integration"
     ),
-    "test_storage_conformance.py::test_ingest_is_idempotent_also_from_concurrent_writers": (
+    "test_store_conformance.py::test_ingest_is_idempotent_also_from_concurrent_writers": (
         "integration"
     ),
     "test_journal.py::test_reads_while_another_process_writes_see_whole_transactions": (

@@ -50,10 +50,10 @@ def test_offline_agent_remembers_per_user(environ: Path) -> None:
     assert other.startswith(studio.OFFLINE_LABEL) and "Juniper" not in other
 
     store = MnemonStore(environ)
-    texts = [r.text for r in store.list_records(("users", "ann"))]
+    texts = [r.text for r in list(store.records(("users", "ann")))]
     assert any("Juniper" in t for t in texts)
     assert not any("Offline stand-in" in t for t in texts)  # the stand-in is never stored
-    assert not any("Juniper" in r.text for r in store.list_records(("users", "ben")))
+    assert not any("Juniper" in r.text for r in list(store.records(("users", "ben"))))
     store.close()
 
 
@@ -75,7 +75,7 @@ def test_model_reads_the_view_first_and_the_reply_is_written(environ: Path) -> N
     view = model.seen[1][0]
     assert isinstance(view, SystemMessage) and "<memory_view>" in view.text
     assert "Pixel" in view.text and model.seen[1][-1].text == "What is my cat called?"
-    texts = [r.text for r in store.list_records(("users", "ann"))]
+    texts = [r.text for r in list(store.records(("users", "ann")))]
     assert any("Noted, Pixel!" in t for t in texts)  # a real model's reply is the turn's half
     store.close()
 

@@ -61,9 +61,9 @@ def _raw_audit(target: str) -> list[Any]:
 
 def _bob_and_ada(store: MnemonStore) -> None:
     bob = [Message(f"{SECRET} bob says {w}", "Bob", id=f"b{i}") for i, w in enumerate("xyz")]
-    store.ingest(BOB, bob, source="chat", pack=False)
-    ada = store.ingest(ADA, [Message("ada keeps this", "Ada", id="a0")], source="chat")
-    store.ingest(ADA, [Message("and this", "Ada", id="a1")], source="chat")
+    store.ingest(BOB, bob, origin="chat", pack=False)
+    ada = store.ingest(ADA, [Message("ada keeps this", "Ada", id="a0")], origin="chat")
+    store.ingest(ADA, [Message("and this", "Ada", id="a1")], origin="chat")
     store.delete_records(ADA, [ada.record_ids[0]], reason="asked")
     # bob keeps 2 records; an "id" that names no message never reaches the trail
     store.delete_messages(BOB, ["b2", f"{SECRET} is no id"], actor="bob", reason="gdpr")

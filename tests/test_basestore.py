@@ -81,7 +81,7 @@ def _seed_records(store: MnemonStore, ns: tuple[str, ...] = ADA) -> None:
             Message("My sister lives in Porto", "Ada", id="m2", session=2,
                     timestamp=datetime(2024, 6, 2)),
         ],
-        source="chat",
+        origin="chat",
         pack=False,
     )  # fmt: skip
 

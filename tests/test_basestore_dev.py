@@ -37,7 +37,7 @@ def _seed(db: Path) -> None:
             ("memories", "ada"),
             [Message("I adopted a grey cat called Pixel", "Ada", id="d1", session=1,
                      timestamp=datetime(2024, 3, 2, 9, 0))],
-            source="seed",
+            origin="seed",
         )  # fmt: skip
 
 

@@ -240,7 +240,7 @@ def test_store_rebuilds_an_index_built_by_another_tokenizer(tmp_path: Path) -> N
     ]
     emb = HashEmbeddings()
     with MnemonStore(tmp_path / "j.db", emb) as store:
-        store.ingest(namespace, messages, source="chat", pack=False)
+        store.ingest(namespace, messages, origin="chat", pack=False)
         folder = store.index(namespace).folder
     _rewrite_meta(folder / "bm25.npz", tokenizer="mnemon-text-0/none")
     with MnemonStore(tmp_path / "j.db", emb) as store:

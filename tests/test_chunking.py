@@ -44,7 +44,7 @@ def test_short_turns_pack_into_one_record_with_header() -> None:
         ),
         Message(text="Hello!", speaker="Bob", id="b", role="assistant", session=2),
     ]
-    recs = chunk_messages(msgs, namespace=NS, source="t")
+    recs = chunk_messages(msgs, namespace=NS, origin="t")
     assert len(recs) == 1
     rec = recs[0]
     assert rec.text == "Ada: Hi there.\nBob: Hello!"
@@ -56,14 +56,14 @@ def test_short_turns_pack_into_one_record_with_header() -> None:
 
 
 def test_pack_false_gives_one_turn_per_record() -> None:
-    recs = chunk_messages(_msgs("one", "two", "three"), namespace=NS, source="t", pack=False)
+    recs = chunk_messages(_msgs("one", "two", "three"), namespace=NS, origin="t", pack=False)
     assert [r.text for r in recs] == ["Ada: one", "Ada: two", "Ada: three"]
     assert [r.position for r in recs] == [0, 1, 2]
 
 
 def test_packing_respects_limit() -> None:
     texts = [f"turn number {i} " + "x" * 80 for i in range(30)]
-    recs = chunk_messages(_msgs(*texts), namespace=NS, source="t", max_chars=300)
+    recs = chunk_messages(_msgs(*texts), namespace=NS, origin="t", max_chars=300)
     assert len(recs) > 5
     assert all(len(r.text) <= 300 for r in recs)
     ids = [m for r in recs for m in r.message_ids]
@@ -76,7 +76,7 @@ def test_never_packs_across_sessions() -> None:
         Message(text="b", speaker="A", id="2", session=2),
         Message(text="c", speaker="A", id="3", session=2),
     ]
-    recs = chunk_messages(msgs, namespace=NS, source="t")
+    recs = chunk_messages(msgs, namespace=NS, origin="t")
     assert [(r.session, r.message_ids, r.position) for r in recs] == [
         (1, ("1",), 0),
         (2, ("2", "3"), 0),
@@ -86,7 +86,7 @@ def test_never_packs_across_sessions() -> None:
 def test_long_message_splits_at_sentences() -> None:
     sentences = [f"Sentence number {i} is here and it says something." for i in range(40)]
     text = " ".join(sentences)
-    recs = chunk_messages(_msgs(text), namespace=NS, source="t")
+    recs = chunk_messages(_msgs(text), namespace=NS, origin="t")
     assert len(recs) >= 3
     assert all(len(r.text) <= 600 for r in recs)
     assert all(r.message_ids == ("m0",) for r in recs)
@@ -107,33 +107,33 @@ def test_word_split_then_hard_split() -> None:
 
 
 def test_whitespace_is_normalized_so_lines_stay_parallel() -> None:
-    recs = chunk_messages(_msgs("line one\n\nline   two"), namespace=NS, source="t")
+    recs = chunk_messages(_msgs("line one\n\nline   two"), namespace=NS, origin="t")
     assert recs[0].text == "Ada: line one line two"
     assert normalize_text("  a\tb\n c ") == "a b c"
 
 
 def test_ids_are_stable_and_depend_on_namespace_and_source() -> None:
     msgs = _msgs("hello", "world " * 200)
-    a = chunk_messages(msgs, namespace=NS, source="t")
-    b = chunk_messages(msgs, namespace=NS, source="t")
+    a = chunk_messages(msgs, namespace=NS, origin="t")
+    b = chunk_messages(msgs, namespace=NS, origin="t")
     assert [r.id for r in a] == [r.id for r in b]
-    c = chunk_messages(msgs, namespace=("other",), source="t")
-    d = chunk_messages(msgs, namespace=NS, source="u")
+    c = chunk_messages(msgs, namespace=("other",), origin="t")
+    d = chunk_messages(msgs, namespace=NS, origin="u")
     assert not {r.id for r in a} & {r.id for r in c}
     assert not {r.id for r in a} & {r.id for r in d}
 
 
 def test_first_positions_continue_a_session() -> None:
     recs = chunk_messages(
-        _msgs("a", "b"), namespace=NS, source="t", pack=False, first_positions={1: 7}
+        _msgs("a", "b"), namespace=NS, origin="t", pack=False, first_positions={1: 7}
     )
     assert [r.position for r in recs] == [7, 8]
 
 
 def test_missing_ids_are_derived_deterministically() -> None:
     msgs = [Message(text="hi", speaker="A"), Message(text="hi", speaker="A")]
-    a = chunk_messages(msgs, namespace=NS, source="s", pack=False)
-    b = chunk_messages(msgs, namespace=NS, source="s", pack=False)
+    a = chunk_messages(msgs, namespace=NS, origin="s", pack=False)
+    b = chunk_messages(msgs, namespace=NS, origin="s", pack=False)
     assert a[0].message_ids != a[1].message_ids
     assert [r.message_ids for r in a] == [r.message_ids for r in b]
     assert a[0].session == 1
@@ -146,26 +146,26 @@ def test_oversized_message_is_an_error_naming_the_id() -> None:
     # chunk_messages may set a lower bound of its own.
     msgs = [Message(text="x " * 40_000, speaker="A", id="big-1")]
     with pytest.raises(InputError, match="big-1"):
-        chunk_messages(msgs, namespace=NS, source="t", max_message_chars=50_000)
-    recs = chunk_messages(msgs, namespace=NS, source="t")
+        chunk_messages(msgs, namespace=NS, origin="t", max_message_chars=50_000)
+    recs = chunk_messages(msgs, namespace=NS, origin="t")
     assert len(recs) > 100
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t"])
 def test_empty_message_is_an_error(text: str) -> None:
     with pytest.raises(InputError, match="empty"):
-        chunk_messages([Message(text=text, speaker="A", id="e1")], namespace=NS, source="t")
+        chunk_messages([Message(text=text, speaker="A", id="e1")], namespace=NS, origin="t")
 
 
 def test_duplicate_ids_in_one_batch_are_an_error() -> None:
     msgs = [Message(text="a", speaker="A", id="x"), Message(text="b", speaker="A", id="x")]
     with pytest.raises(InputError, match="'x'"):
-        chunk_messages(msgs, namespace=NS, source="t")
+        chunk_messages(msgs, namespace=NS, origin="t")
 
 
 def test_bad_namespace_is_an_error() -> None:
     with pytest.raises(NamespaceError):
-        chunk_messages(_msgs("a"), namespace=("users", ""), source="t")
+        chunk_messages(_msgs("a"), namespace=("users", ""), origin="t")
 
 
 @settings(max_examples=60, deadline=None)
@@ -188,7 +188,7 @@ def test_property_text_preserved_and_records_within_limit(
     texts: list[str], pack: bool, max_chars: int
 ) -> None:
     msgs = [Message(text=t, speaker="Sp", id=f"m{i}") for i, t in enumerate(texts)]
-    recs = chunk_messages(msgs, namespace=NS, source="p", max_chars=max_chars, pack=pack)
+    recs = chunk_messages(msgs, namespace=NS, origin="p", max_chars=max_chars, pack=pack)
     pieces: dict[str, list[str]] = {}
     for rec in recs:
         assert len(rec.text) <= max_chars

@@ -11,8 +11,8 @@ from _paths import LOCOMO_DEV
 
 from mnemon_langgraph.cli import build_parser, main
 from mnemon_langgraph.cli._common import namespace_arg
+from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.search.embeddings import DEFAULT_MODEL_NAME
-from mnemon_langgraph.sources import SAMPLE_PATH
 
 LOCOMO = LOCOMO_DEV / "conv-26.json"
 

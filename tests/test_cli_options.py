@@ -47,7 +47,7 @@ def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
                 Message(f"Turn {i}: my cat Pepper likes Rotterdam.", "Ada", id=f"m{i}")
                 for i in range(6)
             ],
-            source="chat",
+            origin="chat",
         )
     return str(db)
 
@@ -209,7 +209,7 @@ def consolidated(tmp_path: Path) -> Iterator[MnemonStore]:
         store.ingest(
             ("ada",),
             [Message(f"I live in City{i} and like item{i}.", "Ada", id=f"c{i}") for i in range(8)],
-            source="chat",
+            origin="chat",
             pack=False,
         )
         graph = create_consolidation_graph(

@@ -84,7 +84,7 @@ def test_overlapping_ingests_store_each_message_once(target: str) -> None:
     second = [_message(i) for i in range(100, 300)]
 
     def ingest(messages: list[Message]) -> Callable[[MnemonStore], None]:
-        return lambda store: store.ingest(NS, messages, source="chat").records_written
+        return lambda store: store.ingest(NS, messages, origin="chat").records_written
 
     _run_writers(target, [ingest(first), ingest(second)], delay=0.5)
     records = _stored(target)
@@ -100,7 +100,7 @@ def test_two_writers_of_one_session_keep_positions_unique_and_ordered(target: st
         def job(store: MnemonStore) -> None:
             for batch in range(8):
                 msgs = [_message(batch * 25 + i, prefix=prefix) for i in range(25)]
-                store.ingest(NS, msgs, source=f"host-{prefix}", pack=False)
+                store.ingest(NS, msgs, origin=f"host-{prefix}", pack=False)
 
         return job
 
@@ -110,7 +110,7 @@ def test_two_writers_of_one_session_keep_positions_unique_and_ordered(target: st
     _assert_positions_in_write_order(records)
     # and the order inside each writer's own messages is the order it wrote them in
     for prefix in ("a", "b"):
-        mine = sorted((r for r in records if r.source == f"host-{prefix}"), key=lambda r: r.seq)
+        mine = sorted((r for r in records if r.origin == f"host-{prefix}"), key=lambda r: r.seq)
         numbers = [int(r.message_ids[0][1:]) for r in mine]
         assert numbers == sorted(numbers)
 
@@ -131,7 +131,7 @@ def test_writer_processes_of_one_session_keep_positions_unique_and_ordered(
     assert len(held) == 2 * 20 * 25 and set(held.values()) == {1}
     _assert_positions_in_write_order(records)
     for w, _ in writers:  # each writer's messages in the order it wrote them
-        mine = sorted((r for r in records if r.source == f"host-{w}"), key=lambda r: r.seq)
+        mine = sorted((r for r in records if r.origin == f"host-{w}"), key=lambda r: r.seq)
         assert [int(r.message_ids[0][1:]) for r in mine] == list(range(20 * 25))
 
 
@@ -140,9 +140,9 @@ def test_vectors_drafted_before_the_lock_are_reused_by_text() -> None:
     from mnemon_langgraph.store.settle import reuse_vectors
 
     msgs = [_message(i) for i in range(6)]
-    drafted = chunk_messages(msgs[:4], namespace=NS, source="chat", pack=False)
+    drafted = chunk_messages(msgs[:4], namespace=NS, origin="chat", pack=False)
     vectors = np.arange(len(drafted) * 3, dtype=np.float32).reshape(len(drafted), 3)
-    decided = chunk_messages(msgs[2:], namespace=NS, source="chat", pack=False)
+    decided = chunk_messages(msgs[2:], namespace=NS, origin="chat", pack=False)
     embedded: list[list[str]] = []
 
     def embed(texts: list[str]) -> np.ndarray:

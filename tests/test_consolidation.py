@@ -30,7 +30,7 @@ from _consolidation_fakes import (
 
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
     cut_batch,
     trim_record,
@@ -60,13 +60,13 @@ def journal(tmp_path: Path) -> Journal:
 
 
 @pytest.fixture
-def store(journal: Journal) -> SQLiteItemStore:
-    s = SQLiteItemStore(journal, fake_embeddings())
+def store(journal: Journal) -> EmbeddedItemStore:
+    s = EmbeddedItemStore(journal, fake_embeddings())
     yield s
     s.close()
 
 
-def run(store: SQLiteItemStore, model: Any, **settings: Any) -> dict[str, Any]:
+def run(store: EmbeddedItemStore, model: Any, **settings: Any) -> dict[str, Any]:
     graph = create_consolidation_graph(
         model=model, store=store, settings=ConsolidationSettings(batch_chars=1500, **settings)
     )
@@ -144,7 +144,7 @@ def _record_msg(text: str) -> Record:
     return chunk_messages(
         [Message(text=text, speaker="Eve", id="evil", timestamp=datetime(2024, 2, 1))],
         namespace=NS,
-        source="test",
+        origin="test",
     )[0]
 
 
@@ -203,7 +203,7 @@ def test_context_selection_caps_and_mixes_shared_words_and_recency() -> None:
 
 
 def test_run_folds_everything_links_items_and_reports_cost(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     model = deriving_model()
     state = run(store, model)
@@ -226,7 +226,7 @@ def test_run_folds_everything_links_items_and_reports_cost(
     assert again.batches == () and len(model.calls) == report.model_calls
 
 
-def test_item_store_is_an_item_source(journal: Journal, store: SQLiteItemStore) -> None:
+def test_item_store_is_an_item_source(journal: Journal, store: EmbeddedItemStore) -> None:
     run(store, deriving_model())
     assert isinstance(store, ItemSource)
     events = store.all_items(NS, "event")
@@ -243,7 +243,7 @@ def test_item_store_is_an_item_source(journal: Journal, store: SQLiteItemStore) 
 
 
 def test_fold_sees_existing_items_and_may_extend_and_update(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     def script(messages: list[BaseMessage], index: int) -> AIMessage:
         args = derive_fold(messages)
@@ -264,7 +264,7 @@ def test_fold_sees_existing_items_and_may_extend_and_update(
 
 
 def test_unparseable_output_is_retried_once_then_recorded_and_stops(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     # call 0 ok (batch 1); calls 1 and 2 garbage (batch 2 fails after one retry)
     model = deriving_model(garbage_calls=(1, 2))
@@ -284,7 +284,7 @@ def test_unparseable_output_is_retried_once_then_recorded_and_stops(
     assert store.failures(NS)[0].resolved
 
 
-def test_retry_recovers_within_a_batch(journal: Journal, store: SQLiteItemStore) -> None:
+def test_retry_recovers_within_a_batch(journal: Journal, store: EmbeddedItemStore) -> None:
     model = deriving_model(garbage_calls=(0,))
     report = run(store, model)["report"]
     assert not report.failures and report.batches[0].model_calls == 2
@@ -292,7 +292,7 @@ def test_retry_recovers_within_a_batch(journal: Journal, store: SQLiteItemStore)
 
 
 def test_model_raising_mid_run_keeps_earlier_batches_and_rerun_resumes(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     model = deriving_model(fail_calls=(2, 3))
     report = run(store, model)["report"]
@@ -312,7 +312,7 @@ def make_fresh_full_run(journal: Journal) -> int:
     other = Journal(journal.path.parent / "fresh.db")
     try:
         other.append(NS, list(journal.records(NS)))
-        fresh = SQLiteItemStore(other, fake_embeddings())
+        fresh = EmbeddedItemStore(other, fake_embeddings())
         run(fresh, deriving_model())
         return fresh.count(NS)
     finally:
@@ -320,7 +320,7 @@ def make_fresh_full_run(journal: Journal) -> int:
 
 
 def test_skip_policy_records_the_failure_and_moves_on(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     model = deriving_model(fail_calls=(0, 1))
     report = run(store, model, on_failure="skip")["report"]
@@ -332,7 +332,7 @@ def test_skip_policy_records_the_failure_and_moves_on(
     assert store.watermark(NS) == journal.max_seq(NS)
 
 
-def test_timeout_counts_as_a_failed_attempt(journal: Journal, store: SQLiteItemStore) -> None:
+def test_timeout_counts_as_a_failed_attempt(journal: Journal, store: EmbeddedItemStore) -> None:
     import threading
 
     release = threading.Event()
@@ -371,7 +371,7 @@ def test_create_needs_a_store(tmp_path: Path) -> None:
 
 
 def test_deleting_records_removes_links_and_orphans_with_audit(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     run(store, deriving_model())
     victim = journal.records(NS).__next__()
@@ -391,7 +391,7 @@ def test_deleting_records_removes_links_and_orphans_with_audit(
     assert all(e.record_ids == (victim.id,) and e.actor == "consolidation" for e in audit)
 
 
-def test_erase_namespace_leaves_no_item(journal: Journal, store: SQLiteItemStore) -> None:
+def test_erase_namespace_leaves_no_item(journal: Journal, store: EmbeddedItemStore) -> None:
     other = ("users", "bo")
     journal.append(other, _records_for(other))
     run(store, deriving_model())
@@ -420,11 +420,11 @@ def _records_for(namespace: tuple[str, ...]) -> list[Record]:
     from mnemon_langgraph.records.chunking import chunk_messages
 
     return chunk_messages(
-        make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, source="t"
+        make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, origin="t"
     )
 
 
-def test_drop_index_and_rebuild(journal: Journal, store: SQLiteItemStore) -> None:
+def test_drop_index_and_rebuild(journal: Journal, store: EmbeddedItemStore) -> None:
     run(store, deriving_model())
     first = sorted((it.kind, it.text) for it in store.all_items(NS))
     assert store.drop_index(NS) == len(first) > 0
@@ -434,13 +434,13 @@ def test_drop_index_and_rebuild(journal: Journal, store: SQLiteItemStore) -> Non
     assert sorted((it.kind, it.text) for it in store.all_items(NS)) == first
 
 
-def test_store_refuses_another_embedder(journal: Journal, store: SQLiteItemStore) -> None:
+def test_store_refuses_another_embedder(journal: Journal, store: EmbeddedItemStore) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     run(store, deriving_model(), max_batches=1)
     with pytest.raises(EmbeddingMismatchError):
-        SQLiteItemStore(journal, DeterministicFakeEmbedding(size=16))
-    again = SQLiteItemStore(journal, fake_embeddings())  # same embedder: fine, idempotent
+        EmbeddedItemStore(journal, DeterministicFakeEmbedding(size=16))
+    again = EmbeddedItemStore(journal, fake_embeddings())  # same embedder: fine, idempotent
     assert again.count(NS) == store.count(NS)
     again.close()
 
@@ -489,13 +489,13 @@ def test_graph_over_a_mnemon_store_uses_its_journal_and_embedder(tmp_path: Path)
     emb = fake_embeddings()
     mstore = MnemonStore(tmp_path / "store.db", emb)
     try:
-        mstore.ingest(NS, make_messages(40), source="test")
+        mstore.ingest(NS, make_messages(40), origin="test")
         graph = create_consolidation_graph(
             model=deriving_model(), store=mstore, settings=ConsolidationSettings(batch_chars=1500)
         )
         report = graph.invoke({"namespace": NS})["report"]
         assert report.items_added > 0 and report.watermark == mstore.journal.max_seq(NS)
-        items = SQLiteItemStore(mstore.journal, emb)
+        items = EmbeddedItemStore(mstore.journal, emb)
         assert items.count(NS) == report.items_added
         hit = mstore.search("topic3", namespace=NS, k=1)[0].record
         assert items.linked_items(NS, [hit.id])
@@ -504,14 +504,14 @@ def test_graph_over_a_mnemon_store_uses_its_journal_and_embedder(tmp_path: Path)
 
 
 def test_a_read_only_journal_serves_the_index_and_refuses_writes(
-    journal: Journal, store: SQLiteItemStore, tmp_path: Path
+    journal: Journal, store: EmbeddedItemStore, tmp_path: Path
 ) -> None:
     from mnemon_langgraph.errors import JournalReadOnlyError
 
     run(store, deriving_model(), max_batches=1)
     ro = Journal(journal.path, read_only=True)
     try:
-        reader = SQLiteItemStore(ro, fake_embeddings())
+        reader = EmbeddedItemStore(ro, fake_embeddings())
         assert reader.count(NS) == store.count(NS) > 0
         assert reader.instructions(NS) == store.instructions(NS)
         with pytest.raises(JournalReadOnlyError):
@@ -522,7 +522,7 @@ def test_a_read_only_journal_serves_the_index_and_refuses_writes(
     Journal(bare).close()
     ro_bare = Journal(bare, read_only=True)
     try:
-        empty = SQLiteItemStore(ro_bare, fake_embeddings())  # no index tables yet: empty index
+        empty = EmbeddedItemStore(ro_bare, fake_embeddings())  # no index tables yet: empty index
         assert empty.count(NS) == 0 and empty.topics(NS) == [] and empty.watermark(NS) == 0
         assert empty.nearest_items("anything", namespace=NS) == []
     finally:
@@ -530,7 +530,7 @@ def test_a_read_only_journal_serves_the_index_and_refuses_writes(
 
 
 def test_a_commit_from_a_stale_watermark_writes_nothing(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     from mnemon_langgraph.errors import JournalError
 
@@ -550,7 +550,7 @@ def test_a_commit_from_a_stale_watermark_writes_nothing(
 
 
 def test_a_commit_skips_items_of_deleted_records_and_unknown_updates(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     from mnemon_langgraph.consolidation import ItemUpdate
 
@@ -581,7 +581,7 @@ def test_a_commit_skips_items_of_deleted_records_and_unknown_updates(
     assert "nope" not in got[old.id].record_ids and record.id in got["kept"].record_ids
 
 
-async def test_the_graph_also_runs_async(journal: Journal, store: SQLiteItemStore) -> None:
+async def test_the_graph_also_runs_async(journal: Journal, store: EmbeddedItemStore) -> None:
     graph = create_consolidation_graph(
         model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=1500)
     )
@@ -589,7 +589,9 @@ async def test_the_graph_also_runs_async(journal: Journal, store: SQLiteItemStor
     assert report.stop_reason == "caught_up" and report.items_added == store.count(NS) > 0
 
 
-def test_zoned_and_naive_dates_mix_in_one_history(journal: Journal, store: SQLiteItemStore) -> None:
+def test_zoned_and_naive_dates_mix_in_one_history(
+    journal: Journal, store: EmbeddedItemStore
+) -> None:
     def script(messages: list[BaseMessage], index: int) -> AIMessage:
         rid = batch_records(messages)[0]["id"]
         date = "2024-03-01T10:00:00+02:00" if index == 0 else "2024-02-01"
@@ -633,7 +635,7 @@ class _ChatCounter(BaseCallbackHandler):
 @pytest.mark.parametrize("timeout", [None, 30.0])
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 async def test_callbacks_see_every_fold_call(
-    journal: Journal, store: SQLiteItemStore, mode: str, timeout: float | None
+    journal: Journal, store: EmbeddedItemStore, mode: str, timeout: float | None
 ) -> None:
     # call 0 does not parse and is retried: two model calls for the first batch
     model = deriving_model(garbage_calls=(0,))
@@ -658,7 +660,7 @@ async def test_callbacks_see_every_fold_call(
 
 
 async def test_async_fold_times_out_as_a_failed_attempt(
-    journal: Journal, store: SQLiteItemStore
+    journal: Journal, store: EmbeddedItemStore
 ) -> None:
     import asyncio
 
@@ -700,14 +702,14 @@ def test_item_store_follows_the_journals_legacy_embedder(
     monkeypatch.delenv("MNEMON_EMBEDDINGS", raising=False)  # the real default, not the fake
     j = Journal(_legacy_journal(tmp_path))
     try:
-        items = SQLiteItemStore(j)
+        items = EmbeddedItemStore(j)
         assert embedding_identity(items.embeddings) == (LEGACY_MODEL_NAME, 384)
         report = run(items, deriving_model())["report"]
         assert report.stop_reason == "caught_up" and not report.failures
         assert items.count(NS) > 0
         # the index's own record of its embedder is the legacy one, and a reopen agrees
         items.close()
-        again = SQLiteItemStore(j)
+        again = EmbeddedItemStore(j)
         assert embedding_identity(again.embeddings) == (LEGACY_MODEL_NAME, 384)
         assert again.nearest_items("cat", namespace=NS, k=1)  # no EmbeddingMismatchError
         again.close()

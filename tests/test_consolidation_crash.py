@@ -23,7 +23,7 @@ from _consolidation_fakes import (
 
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.store.embedded.journal import Journal
@@ -31,11 +31,11 @@ from mnemon_langgraph.store.embedded.journal import Journal
 CHILD = Path(__file__).with_name("_consolidate_child.py")
 
 
-def _items_of(store: SQLiteItemStore) -> list[tuple[str, str, tuple[str, ...]]]:
+def _items_of(store: EmbeddedItemStore) -> list[tuple[str, str, tuple[str, ...]]]:
     return sorted((it.kind, it.text, it.record_ids) for it in store.all_items(NS_CRASH))
 
 
-def _consolidate(store: SQLiteItemStore):  # type: ignore[no-untyped-def]
+def _consolidate(store: EmbeddedItemStore):  # type: ignore[no-untyped-def]
     graph = create_consolidation_graph(
         model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=1500)
     )
@@ -77,7 +77,7 @@ def test_sigkill_between_batches_then_rerun_resumes(tmp_path: Path, k: int) -> N
 
     journal = Journal(db)
     try:
-        store = SQLiteItemStore(journal, fake_embeddings())
+        store = EmbeddedItemStore(journal, fake_embeddings())
         status = store.state(NS_CRASH)
         assert status.watermark == committed and status.batches == k
         before = _items_of(store)
@@ -97,7 +97,7 @@ def test_sigkill_between_batches_then_rerun_resumes(tmp_path: Path, k: int) -> N
     fresh_db = tmp_path / "fresh.db"
     fresh = make_journal(fresh_db, NS_CRASH, messages)
     try:
-        fresh_store = SQLiteItemStore(fresh, fake_embeddings())
+        fresh_store = EmbeddedItemStore(fresh, fake_embeddings())
         _consolidate(fresh_store)
         assert _items_of(fresh_store) == after
     finally:

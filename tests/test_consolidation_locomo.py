@@ -13,12 +13,12 @@ from _consolidation_fakes import batch_records, deriving_model, fake_embeddings
 from _paths import LOCOMO_DEV
 
 from mnemon_langgraph.consolidation import (
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
     trim_record,
 )
+from mnemon_langgraph.loaders.locomo import load_locomo
 from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.sources.locomo import load_locomo
 from mnemon_langgraph.store.embedded.journal import Journal
 
 CONV = LOCOMO_DEV / "conv-30.json"
@@ -32,10 +32,10 @@ def test_conv30_is_folded_in_10k_batches_with_items_linked_to_their_records(
     conv = load_locomo(CONV)[0]
     journal = Journal(tmp_path / "locomo.db")
     try:
-        journal.append(NS, chunk_messages(conv.messages, namespace=NS, source=conv.source))
+        journal.append(NS, chunk_messages(conv.messages, namespace=NS, origin=conv.origin))
         records = {r.id: r for r in journal.records(NS)}
         total = sum(len(trim_record(r)) for r in records.values())
-        store = SQLiteItemStore(journal, fake_embeddings())
+        store = EmbeddedItemStore(journal, fake_embeddings())
         model = deriving_model()
         report = create_consolidation_graph(model=model, store=store).invoke({"namespace": NS})[
             "report"

@@ -20,7 +20,7 @@ from _consolidation_fakes import (
     tool_answer,
 )
 
-from mnemon_langgraph.consolidation import SQLiteItemStore, create_consolidation_graph
+from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource
@@ -86,10 +86,10 @@ def test_index_item_reaches_the_view_when_search_misses_its_record(tmp_path: Pat
     ]
     journal = Journal(tmp_path / "memory.db")
     try:
-        journal.append(NS, chunk_messages(messages, namespace=NS, source="t", pack=False))
+        journal.append(NS, chunk_messages(messages, namespace=NS, origin="t", pack=False))
         records = list(journal.records(NS))
         summit = next(r for r in records if "summit" in r.text)
-        items = SQLiteItemStore(journal, fake_embeddings())
+        items = EmbeddedItemStore(journal, fake_embeddings())
         report = create_consolidation_graph(
             model=ScriptedFoldModel(script=_fold), store=items
         ).invoke({"namespace": NS})["report"]

@@ -24,8 +24,8 @@ from _consolidation_fakes import deriving_model, fake_embeddings, make_messages
 import mnemon_langgraph
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
+    EmbeddedItemStore,
     PostgresItemStore,
-    SQLiteItemStore,
     create_consolidation_graph,
     item_store_for,
 )
@@ -33,7 +33,6 @@ from mnemon_langgraph.errors import ConfigurationError, JournalError
 from mnemon_langgraph.items import IndexItem, ItemSource, ItemStore
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.embedded.journal import Journal
-from mnemon_langgraph.store.item_commit import run_without_loop
 
 NS = ("users", "ada")
 PACKAGE = Path(mnemon_langgraph.__file__).parent
@@ -54,7 +53,7 @@ def _snapshot(items: ItemStore) -> list[tuple[str, str, str, tuple[str, ...]]]:
 def test_both_item_stores_are_item_stores(tmp_path: Path, postgres_url: str) -> None:
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as lite:
         items = lite.item_store()
-        assert type(items) is SQLiteItemStore
+        assert type(items) is EmbeddedItemStore
         assert isinstance(items, ItemStore) and isinstance(items, ItemSource)
         items.close()
     with MnemonStore(postgres_url, fake_embeddings()) as pg:
@@ -96,7 +95,7 @@ def test_the_same_run_on_both_backends_writes_the_same_index(
     snapshots, reports = [], []
     for target in (str(tmp_path / "m.db"), postgres_url):
         with MnemonStore(target, fake_embeddings()) as store:
-            store.ingest(NS, messages, source="test")
+            store.ingest(NS, messages, origin="test")
             report = _fold(store)
             items = store.item_store()
             assert report.stop_reason == "caught_up" and report.items_added > 0
@@ -126,12 +125,12 @@ def test_a_wrong_store_is_a_configuration_error(tmp_path: Path) -> None:
 def test_removed_and_deprecated_arguments(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"store=MnemonStore\(journal_path\)"):
         create_consolidation_graph(model=deriving_model(), journal_path=tmp_path / "j.db")
-    with pytest.raises(ConfigurationError, match=r"store=SQLiteItemStore\(journal\)"):
+    with pytest.raises(ConfigurationError, match=r"store=EmbeddedItemStore\(journal\)"):
         create_consolidation_graph(model=deriving_model(), journal=object())
     with pytest.raises(TypeError, match="unexpected keyword 'jornal'"):
         create_consolidation_graph(model=deriving_model(), jornal=object())
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, make_messages(10), source="test")
+        store.ingest(NS, make_messages(10), origin="test")
         items = store.item_store()
         with pytest.raises(ConfigurationError, match="embeddings= goes with a MnemonStore"):
             create_consolidation_graph(
@@ -147,8 +146,8 @@ def test_removed_and_deprecated_arguments(tmp_path: Path) -> None:
 
 def test_an_item_store_is_used_as_is(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, make_messages(10), source="test")
-        items = SQLiteItemStore(store.journal, fake_embeddings())
+        store.ingest(NS, make_messages(10), origin="test")
+        items = EmbeddedItemStore(store.journal, fake_embeddings())
         assert item_store_for(items) is items
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # store= with an item store is not deprecated
@@ -187,7 +186,7 @@ def test_item_store_works_without_importing_consolidation_first(tmp_path: Path) 
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["SQLiteItemStore", "0"]
+    assert out.stdout.split() == ["EmbeddedItemStore", "0"]
 
 
 def _backend_isinstance(source: str) -> list[int]:
@@ -221,17 +220,87 @@ def test_consolidation_never_asks_which_backend_it_has() -> None:
     assert len(paths) > 8 and found == {}
 
 
-def test_run_without_loop_refuses_a_step_that_suspends() -> None:
-    async def steady() -> int:
-        return 7
+class _SyncSteps:
+    """A transaction that answers the commit's steps and writes down each one."""
 
-    async def suspends() -> int:
-        await asyncio.sleep(0)
-        return 7
+    def __init__(self, watermark: int = 0) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.watermark = watermark
 
-    assert run_without_loop(steady()) == 7
-    with pytest.raises(RuntimeError, match="suspended"):
-        run_without_loop(suspends())
+    def locked_watermark(self) -> int:
+        self.calls.append(("locked_watermark", ()))
+        return self.watermark
+
+    def existing_records(self, ids: list[str]) -> set[str]:
+        self.calls.append(("existing_records", (tuple(ids),)))
+        return {i for i in ids if i != "r-gone"}
+
+    def insert_item(self, item: Any, links: list[str], vector: Any) -> bool:
+        self.calls.append(("insert_item", (item.text, tuple(links))))
+        return True
+
+    def update_item(self, update: Any, links: list[str], vector: Any) -> bool:
+        self.calls.append(("update_item", (tuple(links),)))
+        return True
+
+    def advance(self, watermark: int | None, **counts: Any) -> None:
+        self.calls.append(("advance", (watermark, counts["added"], counts["updated"])))
+
+    def resolve_failures(self, after: int, upto: int) -> None:
+        self.calls.append(("resolve_failures", (after, upto)))
+
+
+class _AsyncSteps:
+    """The same steps as coroutines (the PostgreSQL transaction's shape)."""
+
+    def __init__(self, watermark: int = 0) -> None:
+        self.inner = _SyncSteps(watermark)
+
+    def __getattr__(self, name: str) -> Any:
+        step = getattr(self.inner, name)
+
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0)  # a real suspension, as a database round trip
+            return step(*args, **kwargs)
+
+        return run
+
+
+def _commit_body(expected: int = 0) -> Any:
+    from mnemon_langgraph.items import IndexItem
+    from mnemon_langgraph.store.item_commit import BatchUsage, commit_folded_batch
+
+    items = [
+        IndexItem(id=f"i-{n}", namespace=("ada",), kind="event", text=f"t{n}", record_ids=ids)
+        for n, ids in enumerate([("r-1", "r-gone"), ("r-gone",)])
+    ]
+    return commit_folded_batch(
+        ("ada",),
+        expected_watermark=expected,
+        new_watermark=9,
+        new_items=items,
+        new_vectors=None,
+        updates=[],
+        update_vectors=None,
+        usage=BatchUsage(),
+    )
+
+
+def test_one_commit_body_runs_alike_with_a_sync_and_an_async_transaction() -> None:
+    """The item commit is one generator body: ``drive`` (SQLite) and ``adrive``
+    (PostgreSQL) ask the same steps in the same order and return the same counts."""
+    from mnemon_langgraph.errors import JournalError
+    from mnemon_langgraph.store.item_commit import adrive, drive
+
+    sync_tx, async_tx = _SyncSteps(), _AsyncSteps()
+    assert drive(_commit_body(), sync_tx) == (1, 0)
+    assert asyncio.run(adrive(_commit_body(), async_tx)) == (1, 0)
+    assert sync_tx.calls == async_tx.inner.calls
+    assert sync_tx.calls[2] == ("insert_item", ("t0", ("r-1",)))  # the dead link dropped
+    moved = _SyncSteps(watermark=4)
+    with pytest.raises(JournalError, match="moved"):
+        drive(_commit_body(expected=0), moved)
+    assert moved.calls == [("locked_watermark", ())]  # nothing written after the check
 
 
 @pytest.fixture(params=["embedded", "postgres"])
@@ -245,7 +314,7 @@ def test_one_write_rule_on_both_backends(target: str) -> None:
     """An item id already stored is not written (nor counted) again; links to deleted
     records are dropped; a moved watermark writes nothing."""
     with MnemonStore(target, fake_embeddings()) as store:
-        store.ingest(NS, make_messages(6), source="test")
+        store.ingest(NS, make_messages(6), origin="test")
         first, second, *_ = [r.id for r in store.records(NS)]
         items = store.item_store()
         item = IndexItem("it_a", NS, "event", "Ada moved", (first,), topic="moves")
@@ -280,7 +349,7 @@ def test_cli_consolidates_a_postgres_store(
 
     emb = DeterministicFakeEmbedding(size=384)  # what --embeddings fake gives
     with MnemonStore(postgres_url, emb) as store:
-        store.ingest(NS, make_messages(40), source="test")
+        store.ingest(NS, make_messages(40), origin="test")
         last = store.max_seq(NS)
     monkeypatch.setattr(consolidate, "_init_model", lambda spec: deriving_model())
     argv = ["consolidate", "--db", postgres_url, "--namespace", NS[0], "--namespace", NS[1]]

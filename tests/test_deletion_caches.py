@@ -62,26 +62,26 @@ def _turn_and_delete(store: Any, delete: Callable[[], object], *, survivors: boo
 
 def test_deleting_a_record_empties_the_caches_and_the_next_view(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as store:
-        result = store.ingest(NS, MESSAGES, source="chat", pack=False)
+        result = store.ingest(NS, MESSAGES, origin="chat", pack=False)
         secret_id = result.record_ids[0]
         _turn_and_delete(store, lambda: store.delete_records(NS, [secret_id]))
 
 
 def test_deleting_a_message_empties_the_caches(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as store:
-        store.ingest(NS, MESSAGES, source="chat", pack=False)
+        store.ingest(NS, MESSAGES, origin="chat", pack=False)
         _turn_and_delete(store, lambda: store.delete_messages(NS, ["m0"]))
 
 
 def test_erasing_a_namespace_empties_the_caches(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as store:
-        store.ingest(NS, MESSAGES, source="chat", pack=False)
+        store.ingest(NS, MESSAGES, origin="chat", pack=False)
         _turn_and_delete(store, lambda: store.erase_namespace(NS), survivors=False)
 
 
 def test_deleting_on_postgres_empties_the_caches(postgres_url: str) -> None:
     with PostgresStore.from_conn_string(postgres_url, HashEmbeddings()) as store:
-        result = store.ingest(NS, MESSAGES, source="chat", pack=False)
+        result = store.ingest(NS, MESSAGES, origin="chat", pack=False)
         secret_id = result.record_ids[0]
         _turn_and_delete(store, lambda: store.delete_records(NS, [secret_id]))
 

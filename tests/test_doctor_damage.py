@@ -30,8 +30,8 @@ QUERY = "apple garden story"
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("seed") / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(ADA, tagged_messages("Plum", 12), source="api", pack=False)
-        store.ingest(BO, tagged_messages("Fig", 8, prefix="b"), source="api", pack=False)
+        store.ingest(ADA, tagged_messages("Plum", 12), origin="api", pack=False)
+        store.ingest(BO, tagged_messages("Fig", 8, prefix="b"), origin="api", pack=False)
         store.search(QUERY, namespace=ADA, k=5)
         store.search(QUERY, namespace=BO, k=5)
     return db
@@ -200,7 +200,7 @@ def test_a_vector_row_overwritten_with_17_bytes_is_explained_by_search_and_re_em
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
     db = tmp_path / "m.db"
     with MnemonStore(db) as store:
-        store.ingest(ADA, tagged_messages("Plum", 6), source="api", pack=False)
+        store.ingest(ADA, tagged_messages("Plum", 6), origin="api", pack=False)
         store.ingest(ADA, [Message("I adopted a grey cat called Pixel.", "Ada", id="pix")],
                      source="api")  # fmt: skip
         pixel = next(r.id for r in store.records(ADA) if "Pixel" in r.text)

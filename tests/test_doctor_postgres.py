@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from mnemon_langgraph.cli import main
-from mnemon_langgraph.sources import SAMPLE_PATH
+from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.postgres.health import expected_indexes
 from mnemon_langgraph.store.postgres.impact import PACK_MIN
@@ -103,7 +103,7 @@ def test_due_packs_are_reported_and_refreshed(
     n = PACK_MIN + 10  # one term common enough to be packed
     with MnemonStore(postgres_url) as store:
         messages = [Message(f"note {i} about lyon", "user", "user", id=f"m{i}") for i in range(n)]
-        store.ingest("ada", messages, source="t", pack=False)
+        store.ingest("ada", messages, origin="t", pack=False)
     code, reports = _doctor(postgres_url, capsys, "--check")
     assert code == 0 and reports[1]["details"]["packs_due"] == 0, reports
     with psycopg.connect(postgres_url, autocommit=True) as conn:

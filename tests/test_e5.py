@@ -160,7 +160,7 @@ def test_store_records_e5_and_searches_across_languages(
                 Message(text="Мой брат работает врачом в Новосибирске.", speaker="u", role="user"),
                 Message(text="We bought a new sofa for the living room.", speaker="u", role="user"),
             ],
-            source="test",
+            origin="test",
         )
         hits = store.search("Where does my brother work?", namespace=("u",), k=1)
         assert "Новосибирске" in hits[0].record.text
@@ -172,7 +172,7 @@ def test_store_records_e5_and_searches_across_languages(
 
 @pytest.mark.unit
 def test_multilingual_fixture_is_well_formed() -> None:
-    from mnemon_langgraph.sources.locomo import load_locomo
+    from mnemon_langgraph.loaders.locomo import load_locomo
 
     conversations = load_locomo(FIXTURE)
     raw = json.loads(FIXTURE.read_text(encoding="utf-8"))

@@ -141,10 +141,10 @@ def test_a_store_over_the_cache_embeds_a_repeated_history_once(tmp_path: Path) -
         Message(f"turn number {i} about gardening", speaker="user", id=f"m{i}") for i in range(6)
     ]
     try:
-        store.ingest(("a",), history, source="s")
+        store.ingest(("a",), history, origin="s")
         embedded = len(inner.documents)
         assert embedded > 0
-        store.ingest(("b",), history, source="s")  # the same texts, another namespace
+        store.ingest(("b",), history, origin="s")  # the same texts, another namespace
         assert len(inner.documents) == embedded
         hits = store.search("gardening", namespace=("b",), k=3)
         assert hits  # the cached vectors are searchable

@@ -170,7 +170,7 @@ def test_old_journal_keeps_its_legacy_model(tmp_path: Path) -> None:
 
     legacy = MiniLMEmbeddings(model_name=LEGACY_MODEL_NAME)
     with MnemonStore(tmp_path / "old.db", legacy) as old:
-        old.ingest(("u",), [Message("I adopted a beagle named Pepper", "Ada")], source="chat")
+        old.ingest(("u",), [Message("I adopted a beagle named Pepper", "Ada")], origin="chat")
     with MnemonStore(tmp_path / "old.db") as again:  # default embedder, old journal
         assert again.model_name == LEGACY_MODEL_NAME
         assert "Pepper" in again.search("my dog", namespace=("u",), k=1)[0].record.text
@@ -259,11 +259,11 @@ def test_worker_failure_is_a_model_call_error_and_stores_nothing(tmp_path: Path)
         real, _tokenizer = emb._load_bulk()
         emb._bulk_session = _FailingSession(real, fail_on=3)  # type: ignore[assignment]
         with pytest.raises(ModelCallError, match="simulated failure"):
-            store.ingest(("u",), messages, source="chat", pack=False)
+            store.ingest(("u",), messages, origin="chat", pack=False)
         assert store.count(("u",)) == 0 and store.known_message_ids(("u",), ["m0"]) == set()
         assert _embedding_threads() == []
         emb._bulk_session = real
-        result = store.ingest(("u",), messages, source="chat", pack=False)
+        result = store.ingest(("u",), messages, origin="chat", pack=False)
         assert result.records_written == len(messages)
         ((ids, stored),) = store.journal.iter_vectors(("u",))
         texts = [r.text for r in store.get_records(("u",), ids)]
@@ -277,7 +277,7 @@ def test_bench_ingest_compares_todays_path_with_the_concurrent_one_in_one_run() 
     import argparse
 
     from mnemon_langgraph.bench import ingest
-    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.loaders import SAMPLE_PATH
 
     args = argparse.Namespace(
         files=[str(SAMPLE_PATH)], embedders="minilm-seq,minilm", repeat=2, one_turn_per_record=True

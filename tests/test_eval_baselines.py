@@ -34,7 +34,7 @@ def _records() -> list:
         )
         for i, (s, t) in enumerate(TURNS)
     ]
-    return chunk_messages(messages, namespace=("t",), source="tiny", pack=False)
+    return chunk_messages(messages, namespace=("t",), origin="tiny", pack=False)
 
 
 def test_one_turn_per_record() -> None:

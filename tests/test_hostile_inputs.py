@@ -97,7 +97,7 @@ def test_a_namespace_over_the_limit_is_refused_on_both_backends(
     six = tuple(_random_text(512, seed=i) for i in range(6))  # each part within 512
     assert len(namespace_key(six).encode()) > MAX_NAMESPACE_BYTES
     with pytest.raises(NamespaceError, match="namespace too long to store"):
-        store.ingest(six, [Message("hello", "Ada", id="m1")], source="chat")
+        store.ingest(six, [Message("hello", "Ada", id="m1")], origin="chat")
     with pytest.raises(NamespaceError, match="namespace too long to store"):
         store.add_messages(six, [("user", "hello")])
     with pytest.raises(InputError, match="namespace too long to store"):
@@ -107,7 +107,7 @@ def test_a_namespace_over_the_limit_is_refused_on_both_backends(
     two = (_random_text(512, seed=1), _random_text(512, seed=2))
     fits = (*two, _random_text(MAX_NAMESPACE_BYTES - len(namespace_key(two)) - 3, seed=3))
     assert len(namespace_key(fits).encode()) == MAX_NAMESPACE_BYTES
-    store.ingest(fits, [Message("hello there", "Ada", id="m1")], source="chat")
+    store.ingest(fits, [Message("hello there", "Ada", id="m1")], origin="chat")
     bs.put(fits, _random_text(MAX_KEY_BYTES), {"text": "tea"})
     assert store.count(fits) == 1 and len(bs.search(fits)) == 1
 
@@ -191,7 +191,7 @@ def test_memory_an_older_version_stored_under_a_long_namespace_can_still_be_eras
     with MnemonStore(tmp_path / "old.db", DeterministicFakeEmbedding(size=16)) as store:
         with monkeypatch.context() as m:  # as an SQLite journal of an older version held it
             m.setattr(contract, "MAX_NAMESPACE_BYTES", 10_000)
-            store.ingest(six, [Message("old note", "Ada", id="m1")], source="chat")
+            store.ingest(six, [Message("old note", "Ada", id="m1")], origin="chat")
         assert store.count(six) == 1
         assert store.erase_namespace(six) == 1 and store.count(six) == 0
         assert [e.action for e in store.audit_log(six)] == ["erase_namespace"]

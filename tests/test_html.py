@@ -124,7 +124,7 @@ def test_memory_timeline_marks_the_records_a_view_used(tmp_path: Path, monkeypat
         Message(id="a2", session=2, speaker="Ann", text="We painted the kitchen blue",
                 timestamp=datetime(2024, 2, 3)),
     ]  # fmt: skip
-    store.ingest(("users", "ann"), msgs, source="t")
+    store.ingest(("users", "ann"), msgs, origin="t")
     from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 
     graph = create_read_graph(source=store, judge=ScriptedDecisionModel(default=0.6))

@@ -42,7 +42,7 @@ def _messages(n: int) -> list[Message]:
 
 def _store(tmp_path: Path) -> MnemonStore:
     store = MnemonStore(tmp_path / "j.db", HashEmbeddings())
-    store.ingest(NS, _messages(8), source="chat", pack=False)
+    store.ingest(NS, _messages(8), origin="chat", pack=False)
     store.flush()
     return store
 
@@ -85,7 +85,7 @@ def test_saving_removes_leftovers(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
         index = store.index(NS)
         made = _leftovers(index.folder)
-        store.ingest(NS, [Message("one more line", "Bo", id="x1", session=2)], source="chat")
+        store.ingest(NS, [Message("one more line", "Bo", id="x1", session=2)], origin="chat")
         index.save()
         assert not any(p.exists() for p in made.values())
         names = sorted(p.name for p in index.folder.iterdir())

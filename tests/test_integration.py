@@ -86,7 +86,7 @@ def fill(store: MnemonStore, user: str, fact: str) -> None:
                 timestamp=datetime(2024, 5, 1, 10, 1),
             ),
         ],
-        source="seed",
+        origin="seed",
     )
 
 

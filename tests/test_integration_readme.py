@@ -204,7 +204,7 @@ def _reopened(namespace: tuple[str, ...] = ADA) -> list[Any]:
     from mnemon_langgraph import MnemonStore
 
     with MnemonStore("memory.db") as store:  # the snippet ran in this folder
-        return store.list_records(namespace)
+        return list(store.records(namespace))
 
 
 def _ada(ns: dict[str, Any]) -> str:
@@ -279,6 +279,6 @@ def test_snippets_in_order_tell_one_story(
         _run(snippet, tmp_path, monkeypatch)
     capsys.readouterr()
     with MnemonStore(tmp_path / "memory.db") as store:  # the last snippet closed its own
-        ada = "\n".join(r.text for r in store.list_records(ADA))
+        ada = "\n".join(r.text for r in list(store.records(ADA)))
     for said in ("I moved to Lisbon last spring.", "My cat is called Pixel.", "I play the oboe."):
         assert said in ada, said

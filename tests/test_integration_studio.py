@@ -38,7 +38,7 @@ def environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         store.ingest(
             ("users", user),
             [Message(text=fact, speaker=user, id=f"{user}-1", timestamp=datetime(2024, 1, 2))],
-            source="seed",
+            origin="seed",
         )
     store.close()
     env = {

@@ -54,7 +54,7 @@ def store(tmp_path: Any) -> Any:
         s.ingest(
             ns,
             [Message(text, ns[1], id=f"{ns[1]}-1", timestamp=datetime(2024, 5, 1))],
-            source="seed",
+            origin="seed",
         )
     yield s
     s.close()
@@ -78,7 +78,7 @@ def test_search_memory_tool_reads_only_the_runs_customer(store: MnemonStore) -> 
     agent = _agent(store, [_call("search_memory", {"query": "which city"}), AIMessage("Lisbon.")])
     out = agent.invoke({"messages": [("user", "Where do I live?")]}, context=Customer("ada"))
     (result,) = _tool_results(out)
-    (ada_record,) = store.list_records(ADA)
+    (ada_record,) = list(store.records(ADA))
     assert "Lisbon" in result and f'id="{ada_record.id[:10]}"' in result
     assert "Biscuit" not in result  # bob's record is in another namespace
     assert out["messages"][-1].text == "Lisbon."
@@ -89,31 +89,31 @@ def test_remember_and_forget_tools_write_and_delete_with_audit(store: MnemonStor
     agent = _agent(store, [_call("remember", {"fact": "Ada's tea is sencha."}), AIMessage("Ok")])
     out = agent.invoke({"messages": [("user", "Remember my tea: sencha")]}, context=Customer("ada"))
     assert _tool_results(out)[0].startswith("Remembered")
-    note = [r for r in store.list_records(ADA) if "sencha" in r.text]
+    note = [r for r in list(store.records(ADA)) if "sencha" in r.text]
     assert len(note) == 1 and note[0].date is not None and note[0].date >= before
-    assert not any("sencha" in r.text for r in store.list_records(BOB))
+    assert not any("sencha" in r.text for r in list(store.records(BOB)))
 
     record_id = note[0].id
     agent = _agent(store, [_call("forget", {"record_id": record_id}), AIMessage("Forgotten")])
     out = agent.invoke({"messages": [("user", "Forget my tea")]}, context=Customer("ada"))
     assert "Forgot record" in _tool_results(out)[0]
-    assert not any("sencha" in r.text for r in store.list_records(ADA))
+    assert not any("sencha" in r.text for r in list(store.records(ADA)))
     (entry,) = store.journal.audit_log(ADA)
     assert entry.actor == "tool:forget" and entry.record_ids == (record_id,)
 
 
 def test_forget_cannot_reach_another_users_record(store: MnemonStore) -> None:
-    (bob_record,) = store.list_records(BOB)
+    (bob_record,) = list(store.records(BOB))
     agent = _agent(store, [_call("forget", {"record_id": bob_record.id}), AIMessage("Sorry")])
     out = agent.invoke({"messages": [("user", "Forget that")]}, context=Customer("ada"))
     assert "nothing was deleted" in _tool_results(out)[0]
-    assert [r.id for r in store.list_records(BOB)] == [bob_record.id]
+    assert [r.id for r in list(store.records(BOB))] == [bob_record.id]
     assert store.journal.audit_log(BOB) == []
 
 
 def test_forget_takes_the_id_as_the_memory_shows_it(store: MnemonStore) -> None:
     """search_memory shows ids shortened (view.SHORT_ID_CHARS); forget finds the record."""
-    (record,) = store.list_records(ADA)
+    (record,) = list(store.records(ADA))
     agent = _agent(store, [_call("search_memory", {"query": "Lisbon"}), AIMessage("Found")])
     out = agent.invoke({"messages": [("user", "Where do I live?")]}, context=Customer("ada"))
     shown = re.findall(r'<record id="([^"]+)"', _tool_results(out)[0])
@@ -121,7 +121,7 @@ def test_forget_takes_the_id_as_the_memory_shows_it(store: MnemonStore) -> None:
     agent = _agent(store, [_call("forget", {"record_id": shown[0]}), AIMessage("Forgotten")])
     out = agent.invoke({"messages": [("user", "Forget that")]}, context=Customer("ada"))
     assert "Forgot record" in _tool_results(out)[0]
-    assert store.list_records(ADA) == []
+    assert list(store.records(ADA)) == []
     (entry,) = store.journal.audit_log(ADA)
     assert entry.record_ids == (record.id,)  # the audit names the whole id
 
@@ -130,33 +130,33 @@ def test_forget_takes_the_id_as_the_memory_shows_it(store: MnemonStore) -> None:
 def test_forget_deletes_nothing_on_a_short_ambiguous_or_odd_id(
     store: MnemonStore, ref: str
 ) -> None:
-    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], source="chat")
-    before = [r.id for r in store.list_records(ADA)]
+    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], origin="chat")
+    before = [r.id for r in list(store.records(ADA))]
     assert len(before) == 2
     agent = _agent(store, [_call("forget", {"record_id": ref}), AIMessage("Sorry")])
     out = agent.invoke({"messages": [("user", "Forget it")]}, context=Customer("ada"))
     assert "nothing was deleted" in _tool_results(out)[0]
-    assert [r.id for r in store.list_records(ADA)] == before
+    assert [r.id for r in list(store.records(ADA))] == before
     assert store.journal.audit_log(ADA) == []
 
 
 def test_forget_refuses_a_blocks_list_of_ids(store: MnemonStore) -> None:
     """A View block of consecutive records names all their ids; forget takes one."""
-    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], source="chat")
-    ids = [r.id for r in store.list_records(ADA)]
+    store.ingest(ADA, [Message("My bike is red.", "user", id="m-bike")], origin="chat")
+    ids = [r.id for r in list(store.records(ADA))]
     both = " ".join(i[:10] for i in ids)
     agent = _agent(store, [_call("forget", {"record_id": both}), AIMessage("Which one?")])
     out = agent.invoke({"messages": [("user", "Forget it")]}, context=Customer("ada"))
     assert "names several records; nothing was deleted" in _tool_results(out)[0]
-    assert [r.id for r in store.list_records(ADA)] == ids
+    assert [r.id for r in list(store.records(ADA))] == ids
 
 
 def test_forget_by_shown_id_cannot_reach_another_user(store: MnemonStore) -> None:
-    (bob_record,) = store.list_records(BOB)
+    (bob_record,) = list(store.records(BOB))
     agent = _agent(store, [_call("forget", {"record_id": bob_record.id[:10]}), AIMessage("No")])
     out = agent.invoke({"messages": [("user", "Forget that")]}, context=Customer("ada"))
     assert "nothing was deleted" in _tool_results(out)[0]
-    assert [r.id for r in store.list_records(BOB)] == [bob_record.id]
+    assert [r.id for r in list(store.records(BOB))] == [bob_record.id]
 
 
 def test_view_search_async_and_include(store: MnemonStore) -> None:
@@ -248,12 +248,12 @@ def test_every_surface_dates_records_when_written(store: MnemonStore) -> None:
     ).compile()
     nodes.invoke({"messages": [("user", "hello")]}, {"configurable": {"namespace": "dee"}})
     for ns in (("memories", "cy"), ("dee",)):
-        records = store.list_records(ns)
+        records = list(store.records(ns))
         assert records and all(r.date is not None and r.date >= before for r in records), ns
     # a message that carries its own time keeps it
     own = HumanMessage("Back in 2020.", id="old", additional_kwargs={"timestamp": "2020-02-03"})
     nodes.invoke({"messages": [own]}, {"configurable": {"namespace": "eve"}})
-    assert [r.date for r in store.list_records(("eve",)) if "2020" in r.text] == [
+    assert [r.date for r in list(store.records(("eve",))) if "2020" in r.text] == [
         datetime(2020, 2, 3)
     ]
 
@@ -271,20 +271,20 @@ def test_per_user_api_add_search_list_delete_export(store: MnemonStore) -> None:
         ],
     )
     assert result.messages_written == 3
-    records = store.list_records("zoe")
+    records = list(store.records("zoe"))
     assert records and all(r.date is not None for r in records)
     assert "cello" in store.search("cello lessons", namespace="zoe", k=3)[0].record.text
-    assert store.list_records("zoe", limit=1) == records[:1]
+    assert list(store.records("zoe", limit=1)) == records[:1]
 
     # deletion is scoped to the user: another user's id is not deleted
-    (bob_record,) = store.list_records(BOB)
-    assert store.delete("zoe", [bob_record.id]) == []
-    assert store.delete("zoe", [records[0].id], reason="user request") == [records[0].id]
-    assert records[0].id not in {r.id for r in store.list_records("zoe")}
+    (bob_record,) = list(store.records(BOB))
+    assert store.delete_records("zoe", [bob_record.id]) == []
+    assert store.delete_records("zoe", [records[0].id], reason="user request") == [records[0].id]
+    assert records[0].id not in {r.id for r in list(store.records("zoe"))}
 
     exported = json.loads(store.export("zoe"))
     assert exported["namespace"] == ["zoe"]
-    assert {r["id"] for r in exported["records"]} == {r.id for r in store.list_records("zoe")}
+    assert {r["id"] for r in exported["records"]} == {r.id for r in list(store.records("zoe"))}
     assert [a["action"] for a in exported["audit"]] == ["delete_records"]
     assert exported["audit"][0]["record_ids"] == [records[0].id]
     assert json.loads(store.export("nobody")) == {
@@ -298,6 +298,5 @@ def test_per_user_api_add_search_list_delete_export(store: MnemonStore) -> None:
 def test_per_user_api_bad_input(store: MnemonStore) -> None:
     with pytest.raises(InputError):
         store.add_messages("zoe", [{"role": "wizard", "content": "hi"}])
-    with pytest.raises(InputError, match="list of record ids"):
-        store.delete("zoe", "r-1")  # type: ignore[arg-type]
-    assert store.list_records("zoe") == []  # nothing half-written
+    assert store.delete_records("zoe", "r-1") == []  # one string is one id (none such)
+    assert list(store.records("zoe")) == []  # nothing half-written

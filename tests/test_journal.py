@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import (
     EmbeddingMismatchError,
@@ -25,6 +26,7 @@ from mnemon_langgraph.errors import (
     SchemaVersionError,
 )
 from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.store.embedded.journal import SCHEMA_VERSION, Journal, namespace_key
 from mnemon_langgraph.types import Message, Record
 
@@ -45,7 +47,7 @@ def _messages(n: int, *, prefix: str = "m", session: int = 1, text: str = "note"
 
 
 def _records(ns=NS, n: int = 5, **kw) -> list[Record]:  # type: ignore[no-untyped-def]
-    return chunk_messages(_messages(n, **kw), namespace=ns, source="test", pack=False)
+    return chunk_messages(_messages(n, **kw), namespace=ns, origin="test", pack=False)
 
 
 @pytest.fixture
@@ -191,11 +193,11 @@ def test_delete_records_audits_without_text(journal: Journal, tmp_path: Path) ->
 
 def test_delete_messages_returns_survivors_of_packed_records(journal: Journal) -> None:
     msgs = _messages(4)
-    recs = chunk_messages(msgs, namespace=NS, source="test")  # packed into one record
+    recs = chunk_messages(msgs, namespace=NS, origin="test")  # packed into one record
     assert len(recs) == 1
     journal.append(NS, recs)
     extra = journal.append(
-        NS, chunk_messages(_messages(1, prefix="z", session=2), namespace=NS, source="test")
+        NS, chunk_messages(_messages(1, prefix="z", session=2), namespace=NS, origin="test")
     )
     deleted, survivors = journal.delete_messages(NS, ["m2"])
     assert deleted == [recs[0].id]
@@ -209,7 +211,7 @@ def test_delete_messages_returns_survivors_of_packed_records(journal: Journal) -
     assert "note 2" not in json.dumps(entry.__repr__())
     # re-ingesting the survivors restores them; the deleted message stays gone
     assert journal.known_message_ids(NS, ["m0", "m1", "m2", "m3"]) == set()
-    journal.append(NS, chunk_messages(survivors, namespace=NS, source="test"))
+    journal.append(NS, chunk_messages(survivors, namespace=NS, origin="test"))
     assert journal.known_message_ids(NS, ["m0", "m1", "m2", "m3"]) == {"m0", "m1", "m3"}
 
 
@@ -219,7 +221,7 @@ def test_delete_messages_reaches_every_part_of_a_split_neighbour(journal: Journa
         Message(text=long_text, speaker="Ada", id="long", session=1),
         Message(text="short reply", speaker="Bob", id="short", session=1),
     ]
-    recs = chunk_messages(msgs, namespace=NS, source="test")
+    recs = chunk_messages(msgs, namespace=NS, origin="test")
     assert len(recs) >= 3 and recs[-1].message_ids == ("long", "short")
     journal.append(NS, recs)
     deleted, survivors = journal.delete_messages(NS, ["short"])
@@ -304,10 +306,14 @@ def test_namespaces_edge_cases(journal: Journal) -> None:
     assert sorted(journal.namespaces()) == sorted(spaces)
     for ns in spaces:
         assert journal.count(ns) == 1
-    assert journal.count("ada@example.com") == 1  # a plain string is a one-part namespace
+    # The journal takes checked namespaces only; the store's boundary checks them once.
+    with pytest.raises(TypeError, match="checked namespace"):
+        journal.count("ada@example.com")  # type: ignore[arg-type]
+    store = MnemonStore(journal.path, HashEmbeddings(), journal=journal)
+    assert store.count("ada@example.com") == 1  # a plain string is a one-part namespace
     for bad in [(), ("",), ("a", "  "), ("a\x00b",)]:
         with pytest.raises(NamespaceError):
-            journal.count(bad)
+            store.count(bad)
 
 
 def test_transaction_rolls_back_whole(journal: Journal) -> None:
@@ -498,12 +504,16 @@ def test_immutable_file_and_folder_raise_read_only_with_path(tmp_path: Path) -> 
 
 
 def test_single_string_id_is_one_id_and_unknown_ids_do_nothing(journal: Journal) -> None:
+    # The rule is the store boundary's (the journal takes checked id tuples only).
     recs = journal.append(NS, _records(n=2))
-    assert [r.id for r in journal.get_records(NS, recs[0].id)] == [recs[0].id]
-    assert journal.known_message_ids(NS, "m1") == {"m1"}
-    assert journal.delete_messages(NS, ["no-such-message"]) == ([], [])
+    store = MnemonStore(journal.path, HashEmbeddings(), journal=journal)
+    assert [r.id for r in store.get_records(NS, recs[0].id)] == [recs[0].id]
+    assert store.known_message_ids(NS, "m1") == {"m1"}
+    deleted, written = store.delete_messages(NS, ["no-such-message"])
+    assert (deleted, written.records_written) == ([], 0)
     assert journal.audit_log(NS) == []
-    assert journal.delete_records(NS, recs[1].id) == [recs[1].id]
+    assert store.delete_records(NS, recs[1].id) == [recs[1].id]
+    assert [r.id for r in journal.records(NS)] == [recs[0].id]
 
 
 _WRITER = """

@@ -164,7 +164,7 @@ def test_the_read_graph_composes_the_same_view_with_or_without_it(
             Message(id=f"m{i}", speaker=sp, text=t, session=1 + i // 4)
             for i, (sp, t) in enumerate(TALK)
         ]
-        store.ingest(("ada",), msgs, source="test")
+        store.ingest(("ada",), msgs, origin="test")
         states = []
         for calibration in (None, Calibration()):
             judge = LocalDecisionModel(embeddings=store.embeddings, calibration=calibration)

@@ -64,7 +64,7 @@ def store(tmp_path: Path) -> Any:
         Message(id=f"m{i}", speaker=sp, text=t, session=1 + i // 4)
         for i, (sp, t) in enumerate(TALK)
     ]
-    s.ingest(NS, msgs, source="test")
+    s.ingest(NS, msgs, origin="test")
     yield s
     s.close()
 

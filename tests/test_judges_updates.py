@@ -101,7 +101,7 @@ def test_the_issue_examples_are_recognised(earlier: str, later: str) -> None:
 )
 def test_one_word_in_two_forms_is_one_subject(earlier: str, later: str) -> None:
     # The shared stemmer is light ("running" -> runn, "coffees" -> coffe): the detector
-    # compares sentences on forms that conflate those (staleness._canon).
+    # compares sentences on forms that conflate those (update_clauses.canon).
     assert _stale(earlier, later) >= 0.5
 
 

@@ -56,7 +56,7 @@ def _seed(db: Path) -> None:
                 ns,
                 [Message(text, ns[-1], id=f"{ns[-1]}-1", session=1,
                          timestamp=datetime(2024, 3, 2, 9, 0))],
-                source="seed",
+                origin="seed",
             )  # fmt: skip
         with MnemonBaseStore(store) as items:
             items.put(ADA, "secret", {"text": f"Ada's secret word: {SECRET}"})

@@ -70,7 +70,7 @@ def _prefill(db: Path | str) -> None:
                 timestamp=datetime(2024, 3, 2, 9, 1),
             ),
         ],
-        source="seed",
+        origin="seed",
     )
     close = getattr(store, "close", None)
     if close:

@@ -156,7 +156,7 @@ def test_the_read_path_with_the_offline_judge_never_falls_back(
             )
             for i, t in enumerate(turns)
         ],
-        source="fuzz",
+        origin="fuzz",
     )
     graph = create_read_graph(source=journal, judge=JUDGES["semantic"], settings=read)
     out = graph.invoke(

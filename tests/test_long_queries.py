@@ -72,8 +72,8 @@ def both(tmp_path: Path, postgres_url: str, corpus: list[Message]) -> Iterator[t
         MnemonStore(postgres_url, fake_embeddings()) as pg,
     ):
         assert isinstance(emb, EmbeddedStore) and isinstance(pg, PostgresStore)
-        assert emb.ingest(NS, corpus, source="chat").record_ids == (
-            pg.ingest(NS, corpus, source="chat").record_ids
+        assert emb.ingest(NS, corpus, origin="chat").record_ids == (
+            pg.ingest(NS, corpus, origin="chat").record_ids
         )
         yield emb, pg
 
@@ -140,12 +140,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MnemonStor
 
 def test_message_ids_up_to_the_bound_are_stored_longer_ones_refused(store: MnemonStore) -> None:
     longest = "é" * MAX_MESSAGE_ID_CHARS  # two bytes each in UTF-8
-    store.ingest(NS, [Message("first", "Ada", id="short")], source="chat")
-    done = store.ingest(NS, [Message("at the bound", "Ada", id=longest)], source="chat")
+    store.ingest(NS, [Message("first", "Ada", id="short")], origin="chat")
+    done = store.ingest(NS, [Message("at the bound", "Ada", id=longest)], origin="chat")
     assert done.records_written == 1
     assert store.known_message_ids(NS, [longest]) == {longest}
     with pytest.raises(InputError, match=f"more than {MAX_MESSAGE_ID_CHARS}"):
-        store.ingest(NS, [Message("too long", "Ada", id="x" * 3000)], source="chat")
+        store.ingest(NS, [Message("too long", "Ada", id="x" * 3000)], origin="chat")
     with pytest.raises(InputError, match="message id"):
         Message("too long", "Ada", id="x" * (MAX_MESSAGE_ID_CHARS + 1))
     assert store.count(NS) == 2  # nothing stored before the refusal was lost

@@ -25,8 +25,8 @@ from mnemon_langgraph.eval.longmemeval import (
     run_longmemeval_eval,
     summarize_longmemeval,
 )
-from mnemon_langgraph.sources import longmemeval as src
-from mnemon_langgraph.sources.longmemeval import load_longmemeval, parse_question
+from mnemon_langgraph.loaders import longmemeval as src
+from mnemon_langgraph.loaders.longmemeval import load_longmemeval, parse_question
 
 # -- loader ----------------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ def _seed(store: MnemonStore) -> None:
         store.ingest(
             ns,
             [Message(text, ns[-1], id=f"{ns[-1]}-1", timestamp=datetime(2024, 5, 1))],
-            source="s",
+            origin="s",
         )
 
 
@@ -116,8 +116,8 @@ async def test_stdio_remember_view_forget_audited(db: Path) -> None:
     store = MnemonStore(db)
     (entry,) = store.audit_log(ADA)
     assert entry.actor == "mcp:forget" and entry.record_ids == (record_id,)
-    assert not any("sencha" in r.text for r in store.list_records(ADA))
-    assert [r.text for r in store.list_records(BOB)] == ["bob: My dog Biscuit is a beagle."]
+    assert not any("sencha" in r.text for r in list(store.records(ADA)))
+    assert [r.text for r in list(store.records(BOB))] == ["bob: My dog Biscuit is a beagle."]
     store.close()
 
 
@@ -180,12 +180,12 @@ async def test_no_argument_widens_the_namespace(target: Path | str) -> None:
             result = await session.call_tool(name, args)
             assert result.isError, (name, args)
             assert "unknown argument" in _text(result) and "Biscuit" not in _text(result)
-        (bob_record,) = store.list_records(BOB)
+        (bob_record,) = list(store.records(BOB))
         said = await _call(session, "forget", record_id=bob_record.id)
         assert "nothing was deleted" in said
-        assert [r.id for r in store.list_records(BOB)] == [bob_record.id]
+        assert [r.id for r in list(store.records(BOB))] == [bob_record.id]
         assert store.audit_log(BOB) == []
-        assert len(store.list_records(BOB)) == 1 and len(store.list_records(ADA)) == 1
+        assert len(list(store.records(BOB))) == 1 and len(list(store.records(ADA))) == 1
 
 
 async def test_bad_input_is_a_tool_error(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ async def test_bad_input_is_a_tool_error(tmp_path: Path) -> None:
         ):
             result = await session.call_tool(name, args)
             assert result.isError, (name, args)
-        assert len(store.list_records(ADA)) == 1  # nothing written, nothing lost
+        assert len(list(store.records(ADA))) == 1  # nothing written, nothing lost
 
 
 class _ToolCallingFake(GenericFakeChatModel):
@@ -231,8 +231,8 @@ async def test_langchain_mcp_adapters_agent(target: Path | str) -> None:
         assert results[0].startswith("Remembered") and "Comet" in results[1]
         assert "quoted data" in results[1]
         assert out["messages"][-1].text == "Your bike is Comet."
-        assert any("Comet" in r.text for r in store.list_records(ADA))
-        assert not any("Comet" in r.text for r in store.list_records(BOB))
+        assert any("Comet" in r.text for r in list(store.records(ADA)))
+        assert not any("Comet" in r.text for r in list(store.records(BOB)))
 
 
 def test_server_refuses_a_non_loopback_host(tmp_path: Path) -> None:

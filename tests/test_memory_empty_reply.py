@@ -20,7 +20,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-u
 def test_empty_output_keeps_the_input(store: MnemonStore) -> None:
     memory = MnemonMemory(store=store, namespace=("users", "ada"))
     memory.save_context({"input": "My cat is called Pixel."}, {"output": ""})
-    records = store.list_records(("users", "ada"))
+    records = list(store.records(("users", "ada")))
     assert len(records) == 1
     assert "My cat is called Pixel." in records[0].text
     assert records[0].roles == ("user",)
@@ -29,7 +29,7 @@ def test_empty_output_keeps_the_input(store: MnemonStore) -> None:
 def test_empty_input_keeps_the_output(store: MnemonStore) -> None:
     memory = MnemonMemory(store=store, namespace=("users", "ada"))
     memory.save_context({"input": "   "}, {"output": "Your reminder is set."})
-    texts = [r.text for r in store.list_records(("users", "ada"))]
+    texts = [r.text for r in list(store.records(("users", "ada")))]
     assert len(texts) == 1 and "Your reminder is set." in texts[0]
 
 
@@ -38,4 +38,4 @@ def test_nothing_to_save_is_refused_and_writes_nothing(store: MnemonStore) -> No
     memory.save_context({"input": "I play the oboe."}, {"output": "Lovely!"})
     with pytest.raises(InputError, match="empty"):
         memory.save_context({"input": ""}, {"output": " "})
-    assert [r.text.count("\n") for r in store.list_records(("users", "ada"))] == [1]
+    assert [r.text.count("\n") for r in list(store.records(("users", "ada")))] == [1]

@@ -58,9 +58,9 @@ def _o(i: int, words: str = "text") -> Message:
 
 
 def test_survivors_keep_their_place_in_the_session(store: MnemonStore) -> None:
-    store.ingest(ADA, [_o(i) for i in range(3)], source="a", pack=False)
-    store.ingest(ADA, [_o(i) for i in range(3, 6)], source="b", pack=True)  # one record
-    store.ingest(ADA, [_o(i) for i in range(6, 16)], source="c", pack=False)
+    store.ingest(ADA, [_o(i) for i in range(3)], origin="a", pack=False)
+    store.ingest(ADA, [_o(i) for i in range(3, 6)], origin="b", pack=True)  # one record
+    store.ingest(ADA, [_o(i) for i in range(6, 16)], origin="c", pack=False)
     deleted, rewritten = store.delete_messages(ADA, ["o05"])
     assert len(deleted) == 1 and rewritten.messages_written == 2
     assert _conversation(store) == [f"o{i:02d}" for i in range(16) if i != 5]
@@ -69,10 +69,10 @@ def test_survivors_keep_their_place_in_the_session(store: MnemonStore) -> None:
 
 
 def test_two_places_deleted_at_once_are_refilled_separately(store: MnemonStore) -> None:
-    store.ingest(ADA, [_o(i) for i in range(3)], source="a", pack=True)  # p: o00 o01 o02
-    store.ingest(ADA, [_o(3)], source="b", pack=True)  # a record of its own between
-    store.ingest(ADA, [_o(i) for i in range(4, 7)], source="c", pack=True)  # o04 o05 o06
-    store.ingest(ADA, [_o(7)], source="d", pack=True)
+    store.ingest(ADA, [_o(i) for i in range(3)], origin="a", pack=True)  # p: o00 o01 o02
+    store.ingest(ADA, [_o(3)], origin="b", pack=True)  # a record of its own between
+    store.ingest(ADA, [_o(i) for i in range(4, 7)], origin="c", pack=True)  # o04 o05 o06
+    store.ingest(ADA, [_o(7)], origin="d", pack=True)
     store.delete_messages(ADA, ["o01", "o05"])
     order = _conversation(store)
     # o02 is not pulled after o03, nor o04 before it: each run is refilled in its place
@@ -82,8 +82,8 @@ def test_two_places_deleted_at_once_are_refilled_separately(store: MnemonStore) 
 def test_survivors_needing_more_records_move_the_later_ones_down(target: str) -> None:
     words = "long words " * 10  # ~120 characters a line: five share one 600-char record
     with MnemonStore(target, fake_embeddings()) as wide:
-        wide.ingest(ADA, [_o(i, words) for i in range(5)], source="a", pack=True)
-        wide.ingest(ADA, [_o(i) for i in range(5, 9)], source="b", pack=False)
+        wide.ingest(ADA, [_o(i, words) for i in range(5)], origin="a", pack=True)
+        wide.ingest(ADA, [_o(i) for i in range(5, 9)], origin="b", pack=False)
         packed = _in_place_order(wide)
         assert packed[0].message_ids == ("o00", "o01", "o02", "o03", "o04")
         assert len(packed) == 5
@@ -108,7 +108,7 @@ def test_random_deletions_keep_the_conversation_order(target: str, seed: int) ->
         while start < len(said):
             size = rng.randint(1, 8)
             batch = said[start : start + size]
-            store.ingest(ADA, batch, source=f"s{start}", pack=rng.random() < 0.7)
+            store.ingest(ADA, batch, origin=f"s{start}", pack=rng.random() < 0.7)
             start += size
     alive = [m.id for m in said]
     for round_ in range(4):

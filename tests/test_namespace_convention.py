@@ -116,7 +116,7 @@ def _old_convention_store(path: Path) -> MnemonStore:
             Message("Cute!", "assistant", role="assistant", id="a2",
                     timestamp=datetime(2024, 5, 1, 0, 1)),
         ],
-        source="chat",
+        origin="chat",
     )  # fmt: skip
     with MnemonBaseStore(store) as items:
         items.put(("ada",), "profile", {"text": "Ada prefers green tea."})

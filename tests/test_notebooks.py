@@ -159,7 +159,7 @@ def test_notebooks_match_their_generator() -> None:
 
 def test_long_sample_is_what_its_script_writes() -> None:
     """notebooks/data/allotment_year.json is generated; its questions point at real turns."""
-    from mnemon_langgraph.sources import load_locomo
+    from mnemon_langgraph.loaders import load_locomo
 
     data = json.loads((NOTEBOOKS / "data" / "allotment_year.json").read_text(encoding="utf-8"))
     assert data == _load("make_sample").build()

@@ -227,7 +227,7 @@ def test_both_stores_are_journals_that_give_the_opening_turn(
     one_page = replace(TIGHT, view_chars=1400, max_rounds=1)
     with MnemonStore(journal_target, fake_embeddings()) as store:
         ingest_turn_by_turn(store, NS, messages[:4], others)
-        store.ingest(NS, messages[4:], source="chat")
+        store.ingest(NS, messages[4:], origin="chat")
         assert isinstance(store, JournalSource)
         assert all(len(r.message_ids) == 1 for r in store.records(NS)), "one turn per record"
         view = _view(one_page, store)

@@ -46,7 +46,7 @@ def test_per_user_api_deletes_one_message_and_keeps_the_rest_of_its_record(
 ) -> None:
     ada = "ada"
     store.add_messages(ada, [("user", "My cat is called Pixel."), ("assistant", "Cute!")])
-    (record,) = store.list_records(ada)
+    (record,) = list(store.records(ada))
     assert len(record.message_ids) == 2  # the premise: one record holds both messages
     messages = store.list_messages(ada)
     assert [(m.text, m.role) for m in messages] == [
@@ -67,7 +67,7 @@ def test_per_user_api_deletes_one_message_and_keeps_the_rest_of_its_record(
 def test_list_messages_rejoins_a_message_split_over_records(store: MnemonStore) -> None:
     long = " ".join(f"Sentence number {i} of a long message." for i in range(60))
     store.add_messages("ada", [("user", long), ("assistant", "ok")])
-    assert len(store.list_records("ada")) > 2
+    assert len(list(store.records("ada"))) > 2
     assert [m.text for m in store.list_messages("ada")] == [long, "ok"]
 
 
@@ -86,13 +86,13 @@ def test_a_message_repeated_in_a_later_turn_is_stored_again(store: MnemonStore) 
 
 
 def test_derived_ids_of_dated_messages_include_the_time(store: MnemonStore) -> None:
-    store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], source="chat")
-    same = store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], source="chat")
+    store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], origin="chat")
+    same = store.ingest(ADA, [Message("yes", "Ada", timestamp=T0)], origin="chat")
     assert same.messages_skipped == 1  # the same message again: idempotent
     hour = T0 + timedelta(hours=1)
-    later = store.ingest(ADA, [Message("yes", "Ada", timestamp=hour)], source="chat")
+    later = store.ingest(ADA, [Message("yes", "Ada", timestamp=hour)], origin="chat")
     assert later.messages_written == 1
     undated = [Message("no", "Ada"), Message("no", "Ada")]  # two places in one call: both kept
-    assert store.ingest(ADA, undated, source="file").messages_written == 2
-    assert store.ingest(ADA, undated, source="file").messages_skipped == 2  # re-ingest: none
+    assert store.ingest(ADA, undated, origin="file").messages_written == 2
+    assert store.ingest(ADA, undated, origin="file").messages_skipped == 2  # re-ingest: none
     assert [m.text for m in store.list_messages(ADA)].count("yes") == 2

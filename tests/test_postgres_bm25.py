@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _paths import LOCOMO_DEV
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.sources import load_locomo
+from mnemon_langgraph.loaders import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
 from mnemon_langgraph.store.postgres import PostgresSettings
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
@@ -66,8 +66,8 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
         for path in files:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
-            a = emb.ingest(ns, conv.messages, source=path.name)
-            b = pg.ingest(ns, conv.messages, source=path.name)
+            a = emb.ingest(ns, conv.messages, origin=path.name)
+            b = pg.ingest(ns, conv.messages, origin=path.name)
             assert a.record_ids == b.record_ids
             index = emb.index(ns)
             index.sync()
@@ -107,8 +107,8 @@ def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_ur
         for path in files[:2]:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
-            emb.ingest(ns, conv.messages, source=path.name)
-            pg.ingest(ns, conv.messages, source=path.name)
+            emb.ingest(ns, conv.messages, origin=path.name)
+            pg.ingest(ns, conv.messages, origin=path.name)
             for qa in conv.qa[:40]:
                 query = str(qa["question"])
                 a = [
@@ -291,7 +291,7 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
     # packs of 4: read 4 first, then deeper; 400 records: impact postings only when told to
     small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
-        pg.ingest(("t",), _common_word_messages(), source="test", pack=False)
+        pg.ingest(("t",), _common_word_messages(), origin="test", pack=False)
         unpruned = pg.with_settings(bm25_prune=False)
         rounds = _spy_reads(monkeypatch)
         read: dict[tuple[str, int], int] = {}
@@ -349,7 +349,7 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
 
     small = PostgresSettings(bm25_pack_min=16, bm25_pack_part=16, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
-        pg.ingest(("v",), _varied_messages(1500), source="test", pack=False)
+        pg.ingest(("v",), _varied_messages(1500), origin="test", pack=False)
         unpruned = pg.with_settings(bm25_prune=False)
         # the default margin (0.15) reads a namespace this small whole; 0.5 stops rounds
         # with postings unread, the case this test is about
@@ -374,8 +374,8 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
 
 
 def _nsid(pg: PostgresStore, ns: tuple[str, ...]) -> int:
-    rows = pg.run(
-        pg.fetch("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (pg.key(ns),))
+    rows = pg._run(
+        pg._fetch("SELECT nsid FROM mnemon_namespaces WHERE namespace = %s", (pg._key(ns),))
     )
     return int(rows[0][0])
 
@@ -393,25 +393,25 @@ def test_impact_bm25_honours_filters_and_deletes(
     ]
     small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
-        pg.ingest(("f",), msgs, source="test", pack=False)
+        pg.ingest(("f",), msgs, origin="test", pack=False)
         unpruned = pg.with_settings(bm25_prune=False)
         for query in QUERIES:
             filters = SearchFilters(session_from=2, session_to=2)
-            pruned = pg.run(_bm25(pg, ("f",), query, 5, filters))
-            full = pg.run(_bm25(unpruned, ("f",), query, 5, filters))
+            pruned = pg._run(_bm25(pg, ("f",), query, 5, filters))
+            full = pg._run(_bm25(unpruned, ("f",), query, 5, filters))
             assert full and pruned == full, query
         nsid = _nsid(pg, ("f",))
         victims = [r.id for r in pg.records(("f",))][:50]
-        before = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
+        before = pg._run(pg._fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
         pg.delete_records(("f",), victims)
-        rows = pg.run(
-            pg.fetch(
+        rows = pg._run(
+            pg._fetch(
                 "SELECT count(*) FROM mnemon_postings p LEFT JOIN mnemon_records r "
                 "USING (seq) WHERE r.seq IS NULL OR r.nsid <> %s",
                 (nsid,),
             )
         )
-        after = pg.run(pg.fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
+        after = pg._run(pg._fetch("SELECT count(*) FROM mnemon_postings"))[0][0]
         assert rows[0][0] == 0 and after < before
         pruned = pg.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
         assert pruned == unpruned.lexical_ranking("alpha beta note3", namespace=("f",), k=5)
@@ -420,7 +420,7 @@ def test_impact_bm25_honours_filters_and_deletes(
 async def _bm25(
     pg: PostgresStore, ns: tuple[str, ...], query: str, k: int, filters: Any
 ) -> list[tuple[int, str, float]]:
-    async with pg.connection() as conn:
+    async with pg._connection() as conn:
         nsid = await pg.engine.nsid(conn, ns)
         assert nsid is not None
         return await pg.bm25.top(conn, nsid, query, k, filters)
@@ -432,7 +432,7 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
     """Few postings (fewer than ``bm25_full_below``, by default 10,000): the full query at
     once, no impact postings read; above it, the impact rounds (rare terms read whole)."""
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.ingest(("one",), _common_word_messages(), source="test", pack=False)
+        pg.ingest(("one",), _common_word_messages(), origin="test", pack=False)
         rounds = _spy_reads(monkeypatch)
         nsid = _nsid(pg, ("one",))
         assert pg.settings.bm25_full_below == FULL_BELOW_POSTINGS
@@ -444,7 +444,7 @@ def test_lexical_ranking_runs_one_statement_below_the_postings_threshold(
         # 407 postings, no term in more than 1,024 records (no packs): all read whole
         assert rounds[0][note3] == 7 and rounds[0][gamma] == 50
         tiny = impact_only.with_settings(bm25_pack_min=1, bm25_pack_part=2)  # parts of 2
-        tiny.ingest(("two",), _common_word_messages(), source="test", pack=False)
+        tiny.ingest(("two",), _common_word_messages(), origin="test", pack=False)
         rounds.clear()
         assert [r for r, _ in tiny.lexical_ranking("alpha gamma note3", namespace=("two",), k=3)]
         assert set(rounds[0].values()) == {2} and len(rounds) > 1
@@ -460,13 +460,13 @@ def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:
     from mnemon_langgraph.store.postgres.impact import bm25_sql
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.ingest(("plan",), _common_word_messages()[:40], source="test", pack=False)
+        pg.ingest(("plan",), _common_word_messages()[:40], origin="test", pack=False)
         nsid = _nsid(pg, ("plan",))
         terms = [f"{nsid}:{t}" for t in ("alpha", "beta")]
         params = {"terms": terms, "cand": terms, "nsid": nsid, "k": 5, "t0": terms[0]}
         params["t1"] = terms[1]
-        plan = "\n".join(r[0] for r in pg.run(pg.fetch("EXPLAIN VERBOSE " + bm25_sql(2), params)))
-        rows = pg.run(pg.fetch(bm25_sql(2), params))
+        plan = "\n".join(r[0] for r in pg._run(pg._fetch("EXPLAIN VERBOSE " + bm25_sql(2), params)))
+        rows = pg._run(pg._fetch(bm25_sql(2), params))
     assert "Sort Key: c.score DESC, c.seq" in plan, plan
     assert "Filter: (c.score > '0'::double precision)" in plan, plan
     assert len(rows) == 5 and rows[0][2] >= rows[-1][2] > 0

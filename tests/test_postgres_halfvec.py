@@ -77,12 +77,12 @@ def test_halfvec_scan_with_float_rerank_equals_exact_top_k(postgres_url: str) ->
     """Top 48 by the store = exact float order; by halfvec alone it is not (control)."""
     msgs = [Message(f"rec{i}", "A", id=f"rec{i}") for i in range(COUNT)]
     with PostgresStore(postgres_url, _Planted()) as pg:
-        pg.ingest(("h",), msgs, source="test", pack=False)
+        pg.ingest(("h",), msgs, origin="test", pack=False)
         by_text = {r.text: r.id for r in pg.records(("h",))}
         assert len(by_text) == COUNT
         got = pg.dense_ranking("query", namespace=("h",), k=TOP, exact=True)
-        half = pg.run(
-            pg.fetch(
+        half = pg._run(
+            pg._fetch(
                 "SELECT r.text FROM mnemon_halfvecs h JOIN mnemon_records r "
                 "ON r.id = h.record_id ORDER BY h.embedding <=> %s::vector::halfvec, r.seq "
                 "LIMIT %s",
@@ -115,7 +115,7 @@ def test_filtered_exact_search_scans_halfvecs_and_equals_the_exact_order(
 
     monkeypatch.setattr(pg_module, "exact_dense_sql", spy)
     with PostgresStore(postgres_url, _Planted()) as pg:
-        pg.ingest(("f",), msgs, source="test", pack=False)
+        pg.ingest(("f",), msgs, origin="test", pack=False)
         hits = pg.search(
             "query", namespace=("f",), k=TOP, filters=SearchFilters(session_from=2, session_to=2)
         )

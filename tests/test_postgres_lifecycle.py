@@ -100,7 +100,7 @@ def test_a_basestore_never_closed_exits_silently(postgres_url: str, tmp_path: Pa
 def test_a_context_manager_closes_the_pool(postgres_url: str) -> None:
     with MnemonStore(postgres_url, fake_embeddings()) as store:
         assert isinstance(store, PostgresStore)
-        store.ingest(("ada",), [Message("hello there", "Ada", id="m1")], source="chat")
+        store.ingest(("ada",), [Message("hello there", "Ada", id="m1")], origin="chat")
         engine = store.engine
         thread = engine._loop.thread
         assert not engine.closed and thread.is_alive()
@@ -129,6 +129,6 @@ def test_a_sibling_leaves_the_pool_to_its_store(postgres_url: str) -> None:
         sibling = store.with_settings(bm25_prune=False)
         sibling.close()
         assert not store.engine.closed
-        store.ingest(("ada",), [Message("still open", "Ada", id="m1")], source="chat")
+        store.ingest(("ada",), [Message("still open", "Ada", id="m1")], origin="chat")
         assert store.count(("ada",)) == 1
     assert store.engine.closed

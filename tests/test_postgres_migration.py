@@ -41,6 +41,7 @@ def _to_version_1(url: str) -> None:
         conn.execute("DROP TABLE mnemon_halfvecs")
         conn.execute("DROP TABLE mnemon_postings")
         conn.execute("ALTER TABLE mnemon_namespaces DROP COLUMN ref_avgdl")
+        conn.execute("ALTER TABLE mnemon_records RENAME COLUMN origin TO source")
         conn.execute("UPDATE mnemon_meta SET value = '1' WHERE key = 'schema_version'")
 
 
@@ -85,7 +86,7 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
         for i in range(120)
     ]
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
-        pg.ingest(("m",), msgs, source="test", pack=False)
+        pg.ingest(("m",), msgs, origin="test", pack=False)
         pg.delete_records(("m",), [next(iter(pg.records(("m",)))).id], actor="test")
     _to_version_1(postgres_url)
     before = _snapshot(postgres_url)
@@ -101,7 +102,7 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
         assert after_rankings == _rankings(pg.with_settings(bm25_prune=False))
     after = _snapshot(postgres_url)
     meta = dict(after.pop("meta"))
-    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "5"
+    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "6"
     assert meta == {k: v for k, v in before.pop("meta") if k != "schema_version"}
     assert after == before  # every row of every table, unchanged
     with psycopg.connect(postgres_url) as conn:

@@ -83,12 +83,12 @@ def test_packs_follow_ingests_deletes_and_erase(postgres_url: str) -> None:
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg = _small_packs(pg)
         ns, other = ("p",), ("q",)
-        pg.ingest(other, _messages(60, "o", 1), source="test", pack=False)
+        pg.ingest(other, _messages(60, "o", 1), origin="test", pack=False)
         uptos = []
         for batch in range(6):
-            pg.ingest(ns, _messages(80, f"b{batch}-", 10 + batch), source="test", pack=False)
+            pg.ingest(ns, _messages(80, f"b{batch}-", 10 + batch), origin="test", pack=False)
             packed = check_packs(postgres_url)
-            rows = pg.run(pg.fetch("SELECT max(upto) FROM mnemon_terms WHERE packed > 0"))
+            rows = pg._run(pg._fetch("SELECT max(upto) FROM mnemon_terms WHERE packed > 0"))
             uptos.append(int(rows[0][0]))
             _assert_pruned_equals_full(pg, ns)
         assert len(packed) >= 40 and uptos == sorted(uptos) and uptos[-1] > uptos[0]  # repacked
@@ -102,7 +102,7 @@ def test_packs_follow_ingests_deletes_and_erase(postgres_url: str) -> None:
         check_packs(postgres_url)
         _assert_pruned_equals_full(pg, ns)
         pg.erase_namespace(ns)
-        nsid_left = pg.run(pg.fetch("SELECT DISTINCT nsid FROM mnemon_packs"))
+        nsid_left = pg._run(pg._fetch("SELECT DISTINCT nsid FROM mnemon_packs"))
         assert len(nsid_left) == 1  # only the other namespace's packs remain
         check_packs(postgres_url)
         _assert_pruned_equals_full(pg, other)
@@ -119,7 +119,7 @@ def test_a_delete_that_left_packs_alone_is_caught(
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg = _small_packs(pg)
-        pg.ingest(("n",), _messages(200, "n", 3), source="test", pack=False)
+        pg.ingest(("n",), _messages(200, "n", 3), origin="test", pack=False)
         check_packs(postgres_url)
         monkeypatch.setattr(Packs, "unpack", staticmethod(keep))
         pg.delete_records(("n",), [r.id for r in pg.records(("n",))][::3])
@@ -140,7 +140,7 @@ def test_concurrent_writers_and_a_deleter_keep_packs_exact(postgres_url: str) ->
         try:
             for batch in range(5):
                 msgs = _messages(30, f"c{i}-{batch}-", 100 * i + batch)
-                stores[i].ingest(ns, msgs, source="test", pack=False)
+                stores[i].ingest(ns, msgs, origin="test", pack=False)
         except BaseException as exc:  # surfaced by the assertion below
             errors.append(exc)
 
@@ -187,13 +187,13 @@ def test_a_failed_repack_is_logged_and_done_by_the_next_write(
         pg = _small_packs(pg)
         monkeypatch.setattr(Packs, "pack", failing)
         with caplog.at_level(logging.WARNING, logger="mnemon_langgraph.store.postgres"):
-            result = pg.ingest(("r",), _messages(100, "r", 5), source="test", pack=False)
+            result = pg.ingest(("r",), _messages(100, "r", 5), origin="test", pack=False)
         assert result.records_written == 100 and calls["n"] == 1  # the ingest stands
         assert "packing BM25 postings" in caplog.text
         assert check_packs(postgres_url) == {}  # no pack yet: terms are read whole
         _assert_pruned_equals_full(pg, ("r",))
         monkeypatch.setattr(Packs, "pack", real)
-        pg.ingest(("r",), _messages(10, "s", 6), source="test", pack=False)
+        pg.ingest(("r",), _messages(10, "s", 6), origin="test", pack=False)
         assert len(check_packs(postgres_url)) >= 20
         _assert_pruned_equals_full(pg, ("r",))
 
@@ -203,23 +203,23 @@ def test_unpack_finds_a_posting_whatever_impact_it_is_given(postgres_url: str) -
     that was rounded, or wrong) is still taken out of whichever part holds it."""
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg = _small_packs(pg)
-        pg.ingest(("u",), _messages(200, "u", 8), source="test", pack=False)
-        term, parts = pg.run(
-            pg.fetch(
+        pg.ingest(("u",), _messages(200, "u", 8), origin="test", pack=False)
+        term, parts = pg._run(
+            pg._fetch(
                 "SELECT term, count(*) FROM mnemon_packs GROUP BY term ORDER BY 2 DESC LIMIT 1"
             )
         )[0]
         assert parts >= 5
-        row = pg.run(
-            pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s AND part = 1", (term,))
+        row = pg._run(
+            pg._fetch("SELECT seqs FROM mnemon_packs WHERE term = %s AND part = 1", (term,))
         )[0]
         seq = int(np.frombuffer(bytes(row[0]), "<i8")[0])
 
         async def unpack() -> None:
-            async with pg.connection() as conn, conn.transaction():
+            async with pg._connection() as conn, conn.transaction():
                 await Packs.unpack(conn, term, np.array([seq]), np.array([-1.0]))
 
-        pg.run(unpack())
-        held = pg.run(pg.fetch("SELECT seqs FROM mnemon_packs WHERE term = %s", (term,)))
+        pg._run(unpack())
+        held = pg._run(pg._fetch("SELECT seqs FROM mnemon_packs WHERE term = %s", (term,)))
         seqs = np.concatenate([np.frombuffer(bytes(r[0]), "<i8") for r in held])
         assert seq not in seqs.tolist() and len(seqs) > 0

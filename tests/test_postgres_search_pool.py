@@ -57,7 +57,7 @@ def test_a_one_connection_pool_serves_concurrent_searches_one_ranking_after_the_
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with PostgresStore(postgres_url, fake_embeddings()) as writer:
-        writer.ingest(("s",), _messages(), source="test", pack=False)
+        writer.ingest(("s",), _messages(), origin="test", pack=False)
         expected = {q: [h.record.id for h in writer.search(q, namespace=("s",))] for q in QUERIES}
     assert all(expected.values())
     got = _spy(monkeypatch)
@@ -88,13 +88,13 @@ def test_an_idle_pool_runs_the_two_rankings_on_two_connections(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with PostgresStore(postgres_url, fake_embeddings(), pool_size=4) as pg:
-        pg.ingest(("s",), _messages(), source="test", pack=False)
+        pg.ingest(("s",), _messages(), origin="test", pack=False)
 
         async def two_ready() -> None:  # the pool opens one connection; have two idle
             await pg.engine.pool.resize(min_size=2, max_size=4)
             await pg.engine.pool.wait(timeout=30)
 
-        pg.run(two_ready())
+        pg._run(two_ready())
         got = _spy(monkeypatch)
         for q in QUERIES:
             assert pg.search(q, namespace=("s",))

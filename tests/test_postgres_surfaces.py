@@ -1,6 +1,6 @@
 """The surfaces work unchanged on a PostgreSQL URL: the CLI, the read graph, the retriever.
 
-(Storage behaviour itself is covered for both backends by test_storage_conformance.py; the
+(Storage behaviour itself is covered for both backends by test_store_conformance.py; the
 dev server by test_langgraph_dev.py.)
 """
 
@@ -20,9 +20,9 @@ from _reliability_common import fake_embeddings, yes_judge
 from mnemon_langgraph.cli import main
 from mnemon_langgraph.errors import EmbeddingMismatchError
 from mnemon_langgraph.integrations.retriever import MnemonRetriever
+from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.sources import SAMPLE_PATH
 from mnemon_langgraph.store import MnemonStore, PostgresStore
 from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION
 from mnemon_langgraph.types import Message
@@ -52,7 +52,7 @@ def test_read_graph_and_retriever_on_postgres(postgres_url: str) -> None:
         store.ingest(
             ("ada",),
             [Message("I adopted a grey cat called Pixel", "Ada", id="c1", session=1)],
-            source="chat",
+            origin="chat",
         )
         graph = create_read_graph(source=store, judge=yes_judge())
         out = graph.invoke(
@@ -67,7 +67,7 @@ def test_read_graph_and_retriever_on_postgres(postgres_url: str) -> None:
 def test_async_variant_and_model_identity(postgres_url: str) -> None:
     async def run() -> int:
         async with PostgresStore.afrom_conn_string(postgres_url, fake_embeddings()) as store:
-            result = await store.aingest(("a",), [Message("hello async world", "A")], source="s")
+            result = await store.aingest(("a",), [Message("hello async world", "A")], origin="s")
             hits = await store.asearch("async", namespace=("a",), k=1)
             assert hits and "async" in hits[0].record.text
             return result.records_written

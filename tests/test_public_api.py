@@ -18,7 +18,7 @@ EXPECTED = {
     # System 1
     "LocalDecisionModel", "ChatDecisionModel", "JevDecisionModel",
     # consolidation
-    "create_consolidation_graph", "ConsolidationSettings", "SQLiteItemStore",
+    "create_consolidation_graph", "ConsolidationSettings", "EmbeddedItemStore",
     # agent surfaces
     "add_memory", "MnemonMiddleware", "MnemonMemory", "create_memory_tools", "MnemonRetriever",
     "MnemonBaseStore",

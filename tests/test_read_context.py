@@ -41,7 +41,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         store.ingest(
             ns,
             [Message(fact, "u", id=f"m{i}", timestamp=datetime(2024, 1, 2))],
-            source="seed",
+            origin="seed",
         )
     store.close()
     monkeypatch.setenv("MNEMON_DB", str(path))
@@ -164,7 +164,7 @@ def test_agent_with_read_context_schema_takes_user_id(tmp_path: Path) -> None:
     store.ingest(
         ("users", USER),
         [Message("I live in Lisbon.", "u", id="m1", timestamp=datetime(2024, 1, 2))],
-        source="seed",
+        origin="seed",
     )
     call = AIMessage(
         "", tool_calls=[{"name": "search_memory", "args": {"query": "live"}, "id": "1"}]
@@ -192,8 +192,8 @@ def test_middleware_with_a_template_context_schema(tmp_path: Path) -> None:
     agent.invoke(
         {"messages": [("user", "My boat is Wave.")]}, context={"org": "a", "user_id": USER}
     )
-    assert any("Wave" in r.text for r in store.list_records(("org", "a", "user", USER)))
-    assert store.list_records(("org", "b", "user", USER)) == []
+    assert any("Wave" in r.text for r in list(store.records(("org", "a", "user", USER))))
+    assert list(store.records(("org", "b", "user", USER))) == []
     with pytest.raises(ConfigurationError, match="org"):
         agent.invoke({"messages": [("user", "hi")]}, context={"user_id": USER})
     store.close()

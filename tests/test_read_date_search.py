@@ -73,7 +73,7 @@ def store(tmp_path):
                     timestamp=datetime(2023, month, 3, 10, i),
                 )
             )
-    store.ingest(NS, messages, source="test", pack=False)
+    store.ingest(NS, messages, origin="test", pack=False)
     yield store
     store.close()
 

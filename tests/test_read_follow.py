@@ -106,7 +106,7 @@ def store(tmp_path_factory):
         tmp_path_factory.mktemp("follow") / "journal.sqlite",
         embeddings=WordHashEmbeddings(),
     )
-    s.ingest(NS, _messages(), source="test", pack=False)  # one record per message
+    s.ingest(NS, _messages(), origin="test", pack=False)  # one record per message
     yield s
     s.close()
 

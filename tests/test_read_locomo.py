@@ -35,12 +35,12 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def read_graph(tmp_path_factory):
     from mnemon_langgraph.judges.local import LocalDecisionModel
-    from mnemon_langgraph.sources import load_locomo
+    from mnemon_langgraph.loaders import load_locomo
     from mnemon_langgraph.store import MnemonStore
 
     conv = load_locomo(DATA)[0]
     store = MnemonStore(tmp_path_factory.mktemp("locomo") / "journal.db")
-    store.ingest("conv-30", conv.messages, source="locomo")
+    store.ingest("conv-30", conv.messages, origin="locomo")
     graph = create_read_graph(source=store, judge=LocalDecisionModel(embeddings=store.embeddings))
     yield graph, store
     store.close()

@@ -30,7 +30,7 @@ def synthetic_store(tmp_path_factory):
     store = MnemonStore(
         tmp_path_factory.mktemp("skip") / "j.sqlite", embeddings=embeddings_for("random")
     )
-    store.ingest(NS, messages, source="test", pack=False)
+    store.ingest(NS, messages, origin="test", pack=False)
     yield store, ReadContext(namespace=NS, now=messages[-1].timestamp + timedelta(days=1))
     store.close()
 

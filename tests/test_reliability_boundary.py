@@ -28,7 +28,7 @@ from _reliability_common import fake_embeddings, tagged_messages
 
 from mnemon_langgraph.cli.doctor import diagnose
 from mnemon_langgraph.errors import InputError, JournalReadOnlyError, NamespaceError
-from mnemon_langgraph.sources import (
+from mnemon_langgraph.loaders import (
     load_any,
     load_jsonl,
     load_locomo,
@@ -63,7 +63,7 @@ def _via_jsonl(value: Any, tmp: Path) -> object:
 
 
 def _via_transcript(value: Any, tmp: Path) -> object:
-    return parse_transcript(f"## Session {value}\nAda: hi\n", source="t")
+    return parse_transcript(f"## Session {value}\nAda: hi\n", origin="t")
 
 
 def _via_locomo(value: Any, tmp: Path) -> object:
@@ -123,7 +123,7 @@ def test_out_of_range_input_commits_nothing_and_the_namespace_stays_usable(
     bad = {"text": "poison", "speaker": "Ada", "session": 2**31}
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, [Message("kept words", "Ada", session=MAX_SESSION)], source="api")
+        store.ingest(NS, [Message("kept words", "Ada", session=MAX_SESSION)], origin="api")
         with pytest.raises(InputError, match="2147483648"):
             store.ingest_file(path, namespace=NS)
         assert store.journal.count(NS) == 1  # nothing of the bad file was committed
@@ -137,7 +137,7 @@ def test_a_journal_poisoned_before_validation_degrades_visibly(
 ) -> None:
     db = tmp_path / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(NS, tagged_messages("Plum", 3), source="api")
+        store.ingest(NS, tagged_messages("Plum", 3), origin="api")
     conn = sqlite3.connect(db)  # what an older version let through
     conn.execute("UPDATE records SET session = ? WHERE position = 0", (2**31,))
     conn.commit()
@@ -223,7 +223,7 @@ def test_a_file_name_that_is_not_utf8_can_be_ingested(tmp_path: Path) -> None:
         result = store.ingest_file(path, namespace=NS)
         assert result.records_written == 1
         [hit] = store.search("latin", namespace=NS, k=1)
-        assert hit.record.source == "caf\\xe9-\\xff.jsonl"
+        assert hit.record.origin == "caf\\xe9-\\xff.jsonl"
 
 
 # --- API arguments -------------------------------------------------------------------------
@@ -231,11 +231,11 @@ def test_a_file_name_that_is_not_utf8_can_be_ingested(tmp_path: Path) -> None:
 
 def test_api_arguments_of_the_wrong_type_are_clear_errors(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, [Message("pear tree", "Ada")], source="api")
+        store.ingest(NS, [Message("pear tree", "Ada")], origin="api")
         with pytest.raises(NamespaceError, match="NoneType"):
             store.search("pear", namespace=None, k=1)  # type: ignore[arg-type]
         with pytest.raises(NamespaceError):
-            store.ingest(None, [Message("x", "Ada")], source="api")  # type: ignore[arg-type]
+            store.ingest(None, [Message("x", "Ada")], origin="api")  # type: ignore[arg-type]
         with pytest.raises(InputError, match="ids must be a list"):
             store.delete_records(NS, None)  # type: ignore[arg-type]
         with pytest.raises(InputError, match="ids must be a list"):
@@ -260,7 +260,7 @@ def test_one_message_cannot_amplify_into_many_times_its_size(tmp_path: Path) -> 
     speaker = "S" * 100
     text = " ".join(f"word{i}" for i in range(16_000))[:99_999]
     with MnemonStore(tmp_path / "m.db", fake_embeddings()) as store:
-        store.ingest(NS, [Message(text, speaker, id="big")], source="api")
+        store.ingest(NS, [Message(text, speaker, id="big")], origin="api")
         records = list(store.journal.records(NS))
     stored = sum(len(r.text.encode()) + sum(len(s) for s in r.speakers) for r in records)
     ratio = stored / len((speaker + text).encode())

@@ -52,7 +52,7 @@ def _writer(db: Path, acks: Path, name: str) -> subprocess.Popen[bytes]:
 def test_two_writer_processes_and_readers_share_one_journal(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     with MnemonStore(db, fake_embeddings()) as store:  # create the journal first
-        store.ingest(NS, tagged_messages("seed", 2), source="seed")
+        store.ingest(NS, tagged_messages("seed", 2), origin="seed")
     writers = {name: _writer(db, tmp_path / f"{name}.acks", name) for name in ("p", "q")}
     for proc in writers.values():
         assert proc.stdout is not None
@@ -149,7 +149,7 @@ def loaded_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     db = tmp_path_factory.mktemp("conc") / "views.db"
     store = MnemonStore(db, fake_embeddings())
     for i, ns in enumerate(NAMESPACES[:4]):
-        store.ingest(ns, tagged_messages(f"topic{i}", 30, extra=f"hobby{i} painting"), source="s")
+        store.ingest(ns, tagged_messages(f"topic{i}", 30, extra=f"hobby{i} painting"), origin="s")
     yield store
     store.close()
 
@@ -196,21 +196,21 @@ def test_writer_locked_out_gets_a_typed_error_and_readers_carry_on(tmp_path: Pat
     db = tmp_path / "locked.db"
     store = MnemonStore(db, fake_embeddings(), journal=Journal(db, busy_timeout=0.2))
     try:
-        store.ingest(NS, tagged_messages("first", 3), source="s")
+        store.ingest(NS, tagged_messages("first", 3), origin="s")
         holder = sqlite3.connect(db, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")  # the other writer
         try:
             with pytest.raises(JournalLockedError):
-                store.ingest(NS, tagged_messages("second", 3, prefix="x"), source="s")
+                store.ingest(NS, tagged_messages("second", 3, prefix="x"), origin="s")
             assert store.journal.count(NS) == 3  # readers are not blocked (WAL)
             assert store.search("first shared apple", namespace=NS, k=3)
         finally:
             holder.execute("ROLLBACK")
             holder.close()
-        result = store.ingest(NS, tagged_messages("second", 3, prefix="x"), source="s")
+        result = store.ingest(NS, tagged_messages("second", 3, prefix="x"), origin="s")
         assert result.records_written > 0
         assert (
-            store.ingest(NS, tagged_messages("second", 3, prefix="x"), source="s").records_written
+            store.ingest(NS, tagged_messages("second", 3, prefix="x"), origin="s").records_written
             == 0
         )
     finally:
@@ -219,7 +219,7 @@ def test_writer_locked_out_gets_a_typed_error_and_readers_carry_on(tmp_path: Pat
 
 def test_views_while_another_thread_ingests(loaded_store: MnemonStore) -> None:
     ns = NAMESPACES[5]
-    loaded_store.ingest(ns, tagged_messages("live", 10, prefix="pre"), source="s")
+    loaded_store.ingest(ns, tagged_messages("live", 10, prefix="pre"), origin="s")
     graph = create_read_graph(source=loaded_store, judge=_overlap_judge())
     done = threading.Event()
     errors: list[BaseException] = []
@@ -227,7 +227,7 @@ def test_views_while_another_thread_ingests(loaded_store: MnemonStore) -> None:
     def writer() -> None:
         try:
             for i in range(15):
-                loaded_store.ingest(ns, tagged_messages("live", 4, prefix=f"w{i}-"), source="s")
+                loaded_store.ingest(ns, tagged_messages("live", 4, prefix=f"w{i}-"), origin="s")
         except BaseException as exc:
             errors.append(exc)
         finally:

@@ -7,7 +7,7 @@ acknowledged batch, items exist only for records at or below it, none twice, and
 ends with exactly the items of an uninterrupted run.
 
 SIGKILL during ingest is one test of the storage conformance suite
-(``tests/test_storage_conformance.py``), run against both backends.
+(``tests/test_store_conformance.py``), run against both backends.
 
 Trials: ``MNEMON_CRASH_TRIALS`` (default 8 per scenario).
 """
@@ -30,7 +30,7 @@ from _store_child import NS
 
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.records.chunking import chunk_messages
@@ -60,14 +60,14 @@ def _integrity(db: Path) -> None:
 def _consolidation_journal(db: Path) -> None:
     messages = make_messages(240, sessions=5)
     with Journal(db) as journal:
-        journal.append(NS, chunk_messages(messages, namespace=NS, source="test", pack=False))
+        journal.append(NS, chunk_messages(messages, namespace=NS, origin="test", pack=False))
 
 
-def _items(store: SQLiteItemStore) -> list[tuple[str, str, tuple[str, ...]]]:
+def _items(store: EmbeddedItemStore) -> list[tuple[str, str, tuple[str, ...]]]:
     return sorted((it.kind, it.text, it.record_ids) for it in store.all_items(NS))
 
 
-def _finish(store: SQLiteItemStore) -> None:
+def _finish(store: EmbeddedItemStore) -> None:
     graph = create_consolidation_graph(
         model=deriving_model(), store=store, settings=ConsolidationSettings(batch_chars=400)
     )
@@ -80,7 +80,7 @@ def test_sigkill_during_consolidation_keeps_the_watermark_right(tmp_path: Path) 
     reference_db = tmp_path / "reference.db"
     _consolidation_journal(reference_db)
     with Journal(reference_db) as journal:
-        ref_store = SQLiteItemStore(journal, fake_embeddings())
+        ref_store = EmbeddedItemStore(journal, fake_embeddings())
         _finish(ref_store)
         reference = _items(ref_store)
     assert reference
@@ -96,7 +96,7 @@ def test_sigkill_during_consolidation_keeps_the_watermark_right(tmp_path: Path) 
         total_acked += len(acked)
         _integrity(db)
         with Journal(db) as journal:
-            store = SQLiteItemStore(journal, fake_embeddings())
+            store = EmbeddedItemStore(journal, fake_embeddings())
             mark = store.watermark(NS)
             assert all(a <= mark for a in acked)
             seq_of = {r.id: r.seq for r in journal.records(NS)}

@@ -69,7 +69,7 @@ def test_embedder_failure_deletes_nothing(tmp_path: Path) -> None:
     emb = FlakyEmbeddings()
     db = tmp_path / "j.db"
     with MnemonStore(db, emb) as store:
-        store.ingest(NS, all_messages()[:10], source="chat")  # one packed record
+        store.ingest(NS, all_messages()[:10], origin="chat")  # one packed record
         before = _snapshot(db)
         assert len(before["records"]) == 1  # type: ignore[arg-type]
         emb.fail = True
@@ -95,7 +95,7 @@ def test_embedder_failure_deletes_nothing(tmp_path: Path) -> None:
 
 def test_delete_messages_result_and_index_match_the_journal(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as store:
-        store.ingest(NS, all_messages(), source="chat")
+        store.ingest(NS, all_messages(), origin="chat")
         records = list(store.journal.records(NS))
         deleted, result = store.delete_messages(NS, ["m1", "m17"])
         assert len(deleted) == 2 and result.records_written >= 2
@@ -125,7 +125,7 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
 
 def _packed(journal: Journal) -> list[Message]:
     messages = all_messages()[:6]
-    journal.append(NS, chunk_messages(messages, namespace=NS, source="chat"))
+    journal.append(NS, chunk_messages(messages, namespace=NS, origin="chat"))
     assert journal.count(NS) == 1
     return messages
 
@@ -139,7 +139,7 @@ def test_replace_writes_survivors_in_the_same_transaction(journal: Journal) -> N
         assert first == {1: 0}  # the place of the record the survivors replace
         # inside the transaction the old record is already gone
         assert journal.known_message_ids(NS, ["m0", "m1"]) == set()
-        recs = chunk_messages(survivors, namespace=NS, source="reingest", first_positions=first)
+        recs = chunk_messages(survivors, namespace=NS, origin="reingest", first_positions=first)
         return recs, np.ones((len(recs), 4), dtype=np.float32)
 
     deleted, survivors = journal.delete_messages(NS, ["m2"], replace=replace)
@@ -154,7 +154,7 @@ def test_replace_writes_survivors_in_the_same_transaction(journal: Journal) -> N
         "m5",
     }
     (rec,) = list(journal.records(NS))
-    assert rec.source == "reingest" and rec.seq == 2 and rec.position == 0
+    assert rec.origin == "reingest" and rec.seq == 2 and rec.position == 0
     ids, vecs = next(journal.iter_vectors(NS))
     assert ids == [rec.id] and vecs.shape == (1, 4)
     assert journal.audit_log(NS)[-1].record_ids == tuple(deleted)
@@ -180,8 +180,8 @@ def test_replace_failure_rolls_everything_back(
         if isinstance(failure, Exception):
             raise failure
         if failure == "wrong-namespace":
-            return chunk_messages(survivors, namespace=("other",), source="x"), None
-        recs = chunk_messages(survivors, namespace=NS, source="x")
+            return chunk_messages(survivors, namespace=("other",), origin="x"), None
+        recs = chunk_messages(survivors, namespace=NS, origin="x")
         return recs, np.ones((len(recs) + 1, 4), dtype=np.float32)
 
     with pytest.raises(error):
@@ -194,7 +194,7 @@ def test_replace_failure_rolls_everything_back(
 
 
 def test_replace_is_not_called_without_survivors(journal: Journal) -> None:
-    journal.append(NS, chunk_messages(all_messages()[:1], namespace=NS, source="chat"))
+    journal.append(NS, chunk_messages(all_messages()[:1], namespace=NS, origin="chat"))
     calls: list[int] = []
 
     def replace(survivors: list[Message], first: object) -> tuple[list, None]:
@@ -269,7 +269,7 @@ def test_sigkill_during_delete_messages_loses_no_survivor(tmp_path: Path) -> Non
         db = tmp_path / f"del{trial}.db"
         acks = tmp_path / f"del{trial}.acks"
         with MnemonStore(db, HashEmbeddings()) as store:
-            store.ingest(NS, all_messages(), source="chat")
+            store.ingest(NS, all_messages(), origin="chat")
         child = start_child(CHILD, str(db), str(acks))
         kill_after(child, rng.uniform(0.05, 0.9))
         audited = _check_trial(db, _acked(acks))

@@ -36,7 +36,7 @@ from _reliability_common import (
 from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.read.graph import create_read_graph
@@ -83,11 +83,11 @@ def _populate(db: Path) -> tuple[list[bytes], int]:
     store = MnemonStore(db, fake_embeddings())
     try:
         extra = " ".join(MARKERS)
-        store.ingest(VICTIM, tagged_messages("victim", 12, extra=extra), source="chat")
-        store.ingest(OTHER, tagged_messages("other", 6, extra=OTHER_MARKER), source="chat")
+        store.ingest(VICTIM, tagged_messages("victim", 12, extra=extra), origin="chat")
+        store.ingest(OTHER, tagged_messages("other", 6, extra=OTHER_MARKER), origin="chat")
         victim_ids = [r.id for r in store.journal.records(VICTIM)]
         store.delete_records(VICTIM, victim_ids[:1], reason="user asked")
-        items = SQLiteItemStore(store.journal, store.embeddings)
+        items = EmbeddedItemStore(store.journal, store.embeddings)
         model = _failing_then_folding()
         settings = ConsolidationSettings(batch_chars=600)
         graph = create_consolidation_graph(model=model, store=items, settings=settings)
@@ -122,7 +122,7 @@ def _assert_other_intact(db: Path, other_count: int) -> None:
         assert store.journal.count(OTHER) == other_count
         hits = store.search(OTHER_MARKER, namespace=OTHER, k=3)
         assert hits and OTHER_MARKER in hits[0].record.text
-        assert SQLiteItemStore(store.journal, store.embeddings).count(OTHER) > 0
+        assert EmbeddedItemStore(store.journal, store.embeddings).count(OTHER) > 0
         assert store.journal.count(VICTIM) == 0
         assert store.search(MARKERS[0], namespace=VICTIM) == []
         audit = store.journal.audit_log(VICTIM)
@@ -193,9 +193,9 @@ def test_erase_by_another_process_is_not_undone_when_a_writer_closes(tmp_path: P
     """
     db = tmp_path / "server.db"
     server = MnemonStore(db, fake_embeddings())
-    server.ingest(OTHER, tagged_messages("other", 3, extra=OTHER_MARKER), source="chat")
-    server.ingest(VICTIM, tagged_messages("victim", 2, prefix="first"), source="chat")
-    server.ingest(VICTIM, tagged_messages("victim", 5, extra=" ".join(MARKERS)), source="chat")
+    server.ingest(OTHER, tagged_messages("other", 3, extra=OTHER_MARKER), origin="chat")
+    server.ingest(VICTIM, tagged_messages("victim", 2, prefix="first"), origin="chat")
+    server.ingest(VICTIM, tagged_messages("victim", 5, extra=" ".join(MARKERS)), origin="chat")
     assert server.index(VICTIM).unsaved > 0  # additions not yet checkpointed
     assert (
         cli_main(

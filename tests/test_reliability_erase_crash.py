@@ -51,8 +51,8 @@ def _needles() -> list[bytes]:
 
 def _seed(db: Path, ns: tuple[str, ...] = NS) -> None:
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(ns, tagged_messages(TAG, N), source="chat")
-        store.ingest(("users", "bystander"), tagged_messages("KeepMe", 3), source="chat")
+        store.ingest(ns, tagged_messages(TAG, N), origin="chat")
+        store.ingest(("users", "bystander"), tagged_messages("KeepMe", 3), origin="chat")
 
 
 def _residue(root: Path) -> list[str]:

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings, tagged_messages, yes_judge
 
 from mnemon_langgraph.errors import InputError, MnemonError
+from mnemon_langgraph.loaders import load_locomo, messages_from_langchain
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.sources import load_locomo, messages_from_langchain
 from mnemon_langgraph.store import MnemonStore
 
 NS = ("fuzz", "user@example.com")
@@ -42,7 +42,7 @@ FUZZ = settings(
 def store() -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         s = MnemonStore(Path(tmp) / "fuzz.db", fake_embeddings())
-        s.ingest(NS, tagged_messages("base", 5), source="base")
+        s.ingest(NS, tagged_messages("base", 5), origin="base")
         yield s
         s.close()
 
@@ -224,7 +224,7 @@ def test_fuzzed_locomo_dicts_fail_only_with_mnemon_errors(
 
     def action() -> None:
         for conv in load_locomo(data):
-            store.ingest(NS, conv.messages, source=conv.source or "locomo")
+            store.ingest(NS, conv.messages, origin=conv.origin or "locomo")
 
     _ingest_checked(store, action)
 
@@ -273,8 +273,8 @@ def test_fuzzed_langchain_messages_fail_only_with_mnemon_errors(
     store: MnemonStore, msgs: list[Any], skip_empty: bool
 ) -> None:
     def action() -> None:
-        converted = messages_from_langchain(msgs, source="lc", skip_empty=skip_empty)
-        store.ingest(NS, converted, source="lc")
+        converted = messages_from_langchain(msgs, origin="lc", skip_empty=skip_empty)
+        store.ingest(NS, converted, origin="lc")
 
     _ingest_checked(store, action)
 
@@ -327,7 +327,7 @@ def test_any_unicode_including_lone_surrogates_is_stored_or_refused_typed(
 ) -> None:
     from mnemon_langgraph.types import Message
 
-    _ingest_checked(store, lambda: store.ingest(NS, [Message(text, speaker, id=mid)], source="u"))
+    _ingest_checked(store, lambda: store.ingest(NS, [Message(text, speaker, id=mid)], origin="u"))
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """A journal with saved indexes, and the ranking a healthy index gives for QUERY."""
     db = tmp_path_factory.mktemp("seed") / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(NS, tagged_messages("Plum", 30), source="api", pack=False)
+        store.ingest(NS, tagged_messages("Plum", 30), origin="api", pack=False)
         ranking = [h.record.id for h in store.search(QUERY, namespace=NS, k=10)]
     return db, ranking
 
@@ -219,7 +219,7 @@ def test_full_disk_at_save_serves_from_memory_and_never_fails_the_write(
     caplog.set_level(logging.WARNING)
     with MnemonStore(db, fake_embeddings()) as store:
         for i in range(3):
-            result = store.ingest(NS, tagged_messages("Fig", 5, prefix=f"b{i}-"), source="api")
+            result = store.ingest(NS, tagged_messages("Fig", 5, prefix=f"b{i}-"), origin="api")
             assert result.records_written
         store.index(NS).rebuild()  # a save that fails inside a rebuild, too
         assert store.search("Fig", namespace=NS, k=3)
@@ -238,7 +238,7 @@ def test_indexes_root_that_is_a_file_serves_from_memory(
     db = tmp_path / "m.db"
     (tmp_path / "m.db.indexes").write_text("someone else's file")
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(NS, tagged_messages("Kiwi", 4), source="api")
+        store.ingest(NS, tagged_messages("Kiwi", 4), origin="api")
         store.index(NS).save()
         assert store.search("Kiwi", namespace=NS, k=2)
     assert (tmp_path / "m.db.indexes").read_text() == "someone else's file"
@@ -250,7 +250,7 @@ def test_a_journal_that_cannot_be_written_still_serves_reads(
 ) -> None:
     db = tmp_path / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(NS, tagged_messages("Lime", 4), source="api")
+        store.ingest(NS, tagged_messages("Lime", 4), origin="api")
     import mnemon_langgraph.store.embedded.store as store_module
 
     real = store_module.Journal
@@ -265,7 +265,7 @@ def test_a_journal_that_cannot_be_written_still_serves_reads(
         assert store.journal.read_only
         assert store.search("Lime", namespace=NS, k=2)
         with pytest.raises(JournalReadOnlyError):
-            store.ingest(NS, [Message("new", "Ada")], source="api")
+            store.ingest(NS, [Message("new", "Ada")], origin="api")
 
 
 # --- concurrency and latency cliffs --------------------------------------------------------
@@ -276,8 +276,8 @@ def test_positions_stay_unique_when_another_writer_took_them_first(tmp_path: Pat
     with MnemonStore(db, fake_embeddings()) as a, MnemonStore(db, fake_embeddings()) as b:
         stale = a.journal.next_position  # a computed its positions before b wrote
         a.journal.next_position = lambda ns, s: 0  # type: ignore[method-assign]
-        b.ingest(NS, tagged_messages("Oak", 6, prefix="b"), source="b", pack=False)
-        a.ingest(NS, tagged_messages("Elm", 6, prefix="a"), source="a", pack=False)
+        b.ingest(NS, tagged_messages("Oak", 6, prefix="b"), origin="b", pack=False)
+        a.ingest(NS, tagged_messages("Elm", 6, prefix="a"), origin="a", pack=False)
         a.journal.next_position = stale  # type: ignore[method-assign]
         keys = [(r.session, r.position) for r in a.journal.records(NS)]
     assert len(keys) == len(set(keys)) == 12
@@ -291,8 +291,8 @@ def test_summary_counts_messages_another_process_stored_first(tmp_path: Path) ->
     messages = tagged_messages("Ash", 8)
     with MnemonStore(db, fake_embeddings()) as a, MnemonStore(db, fake_embeddings()) as b:
         a.journal.known_message_ids = lambda ns, ids: set()  # type: ignore[method-assign]
-        b.ingest(NS, messages, source="f")
-        result = a.ingest(NS, messages, source="f")
+        b.ingest(NS, messages, origin="f")
+        result = a.ingest(NS, messages, origin="f")
     assert (result.records_written, result.messages_skipped) == (0, 8)
 
 
@@ -309,10 +309,10 @@ def test_ann_conversion_runs_off_the_write_path(
     monkeypatch.setattr(VectorIndex, "hnsw_from", classmethod(spy))
     settings_ = {"hnsw_threshold": 40}
     with MnemonStore(tmp_path / "m.db", fake_embeddings(), vector_settings=settings_) as store:
-        store.ingest(NS, tagged_messages("Yew", 30, prefix="a"), source="a", pack=False)
+        store.ingest(NS, tagged_messages("Yew", 30, prefix="a"), origin="a", pack=False)
         index = store.index(NS)
         assert index.vectors.kind == "flat"
-        store.ingest(NS, tagged_messages("Yew", 20, prefix="b"), source="b", pack=False)
+        store.ingest(NS, tagged_messages("Yew", 20, prefix="b"), origin="b", pack=False)
         worker = index._convert_thread
         assert worker is not None
         worker.join(timeout=60)
@@ -326,7 +326,7 @@ def test_delete_records_does_not_resave_the_index_per_call(
 ) -> None:
     db = tmp_path / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(NS, tagged_messages("Rowan", 10), source="api", pack=False)
+        store.ingest(NS, tagged_messages("Rowan", 10), origin="api", pack=False)
         store.flush()
         saves: list[int] = []
         real = BM25Index.save
@@ -358,8 +358,8 @@ def test_a_record_the_index_cannot_take_leaves_the_rest_searchable(
 
     monkeypatch.setattr(BM25Index, "add", picky)
     with MnemonStore(db, fake_embeddings()) as store:
-        store.ingest(NS, tagged_messages("Pine", 4), source="a", pack=False)
-        result = store.ingest(NS, [Message("Poison pill", "Ada", id="p")], source="b")
+        store.ingest(NS, tagged_messages("Pine", 4), origin="a", pack=False)
+        result = store.ingest(NS, [Message("Poison pill", "Ada", id="p")], origin="b")
         assert result.records_written == 1  # committed; the index degrades, not the write
         assert len(store.search("Pine", namespace=NS, k=10)) == 4
         assert store.stats()["namespaces"][0]["records"] == 5

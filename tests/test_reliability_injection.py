@@ -31,7 +31,7 @@ from _reliability_common import fake_embeddings, yes_judge
 
 from mnemon_langgraph.consolidation import (
     SYSTEM_PROMPT,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.judges.propositions import DATA_NOTE
@@ -84,7 +84,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
         )
         for i, text in enumerate(HOSTILE)
     ]
-    s.ingest(NS, messages, source="chat", pack=False)
+    s.ingest(NS, messages, origin="chat", pack=False)
     yield s
     s.close()
 
@@ -191,7 +191,7 @@ def test_planner_prompts_keep_hostile_conversation_inside_the_data_section() -> 
 
 
 def test_fold_prompt_keeps_hostile_records_inside_the_data_section(store: MnemonStore) -> None:
-    items = SQLiteItemStore(store.journal, store.embeddings)
+    items = EmbeddedItemStore(store.journal, store.embeddings)
     model = deriving_model()
     graph = create_consolidation_graph(model=model, store=items)
     graph.invoke({"namespace": NS})

@@ -26,7 +26,7 @@ from _reliability_common import NAMESPACES, fake_embeddings, tagged_messages, ye
 
 from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
-    SQLiteItemStore,
+    EmbeddedItemStore,
     create_consolidation_graph,
 )
 from mnemon_langgraph.read.graph import create_read_graph
@@ -58,7 +58,7 @@ OPS = st.lists(
 class _World:
     def __init__(self, root: Path) -> None:
         self.store = MnemonStore(root / "iso.db", fake_embeddings())
-        self.items = SQLiteItemStore(self.store.journal, self.store.embeddings)
+        self.items = EmbeddedItemStore(self.store.journal, self.store.embeddings)
         self.judge = yes_judge()
         self.reader = create_read_graph(source=self.store, judge=self.judge, items=self.items)
         self.folder = create_consolidation_graph(
@@ -139,7 +139,7 @@ class _World:
             # the same message ids in every namespace: dedup must be per namespace
             msgs = tagged_messages(tag(i), n, prefix=f"b{self.batch % 2}-")
             self.batch += 1
-            self.store.ingest(ns, msgs, source="iso")
+            self.store.ingest(ns, msgs, origin="iso")
             self.expected[i] |= {m.id for m in msgs if m.id}
         elif op == "search":
             self.search(i)

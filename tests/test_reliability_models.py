@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _consolidation_fakes import deriving_model, make_messages
 from _reliability_common import EMB_DIM, tagged_messages, yes_judge
 
-from mnemon_langgraph.consolidation import SQLiteItemStore, create_consolidation_graph
+from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
 from mnemon_langgraph.errors import MnemonError, ModelCallError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
@@ -74,7 +74,7 @@ class FlakyEmbedding(DeterministicFakeEmbedding):
 def store(tmp_path: Path) -> Any:
     emb = FlakyEmbedding(size=EMB_DIM)
     s = MnemonStore(tmp_path / "flaky.db", emb)
-    s.ingest(NS, tagged_messages("flaky", 30), source="chat", pack=False)
+    s.ingest(NS, tagged_messages("flaky", 30), origin="chat", pack=False)
     yield s
     s.close()
 
@@ -225,15 +225,15 @@ def test_ingest_with_embedder_failing_halfway_writes_nothing_and_retries_cleanly
     messages = tagged_messages("retry", 150, prefix="retry-")  # > 2 embedding batches of 64
     emb.mode, emb.fail_after, emb._calls = mode, 1, 0
     with pytest.raises(ModelCallError):
-        store.ingest(NS, messages, source="chat", pack=False)
+        store.ingest(NS, messages, origin="chat", pack=False)
     assert emb._calls >= 2  # it really failed halfway, after a successful batch
     assert store.journal.count(NS) == before
     assert store.journal.last_seq() == last_seq
     assert not store.journal.known_message_ids(NS, [m.id for m in messages if m.id])
     emb.mode = "ok"
-    result = store.ingest(NS, messages, source="chat", pack=False)
+    result = store.ingest(NS, messages, origin="chat", pack=False)
     assert result.records_written == 150
-    again = store.ingest(NS, messages, source="chat", pack=False)
+    again = store.ingest(NS, messages, origin="chat", pack=False)
     assert again.records_written == 0 and again.messages_skipped == 150
     assert store.journal.count(NS) == before + 150
     stats = store.stats(NS)["namespaces"][0]
@@ -249,8 +249,8 @@ def _consolidate_with_failing_embedder(tmp_path: Path, expected: type[BaseExcept
     emb = FlakyEmbedding(size=EMB_DIM)
     store = MnemonStore(tmp_path / "cons.db", emb)
     try:
-        store.ingest(NS, make_messages(40), source="chat")
-        items = SQLiteItemStore(store.journal, emb)
+        store.ingest(NS, make_messages(40), origin="chat")
+        items = EmbeddedItemStore(store.journal, emb)
         graph = create_consolidation_graph(model=deriving_model(), store=items)
         emb.mode, emb.fail_after, emb._calls = "raise", 0, 0
         with pytest.raises(expected):

@@ -30,7 +30,7 @@ _TEXTS = [
 def _make_store(path: Path) -> MnemonStore:
     store = MnemonStore(path, HashEmbeddings())
     msgs = [Message(t, "Ada", id=f"m{i}", session=1 + i // 3) for i, t in enumerate(_TEXTS)]
-    store.ingest(NS, msgs, source="chat", pack=False)
+    store.ingest(NS, msgs, origin="chat", pack=False)
     return store
 
 

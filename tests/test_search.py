@@ -39,7 +39,7 @@ def _messages(n: int) -> list[Message]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> MnemonStore:
     s = MnemonStore(tmp_path_factory.mktemp("search") / "j.db", HashEmbeddings())
-    s.ingest(NS, _messages(120), source="chat", pack=False)
+    s.ingest(NS, _messages(120), origin="chat", pack=False)
     yield s
     s.close()
 
@@ -101,7 +101,7 @@ def test_deep_offset_with_filter_has_enough_candidates(store: MnemonStore) -> No
 
 def test_records_without_date_fail_date_filters(tmp_path: Path) -> None:
     with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as s:
-        s.ingest(NS, [Message("undated garden note", "Ada", id="x")], source="c")
+        s.ingest(NS, [Message("undated garden note", "Ada", id="x")], origin="c")
         assert len(s.search("garden", namespace=NS, k=5)) == 1
         flt = SearchFilters(date_from=datetime(2000, 1, 1))
         assert s.search("garden", namespace=NS, k=5, filters=flt) == []
@@ -170,7 +170,7 @@ def test_deletion_by_another_process_is_applied_in_place(tmp_path: Path, thresho
     with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as writer:
         msgs = _messages(60)
         msgs[7] = Message("the secret pistachio recipe", "Ada", id="secret", session=1)
-        writer.ingest(ns, msgs, source="chat", pack=False)
+        writer.ingest(ns, msgs, origin="chat", pack=False)
     child = subprocess.Popen(
         [sys.executable, str(here / "_search_child.py"), str(tmp_path / "j.db"), str(threshold)],
         stdin=subprocess.PIPE,
@@ -284,12 +284,12 @@ def test_bench_peers_runs_all_three_on_the_same_records(
     pytest.importorskip("rank_bm25")
     pytest.importorskip("langchain_classic")
     from mnemon_langgraph.cli import main
-    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.loaders import SAMPLE_PATH
     from mnemon_langgraph.store import load_messages
 
     with MnemonStore(tmp_path / "one.db", HashEmbeddings()) as one:
         for source, msgs in load_messages(SAMPLE_PATH):
-            one.ingest(NS, msgs, source=source)
+            one.ingest(NS, msgs, origin=source)
         per_file = one.journal.count(NS)
     # the same file twice: message ids repeat across files, yet both copies are searched
     argv = ["bench", "peers", str(SAMPLE_PATH), str(SAMPLE_PATH), "--embeddings", "fake"]

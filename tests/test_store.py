@@ -78,11 +78,11 @@ def test_store_is_a_search_source(store: MnemonStore) -> None:
 
 
 def test_ingest_is_idempotent_and_searchable(store: MnemonStore, emb: HashEmbeddings) -> None:
-    result = store.ingest(NS, _messages(40), source="chat", pack=False)
+    result = store.ingest(NS, _messages(40), origin="chat", pack=False)
     assert result.records_written == 40 and result.messages_written == 40
     assert result.messages_skipped == 0 and len(result.record_ids) == 40
     assert emb.documents == 40
-    again = store.ingest(NS, _messages(40), source="chat", pack=False)
+    again = store.ingest(NS, _messages(40), origin="chat", pack=False)
     assert (again.records_written, again.messages_skipped) == (0, 40)
     assert emb.documents == 40  # nothing re-embedded
     hits = store.search("beagle socks Pepper", namespace=NS, k=5)
@@ -94,9 +94,9 @@ def test_ingest_is_idempotent_and_searchable(store: MnemonStore, emb: HashEmbedd
 
 
 def test_ingest_packs_and_continues_positions(store: MnemonStore) -> None:
-    first = store.ingest(NS, _messages(6, session_size=100), source="chat")
+    first = store.ingest(NS, _messages(6, session_size=100), origin="chat")
     assert first.records_written == 1  # short turns packed into one record
-    second = store.ingest(NS, _messages(3, session_size=100, start=6), source="chat")
+    second = store.ingest(NS, _messages(3, session_size=100, start=6), origin="chat")
     records = store.get_records(NS, [*first.record_ids, *second.record_ids])
     assert [r.position for r in records] == [0, 1]
     assert records[0].seq < records[1].seq
@@ -104,13 +104,13 @@ def test_ingest_packs_and_continues_positions(store: MnemonStore) -> None:
 
 def test_messages_without_ids_are_idempotent(store: MnemonStore) -> None:
     msgs = [Message(text="I like green tea", speaker="Ada"), Message(text="Noted", speaker="bot")]
-    assert store.ingest(NS, msgs, source="chat").records_written == 1
-    assert store.ingest(NS, msgs, source="chat").messages_skipped == 2
+    assert store.ingest(NS, msgs, origin="chat").records_written == 1
+    assert store.ingest(NS, msgs, origin="chat").messages_skipped == 2
 
 
 def test_namespace_isolation(store: MnemonStore) -> None:
-    store.ingest(NS, _messages(16), source="chat", pack=False)
-    store.ingest(OTHER, [Message("secret zanzibar plan for bob", "Bob", id="b1")], source="c")
+    store.ingest(NS, _messages(16), origin="chat", pack=False)
+    store.ingest(OTHER, [Message("secret zanzibar plan for bob", "Bob", id="b1")], origin="c")
     hits = store.search("secret zanzibar plan", namespace=NS, k=50)
     assert hits and all(h.record.namespace == NS for h in hits)
     assert not any("zanzibar" in h.record.text for h in hits)
@@ -124,7 +124,7 @@ def test_incremental_equals_full_rebuild(tmp_path: Path) -> None:
     emb = HashEmbeddings()
     inc = MnemonStore(tmp_path / "inc.db", emb)
     for start in range(0, 60, 7):
-        inc.ingest(NS, _messages(min(7, 60 - start), start=start), source="chat", pack=False)
+        inc.ingest(NS, _messages(min(7, 60 - start), start=start), origin="chat", pack=False)
     queries = ["beagle socks", "wedding Bristol sister", "marathon training autumn", "note 17"]
     before = {q: _ranking(inc, q) for q in queries}
     inc.index(NS).rebuild()
@@ -137,7 +137,7 @@ def test_incremental_equals_full_rebuild(tmp_path: Path) -> None:
 def test_reopen_loads_checkpoint_without_rebuild(tmp_path: Path) -> None:
     emb = HashEmbeddings()
     with MnemonStore(tmp_path / "j.db", emb) as s:
-        s.ingest(NS, _messages(30), source="chat", pack=False)
+        s.ingest(NS, _messages(30), origin="chat", pack=False)
         expected = _ranking(s, "camping lake sunset")
     docs = emb.documents
     with MnemonStore(tmp_path / "j.db", emb) as s:
@@ -150,7 +150,7 @@ def test_reopen_loads_checkpoint_without_rebuild(tmp_path: Path) -> None:
 def test_damaged_or_stale_indexes_rebuild_without_reembedding(tmp_path: Path, damage: str) -> None:
     emb = HashEmbeddings()
     with MnemonStore(tmp_path / "j.db", emb) as s:
-        s.ingest(NS, _messages(30), source="chat", pack=False)
+        s.ingest(NS, _messages(30), origin="chat", pack=False)
         expected = _ranking(s, "pottery blue bowl")
         folder = s.index(NS).folder
     if damage == "stale":
@@ -180,11 +180,11 @@ def test_damaged_or_stale_indexes_rebuild_without_reembedding(tmp_path: Path, da
 
 def test_other_process_appends_are_caught_up(tmp_path: Path) -> None:
     a = MnemonStore(tmp_path / "j.db", HashEmbeddings())
-    a.ingest(NS, _messages(10), source="chat", pack=False)
+    a.ingest(NS, _messages(10), origin="chat", pack=False)
     assert len(a.search("marathon", namespace=NS, k=50)) == 10
     rebuilds = a.index(NS).rebuilds
     b = MnemonStore(tmp_path / "j.db", HashEmbeddings())
-    b.ingest(NS, [Message("a unique kiwifruit smoothie", "Ada", id="new1")], source="chat")
+    b.ingest(NS, [Message("a unique kiwifruit smoothie", "Ada", id="new1")], origin="chat")
     hits = a.search("kiwifruit smoothie", namespace=NS, k=3)
     assert hits[0].record.message_ids == ("new1",)
     assert a.index(NS).rebuilds == rebuilds  # caught up incrementally
@@ -193,7 +193,7 @@ def test_other_process_appends_are_caught_up(tmp_path: Path) -> None:
 
 
 def test_delete_records_removes_from_both_indexes(store: MnemonStore) -> None:
-    store.ingest(NS, _messages(24), source="chat", pack=False)
+    store.ingest(NS, _messages(24), origin="chat", pack=False)
     hits = store.search("beagle Pepper socks", namespace=NS, k=3)
     victim = hits[0].record
     assert store.delete_records(NS, [victim.id, "r-unknown"]) == [victim.id]
@@ -211,7 +211,7 @@ def test_delete_records_removes_from_both_indexes(store: MnemonStore) -> None:
 
 
 def test_delete_messages_reingests_survivors(store: MnemonStore) -> None:
-    store.ingest(NS, _messages(6, session_size=100), source="chat")  # one packed record
+    store.ingest(NS, _messages(6, session_size=100), origin="chat")  # one packed record
     deleted, result = store.delete_messages(NS, ["m2"])
     assert len(deleted) == 1
     assert result.records_written == 1 and result.messages_written == 5
@@ -222,8 +222,8 @@ def test_delete_messages_reingests_survivors(store: MnemonStore) -> None:
 
 
 def test_erase_namespace_removes_index_folder(store: MnemonStore) -> None:
-    store.ingest(NS, _messages(12), source="chat", pack=False)
-    store.ingest(OTHER, _messages(4), source="chat", pack=False)
+    store.ingest(NS, _messages(12), origin="chat", pack=False)
+    store.ingest(OTHER, _messages(4), origin="chat", pack=False)
     store.flush()
     folder = store.index(NS).folder
     assert (folder / "bm25.npz").exists()
@@ -233,12 +233,12 @@ def test_erase_namespace_removes_index_folder(store: MnemonStore) -> None:
     assert not folder.exists()  # searching the erased namespace writes nothing
     assert len(store.search("beagle", namespace=OTHER, k=5)) >= 1
     # the namespace can be used again afterwards
-    assert store.ingest(NS, _messages(2), source="chat", pack=False).records_written == 2
+    assert store.ingest(NS, _messages(2), origin="chat", pack=False).records_written == 2
     assert len(store.search("beagle", namespace=NS, k=5)) == 2
 
 
 def test_stats(store: MnemonStore) -> None:
-    store.ingest(NS, _messages(12), source="chat", pack=False)
+    store.ingest(NS, _messages(12), origin="chat", pack=False)
     stats = store.stats()
     assert stats["embedding_model"] == "test-hash-bow" and stats["dimension"] == 64
     (row,) = stats["namespaces"]
@@ -254,7 +254,7 @@ def test_embedding_mismatch_is_refused(tmp_path: Path) -> None:
 
 
 def test_concurrent_searches_and_ingest(store: MnemonStore) -> None:
-    store.ingest(NS, _messages(40), source="chat", pack=False)
+    store.ingest(NS, _messages(40), origin="chat", pack=False)
     expected = _ranking(store, "wedding Bristol")
     errors: list[BaseException] = []
     results: list[list] = []
@@ -268,7 +268,7 @@ def test_concurrent_searches_and_ingest(store: MnemonStore) -> None:
 
     def writer() -> None:
         try:
-            store.ingest(OTHER, _messages(20), source="chat", pack=False)
+            store.ingest(OTHER, _messages(20), origin="chat", pack=False)
         except BaseException as exc:  # pragma: no cover
             errors.append(exc)
 
@@ -289,13 +289,13 @@ def test_ingest_file_locomo_and_bad_format(store: MnemonStore, tmp_path: Path) -
     assert result.records_written > 50 and result.messages_written > 300
     hits = store.search("adoption agencies", namespace=NS, k=5)
     assert any("adopt" in h.record.text.lower() for h in hits)
-    assert all(h.record.source == "locomo:conv-26" for h in hits)
+    assert all(h.record.origin == "locomo:conv-26" for h in hits)
     with pytest.raises(InputError):
         store.ingest_file(LOCOMO, namespace=NS, format="yaml")
 
 
 async def test_async_ingest_and_search(store: MnemonStore) -> None:
-    result = await store.aingest(NS, _messages(8), source="chat", pack=False)
+    result = await store.aingest(NS, _messages(8), origin="chat", pack=False)
     assert result.records_written == 8
     hits = await store.asearch("sourdough bread", namespace=NS, k=2)
     assert len(hits) == 2 and "sourdough" in hits[0].record.text
@@ -306,7 +306,7 @@ def test_ann_store_roundtrip_with_deletions(tmp_path: Path, ann: str) -> None:
     settings: dict[str, Any] = {"hnsw_threshold": 20, "ann": ann}
     emb = HashEmbeddings()
     with MnemonStore(tmp_path / "j.db", emb, vector_settings=settings) as s:
-        s.ingest(NS, _messages(40), source="chat", pack=False)
+        s.ingest(NS, _messages(40), origin="chat", pack=False)
         assert s.index(NS).vectors.kind == ann
         victim = s.search("sourdough bread", namespace=NS, k=1)[0].record
         s.delete_records(NS, [victim.id])
@@ -337,7 +337,7 @@ def test_checkpoints_are_spaced_by_a_tenth_of_the_index(
     messages = _messages(300)
     with MnemonStore(tmp_path / "j.db", emb) as s:
         for i in range(0, 300, 10):
-            s.ingest(NS, messages[i : i + 10], source="chat", pack=False)
+            s.ingest(NS, messages[i : i + 10], origin="chat", pack=False)
         during = list(saves)
     # every batch up to 100 records, then every 2nd (≥ 11..19) and 3rd (≥ 20..29) batch
     assert during[:10] == list(range(10, 101, 10))

@@ -36,7 +36,7 @@ def _store(tmp_path: Path, emb: HashEmbeddings) -> MnemonStore:
     store = MnemonStore(tmp_path / "j.db", emb)
     texts = ["the garden needs water", "ocean swim at dawn", "garden party on sunday"]
     store.ingest(
-        NS, [Message(t, "Ada", id=f"m{i}") for i, t in enumerate(texts)], source="c", pack=False
+        NS, [Message(t, "Ada", id=f"m{i}") for i, t in enumerate(texts)], origin="c", pack=False
     )
     return store
 

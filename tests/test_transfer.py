@@ -53,12 +53,12 @@ def _messages() -> list[Message]:
 
 
 def _fill(store: MnemonStore) -> None:
-    store.ingest(ADA, _messages()[:3], source="chat")
-    store.ingest(ADA, _messages()[3:], source="notes.jsonl")
+    store.ingest(ADA, _messages()[:3], origin="chat")
+    store.ingest(ADA, _messages()[3:], origin="notes.jsonl")
     _consolidate(store)
     # Written after the consolidation run: the watermark stops before these.
     store.add_messages(ADA, [("user", "I moved to Rotterdam."), ("assistant", "Congrats!")])
-    store.ingest(("users", "bo"), [Message("Bo's own memory.", "Bo", id="b1")], source="x")
+    store.ingest(("users", "bo"), [Message("Bo's own memory.", "Bo", id="b1")], origin="x")
 
 
 def _consolidate(store: MnemonStore) -> None:
@@ -154,7 +154,7 @@ def test_a_deleted_record_leaves_a_gap_that_the_import_closes_in_order(
 ) -> None:
     with MnemonStore(tmp_path / "gap.db", fake_embeddings()) as store:
         for i in range(4):
-            store.ingest(ADA, [Message(f"turn {i}", "Ada", id=f"t{i}", session=1)], source="c")
+            store.ingest(ADA, [Message(f"turn {i}", "Ada", id=f"t{i}", session=1)], origin="c")
         second = [r.id for r in store.records(ADA)][1]
         store.delete_records(ADA, [second])
         text = _export(store)
@@ -271,8 +271,8 @@ def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
     db = tmp_path / "cli.db"
     with MnemonStore(db) as store:
-        store.ingest(ADA, _messages(), source="chat")
-        store.ingest(("bo",), [Message("Bo likes tea.", "Bo", id="b1")], source="chat")
+        store.ingest(ADA, _messages(), origin="chat")
+        store.ingest(("bo",), [Message("Bo likes tea.", "Bo", id="b1")], origin="chat")
     return str(db)
 
 
@@ -358,7 +358,7 @@ def test_cli_list_counts_records_messages_sessions_and_dates(
 
 def test_cli_list_on_postgres(postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     with MnemonStore(postgres_url, fake_embeddings()) as store:
-        store.ingest(ADA, _messages()[:3], source="chat")
+        store.ingest(ADA, _messages()[:3], origin="chat")
     assert main(["list", "--db", postgres_url, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["namespace"], r["messages"]) for r in rows] == [(list(ADA), 3)]
@@ -413,7 +413,7 @@ def _kv_source(tmp_path: Path) -> MnemonStore:
     from mnemon_langgraph import MnemonBaseStore
 
     store = MnemonStore(tmp_path / "kv.db", fake_embeddings())
-    store.ingest(KV_NS, _messages()[:3], source="chat")
+    store.ingest(KV_NS, _messages()[:3], origin="chat")
     with MnemonBaseStore(store) as base:
         base.put(KV_NS, "profile", {"text": "Ada prefers green tea.", "age": 31})
         base.put(KV_NS, "secret-note", {"text": "not searchable"}, index=False)
@@ -571,7 +571,7 @@ def test_an_item_id_of_another_namespace_is_refused_not_dropped(
     first_item = next(i for i, r in enumerate(rows) if r.get("type") == "item")
     with MnemonStore(target_url, fake_embeddings()) as target:
         bo = ("users", "bo")
-        target.ingest(bo, [Message("Bo keeps bees.", "Bo", id="b1")], source="x")
+        target.ingest(bo, [Message("Bo keeps bees.", "Bo", id="b1")], origin="x")
         record = next(iter(target.records(bo)))
         bos = IndexItem(id=rows[first_item]["id"], namespace=bo, kind="instruction",
                         text="Bo keeps bees.", record_ids=(record.id,))  # fmt: skip
@@ -635,7 +635,7 @@ def test_dates_at_the_ends_of_the_range_move_on_both_backends(
         ),
     ]
     with MnemonStore(tmp_path / "edges.db", fake_embeddings()) as source:
-        source.ingest(ADA, edges, source="x")
+        source.ingest(ADA, edges, origin="x")
         text = _export(source)
     with MnemonStore(target_url, fake_embeddings()) as target:
         assert import_jsonl(target, io.StringIO(text)).records_written == 2

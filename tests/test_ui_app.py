@@ -92,8 +92,8 @@ def inspector(journal_target: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     ]  # fmt: skip
     msgs.append(Message(text="My cat is called Miso", speaker="Ann", session=4,
                         timestamp=datetime(2024, 4, 2)))  # fmt: skip
-    store.ingest(("users", "ann"), msgs, source="t")
-    store.ingest(("users", "bob"), [Message(text="Bob's code is 4471", speaker="Bob")], source="t")
+    store.ingest(("users", "ann"), msgs, origin="t")
+    store.ingest(("users", "bob"), [Message(text="Bob's code is 4471", speaker="Bob")], origin="t")
     yield Inspector(store, judge=ScriptedDecisionModel(default=0.6), items=store.item_store())
     store.close()
 

@@ -11,7 +11,7 @@ from mnemon_langgraph.search.bm25 import IndexFileError
 from mnemon_langgraph.search.vectors import (
     ANN_KIND,
     VectorIndex,
-    ef_search_for,
+    faiss_ef_search_for,
     ivf_nlist_for,
     ivf_nprobe_for,
     normalize_rows,
@@ -117,15 +117,15 @@ def test_save_load_roundtrip(tmp_path: Path, ann: str) -> None:
 
 def test_ef_search_grows_with_the_index_unless_given() -> None:
     """Issue 15: efSearch 128 loses recall at 1M (0.91), so larger indexes search wider."""
-    from mnemon_langgraph.search.vectors import EF_SEARCH_LARGE, ef_search_for
+    from mnemon_langgraph.search.vectors import FAISS_EF_SEARCH_LARGE, faiss_ef_search_for
 
     sizes = [1, 50_000, 200_000, 200_001, 500_001, 1_000_000, 10_000_000]
-    efs = [ef_search_for(n) for n in sizes]
-    assert efs == sorted(efs) and efs[0] == 128 and efs[-1] == EF_SEARCH_LARGE > 128
+    efs = [faiss_ef_search_for(n) for n in sizes]
+    assert efs == sorted(efs) and efs[0] == 128 and efs[-1] == FAISS_EF_SEARCH_LARGE > 128
     auto = VectorIndex(8, hnsw_threshold=1, ann="hnsw")
     rng = np.random.default_rng(0)
     auto.add(range(1, 101), normalize_rows(rng.standard_normal((100, 8))))
-    assert auto.kind == "hnsw" and auto.effective_ef_search == ef_search_for(100)
+    assert auto.kind == "hnsw" and auto.effective_ef_search == faiss_ef_search_for(100)
     fixed = VectorIndex(8, hnsw_threshold=1, ef_search=40, ann="hnsw")
     assert fixed.effective_ef_search == 40
 
@@ -194,7 +194,9 @@ def test_saved_approximate_index_loads_as_it_is(tmp_path: Path, saved: str) -> N
     assert ANN_KIND == "hnsw" and loaded.ann == "hnsw"
     assert loaded.kind == saved and not loaded.needs_conversion
     if saved == "hnsw":
-        assert loaded.effective_ef_search == ef_search_for(500) and loaded.effective_nprobe == 0
+        assert (
+            loaded.effective_ef_search == faiss_ef_search_for(500) and loaded.effective_nprobe == 0
+        )
     else:
         assert loaded.nlist == old.nlist > 1 and loaded.effective_nprobe == old.effective_nprobe
     assert loaded.search(vecs[42], 10)[0].tolist() == old.search(vecs[42], 10)[0].tolist()

@@ -49,7 +49,7 @@ def dev_files(given: list[str]) -> list[Path]:
         found = sorted(Path(folder).glob("*.json"))
         if found:
             return found
-    from mnemon_langgraph.sources import SAMPLE_PATH
+    from mnemon_langgraph.loaders import SAMPLE_PATH
 
     return [SAMPLE_PATH]
 

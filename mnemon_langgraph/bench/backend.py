@@ -202,7 +202,7 @@ def _ingest_big(store: Any, target: str, n: int, messages: list[Any], args: Any)
     big, written, t0 = ("bench", f"big-{n}"), 0, time.perf_counter()
     for i in range(0, n, args.batch):
         batch = messages[i : i + args.batch]
-        written += store.ingest(big, batch, source="bench", pack=False).messages_written
+        written += store.ingest(big, batch, origin="bench", pack=False).messages_written
     ingest_s = time.perf_counter() - t0
     out: dict[str, Any] = {"messages_written": written}
     out["ingest_msgs_per_s"] = round(written / ingest_s, 1) if ingest_s > 0 else None
@@ -395,7 +395,7 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
     messages, queries = work["big"], work["queries"]
     with MnemonStore(target, work.get("embeddings") or WordMixEmbeddings(384)) as store:
         ingest = _ingest_big(store, target, n, messages, args)
-        store.ingest(small, work["small"], source="bench", pack=False)
+        store.ingest(small, work["small"], origin="bench", pack=False)
         if isinstance(store, PostgresStore):
             _analyze(target)  # before every timed figure (it ran after the first, before)
         store.search(queries[0], namespace=big, k=20)  # warm up

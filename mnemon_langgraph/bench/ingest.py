@@ -84,7 +84,7 @@ def _ingest_interleaved(
         for i, source, messages in batches:
             for name, store in stores.items():
                 t0, c0 = time.perf_counter(), time.process_time()
-                result = store.ingest(("bench", str(i)), messages, source=source, pack=pack)
+                result = store.ingest(("bench", str(i)), messages, origin=source, pack=pack)
                 wall = _add_time(times[name], t0, c0)
                 times[name]["per_file"].append(
                     {

@@ -129,7 +129,7 @@ def build_journal(store: Any, records: int, *, batch: int = 5000) -> float:
     have = store.count(NAMESPACE)
     while have < records:
         n = min(batch, records - have)
-        store.ingest(NAMESPACE, synthetic_messages(n, start=have), source="synthetic", pack=False)
+        store.ingest(NAMESPACE, synthetic_messages(n, start=have), origin="synthetic", pack=False)
         have = store.count(NAMESPACE)
     store.flush()
     return time.perf_counter() - start

@@ -97,7 +97,7 @@ def _real_records(files: list[Path], embedder: str, queries: list[str]) -> dict[
         for i, f in enumerate(files):
             ns = ("src", str(i))  # one namespace per file: message ids repeat across files
             for source, msgs in load_messages(f):
-                store.ingest(ns, msgs, source=source, pack=True)
+                store.ingest(ns, msgs, origin=source, pack=True)
             # all records then go to the one namespace the three systems search (ids made
             # unique per file: a record id does not depend on the namespace)
             records += [
@@ -149,7 +149,7 @@ def _mnemon(real: dict[str, Any], corpus: dict[str, Any], table: Any, folder: Pa
             Message(t.split(": ", 1)[1], t.split(": ", 1)[0], id=f"s-{start + j}", session=1)
             for j, t in enumerate(extra[start : start + 20_000])
         ]
-        store.ingest(_NS, batch, source="synthetic", pack=False)
+        store.ingest(_NS, batch, origin="synthetic", pack=False)
     store.index(_NS).sync()
     return store
 

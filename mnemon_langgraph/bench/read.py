@@ -82,7 +82,7 @@ def _size(n: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     try:
         t0 = time.perf_counter()
         for i in range(0, n, 5000):
-            store.ingest(ns, messages[i : i + 5000], source="bench-read", pack=False)
+            store.ingest(ns, messages[i : i + 5000], origin="bench-read", pack=False)
         write_s = time.perf_counter() - t0
         graph = create_read_graph(source=store, judge=_judge(args.judge, store.embeddings))
         last = messages[-1].timestamp

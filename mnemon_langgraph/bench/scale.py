@@ -193,7 +193,7 @@ def _measure_size(
     try:
         t0 = time.perf_counter()
         for i in range(0, n, batch):
-            store.ingest(ns, messages[i : i + batch], source="bench-scale", pack=False)
+            store.ingest(ns, messages[i : i + batch], origin="bench-scale", pack=False)
         write_s = time.perf_counter() - t0
         _settle(store, ns)
         store.search(PROBE_QUESTIONS[0], namespace=ns, k=20)  # warm

@@ -372,7 +372,7 @@ def _build_store(data: dict[str, Any], folder: Path, threshold: int) -> tuple[An
         for i in range(start, min(len(texts), start + step)):
             speaker, body = texts[i].split(": ", 1)
             batch.append(Message(body, speaker, id=f"r-{i}", session=1 + i // 500))
-        store.ingest(_NAMESPACE, batch, source="bench", pack=False)
+        store.ingest(_NAMESPACE, batch, origin="bench", pack=False)
     wait_for_conversion(store.index(_NAMESPACE))
     store.flush()
     return store, time.perf_counter() - t0

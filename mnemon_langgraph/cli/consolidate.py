@@ -96,7 +96,7 @@ def _open_items(args: argparse.Namespace) -> tuple[Any, ItemStore]:
     embedder it records; a PostgreSQL URL opens the store and asks it for its item store.
     """
     from mnemon_langgraph.store import MnemonStore, is_postgres_url
-    from mnemon_langgraph.store.embedded.items import SQLiteItemStore, recorded_model
+    from mnemon_langgraph.store.embedded.items import EmbeddedItemStore, recorded_model
     from mnemon_langgraph.store.embedded.journal import Journal
 
     if is_postgres_url(args.db):
@@ -108,7 +108,7 @@ def _open_items(args: argparse.Namespace) -> tuple[Any, ItemStore]:
             raise
     journal = Journal(args.db)
     try:
-        return journal, SQLiteItemStore(
+        return journal, EmbeddedItemStore(
             journal, embeddings_for(args.embeddings, recorded_model(journal))
         )
     except BaseException:

@@ -186,15 +186,15 @@ def show_for_message(
 
 
 def _demo(db: Path, *, kept: bool, k: int, full: bool, explain_first: bool, budget: int) -> None:
+    from mnemon_langgraph.loaders import SAMPLE_PATH, load_jsonl
     from mnemon_langgraph.read import ReadSettings, create_read_graph
-    from mnemon_langgraph.sources import SAMPLE_PATH, load_jsonl
     from mnemon_langgraph.store import MnemonStore
 
     messages = load_jsonl(SAMPLE_PATH)
     with MnemonStore(db) as store:
         # One turn per record: with 40 short turns, packing would leave only a handful of
         # records and the demo would show little of how search picks among them.
-        result = store.ingest(DEMO_NAMESPACE, messages, source="sample_conversation", pack=False)
+        result = store.ingest(DEMO_NAMESPACE, messages, origin="sample_conversation", pack=False)
         where = (
             f"into {db} (kept)"
             if kept

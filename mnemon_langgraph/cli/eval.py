@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
-from mnemon_langgraph.cli import _common
 from mnemon_langgraph.cli._common import (
     add_embeddings_arg,
     add_read_settings_arg,
@@ -19,6 +13,12 @@ from mnemon_langgraph.cli._common import (
     embeddings_for,
     quiet_read_path,
     read_settings,
+)
+from mnemon_langgraph.cli._eval_common import (
+    build_judge,
+    build_planner,
+    eval_store,
+    report_failures,
 )
 from mnemon_langgraph.errors import ConfigurationError
 
@@ -159,16 +159,6 @@ def _add_locomo_models(loc: argparse.ArgumentParser) -> None:
     )
 
 
-def build_judge(spec: str, embeddings: Any = None) -> Any:
-    """The System 1 backend named by ``spec`` (see ``backends.judge_from_spec``)."""
-    return _common.judge(spec, embeddings)
-
-
-def build_planner(spec: str) -> Any:
-    """``None`` (the rule planner) for ``rules``, else a chat model from ``PROVIDER:MODEL``."""
-    return _common.planner(spec)
-
-
 def _ints(text: str, flag: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(",") if x.strip())
@@ -177,27 +167,6 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
     if not values or any(v <= 0 for v in values):
         raise ConfigurationError(f"{flag} needs positive integers, got {text!r}")
     return values
-
-
-@contextmanager
-def eval_store(args: argparse.Namespace, embeddings: Any) -> Iterator[Any]:
-    """The store an eval run ingests into, closed at the end: ``--store`` (a journal path,
-    its folder made if missing, or a postgresql:// URL; the eval runs on it and it stays),
-    else a fresh journal in a temporary folder that is deleted with it; ``--record-chars``."""
-    from mnemon_langgraph.store import MnemonStore, is_postgres_url
-
-    sizing = {} if args.record_chars is None else {"record_chars": args.record_chars}
-    with ExitStack() as stack:
-        if args.store:
-            store_path: Path | str = args.store
-            if not is_postgres_url(args.store):
-                _common.make_journal_folder(args.store)
-                store_path = Path(args.store)
-        else:
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mnemon-eval-"))
-            store_path = Path(folder) / "journal.sqlite"
-        store = stack.enter_context(MnemonStore(store_path, embeddings=embeddings, **sizing))
-        yield store
 
 
 def _run_locomo(args: argparse.Namespace) -> int:
@@ -250,20 +219,6 @@ def _run_locomo(args: argparse.Namespace) -> int:
         f"{_num(summary['judge_auc']['auc'])}; wrote {args.out}/summary.md"
     )
     return report_failures(summary)
-
-
-def report_failures(summary: dict[str, Any]) -> int:
-    """Exit code of a run: 1 (and one line on stderr) if model calls failed, else 0."""
-    failed = summary["counts"].get("questions_with_model_errors", 0)
-    if failed:
-        print(
-            f"mnemon: error: model calls failed on {failed} of {summary['counts']['questions']} "
-            "questions (the read path fell back to its offline defaults there); see "
-            "results.jsonl, or rerun with -v for each failure",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
 
 
 def _run_summarize(args: argparse.Namespace) -> int:

@@ -93,10 +93,61 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
     lme.add_argument(
         "--no-embedding-cache", action="store_true", help="embed every text afresh (no cache file)"
     )
-    lme.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    lme.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_lme_output_and_history(lme)
     add_models(lme)
     lme.set_defaults(func=_run)
+
+
+def _add_lme_output_and_history(lme: argparse.ArgumentParser) -> None:
+    """``--no-plots``, ``--no-progress`` and ``--filler``/``--history-tokens`` (one size) of
+    ``eval longmemeval``."""
+    lme.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    lme.add_argument("--no-progress", action="store_true", help="no progress bar")
+    lme.add_argument(
+        "--filler",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file or folder of other conversations (e.g. the LongMemEval file itself); "
+        "repeatable (with --history-tokens)",
+    )
+    lme.add_argument(
+        "--history-tokens",
+        default=None,
+        metavar="N",
+        help="put each question's history inside filler up to N WordPiece tokens (e.g. "
+        "1M), its own sessions left out by content (with --filler)",
+    )
+    lme.add_argument("--filler-seed", type=int, default=0, metavar="N", help="default 0")
+    lme.add_argument(
+        "--tokens-per-day",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pace of the simulated life that dates the filler (default 14000)",
+    )
+    lme.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows a stopped run with the same settings wrote to --out and ask "
+        "only the missing questions",
+    )
+
+
+def _lme_history(args: argparse.Namespace) -> dict[str, Any]:
+    from mnemon_langgraph.eval.filler import DEFAULT_TOKENS_PER_DAY, parse_token_count
+
+    if bool(args.filler) != (args.history_tokens is not None):
+        raise ConfigurationError("--filler and --history-tokens go together")
+    return {
+        "filler": list(args.filler),
+        "history_tokens": parse_token_count(args.history_tokens)
+        if args.history_tokens is not None
+        else None,
+        "filler_seed": args.filler_seed,
+        "tokens_per_day": args.tokens_per_day or DEFAULT_TOKENS_PER_DAY,
+        "resume": args.resume,
+    }
 
 
 def ints_or_none(text: str, flag: str) -> tuple[int, ...]:
@@ -153,12 +204,18 @@ def _config(args: argparse.Namespace, cache: str | None) -> Any:
         keep_namespaces=args.keep_namespaces,
         embedding_cache=cache,
         plots=not args.no_plots,
+        **_lme_history(args),
     )
 
 
 def _run(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
-    from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
+    from mnemon_langgraph.cli._eval_common import (
+        build_judge,
+        build_planner,
+        eval_store,
+        report_failures,
+    )
     from mnemon_langgraph.eval.longmemeval import run_longmemeval_eval
     from mnemon_langgraph.read.graph import create_read_graph
 
@@ -230,11 +287,17 @@ def _command(args: argparse.Namespace) -> str:
         "record_chars",
         "embeddings",
         "embedding_cache",
+        "history_tokens",
+        "tokens_per_day",
     ):
         value = getattr(args, flag)
         if value is not None:
             parts += ["--" + flag.replace("_", "-"), str(value)]
-    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress"):
+    for path in args.filler:
+        parts += ["--filler", path]
+    if args.filler:
+        parts += ["--filler-seed", str(args.filler_seed)]
+    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress", "resume"):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     return " ".join(parts)
@@ -316,7 +379,70 @@ def add_beam(sub: Any) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     _add_beam_backends(beam)
+    _add_beam_history(beam, sub)
     beam.set_defaults(func=_run_beam)
+
+
+def _add_beam_history(beam: argparse.ArgumentParser, sub: Any) -> None:
+    """The long-history switches of ``eval beam`` (docs/results/ten-million.md), and
+    ``eval filler`` (the filler pool of ``--history-tokens``, cached ahead) beside it."""
+    from mnemon_langgraph.cli.eval_filler import add_cold_open, add_filler
+
+    add_cold_open(beam)
+    add_filler(sub)
+    beam.add_argument(
+        "--filler",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file or folder of other conversations (LongMemEval, BEAM chat.json, LoCoMo) "
+        "to build long histories from; repeatable (with --history-tokens)",
+    )
+    beam.add_argument(
+        "--history-tokens",
+        default=None,
+        metavar="N,...",
+        help="ask each conversation inside histories of these sizes in WordPiece tokens "
+        "(e.g. 100K,1M,10M): the conversation plus filler, dated before and among its "
+        "sessions, no text repeated; only these tiers run (with --filler)",
+    )
+    beam.add_argument(
+        "--filler-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the filler's choice and dates (default 0)",
+    )
+    beam.add_argument(
+        "--tokens-per-day",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pace of the simulated life that dates the filler (default 14000: 10M "
+        "tokens in about two years)",
+    )
+    beam.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows a stopped run with the same settings wrote to --out and ask "
+        "only the missing questions",
+    )
+
+
+def _history_config(args: argparse.Namespace) -> dict[str, Any]:
+    """``BeamEvalConfig`` fields of the long-history switches."""
+    from mnemon_langgraph.eval.filler import DEFAULT_TOKENS_PER_DAY, parse_token_count
+
+    sizes = [x for x in (args.history_tokens or "").split(",") if x.strip()]
+    if bool(sizes) != bool(args.filler):
+        raise ConfigurationError("--filler and --history-tokens go together")
+    return {
+        "filler": list(args.filler),
+        "history_tokens": [parse_token_count(x) for x in sizes],
+        "filler_seed": args.filler_seed,
+        "tokens_per_day": args.tokens_per_day or DEFAULT_TOKENS_PER_DAY,
+        "resume": args.resume,
+    }
 
 
 def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
@@ -349,7 +475,13 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
 
 def _run_beam(args: argparse.Namespace) -> int:
     from mnemon_langgraph.cli._common import quiet_read_path
-    from mnemon_langgraph.cli.eval import build_judge, build_planner, eval_store, report_failures
+    from mnemon_langgraph.cli._eval_common import (
+        build_judge,
+        build_planner,
+        eval_store,
+        report_failures,
+    )
+    from mnemon_langgraph.cli.eval_filler import cold_reader
     from mnemon_langgraph.eval.beam import parse_concat_spec
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
     from mnemon_langgraph.read.graph import create_read_graph
@@ -381,6 +513,7 @@ def _run_beam(args: argparse.Namespace) -> int:
         baseline_ks=ks,
         keep_namespaces=args.keep_namespaces,
         plots=not args.no_plots,
+        **_history_config(args),
     )
     embeddings, _cache = cached_embeddings(args)
     judge = build_judge(args.judge, embeddings)
@@ -398,6 +531,7 @@ def _run_beam(args: argparse.Namespace) -> int:
                 config=config,
                 command=_beam_command(args),
                 progress=not args.no_progress,
+                cold_read=cold_reader(args, store),
             )
     finally:
         close = getattr(embeddings, "close", None)
@@ -428,13 +562,25 @@ def _beam_command(args: argparse.Namespace) -> str:
         "embedding_cache",
         "judge",
         "planner",
+        "history_tokens",
+        "filler_seed",
+        "tokens_per_day",
     ):
         value = getattr(args, flag)
         if value is not None:
             parts += ["--" + flag.replace("_", "-"), str(value)]
     for spec in args.concat:
         parts += ["--concat", spec]
-    for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress"):
+    for path in args.filler:
+        parts += ["--filler", path]
+    for flag in (
+        "keep_namespaces",
+        "no_embedding_cache",
+        "no_plots",
+        "no_progress",
+        "resume",
+        "cold_open",
+    ):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     return " ".join(parts)

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                     result = store.ingest(
                         namespace,
                         messages,
-                        source=source,
+                        origin=source,
                         pack=not args.one_turn_per_record,
                         progress=advance,
                     )

@@ -4,7 +4,7 @@ The job is a LangGraph graph (:func:`create_consolidation_graph`) run as a batch
 Python or ``mnemon consolidate``, over a store of either backend
 (``create_consolidation_graph(store=MnemonStore(...), model=...)``). Each backend keeps the
 index beside its records through its item store (``store.item_store()``: a
-:class:`SQLiteItemStore` in the journal's own SQLite file, a :class:`PostgresItemStore` in
+:class:`EmbeddedItemStore` in the journal's own SQLite file, a :class:`PostgresItemStore` in
 the database; each lives in its backend's folder and is named here too), which the job
 writes through the :class:`~mnemon_langgraph.items.ItemStore` protocol and the read path
 takes as its ``ItemSource``.
@@ -29,10 +29,13 @@ from mnemon_langgraph.consolidation.graph import (
     item_store_for,
 )
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
+from mnemon_langgraph.errors import deprecated_names
 from mnemon_langgraph.items import ItemStore, ItemUpdate
-from mnemon_langgraph.store.embedded.items import SQLiteItemStore
+from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
 from mnemon_langgraph.store.item_rows import FailureRow, IndexStatus
 from mnemon_langgraph.store.postgres.items import PostgresItemStore
+
+__getattr__ = deprecated_names(__name__, {"SQLiteItemStore": "EmbeddedItemStore"})
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -42,6 +45,7 @@ __all__ = [
     "ConsolidationGraphState",
     "ConsolidationReport",
     "ConsolidationSettings",
+    "EmbeddedItemStore",
     "EventOut",
     "FailureRow",
     "FoldOutput",
@@ -51,7 +55,6 @@ __all__ = [
     "ItemUpdate",
     "ItemUpdateOut",
     "PostgresItemStore",
-    "SQLiteItemStore",
     "ValueOut",
     "create_consolidation_graph",
     "cut_batch",

@@ -480,7 +480,7 @@ def _after_write(state: ConsolidationGraphState) -> Literal["load", "finish"]:
 
 _REMOVED = {
     "journal_path": "MnemonStore(journal_path)",
-    "journal": "SQLiteItemStore(journal)",
+    "journal": "EmbeddedItemStore(journal)",
 }
 
 
@@ -492,7 +492,7 @@ def item_store_for(
 
     Args:
         store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend, or an
-            item store (``SQLiteItemStore``, ``PostgresItemStore`` or your own).
+            item store (``EmbeddedItemStore``, ``PostgresItemStore`` or your own).
         embeddings: Embeds the items (default the store's embedder); only with a
             ``MnemonStore`` (an item store already has its embedder).
 
@@ -508,7 +508,7 @@ def item_store_for(
             )
         return store
     raise ConfigurationError(
-        f"store= must be a MnemonStore or an ItemStore (e.g. SQLiteItemStore), got "
+        f"store= must be a MnemonStore or an ItemStore (e.g. EmbeddedItemStore), got "
         f"{type(store).__name__}"
     )
 

@@ -87,11 +87,21 @@ class TurnIndex:
     embeddings: Embeddings
 
     @classmethod
-    def build(cls, records: Sequence[Record], embeddings: Embeddings) -> TurnIndex:
-        """Index ``records`` (embedding them once with ``embeddings``)."""
+    def build(
+        cls, records: Sequence[Record], embeddings: Embeddings, *, embed_headers: bool = True
+    ) -> TurnIndex:
+        """Index ``records`` (embedding them once with ``embeddings``).
+
+        ``embed_headers=False`` embeds each record's text without its header line (date,
+        session), as the store does: the vectors of a turn then do not depend on where the
+        turn is placed in time, so an embedding cache serves every placement (the filler
+        histories of :mod:`~mnemon_langgraph.eval.filler`). BM25 indexes the rendered text
+        either way.
+        """
         recs = list(records)
         rendered = [r.render() for r in recs]
-        vectors = _normalise(np.asarray(embeddings.embed_documents(rendered), dtype=np.float32))
+        texts = rendered if embed_headers else [r.text for r in recs]
+        vectors = _normalise(np.asarray(embeddings.embed_documents(texts), dtype=np.float32))
         bm25 = BM25Index()
         if recs:
             bm25.add(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -40,8 +40,19 @@ from mnemon_langgraph.eval.beam import (
     find_beam_conversations,
     load_beam_conversation,
 )
+from mnemon_langgraph.eval.beam_history import (
+    HistoryTier,
+    build_lines,
+    build_measures,
+    build_summary,
+    history_conversation,
+    history_id,
+    history_tiers,
+    time_turn_write,
+)
 from mnemon_langgraph.eval.beam_tiers import tier_lines, tier_ratios, tier_summary
 from mnemon_langgraph.eval.evidence import evidence_hits
+from mnemon_langgraph.eval.filler import DEFAULT_TOKENS_PER_DAY, FillerPool, load_filler_pool
 from mnemon_langgraph.eval.locomo import BASELINE_FIELDS, judge_scores, view_counts
 from mnemon_langgraph.eval.metrics import aggregate, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates
@@ -55,6 +66,7 @@ from mnemon_langgraph.eval.report import (
     read_results,
     run_metadata,
 )
+from mnemon_langgraph.eval.runlog import RunLog, read_jsonl
 
 __all__ = [
     "BeamEvalConfig",
@@ -100,6 +112,15 @@ class BeamEvalConfig:
         baseline_ks: Turn counts of the baselines.
         keep_namespaces: Keep each conversation's namespace after its questions.
         plots: Draw the evidence plots (matplotlib, the ``eval`` extra).
+        filler: Files or folders of other conversations (LongMemEval, BEAM, LoCoMo) from
+            which the long histories are built (:mod:`~.filler`).
+        history_tokens: History sizes (WordPiece tokens): each selected conversation is
+            asked inside a history of each size (:mod:`~.beam_history`); only these tiers
+            run. Needs ``filler``.
+        filler_seed: The seed of the filler's choice and dates.
+        tokens_per_day: The simulated life's pace, which dates the filler.
+        resume: Keep the rows an earlier run of the same settings wrote to the output
+            folder and ask only the missing questions.
     """
 
     budget_chars: int | None = None
@@ -112,6 +133,11 @@ class BeamEvalConfig:
     baseline_ks: Sequence[int] = BASELINE_KS
     keep_namespaces: bool = False
     plots: bool = True
+    filler: Sequence[str] = ()
+    history_tokens: Sequence[int] = ()
+    filler_seed: int = 0
+    tokens_per_day: int = DEFAULT_TOKENS_PER_DAY
+    resume: bool = False
 
 
 @dataclass
@@ -123,22 +149,30 @@ class _Conversation:
     message_ids_of: dict[str, Sequence[str]]
     ingest_seconds: float
     ingest_cpu_seconds: float
+    messages_written: int = 0
 
 
 def _prepare(
-    conv: BeamConversation, store: Any, embedder: Embeddings, tokens: TokenCounter
+    conv: BeamConversation,
+    store: Any,
+    embedder: Embeddings,
+    tokens: TokenCounter,
+    *,
+    embed_headers: bool = True,
 ) -> _Conversation:
     from mnemon_langgraph.records.chunking import chunk_messages
 
     tier, _, n = conv.id.partition("/")
     ns = ("beam", tier, n)
+    if store.holds_namespace(ns):  # left by a stopped run: built again from nothing
+        store.erase_namespace(ns, actor="eval")
     t0, c0 = time.perf_counter(), time.process_time()
-    store.ingest(ns, conv.messages, source=f"beam:{conv.id}")
+    written = store.ingest(ns, conv.messages, origin=f"beam:{conv.id}")
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     turns = chunk_messages(
-        conv.messages, namespace=("beam-turns", tier, n), source=f"beam:{conv.id}", pack=False
+        conv.messages, namespace=("beam-turns", tier, n), origin=f"beam:{conv.id}", pack=False
     )
-    index = TurnIndex.build(turns, embedder)
+    index = TurnIndex.build(turns, embedder, embed_headers=embed_headers)
     return _Conversation(
         conv=conv,
         namespace=ns,
@@ -147,6 +181,7 @@ def _prepare(
         message_ids_of={r.id: r.message_ids for r in store.records(ns)},
         ingest_seconds=seconds,
         ingest_cpu_seconds=cpu,
+        messages_written=written.messages_written,
     )
 
 
@@ -309,11 +344,18 @@ def run_beam_eval(
     config: BeamEvalConfig | None = None,
     command: Sequence[str] | str | None = None,
     progress: bool = False,
+    cold_read: Callable[[Sequence[str], str], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Run the evaluation; write ``results.jsonl``, ``summary.json`` and ``summary.md``.
+    """Run the evaluation; write ``results.jsonl``, ``builds.jsonl``, ``summary.json`` and
+    ``summary.md`` (rows and builds appended as they finish, so a stopped run can resume).
+
+    ``cold_read(namespace, question)``, when given, is called once per built namespace after
+    its questions (e.g. a read in a fresh process: the cold open); what it returns goes into
+    that build's record.
 
     Raises:
-        InputError: No conversation, a bad file, or evidence naming no message.
+        InputError: No conversation, a bad file, evidence naming no message, a filler
+            setting without its counterpart, or a resume with other settings.
     """
     from tqdm import tqdm
 
@@ -321,38 +363,117 @@ def run_beam_eval(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     convs = _conversations(Path(root), cfg)
-    embedder = embeddings if embeddings is not None else store.embeddings
-    tokens = TokenCounter()
+    tiers = _history_tiers(cfg)
+    run = _Run(
+        cfg=cfg,
+        graph=graph,
+        store=store,
+        embedder=embeddings if embeddings is not None else store.embeddings,
+        tokens=TokenCounter(),
+        log=RunLog(out, _run_settings(cfg, root), resume=cfg.resume),
+        cold_read=cold_read,
+    )
     started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
-    with (
-        (out / "results.jsonl").open("w", encoding="utf-8") as fh,
-        tqdm(total=len(convs), desc="conversations", unit="conv", disable=not progress) as bar,
-    ):
-        for conv in convs:
-            prep = _prepare(conv, store, embedder, tokens)
-            try:
-                for i, q in enumerate(_selected(conv.questions, cfg)):
-                    row, view = _ask_row(graph, prep, q, i == 0, tokens)
-                    row["baselines"] = _baselines(prep, q, len(view.text), cfg.baseline_ks)
-                    rows.append(row)
-                    fh.write(json.dumps(row, default=str) + "\n")
-                    fh.flush()
-            finally:
-                if not cfg.keep_namespaces:
-                    store.erase_namespace(prep.namespace, actor="eval")
-            bar.update(1)
-    summary = summarize_beam(rows, names=baseline_names(cfg.baseline_ks))
+    # smallest history first for every conversation, then the next size: a stopped run has
+    # whole smaller tiers, and the process's peak memory at a tier's builds is that tier's
+    units: list[tuple[BeamConversation, HistoryTier | None]] = (
+        [(c, t) for t in tiers for c in convs] if tiers else [(c, None) for c in convs]
+    )
+    try:
+        if tiers:
+            run.pool = load_filler_pool(cfg.filler, run.tokens)
+        with tqdm(total=len(units), desc="histories", unit="ns", disable=not progress) as bar:
+            for conv, tier in units:
+                _run_unit(run, conv, tier)
+                bar.update(1)
+    finally:
+        run.log.close()
+    summary = summarize_beam(run.log.rows, names=baseline_names(cfg.baseline_ks))
+    summary["builds"] = build_summary(run.log.builds)
     summary["config"] = {
         k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()
     }
-    summary["token_method"] = tokens.method
+    summary["token_method"] = run.tokens.method
+    if run.pool is not None:
+        summary["filler_pool"] = {
+            "tokens_by_source": run.pool.tokens_by_source(),
+            "repeated_messages_dropped": run.pool.dropped_repeats,
+            "token_method": run.pool.token_method,
+        }
     summary["metadata"] = {
         **run_metadata(command),
         "elapsed_seconds": round(time.perf_counter() - started, 1),
+        "resumed_rows": run.log.resumed_rows,
     }
     _write(summary, out, plots=cfg.plots)
     return summary
+
+
+@dataclass
+class _Run:
+    cfg: BeamEvalConfig
+    graph: Any
+    store: Any
+    embedder: Embeddings
+    tokens: TokenCounter
+    log: RunLog
+    cold_read: Callable[[Sequence[str], str], Mapping[str, Any]] | None = None
+    pool: FillerPool | None = None
+
+
+def _history_tiers(cfg: BeamEvalConfig) -> list[HistoryTier]:
+    if bool(cfg.filler) != bool(cfg.history_tokens):
+        raise InputError("a filler history needs both the filler sources and the history sizes")
+    if cfg.tokens_per_day <= 0:
+        raise InputError("tokens per day must be positive")
+    return history_tiers(cfg.history_tokens)
+
+
+def _run_settings(cfg: BeamEvalConfig, root: str | Path) -> dict[str, Any]:
+    """What a resumed run must share with the run it continues."""
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("resume", "plots")}
+    return {"root": str(Path(root).resolve()), **settings}
+
+
+def _run_unit(run: _Run, conv: BeamConversation, tier: HistoryTier | None) -> None:
+    """Build one namespace (a conversation, alone or in its history), ask its questions
+    not asked yet, measure the build, erase it."""
+    cfg = run.cfg
+    run_id = history_id(conv, tier) if tier else conv.id
+    selected = _selected(conv.questions, cfg)
+    todo = [
+        q for q in selected if not run.log.done(run_id, q.ability, q.index, q.origin or conv.id)
+    ]
+    if not todo:
+        return
+    info: dict[str, Any] = {}
+    if tier is not None and run.pool is not None:
+        conv, info = history_conversation(
+            conv,
+            tier,
+            run.pool,
+            seed=cfg.filler_seed,
+            tokens=run.tokens,
+            tokens_per_day=cfg.tokens_per_day,
+        )
+    prep = _prepare(conv, run.store, run.embedder, run.tokens, embed_headers=tier is None)
+    build = build_measures(conv, run.store, prep.ingest_seconds, prep.ingest_cpu_seconds)
+    build["messages_written"] = prep.messages_written
+    build.update(info)
+    try:
+        for i, q in enumerate(todo):
+            row, view = _ask_row(run.graph, prep, q, i == 0, run.tokens)
+            row.update(info)
+            row["baselines"] = _baselines(prep, q, len(view.text), cfg.baseline_ks)
+            run.log.add_row(row)
+        if run.cold_read is not None:
+            build.update(run.cold_read(prep.namespace, todo[0].question))
+        stamps = [m.timestamp for m in conv.messages if m.timestamp is not None]
+        build.update(time_turn_write(run.store, prep.namespace, max(stamps, default=None)))
+    finally:
+        if not cfg.keep_namespaces:
+            run.store.erase_namespace(prep.namespace, actor="eval")
+    run.log.add_build(build)
 
 
 def _write(summary: dict[str, Any], out: Path, *, plots: bool) -> None:
@@ -459,6 +580,7 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
         ],
     )
     out += tier_lines(summary)
+    out += build_lines(summary)
     judge = summary.get("judge_auc") or {}
     out += [
         "",
@@ -487,6 +609,7 @@ def summarize_beam_results(
     path, rows = read_results(out_dir)
     out = path.parent
     summary = summarize_beam(rows)
+    summary["builds"] = build_summary(read_jsonl(out / "builds.jsonl"))
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
     _write(summary, out, plots=plots)
     return summary

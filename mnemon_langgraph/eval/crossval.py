@@ -137,7 +137,7 @@ def collect_features(
     out: dict[str, Dataset] = {}
     for item in load_locomo_items(files):
         ns = ("locomo", item.conversation_id)
-        store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}")
+        store.ingest(ns, item.messages, origin=f"locomo:{item.conversation_id}")
         rows: list[np.ndarray] = []
         labels: list[bool] = []
         groups: list[int] = []

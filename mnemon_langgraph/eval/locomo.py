@@ -145,7 +145,7 @@ def load_locomo_items(paths: Iterable[str | Path]) -> list[LocomoItem]:
     The loader keeps the questions apart from the messages; only the messages are ever
     ingested.
     """
-    from mnemon_langgraph.sources.locomo import load_locomo
+    from mnemon_langgraph.loaders.locomo import load_locomo
 
     items: list[LocomoItem] = []
     for p in paths:
@@ -270,11 +270,11 @@ def _prepare(
             bar.total = total
             bar.update(done - bar.n)
 
-        store.ingest(ns, item.messages, source=f"locomo:{item.conversation_id}", progress=advance)
+        store.ingest(ns, item.messages, origin=f"locomo:{item.conversation_id}", progress=advance)
     turns = chunk_messages(
         item.messages,
         namespace=("locomo-turns", item.conversation_id),
-        source=f"locomo:{item.conversation_id}",
+        origin=f"locomo:{item.conversation_id}",
         pack=False,
     )
     index = TurnIndex.build(turns, embedder)

@@ -1,6 +1,6 @@
 """The LongMemEval harness: evidence in the View per question, baselines, budget curve, answers.
 
-For each question of a LongMemEval-format file (:mod:`mnemon_langgraph.sources.longmemeval`):
+For each question of a LongMemEval-format file (:mod:`mnemon_langgraph.loaders.longmemeval`):
 
 1. its own history is ingested into its own namespace ``("longmemeval", <question_id>)``,
    every turn dated by its session's date (empty turns skipped and counted); nothing of the
@@ -29,7 +29,7 @@ import logging
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,19 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
 from mnemon_langgraph.eval.evidence import evidence_hits
+from mnemon_langgraph.eval.filler import (
+    DEFAULT_TOKENS_PER_DAY,
+    FillerPool,
+    build_history,
+    load_filler_pool,
+)
 from mnemon_langgraph.eval.locomo import VIEW_FIELDS, judge_scores, view_counts
 from mnemon_langgraph.eval.longmemeval_answer import answer_longmemeval, grade_longmemeval
 from mnemon_langgraph.eval.metrics import aggregate, mean, roc_auc
 from mnemon_langgraph.eval.misses import gold_fates
 from mnemon_langgraph.eval.report import TokenCounter, first_result_row, read_results, run_metadata
-from mnemon_langgraph.sources.longmemeval import (
+from mnemon_langgraph.eval.runlog import RunLog
+from mnemon_langgraph.loaders.longmemeval import (
     QUESTION_TYPES,
     LongMemEvalQuestion,
     first_telling,
@@ -92,6 +99,14 @@ class LongMemEvalConfig:
         keep_namespaces: Keep every question's namespace in the journal after its question.
         embedding_cache: The embedding cache file, if one is used (recorded).
         plots: Whether to draw the plots.
+        filler: Files or folders of other conversations; with ``history_tokens``, each
+            question's history is put inside filler up to that many WordPiece tokens
+            (:mod:`~mnemon_langgraph.eval.filler`; its own sessions left out by content).
+        history_tokens: The history size with filler (``None``: the question's own).
+        filler_seed: The seed of the filler's choice and dates.
+        tokens_per_day: The simulated life's pace, which dates the filler.
+        resume: Keep the rows an earlier run of the same settings wrote to the output
+            folder and ask only the missing questions (:class:`~.runlog.RunLog`).
     """
 
     budget_chars: int | None = None
@@ -106,6 +121,11 @@ class LongMemEvalConfig:
     keep_namespaces: bool = False
     embedding_cache: str | None = None
     plots: bool = True
+    filler: Sequence[str] = ()
+    history_tokens: int | None = None
+    filler_seed: int = 0
+    tokens_per_day: int = DEFAULT_TOKENS_PER_DAY
+    resume: bool = False
 
 
 def _plots_wanted(requested: bool) -> bool:
@@ -164,20 +184,27 @@ class _Prepared:
 
 
 def _prepare(
-    q: LongMemEvalQuestion, store: Any, embedder: Embeddings, tokens: TokenCounter
+    q: LongMemEvalQuestion,
+    store: Any,
+    embedder: Embeddings,
+    tokens: TokenCounter,
+    *,
+    embed_headers: bool = True,
 ) -> _Prepared:
     """Ingest one question's history and build its turn-level baseline index."""
     from mnemon_langgraph.records.chunking import chunk_messages
 
     ns = ("longmemeval", q.question_id)
     source = f"longmemeval:{q.question_id}"
+    if store.holds_namespace(ns):  # left by a stopped run: built again from nothing
+        store.erase_namespace(ns, actor="eval")
     t0 = time.perf_counter()
-    store.ingest(ns, q.messages, source=source)
+    store.ingest(ns, q.messages, origin=source)
     seconds = time.perf_counter() - t0
     turns = chunk_messages(
-        q.messages, namespace=("longmemeval-turns", q.question_id), source=source, pack=False
+        q.messages, namespace=("longmemeval-turns", q.question_id), origin=source, pack=False
     )
-    index = TurnIndex.build(turns, embedder)
+    index = TurnIndex.build(turns, embedder, embed_headers=embed_headers)
     return _Prepared(
         question=q,
         namespace=ns,
@@ -284,14 +311,32 @@ class _Run:
     answer_model: BaseChatModel | None
     grader: BaseChatModel | None
     tokens: TokenCounter
+    pool: FillerPool | None = None
+
+
+def _with_filler(run: _Run, q: LongMemEvalQuestion) -> tuple[LongMemEvalQuestion, dict[str, Any]]:
+    """The question with its history inside filler up to ``history_tokens`` (when set)."""
+    if run.pool is None or run.cfg.history_tokens is None:
+        return q, {}
+    history = build_history(
+        q.messages,
+        run.pool,
+        run.cfg.history_tokens,
+        seed=run.cfg.filler_seed,
+        tokens=run.tokens,
+        tokens_per_day=run.cfg.tokens_per_day,
+    )
+    return replace(q, messages=history.messages), history.info()
 
 
 def _question(run: _Run, q: LongMemEvalQuestion) -> tuple[dict[str, Any], Any]:
     """Ingest, read, baselines, curve and answer of one question; its row and settings."""
-    prep = _prepare(q, run.store, run.embedder, run.tokens)
+    q, history = _with_filler(run, q)
+    prep = _prepare(q, run.store, run.embedder, run.tokens, embed_headers=not history)
     try:
         view, wall = _ask(run.graph, prep)
         row = _row(prep, view, wall, run.tokens)
+        row.update(history)
         row["baselines"] = _baselines(prep, len(view.text), run.cfg.baseline_ks)
         row["budget_curve"] = _curve(prep, run.curve_graphs, (run.main_budget, view))
         if run.answer_model is not None and run.grader is not None:
@@ -328,21 +373,26 @@ def _selection(file: Path, cfg: LongMemEvalConfig) -> list[str]:
 
 def _run_questions(
     run: _Run, path: Path, out: Path, total: int, progress: bool
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Every selected question in file order; each row written to ``results.jsonl`` at once."""
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, int]:
+    """Every selected question in file order; each row appended to ``results.jsonl`` at
+    once (with ``resume``, the questions an earlier run answered are skipped). The rows,
+    the read settings and how many rows were resumed."""
     cfg = run.cfg
-    rows: list[dict[str, Any]] = []
     read_settings: dict[str, Any] | None = None
     questions = load_longmemeval(path, question_types=cfg.question_types, limit=cfg.limit_questions)
-    with (out / "results.jsonl").open("w", encoding="utf-8") as fh, _bar(total, progress) as bar:
-        for q in questions:
-            row, settings = _question(run, q)
-            read_settings = read_settings or settings
-            rows.append(row)
-            fh.write(json.dumps(row, default=str) + "\n")
-            fh.flush()
-            bar.update(1)
-    return rows, read_settings
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("resume", "plots")}
+    log = RunLog(out, {"file": str(path.resolve()), **settings}, resume=cfg.resume)
+    try:
+        with _bar(total, progress) as bar:
+            for q in questions:
+                if not log.done(q.question_id):
+                    row, used = _question(run, q)
+                    read_settings = read_settings or used
+                    log.add_row(row)
+                bar.update(1)
+    finally:
+        log.close()
+    return log.rows, read_settings, log.resumed_rows
 
 
 def run_longmemeval_eval(
@@ -402,8 +452,12 @@ def run_longmemeval_eval(
         grader=grader_model or answer_model,
         tokens=TokenCounter(),
     )
+    if bool(cfg.filler) != (cfg.history_tokens is not None):
+        raise InputError("a filler history needs both the filler sources and the history size")
+    if cfg.history_tokens is not None:
+        run.pool = load_filler_pool(cfg.filler, run.tokens)
     started = time.perf_counter()
-    rows, read_settings = _run_questions(run, path, out, len(selected), progress)
+    rows, read_settings, resumed = _run_questions(run, path, out, len(selected), progress)
     summary = summarize_longmemeval(rows, names=baseline_names(cfg.baseline_ks))
     summary.update(
         token_method=run.tokens.method,
@@ -412,11 +466,26 @@ def run_longmemeval_eval(
         metadata={
             **run_metadata(command),
             "elapsed_seconds": round(time.perf_counter() - started, 1),
+            "resumed_rows": resumed,
         },
     )
     summary["ingest"].update(_cache_counts(run.embedder))
+    if run.pool is not None:
+        summary["filler_pool"] = _filler_summary(run.pool, cfg, rows)
     _write(summary, out, plots=plots)
     return summary
+
+
+def _filler_summary(
+    pool: FillerPool, cfg: LongMemEvalConfig, rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """What the histories were put inside: the size, the pool, the filler per question."""
+    return {
+        "history_tokens": cfg.history_tokens,
+        "tokens_by_source": pool.tokens_by_source(),
+        "repeated_messages_dropped": pool.dropped_repeats,
+        "filler_tokens_median": _median([r.get("filler_tokens") for r in rows]),
+    }
 
 
 def _cache_counts(embedder: Embeddings) -> dict[str, Any]:

@@ -145,5 +145,26 @@ def render_longmemeval_markdown(summary: Mapping[str, Any]) -> str:
     out += _baselines(summary)
     out += _curve(summary)
     out += _judge_and_answers(summary)
+    out += _filler(summary)
     out += plot_lines(summary)
     return "\n".join(out)
+
+
+def _filler(summary: Mapping[str, Any]) -> list[str]:
+    """What the histories were put inside (``--filler``/``--history-tokens``), if anything."""
+    pool = summary.get("filler_pool")
+    if not pool:
+        return []
+    median = pool.get("filler_tokens_median")
+    return [
+        "",
+        "## Filler",
+        "",
+        f"Each question's history was put inside other conversations up to "
+        f"{pool.get('history_tokens') or 0:,} WordPiece tokens (median filler per question "
+        f"{median or 0:,.0f} tokens), its own sessions left out by content. Most of the "
+        'filler is other LongMemEval "users" (ShareGPT/UltraChat-style sessions and '
+        "LongMemEval's simulated users), not one person's life. Pool: "
+        + ", ".join(f"{k} {v:,}" for k, v in sorted((pool.get("tokens_by_source") or {}).items()))
+        + " distinct tokens.",
+    ]

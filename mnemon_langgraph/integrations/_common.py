@@ -367,7 +367,7 @@ def stamp_messages(
 
     A message that carries its own timestamp keeps it (and its session); one without is dated
     ``now`` (UTC) and continues the namespace's last session, unless more than
-    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that session's
+    :data:`~mnemon_langgraph.loaders.messages.DEFAULT_SESSION_GAP` passed since that session's
     last record, when it opens the next one.
     """
     from mnemon_langgraph.store.users import date_messages
@@ -421,7 +421,7 @@ async def anew_messages(
 
 
 def _converted(candidates: Sequence[BaseMessage], last: Any) -> list[Message]:
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     return messages_from_langchain(
         candidates,
@@ -445,20 +445,20 @@ def _known_ids(store: MnemonStore, namespace: Namespace, ids: Sequence[str]) -> 
 
 
 def ingest_messages(
-    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, source: str
+    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, origin: str
 ) -> int:
     """Write mnemon Messages to the store (no model call); return how many were given."""
     if not messages:
         return 0
-    store.ingest(namespace, list(messages), source=source)
+    store.ingest(namespace, list(messages), origin=origin)
     return len(messages)
 
 
 async def aingest_messages(
-    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, source: str
+    store: MnemonStore, namespace: Namespace, messages: Sequence[Message], *, origin: str
 ) -> int:
     """Async :func:`ingest_messages` (the store's ``aingest``)."""
     if not messages:
         return 0
-    await store.aingest(namespace, list(messages), source=source)
+    await store.aingest(namespace, list(messages), origin=origin)
     return len(messages)

@@ -26,11 +26,12 @@ def package_error(exc: ValidationError, owner: str) -> MnemonError:
         if isinstance(original, MnemonError):
             return original
     first = errors[0] if errors else {"loc": (), "msg": str(exc), "input": None}
-    where = ".".join(str(part) for part in first["loc"]) or "arguments"
+    loc = tuple(first.get("loc") or ())
+    where = ".".join(str(part) for part in loc) or "arguments"
     got = repr(first.get("input"))[:80]
     message = str(first["msg"]).removeprefix("Value error, ")
     missing = first.get("type") == "missing"
-    if tuple(first["loc"])[:1] == ("namespace",):
+    if loc[:1] == ("namespace",):
         if missing:
             return NamespaceError(f"{owner}: namespace is required (one object per user)")
         return NamespaceError(

@@ -6,7 +6,8 @@ backend so it can be passed wherever LangGraph expects a store: ``graph.compile(
 middleware, and LangMem's memory tools.
 
 * ``put`` / ``get`` / ``delete`` keep key-value items (a LangMem memory, a profile) in the
-  store's own database, beside the journal (:mod:`.basestore_items`).
+  store's own database, beside the records (``store.kv()``,
+  :mod:`~mnemon_langgraph.store.kv_items`).
 * ``search(prefix, query=...)`` ranks the items *and the conversation records* of every
   namespace under ``prefix`` as one pool: the store's hybrid search picks each namespace's
   best records, then items (their indexed fields) and records are ranked together by BM25
@@ -51,18 +52,11 @@ from mnemon_langgraph.errors import (
     ModelCallError,
     RuntimeMnemonError,
 )
-from mnemon_langgraph.integrations.basestore_items import (
-    ItemAudit,
-    ItemTable,
-    PostgresItems,
-    SQLiteItems,
-    Write,
-)
 from mnemon_langgraph.integrations.basestore_rank import (
     RECORD_KIND,
     Candidate,
     IndexSpec,
-    ItemRow,
+    KVRow,
     check_filter,
     check_key,
     check_namespace,
@@ -75,8 +69,8 @@ from mnemon_langgraph.integrations.basestore_rank import (
     record_item,
     record_value,
 )
-from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.read.namespaces import run_actor
+from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.search.vectors import normalize_rows
 from mnemon_langgraph.store.contract import (
@@ -84,6 +78,7 @@ from mnemon_langgraph.store.contract import (
     check_erasable,
     check_namespace_size,
 )
+from mnemon_langgraph.store.kv_items import KVAudit, KVItems, KVWrite
 from mnemon_langgraph.store.postgres.engine import LoopThread
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
 
@@ -97,6 +92,10 @@ __all__ = [
     "base_store_from_env",
     "check_exported_items",
 ]
+
+ItemAudit = KVAudit
+"""One audited deletion of the BaseStore's items (:class:`~mnemon_langgraph.store.kv_items.KVAudit`;
+LangGraph calls a key-value entry an item)."""
 
 _Put = tuple[Namespace, str, Mapping[str, Any] | None, IndexSpec, tuple[datetime, datetime] | None]
 """A checked put: namespace, key, value (``None``: delete), index spec, restored times."""
@@ -132,16 +131,17 @@ class MnemonBaseStore(BaseStore):
         self.index: IndexSpec = _check_index(index)
         self._loop = LoopThread()
         self._closed = False
-        self._items: ItemTable
+        self._items: KVItems
         try:
-            if isinstance(store, EmbeddedStore):
-                self._items = SQLiteItems(store.path)
-            elif is_postgres_url(getattr(store, "url", None)):
-                self._items = PostgresItems(store.url, self._loop)  # type: ignore[attr-defined]
-            else:
+            if isinstance(store, EmbeddedStore) and str(store.path) == ":memory:":
+                raise ConfigurationError("MnemonBaseStore needs a journal file, not ':memory:'")
+            if not isinstance(store, EmbeddedStore) and not is_postgres_url(
+                getattr(store, "url", None)
+            ):
                 raise ConfigurationError(
                     f"MnemonBaseStore needs a MnemonStore, got {type(store).__name__}"
                 )
+            self._items = store.kv()  # the key-value items, in the store's own database
         except BaseException:
             self._loop.stop()
             raise
@@ -156,7 +156,8 @@ class MnemonBaseStore(BaseStore):
         self.close()
 
     def close(self) -> None:
-        """Close the item tables' connection(s); the wrapped store stays open. Idempotent."""
+        """Stop this object's loop thread; the wrapped store (which holds the key-value
+        items, ``store.kv()``) stays open. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -210,8 +211,8 @@ class MnemonBaseStore(BaseStore):
 
     # -- writes ---------------------------------------------------------------------------------
 
-    async def _writes(self, ops: Sequence[Op]) -> dict[int, Write]:
-        """The :class:`Write` of each put op, by position."""
+    async def _writes(self, ops: Sequence[Op]) -> dict[int, KVWrite]:
+        """The :class:`KVWrite` of each put op, by position."""
         puts: dict[int, _Put] = {}
         for i, op in enumerate(ops):
             if isinstance(op, PutOp):
@@ -219,22 +220,22 @@ class MnemonBaseStore(BaseStore):
                 puts[i] = (normalize_namespace(op.namespace), op.key, op.value, spec, None)
         return await self._prepare(puts)
 
-    async def _prepare(self, puts: dict[int, _Put]) -> dict[int, Write]:
+    async def _prepare(self, puts: dict[int, _Put]) -> dict[int, KVWrite]:
         """Writes for checked puts, every indexed field embedded in one call."""
         texts_of = {i: indexed_texts(p[2], p[3]) for i, p in puts.items() if p[2] is not None}
         texts = [t for ts in texts_of.values() for t in ts]
         vectors = await asyncio.to_thread(self._embed, texts) if texts else None
-        writes: dict[int, Write] = {}
+        writes: dict[int, KVWrite] = {}
         start = 0
         for i, (ns, key, value, spec, stamp) in puts.items():
             if value is None:
-                writes[i] = Write(ns, key, None)
+                writes[i] = KVWrite(ns, key, None)
                 continue
             ts = texts_of[i]
             rows = vectors[start : start + len(ts)] if vectors is not None and ts else None
             start += len(ts)
             fields = json.dumps(False if spec is False else list(spec))
-            writes[i] = Write(ns, key, dump_value(value), "\n".join(ts), rows, fields, stamp)
+            writes[i] = KVWrite(ns, key, dump_value(value), "\n".join(ts), rows, fields, stamp)
         return writes
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -408,7 +409,7 @@ class MnemonBaseStore(BaseStore):
         await self._items.write(list(writes.values()), actor=actor)
         return len(writes)
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[ItemAudit]:
+    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[KVAudit]:
         """Audited deletions of items (deletes and erases), oldest first.
 
         Records' deletions are in the store's own ``audit_log``.
@@ -553,7 +554,7 @@ def _match(condition: MatchCondition, ns: Namespace) -> bool:
     return all(p == "*" or p == label for p, label in zip(path, part, strict=True))
 
 
-def _item(row: ItemRow) -> Item:
+def _item(row: KVRow) -> Item:
     return Item(
         value=row.value,
         key=row.key,
@@ -574,7 +575,7 @@ def _scored(item: SearchItem, score: float) -> SearchItem:
     )
 
 
-def _search_item(row: ItemRow, score: float | None) -> SearchItem:
+def _search_item(row: KVRow, score: float | None) -> SearchItem:
     return SearchItem(
         namespace=row.namespace,
         key=row.key,

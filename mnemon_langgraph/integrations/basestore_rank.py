@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from langgraph.store.base import InvalidNamespaceError, SearchItem
@@ -23,6 +23,7 @@ from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
 from mnemon_langgraph.search.text import terms, words
+from mnemon_langgraph.store.kv_items import IndexSpec, KVRow
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
 __all__ = [
@@ -67,33 +68,8 @@ MAX_VALUE_DEPTH = 100
 holding a mapping is 3 levels. Deeper values would overflow Python's recursion limit in
 the JSON encoder and the indexer; :func:`check_depth` refuses them without recursing."""
 
-IndexSpec = Literal[False] | Sequence[str]
-"""What of an item is searchable: ``False`` (nothing) or LangGraph field paths (``"$"``: all)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ItemRow:
-    """One stored key-value item, as the item tables hold it.
-
-    Attributes:
-        namespace: Its namespace.
-        key: Its key.
-        value: The value as put.
-        text: The indexed text (BM25), empty when the item is not searchable.
-        vectors: Unit vectors of its indexed texts (``n × dim``), ``None`` when not indexed.
-        created_at: First put (UTC).
-        updated_at: Last put (UTC).
-        fields: What was indexed (``False`` or field paths), so a copy can re-index it.
-    """
-
-    namespace: Namespace
-    key: str
-    value: dict[str, Any]
-    text: str
-    vectors: np.ndarray | None
-    created_at: datetime
-    updated_at: datetime
-    fields: IndexSpec = ("$",)
+ItemRow = KVRow
+"""One stored key-value item (:class:`~mnemon_langgraph.store.kv_items.KVRow`)."""
 
 
 # --- checks ---------------------------------------------------------------------------------
@@ -423,7 +399,7 @@ def record_value(record: Record) -> dict[str, Any]:
         "speakers": list(record.speakers),
         "roles": list(record.roles),
         "message_ids": list(record.message_ids),
-        "source": record.source,
+        "source": record.origin,
     }
 
 

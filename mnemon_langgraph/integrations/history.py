@@ -22,7 +22,14 @@ from langchain_core.messages import (
 
 from mnemon_langgraph.integrations._common import aingest_messages, ingest_messages
 from mnemon_langgraph.read.namespaces import run_actor
-from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import (
+    NOT_GIVEN,
+    Message,
+    Namespace,
+    Record,
+    normalize_namespace,
+    origin_label,
+)
 
 with warnings.catch_warnings():
     # Importing is silent; subclassing a deprecated class is the documented way to keep
@@ -91,33 +98,40 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
     Args:
         store: A ``MnemonStore``.
         namespace: Namespace (e.g. the session or user id of ``RunnableWithMessageHistory``).
-        source: ``source`` written on the records.
+        origin: The ingest label written on the records (default ``"history"``).
+        source: Deprecated name of ``origin`` (warns; one release).
     """
 
     def __init__(
-        self, store: MnemonStore, namespace: str | Sequence[str], *, source: str = "history"
+        self,
+        store: MnemonStore,
+        namespace: str | Sequence[str],
+        *,
+        origin: str = "history",
+        source: str = NOT_GIVEN,
     ):
         self.store = store
         self.namespace: Namespace = normalize_namespace(namespace)
-        self.source = source
+        self.origin = origin_label(
+            origin, source, where="MnemonChatMessageHistory", default="history"
+        )
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The namespace's messages, in the order they were written."""
-        records = self.store.list_records(self.namespace)
-        return messages_from_records(records)
+        return messages_from_records(list(self.store.records(self.namespace)))
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async form of :attr:`messages`."""
-        return messages_from_records(await self.store.alist_records(self.namespace))
+        return messages_from_records([r async for r in self.store.arecords(self.namespace)])
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Write ``messages`` to the journal (each gets an id if it has none)."""
-        ingest_messages(self.store, self.namespace, _with_ids(messages), source=self.source)
+        ingest_messages(self.store, self.namespace, _with_ids(messages), origin=self.origin)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async form of :meth:`add_messages`."""
-        await aingest_messages(self.store, self.namespace, _with_ids(messages), source=self.source)
+        await aingest_messages(self.store, self.namespace, _with_ids(messages), origin=self.origin)
 
     def clear(self) -> None:
         """Erase the namespace through the store's audited ``erase_namespace``."""
@@ -134,7 +148,7 @@ class MnemonChatMessageHistory(BaseChatMessageHistory):
 
 def _with_ids(messages: Sequence[BaseMessage]) -> list[Message]:
     """``messages`` as mnemon Messages, each with an id (a fresh one where it had none)."""
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     with_ids = [m if m.id else m.model_copy(update={"id": uuid.uuid4().hex}) for m in messages]
     return messages_from_langchain(with_ids)

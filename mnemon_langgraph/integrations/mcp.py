@@ -41,7 +41,7 @@ from mnemon_langgraph.integrations.actions import (
 )
 from mnemon_langgraph.read.drive import Body, Call, adrive, drive
 from mnemon_langgraph.read.view import escape_data
-from mnemon_langgraph.types import Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import NOT_GIVEN, Namespace, Record, normalize_namespace, origin_label
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -74,7 +74,9 @@ class MemoryServer:
         store: The ``MnemonStore``.
         namespace: The only namespace any call reads or writes.
         read_graph: The compiled read graph ``view`` runs (default: built over ``store``).
-        source: ``source`` written on the records ``remember`` writes.
+        origin: The ingest label written on the records ``remember`` writes (default
+            ``"mcp:remember"``).
+        source: Deprecated name of ``origin`` (warns; one release).
     """
 
     def __init__(
@@ -83,11 +85,12 @@ class MemoryServer:
         namespace: str | Sequence[str],
         *,
         read_graph: ReadGraph | None = None,
-        source: str = "mcp:remember",
+        origin: str = "mcp:remember",
+        source: str = NOT_GIVEN,
     ) -> None:
         self.store = store
         self.namespace: Namespace = normalize_namespace(namespace)
-        self.source = source
+        self.origin = origin_label(origin, source, where="MemoryServer", default="mcp:remember")
         self._read_graph = read_graph
 
     @property
@@ -110,11 +113,11 @@ class MemoryServer:
 
     def remember(self, fact: str) -> str:
         """Write ``fact`` as a dated memory note."""
-        return remember_fact(self.store, self.namespace, fact, source=self.source)
+        return remember_fact(self.store, self.namespace, fact, origin=self.origin)
 
     async def aremember(self, fact: str) -> str:
         """Async :meth:`remember`."""
-        return await aremember_fact(self.store, self.namespace, fact, source=self.source)
+        return await aremember_fact(self.store, self.namespace, fact, origin=self.origin)
 
     def forget(self, record_id: str, reason: str = "") -> str:
         """Delete one record of this namespace (audited)."""

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.integrations._common import (
@@ -32,7 +32,7 @@ from mnemon_langgraph.integrations._common import (
 from mnemon_langgraph.integrations._validation import package_error
 from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.types import Namespace, normalize_namespace
+from mnemon_langgraph.types import NOT_GIVEN, Namespace, normalize_namespace, origin_label
 
 __all__ = ["CLASSIC_AVAILABLE", "FallbackBaseMemory", "MnemonMemory"]
 
@@ -122,7 +122,8 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
         human_prefix: Speaker name written for the user's side (``user``, as every other
             surface writes it: one memory, one convention).
         ai_prefix: Speaker name written for the assistant's side (``assistant``).
-        source: ``source`` written on the records.
+        origin: The ingest label written on the records (``source=``, its deprecated old
+            name, still sets it for one release, with a warning).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -139,7 +140,30 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
     read_graph: Any = Field(default=None, exclude=True)
     human_prefix: str = "user"
     ai_prefix: str = "assistant"
-    source: str = "memory"
+    origin: str = "memory"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_source_name(cls, data: Any) -> Any:
+        """``MnemonMemory(source=...)``: the ingest label's deprecated old name."""
+        if isinstance(data, dict) and "source" in data:
+            data = dict(data)
+            data["origin"] = origin_label(
+                data.get("origin", NOT_GIVEN), data.pop("source"), where="MnemonMemory"
+            )
+        return data
+
+    @property
+    def source(self) -> str:
+        """Deprecated: the ingest label's old name (:attr:`origin`), kept for one release."""
+        import warnings
+
+        warnings.warn(
+            "MnemonMemory.source is deprecated: read MnemonMemory.origin",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.origin
 
     def __init__(self, **data: Any) -> None:
         """Raises :class:`~mnemon_langgraph.errors.NamespaceError` for a bad namespace and
@@ -186,7 +210,7 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
         return self._variables(view)
 
     def _exchange(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[Any]:
-        from mnemon_langgraph.sources import messages_from_langchain
+        from mnemon_langgraph.loaders import messages_from_langchain
 
         question = _pick(inputs, self.input_key, [self.memory_key], "input")
         answer = _pick(outputs, self.output_key, [], "output")
@@ -205,12 +229,12 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Write the user input and the reply to the journal (no model call)."""
-        ingest_messages(self.store, self._ns, self._exchange(inputs, outputs), source=self.source)
+        ingest_messages(self.store, self._ns, self._exchange(inputs, outputs), origin=self.origin)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Async form of :meth:`save_context` (the write runs in a worker thread)."""
         messages = self._exchange(inputs, outputs)
-        await asyncio.to_thread(ingest_messages, self.store, self._ns, messages, source=self.source)
+        await asyncio.to_thread(ingest_messages, self.store, self._ns, messages, origin=self.origin)
 
     def clear(self) -> None:
         """Erase the namespace through the store's audited ``erase_namespace``."""

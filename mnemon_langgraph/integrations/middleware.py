@@ -44,7 +44,7 @@ from mnemon_langgraph.integrations._common import (
     namespace_from,
     new_messages,
 )
-from mnemon_langgraph.types import Namespace
+from mnemon_langgraph.types import NOT_GIVEN, Namespace, origin_label
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
@@ -76,7 +76,9 @@ class MnemonMiddleware(AgentMiddleware):
         read_graph: The compiled read graph; default ``create_read_graph(source=store)``.
         namespace: A namespace template such as ``("memories", "{user_id}")`` (filled per run
             from its context or ``configurable``), or the namespace used when a run names none.
-        source: ``source`` written on the records of remembered turns.
+        origin: The ingest label written on the records of remembered turns (default
+            ``"agent"``).
+        source: Deprecated name of ``origin`` (warns; one release).
         cache_size: User turns whose View is kept for reuse in their tool loops.
     """
 
@@ -86,14 +88,15 @@ class MnemonMiddleware(AgentMiddleware):
         *,
         read_graph: ReadGraph | None = None,
         namespace: NamespaceTemplate | None = None,
-        source: str = "agent",
+        origin: str = "agent",
         cache_size: int = 64,
+        source: str = NOT_GIVEN,
     ) -> None:
         super().__init__()
         self.store = store
         self.read_graph = read_graph or build_read_graph(store)
         self.namespace = namespace
-        self.source = source
+        self.origin = origin_label(origin, source, where="MnemonMiddleware", default="agent")
         self._views = ViewCache(self.read_graph, cache_size)
 
     @property
@@ -142,12 +145,12 @@ class MnemonMiddleware(AgentMiddleware):
         """Write the turn's new user and assistant messages to the journal."""
         namespace = self._namespace(runtime)
         fresh = new_messages(self.store, namespace, state["messages"])
-        ingest_messages(self.store, namespace, fresh, source=self.source)
+        ingest_messages(self.store, namespace, fresh, origin=self.origin)
         return None
 
     async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async form of :meth:`after_agent` (on the store's async twins)."""
         namespace = self._namespace(runtime)
         fresh = await anew_messages(self.store, namespace, state["messages"])
-        await aingest_messages(self.store, namespace, fresh, source=self.source)
+        await aingest_messages(self.store, namespace, fresh, origin=self.origin)
         return None

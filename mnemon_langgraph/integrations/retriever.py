@@ -49,7 +49,7 @@ def hit_to_document(hit: SearchHit) -> Document:
             "session": record.session,
             "date": record.date.isoformat() if record.date else None,
             "speakers": list(record.speakers),
-            "source": record.source,
+            "source": record.origin,
             "rank": hit.rank,
             "bm25_rank": hit.bm25_rank,
             "dense_rank": hit.dense_rank,

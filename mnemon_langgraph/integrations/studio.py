@@ -362,7 +362,7 @@ def create_chat_agent(
 
     chat = model or OfflineStandInModel()
     with_view, remember = memory_nodes(
-        store, read_graph=read_graph, namespace=namespace, source="mnemon_agent"
+        store, read_graph=read_graph, namespace=namespace, origin="mnemon_agent"
     )
 
     def reply(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

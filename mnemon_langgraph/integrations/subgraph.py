@@ -49,6 +49,7 @@ from mnemon_langgraph.integrations._common import (
     namespace_from_config,
     new_messages,
 )
+from mnemon_langgraph.types import NOT_GIVEN, origin_label
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
@@ -107,12 +108,12 @@ class _Memory:
         store: MnemonStore,
         read_graph: ReadGraph,
         namespace: NamespaceTemplate | None,
-        source: str,
+        origin: str,
     ) -> None:
         self.store = store
         self.views = ViewCache(read_graph)
         self.namespace = namespace
-        self.source = source
+        self.origin = origin
 
     # --- the model node, with the View in front of its messages ------------------------------
     def with_view(self, node: Node) -> Runnable[Any, Any]:
@@ -137,13 +138,13 @@ class _Memory:
     def remember(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         namespace = namespace_from_config(config, self.namespace)
         fresh = new_messages(self.store, namespace, _messages_of(state))
-        ingest_messages(self.store, namespace, fresh, source=self.source)
+        ingest_messages(self.store, namespace, fresh, origin=self.origin)
         return {}
 
     async def aremember(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         namespace = namespace_from_config(config, self.namespace)
         fresh = await anew_messages(self.store, namespace, _messages_of(state))
-        await aingest_messages(self.store, namespace, fresh, source=self.source)
+        await aingest_messages(self.store, namespace, fresh, origin=self.origin)
         return {}
 
 
@@ -152,7 +153,8 @@ def memory_nodes(
     *,
     read_graph: ReadGraph | None = None,
     namespace: NamespaceTemplate | None = None,
-    source: str = "langgraph",
+    origin: str = "langgraph",
+    source: str = NOT_GIVEN,
 ) -> MemoryNodes:
     """Build the model-node wrapper and the ``remember`` node for a graph of your own.
 
@@ -161,12 +163,15 @@ def memory_nodes(
         read_graph: The compiled read graph; default ``create_read_graph(source=store)``.
         namespace: A namespace template such as ``("memories", "{user_id}")`` (filled per run
             from its context or ``configurable``), or the namespace used when a run names none.
-        source: ``source`` written on the records of the turns remembered.
+        origin: The ingest label written on the records of the turns remembered (default
+            ``"langgraph"``).
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Returns:
         ``MemoryNodes(with_view, remember)``.
     """
-    memory = _Memory(store, read_graph or build_read_graph(store), namespace, source)
+    label = origin_label(origin, source, where="memory_nodes", default="langgraph")
+    memory = _Memory(store, read_graph or build_read_graph(store), namespace, label)
     remember = RunnableLambda(memory.remember, memory.aremember, name="mnemon_remember")
     return MemoryNodes(with_view=memory.with_view, remember=remember)
 
@@ -180,7 +185,8 @@ def add_memory(
     remember_name: str = "remember",
     read_graph: ReadGraph | None = None,
     namespace: NamespaceTemplate | None = None,
-    source: str = "langgraph",
+    origin: str = "langgraph",
+    source: str = NOT_GIVEN,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Give the model node of ``builder`` the View, and add ``remember`` after the turn.
 
@@ -198,7 +204,9 @@ def add_memory(
         remember_name: Name given to the remember node.
         read_graph: The compiled read graph; default ``create_read_graph(source=store)``.
         namespace: Namespace template or default namespace (see :func:`memory_nodes`).
-        source: ``source`` written on the records of the turns remembered.
+        origin: The ingest label written on the records of the turns remembered (default
+            ``"langgraph"``).
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Returns:
         The builder, for chaining.
@@ -206,6 +214,7 @@ def add_memory(
     Raises:
         ConfigurationError: ``model_node`` is not a node of ``builder``.
     """
+    label = origin_label(origin, source, where="add_memory", default="langgraph")
     spec = builder.nodes.get(model_node)
     if spec is None:
         raise ConfigurationError(
@@ -213,7 +222,7 @@ def add_memory(
             "add the model node first or pass model_node="
         )
     with_view, remember = memory_nodes(
-        store, read_graph=read_graph, namespace=namespace, source=source
+        store, read_graph=read_graph, namespace=namespace, origin=label
     )
     # The node already added is wrapped in place: LangGraph's own coercion of the user's
     # function (config/runtime injection) stays inside, and no public API re-adds a node.

@@ -44,7 +44,7 @@ from mnemon_langgraph.integrations.actions import (
     render_hits,
     render_records,
 )
-from mnemon_langgraph.types import Namespace
+from mnemon_langgraph.types import NOT_GIVEN, Namespace, origin_label
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store import MnemonStore
@@ -87,9 +87,9 @@ class _Tools:
         namespace: NamespaceTemplate | None,
         read_graph: ReadGraph | None,
         k: int,
-        source: str,
+        origin: str,
     ) -> None:
-        self.store, self.namespace, self.k, self.source = store, namespace, k, source
+        self.store, self.namespace, self.k, self.origin = store, namespace, k, origin
         self.read_graph = read_graph
 
     def ns(self, runtime: ToolRuntime[Any, Any]) -> Namespace:
@@ -113,10 +113,10 @@ class _Tools:
 
     # --- remember ----------------------------------------------------------------------------
     def remember(self, fact: str, runtime: ToolRuntime[Any, Any]) -> str:
-        return remember_fact(self.store, self.ns(runtime), fact, source=self.source)
+        return remember_fact(self.store, self.ns(runtime), fact, origin=self.origin)
 
     async def aremember(self, fact: str, runtime: ToolRuntime[Any, Any]) -> str:
-        return await aremember_fact(self.store, self.ns(runtime), fact, source=self.source)
+        return await aremember_fact(self.store, self.ns(runtime), fact, origin=self.origin)
 
     # --- forget ------------------------------------------------------------------------------
     def forget(self, record_id: str, runtime: ToolRuntime[Any, Any], reason: str = "") -> str:
@@ -148,7 +148,8 @@ def create_memory_tools(
     search: Literal["hybrid", "view"] = "hybrid",
     read_graph: ReadGraph | None = None,
     k: int = 6,
-    source: str = "tool:remember",
+    origin: str = "tool:remember",
+    source: str = NOT_GIVEN,
 ) -> list[BaseTool]:
     """Build the memory tools for ``create_agent(model, tools=...)``.
 
@@ -162,7 +163,9 @@ def create_memory_tools(
         read_graph: The compiled read graph used by ``search="view"`` (default: built over
             ``store``).
         k: Records returned by a hybrid search.
-        source: ``source`` written on the records ``remember`` writes.
+        origin: The ingest label written on the records ``remember`` writes (default
+            ``"tool:remember"``).
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Returns:
         The tools, in the order of ``include``.
@@ -170,6 +173,7 @@ def create_memory_tools(
     Raises:
         ConfigurationError: An unknown tool name or search kind.
     """
+    label = origin_label(origin, source, where="create_memory_tools", default="tool:remember")
     unknown = sorted(set(include) - set(MEMORY_TOOLS))
     if unknown or search not in ("hybrid", "view"):
         raise ConfigurationError(
@@ -177,7 +181,7 @@ def create_memory_tools(
             f"{list(MEMORY_TOOLS)}, search is 'hybrid' or 'view'"
         )
     graph = (read_graph or build_read_graph(store)) if search == "view" else None
-    impl = _Tools(store, namespace, graph, k, source)
+    impl = _Tools(store, namespace, graph, k, label)
     built = {
         "search_memory": lambda: StructuredTool.from_function(
             impl.search, coroutine=impl.asearch, name="search_memory", description=_SEARCH_DOC

@@ -144,7 +144,7 @@ class Calibration:
     is unchanged, and the read path's actions and the View are exactly what ``σ(s)`` gives
     (calibration invariance, paper Proposition 1). The shift and the scale were chosen by
     leave-one-conversation-out cross-validation of the pooled AUC, the exponent fixed at
-    the ``1/2`` the argument above gives (``docs/results/judge_calibration_cv.py``).
+    the ``1/2`` the argument above gives (``benchmarks/judge_calibration_cv.py``).
 
     Attributes:
         exponent: Power of ``n / pivot_terms`` (0 turns the scale off).

@@ -1,6 +1,6 @@
 """The learned update detector: a logistic regression over the rule detector's inputs.
 
-:func:`mnemon_langgraph.judges.staleness.update_features` turns a (later sentence, earlier
+:func:`mnemon_langgraph.judges.update_rows.update_features` turns a (later sentence, earlier
 sentence) pair into a row — the rule detector's cues and verdict, lexical overlap, slots,
 the earlier sentence's state, temporal cue words. :func:`train` fits the weights on the
 *writing* half of the labelled pairs (:mod:`~.updatedata`) only, choosing the ridge penalty
@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.judges.update_rows import UPDATE_FEATURES, candidate_rows
+from mnemon_langgraph.judges.update_rules import rule_stale_p
 
 __all__ = [
     "MIN_PRECISION",
@@ -46,7 +48,7 @@ MODES = ("model", "rules_or_model")
 
 @dataclass(frozen=True)
 class UpdateWeights:
-    """Weights over :data:`~.staleness.UPDATE_FEATURES`; ``s = w·x + b``, stale iff ``s >= 0``.
+    """Weights over :data:`~.update_rows.UPDATE_FEATURES`; ``s = w·x + b``, stale iff ``s >= 0``.
 
     Attributes:
         features: Column names (must be the detector's, in order).
@@ -64,8 +66,6 @@ class UpdateWeights:
     provenance: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from mnemon_langgraph.judges.staleness import UPDATE_FEATURES
-
         if tuple(self.features) != UPDATE_FEATURES:
             raise ConfigurationError(
                 "update weights name other features than this version computes; retrain "
@@ -141,7 +141,6 @@ def _rows_of(
     the tests judge a pair: the earlier in session 1, the later in session 2, by one speaker
     (or two)."""
     from mnemon_langgraph.judges.features import Doc
-    from mnemon_langgraph.judges.staleness import candidate_rows, rule_stale_p
 
     earlier = Doc({"id": "a", "header": "Session 1", "text": f"Sam: {earlier_text}"}, 0)
     who = "Sam" if same_speaker else "Alex"
@@ -173,8 +172,6 @@ def _items(pairs: Sequence[Any]) -> list[tuple[int, int]]:
 
 
 def _matrix(pairs: Sequence[Any]) -> _Data:
-    from mnemon_langgraph.judges.staleness import UPDATE_FEATURES
-
     named, slots = UPDATE_FEATURES.index("named"), UPDATE_FEATURES.index("slots")
     items: list[tuple[int, int]] = []
     rows: list[list[float]] = []
@@ -309,8 +306,6 @@ def cross_validate(pairs: Sequence[Any], data: _Data | None = None) -> dict[str,
 
 def train(pairs: Sequence[Any], provenance: Mapping[str, Any] | None = None) -> UpdateWeights:
     """Weights fitted on ``pairs`` with the cross-validated penalty, mode and threshold."""
-    from mnemon_langgraph.judges.staleness import UPDATE_FEATURES
-
     data = _matrix(pairs)
     cv = cross_validate(pairs, data)
     best = cv["best"]

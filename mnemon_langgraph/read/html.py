@@ -16,15 +16,34 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from mnemon_langgraph.read.rules import is_yes
 
 if TYPE_CHECKING:
     from mnemon_langgraph.items import IndexItem
-    from mnemon_langgraph.read.view import View
     from mnemon_langgraph.types import Record
+
+
+class View(Protocol):
+    """What these pictures read of a :class:`~mnemon_langgraph.read.view.View`: the View
+    imports this module for its ``_repr_html_``, so this module names its shape instead of
+    importing it (no import circle, for the type checker either)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def records(self) -> Sequence[Any]: ...
+    @property
+    def items(self) -> Sequence[dict[str, Any]]: ...
+    @property
+    def trace(self) -> dict[str, Any]: ...
+    @property
+    def empty_reason(self) -> str | None: ...
+    @property
+    def record_ids(self) -> list[str]: ...
+
 
 __all__ = [
     "STYLE",

@@ -13,9 +13,10 @@ those targets) and is reported in :attr:`WaveResult.errors` with the backend's n
 
 Retries: ``retries`` defaults to **0**; a retry is LangChain's ``Runnable.with_retry`` around
 one call (the model call plus the check of its answers), not a loop of our own. A failed call
-already degrades gracefully, and a retry would put up to another full call (or timeout) on
-the turn's critical path — one System 1 wave costs ~0.3 s against seconds for a retried
-timeout. Pass ``retries=1`` for flaky backends; more than one retry is refused.
+already degrades gracefully, and a retry would put up to another full call (or timeout) on the
+turn's critical path, where a wave costs far less than a timed-out call (docs/results/log.md,
+"Figures behind the code's defaults"). Pass ``retries=1`` for flaky backends; more than one
+retry is refused.
 """
 
 from __future__ import annotations

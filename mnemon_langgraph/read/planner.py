@@ -233,8 +233,9 @@ def record_query(text: str, need: str, max_words: int) -> str:
     than the question's words. Each line's ``speaker:`` prefix is dropped (every record of
     the speaker carries it), words the need already searched for are left out, and of the
     rest the ``max_words`` longest are kept, in the record's order — length standing for
-    rarity, as in :meth:`RulePlanner.new_search`. A short query also keeps the search's
-    query embedding cheap (a whole 600-character record costs ~10x the time to embed).
+    rarity, as in :meth:`RulePlanner.new_search`. A short query also keeps the search's query
+    embedding cheap (a whole record takes many times as long to embed: docs/results/log.md,
+    "Figures behind the code's defaults").
 
     Args:
         text: The record's text (``speaker: text`` lines).

@@ -30,7 +30,7 @@ def record_to_dict(record: Record) -> PoolRecord:
         "roles": list(record.roles),
         "message_ids": list(record.message_ids),
         "text": record.text,
-        "source": record.source,
+        "source": record.origin,
         "seq": record.seq,
         "header": record.header,
     }
@@ -49,7 +49,7 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
         message_ids=tuple(data.get("message_ids") or ()),
         roles=cast(tuple[Role, ...], tuple(data.get("roles") or ())),
         text=data.get("text", ""),
-        source=data.get("source", ""),
+        origin=data.get("source", ""),
         seq=int(data.get("seq") or 0),
     )
 

@@ -80,10 +80,9 @@ MIN_REPLY_CHARS = 200
 """Shortest reply (its record's text) that brings its question. A reply of a line or two
 ("Twelve kilometres a day is great exercise. How is Pepper coping?") is itself what the
 turn's words found, and its question may be about something else ("I cycle to the
-hospital every day"); a longer reply elaborates on what the user said. On the dev sets
-100, 200 and 400 give the same all-evidence within one BEAM question, and 0 the same as
-200: the value was set for ``mnemon demo``'s short replies, not chosen by cross-validation
-(docs/results/replies.md)."""
+hospital every day"); a longer reply elaborates on what the user said. The dev sets hardly
+tell the values apart, so the value was set for ``mnemon demo``'s short replies, not chosen
+by cross-validation (docs/results/replies.md)."""
 
 
 OPENING_SPAN = 4

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Literal, get_args
 
 from mnemon_langgraph.errors import ConfigurationError
 
-__all__ = ["LOOKAHEAD", "FollowScope", "ReadSettings"]
+__all__ = ["EXPERIMENT_SWITCHES", "LOOKAHEAD", "FollowScope", "ReadSettings"]
 
 FollowScope = Literal["session", "memory", "both"]
 
+
+EXPERIMENT_SWITCHES: Mapping[str, object] = MappingProxyType(
+    {
+        "fused_weight": 0.0,
+        "relative_date_search": False,
+        "part_searches": 0,
+        "spread_sessions": False,
+        "leave_out_stale": False,
+    }
+)
+"""The :class:`ReadSettings` fields an experiment switches, not a user, each with the value
+that turns it off, which is its default. Each one's documentation links the measurement in
+``docs/results/`` that left it off; they stay so that those figures can be reproduced
+(``--read-setting NAME=VALUE``). Every other field is a budget or a rule a user may tune."""
 
 LOOKAHEAD = 4
 """With ``ReadSettings.skip_pooled``, a search after the first pool reads this many times
@@ -21,6 +37,9 @@ for a page of a planned search)."""
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """Every budget of one read-path turn.
+
+    The fields of :data:`EXPERIMENT_SWITCHES` are experiment switches, off by default: a
+    user tunes the others.
 
     Attributes:
         max_needs: Needs the planner may name per turn (paper: 3).
@@ -54,9 +73,8 @@ class ReadSettings:
             A budget on System 1's work, which otherwise grows with the memory around the
             pool. ``None``: every record that passes the screen (or is in the floor).
             Default 24, a cost budget rather than a tuned choice: it holds a turn's
-            judgments flat from BEAM 100K to ~1M tokens (1.09× against 1.42× without it)
-            for 3 of 359 BEAM dev questions and no LoCoMo or LongMemEval evidence
-            (docs/results/beam.md, "A budget on judgments").
+            judgments nearly flat from BEAM 100K to ~1M tokens at the cost of a few BEAM
+            questions' evidence (docs/results/beam.md, "A budget on judgments").
         planner_timeout_s: Seconds before a System 2 call is abandoned (rule planner then).
         judge_timeout_s: Seconds before a System 1 wave is abandoned (fused order then).
         leave_out_recent: Leave out of the View the records whose every message is among
@@ -99,36 +117,40 @@ class ReadSettings:
             answered by a record that shares few of its words, and without the date's
             records in the pool the judge's date cue has nothing to lift. ``False``
             turns it off.
-        fused_weight: The View's candidates are reordered by a weighted reciprocal rank
-            fusion of System 1's ranking (weight 1) and the pool's fused search order
-            (this weight), with the pool's ``rrf_k`` (``view.blend_with_fused``). 0 (the
-            default): System 1's ranking alone.
-        relative_date_search: When the latest message names no calendar month with its
-            year but names a time relative to when it is asked ("last Saturday", "two weeks
-            ago", "in April", "the past month"; ``read.dates.relative_date_range``), the
-            first round's date search keeps the message to the records dated in that
-            window, placed from ``ReadContext.now``. Needs ``now``. Off by default: on the
-            dev sets it changed no View's evidence (docs/results/longmemeval.md).
-        part_searches: Most searches of the rule planner worded from the coordinated parts
-            of the latest message ("A and B", "A or B", "A, B and C";
-            ``read.planner.question_parts``), so records of each part are pooled. 0 (the
-            default) turns it off: on the dev sets the extra records were pooled and cut
-            (docs/results/longmemeval.md).
+        fused_weight: Experiment switch (:data:`EXPERIMENT_SWITCHES`). The View's candidates
+            are reordered by a weighted reciprocal rank fusion of System 1's ranking (weight
+            1) and the pool's fused search order (this weight), with the pool's ``rrf_k``
+            (``view.blend_with_fused``). 0 (the default): System 1's ranking alone; a blend
+            tried on the long histories was left off (docs/results/log.md, "The View on
+            long histories").
+        relative_date_search: Experiment switch (:data:`EXPERIMENT_SWITCHES`). When the
+            latest message names no calendar month with its year but names a time relative
+            to when it is asked ("last Saturday", "two weeks ago", "in April", "the past
+            month"; ``read.dates.relative_date_range``), the first round's date search keeps
+            the message to the records dated in that window, placed from
+            ``ReadContext.now``. Needs ``now``. Off by default: on the dev sets it changed
+            no View's evidence (docs/results/longmemeval.md).
+        part_searches: Experiment switch (:data:`EXPERIMENT_SWITCHES`). Most searches of the
+            rule planner worded from the coordinated parts of the latest message ("A and B",
+            "A or B", "A, B and C"; ``read.planner.question_parts``), so records of each
+            part are pooled. 0 (the default) turns it off: on the dev sets the extra records
+            were pooled and cut (docs/results/longmemeval.md).
         message_pieces: The View's candidates take at most this many pieces of one long
             message (a message the journal split over several records) before every other
             candidate; its further pieces follow the rest (``view.spread_pieces``).
             ``None``: no limit. Default 1, chosen by cross-validation on BEAM and
             LongMemEval (docs/results/longmemeval.md); LoCoMo's turns are never split.
-        spread_sessions: When the planner names an ``ALL`` need, the candidates after the
-            ones satisfying it are taken one per session before a second of any session
-            (``view.spread_sessions``), as those satisfying it already are. Off: it cost
-            LoCoMo and gained nothing on the long histories (docs/results/longmemeval.md).
-        leave_out_stale: Leave out of the View a record judged no longer current when a
-            later pooled record judged needed or satisfying a need may replace it
-            (``view.replaced_stale``). ``False`` (the default): the staleness judgment
-            moves no record (the trace's ``placement`` still notes it): with the offline
-            update detector, leaving them out removed gold evidence on LoCoMo and BEAM
-            and helped no question; chosen by cross-validation
+        spread_sessions: Experiment switch (:data:`EXPERIMENT_SWITCHES`). When the planner
+            names an ``ALL`` need, the candidates after the ones satisfying it are taken one
+            per session before a second of any session (``view.spread_sessions``), as those
+            satisfying it already are. Off: it cost LoCoMo and gained nothing on the long
+            histories (docs/results/longmemeval.md).
+        leave_out_stale: Experiment switch (:data:`EXPERIMENT_SWITCHES`). Leave out of the
+            View a record judged no longer current when a later pooled record judged needed
+            or satisfying a need may replace it (``view.replaced_stale``). ``False`` (the
+            default): the staleness judgment moves no record (the trace's ``placement``
+            still notes it): with the offline update detector, leaving them out removed gold
+            evidence on LoCoMo and BEAM and helped no question; chosen by cross-validation
             (docs/results/longmemeval.md).
         excerpt_slots: Under a View budget that holds fewer whole records than this, each
             record after the first ``excerpt_after`` that is longer than

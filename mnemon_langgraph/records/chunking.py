@@ -32,11 +32,13 @@ from datetime import datetime
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.types import (
     MAX_MESSAGE_CHARS,
+    NOT_GIVEN,
     Message,
     Namespace,
     Record,
     Role,
     normalize_namespace,
+    origin_label,
 )
 
 __all__ = [
@@ -192,12 +194,13 @@ def chunk_messages(
     messages: Sequence[Message],
     *,
     namespace: str | Sequence[str],
-    source: str,
+    origin: str = NOT_GIVEN,
     max_chars: int = DEFAULT_MAX_CHARS,
     pack: bool = True,
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
     default_session: int = 1,
     first_positions: Mapping[int, int] | None = None,
+    source: str = NOT_GIVEN,
 ) -> list[Record]:
     """Chunk messages into records (see the module docstring for the rules).
 
@@ -208,12 +211,13 @@ def chunk_messages(
     Args:
         messages: Messages, in conversation order.
         namespace: Namespace of the records.
-        source: Source name stored on every record and part of the record ids.
+        origin: The ingest label stored on every record and part of the record ids.
         max_chars: Record size limit in characters (text without the header).
         pack: Let short consecutive turns of a session share a record.
         max_message_chars: Longest accepted message.
         default_session: Session of messages whose ``session`` is ``None``.
         first_positions: Position of the first new record per session (default 0).
+        source: Deprecated name of ``origin`` (warns; one release).
 
     Returns:
         The records (``seq`` 0; the journal assigns it).
@@ -222,6 +226,7 @@ def chunk_messages(
         InputError: A message is empty, longer than ``max_message_chars``, or two messages
             share an id; ``max_chars`` is too small.
     """
+    source = origin_label(origin, source, where="chunk_messages")
     ns: Namespace = normalize_namespace(namespace)
     if max_chars < 2 * _MIN_PIECE:
         raise InputError(f"max_chars must be at least {2 * _MIN_PIECE}, got {max_chars}")
@@ -339,7 +344,7 @@ class _Chunker:
                 speakers=tuple(dict.fromkeys(current.speakers)),
                 message_ids=tuple(current.mids),
                 text="\n".join(current.lines),
-                source=self.source,
+                origin=self.source,
                 roles=tuple(current.roles),
             )
         )

@@ -19,6 +19,7 @@ __all__ = [
     "AuditEntry",
     "namespace_key",
     "ns_from_key",
+    "ns_to_key",
     "rebuild_messages",
     "record_lines",
 ]
@@ -36,6 +37,18 @@ def namespace_key(namespace: str | Sequence[str]) -> str:
     return json.dumps(
         list(normalize_namespace(namespace)), ensure_ascii=False, separators=(",", ":")
     )
+
+
+def ns_to_key(ns: Namespace) -> str:
+    """:func:`namespace_key` of a namespace already checked at the store's boundary
+    (:mod:`mnemon_langgraph.store.boundary`): no second check, only the stored form.
+
+    Raises:
+        TypeError: ``ns`` is not a tuple (a caller below the boundary skipped it).
+    """
+    if type(ns) is not tuple:
+        raise TypeError(f"a checked namespace is a tuple, got {type(ns).__name__}: {ns!r}")
+    return json.dumps(list(ns), ensure_ascii=False, separators=(",", ":"))
 
 
 def ns_from_key(key: str) -> Namespace:

@@ -1,4 +1,6 @@
-"""Search over the journal: the one tokenizer, BM25 postings, the embedder, FAISS vectors,
-reciprocal rank fusion and the per-namespace hybrid index that keeps them in step with the
-journal. Every index here is derived and can be rebuilt from the records.
+"""The search building blocks both backends share: the one tokenizer, BM25 postings and their
+MaxScore query, the embedders, FAISS vectors and reciprocal rank fusion. The per-namespace
+hybrid index that keeps them in step with the embedded journal is the embedded backend's
+(:mod:`mnemon_langgraph.store.embedded.index`); every index is derived and can be rebuilt
+from the records.
 """

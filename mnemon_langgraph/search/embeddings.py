@@ -17,8 +17,9 @@ mixed with the other's):
   feed-forward output projections (:func:`_ffn_down_nodes`): more texts per CPU-second than
   the legacy variant at nearly its retrieval quality (docs/results/log.md, "Embedding
   model"). It is made once, at first use, from the installed file (constant-folded, then
-  quantized: ~15 s) into :func:`model_cache_dir` — deterministic, so every machine derives the same
-  bytes — instead of shipping a second 23 MB file with the package.
+  quantized, in seconds: docs/results/log.md, "Embedding model") into :func:`model_cache_dir` —
+  deterministic, so every machine derives the same bytes — instead of shipping a second model
+  file with the package.
 * :data:`LEGACY_MODEL_NAME` (``…-onnx-int8``): the shipped file as it is. Journals written
   before the quantized variant existed keep using it (:func:`default_embeddings` picks the
   variant a journal records).
@@ -227,9 +228,9 @@ class MiniLMEmbeddings(Embeddings):
         batch_size: Texts per ONNX call (default 1). Must be 1 for the quantized default:
             dynamic quantization scales activations per call, so texts embedded together
             would change each other's vectors (and padding would too); one text per call
-            keeps a text's vector independent of its neighbours, and was also the fastest
-            (no padding: fully quantized, ~160 texts per CPU-second on LoCoMo turns against
-            ~100 in batches of 64). The legacy variant accepts larger batches.
+            keeps a text's vector independent of its neighbours, and was also the fastest (no
+            padding, fully quantized: docs/results/log.md, "Embedding model"). The legacy
+            variant accepts larger batches.
         intra_op_threads: ONNX Runtime threads for a lone call (a query); default
             ``min(2, cpu count)``.
         workers: Calls run at once when several texts are embedded; default
@@ -314,7 +315,8 @@ class MiniLMEmbeddings(Embeddings):
     def _load_bulk(self) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
         """The session the concurrent calls share: one intra-op thread per call.
 
-        The first session when it already has one thread; else a second one (~40 MB),
+        The first session when it already has one thread; else a second one (its own copy
+        of the model in memory),
         opened on first use, so a process that only searches never pays for it.
         """
         session, tokenizer = self._load()

@@ -2,8 +2,9 @@
 
 :func:`rrf_fuse` (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet
 and individual Rank Learning Methods", SIGIR 2009): ``score(d) = Σ_r 1 / (k + rank_r(d))``
-with ``k = 60``. The hybrid index fuses BM25 and vectors with it; the read path's pool (in
-:mod:`mnemon_langgraph.read.pooling`) sums the same reciprocal ranks.
+with ``k = 60``. The embedded backend's hybrid index (:mod:`mnemon_langgraph.store.embedded.index`)
+fuses BM25 and vectors with it; the read path's pool (in :mod:`mnemon_langgraph.read.pooling`)
+sums the same reciprocal ranks.
 
 Ranks are 0-based everywhere, so the reciprocal rank of the top hit is ``1 / 60``.
 """

@@ -5,7 +5,7 @@
   search of 50k × 384 floats costs a few milliseconds, so nothing approximate is needed.
 * From the threshold on, the vectors move to an approximate index, by default
   ``IndexIDMap2(IndexHNSWFlat(M=32))`` (inner product; ``efSearch`` grows with the index,
-  :func:`ef_search_for`). :data:`ANN_KIND` gives the measurements behind that choice.
+  :func:`faiss_ef_search_for`). :data:`ANN_KIND` gives the measurements behind that choice.
   ``IndexIDMap2(IndexIVFFlat)`` (``ann="ivf"``: k-means cells, full float vectors, cells
   grown with the index, :func:`ivf_nlist_for`, probes :func:`ivf_nprobe_for`) is available
   and indexes saved as IVF load and are searched as they are; only new builds use the
@@ -48,19 +48,31 @@ from typing import Any
 
 import numpy as np
 
+from mnemon_langgraph.errors import deprecated_names
 from mnemon_langgraph.search.bm25 import IndexFileError
 
 __all__ = [
     "ANN_KIND",
-    "EF_SEARCH_BY_SIZE",
-    "EF_SEARCH_LARGE",
+    "FAISS_EF_SEARCH_BY_SIZE",
+    "FAISS_EF_SEARCH_LARGE",
     "HNSW_THRESHOLD",
     "VectorIndex",
-    "ef_search_for",
+    "faiss_ef_search_for",
     "ivf_nlist_for",
     "ivf_nprobe_for",
     "normalize_rows",
 ]
+
+# FAISS's table differs from pgvector's on purpose (store/postgres/settings.py): the old
+# unprefixed names are deprecated for one release (docs/migration.md)
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "EF_SEARCH_BY_SIZE": "FAISS_EF_SEARCH_BY_SIZE",
+        "EF_SEARCH_LARGE": "FAISS_EF_SEARCH_LARGE",
+        "ef_search_for": "faiss_ef_search_for",
+    },
+)
 
 HNSW_THRESHOLD = 50_000
 """Live vectors from which the exact flat index is replaced by an approximate one."""
@@ -94,30 +106,32 @@ def _bulk_threads(faiss: Any, n: int) -> Iterator[None]:
             faiss.omp_set_num_threads(before)
 
 
-EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((200_000, 128), (500_000, 256))
-"""``(live vectors up to, efSearch)``; larger indexes use :data:`EF_SEARCH_LARGE`.
+FAISS_EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((200_000, 128), (500_000, 256))
+"""``(live vectors up to, efSearch)``; larger indexes use :data:`FAISS_EF_SEARCH_LARGE`.
+FAISS's table: pgvector's differs on purpose (another index and recall curve,
+:data:`~mnemon_langgraph.store.postgres.settings.PGVECTOR_EF_SEARCH_BY_SIZE`).
 
 First chosen on ``mnemon bench search``'s synthetic topic vectors, then checked on **real**
-MiniLM vectors: at 1M, efSearch 512 past 500k keeps recall@48 for questions like the records
-above 0.98 with a margin, and buys the most for questions unlike them
+MiniLM vectors: at 1M, efSearch 512 past 500k keeps the recall goal for questions like the
+records with a margin, and buys the most for questions unlike them
 (``docs/results/ann-real-text.md``). The dense part grows far slower than the index.
 """
 
-EF_SEARCH_LARGE = 512
+FAISS_EF_SEARCH_LARGE = 512
 
 
-def ef_search_for(live: int) -> int:
-    """HNSW ``efSearch`` for an index of ``live`` vectors (see :data:`EF_SEARCH_BY_SIZE`)."""
-    for limit, ef in EF_SEARCH_BY_SIZE:
+def faiss_ef_search_for(live: int) -> int:
+    """HNSW ``efSearch`` for an index of ``live`` vectors (see :data:`FAISS_EF_SEARCH_BY_SIZE`)."""
+    for limit, ef in FAISS_EF_SEARCH_BY_SIZE:
         if live <= limit:
             return ef
-    return EF_SEARCH_LARGE
+    return FAISS_EF_SEARCH_LARGE
 
 
 ANN_KIND = "hnsw"
 """Approximate index built for new indexes past the threshold: ``hnsw`` (default) or ``ivf``.
 
-Chosen on **real** MiniLM vectors, where HNSW's recall@48 against exact search is well above
+Chosen on **real** MiniLM vectors, where HNSW's recall against exact search is well above
 IVF-Flat's at a similar query time, both for queries like the records and unlike them
 (``docs/results/ann-real-text.md``). The synthetic vectors of ``mnemon bench search`` say the
 opposite, because k-means cells capture their well-separated topics exactly; real sentence
@@ -196,7 +210,7 @@ class VectorIndex:
         hnsw_m: HNSW graph degree.
         ef_construction: HNSW build breadth.
         ef_search: HNSW search breadth (raised to ``k`` when ``k`` is larger); ``None``
-            (default) chooses it by index size, see :func:`ef_search_for`.
+            (default) chooses it by index size, see :func:`faiss_ef_search_for`.
         ann: Approximate index built past the threshold, ``ivf`` or ``hnsw`` (default
             :data:`ANN_KIND`). An index loaded from disk keeps the kind it was saved with.
         nprobe: IVF cells probed per query; ``None`` (default) chooses it by the number of
@@ -240,7 +254,7 @@ class VectorIndex:
     @property
     def effective_ef_search(self) -> int:
         """The HNSW search breadth used now: the one given, else by size."""
-        return self.ef_search if self.ef_search is not None else ef_search_for(len(self))
+        return self.ef_search if self.ef_search is not None else faiss_ef_search_for(len(self))
 
     @property
     def nlist(self) -> int:

@@ -9,7 +9,7 @@ Example:
     >>> from mnemon_langgraph.store import MnemonStore
     >>> from mnemon_langgraph.types import Message
     >>> with MnemonStore("memory.db") as store:                       # doctest: +SKIP
-    ...     store.ingest(("users", "ada"), [Message("I moved to Lyon", "Ada")], source="chat")
+    ...     store.ingest(("users", "ada"), [Message("I moved to Lyon", "Ada")], origin="chat")
     ...     hits = store.search("where does Ada live?", namespace=("users", "ada"), k=5)
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mnemon_langgraph.loaders.files import load_messages
 from mnemon_langgraph.store.base import IngestResult, MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.store.embedded import EmbeddedStore
-from mnemon_langgraph.store.files import load_messages
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store.postgres import PostgresStore

@@ -1,7 +1,8 @@
 """The async face of every store: an ``a``-twin of each public method, with the same checks.
 
-A twin checks its arguments exactly as the sync method does (the shared checks of
-:mod:`~mnemon_langgraph.store.base`), then awaits the backend's async hook. The default
+A twin is a one-line facade over the same :class:`~mnemon_langgraph.store.boundary.Operation`
+as the sync method (one checker, :mod:`~mnemon_langgraph.store.boundary`), then awaits the
+backend's async hook. The default
 hooks here run the sync hook in a worker thread (the embedded backend: SQLite and the index
 files block); the PostgreSQL backend overrides each with its native async core, where the
 sync method is the thin facade (it waits for the same coroutine on the store's loop).
@@ -17,22 +18,36 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mnemon_langgraph.records.content_caches import forget_cached_content
-from mnemon_langgraph.records.schema import namespace_key
-from mnemon_langgraph.store.contract import (
-    MAX_NAMESPACE_BYTES,
-    MAX_SEQ,
-    check_bounded,
-    check_erasable,
-    check_filters,
-    check_ids,
-    check_positions,
-    check_prefix,
-    check_text,
-    check_watermark,
-    written_result,
+from mnemon_langgraph.errors import warn_deprecated
+from mnemon_langgraph.store.boundary import (
+    AUDIT_LOG,
+    COUNT,
+    DELETE_MESSAGES,
+    DELETE_RECORDS,
+    ERASE_NAMESPACE,
+    GET_RECORDS,
+    HOLDS_NAMESPACE,
+    KNOWN_MESSAGE_IDS,
+    MATCH_RECORD_IDS,
+    MAX_SEQ_OF,
+    NAMESPACES,
+    SESSION_RECORDS,
+    STATS,
+    STORED_VECTORS,
+    TERM_STATISTICS,
+    acall,
+    checked_records,
 )
-from mnemon_langgraph.types import Message, Namespace, Record, SearchFilters, normalize_namespace
+from mnemon_langgraph.store.contract import RECORD_PAGE
+from mnemon_langgraph.types import (
+    NOT_GIVEN,
+    Message,
+    Namespace,
+    Record,
+    SearchFilters,
+    normalize_namespace,
+    origin_label,
+)
 
 if TYPE_CHECKING:
     from mnemon_langgraph.records.schema import AuditEntry
@@ -41,44 +56,38 @@ if TYPE_CHECKING:
 __all__ = ["AsyncFace"]
 
 # ``self`` is a MnemonStore (this mixin is one of its bases, so it cannot import it); a
-# Protocol of the thirty hooks it calls would only repeat their typed definitions in base.py.
+# Protocol of the hooks it calls would only repeat their typed definitions in base.py.
 _Store = Any
-
-_PAGE = 1000
 
 
 class AsyncFace:
     """``aget_records``, ``arecords``, ``adelete_records`` …: the async twins of a store."""
 
-    # -- reads ----------------------------------------------------------------------------
+    # -- one-line twins of store/boundary.py's operations (the sync methods' checks) ------
 
     async def aget_records(
         self: _Store, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> list[Record]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.get_records`."""
-        return await self._aget_records(normalize_namespace(namespace), check_ids(ids))
+        return await acall(self, GET_RECORDS, namespace, ids)
 
     async def amatch_record_ids(
         self: _Store, namespace: str | Sequence[str], prefix: str, limit: int = 2
     ) -> list[str]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.match_record_ids`."""
-        ns = normalize_namespace(namespace)
-        if not check_prefix(prefix, limit):
-            return []
-        return await self._amatch_record_ids(ns, prefix, limit)
+        return await acall(self, MATCH_RECORD_IDS, namespace, prefix, limit)
 
     async def astored_vectors(
         self: _Store, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> dict[str, np.ndarray]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.stored_vectors`."""
-        return await self._astored_vectors(normalize_namespace(namespace), check_ids(ids))
+        return await acall(self, STORED_VECTORS, namespace, ids)
 
     async def aterm_statistics(
         self: _Store, namespace: str | Sequence[str], terms: Sequence[str]
     ) -> tuple[int, dict[str, int]]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.term_statistics`."""
-        ns = normalize_namespace(namespace)
-        return await self._aterm_statistics(ns, check_ids(terms, "terms"))
+        return await acall(self, TERM_STATISTICS, namespace, terms)
 
     async def asession_records(
         self: _Store,
@@ -89,8 +98,7 @@ class AsyncFace:
         stop: int | None = None,
     ) -> list[Record]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.session_records`."""
-        ns, number = normalize_namespace(namespace), check_bounded(session, "session", MAX_SEQ)
-        return await self._asession_records(ns, number, *check_positions(start, stop))
+        return await acall(self, SESSION_RECORDS, namespace, session, start=start, stop=stop)
 
     async def arecords(
         self: _Store,
@@ -102,12 +110,11 @@ class AsyncFace:
     ) -> AsyncIterator[Record]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.records`: an async iterator
         reading pages of a thousand records (arguments checked at the first step)."""
-        ns = normalize_namespace(namespace)
-        last = check_watermark(after_seq)
-        left = None if limit is None else check_bounded(limit, "limit", MAX_SEQ)
-        bounds = check_filters(filters)
+        ns, last, left, bounds = checked_records(
+            namespace, after_seq=after_seq, limit=limit, filters=filters
+        )
         while left is None or left > 0:
-            size = _PAGE if left is None else min(_PAGE, left)
+            size = RECORD_PAGE if left is None else min(RECORD_PAGE, left)
             page = await self._apage(ns, last, size, bounds)
             for record in page:
                 yield record
@@ -121,37 +128,33 @@ class AsyncFace:
         self: _Store, namespace: str | Sequence[str], ids: Iterable[str]
     ) -> set[str]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.known_message_ids`."""
-        return await self._aknown_message_ids(normalize_namespace(namespace), check_ids(ids))
+        return await acall(self, KNOWN_MESSAGE_IDS, namespace, ids)
 
     async def amax_seq(self: _Store, namespace: str | Sequence[str]) -> int:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.max_seq`."""
-        return await self._amax_seq(normalize_namespace(namespace))
+        return await acall(self, MAX_SEQ_OF, namespace)
 
     async def acount(self: _Store, namespace: str | Sequence[str]) -> int:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.count`."""
-        return await self._acount(normalize_namespace(namespace))
+        return await acall(self, COUNT, namespace)
 
     async def anamespaces(self: _Store) -> list[Namespace]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.namespaces`."""
-        return await self._anamespaces()
+        return await acall(self, NAMESPACES)
 
     async def aholds_namespace(self: _Store, namespace: str | Sequence[str]) -> bool:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.holds_namespace`."""
-        return await self._aholds_namespace(normalize_namespace(namespace))
+        return await acall(self, HOLDS_NAMESPACE, namespace)
 
     async def aaudit_log(
         self: _Store, namespace: str | Sequence[str] | None = None
     ) -> list[AuditEntry]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.audit_log`."""
-        ns = None if namespace is None else normalize_namespace(namespace)
-        return await self._aaudit_log(ns)
+        return await acall(self, AUDIT_LOG, namespace)
 
     async def astats(self: _Store, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.stats`."""
-        ns = None if namespace is None else normalize_namespace(namespace)
-        return await self._astats(ns)
-
-    # -- writes ---------------------------------------------------------------------------
+        return await acall(self, STATS, namespace)
 
     async def adelete_records(
         self: _Store,
@@ -162,15 +165,7 @@ class AsyncFace:
         reason: str = "",
     ) -> list[str]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.delete_records`."""
-        ns, wanted = normalize_namespace(namespace), check_ids(ids)
-        check_text(actor, "actor")
-        check_text(reason, "reason")
-        if not wanted:
-            return []
-        try:
-            return await self._adelete_records(ns, wanted, actor, reason)
-        finally:
-            forget_cached_content()
+        return await acall(self, DELETE_RECORDS, namespace, ids, actor=actor, reason=reason)
 
     async def adelete_messages(
         self: _Store,
@@ -179,32 +174,26 @@ class AsyncFace:
         *,
         actor: str = "api",
         reason: str = "",
-        source: str = "reingest",
+        origin: str = "reingest",
+        source: str = NOT_GIVEN,
     ) -> tuple[list[str], IngestResult]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.delete_messages`."""
-        ns, wanted = normalize_namespace(namespace), check_ids(message_ids, "message_ids")
-        for value, what in ((actor, "actor"), (reason, "reason"), (source, "source")):
-            check_text(value, what)
-        if not wanted:
-            return [], written_result([])
-        try:
-            deleted, written = await self._adelete_messages(ns, wanted, actor, reason, source)
-        finally:
-            forget_cached_content()
-        return deleted, written_result(written)
+        return await acall(
+            self,
+            DELETE_MESSAGES,
+            namespace,
+            message_ids,
+            actor=actor,
+            reason=reason,
+            origin=origin,
+            source=source,
+        )
 
     async def aerase_namespace(
         self: _Store, namespace: str | Sequence[str], *, actor: str = "api"
     ) -> int:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.erase_namespace`."""
-        ns = normalize_namespace(namespace)
-        if len(namespace_key(ns).encode("utf-8")) > MAX_NAMESPACE_BYTES:  # rare: a thread
-            ns = await asyncio.to_thread(check_erasable, ns, self._holds_namespace)
-        check_text(actor, "actor")
-        try:
-            return await self._aerase_namespace(ns, actor)
-        finally:
-            forget_cached_content()
+        return await acall(self, ERASE_NAMESPACE, namespace, actor=actor)
 
     async def aingest_file(
         self: _Store,
@@ -227,20 +216,23 @@ class AsyncFace:
         user: str | Sequence[str],
         messages: Sequence[Any],
         *,
-        source: str = "api",
+        origin: str = "api",
         now: datetime | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.add_messages`."""
         from mnemon_langgraph.store.users import alast_record, dated_after, user_messages
 
+        label = origin_label(origin, source, where="aadd_messages", default="api")
         ns, given = user_messages(user, messages)
         last = await alast_record(self, ns)
-        return await self.aingest(ns, dated_after(last, given, now=now), source=source)
+        return await self.aingest(ns, dated_after(last, given, now=now), origin=label)
 
     async def alist_records(
         self: _Store, user: str | Sequence[str], *, limit: int | None = None
     ) -> list[Record]:
-        """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.list_records`."""
+        """Deprecated: ``[r async for r in store.arecords(user, limit=limit)]``; warns."""
+        warn_deprecated("MnemonStore.alist_records", "MnemonStore.arecords")
         return [r async for r in self.arecords(normalize_namespace(user), limit=limit)]
 
     async def alist_messages(
@@ -259,12 +251,10 @@ class AsyncFace:
         *,
         reason: str = "",
     ) -> list[str]:
-        """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.delete`."""
-        from mnemon_langgraph.store.users import check_record_ids
-
-        return await self.adelete_records(
-            user, check_record_ids(record_ids), actor="api.delete", reason=reason
-        )
+        """Deprecated: ``await store.adelete_records(user, record_ids, reason=reason)``;
+        warns (its audit rows keep the actor ``api.delete``)."""
+        warn_deprecated("MnemonStore.adelete", "MnemonStore.adelete_records")
+        return await self.adelete_records(user, record_ids, actor="api.delete", reason=reason)
 
     async def aexport(self: _Store, user: str | Sequence[str]) -> str:
         """Async :meth:`~mnemon_langgraph.store.users.PerUserAPI.export`."""
@@ -279,19 +269,19 @@ class AsyncFace:
 
     # -- default async hooks: the sync hook in a worker thread ------------------------------
 
-    async def _aget_records(self: _Store, ns: Namespace, ids: list[str]) -> list[Record]:
+    async def _aget_records(self: _Store, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return await asyncio.to_thread(self._get_records, ns, ids)
 
     async def _amatch_record_ids(self: _Store, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return await asyncio.to_thread(self._match_record_ids, ns, prefix, limit)
 
     async def _astored_vectors(
-        self: _Store, ns: Namespace, ids: list[str]
+        self: _Store, ns: Namespace, ids: tuple[str, ...]
     ) -> dict[str, np.ndarray]:
         return await asyncio.to_thread(self._stored_vectors, ns, ids)
 
     async def _aterm_statistics(
-        self: _Store, ns: Namespace, terms: list[str]
+        self: _Store, ns: Namespace, terms: tuple[str, ...]
     ) -> tuple[int, dict[str, int]]:
         return await asyncio.to_thread(self._term_statistics, ns, terms)
 
@@ -305,7 +295,7 @@ class AsyncFace:
     ) -> list[Record]:
         return await asyncio.to_thread(self._session_records, ns, session, start, stop)
 
-    async def _aknown_message_ids(self: _Store, ns: Namespace, ids: list[str]) -> set[str]:
+    async def _aknown_message_ids(self: _Store, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return await asyncio.to_thread(self._known_message_ids, ns, ids)
 
     async def _amax_seq(self: _Store, ns: Namespace) -> int:
@@ -315,7 +305,7 @@ class AsyncFace:
         return await asyncio.to_thread(self._count, ns)
 
     async def _anamespaces(self: _Store) -> list[Namespace]:
-        return await asyncio.to_thread(self.namespaces)
+        return await asyncio.to_thread(self._namespaces)
 
     async def _aholds_namespace(self: _Store, ns: Namespace) -> bool:
         return await asyncio.to_thread(self._holds_namespace, ns)
@@ -327,12 +317,12 @@ class AsyncFace:
         return await asyncio.to_thread(self._stats, ns)
 
     async def _adelete_records(
-        self: _Store, ns: Namespace, ids: list[str], actor: str, reason: str
+        self: _Store, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
     ) -> list[str]:
         return await asyncio.to_thread(self._delete_records, ns, ids, actor, reason)
 
     async def _adelete_messages(
-        self: _Store, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self: _Store, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         return await asyncio.to_thread(self._delete_messages, ns, ids, actor, reason, source)
 

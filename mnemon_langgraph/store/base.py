@@ -29,20 +29,37 @@ from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.records.content_caches import forgets_cached_content
 from mnemon_langgraph.store.async_face import AsyncFace
+from mnemon_langgraph.store.boundary import (
+    AUDIT_LOG,
+    COUNT,
+    DELETE_MESSAGES,
+    DELETE_RECORDS,
+    ERASE_NAMESPACE,
+    GET_RECORDS,
+    HOLDS_NAMESPACE,
+    INGEST,
+    KNOWN_MESSAGE_IDS,
+    MATCH_RECORD_IDS,
+    MAX_SEQ_OF,
+    NAMESPACES,
+    SEARCH,
+    SESSION_RECORDS,
+    STATS,
+    STORED_VECTORS,
+    TERM_STATISTICS,
+    acall,
+    call,
+    checked_records,
+)
 from mnemon_langgraph.store.contract import (
     MAX_PAGE,
     MAX_SEQ,
     IngestBatch,
     IngestResult,
     check_bounded,
-    check_erasable,
-    check_filters,
     check_ids,
     check_ingest,
-    check_positions,
-    check_prefix,
     check_search,
     check_text,
     check_unicode,
@@ -54,12 +71,12 @@ from mnemon_langgraph.store.contract import (
 from mnemon_langgraph.store.embedding_face import EmbeddingFace
 from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
+    NOT_GIVEN,
     Message,
     Namespace,
     Record,
     SearchFilters,
     SearchHit,
-    normalize_namespace,
 )
 
 if TYPE_CHECKING:
@@ -70,6 +87,7 @@ if TYPE_CHECKING:
     from mnemon_langgraph.items import ItemStore
     from mnemon_langgraph.records.schema import AuditEntry
     from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.kv_items import KVItems
     from mnemon_langgraph.store.postgres import PostgresSettings
 
 __all__ = [
@@ -145,9 +163,10 @@ class StoreBackend(Protocol):
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult: ...
 
     async def aingest(
@@ -155,8 +174,9 @@ class StoreBackend(Protocol):
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
+        source: str = NOT_GIVEN,
     ) -> IngestResult: ...
 
     def ingest_file(
@@ -185,7 +205,8 @@ class StoreBackend(Protocol):
         *,
         actor: str = "api",
         reason: str = "",
-        source: str = "reingest",
+        origin: str = "reingest",
+        source: str = NOT_GIVEN,
     ) -> tuple[list[str], IngestResult]: ...
 
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int: ...
@@ -269,6 +290,13 @@ class StoreBackend(Protocol):
         in the same database, written by the consolidation graph and read by the View."""
         ...
 
+    # -- key-value items --------------------------------------------------------------------
+
+    def kv(self) -> KVItems:
+        """The key-value items of LangGraph's ``BaseStore`` (``MnemonBaseStore``) kept in
+        the same database, on the same connection or pool."""
+        ...
+
 
 class StoreOptions(TypedDict, total=False):
     """The keyword settings of :class:`MnemonStore` (each backend takes its own subset;
@@ -329,6 +357,13 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         """Same as ``MnemonStore(target, embeddings, **options)``."""
         return MnemonStore(target, embeddings, **options)
 
+    def kv(self) -> KVItems:
+        """The key-value items beside the records (what ``MnemonBaseStore`` puts and gets;
+        not the consolidated index of :meth:`item_store`): two tables of the backend's
+        schema, on its connection or pool (``store/embedded/kv_items.py``,
+        ``store/postgres/kv_items.py``)."""
+        return _abstract(self)
+
     def __enter__(self) -> Self:
         return self
 
@@ -343,7 +378,8 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         return _abstract(self)
 
     # =======================================================================================
-    # The public contract, once: check the arguments, then call the backend's hook.
+    # The public contract: one-line facades over store/boundary.py's operations (checks once,
+    # shared with the async twins of store/async_face.py), each calling one backend hook.
     # =======================================================================================
 
     def ingest(
@@ -351,9 +387,10 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Write messages as records and index them, idempotently.
 
@@ -365,33 +402,44 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         Args:
             namespace: Where the records go.
             messages: :class:`~mnemon_langgraph.types.Message` objects in conversation order.
-            source: Source name (file name, ``"chat"`` …); part of record ids.
+            origin: The ingest label (file name, ``"chat"`` …); part of record ids.
             pack: Let short consecutive turns share a record (``False``: one per record).
             progress: Called as ``progress(records_embedded, records_total)`` after each
                 embedding batch.
+            source: Deprecated name of ``origin`` (warns; one release).
 
         Returns:
             What was written.
 
         Raises:
-            InputError: ``messages`` is not a list of ``Message``, a bad ``source`` or
+            InputError: ``messages`` is not a list of ``Message``, a bad ``origin`` or
                 text that cannot be stored (lone surrogates, NUL).
             ModelCallError: The embedder failed (nothing was written).
         """
-        ns, batch = check_ingest(namespace, messages, source, pack, progress)
-        return batch.result(self._write_messages(ns, batch.messages, source, pack, progress))
+        return call(
+            self,
+            INGEST,
+            namespace,
+            messages,
+            origin=origin,
+            pack=pack,
+            progress=progress,
+            source=source,
+        )
 
     async def aingest(
         self,
         namespace: str | Sequence[str],
         messages: Iterable[Message],
         *,
-        source: str,
+        origin: str = NOT_GIVEN,
         pack: bool = True,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Async :meth:`ingest` (same checks; the caller's loop is never blocked)."""
-        ns, batch = check_ingest(namespace, messages, source, pack, None)
-        return batch.result(await self._awrite_messages(ns, batch.messages, source, pack))
+        return await acall(
+            self, INGEST, namespace, messages, origin=origin, pack=pack, source=source
+        )
 
     def search(
         self,
@@ -420,10 +468,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
                 ``filters``.
             ModelCallError: The embedder failed on the query.
         """
-        ns = check_search(query, namespace, k, offset, filters)
-        if k == 0:
-            return []
-        return self._search(query, ns, k, offset, filters)
+        return call(self, SEARCH, query, namespace=namespace, k=k, offset=offset, filters=filters)
 
     async def asearch(
         self,
@@ -435,15 +480,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
         """Async :meth:`search` (same checks)."""
-        ns = check_search(query, namespace, k, offset, filters)
-        if k == 0:
-            return []
-        return await self._asearch(query, ns, k, offset, filters)
+        return await acall(
+            self, SEARCH, query, namespace=namespace, k=k, offset=offset, filters=filters
+        )
 
     def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
         """Records of ``namespace`` by id, in the order of ``ids`` (unknown ids skipped;
         one string is one id)."""
-        return self._get_records(normalize_namespace(namespace), check_ids(ids))
+        return call(self, GET_RECORDS, namespace, ids)
 
     def match_record_ids(
         self, namespace: str | Sequence[str], prefix: str, limit: int = 2
@@ -453,23 +497,20 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         The View shows ids shortened; this finds the record again. ``prefix`` is matched
         literally (no wildcard).
         """
-        ns = normalize_namespace(namespace)
-        if not check_prefix(prefix, limit):
-            return []
-        return self._match_record_ids(ns, prefix, limit)
+        return call(self, MATCH_RECORD_IDS, namespace, prefix, limit)
 
     def stored_vectors(
         self, namespace: str | Sequence[str], ids: Sequence[str]
     ) -> dict[str, np.ndarray]:
         """The stored (unit) vectors of these records, by id (the read path's evidence)."""
-        return self._stored_vectors(normalize_namespace(namespace), check_ids(ids))
+        return call(self, STORED_VECTORS, namespace, ids)
 
     def term_statistics(
         self, namespace: str | Sequence[str], terms: Sequence[str]
     ) -> tuple[int, dict[str, int]]:
         """Live records of ``namespace`` and how many hold each term (the counts BM25
         search uses)."""
-        return self._term_statistics(normalize_namespace(namespace), check_ids(terms, "terms"))
+        return call(self, TERM_STATISTICS, namespace, terms)
 
     def records(
         self,
@@ -491,10 +532,9 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
                 ``limit`` not one in ``0 .. 2**63 - 1``, or ``filters`` not a
                 ``SearchFilters`` (checked at the call, before the first record is read).
         """
-        ns, after = normalize_namespace(namespace), check_watermark(after_seq)
-        if limit is not None:
-            check_bounded(limit, "limit", MAX_SEQ)
-        return self._records(ns, after, limit, check_filters(filters))
+        return self._records(
+            *checked_records(namespace, after_seq=after_seq, limit=limit, filters=filters)
+        )
 
     def session_records(
         self,
@@ -516,29 +556,28 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
             InputError: ``session``, ``start`` or ``stop`` is not an integer in
                 ``0 .. 2**63 - 1``.
         """
-        ns, number = normalize_namespace(namespace), check_bounded(session, "session", MAX_SEQ)
-        return self._session_records(ns, number, *check_positions(start, stop))
+        return call(self, SESSION_RECORDS, namespace, session, start=start, stop=stop)
 
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
         """The subset of ``ids`` already stored in ``namespace``."""
-        return self._known_message_ids(normalize_namespace(namespace), check_ids(ids))
+        return call(self, KNOWN_MESSAGE_IDS, namespace, ids)
 
     def max_seq(self, namespace: str | Sequence[str]) -> int:
         """Highest seq of ``namespace`` (``0`` when empty)."""
-        return self._max_seq(normalize_namespace(namespace))
+        return call(self, MAX_SEQ_OF, namespace)
 
     def count(self, namespace: str | Sequence[str]) -> int:
         """Number of records in ``namespace``."""
-        return self._count(normalize_namespace(namespace))
+        return call(self, COUNT, namespace)
 
     def holds_namespace(self, namespace: str | Sequence[str]) -> bool:
         """Whether anything of ``namespace`` is stored (records, items, state; audit rows
         do not count): what :meth:`erase_namespace` would remove."""
-        return self._holds_namespace(normalize_namespace(namespace))
+        return call(self, HOLDS_NAMESPACE, namespace)
 
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
         """Audited deletions, oldest first, of one namespace or of all."""
-        return self._audit_log(None if namespace is None else normalize_namespace(namespace))
+        return call(self, AUDIT_LOG, namespace)
 
     def stats(self, namespace: str | Sequence[str] | None = None) -> dict[str, Any]:
         """Counts for one namespace or for the whole store.
@@ -548,9 +587,8 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
             "records", "max_seq", "generation", "indexed", "vectors", "vector_index"}, …]}``
             (PostgreSQL adds ``schema_version`` and ``tables``).
         """
-        return self._stats(None if namespace is None else normalize_namespace(namespace))
+        return call(self, STATS, namespace)
 
-    @forgets_cached_content
     def delete_records(
         self,
         namespace: str | Sequence[str],
@@ -561,13 +599,8 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     ) -> list[str]:
         """Delete records (their vectors, messages and index entries go with them) in one
         transaction with their audit row; returns the ids deleted (one string is one id)."""
-        ns = normalize_namespace(namespace)
-        wanted = check_ids(ids)
-        check_text(actor, "actor")
-        check_text(reason, "reason")
-        return self._delete_records(ns, wanted, actor, reason) if wanted else []
+        return call(self, DELETE_RECORDS, namespace, ids, actor=actor, reason=reason)
 
-    @forgets_cached_content
     def delete_messages(
         self,
         namespace: str | Sequence[str],
@@ -575,12 +608,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         *,
         actor: str = "api",
         reason: str = "",
-        source: str = "reingest",
+        origin: str = "reingest",
+        source: str = NOT_GIVEN,
     ) -> tuple[list[str], IngestResult]:
         """Delete messages: every record holding them goes, the other messages come back.
 
         The records that held any part of the messages are deleted; the *other* messages
-        of those records are written again (re-chunked and re-embedded) under ``source``,
+        of those records are written again (re-chunked and re-embedded) under the ingest
+        label ``origin`` (default ``"reingest"``; ``source`` is its deprecated old name),
         so nothing but the named messages is lost. The deletion, its audit row and the
         re-written records are one transaction: if embedding the survivors fails, or the
         process dies, nothing is deleted.
@@ -591,25 +626,25 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         Raises:
             ModelCallError: The embedder failed on the survivors (nothing was deleted).
         """
-        ns = normalize_namespace(namespace)
-        wanted = check_ids(message_ids, "message_ids")
-        for value, what in ((actor, "actor"), (reason, "reason"), (source, "source")):
-            check_text(value, what)
-        if not wanted:
-            return [], IngestResult(0, 0, 0)
-        deleted, written = self._delete_messages(ns, wanted, actor, reason, source)
-        return deleted, written_result(written)
+        return call(
+            self,
+            DELETE_MESSAGES,
+            namespace,
+            message_ids,
+            actor=actor,
+            reason=reason,
+            origin=origin,
+            source=source,
+        )
 
-    @forgets_cached_content
     def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
         """Erase every row of the namespace in every table, with one audit row (who, when,
         which namespace, how many records); returns the number of records erased."""
-        ns = check_erasable(normalize_namespace(namespace), self._holds_namespace)
-        check_text(actor, "actor")
-        return self._erase_namespace(ns, actor)
+        return call(self, ERASE_NAMESPACE, namespace, actor=actor)
 
     # =======================================================================================
-    # Backend hooks: arguments already checked, namespaces normalised, id lists de-duplicated.
+    # Backend hooks: arguments already checked (store/boundary.py), namespaces normalised,
+    # ids a de-duplicated tuple. A hook never checks again.
     # =======================================================================================
 
     def _write_messages(
@@ -624,9 +659,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         return _abstract(self)
 
     async def _awrite_messages(
-        self, ns: Namespace, messages: list[Message], source: str, pack: bool
+        self,
+        ns: Namespace,
+        messages: list[Message],
+        source: str,
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
     ) -> list[Record]:
-        return await asyncio.to_thread(self._write_messages, ns, messages, source, pack, None)
+        return await asyncio.to_thread(self._write_messages, ns, messages, source, pack, progress)
 
     def _search(
         self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
@@ -638,16 +678,16 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     ) -> list[SearchHit]:
         return await asyncio.to_thread(self._search, query, ns, k, offset, filters)
 
-    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return _abstract(self)
 
     def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return _abstract(self)
 
-    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return _abstract(self)
 
-    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+    def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
         return _abstract(self)
 
     def _records(
@@ -658,7 +698,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
         return _abstract(self)
 
-    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return _abstract(self)
 
     def _max_seq(self, ns: Namespace) -> int:
@@ -676,11 +716,13 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     def _stats(self, ns: Namespace | None) -> dict[str, Any]:
         return _abstract(self)
 
-    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
+    def _delete_records(
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
+    ) -> list[str]:
         return _abstract(self)
 
     def _delete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         """Delete the records holding ``ids``; ``(deleted ids, survivors' records written)``."""
         return _abstract(self)
@@ -690,6 +732,9 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
 
     def namespaces(self) -> list[Namespace]:
         """Every namespace that holds at least one record, sorted."""
+        return call(self, NAMESPACES)
+
+    def _namespaces(self) -> list[Namespace]:
         return _abstract(self)
 
     def flush(self) -> None:
@@ -715,7 +760,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         return chunk_messages(
             messages,
             namespace=ns,
-            source=source,
+            origin=source,
             max_chars=self.record_chars,
             pack=pack,
             first_positions=first_positions,
@@ -743,14 +788,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
             pack: See ``ingest``.
             progress: See ``ingest``.
         """
-        from mnemon_langgraph.store.files import load_messages
+        from mnemon_langgraph.loaders.files import load_messages
 
         if not isinstance(path, str | os.PathLike):
             raise InputError(f"path must be a file path, got {type(path).__name__}")
-        messages_by_source = load_messages(path, format=format)
+        messages_by_origin = load_messages(path, format=format)
         total = IngestResult(0, 0, 0)
-        for source, messages in messages_by_source:
-            result = self.ingest(namespace, messages, source=source, pack=pack, progress=progress)
+        for origin, messages in messages_by_origin:
+            result = self.ingest(namespace, messages, origin=origin, pack=pack, progress=progress)
             total = IngestResult(
                 total.records_written + result.records_written,
                 total.messages_written + result.messages_written,

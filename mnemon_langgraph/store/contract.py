@@ -27,6 +27,7 @@ __all__ = [
     "MAX_NAMESPACE_BYTES",
     "MAX_PAGE",
     "MAX_SEQ",
+    "RECORD_PAGE",
     "IngestBatch",
     "IngestResult",
     "check_bounded",
@@ -58,6 +59,9 @@ stored form in B-tree indexes (``mnemon_namespaces``, the audit tables, with the
 the key-value items' primary key), whose entries hold at most about 2,700 bytes; 1,536
 bytes plus a 1,024-byte item key fit with room to spare. SQLite holds more, but the same
 bound is checked on both backends, so an input is stored on both or refused on both."""
+
+RECORD_PAGE = 1000
+"""Records one page of ``records`` / ``arecords`` reads (every backend, both faces)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,18 +178,23 @@ def check_watermark(after_seq: object) -> int:
     return max(0, after_seq)
 
 
-def check_ids(ids: object, what: str = "ids") -> list[str]:
-    """Ids as a de-duplicated list of strings; one string is one id (not its characters).
+def check_ids(ids: object, what: str = "ids") -> tuple[str, ...]:
+    """Ids as a de-duplicated tuple of strings; one string is one id (not its characters).
+
+    The one rule for ids at the store's boundary (every operation that takes ids, the
+    per-user ``delete`` included): a lone string is accepted as one id, since it can only
+    mean that id (it is never split into characters), and refusing it broke calls that
+    name one record.
 
     Raises:
         InputError: ``ids`` is not a string or an iterable of strings.
     """
     if isinstance(ids, str):
-        return [ids]
+        return (ids,)
     if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
         got = f"{type(ids).__name__}: {ids!r}"
         raise InputError(f"{what} must be a list of strings, got {got}"[:200])
-    out = list(dict.fromkeys(ids))
+    out = tuple(dict.fromkeys(ids))
     for value in out:
         if not isinstance(value, str):
             raise InputError(f"{what} must be strings, got {type(value).__name__}: {value!r}"[:200])

@@ -1,54 +1,17 @@
-"""Conversation files to messages: what ``ingest_file`` (either backend) and ``mnemon ingest``
-read."""
+"""Deprecated alias of :mod:`mnemon_langgraph.loaders.files` (loading conversation files is
+the loaders' job); kept for one release (docs/migration.md)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import warnings
 
-from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Message
+from mnemon_langgraph.loaders.files import load_messages
+
+warnings.warn(
+    "mnemon_langgraph.store.files is deprecated: import load_messages from "
+    "mnemon_langgraph.loaders.files",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 __all__ = ["load_messages"]
-
-
-def load_messages(
-    path: str | os.PathLike[str], *, format: str = "auto"
-) -> list[tuple[str, list[Message]]]:
-    """Messages of a file as ``[(source, messages)]``.
-
-    Args:
-        path: A LoCoMo JSON file (one conversation), a JSON list of message objects, a JSONL
-            file or a transcript.
-        format: ``auto`` (by extension and content), ``locomo``, ``jsonl`` or ``transcript``.
-
-    Raises:
-        InputError: Unknown format, malformed input, or a LoCoMo file with several
-            conversations (their turn ids collide: ingest each into its own namespace).
-    """
-    from mnemon_langgraph import sources
-
-    p = Path(path)
-    # A file name that is not valid UTF-8 (surrogate-escaped bytes) would be refused as a
-    # source name; its bytes are kept readable as \\xNN escapes instead.
-    name = os.fsencode(p.name).decode("utf-8", "backslashreplace")
-    if format not in _FORMATS:
-        raise InputError(f"unknown format {format!r}: use {', '.join(_FORMATS)}")
-    fmt = sources.detect_format(p) if format == "auto" else format
-    if fmt == "locomo":
-        conversations = sources.load_locomo(p)
-        if len(conversations) != 1:
-            raise InputError(
-                f"{p}: holds {len(conversations)} LoCoMo conversations; ingest each into its "
-                "own namespace (their turn ids collide)"
-            )
-        conv = conversations[0]
-        return [(conv.source or name, list(conv.messages))]
-    if fmt == "jsonl":
-        return [(name, list(sources.load_jsonl(p, source=name)))]
-    if fmt == "transcript":
-        return [(name, list(sources.load_transcript(p, source=name)))]
-    return [(name, list(sources.load_any(p)))]
-
-
-_FORMATS = ("auto", "locomo", "jsonl", "transcript")

@@ -6,17 +6,20 @@ everything here — the watermark check, which links survive, which items are wr
 is counted — and call a few SQL steps of a :class:`BatchTransaction` that each item store
 implements inside one transaction of its own database.
 
-The algorithm is a coroutine because the PostgreSQL steps are (psycopg's async connection
-on the store's loop). The SQLite steps are ``async def`` functions that never suspend, so
-:func:`run_without_loop` drives the same coroutine to its end on the calling thread, with
-no event loop: one algorithm, no copy per backend.
+The algorithm is written once as a generator body that *yields* each SQL step (a
+:class:`Step`) and gets its result back: the package's one rule for code that runs on a
+blocking and on an async backend (``docs/design.md``, as the read nodes' bodies of
+``read/drive.py``). :func:`drive` runs a body with a sync transaction (SQLite, on the
+calling thread), :func:`adrive` with an async one (psycopg's async connection on the
+PostgreSQL store's loop): one algorithm, no copy per backend, and no event loop made for
+a step that never waits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -27,9 +30,12 @@ from mnemon_langgraph.types import Namespace
 __all__ = [
     "BatchTransaction",
     "BatchUsage",
+    "Body",
+    "Step",
+    "adrive",
     "commit_folded_batch",
+    "drive",
     "record_batch_failure",
-    "run_without_loop",
 ]
 
 T = TypeVar("T")
@@ -47,8 +53,53 @@ class BatchUsage:
     output_tokens: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One SQL step a body asks for: ``tx.<name>(*args)`` of its :class:`BatchTransaction`."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+Body: TypeAlias = Generator[Step, Any, T]
+
+
+def drive(body: Body[T], tx: Any) -> T:
+    """Run ``body`` with a sync transaction (each step a plain call); its return value."""
+    result: Any = None
+    while True:
+        try:
+            step = body.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            result = getattr(tx, step.name)(*step.args, **step.kwargs)
+        except BaseException:
+            body.close()
+            raise
+
+
+async def adrive(body: Body[T], tx: Any) -> T:
+    """Run ``body`` with an async transaction (each step awaited); its return value."""
+    result: Any = None
+    while True:
+        try:
+            step = body.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            result = await getattr(tx, step.name)(*step.args, **step.kwargs)
+        except BaseException:
+            body.close()
+            raise
+
+
 class BatchTransaction(Protocol):
-    """The SQL steps of one write, all inside one open transaction of the item store."""
+    """The SQL steps of one write, all inside one open transaction of the item store.
+
+    Written ``async def`` here (PostgreSQL's); SQLite's are the same methods as plain
+    ``def`` (run by :func:`drive`)."""
 
     async def locked_watermark(self) -> int:
         """The namespace's watermark (0 before any run), held until the transaction ends."""
@@ -95,8 +146,7 @@ def _row(vectors: np.ndarray | None, index: int) -> np.ndarray | None:
     return None if vectors is None else vectors[index]
 
 
-async def commit_folded_batch(
-    tx: BatchTransaction,
+def commit_folded_batch(
     namespace: Namespace,
     *,
     expected_watermark: int,
@@ -106,8 +156,10 @@ async def commit_folded_batch(
     updates: Sequence[ItemUpdate],
     update_vectors: np.ndarray | None,
     usage: BatchUsage,
-) -> tuple[int, int]:
+) -> Body[tuple[int, int]]:
     """Write a folded batch's items and move the watermark (see ``ItemStore.commit_batch``).
+
+    A body: run it with :func:`drive` or :func:`adrive` and the item store's transaction.
 
     Links to records deleted since the batch was read are dropped, and an item left with
     no link is not written (an item always cites a record behind it). An update keeps the
@@ -120,7 +172,7 @@ async def commit_folded_batch(
         JournalError: The watermark is no longer ``expected_watermark`` (another run moved
             it); the caller's transaction then writes nothing.
     """
-    current = await tx.locked_watermark()
+    current = yield Step("locked_watermark")
     if current != expected_watermark:
         raise JournalError(
             f"the consolidation watermark of {namespace!r} moved from "
@@ -128,23 +180,23 @@ async def commit_folded_batch(
         )
     wanted = {rid for it in new_items for rid in it.record_ids}
     wanted |= {rid for up in updates for rid in up.record_ids}
-    alive = await tx.existing_records(sorted(wanted))
+    alive = yield Step("existing_records", (sorted(wanted),))
     added = updated = 0
     for index, item in enumerate(new_items):
         links = [rid for rid in dict.fromkeys(item.record_ids) if rid in alive]
-        if links and await tx.insert_item(item, links, _row(new_vectors, index)):
+        if links and (yield Step("insert_item", (item, links, _row(new_vectors, index)))):
             added += 1
     for index, up in enumerate(updates):
         links = [rid for rid in dict.fromkeys(up.record_ids) if rid in alive]
-        if await tx.update_item(up, links, _row(update_vectors, index)):
+        if (yield Step("update_item", (up, links, _row(update_vectors, index)))):
             updated += 1
-    await tx.advance(new_watermark, batches=1, added=added, updated=updated, usage=usage)
-    await tx.resolve_failures(expected_watermark, new_watermark)
+    counts = {"batches": 1, "added": added, "updated": updated, "usage": usage}
+    yield Step("advance", (new_watermark,), counts)
+    yield Step("resolve_failures", (expected_watermark, new_watermark))
     return added, updated
 
 
-async def record_batch_failure(
-    tx: BatchTransaction,
+def record_batch_failure(
     namespace: Namespace,
     *,
     batch_start_seq: int,
@@ -154,30 +206,17 @@ async def record_batch_failure(
     skip: bool,
     expected_watermark: int,
     usage: BatchUsage,
-) -> None:
-    """Record a failed batch; with ``skip`` also move the watermark past it.
+) -> Body[None]:
+    """Record a failed batch; with ``skip`` also move the watermark past it (a body, as
+    :func:`commit_folded_batch`).
 
     Raises:
         JournalError: ``skip`` and the watermark is no longer ``expected_watermark``.
     """
-    current = await tx.locked_watermark()
-    await tx.upsert_failure(batch_start_seq, batch_end_seq, error[:MAX_ERROR_CHARS], attempts, skip)
+    current = yield Step("locked_watermark")
+    failure = (batch_start_seq, batch_end_seq, error[:MAX_ERROR_CHARS], attempts, skip)
+    yield Step("upsert_failure", failure)
     if skip and current != expected_watermark:
         raise JournalError(f"the consolidation watermark of {namespace!r} moved during this run")
     watermark = batch_end_seq if skip else None
-    await tx.advance(watermark, batches=0, added=0, updated=0, usage=usage)
-
-
-def run_without_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end on this thread, for steps that never suspend (SQLite's).
-
-    Raises:
-        RuntimeError: A step did suspend (it awaited real I/O): such a coroutine needs an
-            event loop.
-    """
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("a synchronous item-store step suspended; it needs an event loop")
+    yield Step("advance", (watermark,), {"batches": 0, "added": 0, "updated": 0, "usage": usage})

@@ -3,9 +3,8 @@
 Why not ``functools.lru_cache`` (what the store used before): it is thread-safe but does not
 share a computation in flight. A read-path turn's ``Gather`` starts a planned search and the
 same text's session-bounded search side by side, so both missed the cache and both called
-the embedding model: 503 model calls for 351 distinct texts over conv-30's 105 turns
-(docs/results/log.md, "read path: one pool"). Here the second caller waits for the first
-one's vector instead.
+the embedding model (docs/results/log.md, "Read path: one pool, one embedding per text in
+flight"). Here the second caller waits for the first one's vector instead.
 """
 
 from __future__ import annotations

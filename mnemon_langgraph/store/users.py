@@ -15,8 +15,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.types import Message, Namespace, Record, as_naive_utc, normalize_namespace
+from mnemon_langgraph.errors import InputError, warn_deprecated
+from mnemon_langgraph.types import (
+    NOT_GIVEN,
+    Message,
+    Namespace,
+    Record,
+    as_naive_utc,
+    normalize_namespace,
+    origin_label,
+)
 
 if TYPE_CHECKING:
     from mnemon_langgraph.items import IndexItem
@@ -26,7 +34,6 @@ __all__ = [
     "PerUserAPI",
     "alast_record",
     "check_limit",
-    "check_record_ids",
     "consolidated_items",
     "date_messages",
     "dated_after",
@@ -49,7 +56,7 @@ def date_messages(
     A message that carries its own timestamp keeps it (and its session); one without is
     dated ``now`` (default: the current time; any time zone, stored as naive UTC) and
     continues the namespace's last session, unless more than
-    :data:`~mnemon_langgraph.sources.messages.DEFAULT_SESSION_GAP` passed since that
+    :data:`~mnemon_langgraph.loaders.messages.DEFAULT_SESSION_GAP` passed since that
     session's last record, when it opens the next one.
     """
     return dated_after(last_record(store, namespace), messages, now=now)
@@ -77,7 +84,7 @@ def dated_after(
 
     The rule without the read, so the sync and the async per-user API share it.
     """
-    from mnemon_langgraph.sources.messages import DEFAULT_SESSION_GAP
+    from mnemon_langgraph.loaders.messages import DEFAULT_SESSION_GAP
 
     stamp = as_naive_utc(now or datetime.now(UTC))
     assert stamp is not None
@@ -101,7 +108,7 @@ def user_messages(
     """
     from langchain_core.messages import convert_to_messages
 
-    from mnemon_langgraph.sources import messages_from_langchain
+    from mnemon_langgraph.loaders import messages_from_langchain
 
     ns = normalize_namespace(user)
     if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
@@ -142,13 +149,6 @@ def messages_of(records: Iterable[Record], limit: int | None) -> list[Message]:
     return messages if limit is None else messages[:limit]
 
 
-def check_record_ids(record_ids: Sequence[str]) -> Sequence[str]:
-    """``record_ids`` unless it is one string (a common slip: ``delete(user, "r-…")``)."""
-    if isinstance(record_ids, str):
-        raise InputError("delete: pass a list of record ids, not one string")
-    return record_ids
-
-
 def export_json(
     namespace: Namespace,
     records: Iterable[Record],
@@ -172,17 +172,19 @@ def export_json(
 
 
 class PerUserAPI:
-    """``add_messages`` / ``list_records`` / ``list_messages`` / ``delete`` / ``export`` over
-    the store contract; message-level deletion is the store's ``delete_messages(user, ids)``
-    (a user is a namespace), with ids from :meth:`list_messages`."""
+    """``add_messages`` / ``list_messages`` / ``export`` over the store contract (a user is a
+    namespace); message-level deletion is the store's ``delete_messages(user, ids)``, with ids
+    from :meth:`list_messages`. ``list_records`` and ``delete`` are deprecated aliases of
+    ``records`` and ``delete_records``."""
 
     def add_messages(
         self: StoreBackend,
         user: str | Sequence[str],
         messages: Sequence[Any],
         *,
-        source: str = "api",
+        origin: str = "api",
         now: datetime | None = None,
+        source: str = NOT_GIVEN,
     ) -> IngestResult:
         """Write a user's messages (no model call): LangChain messages, ``Message`` objects,
         ``("user", "text")`` tuples or ``{"role": ..., "content": ...}`` dicts.
@@ -190,6 +192,8 @@ class PerUserAPI:
         The one date rule of every surface: a message is dated when it was written (``now``,
         default the current UTC time) unless it carries its own timestamp; undated messages
         continue the user's last session unless more than four hours passed since it.
+        ``origin`` is the ingest label (default ``"api"``; ``source`` is its deprecated old
+        name, which warns).
 
         Returns:
             What was written (messages already stored, by id, are skipped).
@@ -197,13 +201,16 @@ class PerUserAPI:
         Raises:
             InputError: A message that cannot be converted (unknown role, no text).
         """
+        label = origin_label(origin, source, where="add_messages", default="api")
         ns, given = user_messages(user, messages)
-        return self.ingest(ns, date_messages(self, ns, given, now=now), source=source)
+        return self.ingest(ns, date_messages(self, ns, given, now=now), origin=label)
 
     def list_records(
         self: StoreBackend, user: str | Sequence[str], *, limit: int | None = None
     ) -> list[Record]:
-        """A user's records, oldest first (at most ``limit``)."""
+        """Deprecated: ``list(store.records(user, limit=limit))`` (one store vocabulary,
+        ``docs/design.md``); warns, and goes after one release."""
+        warn_deprecated("MnemonStore.list_records", "list(MnemonStore.records(...))")
         return list(self.records(normalize_namespace(user), limit=limit))
 
     def list_messages(
@@ -226,16 +233,11 @@ class PerUserAPI:
         *,
         reason: str = "",
     ) -> list[str]:
-        """Delete a user's records by id (audited, indexes updated); returns the ids deleted.
-
-        Ids of other users' records are never deleted: deletion is scoped to ``user``. A
-        record can hold several messages (short turns are packed together): to delete one
-        message and keep the others, use ``delete_messages(user, [message.id])`` with an id
-        from :meth:`list_messages`.
-        """
-        return self.delete_records(
-            user, check_record_ids(record_ids), actor="api.delete", reason=reason
-        )
+        """Deprecated: ``store.delete_records(user, record_ids, reason=reason)`` (one store
+        vocabulary, ``docs/design.md``); warns, and goes after one release. Its audit rows
+        keep the actor ``api.delete``."""
+        warn_deprecated("MnemonStore.delete", "MnemonStore.delete_records")
+        return self.delete_records(user, record_ids, actor="api.delete", reason=reason)
 
     def export(self: StoreBackend, user: str | Sequence[str]) -> str:
         """Everything stored for a user as JSON: records, the audit trail, consolidated items.

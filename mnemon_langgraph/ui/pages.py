@@ -147,7 +147,7 @@ def record_page(namespace: Sequence[str], record: Any, items: Sequence[Any], for
     when = record.date.strftime("%Y-%m-%d %H:%M") if record.date else "no date"
     body = [
         f"<p>session {esc(record.session)} · {esc(when)} · position {esc(record.position)} · "
-        f"speakers {esc(', '.join(record.speakers))} · source {esc(record.source)}</p>",
+        f"speakers {esc(', '.join(record.speakers))} · origin {esc(record.origin)}</p>",
         f'<div class="mnemon"><div class="text">{esc(record.text)}</div></div>',
         "<h4>Consolidated items from this record</h4>",
         items_html(items, style=False, link=href("/record", namespace) + "&id="),

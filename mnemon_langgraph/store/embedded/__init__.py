@@ -11,7 +11,7 @@ The consolidated index lives in the same file (:mod:`.items`, its tables in
 
 from __future__ import annotations
 
+from mnemon_langgraph.loaders.files import load_messages  # its old address here, kept
 from mnemon_langgraph.store.embedded.store import EmbeddedStore
-from mnemon_langgraph.store.files import load_messages  # its old home; shared by both
 
 __all__ = ["EmbeddedStore", "load_messages"]

@@ -25,8 +25,8 @@ import numpy as np
 from mnemon_langgraph.errors import MnemonError, RuntimeMnemonError
 from mnemon_langgraph.records.schema import (
     AuditEntry,
-    namespace_key,
     ns_from_key,
+    ns_to_key,
     rebuild_messages,
 )
 from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
@@ -34,11 +34,10 @@ from mnemon_langgraph.store.embedded.schema import (
     RECORD_COLUMNS,
     chunks,
     dumps,
-    id_list,
     now_iso,
     row_to_record,
 )
-from mnemon_langgraph.types import Message, Namespace, Record, normalize_namespace
+from mnemon_langgraph.types import Message, Namespace, Record
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store.embedded.journal import Journal
@@ -70,14 +69,14 @@ class Deletions:
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
 
-    def generation(self, namespace: str | Sequence[str]) -> int:
+    def generation(self, namespace: Namespace) -> int:
         """A number that grows with every deletion in ``namespace`` (``0`` before any).
 
         It is the id of the namespace's latest audit row, so it keeps growing even across
         an erase. Derived indexes store it and rebuild when it changed.
         """
         row = self._journal._read(
-            "SELECT MAX(id) FROM audit WHERE namespace = ?", (namespace_key(namespace),)
+            "SELECT MAX(id) FROM audit WHERE namespace = ?", (ns_to_key(namespace),)
         )[0]
         return int(row[0] or 0)
 
@@ -125,7 +124,7 @@ class Deletions:
 
     def delete_records(
         self,
-        namespace: str | Sequence[str],
+        namespace: Namespace,
         ids: Sequence[str],
         *,
         actor: str = "api",
@@ -139,9 +138,9 @@ class Deletions:
         Returns:
             Ids actually deleted (ids not in the namespace are ignored).
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         with self._journal.transaction() as conn:
-            deleted = self._delete_ids(conn, key, id_list(ids))
+            deleted = self._delete_ids(conn, key, ids)
             if deleted:
                 self._audit(
                     conn,
@@ -156,7 +155,7 @@ class Deletions:
 
     def delete_messages(
         self,
-        namespace: str | Sequence[str],
+        namespace: Namespace,
         message_ids: Sequence[str],
         *,
         actor: str = "api",
@@ -204,9 +203,9 @@ class Deletions:
             RuntimeMnemonError: ``replace`` raised any other exception (chained).
             In every case nothing was deleted and no audit row was written.
         """
-        ns = normalize_namespace(namespace)
-        key = namespace_key(ns)
-        targets = set(id_list(message_ids))
+        ns = namespace
+        key = ns_to_key(ns)
+        targets = set(message_ids)
         with self._journal.transaction() as conn:
             records = self._affected_records(conn, key, targets)
             survivors = rebuild_messages(records, exclude=targets)
@@ -301,7 +300,7 @@ class Deletions:
             conn.execute(
                 "UPDATE records SET position = position + ? WHERE namespace = ? AND session = ? "
                 "AND position >= ?",
-                (extra, namespace_key(ns), run.session, run.limit + moved),
+                (extra, ns_to_key(ns), run.session, run.limit + moved),
             )
             shift[run.session] = moved + extra
         return self._journal._append_in(conn, ns, records, blobs, keep_positions=True)
@@ -322,9 +321,9 @@ class Deletions:
                 out.append(quoted)
         return out
 
-    def holds(self, namespace: str | Sequence[str]) -> bool:
+    def holds(self, namespace: Namespace) -> bool:
         """Whether any table but ``audit`` has a row of ``namespace`` (what erase removes)."""
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         conn = self._journal._conn
         for table in self._namespace_tables(conn):
             if table == '"audit"':
@@ -335,7 +334,7 @@ class Deletions:
                 return True
         return False
 
-    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+    def erase_namespace(self, namespace: Namespace, *, actor: str = "api") -> int:
         """Erase a namespace: every row of it in every table with a ``namespace`` column.
 
         Covers tables added later by other modules (found through ``sqlite_master``).
@@ -348,7 +347,7 @@ class Deletions:
         Returns:
             Number of records erased.
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         with self._journal.transaction() as conn:
             conn.execute("PRAGMA defer_foreign_keys = ON")
             count = int(
@@ -368,7 +367,7 @@ class Deletions:
         self._journal.checkpoint()
         return count
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+    def audit_log(self, namespace: Namespace | None = None) -> list[AuditEntry]:
         """Audited deletions, oldest first, of one namespace or of all."""
         sql = (
             "SELECT id, at, actor, action, namespace, count, record_ids, message_ids, reason "
@@ -377,7 +376,7 @@ class Deletions:
         params: tuple[Any, ...] = ()
         if namespace is not None:
             sql += " WHERE namespace = ?"
-            params = (namespace_key(namespace),)
+            params = (ns_to_key(namespace),)
         rows = self._journal._read(sql + " ORDER BY id", params)
         return [
             AuditEntry(

@@ -101,8 +101,8 @@ SAVE_EVERY = 5_000
 """Records added since the last checkpoint after which the indexes are saved again.
 
 Past 50,000 records a tenth of the index is used instead: a checkpoint rewrites the whole
-index (1.5 GB of vectors at 1M records), so a fixed interval made ingest quadratic: the
-1M-record ``bench search`` wrote 65 GB to disk, 28 GB with this rule (journal included).
+index, so a fixed interval made ingest's disk writes quadratic in the namespace's size
+(docs/results/log.md, "Records and the journal").
 After a crash, at most that tenth is caught up from the journal (stored vectors, nothing
 re-embedded) when the index opens.
 """
@@ -567,7 +567,8 @@ class NamespaceIndex:
 
         The saved checkpoint files still hold the deleted records' words and vectors, so
         they are unlinked now (cheap) instead of being rewritten on every call (a full
-        save cost 0.14 s at 100k records); the next :meth:`flush` / close writes a
+        save per deletion would cost more than the deletion: docs/results/log.md, "Records
+        and the journal"); the next :meth:`flush` / close writes a
         compacted checkpoint, and a process opening the namespace meanwhile rebuilds it
         from the journal.
         """

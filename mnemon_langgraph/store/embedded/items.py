@@ -1,6 +1,6 @@
 """The consolidated index, kept in the journal's own SQLite file (paper §4.1).
 
-:class:`SQLiteItemStore` implements :class:`~mnemon_langgraph.items.ItemSource` for the read
+:class:`EmbeddedItemStore` implements :class:`~mnemon_langgraph.items.ItemSource` for the read
 path and :class:`~mnemon_langgraph.items.ItemStore` for the consolidation job (its two writes
 are :mod:`~mnemon_langgraph.store.item_commit`'s, shared with PostgreSQL). Its tables
 live beside the journal's ``records`` table so that deletion reaches them without any code
@@ -41,6 +41,7 @@ from mnemon_langgraph.errors import (
     EmbeddingMismatchError,
     JournalError,
     SchemaVersionError,
+    deprecated_names,
 )
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.records.schema import namespace_key
@@ -53,8 +54,8 @@ from mnemon_langgraph.store.embedded.item_schema import (
 from mnemon_langgraph.store.item_commit import (
     BatchUsage,
     commit_folded_batch,
+    drive,
     record_batch_failure,
-    run_without_loop,
 )
 from mnemon_langgraph.store.item_rows import (
     FailureRow,
@@ -64,7 +65,10 @@ from mnemon_langgraph.store.item_rows import (
 )
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
-__all__ = ["SQLiteItemStore", "recorded_model"]
+__all__ = ["EmbeddedItemStore", "recorded_model"]
+
+# the class's name before the key-value items moved beside it, for one release
+__getattr__ = deprecated_names(__name__, {"SQLiteItemStore": "EmbeddedItemStore"})
 
 
 def _now() -> str:
@@ -83,7 +87,7 @@ def recorded_model(journal: Any) -> str | None:
     return str(recorded[0]) if recorded else None
 
 
-class SQLiteItemStore:
+class EmbeddedItemStore:
     """The consolidated index in the journal's SQLite file; an :class:`ItemSource`.
 
     Args:
@@ -126,7 +130,7 @@ class SQLiteItemStore:
             self._ensure_schema()
 
     @classmethod
-    def of_store(cls, store: Any, embeddings: Embeddings | None = None) -> SQLiteItemStore:
+    def of_store(cls, store: Any, embeddings: Embeddings | None = None) -> EmbeddedItemStore:
         """The index beside an embedded ``MnemonStore``'s records (``store.item_store()``).
 
         Args:
@@ -143,7 +147,7 @@ class SQLiteItemStore:
             value = getattr(journal, attr, None)
             if value is not None:
                 return Path(value)
-        raise ConfigurationError("SQLiteItemStore needs a Journal with a `path` attribute")
+        raise ConfigurationError("EmbeddedItemStore needs a Journal with a `path` attribute")
 
     def _check_read_only(self) -> None:
         """Read-only journal: use its index tables, or an empty in-memory index if none."""
@@ -420,7 +424,8 @@ class SQLiteItemStore:
 
     def records_after(self, namespace: Namespace, after_seq: int) -> Iterator[Record]:
         """The journal's records of ``namespace`` with ``seq > after_seq``, in seq order."""
-        records: Iterator[Record] = self.journal.records(namespace, after_seq=after_seq)
+        ns = normalize_namespace(namespace)  # the item store's own boundary
+        records: Iterator[Record] = self.journal.records(ns, after_seq=after_seq)
         return records
 
     def failures(self, namespace: Namespace, *, unresolved_only: bool = False) -> list[FailureRow]:
@@ -484,9 +489,8 @@ class SQLiteItemStore:
             JournalError: If the watermark moved under this run.
         """
         with self.journal.transaction() as conn:
-            return run_without_loop(
+            return drive(
                 commit_folded_batch(
-                    _SQLiteBatch(conn, self._ns(namespace)),
                     normalize_namespace(namespace),
                     expected_watermark=expected_watermark,
                     new_watermark=new_watermark,
@@ -495,7 +499,8 @@ class SQLiteItemStore:
                     updates=updates,
                     update_vectors=update_vectors,
                     usage=BatchUsage(model_calls, input_tokens, output_tokens),
-                )
+                ),
+                _SQLiteBatch(conn, self._ns(namespace)),
             )
 
     def record_failure(
@@ -518,9 +523,8 @@ class SQLiteItemStore:
         row updated: attempts add up, the latest error is kept.
         """
         with self.journal.transaction() as conn:
-            run_without_loop(
+            drive(
                 record_batch_failure(
-                    _SQLiteBatch(conn, self._ns(namespace)),
                     normalize_namespace(namespace),
                     batch_start_seq=batch_start_seq,
                     batch_end_seq=batch_end_seq,
@@ -529,7 +533,8 @@ class SQLiteItemStore:
                     skip=skip,
                     expected_watermark=expected_watermark,
                     usage=BatchUsage(model_calls, input_tokens, output_tokens),
-                )
+                ),
+                _SQLiteBatch(conn, self._ns(namespace)),
             )
 
     def drop_index(self, namespace: Namespace) -> int:
@@ -555,7 +560,8 @@ class _SQLiteBatch:
     """The SQL steps of :mod:`~mnemon_langgraph.store.item_commit` on SQLite.
 
     Runs inside the caller's journal transaction (``BEGIN IMMEDIATE`` holds the write lock,
-    so the watermark read stays true until the commit). The steps never suspend.
+    so the watermark read stays true until the commit). Plain calls, run by
+    :func:`~mnemon_langgraph.store.item_commit.drive`.
     """
 
     def __init__(self, conn: sqlite3.Connection, ns: str) -> None:
@@ -571,7 +577,7 @@ class _SQLiteBatch:
         self._seq += 1
         return self._seq
 
-    async def locked_watermark(self) -> int:
+    def locked_watermark(self) -> int:
         self.conn.execute(
             "INSERT INTO consolidation_state (namespace, watermark, updated_at) "
             "VALUES (?, 0, ?) ON CONFLICT(namespace) DO NOTHING",
@@ -582,7 +588,7 @@ class _SQLiteBatch:
         ).fetchone()
         return int(row[0])
 
-    async def existing_records(self, ids: list[str]) -> set[str]:
+    def existing_records(self, ids: list[str]) -> set[str]:
         alive: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -596,7 +602,7 @@ class _SQLiteBatch:
             )
         return alive
 
-    async def insert_item(self, item: IndexItem, links: list[str], vector: Any) -> bool:
+    def insert_item(self, item: IndexItem, links: list[str], vector: Any) -> bool:
         if self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
             return False
         self.conn.execute(
@@ -624,7 +630,7 @@ class _SQLiteBatch:
         self._link(item.id, links)
         return True
 
-    async def update_item(self, update: ItemUpdate, links: list[str], vector: Any) -> bool:
+    def update_item(self, update: ItemUpdate, links: list[str], vector: Any) -> bool:
         exists = self.conn.execute(
             "SELECT 1 FROM items WHERE id = ? AND namespace = ?", (update.item_id, self.ns)
         ).fetchone()
@@ -650,9 +656,7 @@ class _SQLiteBatch:
             [(item_id, rid) for rid in record_ids],
         )
 
-    async def upsert_failure(
-        self, start: int, end: int, error: str, attempts: int, skip: bool
-    ) -> None:
+    def upsert_failure(self, start: int, end: int, error: str, attempts: int, skip: bool) -> None:
         row = self.conn.execute(
             "SELECT id FROM consolidation_failures WHERE namespace = ? "
             "AND batch_start_seq = ? AND resolved = 0 ORDER BY id DESC LIMIT 1",
@@ -671,7 +675,7 @@ class _SQLiteBatch:
             (self.ns, start, end, error, attempts, self.now, int(skip)),
         )
 
-    async def advance(
+    def advance(
         self,
         watermark: int | None,
         *,
@@ -699,7 +703,7 @@ class _SQLiteBatch:
             ),
         )
 
-    async def resolve_failures(self, after: int, upto: int) -> None:
+    def resolve_failures(self, after: int, upto: int) -> None:
         self.conn.execute(
             "UPDATE consolidation_failures SET resolved = 1 WHERE namespace = ? "
             "AND batch_start_seq > ? AND batch_start_seq <= ?",

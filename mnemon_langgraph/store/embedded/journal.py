@@ -54,8 +54,10 @@ from mnemon_langgraph.records.schema import (
     AuditEntry,
     namespace_key,
     ns_from_key,
+    ns_to_key,
     record_lines,
 )
+from mnemon_langgraph.store.contract import RECORD_PAGE
 from mnemon_langgraph.store.embedded.deletion import Deletions, ReplaceSurvivors
 from mnemon_langgraph.store.embedded.journal_file import JournalFile
 from mnemon_langgraph.store.embedded.schema import (
@@ -63,7 +65,6 @@ from mnemon_langgraph.store.embedded.schema import (
     SCHEMA_VERSION,
     chunks,
     dumps,
-    id_list,
     now_iso,
     replace_seq,
     row_to_record,
@@ -76,7 +77,6 @@ from mnemon_langgraph.types import (
     SearchFilters,
     check_count,
     check_session,
-    normalize_namespace,
 )
 
 __all__ = ["SCHEMA_VERSION", "AuditEntry", "Journal", "namespace_key", "record_lines"]
@@ -106,7 +106,7 @@ class Journal(JournalFile):
 
     def append(
         self,
-        namespace: str | Sequence[str],
+        namespace: Namespace,
         records: Sequence[Record],
         vectors: np.ndarray | None = None,
     ) -> list[Record]:
@@ -128,10 +128,9 @@ class Journal(JournalFile):
             InputError: A record of another namespace, or vectors of the wrong shape.
             EmbeddingMismatchError: Vectors whose dimension differs from the journal's.
         """
-        ns = normalize_namespace(namespace)
-        blobs = self._check_append(ns, records, vectors)
+        blobs = self._check_append(namespace, records, vectors)
         with self.transaction() as conn:
-            return self._append_in(conn, ns, records, blobs)
+            return self._append_in(conn, namespace, records, blobs)
 
     def _check_append(
         self, ns: Namespace, records: Sequence[Record], vectors: np.ndarray | None
@@ -188,7 +187,7 @@ class Journal(JournalFile):
         of a message deletion, put back where their records were) instead of after the
         session's stored records.
         """
-        key = namespace_key(ns)
+        key = ns_to_key(ns)
         written: list[Record] = []
         now = now_iso()
         last = int(conn.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()[0])
@@ -211,7 +210,7 @@ class Journal(JournalFile):
                     rec.id,
                     last,
                     key,
-                    rec.source,
+                    rec.origin,
                     int(rec.session),
                     rec.date.isoformat() if rec.date else None,
                     int(rec.position),
@@ -264,9 +263,7 @@ class Journal(JournalFile):
             for i, rec in fresh
         ]
 
-    def put_vectors(
-        self, namespace: str | Sequence[str], ids: Sequence[str], vectors: np.ndarray
-    ) -> int:
+    def put_vectors(self, namespace: Namespace, ids: Sequence[str], vectors: np.ndarray) -> int:
         """Store (or replace) vectors of existing records, e.g. those appended without any.
 
         Args:
@@ -277,7 +274,7 @@ class Journal(JournalFile):
         Returns:
             Number of vectors stored (ids not in the namespace are ignored).
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         arr = np.asarray(vectors, dtype=np.float32)
         model = self.embedding_model()
         if model is None:
@@ -303,10 +300,10 @@ class Journal(JournalFile):
 
     # -- reading -------------------------------------------------------------------------
 
-    def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
+    def known_message_ids(self, namespace: Namespace, ids: Iterable[str]) -> set[str]:
         """The subset of ``ids`` already stored in ``namespace``."""
-        key = namespace_key(namespace)
-        wanted = id_list(ids)
+        key = ns_to_key(namespace)
+        wanted = list(ids)
         found: set[str] = set()
         for part in chunks(wanted):
             marks = ",".join("?" * len(part))
@@ -320,7 +317,7 @@ class Journal(JournalFile):
 
     def records(
         self,
-        namespace: str | Sequence[str],
+        namespace: Namespace,
         *,
         after_seq: int = 0,
         limit: int | None = None,
@@ -331,10 +328,10 @@ class Journal(JournalFile):
 
         Reads in pages, so it is safe to write to the journal while iterating.
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         last = int(after_seq)
         left = limit
-        page = 1000
+        page = RECORD_PAGE
         where, bounds = _filter_sql(filters)
         while left is None or left > 0:
             size = page if left is None else min(page, left)
@@ -352,43 +349,39 @@ class Journal(JournalFile):
                 left -= len(rows)
 
     def session_records(
-        self, namespace: str | Sequence[str], session: int, start: int, stop: int
+        self, namespace: Namespace, session: int, start: int, stop: int
     ) -> list[Record]:
         """Records of ``session`` with ``start <= position < stop``, in position order
         (the ``records_ns_session`` index)."""
         rows = self._read(
             f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND session = ? "
             "AND position >= ? AND position < ? ORDER BY position, seq",
-            (namespace_key(namespace), int(session), int(start), int(stop)),
+            (ns_to_key(namespace), int(session), int(start), int(stop)),
         )
         return [row_to_record(row) for row in rows]
 
-    def match_record_ids(
-        self, namespace: str | Sequence[str], prefix: str, limit: int = 2
-    ) -> list[str]:
+    def match_record_ids(self, namespace: Namespace, prefix: str, limit: int = 2) -> list[str]:
         """Ids of ``namespace``'s records that start with ``prefix`` (at most ``limit``).
 
         The View shows a record's id shortened (``view.SHORT_ID_CHARS``); this finds the
         record again. ``prefix`` is matched literally — a half-open range over the primary
         key (SQLite compares text by bytes), so no ``LIKE`` wildcard can widen it.
         """
-        if not prefix or not prefix.isprintable():
-            return []  # no record id holds such a character (ids are "r-" and hex)
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         rows = self._read(
             "SELECT id FROM records WHERE id >= ? AND id < ? AND namespace = ? ORDER BY id LIMIT ?",
             (prefix, prefix + "\U0010ffff", key, int(limit)),
         )
         return [r[0] for r in rows]
 
-    def get_records(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[Record]:
+    def get_records(self, namespace: Namespace, ids: Sequence[str]) -> list[Record]:
         """Records of ``namespace`` with the given ids, in the order of ``ids``.
 
         Ids not stored in that namespace are left out.
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         found: dict[str, Record] = {}
-        wanted = id_list(ids)
+        wanted = list(ids)
         for part in chunks(wanted):
             for row in self._read(
                 GET_RECORDS_SQL.format(marks=",".join("?" * len(part))), [*part, key]
@@ -396,21 +389,19 @@ class Journal(JournalFile):
                 found[row[0]] = row_to_record(row)
         return [found[i] for i in wanted if i in found]
 
-    def get_vectors(
-        self, namespace: str | Sequence[str], ids: Sequence[str]
-    ) -> dict[str, np.ndarray]:
+    def get_vectors(self, namespace: Namespace, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given records of ``namespace`` (float32, as written).
 
         The read path compares pooled records with the query through these, so a pooled
         record is never embedded again. Ids without a vector (or of another namespace) are
         left out.
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         model = self.embedding_model()
         if model is None:
             return {}
         found: dict[str, np.ndarray] = {}
-        for part in chunks(id_list(ids)):
+        for part in chunks(list(ids)):
             marks = ",".join("?" * len(part))
             for rid, blob in self._read(
                 f"SELECT record_id, vector FROM vectors WHERE record_id IN ({marks}) "
@@ -421,7 +412,7 @@ class Journal(JournalFile):
         return {rid: vec for rid, vec in found.items() if vec.shape == (model[1],)}
 
     def iter_vectors(
-        self, namespace: str | Sequence[str], *, after_seq: int = 0, batch: int = 4096
+        self, namespace: Namespace, *, after_seq: int = 0, batch: int = 4096
     ) -> Iterator[tuple[list[str], np.ndarray]]:
         """Stored vectors of ``namespace`` in seq order, ``batch`` at a time.
 
@@ -429,7 +420,7 @@ class Journal(JournalFile):
             ``(record_ids, array)`` with ``array.shape == (len(record_ids), dim)``, float32.
             Records without a vector are skipped.
         """
-        key = namespace_key(namespace)
+        key = ns_to_key(namespace)
         model = self.embedding_model()
         if model is None:
             return
@@ -450,18 +441,18 @@ class Journal(JournalFile):
                 return
             last = rows[-1][1]
 
-    def count(self, namespace: str | Sequence[str]) -> int:
+    def count(self, namespace: Namespace) -> int:
         """Number of records in ``namespace``."""
         return int(
-            self._read(
-                "SELECT COUNT(*) FROM records WHERE namespace = ?", (namespace_key(namespace),)
-            )[0][0]
+            self._read("SELECT COUNT(*) FROM records WHERE namespace = ?", (ns_to_key(namespace),))[
+                0
+            ][0]
         )
 
-    def max_seq(self, namespace: str | Sequence[str]) -> int:
+    def max_seq(self, namespace: Namespace) -> int:
         """Highest seq of ``namespace`` (``0`` when empty)."""
         row = self._read(
-            "SELECT MAX(seq) FROM records WHERE namespace = ?", (namespace_key(namespace),)
+            "SELECT MAX(seq) FROM records WHERE namespace = ?", (ns_to_key(namespace),)
         )[0]
         return int(row[0] or 0)
 
@@ -475,23 +466,23 @@ class Journal(JournalFile):
         rows = self._read("SELECT DISTINCT namespace FROM records")
         return sorted(ns_from_key(r[0]) for r in rows)
 
-    def next_position(self, namespace: str | Sequence[str], session: int) -> int:
+    def next_position(self, namespace: Namespace, session: int) -> int:
         """Position the next record of ``session`` should get (one past the highest)."""
         row = self._read(
             "SELECT MAX(position) FROM records WHERE namespace = ? AND session = ?",
-            (namespace_key(namespace), int(session)),
+            (ns_to_key(namespace), int(session)),
         )[0]
         return 0 if row[0] is None else int(row[0]) + 1
 
     # -- deleting (delegated to deletion.Deletions) --------------------------------
 
-    def generation(self, namespace: str | Sequence[str]) -> int:
+    def generation(self, namespace: Namespace) -> int:
         """A number that grows with every deletion in ``namespace`` (see :class:`Deletions`)."""
         return self._deletions.generation(namespace)
 
     def delete_records(
         self,
-        namespace: str | Sequence[str],
+        namespace: Namespace,
         ids: Sequence[str],
         *,
         actor: str = "api",
@@ -502,7 +493,7 @@ class Journal(JournalFile):
 
     def delete_messages(
         self,
-        namespace: str | Sequence[str],
+        namespace: Namespace,
         message_ids: Sequence[str],
         *,
         actor: str = "api",
@@ -514,15 +505,15 @@ class Journal(JournalFile):
             namespace, message_ids, actor=actor, reason=reason, replace=replace
         )
 
-    def erase_namespace(self, namespace: str | Sequence[str], *, actor: str = "api") -> int:
+    def erase_namespace(self, namespace: Namespace, *, actor: str = "api") -> int:
         """Erase every row of a namespace; see :meth:`Deletions.erase_namespace`."""
         return self._deletions.erase_namespace(namespace, actor=actor)
 
-    def holds_namespace(self, namespace: str | Sequence[str]) -> bool:
+    def holds_namespace(self, namespace: Namespace) -> bool:
         """Whether the journal has any row of ``namespace`` (records, items, state …)."""
         return self._deletions.holds(namespace)
 
-    def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
+    def audit_log(self, namespace: Namespace | None = None) -> list[AuditEntry]:
         """Audited deletions, oldest first; see :meth:`Deletions.audit_log`."""
         return self._deletions.audit_log(namespace)
 

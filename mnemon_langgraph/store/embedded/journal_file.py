@@ -35,6 +35,7 @@ from mnemon_langgraph.errors import (
 from mnemon_langgraph.store.embedded.schema import (
     AUDIT_TRIGGERS,
     MIGRATIONS,
+    READABLE_FROM,
     SCHEMA_VERSION,
     ensure_append_only_audit,
 )
@@ -216,7 +217,8 @@ class JournalFile:
                     f"{SCHEMA_VERSION} this version of mnemon-langgraph understands; "
                     "upgrade the package"
                 )
-            if version < SCHEMA_VERSION:
+            # read-only, a journal from READABLE_FROM on is read as it is (only tables came since)
+            if version < SCHEMA_VERSION and not (self.read_only and version >= READABLE_FROM):
                 if self.read_only:
                     raise JournalReadOnlyError(
                         f"journal {self.path} needs a schema upgrade ({version} → "

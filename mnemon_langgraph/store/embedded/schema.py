@@ -9,31 +9,36 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.records.schema import ns_from_key
 from mnemon_langgraph.types import Record
 
 __all__ = [
     "AUDIT_TRIGGERS",
+    "KV_ITEMS_SQL",
     "MIGRATIONS",
+    "READABLE_FROM",
     "RECORD_COLUMNS",
     "SCHEMA_VERSION",
     "chunks",
     "dumps",
     "ensure_append_only_audit",
-    "id_list",
     "now_iso",
     "replace_seq",
     "row_to_record",
 ]
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Schema version this module writes. A journal with a newer version is refused."""
+
+READABLE_FROM = 2
+"""The oldest version a read-only open still reads (version 2 renamed the records' ingest
+label column, which every record read names, so an older journal must be opened writable
+once to migrate)."""
 
 BATCH = 500  # ids per ``IN (...)`` query, well under SQLite's variable limit
 
@@ -92,6 +97,35 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('last_seq', '0')")
 
 
+KV_ITEMS_SQL = (
+    """CREATE TABLE IF NOT EXISTS mnemon_kv_items (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT '',
+    vectors BLOB,
+    dim INTEGER NOT NULL DEFAULT 0,
+    fields TEXT NOT NULL DEFAULT '["$"]',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (namespace, key)
+)""",
+    """CREATE TABLE IF NOT EXISTS mnemon_kv_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    keys TEXT NOT NULL DEFAULT '[]',
+    count INTEGER NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS mnemon_kv_audit_ns ON mnemon_kv_audit(ns, id)",
+)
+"""The key-value items' tables (:mod:`mnemon_langgraph.store.kv_items`), as the BaseStore
+created them before they joined the schema: ``IF NOT EXISTS``, so a journal that already
+has them (written by that code) keeps its rows."""
+
+
 AUDIT_TRIGGERS = {
     "audit_no_update": "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
     "BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows are never changed'); END",
@@ -116,9 +150,20 @@ def ensure_append_only_audit(conn: sqlite3.Connection) -> bool:
     return bool(missing)
 
 
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    """The key-value items' tables join the schema (:data:`KV_ITEMS_SQL`), and the ingest
+    label's column takes the label's name: ``source`` → ``origin`` (the indexes follow the
+    column; every stored label is kept as it is). Safe to run again, as every step."""
+    for statement in KV_ITEMS_SQL:
+        conn.execute(statement)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+    if "source" in columns:
+        conn.execute("ALTER TABLE records RENAME COLUMN source TO origin")
+
+
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.
-# Migrations only add; they never drop data.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+# Migrations only add or rename; they never drop data.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 
 
 # --- helpers --------------------------------------------------------------------------
@@ -137,23 +182,8 @@ def chunks(items: Sequence[str], size: int = BATCH) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-def id_list(ids: Iterable[str] | str) -> list[str]:
-    """Ids as a de-duplicated list; a single string is one id (not its characters)."""
-    if isinstance(ids, str):
-        return [ids]
-    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
-        raise InputError(
-            f"ids must be a list of id strings, got {type(ids).__name__}: {ids!r}"[:200]
-        )
-    out = list(dict.fromkeys(ids))
-    for value in out:
-        if not isinstance(value, str):
-            raise InputError(f"ids must be strings, got {type(value).__name__}: {value!r}")
-    return out
-
-
 def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:
-    (rid, seq, ns, source, session, date, position, speakers, mids, roles, text) = tuple(row)[:11]
+    (rid, seq, ns, origin, session, date, position, speakers, mids, roles, text) = tuple(row)[:11]
     return Record(
         id=rid,
         namespace=ns_from_key(ns),
@@ -163,14 +193,14 @@ def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:
         speakers=tuple(json.loads(speakers)),
         message_ids=tuple(json.loads(mids)),
         text=text,
-        source=source,
+        origin=origin,
         seq=seq,
         roles=tuple(json.loads(roles)),
     )
 
 
 RECORD_COLUMNS = (
-    "id, seq, namespace, source, session, date, position, speakers, message_ids, roles, text"
+    "id, seq, namespace, origin, session, date, position, speakers, message_ids, roles, text"
 )
 
 
@@ -184,7 +214,7 @@ def replace_seq(rec: Record, seq: int) -> Record:
         speakers=tuple(rec.speakers),
         message_ids=tuple(rec.message_ids),
         text=rec.text,
-        source=rec.source,
+        origin=rec.origin,
         seq=seq,
         roles=tuple(rec.roles),
     )

@@ -8,7 +8,7 @@ Example:
     >>> from mnemon_langgraph.store import MnemonStore
     >>> from mnemon_langgraph.types import Message
     >>> with MnemonStore("memory.db") as store:                       # doctest: +SKIP
-    ...     store.ingest(("users", "ada"), [Message("I moved to Lyon", "Ada")], source="chat")
+    ...     store.ingest(("users", "ada"), [Message("I moved to Lyon", "Ada")], origin="chat")
     ...     hits = store.search("where does Ada live?", namespace=("users", "ada"), k=5)
 """
 
@@ -35,8 +35,9 @@ from mnemon_langgraph.store.embedded.index import (
     all_index_folders,
     index_folder,
 )
-from mnemon_langgraph.store.embedded.items import SQLiteItemStore
+from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
 from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
 from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import (
     Message,
@@ -120,16 +121,23 @@ class EmbeddedStore(MnemonStore):
         for index in indexes:
             index.flush()
 
-    def item_store(self, embeddings: Embeddings | None = None) -> SQLiteItemStore:
+    def item_store(self, embeddings: Embeddings | None = None) -> EmbeddedItemStore:
         """The consolidated index in the journal's own file (``embeddings``: default the
         store's)."""
-        return SQLiteItemStore.of_store(self, embeddings)
+        return EmbeddedItemStore.of_store(self, embeddings)
+
+    def kv(self) -> EmbeddedKVItems:
+        """The key-value items in the journal's own file, on its connections."""
+        return EmbeddedKVItems(self.journal)
 
     # -- indexes ---------------------------------------------------------------------------
 
     def index(self, namespace: str | Sequence[str]) -> NamespaceIndex:
         """The (lazily loaded) indexes of ``namespace``."""
-        ns = normalize_namespace(namespace)
+        return self._index(normalize_namespace(namespace))
+
+    def _index(self, ns: Namespace) -> NamespaceIndex:
+        """:meth:`index` of a namespace checked at the boundary (the hooks')."""
         with self._lock:
             index = self._indexes.get(ns)
             if index is None:
@@ -168,7 +176,7 @@ class EmbeddedStore(MnemonStore):
         first = {s: self.journal.next_position(ns, s) for s in sessions_of(fresh)}
         drafted = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = self._embed([r.text for r in drafted], progress)
-        index = self.index(ns)
+        index = self._index(ns)
         with index.lock:
             with self.journal.transaction():  # reads below run on its connection
                 fresh = fresh_messages(messages, self.journal.known_message_ids(ns, ids))
@@ -181,8 +189,10 @@ class EmbeddedStore(MnemonStore):
             index.sync()
         return written
 
-    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
-        index = self.index(ns)
+    def _delete_records(
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
+    ) -> list[str]:
+        index = self._index(ns)
         with index.lock:
             index.sync()
             deleted = self.journal.delete_records(ns, ids, actor=actor, reason=reason)
@@ -191,9 +201,9 @@ class EmbeddedStore(MnemonStore):
         return deleted
 
     def _delete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
-        index = self.index(ns)
+        index = self._index(ns)
         produced: list[Record] = []
 
         def replace(
@@ -218,7 +228,7 @@ class EmbeddedStore(MnemonStore):
 
     def _erase_namespace(self, ns: Namespace, actor: str) -> int:
         """Erase the namespace from the journal and delete its index folders."""
-        index = self.index(ns)
+        index = self._index(ns)
         extra = all_index_folders(self.path, ns)[1:]
         with index.lock:
             # Index files first (derived; an EraseError here leaves the rows, so the erase
@@ -231,16 +241,16 @@ class EmbeddedStore(MnemonStore):
 
     # -- reading (hooks) ---------------------------------------------------------------------
 
-    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return self.journal.get_records(ns, ids)
 
     def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return self.journal.match_record_ids(ns, prefix, limit)
 
-    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
-        return self.index(ns).term_statistics(terms)
+    def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
+        return self._index(ns).term_statistics(terms)
 
-    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return self.journal.get_vectors(ns, ids)
 
     def _records(
@@ -251,7 +261,7 @@ class EmbeddedStore(MnemonStore):
     def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
         return self.journal.session_records(ns, session, start, stop)
 
-    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return self.journal.known_message_ids(ns, ids)
 
     def _max_seq(self, ns: Namespace) -> int:
@@ -266,8 +276,7 @@ class EmbeddedStore(MnemonStore):
             return True
         return any(f.exists() or f.is_symlink() for f in all_index_folders(self.path, ns))
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace that holds at least one record, sorted."""
+    def _namespaces(self) -> list[Namespace]:
         return self.journal.namespaces()
 
     def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
@@ -277,7 +286,7 @@ class EmbeddedStore(MnemonStore):
         self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
     ) -> list[SearchHit]:
         query_vector = self.query_vector(query)
-        ranked = self.index(ns).fused_ranking(
+        ranked = self._index(ns).fused_ranking(
             query, query_vector, k=k, offset=offset, filters=filters
         )
         records = {r.id: r for r in self.journal.get_records(ns, [x.record_id for x in ranked])}
@@ -301,7 +310,7 @@ class EmbeddedStore(MnemonStore):
         spaces = [ns] if ns is not None else self.journal.namespaces()
         rows = []
         for one in spaces:
-            index = self.index(one)
+            index = self._index(one)
             index.sync()
             rows.append(
                 {

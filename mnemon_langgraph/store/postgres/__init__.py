@@ -25,22 +25,28 @@ One module per role, under a facade of a few hundred lines (:mod:`.store`):
 
 from __future__ import annotations
 
+from mnemon_langgraph.errors import deprecated_names
 from mnemon_langgraph.store.postgres.engine import redact
 from mnemon_langgraph.store.postgres.settings import (
-    EF_SEARCH_BY_SIZE,
-    EF_SEARCH_LARGE,
     EXACT_BELOW,
+    OLD_EF_SEARCH_NAMES,
+    PGVECTOR_EF_SEARCH_BY_SIZE,
+    PGVECTOR_EF_SEARCH_LARGE,
     PostgresSettings,
-    ef_search_for,
+    pgvector_ef_search_for,
 )
 from mnemon_langgraph.store.postgres.store import PostgresStore
 
 __all__ = [
-    "EF_SEARCH_BY_SIZE",
-    "EF_SEARCH_LARGE",
     "EXACT_BELOW",
+    "PGVECTOR_EF_SEARCH_BY_SIZE",
+    "PGVECTOR_EF_SEARCH_LARGE",
     "PostgresSettings",
     "PostgresStore",
-    "ef_search_for",
+    "pgvector_ef_search_for",
     "redact",
 ]
+
+__getattr__ = deprecated_names(
+    __name__, {k: v for k, v in OLD_EF_SEARCH_NAMES.items() if k != "EF_SEARCH_MAX"}
+)

@@ -14,10 +14,10 @@ import numpy as np
 
 from mnemon_langgraph.store.postgres.rows import filter_sql
 from mnemon_langgraph.store.postgres.settings import (
-    EF_SEARCH_MAX,
     HALF_RERANK,
+    PGVECTOR_EF_SEARCH_MAX,
     PostgresSettings,
-    ef_search_for,
+    pgvector_ef_search_for,
 )
 from mnemon_langgraph.types import SearchFilters
 
@@ -90,8 +90,12 @@ class DenseSearch:
             cur = await conn.execute(exact_dense_sql(where, settings.half_scan), params)
             return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
         async with conn.transaction():
-            ef = settings.ef_search if settings.ef_search is not None else ef_search_for(docs)
-            ef = min(max(ef, int(k)), EF_SEARCH_MAX)
+            ef = (
+                settings.ef_search
+                if settings.ef_search is not None
+                else pgvector_ef_search_for(docs)
+            )
+            ef = min(max(ef, int(k)), PGVECTOR_EF_SEARCH_MAX)
             await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             sql = (

@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
-from mnemon_langgraph.records.schema import namespace_key
+from mnemon_langgraph.records.schema import ns_to_key
 from mnemon_langgraph.types import Namespace
 
 __all__ = ["SPARE_WAIT_S", "LoopThread", "PostgresEngine", "import_driver", "redact"]
@@ -59,12 +59,18 @@ class LoopThread:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and wait for it (from any other thread)."""
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for it (from any other thread), at most
+        ``timeout`` seconds (``TimeoutError``; ``None``: as long as it takes)."""
         if threading.current_thread() is self.thread:
             coro.close()
             raise RuntimeError("a sync method was called from its own event-loop thread")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` run on the loop, from any event loop (or the loop itself)."""
@@ -264,7 +270,7 @@ class PostgresEngine:
     @staticmethod
     async def nsid(conn: Any, ns: Namespace, *, create: bool = False) -> int | None:
         """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
-        key = namespace_key(ns)
+        key = ns_to_key(ns)
         if create:
             await conn.execute(
                 "INSERT INTO mnemon_namespaces(namespace) VALUES (%s) "
@@ -279,7 +285,7 @@ class PostgresEngine:
     async def lock_namespace(conn: Any, ns: Namespace) -> None:
         """Serialise writers of one namespace until the transaction ends (any host)."""
         await conn.execute(
-            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NS_LOCK, namespace_key(ns))
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NS_LOCK, ns_to_key(ns))
         )
 
     @staticmethod

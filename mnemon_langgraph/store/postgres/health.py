@@ -256,5 +256,5 @@ def health(
 ) -> list[HealthReport]:
     """Sync :func:`check_health`, on the store's loop."""
     return list(
-        store.run(check_health(store, namespace, repair=repair, expected_model=expected_model))
+        store._run(check_health(store, namespace, repair=repair, expected_model=expected_model))
     )

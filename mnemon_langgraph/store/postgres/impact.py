@@ -21,15 +21,16 @@ orders agree except between records whose scores differ by less than that.
 **Impact postings, score at a time** (schema versions 4 and 5). A query with common words (a
 speaker's name, "like", "really"; a 20-word passage) holds terms found in a large share of the
 namespace, so the plain query costs time linear in the namespace: every record holding any
-query term is read from the heap (a scattered row, ~10–25 µs to read and score at 1M
-records). ``mnemon_postings`` holds one compact row per (record, distinct term) with its
+query term is read from the heap, a scattered row each (the figures at 1M records are in
+docs/results/postgres-history.md). ``mnemon_postings`` holds one compact row per (record,
+distinct term) with its
 *impact* (:func:`impact`), written in the ingest transaction and gone with its record, under a
 B-tree on ``(term, seq)`` that includes the impact. A common term (more than
 :data:`PACK_MIN` postings) also has a **pack** (``mnemon_packs``, version 5): its postings
 sorted by impact, highest first, in parts of :data:`PACK_PART` postings, each part one row of
 two ``bytea`` (``seq`` and impact), so a term's best postings cost a few rows instead of one
-index entry each (~0.3 µs per posting; at 1M records that was the whole cost of a
-common-word query). A pack covers the term's postings up to its ``upto`` seq; the ones written
+index entry each (at 1M records those entries were the whole cost of a common-word
+query). A pack covers the term's postings up to its ``upto`` seq; the ones written
 since are read from the index, and the term is packed again once they are many
 (:func:`needs_pack`, after the ingest that crossed the line, under the namespace's write
 lock, so no writer of the namespace has a ``seq`` below ``upto`` still uncommitted). A
@@ -200,7 +201,7 @@ round reads whole parts, so this is also the step by which a term is read deeper
 
 PACK_MIN = 1_024
 """A term gets a pack once it has more postings than this; rarer terms are read whole from
-the postings index (:data:`DELTA_SQL`: at most this many index entries, ~0.3 µs each)."""
+the postings index (:data:`DELTA_SQL`: at most this many index entries)."""
 
 PACK_GROWTH = 16
 """A term is packed again once its postings written since the pack (read whole by every
@@ -208,7 +209,7 @@ query holding it, :data:`DELTA_SQL`) exceed ``max(PACK_MIN, packed / PACK_GROWTH
 two costs pull apart: each posting of a common term is rewritten about ``PACK_GROWTH`` times
 over its life (a small share of an ingest: docs/results/postgres-history.md), and a
 query reads up to ``packed / PACK_GROWTH`` postings of such a term from the index besides
-its parts (half that on average, ~0.3 µs each)."""
+its parts (half that on average)."""
 
 FIRST_PARTS = 1
 """Parts of each packed term read in the first round (:data:`PACK_PART` postings each).
@@ -218,8 +219,8 @@ to the final one; later rounds read what the cut plan (:func:`plan_depths`) asks
 DEEPEN_MARGIN = 0.15
 """A deeper round aims at cut bounds summing to this share of the known ``theta``. The two
 costs pull apart: a lower share reads more postings, a higher one leaves more candidates
-whose bound reaches ``theta`` to look up (~8–14 µs each, :data:`LOOKUP_SQL`) and score.
-With postings read from packs (~0.1 µs each) reading deeper is cheap: at 1M records the
+whose bound reaches ``theta`` to look up (:data:`LOOKUP_SQL`, far dearer per candidate than
+a posting) and score. With postings read from packs reading deeper is cheap: at 1M records the
 search time is flat below 0.3, and three first parts instead of one read more than the proof
 needs (docs/results/postgres-history.md, "Figures behind the backend's defaults")."""
 

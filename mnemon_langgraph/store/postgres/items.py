@@ -1,7 +1,7 @@
-"""The consolidated index in PostgreSQL: :class:`PostgresItemStore`, beside ``SQLiteItemStore``.
+"""The consolidated index in PostgreSQL: :class:`PostgresItemStore`, beside ``EmbeddedItemStore``.
 
 Same interface and the same guarantees as
-:class:`~mnemon_langgraph.store.embedded.items.SQLiteItemStore`, in the database of a
+:class:`~mnemon_langgraph.store.embedded.items.EmbeddedItemStore`, in the database of a
 :class:`~mnemon_langgraph.store.postgres.PostgresStore` (its pool, its loop), which builds it
 (``store.item_store()``) and which it reaches through :class:`ItemHost`:
 
@@ -31,6 +31,7 @@ from langchain_core.embeddings import Embeddings
 from mnemon_langgraph.items import IndexItem, ItemKind, ItemUpdate
 from mnemon_langgraph.store.item_commit import (
     BatchUsage,
+    adrive,
     commit_folded_batch,
     record_batch_failure,
 )
@@ -60,15 +61,15 @@ class ItemHost(Protocol):
     @property
     def dimension(self) -> int: ...
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T: ...
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T: ...
 
-    def connection(self) -> Any: ...
+    def _connection(self) -> Any: ...
 
-    async def fetch(self, sql: str, params: Any = None) -> list[Any]: ...
+    async def _fetch(self, sql: str, params: Any = None) -> list[Any]: ...
 
-    def key(self, namespace: str | Sequence[str]) -> str: ...
+    def _key(self, namespace: str | Sequence[str]) -> str: ...
 
-    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any: ...
+    async def _namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any: ...
 
     def records(
         self, namespace: str | Sequence[str], *, after_seq: int = 0, limit: int | None = None
@@ -156,10 +157,10 @@ class PostgresItemStore:
         self.embeddings = embeddings if embeddings is not None else store.embeddings
         self.dimension = store.dimension
         self.read_only = False
-        store.run(self._setup())
+        store._run(self._setup())
 
     async def _setup(self) -> None:
-        async with self.store.connection() as conn, conn.transaction():
+        async with self.store._connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x4D4E4954,))
             for statement in _DDL:
                 await conn.execute(statement)
@@ -170,13 +171,13 @@ class PostgresItemStore:
     # --- reads ---------------------------------------------------------------------------
 
     def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[Any]:
-        return self.store.run(self.store.fetch(sql, params))
+        return self.store._run(self.store._fetch(sql, params))
 
     def _items(
         self, namespace: Namespace, where: str, params: dict[str, Any], *, links: bool = True
     ) -> list[IndexItem]:
         ns = normalize_namespace(namespace)
-        params = {**params, "ns": self.store.key(ns)}
+        params = {**params, "ns": self.store._key(ns)}
         rows = self._rows(
             f"SELECT {_COLUMNS} FROM mnemon_items WHERE nsid = (SELECT nsid FROM "
             f"mnemon_namespaces WHERE namespace = %(ns)s) AND {where} ORDER BY seq",
@@ -218,7 +219,7 @@ class PostgresItemStore:
         rows = self._rows(
             "SELECT i.id FROM mnemon_items i JOIN mnemon_namespaces n ON n.nsid = i.nsid "
             "WHERE i.id = ANY(%s) AND n.namespace <> %s",
-            (list(dict.fromkeys(ids)), self.store.key(normalize_namespace(namespace))),
+            (list(dict.fromkeys(ids)), self.store._key(normalize_namespace(namespace))),
         )
         return {row[0] for row in rows}
 
@@ -237,7 +238,7 @@ class PostgresItemStore:
         rows = self._rows(
             "SELECT count(*) FROM mnemon_items i JOIN mnemon_namespaces n ON n.nsid = i.nsid "
             "WHERE n.namespace = %s",
-            (self.store.key(namespace),),
+            (self.store._key(namespace),),
         )
         return int(rows[0][0])
 
@@ -257,7 +258,7 @@ class PostgresItemStore:
             "SELECT i.id, i.embedding FROM mnemon_items i JOIN mnemon_namespaces n "
             "ON n.nsid = i.nsid WHERE n.namespace = %s AND i.embedding IS NOT NULL "
             "ORDER BY i.seq",
-            (self.store.key(namespace),),
+            (self.store._key(namespace),),
         )
         if not rows:
             return []
@@ -278,7 +279,7 @@ class PostgresItemStore:
             "SELECT min(i.topic), min(i.seq) AS first FROM mnemon_items i JOIN "
             "mnemon_namespaces n ON n.nsid = i.nsid WHERE n.namespace = %s AND "
             "i.kind = 'event' GROUP BY i.group_key ORDER BY first",
-            (self.store.key(namespace),),
+            (self.store._key(namespace),),
         )
         return [r[0] for r in rows if r[0]]
 
@@ -298,7 +299,7 @@ class PostgresItemStore:
             "SELECT watermark, batches, items_added, items_updated, model_calls, input_tokens, "
             "output_tokens FROM mnemon_consolidation_state s JOIN mnemon_namespaces n "
             "ON n.nsid = s.nsid WHERE n.namespace = %s",
-            (self.store.key(ns),),
+            (self.store._key(ns),),
         )
         return IndexStatus(ns, *(int(v) for v in rows[0])) if rows else IndexStatus(namespace=ns)
 
@@ -319,7 +320,7 @@ class PostgresItemStore:
             "WHERE n.namespace = %s"
             + (" AND NOT resolved" if unresolved_only else "")
             + " ORDER BY f.id",
-            (self.store.key(ns),),
+            (self.store._key(ns),),
         )
         return [
             FailureRow(ns, int(a), int(b), str(e), int(n), at.astimezone(UTC).isoformat(), s, r)
@@ -348,7 +349,7 @@ class PostgresItemStore:
     ) -> tuple[int, int]:
         """Write a folded batch's items and move the watermark, in ONE transaction.
 
-        Same contract as ``SQLiteItemStore.commit_batch`` (one algorithm,
+        Same contract as ``EmbeddedItemStore.commit_batch`` (one algorithm,
         :func:`~mnemon_langgraph.store.item_commit.commit_folded_batch`). The watermark
         is read ``FOR UPDATE``: a second job on the namespace waits for this one to commit.
 
@@ -358,8 +359,7 @@ class PostgresItemStore:
         ns = normalize_namespace(namespace)
 
         async def commit(tx: _PostgresBatch) -> tuple[int, int]:
-            return await commit_folded_batch(
-                tx,
+            body = commit_folded_batch(
                 ns,
                 expected_watermark=expected_watermark,
                 new_watermark=new_watermark,
@@ -369,8 +369,9 @@ class PostgresItemStore:
                 update_vectors=update_vectors,
                 usage=BatchUsage(model_calls, input_tokens, output_tokens),
             )
+            return await adrive(body, tx)
 
-        return self.store.run(self._in_transaction(ns, commit))
+        return self.store._run(self._in_transaction(ns, commit))
 
     def record_failure(
         self,
@@ -390,8 +391,7 @@ class PostgresItemStore:
         ns = normalize_namespace(namespace)
 
         async def record(tx: _PostgresBatch) -> None:
-            await record_batch_failure(
-                tx,
+            body = record_batch_failure(
                 ns,
                 batch_start_seq=batch_start_seq,
                 batch_end_seq=batch_end_seq,
@@ -401,23 +401,24 @@ class PostgresItemStore:
                 expected_watermark=expected_watermark,
                 usage=BatchUsage(model_calls, input_tokens, output_tokens),
             )
+            await adrive(body, tx)
 
-        self.store.run(self._in_transaction(ns, record))
+        self.store._run(self._in_transaction(ns, record))
 
     async def _in_transaction(
         self, ns: Namespace, body: Callable[[_PostgresBatch], Awaitable[T]]
     ) -> T:
-        async with self.store.connection() as conn, conn.transaction():
-            nsid = await self.store.namespace_id(conn, ns, create=True)
+        async with self.store._connection() as conn, conn.transaction():
+            nsid = await self.store._namespace_id(conn, ns, create=True)
             return await body(_PostgresBatch(conn, nsid))
 
     def drop_index(self, namespace: Namespace) -> int:
         """Delete every item, link, failure and the watermark of ``namespace``."""
-        return self.store.run(self._drop(normalize_namespace(namespace)))
+        return self.store._run(self._drop(normalize_namespace(namespace)))
 
     async def _drop(self, ns: Namespace) -> int:
-        async with self.store.connection() as conn, conn.transaction():
-            nsid = await self.store.namespace_id(conn, ns)
+        async with self.store._connection() as conn, conn.transaction():
+            nsid = await self.store._namespace_id(conn, ns)
             if nsid is None:
                 return 0
             # items first: their links go by cascade, and the orphan trigger finds no item

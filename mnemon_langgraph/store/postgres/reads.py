@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.records.schema import AuditEntry, namespace_key, ns_from_key
+from mnemon_langgraph.records.schema import AuditEntry, ns_from_key, ns_to_key
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.impact import namespaced
 from mnemon_langgraph.store.postgres.rows import RECORD_SQL, filter_sql, row_to_record
@@ -39,7 +39,7 @@ class Reads:
             "SELECT DISTINCT m.message_id FROM mnemon_messages m JOIN mnemon_namespaces n "
             "ON n.nsid = m.nsid WHERE n.namespace = %s AND m.message_id = ANY(%s)"
         )
-        params = (namespace_key(ns), list(ids))
+        params = (ns_to_key(ns), list(ids))
         if conn is not None:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
@@ -53,7 +53,7 @@ class Reads:
             "SELECT max(r.position) FROM mnemon_records r JOIN mnemon_namespaces n "
             "ON n.nsid = r.nsid WHERE n.namespace = %s AND r.session = %s"
         )
-        params = (namespace_key(ns), int(session))
+        params = (ns_to_key(ns), int(session))
         if conn is not None:
             cur = await conn.execute(sql, params)
             rows = [await cur.fetchone()]
@@ -75,11 +75,11 @@ class Reads:
                     return True
         return False
 
-    async def get(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    async def get(self, ns: Namespace, ids: Sequence[str]) -> list[Record]:
         """Records of ``ns`` by id, in the order of ``ids`` (unknown ids skipped)."""
         rows = await self.engine.read(
             RECORD_SQL + f" r WHERE r.nsid = {_IN_NAMESPACE} AND r.id = ANY(%s)",
-            (namespace_key(ns), ids),
+            (ns_to_key(ns), list(ids)),
         )
         found = {r[0]: row_to_record(r, ns) for r in rows}
         return [found[i] for i in ids if i in found]
@@ -89,10 +89,10 @@ class Reads:
     ) -> list[Record]:
         """Up to ``size`` records of ``ns`` with ``seq > after`` that pass ``filters`` (bounds
         in the query), in seq order."""
-        params: dict[str, Any] = {"ns": namespace_key(ns), "after": int(after), "size": int(size)}
+        params: dict[str, Any] = {"ns": ns_to_key(ns), "after": int(after), "size": int(size)}
         where = filter_sql(filters, params)
         rows = await self.engine.read(
-            RECORD_SQL + " r WHERE r.nsid = (SELECT nsid FROM mnemon_namespaces WHERE "
+            RECORD_SQL + f" r WHERE r.nsid = (SELECT nsid FROM mnemon_namespaces WHERE "
             f"namespace = %(ns)s) AND r.seq > %(after)s{where} ORDER BY r.seq LIMIT %(size)s",
             params,
         )
@@ -104,7 +104,7 @@ class Reads:
         rows = await self.engine.read(
             RECORD_SQL + f" r WHERE r.nsid = {_IN_NAMESPACE} AND r.session = %s "
             "AND r.position >= %s AND r.position < %s ORDER BY r.position, r.seq",
-            (namespace_key(ns), int(session), int(start), int(stop)),
+            (ns_to_key(ns), int(session), int(start), int(stop)),
         )
         return [row_to_record(r, ns) for r in rows]
 
@@ -114,16 +114,16 @@ class Reads:
         rows = await self.engine.read(
             f"SELECT r.id FROM mnemon_records r WHERE r.nsid = {_IN_NAMESPACE} "
             "AND starts_with(r.id, %s) ORDER BY r.id LIMIT %s",
-            (namespace_key(ns), prefix, limit),
+            (ns_to_key(ns), prefix, limit),
         )
         return [r[0] for r in rows]
 
-    async def vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    async def vectors(self, ns: Namespace, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored (unit) vectors of these records, by id."""
         rows = await self.engine.read(
             f"SELECT v.record_id, v.embedding FROM mnemon_vectors v WHERE v.nsid = "
             f"{_IN_NAMESPACE} AND v.record_id = ANY(%s)",
-            (namespace_key(ns), ids),
+            (ns_to_key(ns), list(ids)),
         )
         # pgvector hands back its Vector type (to_numpy) or, unregistered, a plain sequence
         return {
@@ -135,9 +135,9 @@ class Reads:
         self, ns: Namespace, terms: Sequence[str]
     ) -> tuple[int, dict[str, int]]:
         """``mnemon_namespaces.docs`` and ``mnemon_terms.df``: the counts search uses."""
-        wanted = list(dict.fromkeys(terms))
+        wanted = list(terms)
         rows = await self.engine.read(
-            "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s", (namespace_key(ns),)
+            "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s", (ns_to_key(ns),)
         )
         if not rows:
             return 0, dict.fromkeys(wanted, 0)
@@ -153,13 +153,13 @@ class Reads:
         value = await self.engine.scalar(
             "SELECT max(r.seq) FROM mnemon_records r JOIN mnemon_namespaces n "
             "ON n.nsid = r.nsid WHERE n.namespace = %s",
-            (namespace_key(ns),),
+            (ns_to_key(ns),),
         )
         return int(value or 0)
 
     async def count(self, ns: Namespace) -> int:
         value = await self.engine.scalar(
-            "SELECT docs FROM mnemon_namespaces WHERE namespace = %s", (namespace_key(ns),)
+            "SELECT docs FROM mnemon_namespaces WHERE namespace = %s", (ns_to_key(ns),)
         )
         return int(value or 0)
 
@@ -168,7 +168,7 @@ class Reads:
         return sorted(ns_from_key(r[0]) for r in rows)
 
     async def audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
-        sql, params = _AUDIT_SQL, [] if ns is None else [namespace_key(ns)]
+        sql, params = _AUDIT_SQL, [] if ns is None else [ns_to_key(ns)]
         if ns is not None:
             sql += " WHERE namespace = %s"
         rows = await self.engine.read(sql + " ORDER BY id", params)

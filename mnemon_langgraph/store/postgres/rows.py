@@ -14,14 +14,14 @@ __all__ = ["NO_DATE", "RECORD_SQL", "filter_sql", "row_to_record"]
 
 NO_DATE = int(np.iinfo(np.int64).min)
 RECORD_SQL = (
-    "SELECT id, seq, source, session, date, position, speakers, message_ids, roles, text "
+    "SELECT id, seq, origin, session, date, position, speakers, message_ids, roles, text "
     "FROM mnemon_records"
 )
 
 
 def row_to_record(row: Sequence[Any], ns: Namespace) -> Record:
     """The :class:`Record` of a :data:`RECORD_SQL` row of namespace ``ns``."""
-    rid, seq, source, session, date, position, speakers, mids, roles, text = row
+    rid, seq, origin, session, date, position, speakers, mids, roles, text = row
     return Record(
         id=rid,
         namespace=ns,
@@ -31,7 +31,7 @@ def row_to_record(row: Sequence[Any], ns: Namespace) -> Record:
         speakers=tuple(speakers),
         message_ids=tuple(mids),
         text=text,
-        source=source,
+        origin=origin,
         seq=seq,
         roles=tuple(roles),
     )

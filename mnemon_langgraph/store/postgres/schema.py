@@ -55,7 +55,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 TABLES = (
     "mnemon_meta",
@@ -68,6 +68,8 @@ TABLES = (
     "mnemon_postings",
     "mnemon_packs",
     "mnemon_audit",
+    "mnemon_kv_items",
+    "mnemon_kv_audit",
 )
 """Every table the store writes (the erase and its residue test cover all of them)."""
 
@@ -162,7 +164,7 @@ _V2 = [
 
 _V3 = [
     # A half-precision copy of every vector, in a table of its own: the exact scan reads
-    # ~half the bytes (88 MB against 194 MB at 100k vectors of 384 dimensions) and ranks
+    # about half the bytes (docs/results/postgres-history.md) and ranks
     # candidates that are then re-ranked by exact cosine on the float vectors (see
     # PostgresStore._dense): faster at the same recall, where binary quantization lost
     # recall (docs/results/postgres-history.md, "Half-precision copy"). No typmod: the
@@ -250,7 +252,39 @@ _V5 = [
     "DROP INDEX IF EXISTS mnemon_postings_impact",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+_V6 = [
+    # The ingest label's column takes the label's name (indexes follow the column). Guarded,
+    # as every step is safe to run again: PostgreSQL has no RENAME COLUMN IF EXISTS.
+    "DO $$ BEGIN IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = "
+    "current_schema() AND table_name = 'mnemon_records' AND column_name = 'source') THEN "
+    "ALTER TABLE mnemon_records RENAME COLUMN source TO origin; END IF; END $$",
+    # The key-value items of MnemonBaseStore (store/kv_items.py), as that code created them
+    # before they joined the schema: IF NOT EXISTS, so a database that has them keeps them.
+    """CREATE TABLE IF NOT EXISTS mnemon_kv_items (
+        namespace text NOT NULL,
+        key text NOT NULL,
+        value text NOT NULL,
+        text text NOT NULL DEFAULT '',
+        vectors bytea,
+        dim integer NOT NULL DEFAULT 0,
+        fields text NOT NULL DEFAULT '["$"]',
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (namespace, key)
+    )""",
+    """CREATE TABLE IF NOT EXISTS mnemon_kv_audit (
+        id bigserial PRIMARY KEY,
+        at timestamptz NOT NULL,
+        actor text NOT NULL,
+        action text NOT NULL,
+        ns text NOT NULL,
+        keys text NOT NULL DEFAULT '[]',
+        count integer NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS mnemon_kv_audit_ns ON mnemon_kv_audit(ns, id)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
@@ -258,7 +292,9 @@ adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
 arrays (minutes at 1M records: docs/results/postgres-history.md); version 5 adds
 ``mnemon_packs`` and two columns of ``mnemon_terms``, indexes the postings by ``(term, seq)``
 instead of ``(term, impact)`` and leaves the packs to the store's setup, which builds them from the
-postings."""
+postings; version 6 renames ``mnemon_records.source`` to ``origin`` (the ingest label)
+and adds the key-value items' two tables (``mnemon_kv_items``, ``mnemon_kv_audit``),
+kept as they are where the BaseStore had already created them."""
 
 
 APPEND_ONLY_AUDIT = [

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.records.schema import namespace_key
+from mnemon_langgraph.records.schema import ns_to_key
 from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
@@ -58,7 +58,7 @@ class HybridSearch:
     @staticmethod
     async def _namespace_row(conn: Any, ns: Namespace) -> tuple[int, int] | None:
         cur = await conn.execute(
-            "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s", (namespace_key(ns),)
+            "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s", (ns_to_key(ns),)
         )
         row = await cur.fetchone()
         return None if row is None else (int(row[0]), int(row[1]))

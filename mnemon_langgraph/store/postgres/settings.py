@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.errors import ConfigurationError, deprecated_names
 from mnemon_langgraph.store.postgres.impact import (
     FIRST_PARTS,
     FULL_BELOW_POSTINGS,
@@ -19,14 +19,25 @@ from mnemon_langgraph.store.postgres.impact import (
 )
 
 __all__ = [
-    "EF_SEARCH_BY_SIZE",
-    "EF_SEARCH_LARGE",
-    "EF_SEARCH_MAX",
     "EXACT_BELOW",
     "HALF_RERANK",
+    "OLD_EF_SEARCH_NAMES",
+    "PGVECTOR_EF_SEARCH_BY_SIZE",
+    "PGVECTOR_EF_SEARCH_LARGE",
+    "PGVECTOR_EF_SEARCH_MAX",
     "PostgresSettings",
-    "ef_search_for",
+    "pgvector_ef_search_for",
 ]
+
+# pgvector's table differs from FAISS's on purpose (search/vectors.py): the old unprefixed
+# names are deprecated for one release (docs/migration.md)
+OLD_EF_SEARCH_NAMES = {
+    "EF_SEARCH_BY_SIZE": "PGVECTOR_EF_SEARCH_BY_SIZE",
+    "EF_SEARCH_LARGE": "PGVECTOR_EF_SEARCH_LARGE",
+    "EF_SEARCH_MAX": "PGVECTOR_EF_SEARCH_MAX",
+    "ef_search_for": "pgvector_ef_search_for",
+}
+__getattr__ = deprecated_names(__name__, OLD_EF_SEARCH_NAMES)
 
 EXACT_BELOW = 150_000
 """Namespaces with fewer records are searched exactly (recall 1): up to this size an exact
@@ -34,16 +45,18 @@ scan meets the recall goal in a few hundred milliseconds at no cost to ingest, w
 denser HNSW graph that would match it makes every insert slower (figures: docs/results and
 the README's PostgreSQL section)."""
 
-EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
-"""``(namespace records up to, hnsw.ef_search)``; larger namespaces use :data:`EF_SEARCH_LARGE`.
+PGVECTOR_EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
+"""``(namespace records up to, hnsw.ef_search)``; larger namespaces use
+:data:`PGVECTOR_EF_SEARCH_LARGE`. pgvector's table: FAISS's differs on purpose
+(:data:`~mnemon_langgraph.search.vectors.FAISS_EF_SEARCH_BY_SIZE`, another index).
 
 Only namespaces of :data:`EXACT_BELOW` records or more use HNSW, so they get
-:data:`EF_SEARCH_LARGE`; the 10k entry serves stores opened with a smaller ``exact_below``
+:data:`PGVECTOR_EF_SEARCH_LARGE`; the 10k entry serves stores opened with a smaller ``exact_below``
 (recall per ``ef_search``: ``mnemon bench backend``, docs/results)."""
 
-EF_SEARCH_LARGE = 200
-"""``hnsw.ef_search`` past :data:`EF_SEARCH_BY_SIZE`: on real text it keeps the recall goal
-with a margin at a third of the largest value's time (``docs/results/pg_bm25_1m.py
+PGVECTOR_EF_SEARCH_LARGE = 200
+"""``hnsw.ef_search`` past :data:`PGVECTOR_EF_SEARCH_BY_SIZE`: on real text it keeps the recall goal
+with a margin at a third of the largest value's time (``benchmarks/pg_bm25_1m.py
 parts``); a corpus of less clustered vectors may need more: pass ``ef_search=``."""
 
 HALF_RERANK = 200
@@ -51,15 +64,16 @@ HALF_RERANK = 200
 float vectors (at least ``4 × k``); halfvec rounding (~1e-3 relative) only reorders
 near-ties, which the re-rank undoes (docs/results)."""
 
-EF_SEARCH_MAX = 1000  # pgvector rejects a larger hnsw.ef_search
+PGVECTOR_EF_SEARCH_MAX = 1000  # pgvector rejects a larger hnsw.ef_search
 
 
-def ef_search_for(docs: int) -> int:
-    """``hnsw.ef_search`` for a namespace of ``docs`` records (:data:`EF_SEARCH_BY_SIZE`)."""
-    for limit, ef in EF_SEARCH_BY_SIZE:
+def pgvector_ef_search_for(docs: int) -> int:
+    """``hnsw.ef_search`` for a namespace of ``docs`` records
+    (:data:`PGVECTOR_EF_SEARCH_BY_SIZE`)."""
+    for limit, ef in PGVECTOR_EF_SEARCH_BY_SIZE:
         if docs <= limit:
             return ef
-    return EF_SEARCH_LARGE
+    return PGVECTOR_EF_SEARCH_LARGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +84,7 @@ class PostgresSettings:
         exact_below: Namespaces with fewer records use exact dense search; larger ones
             the HNSW index (iterative scan).
         ef_search: ``hnsw.ef_search`` of HNSW searches; ``None`` chooses it by the
-            namespace's size (:func:`ef_search_for`).
+            namespace's size (:func:`pgvector_ef_search_for`).
         half_scan: Exact search scans the half-precision copy and re-ranks its nearest by
             the float vectors (``False``: scan the float vectors).
         bm25_prune: BM25 reads impact postings score at a time and stops once the top

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemon_langgraph.records.schema import namespace_key, ns_from_key
+from mnemon_langgraph.records.schema import ns_from_key, ns_to_key
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.schema import TABLES
 from mnemon_langgraph.types import Namespace
@@ -31,7 +31,7 @@ async def store_stats(
     params: tuple[Any, ...] = ()
     if namespace is not None:
         sql += " WHERE n.namespace = %s"
-        params = (namespace_key(namespace),)
+        params = (ns_to_key(namespace),)
     else:
         sql += " WHERE n.docs > 0"
     rows = await engine.read(sql + " ORDER BY n.namespace", params)

@@ -16,16 +16,18 @@ from typing import Any, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.errors import ConfigurationError, warn_deprecated
 from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars
 from mnemon_langgraph.records.schema import AuditEntry, namespace_key, ns_from_key
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.store.base import MnemonStore, check_search
+from mnemon_langgraph.store.contract import RECORD_PAGE
 from mnemon_langgraph.store.postgres.bm25 import BM25Query
 from mnemon_langgraph.store.postgres.dense import DenseSearch
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.items import PostgresItemStore
+from mnemon_langgraph.store.postgres.kv_items import PostgresKVItems
 from mnemon_langgraph.store.postgres.packs import Packs
 from mnemon_langgraph.store.postgres.reads import Reads
 from mnemon_langgraph.store.postgres.schema import setup_schema, stored_version
@@ -213,29 +215,62 @@ class PostgresStore(MnemonStore):
         """The consolidated index in this database (``embeddings``: default the store's)."""
         return PostgresItemStore(self, embeddings)
 
-    # -- what the item store uses of this store (:class:`.items.ItemHost`) -----------------
+    def kv(self) -> PostgresKVItems:
+        """The key-value items in this database, on the store's pool and loop."""
+        return PostgresKVItems(self.engine)
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    # -- what the item store uses of this store (:class:`.items.ItemHost`), private ---------
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of this store's async core and wait for it (sync callers)."""
         return self.engine.run(coro)
 
-    def connection(self) -> Any:
-        """``async with store.connection() as conn``: a pooled async connection (autocommit;
-        open ``conn.transaction()`` to write). Only inside coroutines given to :meth:`run`."""
+    def _connection(self) -> Any:
+        """``async with store._connection() as conn``: a pooled async connection
+        (autocommit; open ``conn.transaction()`` to write). Only inside coroutines given to
+        :meth:`_run`."""
         return self.engine.connection()
 
-    async def fetch(self, sql: str, params: Any = None) -> list[Any]:
+    async def _fetch(self, sql: str, params: Any = None) -> list[Any]:
         """All rows of one read query."""
         return await self.engine.read(sql, params)
 
     @staticmethod
-    def key(namespace: str | Sequence[str]) -> str:
+    def _key(namespace: str | Sequence[str]) -> str:
         """The stored form of a namespace (``mnemon_namespaces.namespace``)."""
         return namespace_key(namespace)
 
-    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
+    async def _namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
         """The ``nsid`` of ``ns`` (``None`` if unknown and not ``create``)."""
         return await self.engine.nsid(conn, ns, create=create)
+
+    # the public names of these internals, deprecated for one release (docs/migration.md)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Deprecated: internal (``_run``); warns."""
+        warn_deprecated("PostgresStore.run", "PostgresStore.engine.run")
+        return self._run(coro)
+
+    def connection(self) -> Any:
+        """Deprecated: internal (``_connection``); warns."""
+        warn_deprecated("PostgresStore.connection", "PostgresStore.engine.connection")
+        return self._connection()
+
+    async def fetch(self, sql: str, params: Any = None) -> list[Any]:
+        """Deprecated: internal (``_fetch``); warns."""
+        warn_deprecated("PostgresStore.fetch", "PostgresStore.engine.read")
+        return await self._fetch(sql, params)
+
+    @staticmethod
+    def key(namespace: str | Sequence[str]) -> str:
+        """Deprecated: ``records.schema.namespace_key``; warns."""
+        warn_deprecated("PostgresStore.key", "mnemon_langgraph.records.schema.namespace_key")
+        return namespace_key(namespace)
+
+    async def namespace_id(self, conn: Any, ns: Namespace, *, create: bool = False) -> Any:
+        """Deprecated: internal (``_namespace_id``); warns."""
+        warn_deprecated("PostgresStore.namespace_id", "PostgresStore.engine.nsid")
+        return await self._namespace_id(conn, ns, create=create)
 
     # -- writes (hooks of MnemonStore: arguments already checked) ----------------------------
 
@@ -250,15 +285,22 @@ class PostgresStore(MnemonStore):
         return self.engine.run(self.writes.ingest(ns, messages, source, pack, progress))
 
     async def _awrite_messages(
-        self, ns: Namespace, messages: list[Message], source: str, pack: bool
+        self,
+        ns: Namespace,
+        messages: list[Message],
+        source: str,
+        pack: bool,
+        progress: Callable[[int, int], None] | None,
     ) -> list[Record]:
-        return await self.engine.submit(self.writes.ingest(ns, messages, source, pack, None))
+        return await self.engine.submit(self.writes.ingest(ns, messages, source, pack, progress))
 
-    def _delete_records(self, ns: Namespace, ids: list[str], actor: str, reason: str) -> list[str]:
+    def _delete_records(
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
+    ) -> list[str]:
         return self.engine.run(self.writes.delete_records(ns, ids, actor, reason))
 
     def _delete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         return self.engine.run(self.writes.delete_messages(ns, ids, actor, reason, source))
 
@@ -267,22 +309,22 @@ class PostgresStore(MnemonStore):
 
     # -- reads (hooks) ------------------------------------------------------------------
 
-    def _known_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return self.engine.run(self.reads.known(ns, ids))
 
     def _holds_namespace(self, ns: Namespace) -> bool:
         return self.engine.run(self.reads.holds(ns))
 
-    def _get_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return self.engine.run(self.reads.get(ns, ids))
 
     def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return self.engine.run(self.reads.match(ns, prefix, limit))
 
-    def _stored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return self.engine.run(self.reads.vectors(ns, ids))
 
-    def _term_statistics(self, ns: Namespace, terms: list[str]) -> tuple[int, dict[str, int]]:
+    def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
         return self.engine.run(self.reads.term_statistics(ns, terms))
 
     def _records(
@@ -290,7 +332,7 @@ class PostgresStore(MnemonStore):
     ) -> Iterator[Record]:
         last, left = after_seq, limit
         while left is None or left > 0:
-            size = 1000 if left is None else min(1000, left)
+            size = RECORD_PAGE if left is None else min(RECORD_PAGE, left)
             page = self.engine.run(self.reads.page(ns, last, size, filters))
             yield from page
             if len(page) < size:
@@ -308,8 +350,7 @@ class PostgresStore(MnemonStore):
     def _count(self, ns: Namespace) -> int:
         return self.engine.run(self.reads.count(ns))
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace that holds at least one record, sorted."""
+    def _namespaces(self) -> list[Namespace]:
         return self.engine.run(self.reads.namespaces())
 
     def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
@@ -328,17 +369,17 @@ class PostgresStore(MnemonStore):
 
     # -- the async face's hooks, native: the same coroutines, awaited (the loop not blocked)
 
-    async def _aget_records(self, ns: Namespace, ids: list[str]) -> list[Record]:
+    async def _aget_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return await self.engine.submit(self.reads.get(ns, ids))
 
     async def _amatch_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
         return await self.engine.submit(self.reads.match(ns, prefix, limit))
 
-    async def _astored_vectors(self, ns: Namespace, ids: list[str]) -> dict[str, np.ndarray]:
+    async def _astored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
         return await self.engine.submit(self.reads.vectors(ns, ids))
 
     async def _aterm_statistics(
-        self, ns: Namespace, terms: list[str]
+        self, ns: Namespace, terms: tuple[str, ...]
     ) -> tuple[int, dict[str, int]]:
         return await self.engine.submit(self.reads.term_statistics(ns, terms))
 
@@ -352,7 +393,7 @@ class PostgresStore(MnemonStore):
     ) -> list[Record]:
         return await self.engine.submit(self.reads.session(ns, session, start, stop))
 
-    async def _aknown_message_ids(self, ns: Namespace, ids: list[str]) -> set[str]:
+    async def _aknown_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return await self.engine.submit(self.reads.known(ns, ids))
 
     async def _amax_seq(self, ns: Namespace) -> int:
@@ -382,12 +423,12 @@ class PostgresStore(MnemonStore):
         )
 
     async def _adelete_records(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
     ) -> list[str]:
         return await self.engine.submit(self.writes.delete_records(ns, ids, actor, reason))
 
     async def _adelete_messages(
-        self, ns: Namespace, ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         return await self.engine.submit(self.writes.delete_messages(ns, ids, actor, reason, source))
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.records.schema import namespace_key, rebuild_messages
+from mnemon_langgraph.records.schema import ns_to_key, rebuild_messages
 from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
 from mnemon_langgraph.search.bm25 import date_to_epoch
 from mnemon_langgraph.store.base import fresh_messages, sessions_of
@@ -115,7 +115,7 @@ class Writes:
         written: list[Record] = []
         cur = conn.cursor()
         await cur.executemany(
-            "INSERT INTO mnemon_records (id, seq, nsid, source, session, date, date_epoch, "
+            "INSERT INTO mnemon_records (id, seq, nsid, origin, session, date, date_epoch, "
             "position, speakers, message_ids, roles, text, terms, tfs, length) VALUES "
             "(%s, nextval('mnemon_record_seq'), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
             "%s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
@@ -181,7 +181,7 @@ class Writes:
                 (
                     rec.id,
                     nsid,
-                    rec.source,
+                    rec.origin,
                     int(rec.session),
                     rec.date,
                     date_to_epoch(rec.date),
@@ -287,7 +287,7 @@ class Writes:
             (
                 str(actor),
                 action,
-                namespace_key(ns),
+                ns_to_key(ns),
                 int(count),
                 json.dumps(list(record_ids)),
                 json.dumps(list(message_ids)),
@@ -298,7 +298,7 @@ class Writes:
     async def delete_ids(self, conn: Any, nsid: int, ids: Sequence[str]) -> list[str]:
         """Delete records by id (caller's transaction, namespace locked): their rows, the
         rows that cascade, their BM25 statistics and their postings in the packs."""
-        unique = list(dict.fromkeys(ids))
+        unique = list(ids)  # distinct: checked at the boundary, or from a set
         cur = await conn.execute(  # before the cascade takes the postings: what packs hold
             "SELECT p.term, array_agg(p.seq), array_agg(p.impact) FROM mnemon_records r "
             "JOIN mnemon_postings p ON p.seq = r.seq JOIN mnemon_terms t ON t.term = p.term "
@@ -329,7 +329,7 @@ class Writes:
         return [r[0] for r in rows]
 
     async def delete_records(
-        self, ns: Namespace, wanted: list[str], actor: str, reason: str
+        self, ns: Namespace, wanted: Sequence[str], actor: str, reason: str
     ) -> list[str]:
         async with self.engine.connection() as conn, conn.transaction():
             await self.engine.lock_namespace(conn, ns)
@@ -369,7 +369,7 @@ class Writes:
         return sorted(record_ids)
 
     async def delete_messages(
-        self, ns: Namespace, message_ids: list[str], actor: str, reason: str, source: str
+        self, ns: Namespace, message_ids: Sequence[str], actor: str, reason: str, source: str
     ) -> tuple[list[str], list[Record]]:
         targets = set(message_ids)
         async with self.engine.connection() as conn, conn.transaction():
@@ -457,7 +457,7 @@ class Writes:
         return await self.write(conn, nsid, new, vectors)
 
     async def erase(self, ns: Namespace, actor: str) -> int:
-        key = namespace_key(ns)
+        key = ns_to_key(ns)
         async with self.engine.connection() as conn, conn.transaction():
             await self.engine.lock_namespace(conn, ns)
             nsid = await self.engine.nsid(conn, ns)

@@ -64,6 +64,27 @@ __all__ = [
 HNSW_THRESHOLD = 50_000
 """Live vectors from which the exact flat index is replaced by an approximate one."""
 
+QUANTIZED_SCAN_FROM = 16_384
+"""Live vectors from which the exact flat index is scanned in 8 bits first.
+
+A flat scan reads every stored float; past a few tens of thousands of vectors that no longer
+fits the processor's caches and the scan's cost grows faster than the index. From this size
+an 8-bit copy of the vectors (a quarter of the bytes: FAISS's ``IndexScalarQuantizer``,
+``QT_8bit``, one range per dimension) is scanned first. Every record whose 8-bit score can
+still reach the ``k``-th best is then scored again in float32 by the same FAISS kernel as the
+full scan, so the results are the flat index's, scores and order of ties included
+(:meth:`VectorIndex._quantized_scan` says why no record of the true top ``k`` is missed).
+Namespaces below this size are searched by the full float32 scan alone.
+"""
+
+_Q8_SLACK = 1e-4
+"""Added to the rounding bound for float32 summation in FAISS's 8-bit and float32 kernels."""
+_Q8_EXTRA = 256
+"""Candidates taken from the 8-bit scan beyond ``2 k``; more within the bound: full scan."""
+_Q8_REBUILD = 2.0
+"""The 8-bit copy is retrained when later vectors (outside its ranges) raise its rounding
+bound to this multiple of the bound it was trained with."""
+
 _EXACT_FILTER_LIMIT = 20_000
 _FORMAT = 1
 _BULK = 10_000
@@ -183,6 +204,8 @@ class VectorIndex:
             :data:`ANN_KIND`). An index loaded from disk keeps the kind it was saved with.
         nprobe: IVF cells probed per query; ``None`` (default) chooses it by the number of
             cells, see :func:`ivf_nprobe_for`.
+        quantized_scan_from: Live vectors from which a flat index is scanned in 8 bits
+            first (:data:`QUANTIZED_SCAN_FROM`; same results).
     """
 
     def __init__(
@@ -195,6 +218,7 @@ class VectorIndex:
         ef_search: int | None = None,
         ann: str = ANN_KIND,
         nprobe: int | None = None,
+        quantized_scan_from: int = QUANTIZED_SCAN_FROM,
     ) -> None:
         import faiss  # imported lazily: no import-time work
 
@@ -209,8 +233,13 @@ class VectorIndex:
             raise ValueError(f"VectorIndex ann must be 'ivf' or 'hnsw', got {ann!r}")
         self.ann = ann
         self.nprobe = nprobe
+        self.quantized_scan_from = quantized_scan_from
         self.kind = "flat"
         self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        # 8-bit copy of a large flat index (built when searched) and its rounding bounds
+        self._q8: Any = None
+        self._q8_error = 0.0
+        self._q8_trained_error = 0.0
         self._tombstones: set[int] = set()
         self._max_seq = 0
 
@@ -305,6 +334,10 @@ class VectorIndex:
                     self._index.add_with_ids(old_vecs, old_ids)
         with _bulk_threads(self._faiss, len(ids)):
             self._index.add_with_ids(vecs, ids)
+            if self.kind != "flat":
+                self._q8 = None
+            elif self._q8 is not None:
+                self._q8_add(ids, vecs)
         self._max_seq = int(ids[-1])
 
     def advance(self, seq: int) -> None:
@@ -379,6 +412,8 @@ class VectorIndex:
         stored = self._faiss.vector_to_array(self._index.id_map)
         present = wanted[np.isin(wanted, stored)]
         if self.kind == "flat":
+            if len(present) and self._q8 is not None:
+                self._q8.remove_ids(present)
             return int(self._index.remove_ids(present)) if len(present) else 0
         new = {int(s) for s in present} - self._tombstones
         self._tombstones |= new
@@ -391,6 +426,7 @@ class VectorIndex:
         keep = ~np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))
         ids, vecs = ids[keep], vecs[keep]
         self._tombstones = set()
+        self._q8 = None
         if len(ids) < self.hnsw_threshold:
             self.kind = "flat"
             self._index = self._faiss.IndexIDMap2(self._faiss.IndexFlatIP(self.dim))
@@ -442,6 +478,10 @@ class VectorIndex:
             keep_alive += [batch, dead]
             selector = dead if selector is None else faiss.IDSelectorAnd(selector, dead)
             keep_alive.append(selector)
+        if self.kind == "flat" and live >= self.quantized_scan_from:
+            hits = self._quantized_scan(q, k_eff, selector)
+            if hits is not None:
+                return hits
         if self.kind == "hnsw":
             params: Any = faiss.SearchParametersHNSW(efSearch=max(self.effective_ef_search, k_eff))
             if selector is not None:
@@ -456,6 +496,72 @@ class VectorIndex:
         del keep_alive
         found = ids[0] >= 0
         return ids[0][found].astype(np.int64), scores[0][found].astype(np.float32)
+
+    def _q8_add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
+        """Add vectors to the 8-bit copy; its bound is the largest rounding error
+        ``‖x - decode(encode(x))‖`` of any vector it holds (clipped components included)."""
+        if not len(ids):
+            return
+        inner = self._q8.index
+        rounded = inner.sa_decode(inner.sa_encode(vecs))
+        error = float(np.linalg.norm(vecs - rounded, axis=1).max())
+        self._q8_error = max(self._q8_error, error)
+        if self._q8_error > _Q8_REBUILD * self._q8_trained_error:
+            self._q8 = None  # later vectors fall outside the ranges: retrain at next search
+            return
+        self._q8.add_with_ids(vecs, ids)
+
+    def _quantized(self) -> Any:
+        """The 8-bit copy of the flat index, trained and filled now if missing."""
+        if self._q8 is None:
+            faiss = self._faiss
+            ids, vecs = self._all()
+            inner = faiss.IndexScalarQuantizer(
+                self.dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+            )
+            inner.train(vecs)
+            rounded = inner.sa_decode(inner.sa_encode(vecs))
+            self._q8_error = float(np.linalg.norm(vecs - rounded, axis=1).max())
+            self._q8_trained_error = max(self._q8_error, 1e-6)
+            self._q8 = faiss.IndexIDMap2(inner)
+            with _bulk_threads(faiss, len(ids)):
+                self._q8.add_with_ids(vecs, ids)
+        return self._q8
+
+    def _quantized_scan(
+        self, q: np.ndarray, k: int, selector: Any
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The flat index's top ``k`` via the 8-bit copy and a float32 rescore (see
+        :data:`QUANTIZED_SCAN_FROM`); ``None`` when the candidates cannot be bounded (the
+        caller then scans in float32).
+
+        Every stored ``x`` decodes to some ``x'`` with ``‖x - x'‖ ≤ E`` (the largest rounding
+        error, computed when ``x`` was added), so for a unit query ``|q·x - q·x'| ≤ E``
+        (Cauchy-Schwarz). The ``k`` best 8-bit scores are each at most ``E`` above a true
+        score, so the true ``k``-th score is at least the ``k``-th 8-bit score less ``E``,
+        and every record reaching it has an 8-bit score at least that less ``2E``: those
+        records are the candidates. They are scored again, in index order, by a small
+        ``IndexFlatIP`` (the full scan's kernel), so scores and the order of ties are the
+        full scan's.
+        """
+        faiss = self._faiss
+        quantized = self._quantized()
+        wanted = min(2 * k + _Q8_EXTRA, len(self))
+        params = faiss.SearchParameters(sel=selector) if selector is not None else None
+        approx, ids = quantized.search(q, wanted, params=params)
+        found = ids[0] >= 0
+        approx, ids = approx[0][found], ids[0][found].astype(np.int64)
+        if not len(ids):
+            return ids, approx.astype(np.float32)
+        cut = approx[min(k, len(ids)) - 1] - 2 * (self._q8_error + _Q8_SLACK)
+        if len(ids) == wanted and wanted < len(self) and approx[-1] >= cut:
+            return None  # more records may lie within the bound than were taken
+        cand = np.sort(ids[approx >= cut])
+        exact = faiss.IndexFlatIP(self.dim)
+        exact.add(self._index.reconstruct_batch(cand))
+        scores, pos = exact.search(q, min(k, len(cand)))
+        keep = pos[0] >= 0
+        return cand[pos[0][keep]], scores[0][keep].astype(np.float32)
 
     # -- persistence -----------------------------------------------------------------------
 

@@ -65,25 +65,28 @@ HNSW_THRESHOLD = 50_000
 """Live vectors from which the exact flat index is replaced by an approximate one."""
 
 QUANTIZED_SCAN_FROM = 16_384
-"""Live vectors from which the exact flat index is scanned in 8 bits first.
+"""Live vectors from which an unfiltered search of the exact flat index scans int8 codes first.
 
 A flat scan reads every stored float; past a few tens of thousands of vectors that no longer
 fits the processor's caches and the scan's cost grows faster than the index. From this size
-an 8-bit copy of the vectors (a quarter of the bytes: FAISS's ``IndexScalarQuantizer``,
-``QT_8bit``, one range per dimension) is scanned first. Every record whose 8-bit score can
-still reach the ``k``-th best is then scored again in float32 by the same FAISS kernel as the
-full scan, so the results are the flat index's, scores and order of ties included
-(:meth:`VectorIndex._quantized_scan` says why no record of the true top ``k`` is missed).
-Namespaces below this size are searched by the full float32 scan alone.
+an int8 copy of the vectors (a quarter of the bytes; FAISS's ``QT_8bit_direct_signed``
+codes of the vectors times one scale, and of the query times its own) is scanned first, its
+best candidates are scored again in float32 by the same FAISS kernel as the full scan, and
+the result is returned only when no record outside the candidates can reach the ``k``-th
+float32 score (:meth:`VectorIndex._quantized_scan`); otherwise the full scan answers. So
+the results are the flat index's, scores and order of ties included. Namespaces below this
+size, and filtered searches, use the full float32 scan alone.
 """
 
+_Q8_HEADROOM = 1.25
+"""The int8 scale leaves this much room above the largest component stored when it was set."""
 _Q8_SLACK = 1e-4
-"""Added to the rounding bound for float32 summation in FAISS's 8-bit and float32 kernels."""
-_Q8_EXTRA = 256
-"""Candidates taken from the 8-bit scan beyond ``2 k``; more within the bound: full scan."""
+"""Added to the rounding bound for float32 summation in FAISS's kernels."""
+_Q8_CANDIDATES = 4
+"""Candidates rescored per result wanted (then four times more once, then the full scan)."""
 _Q8_REBUILD = 2.0
-"""The 8-bit copy is retrained when later vectors (outside its ranges) raise its rounding
-bound to this multiple of the bound it was trained with."""
+"""The int8 copy is rebuilt with a new scale when later vectors (clipped) raise its rounding
+bound to this multiple of the bound it was built with."""
 
 _EXACT_FILTER_LIMIT = 20_000
 _FORMAT = 1
@@ -236,10 +239,13 @@ class VectorIndex:
         self.quantized_scan_from = quantized_scan_from
         self.kind = "flat"
         self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
-        # 8-bit copy of a large flat index (built when searched) and its rounding bounds
+        # int8 copy of a large flat index, position for position (built when searched), the
+        # ids of those positions, the codes' scale and the largest rounding error of a vector
         self._q8: Any = None
+        self._q8_ids = np.zeros(0, dtype=np.int64)
+        self._q8_scale = 1.0
         self._q8_error = 0.0
-        self._q8_trained_error = 0.0
+        self._q8_built_error = 0.0
         self._tombstones: set[int] = set()
         self._max_seq = 0
 
@@ -412,8 +418,7 @@ class VectorIndex:
         stored = self._faiss.vector_to_array(self._index.id_map)
         present = wanted[np.isin(wanted, stored)]
         if self.kind == "flat":
-            if len(present) and self._q8 is not None:
-                self._q8.remove_ids(present)
+            self._q8 = None  # positions shift: rebuilt at the next search
             return int(self._index.remove_ids(present)) if len(present) else 0
         new = {int(s) for s in present} - self._tombstones
         self._tombstones |= new
@@ -478,8 +483,8 @@ class VectorIndex:
             keep_alive += [batch, dead]
             selector = dead if selector is None else faiss.IDSelectorAnd(selector, dead)
             keep_alive.append(selector)
-        if self.kind == "flat" and live >= self.quantized_scan_from:
-            hits = self._quantized_scan(q, k_eff, selector)
+        if self.kind == "flat" and selector is None and live >= self.quantized_scan_from:
+            hits = self._quantized_scan(q, k_eff)
             if hits is not None:
                 return hits
         if self.kind == "hnsw":
@@ -498,70 +503,78 @@ class VectorIndex:
         return ids[0][found].astype(np.int64), scores[0][found].astype(np.float32)
 
     def _q8_add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
-        """Add vectors to the 8-bit copy; its bound is the largest rounding error
-        ``‖x - decode(encode(x))‖`` of any vector it holds (clipped components included)."""
+        """Append vectors to the int8 copy, widening its error bound (or drop the copy when
+        clipped components would widen it too much)."""
         if not len(ids):
             return
-        inner = self._q8.index
-        rounded = inner.sa_decode(inner.sa_encode(vecs))
-        error = float(np.linalg.norm(vecs - rounded, axis=1).max())
+        scaled = vecs * np.float32(self._q8_scale)
+        codes = np.clip(np.rint(scaled), -127, 127)
+        error = float(np.linalg.norm(scaled - codes, axis=1).max()) / self._q8_scale
         self._q8_error = max(self._q8_error, error)
-        if self._q8_error > _Q8_REBUILD * self._q8_trained_error:
-            self._q8 = None  # later vectors fall outside the ranges: retrain at next search
+        if self._q8_error > _Q8_REBUILD * self._q8_built_error:
+            self._q8 = None  # rebuilt with a new scale at the next search
             return
-        self._q8.add_with_ids(vecs, ids)
+        self._q8.add(np.ascontiguousarray(codes, dtype=np.float32))
+        self._q8_ids = np.concatenate([self._q8_ids, np.asarray(ids, dtype=np.int64)])
 
     def _quantized(self) -> Any:
-        """The 8-bit copy of the flat index, trained and filled now if missing."""
+        """The int8 copy of the flat index, built now if missing."""
         if self._q8 is None:
             faiss = self._faiss
-            ids, vecs = self._all()
-            inner = faiss.IndexScalarQuantizer(
-                self.dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+            ids, vecs = self._all()  # in the flat index's order
+            top = float(np.abs(vecs).max()) if len(vecs) else 1.0
+            self._q8_scale = 127.0 / max(top * _Q8_HEADROOM, 1e-12)
+            self._q8_error = self._q8_built_error = 0.0
+            self._q8 = faiss.IndexScalarQuantizer(
+                self.dim, faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT
             )
-            inner.train(vecs)
-            rounded = inner.sa_decode(inner.sa_encode(vecs))
-            self._q8_error = float(np.linalg.norm(vecs - rounded, axis=1).max())
-            self._q8_trained_error = max(self._q8_error, 1e-6)
-            self._q8 = faiss.IndexIDMap2(inner)
-            with _bulk_threads(faiss, len(ids)):
-                self._q8.add_with_ids(vecs, ids)
+            self._q8_ids = np.zeros(0, dtype=np.int64)
+            scaled = vecs * np.float32(self._q8_scale)
+            if len(vecs):
+                self._q8_built_error = float(
+                    np.linalg.norm(scaled - np.rint(scaled), axis=1).max() / self._q8_scale
+                )
+            self._q8_built_error = max(self._q8_built_error, 1e-9)
+            self._q8_add(ids, vecs)
         return self._q8
 
-    def _quantized_scan(
-        self, q: np.ndarray, k: int, selector: Any
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The flat index's top ``k`` via the 8-bit copy and a float32 rescore (see
-        :data:`QUANTIZED_SCAN_FROM`); ``None`` when the candidates cannot be bounded (the
-        caller then scans in float32).
+    def _quantized_scan(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The flat index's top ``k`` via the int8 copy (see :data:`QUANTIZED_SCAN_FROM`);
+        ``None`` when the candidates cannot be shown to hold it (the caller scans in full).
 
-        Every stored ``x`` decodes to some ``x'`` with ``‖x - x'‖ ≤ E`` (the largest rounding
-        error, computed when ``x`` was added), so for a unit query ``|q·x - q·x'| ≤ E``
-        (Cauchy-Schwarz). The ``k`` best 8-bit scores are each at most ``E`` above a true
-        score, so the true ``k``-th score is at least the ``k``-th 8-bit score less ``E``,
-        and every record reaching it has an 8-bit score at least that less ``2E``: those
-        records are the candidates. They are scored again, in index order, by a small
-        ``IndexFlatIP`` (the full scan's kernel), so scores and the order of ties are the
-        full scan's.
+        Each stored ``x`` has codes ``c`` with ``‖x - c/s‖ ≤ E`` (``s`` the scale, ``E`` the
+        largest rounding error of any stored vector) and the query ``q`` codes ``d`` with
+        ``‖q - d/t‖ = e``; so ``|q·x - (d·c)/(s t)| ≤ E + e (1 + E)`` (Cauchy-Schwarz, unit
+        vectors). The ``m`` records of best int8 score are scored in float32, in index order,
+        by a small ``IndexFlatIP`` (the full scan's kernel: the same scores and order of
+        ties). A record outside them scores at most the ``m``-th int8 score plus that bound;
+        when that is below the ``k``-th float32 score found, the top ``k`` found is the flat
+        index's.
         """
         faiss = self._faiss
         quantized = self._quantized()
-        wanted = min(2 * k + _Q8_EXTRA, len(self))
-        params = faiss.SearchParameters(sel=selector) if selector is not None else None
-        approx, ids = quantized.search(q, wanted, params=params)
-        found = ids[0] >= 0
-        approx, ids = approx[0][found], ids[0][found].astype(np.int64)
-        if not len(ids):
-            return ids, approx.astype(np.float32)
-        cut = approx[min(k, len(ids)) - 1] - 2 * (self._q8_error + _Q8_SLACK)
-        if len(ids) == wanted and wanted < len(self) and approx[-1] >= cut:
-            return None  # more records may lie within the bound than were taken
-        cand = np.sort(ids[approx >= cut])
-        exact = faiss.IndexFlatIP(self.dim)
-        exact.add(self._index.reconstruct_batch(cand))
-        scores, pos = exact.search(q, min(k, len(cand)))
-        keep = pos[0] >= 0
-        return cand[pos[0][keep]], scores[0][keep].astype(np.float32)
+        live = len(self._q8_ids)
+        top = float(np.abs(q).max())
+        if live != len(self) or top <= 0:
+            return None
+        qscale = 127.0 / top
+        codes = np.rint(q * np.float32(qscale))
+        e = float(np.linalg.norm(q - codes / np.float32(qscale)))
+        bound = self._q8_error + e * (1 + self._q8_error) + _Q8_SLACK
+        xb = faiss.rev_swig_ptr(faiss.downcast_index(self._index.index).get_xb(), live * self.dim)
+        xb = xb.reshape(live, self.dim)
+        for wanted in (_Q8_CANDIDATES * k, 4 * _Q8_CANDIDATES * k):
+            wanted = min(max(wanted, k), live)
+            approx, pos = quantized.search(codes.astype(np.float32), wanted)
+            order = np.sort(pos[0][pos[0] >= 0])
+            exact = faiss.IndexFlatIP(self.dim)
+            exact.add(xb[order])
+            scores, found = exact.search(q, k)
+            last = float(approx[0][-1]) / (self._q8_scale * qscale)
+            if wanted == live or last + bound < float(scores[0][-1]):
+                keep = found[0] >= 0
+                return self._q8_ids[order[found[0][keep]]], scores[0][keep].astype(np.float32)
+        return None
 
     # -- persistence -----------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ def test_growth_times_both_sizes_of_every_kind_in_one_store(
         assert min(k["small_ms"], k["large_ms"], k["small_cpu_ms"], k["large_cpu_ms"]) > 0
         assert k["ratio"] == round(k["large_ms"] / k["small_ms"], 2)
     assert pair["worst_ratio"] == max(k["ratio"] for k in pair["kinds"].values())
+    assert pair["worst_cpu_ratio"] == max(k["cpu_ratio"] for k in pair["kinds"].values())
     # both namespaces of both corpora were really written, in the one store
     location = target if backend == "postgres" else str(Path(target) / "growth.db")
     with MnemonStore(location, WordMixEmbeddings(384)) as store:
@@ -61,10 +62,16 @@ def test_growth_goal_line_says_whether_the_worst_ratio_is_within_it() -> None:
             "goal": GOALS[(2000, 40000)],
             "worst_ratio": worst,
             "met": worst <= 2.5,
+            "worst_cpu_ratio": 5 - worst,
+            "met_cpu": 5 - worst <= 2.5,
             "kinds": kinds,
         }
         text = render({"backend": "embedded", "calls": 6, "cpu_count": 2, "pairs": [pair]})
-        assert f"ratio ≤ 2.5 — worst {worst} ({verdict})" in text
+        cpu_verdict = "NOT met" if verdict == "met" else "met"
+        assert (
+            f"ratio ≤ 2.5 — worst {worst} ({verdict}); CPU worst {5 - worst} ({cpu_verdict})"
+            in text
+        )
 
 
 def test_growth_pairs_are_checked() -> None:

@@ -12,6 +12,7 @@ from mnemon_langgraph.bench.growth import GOALS, narrow_texts, parse_pairs, rend
 from mnemon_langgraph.errors import ConfigurationError
 
 
+@pytest.mark.integration  # writes two stores' worth of namespaces and times hundreds of calls
 @pytest.mark.parametrize("backend", ["embedded", "postgres"])
 def test_growth_times_both_sizes_of_every_kind_in_one_store(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]

@@ -124,6 +124,7 @@ class BM25Index(MaxScore):
         self._main_bounds: dict[int, tuple[float, float]] = {}
         # per common term: (avgdl, tf / (tf + norm) per main document), see MaxScore
         self._dense: dict[int, tuple[float, np.ndarray]] = {}
+        self._dense_lock = threading.Lock()  # concurrent searches share the cache
         self._tail_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dead_postings: dict[int, int] = {}  # per term, cleared on remove / merge
         self._scratch = np.zeros(0, dtype=np.float32)

@@ -9,7 +9,10 @@ candidates can reach the top ``k`` any more, so the remaining (common) terms are
 only for the candidates (a binary search in their sorted postings) and candidates that
 cannot reach the ``k``-th score are dropped. The survivors are then scored again in one
 fixed term order, so scores and ties do not depend on which terms were pruned. Exact: the
-ranking equals scoring every posting (``prune=False``).
+ranking equals scoring every posting (``prune=False``). A term found in at least a quarter of
+the documents is added as a dense vector of its impacts, cached per term
+(:meth:`MaxScore._dense_impact`): for a query of such words nothing can be pruned, and one
+vectorised add over every document costs less than scattering as many postings.
 
 :class:`MaxScore` is the query half of :class:`~mnemon_langgraph.search.bm25.BM25Index`,
 which holds the postings (adding, deleting, merging, saving) and inherits it.
@@ -49,6 +52,7 @@ class MaxScore:
     _main_bounds: dict[int, tuple[float, float]]
     _tail_docs: int
     _dense: dict[int, tuple[float, np.ndarray]]
+    _dense_lock: threading.Lock
     _scratch: np.ndarray
     _scratch_lock: threading.Lock
     last_postings: int
@@ -226,17 +230,20 @@ class MaxScore:
 
         At most :data:`_DENSE_BUDGET` bytes are kept; the term used longest ago goes first.
         """
-        kept = self._dense.pop(tid, None)
+        with self._dense_lock:
+            kept = self._dense.get(tid)
         if kept is None or kept[0] != avgdl or len(kept[1]) != n_main:
             vector = np.zeros(n_main, dtype=np.float32)
             vector[docs] = tfs / (tfs + self._norm_of(docs, avgdl))
             kept = (avgdl, vector)
-        self._dense[tid] = kept  # last used goes last
-        while (
-            sum(len(v) for _, v in self._dense.values()) * 4 > _DENSE_BUDGET
-            and len(self._dense) > 1
-        ):
-            del self._dense[next(iter(self._dense))]
+        with self._dense_lock:
+            self._dense.pop(tid, None)
+            self._dense[tid] = kept  # last used goes last
+            while (
+                sum(len(v) for _, v in self._dense.values()) * 4 > _DENSE_BUDGET
+                and len(self._dense) > 1
+            ):
+                del self._dense[next(iter(self._dense))]
         return kept[1]
 
     def _full_kth(

@@ -113,15 +113,15 @@ def _workload(corpus: str, n: int, seed: int, calls: int) -> tuple[list[str], di
 
 def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> None:
     """Write one namespace (one record per message) and let its indexes settle."""
-    from mnemon_langgraph.bench.backend import _analyze, _messages
+    from mnemon_langgraph.bench.backend import analyze_tables, turn_messages
     from mnemon_langgraph.bench.search import wait_for_conversion
     from mnemon_langgraph.store import is_postgres_url
 
-    messages = _messages(texts, "G")
+    messages = turn_messages(texts, "G")
     for start in range(0, len(messages), 10_000):
         store.ingest(ns, messages[start : start + 10_000], source="bench", pack=False)
     if is_postgres_url(target):
-        _analyze(target)
+        analyze_tables(target)
     else:
         wait_for_conversion(store.index(ns))
 

@@ -366,3 +366,66 @@ def test_one_idf_is_bm25s_lucene_idf_and_every_user_reads_it() -> None:
     assert got["trip"] == idf(4, 2) and got["cat"] == idf(4, 1) and got[""] == idf(4, 0)
     memory = idf_of_memory({"records": 10, "df": {"trip": 4}}, {"x": 1.0})
     assert memory == {"x": 1.0, "trip": idf(10, 4), "": idf(10, 0)}
+
+
+def _common_word_corpus(n: int, seed: int) -> list[str]:
+    """Every text draws 20–70 words from the same 23: every query word is in most texts."""
+    rng = random.Random(seed)
+    words = _WORDS[:23]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(20, 70))) for _ in range(n)]
+
+
+def test_dense_common_terms_rank_exactly_like_reading_every_posting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Terms in most documents are added as dense impact vectors (not posting by posting);
+    the ranking and scores stay those of reading every posting, also after deletions,
+    under a filter, with an unmerged tail and once ``avgdl`` changed (vectors recomputed)."""
+    monkeypatch.setattr(bm25_module, "_DENSE_MIN_DOCS", 100)
+    monkeypatch.setattr(bm25_module, "_CHECK_POSTINGS", 100)
+    texts = _common_word_corpus(3000, seed=11)
+    index = _index(texts)
+    built = 0
+    original = BM25Index._dense_impact
+
+    def spy(self: BM25Index, *args: object) -> np.ndarray:
+        nonlocal built
+        built += 1
+        return original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BM25Index, "_dense_impact", spy)
+    rng = random.Random(3)
+    queries = [" ".join(rng.sample(_WORDS[:23], rng.randint(3, 8))) for _ in range(40)]
+    queries += ["beagle", "sock lake tea"]
+    for k in (1, 20, 100):
+        _pruned_equals_full(index, queries, k)
+    assert built >= len(queries)  # the dense path was taken
+    assert len(index._dense) > 0
+    index.remove(range(1, 3001, 5))
+    index.add([5000, 5001], ["x1", "x2"], [texts[3], texts[4]], [2, 2], [5_000, 6_000])
+    assert index._tail
+    _pruned_equals_full(index, queries, 20)
+    mask = index.allowed_mask(date_from=1_000)
+    for query in queries[:10]:
+        seqs, _ = index.search(query, 20, mask=mask)
+        assert set(seqs.tolist()) == {5000, 5001}
+    index.merge()
+    assert not index._dense  # a merge forgets the vectors of the old main segment
+    _pruned_equals_full(index, queries, 20)
+
+
+def test_dense_common_terms_equal_bm25s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dense path scores like ``bm25s`` (every document holds ``speaker``)."""
+    bm25s = pytest.importorskip("bm25s")
+    monkeypatch.setattr(bm25_module, "_DENSE_MIN_DOCS", 0)
+    texts = _corpus(300, seed=1)
+    ours = _index(texts)
+    ours.merge()  # the dense path covers the main segment
+    ref = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    ref.index([tokenize(t) for t in texts], show_progress=False)
+    for query in ("speaker beagle sock", "speaker tea", "speaker"):
+        seqs, scores = ours.search(query, 300)
+        assert len(seqs) == 300 and ours._dense
+        got = np.zeros(len(texts))
+        got[seqs - 1] = scores
+        np.testing.assert_allclose(got, ref.get_scores(sorted(set(tokenize(query)))), rtol=1e-4)

@@ -207,3 +207,54 @@ def test_saved_approximate_index_loads_as_it_is(tmp_path: Path, saved: str) -> N
 def test_unknown_ann_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="ivf"):
         VectorIndex(DIM, ann="annoy")
+
+
+def test_quantized_scan_returns_the_flat_scan_exactly() -> None:
+    """Past ``quantized_scan_from`` the flat index scans an 8-bit copy first and rescores
+    the candidates in float32: ids, scores and the order of ties equal the full float32
+    scan, also after additions (some outside the trained ranges), removals and with filters
+    (duplicate vectors make exact ties)."""
+    rng = np.random.default_rng(3)
+    dim = 64
+    base = normalize_rows(rng.standard_normal((3000, dim)))
+    vecs = np.concatenate([base, base[:400]])  # 400 duplicates: tied scores
+    vecs[2500] = normalize_rows(np.eye(dim)[:1])[0]  # a component far outside the ranges
+    seqs = np.arange(1, len(vecs) + 1, dtype=np.int64)
+    quantized = VectorIndex(dim, quantized_scan_from=100)
+    full = VectorIndex(dim, quantized_scan_from=10**9)
+    for index in (quantized, full):
+        index.add(seqs[:2000], vecs[:2000])
+    queries = normalize_rows(rng.standard_normal((30, dim)))
+    queries = np.concatenate([queries, vecs[:10], vecs[2500:2501]])  # stored vectors: ties
+
+    def same(k: int, allowed: np.ndarray | None = None) -> None:
+        for q in queries:
+            a_ids, a_scores = quantized.search(q, k, allowed=allowed)
+            b_ids, b_scores = full.search(q, k, allowed=allowed)
+            assert a_ids.tolist() == b_ids.tolist()
+            assert a_scores.tolist() == b_scores.tolist()
+
+    same(100)
+    assert quantized._q8 is not None and full._q8 is None  # the 8-bit path was taken
+    for index in (quantized, full):
+        index.add(seqs[2000:], vecs[2000:])
+        index.remove(list(range(5, 900, 7)))
+    same(100)
+    same(5)
+    same(48, allowed=seqs[::3])
+    same(20, allowed=np.array([1, 401, 2001, 3001], dtype=np.int64))
+
+
+def test_quantized_scan_falls_back_when_scores_crowd_the_cut() -> None:
+    """When more records lie within the 8-bit error bound of the k-th score than were
+    taken, the float32 scan answers (identical vectors: every score ties)."""
+    vecs = np.repeat(normalize_rows(np.ones((1, DIM))), 300, axis=0)
+    seqs = np.arange(1, 301, dtype=np.int64)
+    quantized = VectorIndex(DIM, quantized_scan_from=10)
+    full = VectorIndex(DIM, quantized_scan_from=10**9)
+    for index in (quantized, full):
+        index.add(seqs, vecs)
+    got, scores = quantized.search(vecs[0], 10)
+    assert len(got) == 10 and scores.tolist() == pytest.approx([1.0] * 10, abs=1e-5)
+    expected = full.search(vecs[0], 10)
+    assert got.tolist() == expected[0].tolist() and scores.tolist() == expected[1].tolist()

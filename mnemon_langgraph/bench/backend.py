@@ -52,8 +52,10 @@ __all__ = [
     "RECALL_GOAL",
     "WordMixEmbeddings",
     "add_arguments",
+    "analyze_tables",
     "render",
     "run",
+    "turn_messages",
 ]
 
 HELP = "one backend (SQLite folder or postgresql:// URL): ingest msgs/s, search p50/p95, recall"
@@ -151,7 +153,7 @@ def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, An
     }
 
 
-def _analyze(url: str) -> None:
+def analyze_tables(url: str) -> None:
     """``ANALYZE``, as autovacuum does soon after a bulk load.
 
     Measured: right after writing 10k rows, before the planner had statistics, HNSW recall
@@ -236,7 +238,7 @@ def _ef_tradeoff(store: Any, big: Any, small: Any, probes: list[str]) -> dict[st
     return {"tradeoff": table, "chosen_ef_search": good[0] if good else None}
 
 
-def _messages(texts: list[str], id_prefix: str) -> list[Any]:
+def turn_messages(texts: list[str], id_prefix: str) -> list[Any]:
     """One turn per text, LoCoMo-like: two speakers, sessions of 20 turns, dated."""
     from datetime import datetime, timedelta
 
@@ -279,8 +281,8 @@ def _workload(n: int, seed: int, count: int) -> dict[str, Any]:
     asked = topic_queries(corpus, count, corpus["rng"])
     names = SPEAKER_NAMES
     return {
-        "big": _messages(corpus["texts"], "D"),
-        "small": _messages(small["texts"], "S"),
+        "big": turn_messages(corpus["texts"], "D"),
+        "small": turn_messages(small["texts"], "S"),
         "queries": [
             f"what did {names[i % len(names)]} say about {q}" for i, (q, _) in enumerate(asked)
         ],
@@ -318,8 +320,8 @@ def _corpus_workload(path: str, n: int, count: int, seed: int) -> dict[str, Any]
     table.update((q, data["qvecs"][i % len(data["queries"])]) for i, q in enumerate(common))
     small = texts[n:] + texts[: n_small - fresh]
     return {
-        "big": _messages(texts[:n], "D"),
-        "small": _messages(small, "S"),
+        "big": turn_messages(texts[:n], "D"),
+        "small": turn_messages(small, "S"),
         "queries": data["queries"],
         "common": common,
         "embeddings": LookupEmbeddings(table, int(data["vecs"].shape[1])),
@@ -397,7 +399,7 @@ def _measure(target: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
         ingest = _ingest_big(store, target, n, messages, args)
         store.ingest(small, work["small"], origin="bench", pack=False)
         if isinstance(store, PostgresStore):
-            _analyze(target)  # before every timed figure (it ran after the first, before)
+            analyze_tables(target)  # before every timed figure (it ran after the first, before)
         store.search(queries[0], namespace=big, k=20)  # warm up
         _, search_ms = _timed(lambda q: store.search(q, namespace=big, k=20), queries)
         _, common_ms = _timed(lambda q: store.search(q, namespace=big, k=20), work["common"])

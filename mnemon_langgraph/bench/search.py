@@ -275,6 +275,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="depth of the recall@K measured against exact search (default 48)",
     )
     parser.add_argument(
+        "--growth",
+        nargs="?",
+        const="2000:40000",
+        default=None,
+        metavar="SMALL:LARGE,…",
+        help="instead: how store.search grows from a small to a large namespace, both in one "
+        "store, calls alternating, topical, common-word and narrow-vocabulary questions, the "
+        "query embedded at every call (default pair 2000:40000; 10000:1000000 is the long run)",
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL|DIR",
+        help="--growth: a postgresql:// URL or a folder for the embedded journal (default: temp)",
+    )
+    parser.add_argument(
         "--compare-ann",
         action="store_true",
         help="also build the other approximate index kind (IVF beside HNSW, or HNSW beside "
@@ -664,7 +680,9 @@ def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the benchmark at every size; returns its figures."""
+    """Run the benchmark at every size (or ``--growth``); returns its figures."""
+    if getattr(args, "growth", None):
+        return _run_growth(args)
     sizes = [int(s.replace("_", "")) for s in str(args.records).split(",") if s.strip()]
     rows = []
     for n in sorted(sizes):
@@ -688,8 +706,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _run_growth(args: argparse.Namespace) -> dict[str, Any]:
+    """``--growth``: :func:`~.growth.run_growth`, three calls per ``--queries`` per size."""
+    from mnemon_langgraph.bench.growth import parse_pairs, run_growth
+
+    pairs = parse_pairs(args.growth)
+    calls = 3 * args.queries
+    if args.db:
+        return run_growth(pairs, args.db, calls=calls, seed=args.seed)
+    with tempfile.TemporaryDirectory(prefix="mnemon-bench-growth-") as folder:
+        return run_growth(pairs, folder, calls=calls, seed=args.seed)
+
+
 def render(result: dict[str, Any]) -> str:
     """Human-readable tables: the whole call and its parts, serving, then the trade-off."""
+    if result.get("benchmark") == "search growth":
+        from mnemon_langgraph.bench.growth import render as render_growth
+
+        return render_growth(result)
     lines = [
         f"search benchmark ({result['vectors']} vectors, {result['queries']} queries, "
         f"{result['cpu_count']} CPUs); p50 ms (ratio to smallest size)",

@@ -122,6 +122,9 @@ class BM25Index(MaxScore):
         self._len_live = 0
         # per term: (largest tf / (tf + norm) of its main postings, the avgdl it was taken at)
         self._main_bounds: dict[int, tuple[float, float]] = {}
+        # per common term: (avgdl, tf / (tf + norm) per main document), see MaxScore
+        self._dense: dict[int, tuple[float, np.ndarray]] = {}
+        self._dense_lock = threading.Lock()  # concurrent searches share the cache
         self._tail_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dead_postings: dict[int, int] = {}  # per term, cleared on remove / merge
         self._scratch = np.zeros(0, dtype=np.float32)
@@ -248,6 +251,7 @@ class BM25Index(MaxScore):
         self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._tail, self._tail_docs = {}, 0
         self._tail_arrays, self._dead_postings, self._main_bounds = {}, {}, {}
+        self._dense = {}
 
     def _term_ids_main(self) -> np.ndarray:
         counts = np.diff(self._indptr)

@@ -9,7 +9,10 @@ candidates can reach the top ``k`` any more, so the remaining (common) terms are
 only for the candidates (a binary search in their sorted postings) and candidates that
 cannot reach the ``k``-th score are dropped. The survivors are then scored again in one
 fixed term order, so scores and ties do not depend on which terms were pruned. Exact: the
-ranking equals scoring every posting (``prune=False``).
+ranking equals scoring every posting (``prune=False``). A term found in at least a quarter of
+the documents is added as a dense vector of its impacts, cached per term
+(:meth:`MaxScore._dense_impact`): for a query of such words nothing can be pruned, and one
+vectorised add over every document costs less than scattering as many postings.
 
 :class:`MaxScore` is the query half of :class:`~mnemon_langgraph.search.bm25.BM25Index`,
 which holds the postings (adding, deleting, merging, saving) and inherits it.
@@ -47,6 +50,9 @@ class MaxScore:
     _n_live: int
     _len_live: int
     _main_bounds: dict[int, tuple[float, float]]
+    _tail_docs: int
+    _dense: dict[int, tuple[float, np.ndarray]]
+    _dense_lock: threading.Lock
     _scratch: np.ndarray
     _scratch_lock: threading.Lock
     last_postings: int
@@ -127,14 +133,15 @@ class MaxScore:
             return empty
         live = self._alive if mask is None else mask
         with self._partial_scores() as partial:
-            touched: list[np.ndarray] = []
+            acc = _Touched(
+                partial, live, filtered=live is not self._alive or self._n_live < len(self._seqs)
+            )
             try:
-                cand = self._candidates(terms, k, live, avgdl, prune, partial, touched)
+                cand = self._candidates(terms, k, avgdl, prune, acc)
                 if len(cand) > k:  # only near-ties of the k-th partial score need exact scores
                     cand = cand[partial[cand] >= _kth(partial[cand], k) * (1 - _SLACK)]
             finally:
-                for docs in touched:
-                    partial[docs] = 0.0  # the scratch array goes back all zeros
+                acc.clear()  # the scratch array goes back all zeros
         cand = np.sort(cand)
         scores = self._exact_scores(terms, cand, avgdl)
         order = np.lexsort((cand, -scores))[:k]
@@ -164,44 +171,80 @@ class MaxScore:
             self._scratch_lock.release()
 
     def _candidates(
-        self,
-        terms: list[_Term],
-        k: int,
-        live: np.ndarray,
-        avgdl: float,
-        prune: bool,
-        partial: np.ndarray,
-        touched: list[np.ndarray],
+        self, terms: list[_Term], k: int, avgdl: float, prune: bool, acc: _Touched
     ) -> np.ndarray:
         """MaxScore's first phase: every posting of the terms with the largest bounds.
 
-        Adds partial scores into ``partial`` and appends the documents it gives a score
-        to ``touched`` (disjoint pieces); returns the candidates. Before a term with many
-        postings, ``theta`` is raised: the best candidates so far are scored in full (every
-        query term looked up, :meth:`_full_kth`), and ``k`` real documents reaching it make
-        it a lower bound of the final ``k``-th score — far above the ``k``-th *partial*
-        score — so the common terms go to the second phase (:meth:`_refine`) as soon as
-        the bounds of the terms left sum below it.
+        Adds partial scores into ``acc.partial`` and returns the candidates. Before a term
+        with many postings, ``theta`` is raised: the best candidates so far are scored in
+        full (every query term looked up, :meth:`_full_kth`), and ``k`` real documents
+        reaching it make it a lower bound of the final ``k``-th score — far above the
+        ``k``-th *partial* score — so the common terms go to the second phase
+        (:meth:`_refine`) as soon as the bounds of the terms left sum below it. That check
+        is skipped when the candidates are so many that looking them up would cost more
+        than reading the terms left, which are then added as dense vectors
+        (:meth:`_dense_impact`): queries whose every word is in most documents. Without
+        ``prune`` every posting is added one by one (the reference the tests compare with).
         """
         order = sorted(terms, key=lambda t: (-t.bound, t.tid))
         left = [sum(t.bound for t in order[j:]) for j in range(len(order))]
-        filtered = live is not self._alive or self._n_live < len(self._seqs)
+        n_main = len(self._seqs) - self._tail_docs
         for j, term in enumerate(order):
             if prune and j and term.size >= _CHECK_POSTINGS:
-                cand = np.concatenate(touched)
-                theta = self._full_kth(terms, cand, partial, k, avgdl)
-                if left[j] < theta * (1 - _SLACK):
-                    return self._refine(order[j:], left[j:], cand, partial, theta, k, avgdl)
-            for docs, tfs in term.parts:
-                if filtered:  # dead documents or a filter: skip them
-                    keep = live[docs]
+                cand = acc.candidates()
+                rest_dense = all(self._is_dense(t, n_main) for t in order[j:])
+                if not (rest_dense and len(cand) * _LOOKUP_COST >= n_main):
+                    theta = self._full_kth(terms, cand, acc.partial, k, avgdl)
+                    if left[j] < theta * (1 - _SLACK):
+                        return self._refine(order[j:], left[j:], cand, acc.partial, theta, k, avgdl)
+            for i, (docs, tfs) in enumerate(term.parts):
+                if i == 0 and prune and self._is_dense(term, n_main):
+                    acc.add_dense(
+                        np.float32(term.idf)
+                        * self._dense_impact(term.tid, docs, tfs, avgdl, n_main)
+                    )
+                    self.last_postings += len(docs)
+                    continue
+                if acc.filtered:  # dead documents or a filter: skip them
+                    keep = acc.live[docs]
                     docs, tfs = docs[keep], tfs[keep]
                 self.last_postings += len(docs)
-                before = partial[docs]
-                touched.append(docs[before == 0])  # every contribution is > 0
-                impact = tfs / (tfs + self._norm_of(docs, avgdl))
-                partial[docs] = before + np.float32(term.idf) * impact
-        return np.concatenate(touched) if touched else np.zeros(0, dtype=np.int64)
+                acc.add(docs, np.float32(term.idf) * (tfs / (tfs + self._norm_of(docs, avgdl))))
+        return acc.candidates()
+
+    def _is_dense(self, term: _Term, n_main: int) -> bool:
+        """Whether the term's main postings are added as a dense vector (see
+        :data:`_DENSE_SHARE`)."""
+        if n_main < _DENSE_MIN_DOCS or not term.parts:
+            return False
+        in_main = (
+            term.tid + 1 < len(self._indptr) and self._indptr[term.tid + 1] > self._indptr[term.tid]
+        )
+        return bool(in_main) and len(term.parts[0][0]) * _DENSE_SHARE >= n_main
+
+    def _dense_impact(
+        self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int
+    ) -> np.ndarray:
+        """``tf / (tf + norm)`` of a term's main postings, as one value per main document
+        (0 where absent), kept for the term until ``avgdl`` changes or the next merge.
+
+        At most :data:`_DENSE_BUDGET` bytes are kept; the term used longest ago goes first.
+        """
+        with self._dense_lock:
+            kept = self._dense.get(tid)
+        if kept is None or kept[0] != avgdl or len(kept[1]) != n_main:
+            vector = np.zeros(n_main, dtype=np.float32)
+            vector[docs] = tfs / (tfs + self._norm_of(docs, avgdl))
+            kept = (avgdl, vector)
+        with self._dense_lock:
+            self._dense.pop(tid, None)
+            self._dense[tid] = kept  # last used goes last
+            while (
+                sum(len(v) for _, v in self._dense.values()) * 4 > _DENSE_BUDGET
+                and len(self._dense) > 1
+            ):
+                del self._dense[next(iter(self._dense))]
+        return kept[1]
 
     def _full_kth(
         self, terms: list[_Term], cand: np.ndarray, partial: np.ndarray, k: int, avgdl: float
@@ -281,6 +324,55 @@ _LOOKUP_COST = 4
 (4, 8 and 16 were about as fast at 1M and 4 reads the fewest: docs/results/log.md)."""
 _THETA_SAMPLE = 2
 """How many candidates, per result wanted, are scored in full to raise the threshold."""
+_DENSE_SHARE = 4
+"""A term whose main-segment postings cover at least one main document in this many is
+added as a dense vector of impacts (a vectorised add over every document) instead of
+scattering its postings one by one; :meth:`MaxScore._dense_impact`."""
+_DENSE_MIN_DOCS = 4096
+"""Main segments smaller than this score every term from its postings."""
+_DENSE_BUDGET = 64 << 20
+"""Bytes of dense impact vectors kept per index (16 terms at a million documents)."""
+
+
+class _Touched:
+    """The partial scores of one search and which documents got one.
+
+    Sparse additions record the documents they gave a first score to; a dense addition
+    covers the main segment at once, after which the candidates are read off the scores
+    and the whole array is zeroed at the end.
+    """
+
+    def __init__(self, partial: np.ndarray, live: np.ndarray, *, filtered: bool) -> None:
+        self.partial, self.live, self.filtered = partial, live, filtered
+        self.pieces: list[np.ndarray] = []
+        self.dense = False
+
+    def add(self, docs: np.ndarray, values: np.ndarray) -> None:
+        """Add ``values`` (all > 0) to the scores of ``docs`` (distinct, live)."""
+        before = self.partial[docs]
+        if not self.dense:
+            self.pieces.append(docs[before == 0])
+        self.partial[docs] = before + values
+
+    def add_dense(self, values: np.ndarray) -> None:
+        """Add ``values`` (one per main document, ≥ 0) to the first ``len(values)`` scores."""
+        self.partial[: len(values)] += values
+        self.dense = True
+
+    def candidates(self) -> np.ndarray:
+        """Live documents with a partial score."""
+        if not self.dense:
+            return np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.int64)
+        cand = np.flatnonzero(self.partial)
+        return cand[self.live[cand]] if self.filtered else cand
+
+    def clear(self) -> None:
+        """Zero every score this search set."""
+        if self.dense:
+            self.partial[:] = 0.0
+            return
+        for docs in self.pieces:
+            self.partial[docs] = 0.0
 
 
 class _Term(NamedTuple):

@@ -77,6 +77,30 @@ __getattr__ = deprecated_names(
 HNSW_THRESHOLD = 50_000
 """Live vectors from which the exact flat index is replaced by an approximate one."""
 
+QUANTIZED_SCAN_FROM = 16_384
+"""Live vectors from which an unfiltered search of the exact flat index scans int8 codes first.
+
+A flat scan reads every stored float; past a few tens of thousands of vectors that no longer
+fits the processor's caches and the scan's cost grows faster than the index. From this size
+an int8 copy of the vectors (a quarter of the bytes; FAISS's ``QT_8bit_direct_signed``
+codes of the vectors times one scale, and of the query times its own) is scanned first, its
+best candidates are scored again in float32 by the same FAISS kernel as the full scan, and
+the result is returned only when no record outside the candidates can reach the ``k``-th
+float32 score (:meth:`VectorIndex._quantized_scan`); otherwise the full scan answers. So
+the results are the flat index's, scores and order of ties included. Namespaces below this
+size, and filtered searches, use the full float32 scan alone.
+"""
+
+_Q8_HEADROOM = 1.25
+"""The int8 scale leaves this much room above the largest component stored when it was set."""
+_Q8_SLACK = 1e-4
+"""Added to the rounding bound for float32 summation in FAISS's kernels."""
+_Q8_CANDIDATES = 4
+"""Candidates rescored per result wanted (then four times more once, then the full scan)."""
+_Q8_REBUILD = 2.0
+"""The int8 copy is rebuilt with a new scale when later vectors (clipped) raise its rounding
+bound to this multiple of the bound it was built with."""
+
 _EXACT_FILTER_LIMIT = 20_000
 _FORMAT = 1
 _BULK = 10_000
@@ -215,6 +239,8 @@ class VectorIndex:
             :data:`ANN_KIND`). An index loaded from disk keeps the kind it was saved with.
         nprobe: IVF cells probed per query; ``None`` (default) chooses it by the number of
             cells, see :func:`ivf_nprobe_for`.
+        quantized_scan_from: Live vectors from which a flat index is scanned in 8 bits
+            first (:data:`QUANTIZED_SCAN_FROM`; same results).
     """
 
     def __init__(
@@ -227,6 +253,7 @@ class VectorIndex:
         ef_search: int | None = None,
         ann: str = ANN_KIND,
         nprobe: int | None = None,
+        quantized_scan_from: int = QUANTIZED_SCAN_FROM,
     ) -> None:
         faiss = _import_faiss()
         self._faiss = faiss
@@ -240,8 +267,16 @@ class VectorIndex:
             raise ValueError(f"VectorIndex ann must be 'ivf' or 'hnsw', got {ann!r}")
         self.ann = ann
         self.nprobe = nprobe
+        self.quantized_scan_from = quantized_scan_from
         self.kind = "flat"
         self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        # int8 copy of a large flat index, position for position (built when searched), the
+        # ids of those positions, the codes' scale and the largest rounding error of a vector
+        self._q8: Any = None
+        self._q8_ids = np.zeros(0, dtype=np.int64)
+        self._q8_scale = 1.0
+        self._q8_error = 0.0
+        self._q8_built_error = 0.0
         self._tombstones: set[int] = set()
         self._max_seq = 0
 
@@ -336,6 +371,10 @@ class VectorIndex:
                     self._index.add_with_ids(old_vecs, old_ids)
         with _bulk_threads(self._faiss, len(ids)):
             self._index.add_with_ids(vecs, ids)
+            if self.kind != "flat":
+                self._q8 = None
+            elif self._q8 is not None:
+                self._q8_add(ids, vecs)
         self._max_seq = int(ids[-1])
 
     def advance(self, seq: int) -> None:
@@ -410,6 +449,7 @@ class VectorIndex:
         stored = self._faiss.vector_to_array(self._index.id_map)
         present = wanted[np.isin(wanted, stored)]
         if self.kind == "flat":
+            self._q8 = None  # positions shift: rebuilt at the next search
             return int(self._index.remove_ids(present)) if len(present) else 0
         new = {int(s) for s in present} - self._tombstones
         self._tombstones |= new
@@ -422,6 +462,7 @@ class VectorIndex:
         keep = ~np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))
         ids, vecs = ids[keep], vecs[keep]
         self._tombstones = set()
+        self._q8 = None
         if len(ids) < self.hnsw_threshold:
             self.kind = "flat"
             self._index = self._faiss.IndexIDMap2(self._faiss.IndexFlatIP(self.dim))
@@ -473,6 +514,10 @@ class VectorIndex:
             keep_alive += [batch, dead]
             selector = dead if selector is None else faiss.IDSelectorAnd(selector, dead)
             keep_alive.append(selector)
+        if self.kind == "flat" and selector is None and live >= self.quantized_scan_from:
+            hits = self._quantized_scan(q, k_eff)
+            if hits is not None:
+                return hits
         if self.kind == "hnsw":
             params: Any = faiss.SearchParametersHNSW(efSearch=max(self.effective_ef_search, k_eff))
             if selector is not None:
@@ -487,6 +532,80 @@ class VectorIndex:
         del keep_alive
         found = ids[0] >= 0
         return ids[0][found].astype(np.int64), scores[0][found].astype(np.float32)
+
+    def _q8_add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
+        """Append vectors to the int8 copy, widening its error bound (or drop the copy when
+        clipped components would widen it too much)."""
+        if not len(ids):
+            return
+        scaled = vecs * np.float32(self._q8_scale)
+        codes = np.clip(np.rint(scaled), -127, 127)
+        error = float(np.linalg.norm(scaled - codes, axis=1).max()) / self._q8_scale
+        self._q8_error = max(self._q8_error, error)
+        if self._q8_error > _Q8_REBUILD * self._q8_built_error:
+            self._q8 = None  # rebuilt with a new scale at the next search
+            return
+        self._q8.add(np.ascontiguousarray(codes, dtype=np.float32))
+        self._q8_ids = np.concatenate([self._q8_ids, np.asarray(ids, dtype=np.int64)])
+
+    def _quantized(self) -> Any:
+        """The int8 copy of the flat index, built now if missing."""
+        if self._q8 is None:
+            faiss = self._faiss
+            ids, vecs = self._all()  # in the flat index's order
+            top = float(np.abs(vecs).max()) if len(vecs) else 1.0
+            self._q8_scale = 127.0 / max(top * _Q8_HEADROOM, 1e-12)
+            self._q8_error = self._q8_built_error = 0.0
+            self._q8 = faiss.IndexScalarQuantizer(
+                self.dim, faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT
+            )
+            self._q8_ids = np.zeros(0, dtype=np.int64)
+            scaled = vecs * np.float32(self._q8_scale)
+            if len(vecs):
+                self._q8_built_error = float(
+                    np.linalg.norm(scaled - np.rint(scaled), axis=1).max() / self._q8_scale
+                )
+            self._q8_built_error = max(self._q8_built_error, 1e-9)
+            self._q8_add(ids, vecs)
+        return self._q8
+
+    def _quantized_scan(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The flat index's top ``k`` via the int8 copy (see :data:`QUANTIZED_SCAN_FROM`);
+        ``None`` when the candidates cannot be shown to hold it (the caller scans in full).
+
+        Each stored ``x`` has codes ``c`` with ``‖x - c/s‖ ≤ E`` (``s`` the scale, ``E`` the
+        largest rounding error of any stored vector) and the query ``q`` codes ``d`` with
+        ``‖q - d/t‖ = e``; so ``|q·x - (d·c)/(s t)| ≤ E + e (1 + E)`` (Cauchy-Schwarz, unit
+        vectors). The ``m`` records of best int8 score are scored in float32, in index order,
+        by a small ``IndexFlatIP`` (the full scan's kernel: the same scores and order of
+        ties). A record outside them scores at most the ``m``-th int8 score plus that bound;
+        when that is below the ``k``-th float32 score found, the top ``k`` found is the flat
+        index's.
+        """
+        faiss = self._faiss
+        quantized = self._quantized()
+        live = len(self._q8_ids)
+        top = float(np.abs(q).max())
+        if live != len(self) or top <= 0:
+            return None
+        qscale = 127.0 / top
+        codes = np.rint(q * np.float32(qscale))
+        e = float(np.linalg.norm(q - codes / np.float32(qscale)))
+        bound = self._q8_error + e * (1 + self._q8_error) + _Q8_SLACK
+        xb = faiss.rev_swig_ptr(faiss.downcast_index(self._index.index).get_xb(), live * self.dim)
+        xb = xb.reshape(live, self.dim)
+        for wanted in (_Q8_CANDIDATES * k, 4 * _Q8_CANDIDATES * k):
+            wanted = min(max(wanted, k), live)
+            approx, pos = quantized.search(codes.astype(np.float32), wanted)
+            order = np.sort(pos[0][pos[0] >= 0])
+            exact = faiss.IndexFlatIP(self.dim)
+            exact.add(xb[order])
+            scores, found = exact.search(q, k)
+            last = float(approx[0][-1]) / (self._q8_scale * qscale)
+            if wanted == live or last + bound < float(scores[0][-1]):
+                keep = found[0] >= 0
+                return self._q8_ids[order[found[0][keep]]], scores[0][keep].astype(np.float32)
+        return None
 
     # -- persistence -----------------------------------------------------------------------
 

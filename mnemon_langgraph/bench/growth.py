@@ -1,0 +1,244 @@
+"""``mnemon bench search --growth``: how search grows with a namespace, measured in one run.
+
+For each pair of sizes (``2000:40000`` by default; ``10000:1000000`` is the long run), one
+store — an embedded journal in a folder, or PostgreSQL — holds a small and a large namespace
+of each corpus, and the same kinds of question are asked of both, alternating between them
+call by call, so that load from other processes falls on both sizes alike. Each figure is the
+median over every call of the whole ``store.search(query, k=20)`` as a caller sees it: the
+query embedded (every call asks a question not asked before, so no cached query vector
+helps either size), BM25, the dense search, fusion, and the page's records fetched; warm
+(each namespace answered a few questions first). The ratio is large / small.
+
+Corpora and questions:
+
+* ``zipf`` — :func:`~.search.make_corpus`'s records (a Zipf vocabulary of 30,000 words plus
+  common English words, 256 topics), asked **topical** questions (four words of a topic, two
+  of the vocabulary; :func:`~.search.topic_queries`) and **common**-word questions (five
+  words each in a large share of the records and one topic word;
+  :func:`~.search.common_word_queries`);
+* ``narrow`` — records of 70 words drawn from a 23-word vocabulary, asked questions of 3–8
+  of those words (**narrow**): every query word is in nearly every record, BM25's worst
+  case, and the shape of the measurement that first showed search growing too fast.
+
+Vectors: :class:`~.backend.WordMixEmbeddings` (a fixed random vector per word, summed), so
+the queries are really embedded at every call, texts sharing words are near each other and
+no model runs. CPU time is this process's (for PostgreSQL, the client's only, its engine
+thread included; the server's work shows in the wall time only). On a machine shared with
+other work, compare sizes by CPU time: a call that needs more CPU than one scheduler slice
+waits for the other processes in between, so wall-clock medians there grow with the load,
+not only with the namespace.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from mnemon_langgraph.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_PAIRS",
+    "GOALS",
+    "NARROW_VOCABULARY",
+    "narrow_queries",
+    "narrow_texts",
+    "parse_pairs",
+    "render",
+    "run_growth",
+]
+
+DEFAULT_PAIRS = "2000:40000"
+GOALS: dict[tuple[int, int], float] = {(2_000, 40_000): 2.5, (10_000, 1_000_000): 4.0}
+"""The largest ratio of the large namespace's median to the small one's that is acceptable."""
+
+_NARROW_WORDS = (
+    "garden river window market coffee letter bicycle music winter doctor kitchen holiday "
+    "teacher paint train island camera forest dinner office football friend story"
+)
+NARROW_VOCABULARY: tuple[str, ...] = tuple(_NARROW_WORDS.split())
+_WARM_CALLS = 5
+_NAMESPACE = ("bench", "growth")
+
+
+def narrow_texts(n: int, rng: random.Random) -> list[str]:
+    """``n`` records of 70 words drawn from :data:`NARROW_VOCABULARY`, with a speaker."""
+    return [
+        f"{('Ann', 'Ben')[i % 2]}: " + " ".join(rng.choice(NARROW_VOCABULARY) for _ in range(70))
+        for i in range(n)
+    ]
+
+
+def narrow_queries(count: int, rng: random.Random) -> list[str]:
+    """``count`` questions of 3–8 words of :data:`NARROW_VOCABULARY`."""
+    return [
+        " ".join(rng.choice(NARROW_VOCABULARY) for _ in range(rng.randint(3, 8)))
+        for _ in range(count)
+    ]
+
+
+def parse_pairs(text: str) -> list[tuple[int, int]]:
+    """``"2000:40000,10000:1000000"`` → ``[(2000, 40000), (10000, 1000000)]``."""
+    pairs = []
+    for item in str(text).split(","):
+        if not item.strip():
+            continue
+        try:
+            small, large = (int(x.replace("_", "")) for x in item.split(":"))
+        except ValueError as exc:
+            raise ConfigurationError(f"--growth needs SMALL:LARGE pairs, got {item!r}") from exc
+        if not 0 < small < large:
+            raise ConfigurationError(f"--growth pair {item!r}: need 0 < SMALL < LARGE")
+        pairs.append((small, large))
+    if not pairs:
+        raise ConfigurationError("--growth needs at least one SMALL:LARGE pair")
+    return pairs
+
+
+def _workload(corpus: str, n: int, seed: int, calls: int) -> tuple[list[str], dict[str, Any]]:
+    """The records of one namespace and ``calls`` fresh questions of each kind for it."""
+    from mnemon_langgraph.bench.search import common_word_queries, make_corpus, topic_queries
+
+    if corpus == "narrow":
+        rng = random.Random(seed * 1_000_003 + n)
+        return narrow_texts(n, rng), {"narrow": narrow_queries(calls, rng)}
+    data = make_corpus(n, seed=seed)
+    topical = [q for q, _ in topic_queries(data, calls, data["rng"])]
+    return data["texts"], {
+        "topical": topical,
+        "common": common_word_queries(data, calls, data["rng"]),
+    }
+
+
+def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> None:
+    """Write one namespace (one record per message) and let its indexes settle."""
+    from mnemon_langgraph.bench.backend import analyze_tables, turn_messages
+    from mnemon_langgraph.bench.search import wait_for_conversion
+    from mnemon_langgraph.store import is_postgres_url
+
+    messages = turn_messages(texts, "G")
+    for start in range(0, len(messages), 10_000):
+        store.ingest(ns, messages[start : start + 10_000], source="bench", pack=False)
+    if is_postgres_url(target):
+        analyze_tables(target)
+    else:
+        wait_for_conversion(store.index(ns))
+
+
+def _time_pair(
+    store: Any, namespaces: tuple[Any, Any], questions: tuple[list[str], list[str]]
+) -> dict[str, float]:
+    """Wall and CPU medians of both namespaces, calls alternating between them."""
+    for ns, asked in zip(namespaces, questions, strict=True):
+        for q in asked[:_WARM_CALLS]:
+            store.search(q, namespace=ns, k=20)
+    wall: list[list[float]] = [[], []]
+    cpu: list[list[float]] = [[], []]
+    for i in range(_WARM_CALLS, len(questions[0])):
+        order = (0, 1) if i % 2 == 0 else (1, 0)  # neither size always goes first
+        for side in order:
+            t0, c0 = time.perf_counter(), time.process_time()
+            store.search(questions[side][i], namespace=namespaces[side], k=20)
+            wall[side].append(time.perf_counter() - t0)
+            cpu[side].append(time.process_time() - c0)
+    out: dict[str, float] = {}
+    for side, name in enumerate(("small", "large")):
+        out[f"{name}_ms"] = round(statistics.median(wall[side]) * 1000, 3)
+        out[f"{name}_cpu_ms"] = round(statistics.median(cpu[side]) * 1000, 3)
+    out["ratio"] = round(out["large_ms"] / out["small_ms"], 2) if out["small_ms"] else 0.0
+    small_cpu = out["small_cpu_ms"]
+    out["cpu_ratio"] = round(out["large_cpu_ms"] / small_cpu, 2) if small_cpu else 0.0
+    return out
+
+
+def _measure_pair(
+    store: Any, target: str, pair: tuple[int, int], corpora: list[str], seed: int, calls: int
+) -> dict[str, Any]:
+    """Every corpus's small and large namespace of one pair, written then timed."""
+    kinds: dict[str, Any] = {}
+    for corpus in corpora:
+        namespaces, asked = [], []
+        for n in pair:
+            ns = (*_NAMESPACE, corpus, str(n))
+            texts, questions = _workload(corpus, n, seed, calls + _WARM_CALLS)
+            _fill(store, target, ns, texts)
+            namespaces.append(ns)
+            asked.append(questions)
+        for kind in asked[0]:
+            kinds[kind] = _time_pair(
+                store, (namespaces[0], namespaces[1]), (asked[0][kind], asked[1][kind])
+            )
+    goal = GOALS.get(pair)
+    worst = max(k["ratio"] for k in kinds.values())
+    worst_cpu = max(k["cpu_ratio"] for k in kinds.values())
+    return {
+        "small": pair[0],
+        "large": pair[1],
+        "goal": goal,
+        "worst_ratio": worst,
+        "met": None if goal is None else worst <= goal,
+        "worst_cpu_ratio": worst_cpu,
+        "met_cpu": None if goal is None else worst_cpu <= goal,
+        "kinds": kinds,
+    }
+
+
+def run_growth(
+    pairs: list[tuple[int, int]],
+    target: str,
+    *,
+    calls: int = 150,
+    seed: int = 0,
+    corpora: tuple[str, ...] = ("zipf", "narrow"),
+) -> dict[str, Any]:
+    """Measure every pair in one store at ``target`` (a folder or a ``postgresql://`` URL).
+
+    Use a fresh folder or database: namespaces already written are not written twice.
+    """
+    import os
+
+    from mnemon_langgraph.bench.backend import WordMixEmbeddings
+    from mnemon_langgraph.store import MnemonStore, is_postgres_url
+
+    if is_postgres_url(target):
+        location, backend = target, "postgres"
+    else:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        location, backend = str(Path(target) / "growth.db"), "embedded"
+    rows = []
+    with MnemonStore(location, WordMixEmbeddings(384)) as store:
+        for pair in pairs:
+            rows.append(_measure_pair(store, location, pair, list(corpora), seed, calls))
+    return {
+        "benchmark": "search growth",
+        "backend": backend,
+        "calls": calls,
+        "cpu_count": os.cpu_count(),
+        "pairs": rows,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    """One line per pair and kind of question: medians, ratios, and the goal's verdict."""
+    lines = [
+        f"search growth, {result['backend']} backend ({result['calls']} calls per size and "
+        f"kind, {result['cpu_count']} CPUs): store.search median ms, wall (CPU)",
+        f"{'pair':>17} {'questions':>9} {'small':>15} {'large':>15} {'ratio':>6} {'CPU ratio':>9}",
+    ]
+    for p in result["pairs"]:
+        pair = f"{p['small']:,}→{p['large']:,}"
+        for kind, k in p["kinds"].items():
+            lines.append(
+                f"{pair:>17} {kind:>9} {k['small_ms']:>7} ({k['small_cpu_ms']:>5}) "
+                f"{k['large_ms']:>7} ({k['large_cpu_ms']:>5}) {k['ratio']:>6} {k['cpu_ratio']:>9}"
+            )
+        if p["goal"] is not None:
+            verdict = "met" if p["met"] else "NOT met"
+            line = f"{'':>17} goal: ratio ≤ {p['goal']} — worst {p['worst_ratio']} ({verdict})"
+            if "worst_cpu_ratio" in p:
+                cpu = "met" if p["met_cpu"] else "NOT met"
+                line += f"; CPU worst {p['worst_cpu_ratio']} ({cpu})"
+            lines.append(line)
+    return "\n".join(lines)

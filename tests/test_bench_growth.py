@@ -1,0 +1,84 @@
+"""``mnemon bench search --growth``: search growth from a small to a large namespace, one run."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from mnemon_langgraph.bench.growth import GOALS, narrow_texts, parse_pairs, render
+from mnemon_langgraph.errors import ConfigurationError
+
+
+@pytest.mark.integration  # writes two stores' worth of namespaces and times hundreds of calls
+@pytest.mark.parametrize("backend", ["embedded", "postgres"])
+def test_growth_times_both_sizes_of_every_kind_in_one_store(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.bench.backend import WordMixEmbeddings
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.store import MnemonStore
+
+    target = str(tmp_path) if backend == "embedded" else request.getfixturevalue("postgres_url")
+    argv = ["bench", "search", "--growth", "120:360", "--queries", "2", "--db", target]
+    assert main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["benchmark"] == "search growth" and result["backend"] == backend
+    (pair,) = result["pairs"]
+    assert (pair["small"], pair["large"]) == (120, 360) and pair["goal"] is None
+    assert set(pair["kinds"]) == {"topical", "common", "narrow"}
+    for k in pair["kinds"].values():
+        assert min(k["small_ms"], k["large_ms"], k["small_cpu_ms"], k["large_cpu_ms"]) > 0
+        assert k["ratio"] == round(k["large_ms"] / k["small_ms"], 2)
+    assert pair["worst_ratio"] == max(k["ratio"] for k in pair["kinds"].values())
+    assert pair["worst_cpu_ratio"] == max(k["cpu_ratio"] for k in pair["kinds"].values())
+    # both namespaces of both corpora were really written, in the one store
+    location = target if backend == "postgres" else str(Path(target) / "growth.db")
+    with MnemonStore(location, WordMixEmbeddings(384)) as store:
+        held = {ns: store.count(ns) for ns in store.namespaces()}
+    assert held == {
+        ("bench", "growth", corpus, str(n)): n for corpus in ("zipf", "narrow") for n in (120, 360)
+    }
+    text = render(result)
+    assert "120→360" in text and "narrow" in text and "goal" not in text
+
+
+def test_growth_goal_line_says_whether_the_worst_ratio_is_within_it() -> None:
+    kinds = {
+        "topical": {
+            "small_ms": 2.0,
+            "large_ms": 4.0,
+            "small_cpu_ms": 2.0,
+            "large_cpu_ms": 4.0,
+            "ratio": 2.0,
+            "cpu_ratio": 2.0,
+        }
+    }
+    for worst, verdict in ((2.4, "met"), (2.6, "NOT met")):
+        pair = {
+            "small": 2000,
+            "large": 40000,
+            "goal": GOALS[(2000, 40000)],
+            "worst_ratio": worst,
+            "met": worst <= 2.5,
+            "worst_cpu_ratio": 5 - worst,
+            "met_cpu": 5 - worst <= 2.5,
+            "kinds": kinds,
+        }
+        text = render({"backend": "embedded", "calls": 6, "cpu_count": 2, "pairs": [pair]})
+        cpu_verdict = "NOT met" if verdict == "met" else "met"
+        assert (
+            f"ratio ≤ 2.5 — worst {worst} ({verdict}); CPU worst {5 - worst} ({cpu_verdict})"
+            in text
+        )
+
+
+def test_growth_pairs_are_checked() -> None:
+    assert parse_pairs("2000:40000,10_000:1_000_000") == [(2000, 40000), (10000, 1000000)]
+    for bad in ("40000:2000", "2000", "a:b", ""):
+        with pytest.raises(ConfigurationError):
+            parse_pairs(bad)
+    texts = narrow_texts(3, random.Random(0))
+    assert all(len(t.split(": ", 1)[1].split()) == 70 for t in texts)

@@ -6,7 +6,7 @@ threads) gets its own ``cProfile`` on a CPU-time clock, and the profiles are sum
 tier. Prints, per question and tier, the CPU seconds of the read path's parts and which
 functions grew the most; the profiles are saved as ``<out>/profile-<tier>.pstats``.
 
-    MNEMON_CACHE_DIR=... python docs/results/read_cpu_growth.py BEAM_DIR OUT \\
+    MNEMON_CACHE_DIR=... python benchmarks/read_cpu_growth.py BEAM_DIR OUT \\
         --conversations 100K/1,...,100K/7 --concat 1M-cat=100K/1-7 --per-ability 1
 
 Any ``mnemon eval beam`` option can follow the two positional arguments.

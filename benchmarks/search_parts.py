@@ -5,7 +5,7 @@ deterministic fake embedder, both namespaces in one journal (written on the firs
 reused), queries of 3–8 of the words. Each part is timed back to back per question (CPU time
 of this thread); prints the medians and the whole call's ratio.
 
-    python docs/results/search_parts.py /tmp/parts.db
+    python benchmarks/search_parts.py /tmp/parts.db
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def main(db: str) -> None:
     for n in SIZES:
         batch = messages(n, rng)
         if fresh:
-            store.ingest(("ns", str(n)), batch, source="bench", pack=False)
+            store.ingest(("ns", str(n)), batch, origin="bench", pack=False)
     words = NARROW_VOCABULARY
     qs = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) for _ in range(60)]
     for n in SIZES:

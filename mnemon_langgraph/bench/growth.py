@@ -120,7 +120,7 @@ def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> Non
 
     messages = turn_messages(texts, "G")
     for start in range(0, len(messages), 10_000):
-        store.ingest(ns, messages[start : start + 10_000], source="bench", pack=False)
+        store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
     if is_postgres_url(target):
         analyze_tables(target)
     else:

@@ -23,7 +23,7 @@ __all__ = ["BENCHMARKS", "dev_files", "embeddings_for", "fast_judge", "peak_rss_
 
 BENCHMARKS: dict[str, str] = {
     "ingest": "mnemon_langgraph.bench.ingest",
-    "search": "mnemon_langgraph.bench.search",
+    "search": "mnemon_langgraph.bench.search_command",
     "scale": "mnemon_langgraph.bench.scale",
     "read": "mnemon_langgraph.bench.read",
     "load": "mnemon_langgraph.bench.load",

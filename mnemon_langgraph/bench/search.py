@@ -680,9 +680,8 @@ def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the benchmark at every size (or ``--growth``); returns its figures."""
-    if getattr(args, "growth", None):
-        return _run_growth(args)
+    """Run the benchmark at every size; returns its figures (``--growth`` is
+    :mod:`.search_command`'s)."""
     sizes = [int(s.replace("_", "")) for s in str(args.records).split(",") if s.strip()]
     rows = []
     for n in sorted(sizes):
@@ -706,24 +705,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _run_growth(args: argparse.Namespace) -> dict[str, Any]:
-    """``--growth``: :func:`~.growth.run_growth`, three calls per ``--queries`` per size."""
-    from mnemon_langgraph.bench.growth import parse_pairs, run_growth
-
-    pairs = parse_pairs(args.growth)
-    calls = 3 * args.queries
-    if args.db:
-        return run_growth(pairs, args.db, calls=calls, seed=args.seed)
-    with tempfile.TemporaryDirectory(prefix="mnemon-bench-growth-") as folder:
-        return run_growth(pairs, folder, calls=calls, seed=args.seed)
-
-
 def render(result: dict[str, Any]) -> str:
     """Human-readable tables: the whole call and its parts, serving, then the trade-off."""
-    if result.get("benchmark") == "search growth":
-        from mnemon_langgraph.bench.growth import render as render_growth
-
-        return render_growth(result)
     lines = [
         f"search benchmark ({result['vectors']} vectors, {result['queries']} queries, "
         f"{result['cpu_count']} CPUs); p50 ms (ratio to smallest size)",

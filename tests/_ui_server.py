@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from _paths import REPO
+from _processes import stop_group
 
 BOOT_TIMEOUT_S = 60
 
@@ -134,12 +134,5 @@ def running_ui(
             time.sleep(0.2)
         yield found.group(1)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+        stop_group(proc)
         out.close()

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from _processes import stop_group
 
 from mnemon_langgraph.integrations.basestore import MnemonBaseStore, base_store_from_env
 
@@ -105,14 +105,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
             _wait_until_up(f"http://127.0.0.1:{port}", proc, log_path)
             yield f"http://127.0.0.1:{port}", db
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+            stop_group(proc)
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:

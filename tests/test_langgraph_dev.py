@@ -5,11 +5,9 @@ One server is started per backend for the whole module (each boot takes seconds)
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _processes import stop_group
 
 REPO = Path(__file__).resolve().parents[1]
 BOOT_TIMEOUT_S = 90.0
@@ -173,14 +172,7 @@ def _serve(
             time.sleep(0.5)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+        stop_group(proc)
         log.close()
 
 

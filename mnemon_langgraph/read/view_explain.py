@@ -42,6 +42,8 @@ def explain(view: View, record_id: str) -> Explanation:
             "  not in the pool: no search of this turn returned it, so it was never judged"
         )
     else:
+        if entry.get("read_source"):
+            lines.append(f"  from source {entry['read_source']!r}")
         lines.append(f"  pooled in round {entry.get('round', 1)}; found by:")
         for search, rank in entry.get("found", []):
             s = searches.get(search, {})

@@ -1,4 +1,4 @@
-"""Named read sources and their binding to one run (the ``#45`` source contract).
+"""Named read sources and their binding to one run (the read-source contract).
 
 A read graph reads one or more **named sources** (``create_read_graph(sources=...)``).
 Each is any :class:`~mnemon_langgraph.types.SearchSource`; the read graph honours these

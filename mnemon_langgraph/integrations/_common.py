@@ -207,9 +207,13 @@ def _child_config(config: Mapping[str, Any] | None, namespace: Namespace) -> Run
     """A clean config for the nested read graph: tracing callbacks, tags, metadata, namespace.
 
     Pregel internals of the parent run (checkpointer, task ids) are not passed on, so the read
-    graph never writes its (large) trace into the parent's checkpoints.
+    graph never writes its (large) trace into the parent's checkpoints. The parent run's
+    context fields are (str/int values only): a read source of the nested graph may fill its
+    namespace from them (``SharedNamespace(store, ("teams", "{team_id}"))``), under
+    authentication checked against the authenticated user there.
     """
-    child: dict[str, Any] = {"configurable": {"namespace": namespace}}
+    fields = {k: v for k, v in _rule.context_fields().items() if k != "namespace"}
+    child: dict[str, Any] = {"configurable": {**fields, "namespace": namespace}}
     if config:
         for key in ("callbacks", "tags", "metadata", "recursion_limit", "max_concurrency"):
             if config.get(key) is not None:

@@ -10,6 +10,7 @@ namespaces are filled from the run (the authenticated user's fields only under a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import threading
 from datetime import datetime
@@ -390,3 +391,27 @@ def test_for_run_binds_a_source_to_the_runs_fields() -> None:
         {"configurable": {"user_id": "ada", "team_id": "blue"}},
     )
     assert seen and all(f["user_id"] == "ada" and f["team_id"] == "blue" for f in seen)
+
+
+def test_the_index_links_the_users_own_records_among_several_sources() -> None:
+    """The consolidated index knows the user's records by their own ids: an item linked to
+    a record judged needed is a candidate, whatever the read graph qualifies the id with;
+    the team's record of the same id links nothing."""
+    from mnemon_langgraph.items import IndexItem
+    from mnemon_langgraph.read.memory import InMemoryItemSource
+
+    item = IndexItem(
+        "x-1", NS, "event", "Pottery class moved to Thursdays", ("r0",), topic="pottery"
+    )
+    for linked, expected in (("r0", ["x-1"]), ("nowhere", [])):
+        items = InMemoryItemSource([dataclasses.replace(item, record_ids=(linked,))])
+        graph = create_read_graph(
+            sources={
+                "memory": InMemorySearchSource(_records("tin", "Ada")),
+                "team": InMemorySearchSource(_records("slate", "Bo")),
+            },
+            judge=ScriptedDecisionModel(answers=_yes),
+            items=items,
+        )
+        view = _ask(graph)
+        assert [i["id"] for i in view.items] == expected

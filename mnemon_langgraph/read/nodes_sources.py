@@ -183,6 +183,18 @@ class SourcesNode:
             out.append(p)
         return out
 
+    def _own_ids(self, ids: Sequence[str]) -> list[str]:
+        """Of ``ids``, those of the user's own memory as its index knows them (unqualified);
+        one source: all of them."""
+        if not self.multi:
+            return list(ids)
+        out = []
+        for rid in ids:
+            name, raw = split_id(rid)
+            if name in self.sources and is_own(self.sources[name]):
+                out.append(raw)
+        return out
+
     # --- judge: evidence per source ----------------------------------------------------
     def _evidence_parts(
         self, state: ReadState, todo: Sequence[PoolRecord], default: EvidenceBuilder

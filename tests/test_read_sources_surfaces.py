@@ -189,3 +189,73 @@ def test_tools_search_every_source_and_remember_forget_only_the_users(
     (said,) = run(_call("forget", {"record_id": team_ids[0].split()[0]}))
     assert "nothing was deleted" in said
     assert _counts(store) == {**before, ADA: before[ADA] + 1}
+
+
+def _pets(tmp_path: Any) -> MnemonStore:
+    store = MnemonStore(tmp_path / "journal.db")  # MNEMON_EMBEDDINGS=fake, as the server's
+    for ns, fact in (
+        (ADA, "My cat is called Pixel."),
+        (BLUE, "The blue team's pet is a parrot called Kiwi."),
+        (BLUF, "The bluf team's pet is a turtle called Shelly."),
+    ):
+        store.ingest(
+            ns, [Message(fact, ns[1], id="m1", timestamp=datetime(2024, 1, 2))], origin="seed"
+        )
+    return store
+
+
+def test_langgraph_json_graphs_read_the_sources_the_environment_names(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_integration_studio import make_judge
+
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.integrations import studio
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    _pets(tmp_path).close()
+    spec = tmp_path / "sources.json"
+    spec.write_text('{"team": {"shared": ["teams", "{team_id}"]}}', encoding="utf-8")
+    env = {
+        "MNEMON_DB": str(tmp_path / "journal.db"),
+        "MNEMON_JUDGE": "test_integration_studio:make_judge",
+        "MNEMON_SOURCES": f"@{spec}",
+    }
+    assert make_judge() is not None
+    graph = studio.read_graph_from_env(env)
+    turn = {"messages": [HumanMessage("What is the pet called?")]}
+    # the team from the context (Studio's form has the field) or from configurable
+    for kwargs in (
+        {"context": {"user_id": "ada", "team_id": "blue"}},
+        {"config": {"configurable": {"user_id": "ada", "team_id": "blue"}}},
+    ):
+        text = graph.invoke(turn, **kwargs)["view"].text
+        assert "Pixel" in text and "Kiwi" in text and "Shelly" not in text
+        assert _sources_of(text) == {"memory", "team"}
+    agent = studio.agent_graph_from_env(env)
+    out = agent.invoke(turn, context={"user_id": "ada", "team_id": "bluf"})
+    assert "Shelly" in out["messages"][-1].text and "Kiwi" not in out["messages"][-1].text
+    for bad in ('{"memory": {"shared": ["x"]}}', '{"team": {"shared": ["x"], "more": 1}}', "[1]"):
+        with pytest.raises(ConfigurationError, match="MNEMON_SOURCES"):
+            studio.sources_from_env(None, {"MNEMON_SOURCES": bad})
+    with pytest.raises(ConfigurationError, match="cannot import"):
+        studio.sources_from_env(None, {"MNEMON_SOURCES": '{"d": {"import": "nope.nope:x"}}'})
+
+
+def test_the_mcp_view_reads_every_source_and_remember_writes_the_users(
+    store: MnemonStore,
+) -> None:
+    from mnemon_langgraph.integrations.mcp import MemoryServer
+
+    graph = create_read_graph(
+        sources={"memory": store, "team": SharedNamespace(store, BLUE)},
+        judge=ScriptedDecisionModel(answers=_yes),
+    )
+    server = MemoryServer(store, ADA, read_graph=graph)
+    text = server.view("What is the garden shed roof plan?", explain=True)
+    assert _sources_of(text) == {"memory", "team"} and "blueword" in text
+    assert "blufword" not in text and "adbword" not in text
+    assert "from source 'team'" in text
+    before = _counts(store)
+    server.remember("The roof is green.")
+    assert _counts(store) == {**before, ADA: before[ADA] + 1}

@@ -415,3 +415,24 @@ def test_the_index_links_the_users_own_records_among_several_sources() -> None:
         )
         view = _ask(graph)
         assert [i["id"] for i in view.items] == expected
+
+
+def test_only_the_users_own_records_count_as_already_seen_in_the_conversation() -> None:
+    """A record of another source whose message id equals one of the conversation's is not
+    the agent's own message: it is not left out as already seen."""
+    doc = make_record(
+        "d1",
+        "Handbook: the garden shed roof is slate",
+        namespace=NS,
+        message_ids=["q-1"],
+        date=datetime(2024, 5, 1),
+    )
+    mine = make_record("r1", "Ada: garden shed roof question", namespace=NS, message_ids=["q-1"])
+    graph = _graph({"memory": InMemorySearchSource([mine]), "docs": _SearchOnly([doc])})
+    view = graph.invoke(
+        {"messages": [HumanMessage("garden shed roof question", id="q-1")]},
+        context=ReadContext(namespace=NS),
+    )["view"]
+    placement = view.trace["placement"]
+    assert "docs:d1" in view.record_ids
+    assert "already" in placement["memory:r1"] or "sees" in placement["memory:r1"]

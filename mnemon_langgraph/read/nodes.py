@@ -516,7 +516,9 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
                 "journal is empty for this namespace or no search matched"
             )
         recent = recent_messages(state, self.settings)
-        seen = seen_in_recent(pool, recent) if self.settings.leave_out_recent else []
+        # the conversation's own messages are the user's memory's, never another source's
+        own = self._own_entries(pool)
+        seen = seen_in_recent(own, recent) if self.settings.leave_out_recent else []
         view = compose_view(
             pool,
             judgments_of(state),

@@ -195,6 +195,16 @@ class SourcesNode:
                 out.append(raw)
         return out
 
+    def _own_entries(self, pool: Sequence[PoolRecord]) -> list[PoolRecord]:
+        """The pool entries of the user's own memory (one source: all)."""
+        if not self.multi:
+            return list(pool)
+        return [
+            p
+            for p in pool
+            if p.get("read_source") in self.sources and is_own(self.sources[p["read_source"]])
+        ]
+
     # --- judge: evidence per source ----------------------------------------------------
     def _evidence_parts(
         self, state: ReadState, todo: Sequence[PoolRecord], default: EvidenceBuilder

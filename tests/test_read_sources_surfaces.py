@@ -259,3 +259,48 @@ def test_the_mcp_view_reads_every_source_and_remember_writes_the_users(
     before = _counts(store)
     server.remember("The roof is green.")
     assert _counts(store) == {**before, ADA: before[ADA] + 1}
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_a_hybrid_search_memory_searches_every_source_of_the_read_graph(
+    store: MnemonStore, face: str
+) -> None:
+    import asyncio
+
+    from mnemon_langgraph.integrations.mcp import MemoryServer
+
+    tools = create_memory_tools(store, read_graph=_graph(store), include=["search_memory"])
+    agent = create_agent(
+        ToolCallingFake(
+            messages=iter([_call("search_memory", {"query": "garden shed roof"}), AIMessage("ok")])
+        ),
+        tools=tools,
+        context_schema=TeamContext,
+    )
+    turn = {"messages": [("user", "the shed roof?")]}
+    ctx = TeamContext("ada", "blue")
+    out = (
+        agent.invoke(turn, context=ctx)
+        if face == "sync"
+        else asyncio.run(agent.ainvoke(turn, context=ctx))
+    )
+    (found,) = [m.text for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert _sources_of(found) == {"memory", "team"}
+    assert "adaword" in found and "blueword" in found
+    assert "adbword" not in found and "blufword" not in found
+    server = MemoryServer(store, ADA, read_graph=_graph_fixed(store))
+    text = (
+        server.search_memory("garden shed roof", 4)
+        if face == "sync"
+        else asyncio.run(server.asearch_memory("garden shed roof", 4))
+    )
+    assert _sources_of(text) == {"memory", "team"} and "blufword" not in text
+    assert text.count("<record ") == 2  # one record each (the seed's turns pack into one)
+    assert server.search_memory("garden shed roof", 1).count("<record ") == 1
+
+
+def _graph_fixed(store: MnemonStore) -> Any:
+    return create_read_graph(
+        sources={"memory": store, "team": SharedNamespace(store, BLUE)},
+        judge=ScriptedDecisionModel(answers=_yes),
+    )

@@ -19,7 +19,7 @@ from typing import Any, cast
 from mnemon_langgraph.errors import ConfigurationError, NamespaceAccessError
 from mnemon_langgraph.read.drive import Call, Step
 from mnemon_langgraph.read.evidence import EvidenceBuilder
-from mnemon_langgraph.read.namespaces import fill_source_namespace, run_fields
+from mnemon_langgraph.read.namespaces import run_fields
 from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources.binding import (
@@ -27,8 +27,8 @@ from mnemon_langgraph.read.sources.binding import (
     BoundSource,
     is_own,
     named_sources,
+    source_namespace,
     split_id,
-    template_of,
 )
 from mnemon_langgraph.read.state import PoolRecord, ReadState
 from mnemon_langgraph.read.trace import degraded
@@ -84,12 +84,8 @@ class SourcesNode:
         spaces: dict[str, list[str]] = {}
         events: list[dict[str, Any]] = []
         for name, src in self.sources.items():
-            template = template_of(src)
-            if is_own(src) or template is None:
-                spaces[name] = list(namespace)
-                continue
             try:
-                spaces[name] = list(fill_source_namespace(template, context=context, config=config))
+                spaces[name] = list(source_namespace(src, namespace, context, config))
             except NamespaceAccessError:
                 raise  # a client naming another user's (team's) memory is refused, not skipped
             except ConfigurationError as exc:

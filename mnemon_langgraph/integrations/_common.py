@@ -263,6 +263,13 @@ async def arun_read_graph(
     return _view_of(output)
 
 
+def _run_key(config: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """The run's fields a read source may be bound by (``{team_id}``): a View is reused only
+    for the same ones."""
+    fields = {**_rule.run_fields(None, config), **_rule.context_fields()}
+    return tuple(sorted(fields.items()))
+
+
 def _turn_key(namespace: Namespace, messages: Sequence[BaseMessage]) -> tuple[Any, ...]:
     """Identify the user turn: the conversation up to and including the last user message."""
     last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
@@ -317,7 +324,7 @@ class ViewCache:
     ) -> SystemMessage:
         """The View message for the turn ending in ``messages`` (View messages ignored)."""
         talk = conversation(messages)
-        key = _turn_key(namespace, talk)
+        key = (*_turn_key(namespace, talk), _run_key(config))
         found = self._cached(key)
         if found is not None:
             return found
@@ -332,7 +339,7 @@ class ViewCache:
     ) -> SystemMessage:
         """Async form of :meth:`get`."""
         talk = conversation(messages)
-        key = _turn_key(namespace, talk)
+        key = (*_turn_key(namespace, talk), _run_key(config))
         found = self._cached(key)
         if found is not None:
             return found

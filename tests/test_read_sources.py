@@ -436,3 +436,12 @@ def test_only_the_users_own_records_count_as_already_seen_in_the_conversation() 
     placement = view.trace["placement"]
     assert "docs:d1" in view.record_ids
     assert "already" in placement["memory:r1"] or "sees" in placement["memory:r1"]
+
+
+def test_explain_takes_the_id_a_block_shows() -> None:
+    view = _ask(_graph({"memory": InMemorySearchSource(_records("tin", "Ada")), "docs": _docs()}))
+    doc = next(r for r in view.records if r.source == "docs")
+    text = str(explain(view, doc.shown_id))
+    assert f"record {doc.id}:" in text and "source 'docs'" in text
+    mine = str(explain(view, "r0"))  # memory's r0 only: the docs' ids are d<n>
+    assert "record memory:r0:" in mine

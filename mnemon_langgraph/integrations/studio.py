@@ -195,7 +195,11 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
     def _context(config: RunnableConfig) -> Any:
         context = current_context()
         namespace = resolve_run_namespace(context, config, default)
-        return ReadContext(namespace=namespace, now=getattr(context, "now", None))
+        return ReadContext(
+            namespace=namespace,
+            now=getattr(context, "now", None),
+            as_of=getattr(context, "as_of", None),
+        )
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         context = _context(config)

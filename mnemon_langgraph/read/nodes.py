@@ -21,6 +21,7 @@ from langgraph.types import Overwrite
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.as_of import as_of_bound, known_at, run_as_of
 from mnemon_langgraph.read.dates import relative_date_range
 from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive, in_thread
 from mnemon_langgraph.read.evidence import EvidenceBuilder
@@ -69,7 +70,7 @@ from mnemon_langgraph.read.state import (
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
-from mnemon_langgraph.types import JournalSource, Namespace, Record, SearchSource
+from mnemon_langgraph.types import JournalSource, Namespace, Record, SearchFilters, SearchSource
 
 __all__ = ["NODES", "Reader"]
 
@@ -106,7 +107,7 @@ class Reader(RetrieveNode, ItemsNode):
     # --- plan -----------------------------------------------------------------------
     def _plan_start(
         self, state: ReadState, config: RunnableConfig
-    ) -> tuple[Namespace, list[BaseMessage], str]:
+    ) -> tuple[Namespace, list[BaseMessage], str, str]:
         context = _run_context()
         namespace = resolve_namespace(context, config)
         recent = recent_messages(state, self.settings)
@@ -114,10 +115,20 @@ class Reader(RetrieveNode, ItemsNode):
         now = getattr(context, "now", None)
         if now is None and isinstance(context, dict):
             now = context.get("now")
-        return namespace, recent, now.isoformat() if now is not None else ""
+        as_of = run_as_of(context, config)
+        if now is None:  # an as-of View is asked on its date unless told otherwise
+            now = as_of
+        as_of_text = as_of.isoformat() if as_of is not None else ""
+        return namespace, recent, now.isoformat() if now is not None else "", as_of_text
 
     def _plan_finish(
-        self, namespace: Namespace, now: str, plan: PlanResult, start: float, latest: str
+        self,
+        namespace: Namespace,
+        now: str,
+        plan: PlanResult,
+        start: float,
+        latest: str,
+        as_of: str = "",
     ) -> dict[str, Any]:
         searches: list[dict[str, Any]] = [
             {
@@ -177,6 +188,7 @@ class Reader(RetrieveNode, ItemsNode):
         return {
             "namespace": list(namespace),
             "now": now,
+            "as_of": as_of,
             "plan": {"planner": plan.planner, "notes": list(plan.notes)},
             "searches": searches,
             "needs": needs,
@@ -209,14 +221,14 @@ class Reader(RetrieveNode, ItemsNode):
 
     def _plan(self, state: ReadState, config: RunnableConfig) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        namespace, recent, now = self._plan_start(state, config)
+        namespace, recent, now, as_of = self._plan_start(state, config)
         try:
             plan = yield Call(
                 self.planner.plan, self.planner.aplan, (recent, self.settings, now or None)
             )
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
-        return self._plan_finish(namespace, now, plan, start, latest_text(recent))
+        return self._plan_finish(namespace, now, plan, start, latest_text(recent), as_of)
 
     def plan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
         """Node ``plan`` under ``invoke``."""
@@ -434,7 +446,10 @@ class Reader(RetrieveNode, ItemsNode):
         wanted = reads([*windows(pool, replies), *opening_windows(pool, opened)])
         if wanted and isinstance(self.source, JournalSource):
             ns = tuple(state["namespace"])
-            calls = tuple(Call(self._journal, self._ajournal, (ns, *part)) for part in wanted)
+            as_of = state.get("as_of", "")
+            calls = tuple(
+                Call(self._journal, self._ajournal, (ns, *part, as_of)) for part in wanted
+            )
             for got in (yield Gather(calls)):
                 # a failed read finds no turn for its record: the View is as without
                 if not isinstance(got, BaseException):
@@ -454,20 +469,35 @@ class Reader(RetrieveNode, ItemsNode):
         new = {q["id"]: q for q in [*added, *more]}
         return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in new.values()]
 
-    def _journal(self, namespace: Namespace, session: int, start: int, stop: int) -> list[Record]:
-        """The records of ``session`` at positions ``start .. stop - 1``."""
+    def _journal(
+        self, namespace: Namespace, session: int, start: int, stop: int, as_of: str = ""
+    ) -> list[Record]:
+        """The records of ``session`` at positions ``start .. stop - 1`` (an as-of View: only
+        those dated at or before ``as_of``, the bound in the read's own SQL)."""
         source = cast(JournalSource, self.source)
-        return list(source.session_records(namespace, session, start=start, stop=stop))
+        bound = as_of_bound(as_of)
+        if bound is None:
+            return list(source.session_records(namespace, session, start=start, stop=stop))
+        got = source.session_records(
+            namespace, session, start=start, stop=stop, filters=SearchFilters(date_to=bound)
+        )
+        return [r for r in got if known_at(r, bound)]  # a source that ignores the bound
 
     async def _ajournal(
-        self, namespace: Namespace, session: int, start: int, stop: int
+        self, namespace: Namespace, session: int, start: int, stop: int, as_of: str = ""
     ) -> list[Record]:
         """:meth:`_journal` under ``ainvoke``: the source's own ``asession_records`` (both
         stores; PostgreSQL's reads its async pool), else ``session_records`` in a thread."""
         read = getattr(self.source, "asession_records", None)
         if read is None:
-            return await in_thread(self._journal)(namespace, session, start, stop)
-        return list(await read(namespace, session, start=start, stop=stop))
+            return await in_thread(self._journal)(namespace, session, start, stop, as_of)
+        bound = as_of_bound(as_of)
+        if bound is None:
+            return list(await read(namespace, session, start=start, stop=stop))
+        got = await read(
+            namespace, session, start=start, stop=stop, filters=SearchFilters(date_to=bound)
+        )
+        return [r for r in got if known_at(r, bound)]
 
     def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
@@ -493,6 +523,8 @@ class Reader(RetrieveNode, ItemsNode):
             seen=seen,
             all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
             focus=[message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)],
+            as_of=state.get("as_of", ""),
+            dated=state.get("as_of") or state.get("now") or "",
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed

@@ -29,7 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mnemon_langgraph.read.as_of import as_of_line
 from mnemon_langgraph.read.questions import is_reply as is_reply  # imported from here before
+from mnemon_langgraph.read.replaced import replaced_marks
 from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view_explain import explain
@@ -149,6 +151,38 @@ def _candidates(
     return candidates
 
 
+def _stale(
+    pool: Sequence[Mapping[str, Any]],
+    judged: Sequence[Judgment],
+    order: Sequence[str],
+    settings: ReadSettings,
+) -> tuple[set[str], set[str]]:
+    """The records judged no longer current, and those of them the View leaves out."""
+    judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
+    if judged_stale and settings.leave_out_stale:
+        return judged_stale, replaced_stale(pool, judged, judged_stale)
+    return judged_stale, set()
+
+
+def _text_blocks(
+    preamble: str,
+    index_text: str,
+    chosen: Sequence[ViewRecord],
+    shown_blocks: Sequence[Any],
+    by_id: Mapping[str, Mapping[str, Any]],
+) -> list[str]:
+    """The View's text blocks: preamble, index, then each block's records in their order."""
+    taken = {vr.id: vr for vr in chosen}
+    position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}
+    blocks = [preamble]
+    if index_text:
+        blocks.append(index_text)
+    for block in shown_blocks:
+        block.ids.sort(key=position.__getitem__)
+        blocks.append(render_block([taken[rid] for rid in block.ids]))
+    return blocks
+
+
 def compose_view(
     pool: Sequence[Mapping[str, Any]],
     judgments: Sequence[Judgment],
@@ -161,6 +195,8 @@ def compose_view(
     seen: Sequence[str] = (),
     all_needs: Sequence[int] = (),
     focus: Sequence[str] = (),
+    as_of: str = "",
+    dated: str = "",
 ) -> View:
     """Compose the View from the pool, the judgments and the index (pure).
 
@@ -176,6 +212,9 @@ def compose_view(
         all_needs: Indices of the needs of kind ``ALL``: the records satisfying them
             enter one per session before a second from the same session.
         focus: The turn's message and needs, which pick an excerpt's lines.
+        as_of: The ISO bound of an as-of View (``read.as_of``): the preamble says it.
+        dated: The View's date for the marks on records judged no longer current
+            (:mod:`.replaced`): ``as_of``, else when the message is asked; ``""``: unknown.
 
     Returns:
         The View.
@@ -184,10 +223,7 @@ def compose_view(
     by_id = {r["id"]: r for r in pool}
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
-    judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    stale: set[str] = set()
-    if judged_stale and settings.leave_out_stale:
-        stale = replaced_stale(pool, judged, judged_stale)
+    judged_stale, stale = _stale(pool, judged, order, settings)
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
         placement.setdefault(rid, _SEEN)
@@ -202,21 +238,18 @@ def compose_view(
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
-    budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
-    chosen, shown_blocks = fill(candidates, by_id, budget, settings, placement, focus, marks)
+    preamble = f"{PREAMBLE}\n{as_of_line(as_of)}" if as_of else PREAMBLE
+    budget = settings.view_chars - len(preamble) - (len(index_text) + 2 if index_text else 0)
+    status = replaced_marks(pool, sorted(judged_stale - stale), dated or as_of)
+    chosen, shown_blocks = fill(
+        candidates, by_id, budget, settings, placement, focus, marks, status
+    )
     for rid in order:
         placement.setdefault(rid, "left out")
     for rid in judged_stale - stale:
         placement[rid] = f"{placement[rid]} ({_STALE_KEPT})"
 
-    taken = {vr.id: vr for vr in chosen}
-    position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}
-    blocks = [PREAMBLE]
-    if index_text:
-        blocks.append(index_text)
-    for block in shown_blocks:
-        block.ids.sort(key=position.__getitem__)
-        blocks.append(render_block([taken[rid] for rid in block.ids]))
+    blocks = _text_blocks(preamble, index_text, chosen, shown_blocks, by_id)
     reason = None
     if not chosen:
         reason = empty_reason or ("no record was judged needed" if pool else "no record found")

@@ -26,6 +26,8 @@ class ViewRecord:
         text: The record's ``speaker: text`` lines.
         placed_by: The rule that placed it (``needed``, ``ranking``, ``fused order``).
         shown_id: The id as the block shows it (:func:`short_ids`); ``""``: the whole id.
+        status: What the View says of it beside its text, e.g. ``"no longer current as of
+            2023-08-01: replaced on 2023-07-02"`` (:mod:`.replaced`); ``""``: nothing.
     """
 
     id: str
@@ -35,6 +37,7 @@ class ViewRecord:
     text: str
     placed_by: str = ""
     shown_id: str = ""
+    status: str = ""
 
     def render(self) -> str:
         """The record as a delimited block."""
@@ -42,7 +45,7 @@ class ViewRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "message_ids": list(self.message_ids),
             "session": self.session,
@@ -51,6 +54,9 @@ class ViewRecord:
             "placed_by": self.placed_by,
             "shown_id": self.shown_id or self.id,
         }
+        if self.status:
+            out["status"] = self.status
+        return out
 
 
 @dataclass(frozen=True)
@@ -112,9 +118,11 @@ class View:
 
 def render_block(block: Sequence[ViewRecord]) -> str:
     """One block: a record, or consecutive records in their conversation's order, under one
-    header naming each one's shown id in that order (the only place a header is written)."""
+    header naming each one's shown id in that order (the only place a header is written).
+    A record with a ``status`` has a block of its own, and the header says it."""
     head = block[0]
     ids = " ".join(quote_attr(vr.shown_id or vr.id) for vr in block)
     date = f' date="{quote_attr(head.date[:10])}"' if head.date else ""
+    status = f' status="{quote_attr(head.status)}"' if head.status else ""
     body = "\n".join(escape_data(vr.text) for vr in block)
-    return f'<record id="{ids}" session="{head.session}"{date}>\n{body}\n</record>'
+    return f'<record id="{ids}" session="{head.session}"{date}{status}>\n{body}\n</record>'

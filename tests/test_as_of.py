@@ -6,6 +6,7 @@ without ``as_of`` nothing changes."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import date, datetime
 from typing import Any
 
@@ -91,6 +92,7 @@ def test_no_record_after_as_of_is_pooled_or_shown_on_either_store(
             assert judged <= set(pooled)
             assert all(r.date is not None and r.date[:10] <= "2024-02-15" for r in view.records)
             assert "As of 2024-02-15 12:00" in view.text.splitlines()[1]
+            assert view.trace["as_of"] == AS_OF.isoformat()
             assert "2024-03" not in view.text and "2024-04" not in view.text
             assert "without a date" not in view.text
 
@@ -209,3 +211,36 @@ def test_the_bound_parses_dates_strings_and_refuses_the_rest() -> None:
     both = as_of_filters(AS_OF, SearchFilters(date_from=MONTHS[0], date_to=MONTHS[3]))
     assert both is not None and both.date_to == AS_OF and both.date_from == MONTHS[0]
     assert as_of_filters(None, None) is None
+
+
+def test_cli_view_as_of_and_search_before_after(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.cli._common import open_store
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    db = str(tmp_path / "memory.db")
+    with open_store(
+        db, create=True
+    ) as store:  # the embedder the commands use (fake, by the variable)
+        store.ingest(NS, _messages(), origin="chat")
+    ns = ["--db", db, "--user", "ada"]
+    assert main(["view", "How tall are the tomatoes?", *ns, "--as-of", "2024-02-15"]) == 0
+    out = capsys.readouterr().out
+    assert "As of 2024-02-15:" in out and 'date="2024-02-10"' in out
+    assert "2024-03-10" not in out and "2024-04-10" not in out
+    assert (
+        main(["search", "tomatoes garden", *ns, "-k", "20", "--json", "--before", "2024-02-10"])
+        == 0
+    )
+    dates = [h["date"] for h in json.loads(capsys.readouterr().out)]
+    assert dates and all(d is not None and d[:10] <= "2024-02-10" for d in dates)
+    assert "2024-02-10T09:00:00" in dates  # a bare date includes that day
+    assert (
+        main(["search", "tomatoes garden", *ns, "-k", "20", "--json", "--after", "2024-03-01"]) == 0
+    )
+    dates = [h["date"] for h in json.loads(capsys.readouterr().out)]
+    assert dates and all(d is not None and d[:10] >= "2024-03-01" for d in dates)
+    with pytest.raises(SystemExit):
+        main(["view", "x", *ns, "--as-of", "last tuesday"])

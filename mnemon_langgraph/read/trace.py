@@ -81,7 +81,8 @@ def build_trace(
     new_searches = [e for e in events if e.get("event") == "new_search"]
     total = sum(t["seconds"] for t in timings)
     model = sum(t["model_seconds"] for t in timings)
-    return {
+    as_of = {"as_of": state["as_of"]} if state.get("as_of") else {}  # an as-of View's date
+    return as_of | {
         "namespace": list(state.get("namespace", [])),
         "now": state.get("now"),
         "planner": plan.get("planner"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import date, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.read.view_types import ViewRecord
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchFilters
 
@@ -244,3 +246,61 @@ def test_cli_view_as_of_and_search_before_after(
     assert dates and all(d is not None and d[:10] >= "2024-03-01" for d in dates)
     with pytest.raises(SystemExit):
         main(["view", "x", *ns, "--as-of", "last tuesday"])
+
+
+def test_eval_dates_come_from_the_gold_evidence() -> None:
+    from mnemon_langgraph.eval.as_of import (
+        after_as_of,
+        as_of_summary,
+        locomo_as_of,
+        longmemeval_as_of,
+    )
+
+    dates = {"a_1": MONTHS[0], "a_2": MONTHS[0], "b_1": MONTHS[2], "c_1": MONTHS[3], "u": None}
+    as_of, old = longmemeval_as_of(["a_1", "b_1", "c_1"], dates) or (None, [])
+    assert as_of == MONTHS[0] + (MONTHS[2] - MONTHS[0]) / 2 and old == ["a_1"]
+    assert longmemeval_as_of(["a_1", "a_2"], dates) is None  # one date: no earlier evidence
+    assert locomo_as_of(["a_1", "b_1", "u"], dates) == datetime(2024, 3, 11, 9, 0)
+    assert locomo_as_of(["u"], dates) is None
+
+    view = SimpleNamespace(
+        records=(
+            ViewRecord("r1", ("a_1",), 1, None, "t"),
+            ViewRecord("r2", ("c_1",), 3, None, "t"),
+        ),
+        trace={
+            "pool": [{"message_ids": ["a_1"]}, {"message_ids": ["u"]}, {"message_ids": ["b_1"]}]
+        },
+    )
+    assert after_as_of(view, dates, MONTHS[1]) == {"pool_after_as_of": 2, "view_after_as_of": 1}
+    rows = [
+        {"as_of": "x", "old_evidence": ["a_1"], "old_evidence_shown": True, "pool_after_as_of": 0},
+        {"as_of": "x", "old_evidence": ["b_1"], "old_evidence_shown": False, "view_after_as_of": 1},
+    ]
+    assert as_of_summary(rows) == {
+        "questions": 2,
+        "pools_with_a_later_record": 0,
+        "views_with_a_later_record": 1,
+        "old_evidence_shown": 1,
+        "old_evidence_questions": 2,
+    }
+    assert as_of_summary([{"question": "q"}]) is None
+
+
+def test_eval_locomo_as_of_evidence_pools_nothing_later(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.cli import main
+
+    monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
+    sample = "notebooks/data/allotment_year.json"
+    out = tmp_path / "eval"
+    argv = ["eval", "locomo", sample, "--out", str(out), "--limit-questions", "6"]
+    assert main([*argv, "--no-plots", "--no-progress", "--as-of-evidence"]) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    asked = [r for r in rows if r.get("as_of")]
+    assert asked, "the sample's questions have dated evidence"
+    assert all(r["pool_after_as_of"] == 0 and r["view_after_as_of"] == 0 for r in asked)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["as_of"]["questions"] == len(asked)
+    assert summary["as_of"]["pools_with_a_later_record"] == 0

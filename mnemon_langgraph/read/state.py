@@ -15,7 +15,7 @@ import keyword
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage
@@ -78,7 +78,7 @@ class ReadContext:
     namespace: str | tuple[str, ...] | None = None
     now: datetime | None = None
     user_id: str | int | None = None
-    as_of: datetime | str | None = None
+    as_of: datetime | date | str | None = None
 
 
 def read_context_schema(fields: Sequence[str] = ()) -> type[ReadContext]:

@@ -463,9 +463,12 @@ class JournalSource(Protocol):
         *,
         start: int = 0,
         stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
         """Records of ``session`` in ``namespace`` with ``start <= position < stop``
-        (``stop`` ``None``: to the session's end), in position order."""
+        (``stop`` ``None``: to the session's end), in position order. ``filters`` (optional
+        to support; the read path passes it only for an as-of View and drops records outside
+        it): only the records inside its bounds."""
         ...
 
 

@@ -408,9 +408,8 @@ def read_view(
         source=store, judge=chosen_judge, planner=chosen_planner, settings=settings
     )
     with quiet_read_path(args.verbose):  # failures are summed up in one line after the View
-        result = graph.invoke(
-            {"messages": [HumanMessage(message)]}, context=ReadContext(namespace=namespace)
-        )
+        context = ReadContext(namespace=namespace, as_of=getattr(args, "as_of", None))
+        result = graph.invoke({"messages": [HumanMessage(message)]}, context=context)
     return result["view"]
 
 

@@ -128,6 +128,12 @@ def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
     add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
     loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     loc.add_argument("--no-progress", action="store_true", help="no progress bars")
+    loc.add_argument(
+        "--as-of-evidence",
+        action="store_true",
+        help="ask each question as of one day after its last evidence session (dates from "
+        "the gold labels); reports any record dated later that was pooled or shown",
+    )
 
 
 def _add_locomo_models(loc: argparse.ArgumentParser) -> None:
@@ -189,6 +195,7 @@ def _run_locomo(args: argparse.Namespace) -> int:
         answer_model=args.answer_model,
         grader_model=args.grader_model,
         plots=not args.no_plots,
+        as_of_evidence=args.as_of_evidence,
     )
     embeddings = embeddings_for(args.embeddings)
     judge = build_judge(args.judge, embeddings)

@@ -93,6 +93,14 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
     lme.add_argument(
         "--no-embedding-cache", action="store_true", help="embed every text afresh (no cache file)"
     )
+    lme.add_argument(
+        "--as-of-evidence",
+        action="store_true",
+        help="ask only the questions whose evidence spans two dates, each as of the midpoint "
+        "between the old value's session and the next evidence session (dates from the gold "
+        "labels); reports whether the View holds the old value's evidence and that no "
+        "record dated later is pooled (no baselines or budget curve)",
+    )
     _add_lme_output_and_history(lme)
     add_models(lme)
     lme.set_defaults(func=_run)
@@ -204,6 +212,7 @@ def _config(args: argparse.Namespace, cache: str | None) -> Any:
         keep_namespaces=args.keep_namespaces,
         embedding_cache=cache,
         plots=not args.no_plots,
+        as_of_evidence=args.as_of_evidence,
         **_lme_history(args),
     )
 

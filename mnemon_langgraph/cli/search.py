@@ -3,6 +3,7 @@
 Example::
 
     mnemon search "where does Noor live?" --db memory.db --namespace noor -k 5
+    mnemon search "where does Noor live?" --db memory.db --namespace noor --before 2024-03-01
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from mnemon_langgraph.cli._common import (
     print_json,
     say_if_no_namespace,
 )
-from mnemon_langgraph.types import SearchHit
+from mnemon_langgraph.cli.view import as_of_arg
+from mnemon_langgraph.types import SearchFilters, SearchHit
 
 __all__ = ["hit_to_dict", "register", "run"]
 
@@ -37,7 +39,28 @@ def register(sub: Any) -> None:
     p.add_argument("-k", type=int, default=10, metavar="N", help="hits to print (default 10)")
     p.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N hits")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument(
+        "--before",
+        metavar="DATE",
+        type=as_of_arg,
+        help="only records dated at or before DATE (ISO; a bare date includes that day)",
+    )
+    p.add_argument(
+        "--after",
+        metavar="DATE",
+        type=_after_arg,
+        help="only records dated at or after DATE (ISO; a bare date from its start)",
+    )
     p.set_defaults(func=run)
+
+
+def _after_arg(value: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO date or time: {value!r}") from exc
 
 
 def hit_to_dict(hit: SearchHit) -> dict[str, Any]:
@@ -70,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
     namespace = namespace_of(args)
     assert namespace is not None
     with open_store(args.db) as store:
-        hits = store.search(args.query, namespace=namespace, k=args.k, offset=args.offset)
+        filters = None
+        if args.before is not None or args.after is not None:  # undated records pass neither
+            filters = SearchFilters(date_from=args.after, date_to=args.before)
+        hits = store.search(
+            args.query, namespace=namespace, k=args.k, offset=args.offset, filters=filters
+        )
         if not hits:  # most often a mistyped --namespace: say so, and where to look
             say_if_no_namespace(store, namespace, args.db)
     if args.json:

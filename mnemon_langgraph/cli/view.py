@@ -9,6 +9,7 @@ Examples::
     mnemon view "…" --db memory.db --namespace ada --explain RECORD_ID
     mnemon view "…" --db memory.db --namespace ada --budget-chars 2000 \\
         --read-setting excerpt_slots=none
+    mnemon view "Where do I work?" --db memory.db --namespace ada --as-of 2024-03-01
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from mnemon_langgraph.cli._common import (
     say_if_no_namespace,
 )
 
-__all__ = ["register"]
+__all__ = ["as_of_arg", "register"]
 
 
 def register(sub: Any) -> None:
@@ -47,12 +48,30 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print JSON: text, records, items, trace")
     add_read_args(p)
     p.add_argument(
+        "--as-of",
+        metavar="DATE",
+        type=as_of_arg,
+        help="read the memory as it stood then: only records dated at or before DATE "
+        "(ISO; a bare date includes that day; undated records are left out)",
+    )
+    p.add_argument(
         "--explain",
         metavar="RECORD_ID",
         action="append",
         help="also explain why a record is (not) in the View; repeatable",
     )
     p.set_defaults(func=run)
+
+
+def as_of_arg(value: str) -> Any:
+    """``--as-of`` / ``--before``: an ISO date or time (a bare date: through its end)."""
+    from mnemon_langgraph.errors import InputError
+    from mnemon_langgraph.read.as_of import as_of_bound
+
+    try:
+        return as_of_bound(value)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.eval.answer import answer_question, grade_answer
+from mnemon_langgraph.eval.as_of import after_as_of, as_of_summary, locomo_as_of, message_dates
 from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
 from mnemon_langgraph.eval.evidence import (
     EvidenceRepair,
@@ -100,6 +101,8 @@ class EvalConfig:
         answer_model: ``PROVIDER:MODEL`` of the answer step, if any.
         grader_model: ``PROVIDER:MODEL`` of the grader (default: the answer model).
         plots: Whether to draw the plots.
+        as_of_evidence: Ask each question as of one day after its last evidence session
+            (:mod:`.as_of`; a question with no dated evidence is asked as usual).
     """
 
     budget_chars: int | None = None
@@ -111,6 +114,7 @@ class EvalConfig:
     answer_model: str | None = None
     grader_model: str | None = None
     plots: bool = True
+    as_of_evidence: bool = False
 
 
 @dataclass
@@ -316,7 +320,12 @@ def _answer_fields(
 
 
 def _question_row(
-    graph: Any, prep: _Prepared, q_index: int, q: Mapping[str, Any], tokens: TokenCounter
+    graph: Any,
+    prep: _Prepared,
+    q_index: int,
+    q: Mapping[str, Any],
+    tokens: TokenCounter,
+    as_of_evidence: bool = False,
 ) -> tuple[dict[str, Any], Any, EvidenceRepair]:
     """Ask one question through the read graph; the row without baselines and answers."""
     from mnemon_langgraph.read.state import ReadContext
@@ -325,10 +334,14 @@ def _question_row(
     now = prep.item.ask_date
     repair = repair_evidence(q.get("evidence") or [], prep.item.turn_ids)
     gold = list(repair.ids)
+    dates = message_dates(prep.item.messages) if as_of_evidence else {}
+    as_of = locomo_as_of(gold, dates) if as_of_evidence else None
+    if as_of is not None:
+        now = as_of
     t0 = time.perf_counter()
     state = graph.invoke(
         {"messages": [HumanMessage(question)]},
-        context=ReadContext(namespace=prep.namespace, now=now),
+        context=ReadContext(namespace=prep.namespace, now=now, as_of=as_of),
     )
     wall = time.perf_counter() - t0
     view = state["view"]
@@ -352,6 +365,8 @@ def _question_row(
         "wall_seconds": wall,
         "c_full_tokens": prep.c_full,
     }
+    if as_of is not None:
+        row.update(as_of=as_of.isoformat(), **after_as_of(view, dates, as_of))
     scores = judge_scores(view, gold, prep.message_ids_of)
     row["pool_scores"] = [[rid, p, g] for rid, p, g in scores]
     row["gold_fates"] = gold_fates(view, gold, prep.message_ids_of)
@@ -369,7 +384,7 @@ def _full_row(
     grader: BaseChatModel | None,
 ) -> tuple[dict[str, Any], EvidenceRepair, dict[str, Any] | None]:
     """One question's complete row (View, baselines, answer), its repair, the read settings."""
-    row, view, repair = _question_row(graph, prep, q_index, q, tokens)
+    row, view, repair = _question_row(graph, prep, q_index, q, tokens, cfg.as_of_evidence)
     row["baselines"] = _baseline_rows(
         prep, row["question"], row["gold_evidence"], len(view.text), cfg.baseline_ks
     )
@@ -540,6 +555,9 @@ def summarize(
             answers["eci"] = effective_cost_index(acc, ratio, 1.0)
         answers["c_full_tokens"] = mean(float(v) for v in (c_full or {}).values())
         summary["answers"] = answers
+    as_of = as_of_summary(rows)
+    if as_of is not None:
+        summary["as_of"] = as_of
     return summary
 
 

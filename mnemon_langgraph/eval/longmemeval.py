@@ -30,6 +30,7 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.eval.as_of import (
+    after_as_of,
+    as_of_summary,
+    longmemeval_as_of,
+    message_dates,
+)
 from mnemon_langgraph.eval.baselines import BASELINE_KS, TurnIndex, baseline_names
 from mnemon_langgraph.eval.evidence import evidence_hits
 from mnemon_langgraph.eval.filler import (
@@ -107,6 +114,9 @@ class LongMemEvalConfig:
         tokens_per_day: The simulated life's pace, which dates the filler.
         resume: Keep the rows an earlier run of the same settings wrote to the output
             folder and ask only the missing questions (:class:`~.runlog.RunLog`).
+        as_of_evidence: Ask only the questions whose evidence spans two dates, each as of
+            the midpoint between the old value's session and the next evidence session
+            (:mod:`.as_of`); no baselines or budget curve (they do not read as of a date).
     """
 
     budget_chars: int | None = None
@@ -126,6 +136,7 @@ class LongMemEvalConfig:
     filler_seed: int = 0
     tokens_per_day: int = DEFAULT_TOKENS_PER_DAY
     resume: bool = False
+    as_of_evidence: bool = False
 
 
 def _plots_wanted(requested: bool) -> bool:
@@ -176,6 +187,7 @@ class _Prepared:
     turn_tokens: list[int]
     message_ids_of: dict[str, Sequence[str]]
     ingest_seconds: float
+    as_of: datetime | None = None
 
     @property
     def c_full(self) -> int:
@@ -221,9 +233,11 @@ def _ask(graph: Any, prep: _Prepared) -> tuple[Any, float]:
 
     q = prep.question
     t0 = time.perf_counter()
+    # as of a date, the question is asked then (``now`` follows ``as_of``)
+    now = q.question_date if prep.as_of is None else None
     state = graph.invoke(
         {"messages": [HumanMessage(q.question)]},
-        context=ReadContext(namespace=prep.namespace, now=q.question_date),
+        context=ReadContext(namespace=prep.namespace, now=now, as_of=prep.as_of),
     )
     return state["view"], time.perf_counter() - t0
 
@@ -334,11 +348,16 @@ def _question(run: _Run, q: LongMemEvalQuestion) -> tuple[dict[str, Any], Any]:
     q, history = _with_filler(run, q)
     prep = _prepare(q, run.store, run.embedder, run.tokens, embed_headers=not history)
     try:
+        asked = _as_of_asked(q) if run.cfg.as_of_evidence else None
+        prep.as_of = asked[0] if asked else None
         view, wall = _ask(run.graph, prep)
         row = _row(prep, view, wall, run.tokens)
         row.update(history)
-        row["baselines"] = _baselines(prep, len(view.text), run.cfg.baseline_ks)
-        row["budget_curve"] = _curve(prep, run.curve_graphs, (run.main_budget, view))
+        if asked is not None:
+            row.update(_as_of_fields(q, view, *asked))
+        else:
+            row["baselines"] = _baselines(prep, len(view.text), run.cfg.baseline_ks)
+            row["budget_curve"] = _curve(prep, run.curve_graphs, (run.main_budget, view))
         if run.answer_model is not None and run.grader is not None:
             generated = answer_longmemeval(
                 run.answer_model, q.question, view.text, asked_at=q.question_date
@@ -358,14 +377,37 @@ def _question(run: _Run, q: LongMemEvalQuestion) -> tuple[dict[str, Any], Any]:
     return row, (getattr(view, "trace", None) or {}).get("settings")
 
 
+def _as_of_asked(q: LongMemEvalQuestion) -> tuple[datetime, list[str]] | None:
+    """When to ask ``q`` as of, and its old value's evidence turns (``None``: its evidence
+    is of one date)."""
+    return longmemeval_as_of(q.gold_turns, message_dates(q.messages))
+
+
+def _as_of_fields(
+    q: LongMemEvalQuestion, view: Any, as_of: datetime, old: Sequence[str]
+) -> dict[str, Any]:
+    """The as-of facts of one row: the date, the old evidence and whether the View holds
+    it, and how many pooled / shown records hold a turn dated after ``as_of``."""
+    shown = {first_telling(m) for m in view.message_ids}
+    return {
+        "as_of": as_of.isoformat(),
+        "old_evidence": list(old),
+        "old_evidence_shown": bool(shown & set(old)),
+        **after_as_of(view, message_dates(q.messages), as_of),
+    }
+
+
+def _questions(path: Path, cfg: LongMemEvalConfig) -> list[LongMemEvalQuestion]:
+    """The selected questions (``as_of_evidence``: those whose evidence spans two dates)."""
+    found = load_longmemeval(path, question_types=cfg.question_types, limit=cfg.limit_questions)
+    if cfg.as_of_evidence:
+        return [q for q in found if _as_of_asked(q) is not None]
+    return list(found)
+
+
 def _selection(file: Path, cfg: LongMemEvalConfig) -> list[str]:
     """Validate every selected question first (bad input fails before any work); their ids."""
-    ids = [
-        q.question_id
-        for q in load_longmemeval(
-            file, question_types=cfg.question_types, limit=cfg.limit_questions
-        )
-    ]
+    ids = [q.question_id for q in _questions(file, cfg)]
     if not ids:
         raise InputError(f"{file}: no question matches the selection")
     return ids
@@ -379,7 +421,7 @@ def _run_questions(
     the read settings and how many rows were resumed."""
     cfg = run.cfg
     read_settings: dict[str, Any] | None = None
-    questions = load_longmemeval(path, question_types=cfg.question_types, limit=cfg.limit_questions)
+    questions = _questions(path, cfg)
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("resume", "plots")}
     log = RunLog(out, {"file": str(path.resolve()), **settings}, resume=cfg.resume)
     try:
@@ -597,6 +639,9 @@ def summarize_longmemeval(
     graded = [r for r in rows if r.get("correct") is not None]
     if graded:
         summary["answers"] = _agg(graded, ("correct", "view_tokens"))
+    as_of = as_of_summary(rows)
+    if as_of is not None:
+        summary["as_of"] = as_of
     summary["counts"] = {
         "questions": len(rows),
         "scored_questions": summary["view"]["overall"]["n"],

@@ -215,7 +215,14 @@ def with_default_namespace(
         fields = {k: v for k, v in context_fields(context).items() if k != "namespace"}
         conf = {**fields, **(config.get("configurable") or {})}
         child = cast(RunnableConfig, {**config, "configurable": conf})
-        return ReadContext(namespace=namespace, now=getattr(context, "now", None)), child
+        return (
+            ReadContext(
+                namespace=namespace,
+                now=getattr(context, "now", None),
+                as_of=getattr(context, "as_of", None),
+            ),
+            child,
+        )
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         context, child = _context(config)

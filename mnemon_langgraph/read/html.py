@@ -226,6 +226,7 @@ def view_html(view: View, *, style: bool = True, prefix: str = "") -> str:
     for block in _blocks(view):
         head = block[0]
         date = f" · {esc(head.date[:10])}" if head.date else ""
+        date += f" · <b>{esc(head.status)}</b>" if head.status else ""  # read.replaced
         inner = "".join(_record_card(r, trace) for r in block)
         cards.append(f'<div class="block"><div class="muted">session {head.session}{date}</div>')
         cards.append(inner + "</div>")

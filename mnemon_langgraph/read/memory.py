@@ -121,10 +121,16 @@ class InMemorySearchSource:
         return self.search(query, namespace=namespace, k=k, offset=offset, filters=filters)
 
     def session_records(
-        self, namespace: Namespace, session: int, *, start: int = 0, stop: int | None = None
+        self,
+        namespace: Namespace,
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
-        """Records of ``session`` with ``start <= position < stop`` in position order (a
-        journal source)."""
+        """Records of ``session`` with ``start <= position < stop`` inside ``filters``, in
+        position order (a journal source)."""
         self.reads.append((session, start, stop))
         end = stop if stop is not None else math.inf
         return sorted(
@@ -134,6 +140,7 @@ class InMemorySearchSource:
                 if r.namespace == tuple(namespace)
                 and r.session == session
                 and start <= r.position < end
+                and (filters is None or filters.accepts(r))
             ),
             key=lambda r: (r.position, r.seq),
         )

@@ -21,6 +21,7 @@ from langgraph.types import Overwrite
 from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.as_of import as_of_bound, known_at, run_as_of
 from mnemon_langgraph.read.dates import relative_date_range
 from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
 from mnemon_langgraph.read.evidence import EvidenceBuilder
@@ -71,20 +72,37 @@ from mnemon_langgraph.read.state import (
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
-from mnemon_langgraph.types import Namespace, Record, SearchSource
+from mnemon_langgraph.types import Namespace, Record, SearchFilters, SearchSource
 
 __all__ = ["NODES", "Reader"]
 
 
-def _journal(bound: BoundSource, session: int, start: int, stop: int) -> list[Record]:
-    """The records of ``session`` at positions ``start .. stop - 1`` in a bound source."""
-    return list(bound.session_records(bound.namespace, session, start=start, stop=stop))
+def _journal(
+    bound: BoundSource, session: int, start: int, stop: int, as_of: str = ""
+) -> list[Record]:
+    """The records of ``session`` at positions ``start .. stop - 1`` in a bound source (an
+    as-of View: only those dated at or before ``as_of``, the bound in the read's own SQL)."""
+    limit = as_of_bound(as_of)
+    if limit is None:
+        return list(bound.session_records(bound.namespace, session, start=start, stop=stop))
+    got = bound.session_records(
+        bound.namespace, session, start=start, stop=stop, filters=SearchFilters(date_to=limit)
+    )
+    return [r for r in got if known_at(r, limit)]  # a source that ignores the bound
 
 
-async def _ajournal(bound: BoundSource, session: int, start: int, stop: int) -> list[Record]:
+async def _ajournal(
+    bound: BoundSource, session: int, start: int, stop: int, as_of: str = ""
+) -> list[Record]:
     """:func:`_journal` under ``ainvoke``: the source's own ``asession_records`` (both
     stores; PostgreSQL's reads its async pool), else ``session_records`` in a thread."""
-    return list(await bound.asession_records(bound.namespace, session, start=start, stop=stop))
+    limit = as_of_bound(as_of)
+    if limit is None:
+        return list(await bound.asession_records(bound.namespace, session, start=start, stop=stop))
+    got = await bound.asession_records(
+        bound.namespace, session, start=start, stop=stop, filters=SearchFilters(date_to=limit)
+    )
+    return [r for r in got if known_at(r, limit)]
 
 
 def _run_context() -> Any:
@@ -124,7 +142,7 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
     # --- plan -----------------------------------------------------------------------
     def _plan_start(
         self, state: ReadState, config: RunnableConfig
-    ) -> tuple[Namespace, list[BaseMessage], str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    ) -> tuple[Namespace, list[BaseMessage], str, tuple[dict[str, Any], list[dict[str, Any]]], str]:
         context = _run_context()
         namespace = resolve_namespace(context, config)
         recent = recent_messages(state, self.settings)
@@ -133,10 +151,20 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
         if now is None and isinstance(context, dict):
             now = context.get("now")
         bound = self._bind_run(context, config, namespace)
-        return namespace, recent, now.isoformat() if now is not None else "", bound
+        as_of = run_as_of(context, config)
+        if now is None:  # an as-of View is asked on its date unless told otherwise
+            now = as_of
+        as_of_text = as_of.isoformat() if as_of is not None else ""
+        return namespace, recent, now.isoformat() if now is not None else "", bound, as_of_text
 
     def _plan_finish(
-        self, namespace: Namespace, now: str, plan: PlanResult, start: float, latest: str
+        self,
+        namespace: Namespace,
+        now: str,
+        plan: PlanResult,
+        start: float,
+        latest: str,
+        as_of: str = "",
     ) -> dict[str, Any]:
         searches: list[dict[str, Any]] = [
             {
@@ -196,6 +224,7 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
         return {
             "namespace": list(namespace),
             "now": now,
+            "as_of": as_of,
             "plan": {"planner": plan.planner, "notes": list(plan.notes)},
             "searches": searches,
             "needs": needs,
@@ -228,14 +257,14 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
 
     def _plan(self, state: ReadState, config: RunnableConfig) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        namespace, recent, now, (bound, failed) = self._plan_start(state, config)
+        namespace, recent, now, (bound, failed), as_of = self._plan_start(state, config)
         try:
             plan = yield Call(
                 self.planner.plan, self.planner.aplan, (recent, self.settings, now or None)
             )
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
-        update = self._plan_finish(namespace, now, plan, start, latest_text(recent))
+        update = self._plan_finish(namespace, now, plan, start, latest_text(recent), as_of)
         if failed:
             update["trace"] = Overwrite([*update["trace"].value, *failed])
         return self._with_sources(update, bound)
@@ -494,7 +523,8 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
                 ]
             )
             if wanted and bound.is_journal():
-                calls += [Call(_journal, _ajournal, (bound, *part)) for part in wanted]
+                as_of = state.get("as_of", "")
+                calls += [Call(_journal, _ajournal, (bound, *part, as_of)) for part in wanted]
                 names += [bound.name] * len(wanted)
         records: list[PoolRecord] = []
         for name, got in zip(names, (yield Gather(tuple(calls))) if calls else [], strict=True):
@@ -531,6 +561,8 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
             all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
             focus=[message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)],
             sources=list(self.sources) if self.multi else (),
+            as_of=state.get("as_of", ""),
+            dated=state.get("as_of") or state.get("now") or "",
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed

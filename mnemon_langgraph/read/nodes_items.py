@@ -15,6 +15,7 @@ from langchain_core.decisions import BaseDecisionModel
 
 from mnemon_langgraph.items import IndexItem, ItemSource
 from mnemon_langgraph.judges.propositions import Proposition
+from mnemon_langgraph.read.as_of import as_of_bound, items_known, linked_ids
 from mnemon_langgraph.read.drive import Body, Call, adrive, drive, in_thread
 from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, ajudge_wave, judge_wave
 from mnemon_langgraph.read.planner import latest_text
@@ -23,7 +24,8 @@ from mnemon_langgraph.read.rules import (
     is_yes,
     rank_by,
 )
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.sources.binding import is_own
 from mnemon_langgraph.read.state import (
     ReadState,
     judgment_entry,
@@ -33,7 +35,7 @@ from mnemon_langgraph.read.state import (
     s1_messages,
 )
 from mnemon_langgraph.read.trace import timing_event, wave_events
-from mnemon_langgraph.types import Namespace
+from mnemon_langgraph.types import Namespace, SearchSource
 
 __all__ = ["ItemsNode"]
 
@@ -45,22 +47,55 @@ class ItemsNode:
     s1: BaseDecisionModel
     settings: ReadSettings
     _own_ids: Callable[[Sequence[str]], list[str]]  # read.nodes_sources
+    sources: dict[str, SearchSource]
 
     def _wave_kwargs(self) -> dict[str, Any]:
         raise NotImplementedError
 
     # --- judge_items ----------------------------------------------------------------------
+    def _known_items(
+        self, state: ReadState, ns: Namespace, items: Sequence[IndexItem]
+    ) -> list[IndexItem]:
+        """The items known at the View's ``as_of`` (all, without one): every record they link
+        is dated at or before it (``read.as_of.items_known``), the dates read from the
+        source's journal in one lookup."""
+        as_of = as_of_bound(state.get("as_of"))
+        if as_of is None or not items:
+            return list(items)
+        # the index links the user's own records: the journal they come from dates them
+        own = next((src for src in self.sources.values() if is_own(src)), None)
+        read = getattr(own, "get_records", None)
+        if read is None:  # no journal to date the links by: no item is known to be earlier
+            return []
+        records = read(ns, linked_ids(items))
+        return items_known(items, {r.id: r.date for r in records}, as_of)
+
     def _item_candidates(self, state: ReadState, ns: Namespace) -> list[IndexItem]:
         assert self.items is not None
         needed = [j.target_id for j in judgments_of(state) if j.proposition == "needed"]
         judged = self._own_ids(needed)  # the index links the user's own records
         text = latest_text(recent_messages(state, self.settings))
+        k = self.settings.nearest_items
+        cutting = bool(state.get("as_of"))
         cands: dict[str, IndexItem] = {}
-        for it in self.items.linked_items(ns, judged):
+        for it in self._known_items(state, ns, self.items.linked_items(ns, judged)):
             cands.setdefault(it.id, it)
-        for it in self.items.nearest_items(text, namespace=ns, k=self.settings.nearest_items):
+        # an as-of View asks for more of the nearest, then keeps the k nearest known then
+        near = self.items.nearest_items(text, namespace=ns, k=k * LOOKAHEAD if cutting else k)
+        for it in self._known_items(state, ns, near)[:k]:
             cands.setdefault(it.id, it)
         return list(cands.values())
+
+    def _topics(self, state: ReadState, ns: Namespace) -> list[str]:
+        """The topic directory; as of a date, the topics of the timeline events known then."""
+        assert self.items is not None
+        if not state.get("as_of"):
+            return list(self.items.topics(ns))
+        every = getattr(self.items, "all_items", None)
+        events = every(ns, "event") if every is not None else []
+        return list(
+            dict.fromkeys(it.topic for it in self._known_items(state, ns, events) if it.topic)
+        )
 
     def _items_finish(
         self,
@@ -86,7 +121,7 @@ class ItemsNode:
             if item.kind == "instruction" or item.group_key in seen_keys:
                 continue
             seen_keys.add(item.group_key)
-            members = self.items.group(ns, item) or [item]
+            members = self._known_items(state, ns, self.items.group(ns, item)) or [item]
             title = item.topic if item.kind == "event" else f"{item.subject} — {item.attribute}"
             groups.append(
                 {
@@ -113,9 +148,9 @@ class ItemsNode:
                     "line": i.render(),
                     "record_ids": list(i.record_ids),
                 }
-                for i in self.items.instructions(ns)
+                for i in self._known_items(state, ns, self.items.instructions(ns))
             ],
-            "topics": list(self.items.topics(ns)),
+            "topics": self._topics(state, ns),
             "groups": groups,
             "candidates": [it.id for it in cands],
         }

@@ -14,6 +14,7 @@ from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from mnemon_langgraph.read.as_of import as_of_bound, as_of_filters, known_at
 from mnemon_langgraph.read.drive import Body, Call, Gather, adrive, drive
 from mnemon_langgraph.read.instructions import standing_lines
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
@@ -89,6 +90,16 @@ def _search_event(
         "new": new,
         "round": round_no,
     }
+
+
+def _known(
+    hits: list[SearchHit] | BaseException, as_of: datetime | None
+) -> list[SearchHit] | BaseException:
+    """The hits known at ``as_of``. Both stores already apply the bound inside the search
+    (``SearchFilters.date_to``); this guards against a source that ignores date bounds."""
+    if as_of is None or isinstance(hits, BaseException):
+        return hits
+    return [h for h in hits if known_at(h.record, as_of)]
 
 
 class RetrieveNode:
@@ -281,6 +292,7 @@ class RetrieveNode:
         round_no = state.get("rounds", 0) + 1
         recent = recent_messages(state, self.settings)
         pooled = {p["id"] for p in state.get("pool", [])}
+        as_of = as_of_bound(state.get("as_of"))
         for need in asks:
             tried = [s["query"] for s in searches]
             out = yield Call(
@@ -303,12 +315,12 @@ class RetrieveNode:
                     bound[searches[i].get("read_source")].search,
                     bound[searches[i].get("read_source")].asearch,
                     (searches[i]["query"],),
-                    self._search_kwargs(searches[i], o, pooled),
+                    self._search_kwargs(searches[i], o, pooled, as_of),
                 )
                 for i, o in fetch
             )
         )
-        fetched = [(i, o, r) for (i, o), r in zip(fetch, results, strict=True)]
+        fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(fetch, results, strict=True)]
         return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
 
     def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
@@ -318,22 +330,31 @@ class RetrieveNode:
         return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
 
     def _search_kwargs(
-        self, search: Mapping[str, Any], offset: int, pooled: Container[str]
+        self,
+        search: Mapping[str, Any],
+        offset: int,
+        pooled: Container[str],
+        as_of: datetime | None = None,
     ) -> dict[str, Any]:
-        """The keyword arguments of one search call (a follow search may keep to a session);
-        the bound source adds its namespace (:class:`~.sources.binding.BoundSource`)."""
+        """The keyword arguments of one search call (a follow search may keep to a session;
+        an as-of View searches only the records dated at or before ``as_of``); the bound
+        source adds its namespace (:class:`~.sources.binding.BoundSource`)."""
         kwargs: dict[str, Any] = {
             "k": self._fetch_k(search, pooled),
             "offset": offset,
         }
+        filters: SearchFilters | None = None
         session = search.get("session")
         if session is not None:
-            kwargs["filters"] = SearchFilters(session_from=session, session_to=session)
+            filters = SearchFilters(session_from=session, session_to=session)
         elif search.get("date_from"):
-            kwargs["filters"] = SearchFilters(
+            filters = SearchFilters(
                 date_from=datetime.fromisoformat(search["date_from"]),
                 date_to=datetime.fromisoformat(search["date_to"]),
             )
+        filters = as_of_filters(as_of, filters)
+        if filters is not None:
+            kwargs["filters"] = filters
         return kwargs
 
     def retrieve(self, state: ReadState) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import keyword
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage
@@ -60,11 +60,16 @@ class ReadContext:
     Attributes:
         namespace: Whose memory to read, e.g. ``"ada@example.com"`` or
             ``("users", "ada")``.
-        now: When the latest message is asked (defaults to the wall clock); System 1 sees
-            it, so questions asked after the last session are judged against the right day.
+        now: When the latest message is asked (defaults to ``as_of`` when only that is
+            given, else the wall clock); System 1 sees it, so questions asked after the last
+            session are judged against the right day.
         user_id: Whose memory to read when ``namespace`` is not given: ``user_id="ada"``
             reads the namespace ``("users", "ada")``. ``context={"user_id": "ada"}`` works
             too (LangGraph builds this class from the dict).
+        as_of: Read the memory as it stood then: only records dated at or before it are
+            searched, judged and shown, and the View says the date (``read.as_of``). A
+            datetime, a date (the end of that day) or an ISO string; also the
+            ``configurable`` key ``as_of``. ``None`` (the default): the whole memory.
 
     A graph whose namespace is a template (``("org", "{org}", "user", "{user_id}")``) takes
     a context with one field per placeholder: see :func:`read_context_schema`.
@@ -73,6 +78,7 @@ class ReadContext:
     namespace: str | tuple[str, ...] | None = None
     now: datetime | None = None
     user_id: str | int | None = None
+    as_of: datetime | date | str | None = None
 
 
 def read_context_schema(fields: Sequence[str] = ()) -> type[ReadContext]:
@@ -83,7 +89,8 @@ def read_context_schema(fields: Sequence[str] = ()) -> type[ReadContext]:
     LangGraph Studio's context form shows every field the template needs.
 
     Args:
-        fields: Field names (identifiers) besides ``namespace``, ``now`` and ``user_id``.
+        fields: Field names (identifiers) besides ``namespace``, ``now``, ``user_id`` and
+            ``as_of``.
 
     Returns:
         ``ReadContext`` itself when no new field is named, else a frozen subclass.
@@ -271,6 +278,7 @@ class ReadState(TypedDict, total=False):
             ``recent_messages`` are read, none is written.
         namespace: The resolved namespace, as a list of strings (``plan``).
         now: ISO time the message is asked, or ``""`` (``plan``).
+        as_of: ISO bound of an as-of View, or ``""`` (``plan``; ``read.as_of``).
         plan: :class:`PlanEntry` (``plan``).
         searches: :class:`SearchEntry` per search (``plan``, ``retrieve``).
         pool: :class:`PoolRecord` per pooled record, in pool order (``retrieve``).
@@ -293,6 +301,7 @@ class ReadState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     namespace: list[str]
     now: str
+    as_of: str
     plan: PlanEntry
     searches: list[SearchEntry]
     pool: list[PoolRecord]

@@ -81,55 +81,67 @@ def build_trace(
     new_searches = [e for e in events if e.get("event") == "new_search"]
     total = sum(t["seconds"] for t in timings)
     model = sum(t["model_seconds"] for t in timings)
-    return {
-        "namespace": list(state.get("namespace", [])),
-        "now": state.get("now"),
-        "planner": plan.get("planner"),
-        "plan_notes": plan.get("notes", []),
-        "needs": [dict(n) for n in state.get("needs", [])],
-        "searches": [
-            {k: s.get(k) for k in ("index", "query", "origin", "next_offset", "exhausted", "round")}
-            | {k: s[k] for k in ("record_id", "session", "read_source", "failed") if k in s}
-            for s in state.get("searches", [])
-        ],
-        "search_calls": [e for e in events if e.get("event") == "search"],
-        "pool": [
-            {
-                "id": p["id"],
-                "message_ids": list(p.get("message_ids", [])),
-                "found": p.get("found", []),
-                "round": p.get("round", 1),
-            }
-            | ({"read_source": p["read_source"]} if "read_source" in p else {})
-            for p in state.get("pool", [])
-        ],
-        "judgments": list(state.get("judgments", [])),
-        "actions": [e for e in events if e.get("event") == "action"],
-        "waves": waves,
-        "degradations": [e for e in events if e.get("event") == "degraded"],
-        "errors": [err for w in waves for err in w.get("errors", [])]
-        + list(plan.get("errors", []))
-        + [err for e in new_searches for err in e.get("errors", [])],
-        "timings": {
-            "total_s": total,
-            "model_s": model,
-            "read_path_s": max(0.0, total - model),
-            "by_node": [
-                {"node": t["node"], "seconds": t["seconds"], "model_seconds": t["model_seconds"]}
-                for t in timings
+    as_of = {"as_of": state["as_of"]} if state.get("as_of") else {}  # an as-of View's date
+    return (
+        as_of
+        | {
+            "namespace": list(state.get("namespace", [])),
+            "now": state.get("now"),
+            "planner": plan.get("planner"),
+            "plan_notes": plan.get("notes", []),
+            "needs": [dict(n) for n in state.get("needs", [])],
+            "searches": [
+                {
+                    k: s.get(k)
+                    for k in ("index", "query", "origin", "next_offset", "exhausted", "round")
+                }
+                | {k: s[k] for k in ("record_id", "session", "read_source", "failed") if k in s}
+                for s in state.get("searches", [])
             ],
-        },
-        "counts": {
-            "searches": sum(1 for e in events if e.get("event") == "search"),
-            "s1_calls": sum(w["calls"] for w in waves),
-            "waves": sum(1 for w in waves if w["calls"]),
-            "judgments": len(state.get("judgments", [])),
-            "rounds": state.get("rounds", 0),
-            "s2_calls": int(plan.get("calls", 0)) + sum(e["calls"] for e in new_searches),
-            "pool": len(state.get("pool", [])),
-        },
-        "settings": settings.to_dict(),
-    } | _sources_trace(state, events)
+            "search_calls": [e for e in events if e.get("event") == "search"],
+            "pool": [
+                {
+                    "id": p["id"],
+                    "message_ids": list(p.get("message_ids", [])),
+                    "found": p.get("found", []),
+                    "round": p.get("round", 1),
+                }
+                | ({"read_source": p["read_source"]} if "read_source" in p else {})
+                for p in state.get("pool", [])
+            ],
+            "judgments": list(state.get("judgments", [])),
+            "actions": [e for e in events if e.get("event") == "action"],
+            "waves": waves,
+            "degradations": [e for e in events if e.get("event") == "degraded"],
+            "errors": [err for w in waves for err in w.get("errors", [])]
+            + list(plan.get("errors", []))
+            + [err for e in new_searches for err in e.get("errors", [])],
+            "timings": {
+                "total_s": total,
+                "model_s": model,
+                "read_path_s": max(0.0, total - model),
+                "by_node": [
+                    {
+                        "node": t["node"],
+                        "seconds": t["seconds"],
+                        "model_seconds": t["model_seconds"],
+                    }
+                    for t in timings
+                ],
+            },
+            "counts": {
+                "searches": sum(1 for e in events if e.get("event") == "search"),
+                "s1_calls": sum(w["calls"] for w in waves),
+                "waves": sum(1 for w in waves if w["calls"]),
+                "judgments": len(state.get("judgments", [])),
+                "rounds": state.get("rounds", 0),
+                "s2_calls": int(plan.get("calls", 0)) + sum(e["calls"] for e in new_searches),
+                "pool": len(state.get("pool", [])),
+            },
+            "settings": settings.to_dict(),
+        }
+        | _sources_trace(state, events)
+    )
 
 
 def _sources_trace(state: ReadState, events: list[dict[str, Any]]) -> dict[str, Any]:

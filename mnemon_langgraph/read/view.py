@@ -29,7 +29,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from mnemon_langgraph.read.as_of import as_of_line
 from mnemon_langgraph.read.questions import is_reply as is_reply  # imported from here before
+from mnemon_langgraph.read.replaced import replaced_marks
 from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view_explain import explain
@@ -150,6 +152,19 @@ def _candidates(
     return candidates
 
 
+def _stale(
+    pool: Sequence[Mapping[str, Any]],
+    judged: Sequence[Judgment],
+    order: Sequence[str],
+    settings: ReadSettings,
+) -> tuple[set[str], set[str]]:
+    """The records judged no longer current, and those of them the View leaves out."""
+    judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
+    if judged_stale and settings.leave_out_stale:
+        return judged_stale, replaced_stale(pool, judged, judged_stale)
+    return judged_stale, set()
+
+
 def _view_text(
     preamble: str,
     index_text: str,
@@ -183,6 +198,8 @@ def compose_view(
     all_needs: Sequence[int] = (),
     focus: Sequence[str] = (),
     sources: Sequence[str] = (),
+    as_of: str = "",
+    dated: str = "",
 ) -> View:
     """Compose the View from the pool, the judgments and the index (pure).
 
@@ -200,6 +217,9 @@ def compose_view(
         focus: The turn's message and needs, which pick an excerpt's lines.
         sources: The read graph's source names when it reads several (the preamble then
             names no single kind of record: :data:`~.view_text.PREAMBLE_SOURCES`).
+        as_of: The ISO bound of an as-of View (``read.as_of``): the preamble says it.
+        dated: The View's date for the marks on records judged no longer current
+            (:mod:`.replaced`): ``as_of``, else when the message is asked; ``""``: unknown.
 
     Returns:
         The View.
@@ -208,10 +228,7 @@ def compose_view(
     by_id = {r["id"]: r for r in pool}
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
-    judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    stale: set[str] = set()
-    if judged_stale and settings.leave_out_stale:
-        stale = replaced_stale(pool, judged, judged_stale)
+    judged_stale, stale = _stale(pool, judged, order, settings)
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
         placement.setdefault(rid, _SEEN)
@@ -226,9 +243,13 @@ def compose_view(
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
-    preamble = PREAMBLE_SOURCES if len(sources) > 1 else PREAMBLE
+    base = PREAMBLE_SOURCES if len(sources) > 1 else PREAMBLE
+    preamble = f"{base}\n{as_of_line(as_of)}" if as_of else base
     budget = settings.view_chars - len(preamble) - (len(index_text) + 2 if index_text else 0)
-    chosen, shown_blocks = fill(candidates, by_id, budget, settings, placement, focus, marks)
+    status = replaced_marks(pool, sorted(judged_stale - stale), dated or as_of)
+    chosen, shown_blocks = fill(
+        candidates, by_id, budget, settings, placement, focus, marks, status
+    )
     for rid in order:
         placement.setdefault(rid, "left out")
     for rid in judged_stale - stale:

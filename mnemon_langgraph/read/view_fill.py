@@ -69,7 +69,9 @@ def index_block(
     return "<index>\n" + "\n".join(parts) + "\n</index>", shown
 
 
-def _view_record(rec: Mapping[str, Any], placed_by: str, shown_id: str = "") -> ViewRecord:
+def _view_record(
+    rec: Mapping[str, Any], placed_by: str, shown_id: str = "", status: str = ""
+) -> ViewRecord:
     return ViewRecord(
         id=rec["id"],
         message_ids=tuple(rec.get("message_ids") or ()),
@@ -79,6 +81,7 @@ def _view_record(rec: Mapping[str, Any], placed_by: str, shown_id: str = "") -> 
         placed_by=placed_by,
         shown_id=shown_id,
         source=str(rec.get("read_source") or ""),
+        status=status,
     )
 
 
@@ -189,6 +192,7 @@ def fill(
     placement: dict[str, str],
     focus: Sequence[str] = (),
     marks: Marks | None = None,
+    status: Mapping[str, str] | None = None,
 ) -> tuple[list[ViewRecord], list[_Block]]:
     """Take candidates in order until the View's records or characters run out.
 
@@ -198,7 +202,9 @@ def fill(
     ``settings.excerpt_slots`` set, each record after the first
     ``settings.excerpt_after`` longer than ``budget / excerpt_slots`` shows its best lines
     for ``focus`` (:mod:`mnemon_langgraph.read.excerpts`); ``marks`` says which records
-    show only their instruction lines and which end of a neighbour an excerpt keeps.
+    show only their instruction lines and which end of a neighbour an excerpt keeps;
+    ``status`` what the View says of a record (:mod:`.replaced`): such a record is shown
+    in a block of its own, so its header speaks of it alone.
 
     Returns:
         The records taken, in order, and the blocks that show them.
@@ -213,13 +219,14 @@ def fill(
     # shown ids told apart over the whole pool, so they are whichever records enter
     shown = _shown_ids(by_id)
     marks = marks or Marks()
+    status = status or {}
     leading = 0  # standing instructions taken: they do not count as the View's first records
     for pos, (rid, why) in enumerate(candidates):
         only = marks.standing.get(rid)
-        vr = _view_record(by_id[rid], why, shown[rid])
+        vr = _view_record(by_id[rid], why, shown[rid], status.get(rid, ""))
         vr, why = cutter.apply(vr, why, len(chosen) - leading, only, marks.sides.get(rid, "best"))
         leading += only is not None
-        place = _place(by_id[rid])
+        place = None if rid in status else _place(by_id[rid])
         block = next((b for b in blocks if b.takes(place)), None)
         if block is not None:
             size = len(escape_data(vr.text)) + 1 + len(vr.shown_id) + 1

@@ -29,6 +29,8 @@ class ViewRecord:
         source: The read source it came from (a name of ``create_read_graph(sources=...)``);
             ``""`` when the read graph reads one source. With several, :attr:`id` is
             qualified by it (``"docs:doc-7"``) and the block names it.
+        status: What the View says of it beside its text, e.g. ``"no longer current as of
+            2023-08-01: replaced on 2023-07-02"`` (:mod:`.replaced`); ``""``: nothing.
     """
 
     id: str
@@ -39,6 +41,7 @@ class ViewRecord:
     placed_by: str = ""
     shown_id: str = ""
     source: str = ""
+    status: str = ""
 
     def render(self) -> str:
         """The record as a delimited block."""
@@ -46,7 +49,7 @@ class ViewRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (``source`` only for a record of a read graph of several sources)."""
-        out = {
+        out: dict[str, Any] = {
             "id": self.id,
             "message_ids": list(self.message_ids),
             "session": self.session,
@@ -57,6 +60,8 @@ class ViewRecord:
         }
         if self.source:
             out["source"] = self.source
+        if self.status:
+            out["status"] = self.status
         return out
 
 
@@ -119,10 +124,12 @@ class View:
 
 def render_block(block: Sequence[ViewRecord]) -> str:
     """One block: a record, or consecutive records in their conversation's order, under one
-    header naming each one's shown id in that order (the only place a header is written)."""
+    header naming each one's shown id in that order (the only place a header is written).
+    A record with a ``status`` has a block of its own, and the header says it."""
     head = block[0]
     ids = " ".join(quote_attr(vr.shown_id or vr.id) for vr in block)
     date = f' date="{quote_attr(head.date[:10])}"' if head.date else ""
     source = f' source="{quote_attr(head.source)}"' if head.source else ""
+    status = f' status="{quote_attr(head.status)}"' if head.status else ""
     body = "\n".join(escape_data(vr.text) for vr in block)
-    return f'<record id="{ids}"{source} session="{head.session}"{date}>\n{body}\n</record>'
+    return f'<record id="{ids}"{source} session="{head.session}"{date}{status}>\n{body}\n</record>'

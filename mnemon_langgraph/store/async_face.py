@@ -96,9 +96,12 @@ class AsyncFace:
         *,
         start: int = 0,
         stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.session_records`."""
-        return await acall(self, SESSION_RECORDS, namespace, session, start=start, stop=stop)
+        return await acall(
+            self, SESSION_RECORDS, namespace, session, start=start, stop=stop, filters=filters
+        )
 
     async def arecords(
         self: _Store,
@@ -291,9 +294,14 @@ class AsyncFace:
         return await asyncio.to_thread(lambda: list(self._records(ns, after, size, filters)))
 
     async def _asession_records(
-        self: _Store, ns: Namespace, session: int, start: int, stop: int
+        self: _Store,
+        ns: Namespace,
+        session: int,
+        start: int,
+        stop: int,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
-        return await asyncio.to_thread(self._session_records, ns, session, start, stop)
+        return await asyncio.to_thread(self._session_records, ns, session, start, stop, filters)
 
     async def _aknown_message_ids(self: _Store, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return await asyncio.to_thread(self._known_message_ids, ns, ids)

@@ -267,6 +267,7 @@ class StoreBackend(Protocol):
         *,
         start: int = 0,
         stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]: ...
 
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]: ...
@@ -543,9 +544,11 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         *,
         start: int = 0,
         stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
         """Records of ``session`` in ``namespace`` with ``start <= position < stop``
-        (``stop`` ``None``: to the session's end), in position order.
+        (``stop`` ``None``: to the session's end), in position order; with ``filters``, only
+        those inside its bounds (an as-of View reads with ``date_to``, in the read's SQL).
 
         Positions number a session's records from 0 in the order they were written, across
         ingests (:meth:`ingest` continues a session where it stopped), whatever other
@@ -556,7 +559,9 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
             InputError: ``session``, ``start`` or ``stop`` is not an integer in
                 ``0 .. 2**63 - 1``.
         """
-        return call(self, SESSION_RECORDS, namespace, session, start=start, stop=stop)
+        return call(
+            self, SESSION_RECORDS, namespace, session, start=start, stop=stop, filters=filters
+        )
 
     def known_message_ids(self, namespace: str | Sequence[str], ids: Iterable[str]) -> set[str]:
         """The subset of ``ids`` already stored in ``namespace``."""
@@ -695,7 +700,9 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
     ) -> Iterator[Record]:
         return _abstract(self)
 
-    def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
+    def _session_records(
+        self, ns: Namespace, session: int, start: int, stop: int, filters: SearchFilters | None
+    ) -> list[Record]:
         return _abstract(self)
 
     def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:

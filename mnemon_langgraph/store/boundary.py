@@ -191,10 +191,15 @@ def checked_records(
 
 
 def _checked_session_records(
-    namespace: object, session: object, *, start: object = 0, stop: object = None
+    namespace: object,
+    session: object,
+    *,
+    start: object = 0,
+    stop: object = None,
+    filters: object = None,
 ) -> Checked:
     ns, number = _ns(namespace), check_bounded(session, "session", MAX_SEQ)
-    return Checked((ns, number, *check_positions(start, stop)))
+    return Checked((ns, number, *check_positions(start, stop), check_filters(filters)))
 
 
 def _checked_namespace(namespace: object) -> Checked:

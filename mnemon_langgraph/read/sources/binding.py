@@ -347,22 +347,37 @@ class BoundSource:
     # --- the optional capabilities, with qualified ids ------------------------------------
 
     def session_records(
-        self, namespace: Any, session: int, *, start: int = 0, stop: int | None = None
+        self,
+        namespace: Any,
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
-        """The source's records of ``session`` (its own namespace; ``namespace`` unused)."""
-        got = self.source.session_records(self.namespace, session, start=start, stop=stop)
+        """The source's records of ``session`` (its own namespace; ``namespace`` unused;
+        ``filters`` passed on only when given, as :class:`JournalSource` allows)."""
+        bounds = {} if filters is None else {"filters": filters}
+        got = self.source.session_records(self.namespace, session, start=start, stop=stop, **bounds)
         return [qualify_record(self.name, r) if self.qualify else r for r in got]
 
     async def asession_records(
-        self, namespace: Any, session: int, *, start: int = 0, stop: int | None = None
+        self,
+        namespace: Any,
+        session: int,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
         """Async :meth:`session_records` (the source's own, else in a thread)."""
         read = getattr(self.source, "asession_records", None)
         if read is None:
             return await asyncio.to_thread(
-                self.session_records, namespace, session, start=start, stop=stop
+                self.session_records, namespace, session, start=start, stop=stop, filters=filters
             )
-        got = await read(self.namespace, session, start=start, stop=stop)
+        bounds = {} if filters is None else {"filters": filters}
+        got = await read(self.namespace, session, start=start, stop=stop, **bounds)
         return [qualify_record(self.name, r) if self.qualify else r for r in got]
 
     def query_vector(self, query: str) -> Any:

@@ -349,14 +349,20 @@ class Journal(JournalFile):
                 left -= len(rows)
 
     def session_records(
-        self, namespace: Namespace, session: int, start: int, stop: int
+        self,
+        namespace: Namespace,
+        session: int,
+        start: int,
+        stop: int,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
-        """Records of ``session`` with ``start <= position < stop``, in position order
-        (the ``records_ns_session`` index)."""
+        """Records of ``session`` with ``start <= position < stop`` inside ``filters``, in
+        position order (the ``records_ns_session`` index)."""
+        bounds, params = _filter_sql(filters)
         rows = self._read(
             f"SELECT {RECORD_COLUMNS} FROM records WHERE namespace = ? AND session = ? "
-            "AND position >= ? AND position < ? ORDER BY position, seq",
-            (ns_to_key(namespace), int(session), int(start), int(stop)),
+            f"AND position >= ? AND position < ?{bounds} ORDER BY position, seq",
+            (ns_to_key(namespace), int(session), int(start), int(stop), *params),
         )
         return [row_to_record(row) for row in rows]
 

@@ -258,8 +258,10 @@ class EmbeddedStore(MnemonStore):
     ) -> Iterator[Record]:
         return self.journal.records(ns, after_seq=after_seq, limit=limit, filters=filters)
 
-    def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
-        return self.journal.session_records(ns, session, start, stop)
+    def _session_records(
+        self, ns: Namespace, session: int, start: int, stop: int, filters: SearchFilters | None
+    ) -> list[Record]:
+        return self.journal.session_records(ns, session, start, stop, filters)
 
     def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return self.journal.known_message_ids(ns, ids)

@@ -98,13 +98,29 @@ class Reads:
         )
         return [row_to_record(r, ns) for r in rows]
 
-    async def session(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
-        """Records of ``session`` with ``start <= position < stop``, in position order (the
-        ``mnemon_records_ns_session`` index)."""
+    async def session(
+        self,
+        ns: Namespace,
+        session: int,
+        start: int,
+        stop: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Record]:
+        """Records of ``session`` with ``start <= position < stop`` inside ``filters``, in
+        position order (the ``mnemon_records_ns_session`` index)."""
+        params: dict[str, Any] = {
+            "ns": ns_to_key(ns),
+            "session": int(session),
+            "start": int(start),
+            "stop": int(stop),
+        }
+        bounds = filter_sql(filters, params)
+        in_ns = _IN_NAMESPACE.replace("%s", "%(ns)s")
         rows = await self.engine.read(
-            RECORD_SQL + f" r WHERE r.nsid = {_IN_NAMESPACE} AND r.session = %s "
-            "AND r.position >= %s AND r.position < %s ORDER BY r.position, r.seq",
-            (ns_to_key(ns), int(session), int(start), int(stop)),
+            RECORD_SQL + f" r WHERE r.nsid = {in_ns} AND r.session = %(session)s "
+            f"AND r.position >= %(start)s AND r.position < %(stop)s{bounds} "
+            "ORDER BY r.position, r.seq",
+            params,
         )
         return [row_to_record(r, ns) for r in rows]
 

@@ -341,8 +341,10 @@ class PostgresStore(MnemonStore):
             if left is not None:
                 left -= len(page)
 
-    def _session_records(self, ns: Namespace, session: int, start: int, stop: int) -> list[Record]:
-        return self.engine.run(self.reads.session(ns, session, start, stop))
+    def _session_records(
+        self, ns: Namespace, session: int, start: int, stop: int, filters: SearchFilters | None
+    ) -> list[Record]:
+        return self.engine.run(self.reads.session(ns, session, start, stop, filters))
 
     def _max_seq(self, ns: Namespace) -> int:
         return self.engine.run(self.reads.max_seq(ns))
@@ -389,9 +391,9 @@ class PostgresStore(MnemonStore):
         return await self.engine.submit(self.reads.page(ns, after, size, filters))
 
     async def _asession_records(
-        self, ns: Namespace, session: int, start: int, stop: int
+        self, ns: Namespace, session: int, start: int, stop: int, filters: SearchFilters | None
     ) -> list[Record]:
-        return await self.engine.submit(self.reads.session(ns, session, start, stop))
+        return await self.engine.submit(self.reads.session(ns, session, start, stop, filters))
 
     async def _aknown_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
         return await self.engine.submit(self.reads.known(ns, ids))

@@ -163,6 +163,24 @@ def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str,
     }
 
 
+def _audit(
+    conn: sqlite3.Connection,
+    receipt: RetentionReceipt,
+    tables: dict[str, int],
+    actor: str,
+    key: str,
+) -> None:
+    """The run's one audit row (the transaction's last statement): ids and counts, no text."""
+    conn.execute(
+        "INSERT INTO audit(at, actor, action, namespace, count, record_ids, message_ids, "
+        "reason) VALUES (?, ?, 'apply_retention', ?, ?, ?, ?, ?)",
+        (
+            now_iso(), actor, key, receipt.records, json.dumps(list(receipt.record_ids)),
+            json.dumps(list(receipt.message_ids)), audit_reason(receipt, tables),
+        ),
+    )  # fmt: skip
+
+
 def apply_retention(
     journal: Journal,
     ns: Namespace,
@@ -185,15 +203,7 @@ def apply_retention(
         )
         if dry_run or not any(receipt.counts.values()):
             return receipt
-        tables = _apply(conn, plan, key)
-        conn.execute(
-            "INSERT INTO audit(at, actor, action, namespace, count, record_ids, message_ids, "
-            "reason) VALUES (?, ?, 'apply_retention', ?, ?, ?, ?, ?)",
-            (
-                now_iso(), actor, key, receipt.records, json.dumps(list(receipt.record_ids)),
-                json.dumps(list(receipt.message_ids)), audit_reason(receipt, tables),
-            ),
-        )  # fmt: skip
+        _audit(conn, receipt, _apply(conn, plan, key), actor, key)
     journal.checkpoint()
     return receipt
 

@@ -246,10 +246,14 @@ class EmbeddedStore(MnemonStore):
         self, ns: Namespace, age: timedelta, keep: int | None, dry: bool, actor: str, now: datetime
     ) -> RetentionReceipt:
         """One journal transaction (:mod:`.retention`); the removed records leave the index
-        as a deletion's do (their checkpoint files are unlinked, rewritten at the next save)."""
+        as a deletion's do (the checkpoint files are unlinked, rewritten at the next save)."""
         index = self._index(ns)
         with index.lock:
             index.sync()
+            if not dry:
+                # Saved checkpoints hold the words of what may go: unlinked first (derived
+                # data, rebuilt from the journal), so a kill after the commit leaves none.
+                index.drop_checkpoints()
             receipt = retention.apply_retention(
                 self.journal, ns, (age, keep), now, dry_run=dry, actor=actor
             )

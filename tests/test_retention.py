@@ -315,3 +315,21 @@ def test_cli_retention_dry_run_prints_what_would_go_then_removes_it(
     assert "under a legal hold: skipped" in capsys.readouterr().out
     assert cli_main([*args[:-1], "soon"]) == 2
     assert "30d" in capsys.readouterr().err
+
+
+def test_a_postgres_database_from_before_retention_gets_a_clear_error(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    with MnemonStore(postgres_url, fake_embeddings()) as store:
+        _seed(store)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE mnemon_retention_holds")  # as schema version 6 was
+        conn.execute("UPDATE mnemon_meta SET value = '6' WHERE key = 'schema_version'")
+    args = ["retention", "--db", postgres_url, "--user", "ada", "--older-than", "30d"]
+    assert cli_main(args) == 2  # a maintenance open does not migrate
+    assert "predates retention" in capsys.readouterr().err
+    with MnemonStore(postgres_url, fake_embeddings()) as store:  # a regular open migrates
+        assert store.count(ADA) == 11
+        assert store.apply_retention(ADA, older_than="30d", now=NOW).records == 6

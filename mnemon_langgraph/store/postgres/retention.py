@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.records.schema import ns_from_key, ns_to_key
 from mnemon_langgraph.store.kv_items import prefix_of
 from mnemon_langgraph.store.postgres.writes import Writes
@@ -52,6 +53,7 @@ class Retention:
         """Apply the policy to ``ns`` (see the module docstring)."""
         cutoff = now - policy[0]
         async with self.engine.connection() as conn, conn.transaction():
+            await _require_holds(conn)
             await self.engine.lock_namespace(conn, ns)
             cur = await conn.execute(
                 "SELECT 1 FROM mnemon_retention_holds WHERE ns = %s", (ns_to_key(ns),)
@@ -174,6 +176,7 @@ class Retention:
         """Place (``held``) or lift a legal hold, with its audit row; whether it changed."""
         key = ns_to_key(ns)
         async with self.engine.connection() as conn, conn.transaction():
+            await _require_holds(conn)
             await self.engine.lock_namespace(conn, ns)
             if held:
                 cur = await conn.execute(
@@ -196,8 +199,20 @@ class Retention:
     async def held(self) -> list[Namespace]:
         """Every namespace under a legal hold, sorted."""
         async with self.engine.connection() as conn:
+            await _require_holds(conn)
             cur = await conn.execute("SELECT ns FROM mnemon_retention_holds")
             return sorted(ns_from_key(r[0]) for r in await cur.fetchall())
+
+
+async def _require_holds(conn: Any) -> None:
+    """A clear error for a database set up before retention (schema version 7), which a
+    maintenance open (``mnemon retention``) does not migrate."""
+    cur = await conn.execute("SELECT to_regclass('mnemon_retention_holds') IS NOT NULL")
+    if not (await cur.fetchone())[0]:
+        raise ConfigurationError(
+            "this database's schema predates retention (version 7): open it once with "
+            "MnemonStore(url) (or any app using this version) to migrate it"
+        )
 
 
 async def _count(conn: Any, table: str, ids: list[str]) -> int:

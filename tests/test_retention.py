@@ -80,7 +80,7 @@ def test_a_policy_removes_old_dated_records_keeps_undated_and_recent_and_audits_
         assert receipt.cutoff == NOW - timedelta(days=30)
         assert receipt.counts == {
             "records": 6, "messages": 6, "vectors": 6,
-            "items_removed": 0, "items_trimmed": 0, "kv_items": 0,
+            "items_removed": 0, "items_trimmed": 0, "kv_items": 0, "failures_redacted": 0,
         }  # fmt: skip
         assert receipt.undated_kept == 2 and receipt.kept_by_keep_last == 0
         assert sorted(receipt.message_ids) == [f"old{i}" for i in range(6)]
@@ -177,14 +177,18 @@ def test_items_linked_only_to_removed_records_go_others_lose_the_quoted_text_and
                 subject="Ada", attribute="pet", value="Whiskers",
             ),
             _item("recent", "event", "Ada likes green tea.", [ids["new2"]], topic="drinks"),
+            _item(  # its timeline's name is a word only the removed records said
+                "label", "event", "Ada likes green tea.", [ids["old3"], ids["new0"]],
+                topic="Whiskers",
+            ),
         ]  # fmt: skip
         items.commit_batch(
             ADA, expected_watermark=0, new_watermark=store.max_seq(ADA), new_items=batch,
             new_vectors=items.embed_items(batch),
         )  # fmt: skip
-        assert items.count(ADA) == 4
+        assert items.count(ADA) == 5
         receipt = store.apply_retention(ADA, older_than="30d", now=NOW)
-        assert receipt.items_removed == 2 and receipt.items_trimmed == 1
+        assert receipt.items_removed == 3 and receipt.items_trimmed == 1
         left = {it.id: it for it in items.all_items(ADA)}
         assert set(left) == {"mixed", "recent"}
         assert left["mixed"].text == f"Ada likes green tea. {RETENTION_NOTE}"
@@ -194,7 +198,7 @@ def test_items_linked_only_to_removed_records_go_others_lose_the_quoted_text_and
         assert [a.action for a in store.audit_log(ADA)] == ["apply_retention"]
         tables = json.loads(store.audit_log(ADA)[0].reason)["tables"]
         assert {k.removeprefix("mnemon_"): v for k, v in tables.items() if "item" in k} == {
-            "items": 2, "items_updated": 1, "item_links": 3, "kv_items": 0,
+            "items": 3, "items_updated": 1, "item_links": 4, "kv_items": 0,
         }  # fmt: skip
 
 
@@ -271,6 +275,12 @@ def test_retention_leaves_no_residue_of_what_it_removed(journal_target: str) -> 
             ADA, expected_watermark=0, new_watermark=store.max_seq(ADA), new_items=batch,
             new_vectors=items.embed_items(batch),
         )  # fmt: skip
+        seqs = {r.message_ids[0]: r.seq for r in store.records(ADA)}
+        items.record_failure(
+            ADA, batch_start_seq=seqs["old2"], batch_end_seq=seqs["old2"], attempts=1,
+            error="model output: QzvOldMarker2 is a cat", skip=False,
+            expected_watermark=store.max_seq(ADA),
+        )  # fmt: skip
         at = NOW - timedelta(days=60)
         _kv(store, [KVWrite(ADA, "k", json.dumps({"v": "QzvKvSecret"}), text="QzvKvSecret",
                             stamp=(at, at))])  # fmt: skip
@@ -279,7 +289,8 @@ def test_retention_leaves_no_residue_of_what_it_removed(journal_target: str) -> 
         before = _holding(journal_target, markers)
         assert any("QzvKvSecret" in f for f in before)
         assert len({f.split(": ")[-1] for f in before}) == len(markers)
-        store.apply_retention(ADA, older_than="30d", now=NOW)
+        assert store.apply_retention(ADA, older_than="30d", now=NOW).failures_redacted == 1
+        assert [f.attempts for f in items.failures(ADA)] == [1]  # the row stays, redacted
         store.flush()
         # BO's old record carries QzvOldMarker0 too: it is another namespace, so it stays
         kept = _holding(journal_target, markers)

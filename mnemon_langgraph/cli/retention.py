@@ -74,6 +74,8 @@ def _describe(receipt: Any) -> str:
         f"and {receipt.kv_items} key-value items of namespace {ns!r} dated before "
         f"{receipt.cutoff:%Y-%m-%d %H:%M} UTC; kept {receipt.undated_kept} undated records"
     )
+    if receipt.failures_redacted:
+        text += f"; redacted {receipt.failures_redacted} consolidation failure messages"
     if receipt.kept_by_keep_last:
         text += f" and {receipt.kept_by_keep_last} older records (--keep-last)"
     return text + ("; dry run: nothing removed" if receipt.dry_run else "")

@@ -16,6 +16,7 @@ This module holds what the two backends' hooks (``store/embedded/retention.py``,
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +29,9 @@ from mnemon_langgraph.search.text import terms
 from mnemon_langgraph.types import Namespace
 
 __all__ = [
+    "REDACTED_ERROR",
     "RETENTION_NOTE",
+    "FailureRow",
     "ItemChange",
     "RecordStub",
     "RetentionPlan",
@@ -38,8 +41,10 @@ __all__ = [
     "check_now",
     "check_older_than",
     "choose_records",
+    "failures_touching",
     "parse_age",
     "plan_items",
+    "quotes_removed",
     "trim_quoted",
 ]
 
@@ -132,6 +137,10 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.findall(r"[^.!?;\n]+[.!?;]*", text) if s.strip()]
 
 
+def _only_removed(removed: Sequence[str], kept: Sequence[str]) -> set[str]:
+    return {t for r in removed for t in terms(r)} - {t for k in kept for t in terms(k)}
+
+
 def trim_quoted(text: str, removed: Sequence[str], kept: Sequence[str]) -> str | None:
     """``text`` without the sentences that quote the removed records.
 
@@ -139,10 +148,15 @@ def trim_quoted(text: str, removed: Sequence[str], kept: Sequence[str]) -> str |
     and in none of ``kept`` (the item's other linked records): what only the removed
     records said goes with them. ``None``: every sentence did (nothing of it is left).
     """
-    only_removed = {t for r in removed for t in terms(r)} - {t for k in kept for t in terms(k)}
+    only_removed = _only_removed(removed, kept)
     body = text.replace(RETENTION_NOTE, "").strip()
     left = [s.strip() for s in _sentences(body) if not set(terms(s)) & only_removed]
     return " ".join(left) if left else None
+
+
+def quotes_removed(label: str, removed: Sequence[str], kept: Sequence[str]) -> bool:
+    """Whether ``label`` holds a word only the removed records said (see :func:`trim_quoted`)."""
+    return bool(set(terms(label)) & _only_removed(removed, kept))
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,36 +175,60 @@ class ItemChange:
 
 
 def plan_items(
-    items: Mapping[str, tuple[str, str | None, set[str]]],
+    items: Mapping[str, tuple[str, Sequence[str | None], set[str]]],
     removed_ids: set[str],
     texts: Mapping[str, str],
 ) -> list[ItemChange]:
     """Per item linked to a removed record: removed, or trimmed and marked.
 
     Args:
-        items: ``item id -> (text, value, every linked record id)``.
+        items: ``item id -> (text, labels, every linked record id)``; the labels are its
+            value, topic, subject and attribute (``None`` where it has none).
         removed_ids: The records retention removes.
         texts: Text of every record linked to these items.
 
-    An item whose links all go is removed; so is one whose text (or, for a value, its value)
-    holds nothing left once what only the removed records said is cut. The others keep their
-    other links, lose the quoted sentences and get :data:`RETENTION_NOTE`.
+    An item whose links all go is removed; so is one whose text holds nothing left once
+    what only the removed records said is cut, or one whose value or label holds a word
+    only the removed records said. The others keep their other links, lose the quoted
+    sentences and get :data:`RETENTION_NOTE`.
     """
     out: list[ItemChange] = []
-    for item_id, (text, value, links) in sorted(items.items()):
+    for item_id, (text, labels, links) in sorted(items.items()):
         lost = links & removed_ids
         kept = sorted(links - removed_ids)
-        if not kept:
-            out.append(ItemChange(item_id, None, len(lost)))
-            continue
         gone = [texts.get(r, "") for r in sorted(lost)]
         stay = [texts.get(r, "") for r in kept]
-        new = trim_quoted(text, gone, stay)
-        if new is None or (value and trim_quoted(value, gone, stay) is None):
+        new = trim_quoted(text, gone, stay) if kept else None
+        if new is None or any(v and quotes_removed(v, gone, stay) for v in labels):
             out.append(ItemChange(item_id, None, len(lost)))
         else:
             out.append(ItemChange(item_id, f"{new} {RETENTION_NOTE}", len(lost)))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class FailureRow:
+    """A consolidation failure row: its id and the seq range of the batch it covers."""
+
+    id: int
+    start: int
+    end: int
+
+
+def failures_touching(failures: Iterable[FailureRow], removed: Sequence[RecordStub]) -> list[int]:
+    """Ids of the failure rows whose batch holds a removed record: their error message (the
+    model's, which may quote the batch) is redacted, the row (and its retry state) kept."""
+    seqs = sorted(r.seq for r in removed)
+    out = []
+    for f in failures:
+        at = bisect.bisect_left(seqs, f.start)
+        if at < len(seqs) and seqs[at] <= f.end:
+            out.append(f.id)
+    return sorted(out)
+
+
+REDACTED_ERROR = "[error message removed by retention: it may have quoted removed records]"
+"""What a redacted consolidation failure's ``error`` says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +240,7 @@ class RetentionPlan:
     kept_by_keep_last: int
     items: list[ItemChange] = field(default_factory=list)
     kv_keys: list[tuple[str, str]] = field(default_factory=list)  # (stored namespace, key)
+    failures: list[int] = field(default_factory=list)  # consolidation failure rows redacted
     messages: int = 0
     vectors: int = 0
 
@@ -225,6 +264,8 @@ class RetentionReceipt:
         items_trimmed: Items that kept other links: lost the removed links and the text
             quoting them, and say so (:data:`RETENTION_NOTE`).
         kv_items: Key-value items under the namespace last written before the cut-off.
+        failures_redacted: Consolidation failure rows of batches that held a removed record:
+            their error message (the model's, which may quote the batch) is replaced.
         undated_kept: Undated records (never removed by age).
         kept_by_keep_last: Records older than the cut-off kept by ``keep_last``.
         record_ids: Ids of the removed records (also in the audit row).
@@ -243,6 +284,7 @@ class RetentionReceipt:
     items_removed: int = 0
     items_trimmed: int = 0
     kv_items: int = 0
+    failures_redacted: int = 0
     undated_kept: int = 0
     kept_by_keep_last: int = 0
     record_ids: tuple[str, ...] = ()
@@ -258,6 +300,7 @@ class RetentionReceipt:
             "items_removed": self.items_removed,
             "items_trimmed": self.items_trimmed,
             "kv_items": self.kv_items,
+            "failures_redacted": self.failures_redacted,
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -292,6 +335,7 @@ class RetentionReceipt:
             items_removed=len(removed),
             items_trimmed=len(plan.items) - len(removed),
             kv_items=len(plan.kv_keys),
+            failures_redacted=len(plan.failures),
             undated_kept=plan.undated_kept,
             kept_by_keep_last=plan.kept_by_keep_last,
             record_ids=tuple(r.id for r in plan.records),

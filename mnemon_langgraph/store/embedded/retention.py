@@ -20,11 +20,14 @@ from mnemon_langgraph.records.schema import ns_to_key
 from mnemon_langgraph.store.embedded.schema import chunks, now_iso
 from mnemon_langgraph.store.kv_items import prefix_of
 from mnemon_langgraph.store.retention import (
+    REDACTED_ERROR,
+    FailureRow,
     RecordStub,
     RetentionPlan,
     RetentionReceipt,
     audit_reason,
     choose_records,
+    failures_touching,
     plan_items,
 )
 from mnemon_langgraph.types import Namespace, as_naive_utc
@@ -77,7 +80,8 @@ def _plan_items(conn: sqlite3.Connection, key: str, removed: set[str]) -> list:
     item_ids = sorted({r[0] for r in linked})
     rows = _rows_in(
         conn,
-        "SELECT id, text, value FROM items WHERE id IN ({marks}) AND namespace = ?",
+        "SELECT id, text, value, topic, subject, attribute FROM items "
+        "WHERE id IN ({marks}) AND namespace = ?",
         item_ids,
         key,
     )
@@ -88,8 +92,19 @@ def _plan_items(conn: sqlite3.Connection, key: str, removed: set[str]) -> list:
         links.setdefault(item_id, set()).add(record_id)
     wanted = sorted({r for ids in links.values() for r in ids})
     texts = dict(_rows_in(conn, "SELECT id, text FROM records WHERE id IN ({marks})", wanted))
-    items = {i: (t, v, links.get(i, set())) for i, t, v in rows}
+    items = {r[0]: (r[1], r[2:], links.get(r[0], set())) for r in rows}
     return plan_items(items, removed, texts)
+
+
+def _failures(conn: sqlite3.Connection, key: str, removed: list[RecordStub]) -> list[int]:
+    if "consolidation_failures" not in _tables(conn) or not removed:
+        return []
+    rows = conn.execute(
+        "SELECT id, batch_start_seq, batch_end_seq FROM consolidation_failures "
+        "WHERE namespace = ? AND error <> ?",
+        (key, REDACTED_ERROR),
+    ).fetchall()
+    return failures_touching([FailureRow(*r) for r in rows], removed)
 
 
 def _kv_keys(conn: sqlite3.Connection, ns: Namespace, cutoff: datetime) -> list[tuple[str, str]]:
@@ -119,6 +134,7 @@ def _plan(
         kept_by_keep_last=kept,
         items=_plan_items(conn, key, set(ids)),
         kv_keys=_kv_keys(conn, ns, cutoff),
+        failures=_failures(conn, key, removed),
         messages=_count_in(conn, "SELECT COUNT(*) FROM messages WHERE record_id IN ({marks})", ids),
         vectors=_count_in(conn, "SELECT COUNT(*) FROM vectors WHERE record_id IN ({marks})", ids),
     )
@@ -143,6 +159,11 @@ def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str,
             "UPDATE items SET text = ?, embedding = NULL, updated_at = ? WHERE id = ?",
             (change.text, stamp, change.id),
         )
+    if plan.failures:  # the model's message may quote the batch: the row stays, redacted
+        conn.executemany(
+            "UPDATE consolidation_failures SET error = ? WHERE id = ?",
+            [(REDACTED_ERROR, i) for i in plan.failures],
+        )
     for ns_key, item_key in plan.kv_keys:
         conn.execute(
             "DELETE FROM mnemon_kv_items WHERE namespace = ? AND key = ?", (ns_key, item_key)
@@ -160,6 +181,7 @@ def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str,
         "items_updated": len(trimmed),
         "item_links": links,
         "mnemon_kv_items": len(plan.kv_keys),
+        "consolidation_failures_redacted": len(plan.failures),
     }
 
 

@@ -18,12 +18,15 @@ from mnemon_langgraph.records.schema import ns_from_key, ns_to_key
 from mnemon_langgraph.store.kv_items import prefix_of
 from mnemon_langgraph.store.postgres.writes import Writes
 from mnemon_langgraph.store.retention import (
+    REDACTED_ERROR,
+    FailureRow,
     ItemChange,
     RecordStub,
     RetentionPlan,
     RetentionReceipt,
     audit_reason,
     choose_records,
+    failures_touching,
     plan_items,
 )
 from mnemon_langgraph.types import Namespace, as_naive_utc
@@ -103,6 +106,7 @@ class Retention:
             kept_by_keep_last=kept,
             items=await self._plan_items(conn, nsid, ids),
             kv_keys=await self._kv_keys(conn, ns, cutoff),
+            failures=await self._failures(conn, nsid, removed),
             messages=await _count(conn, "mnemon_messages", ids),
             vectors=await _count(conn, "mnemon_vectors", ids),
         )
@@ -113,19 +117,33 @@ class Retention:
         if not ids or nsid is None or not (await cur.fetchone())[0]:
             return []
         cur = await conn.execute(
-            "SELECT i.id, i.text, i.value, array_agg(l2.record_id) FROM mnemon_items i "
+            "SELECT i.id, i.text, i.value, i.topic, i.subject, i.attribute, "
+            "array_agg(l2.record_id) FROM mnemon_items i "
             "JOIN mnemon_item_links l2 ON l2.item_id = i.id WHERE i.nsid = %s AND i.id IN "
             "(SELECT item_id FROM mnemon_item_links WHERE record_id = ANY(%s)) "
-            "GROUP BY i.id, i.text, i.value",
+            "GROUP BY i.id",
             (nsid, ids),
         )
-        items = {i: (t, v, set(links)) for i, t, v, links in await cur.fetchall()}
+        items = {r[0]: (r[1], r[2:6], set(r[6])) for r in await cur.fetchall()}
         wanted = sorted({r for _, _, links in items.values() for r in links})
         cur = await conn.execute(
             "SELECT id, text FROM mnemon_records WHERE id = ANY(%s)", (wanted,)
         )
         texts = {r[0]: r[1] for r in await cur.fetchall()}
         return plan_items(items, set(ids), texts)
+
+    @staticmethod
+    async def _failures(conn: Any, nsid: int | None, removed: list[RecordStub]) -> list[int]:
+        cur = await conn.execute("SELECT to_regclass('mnemon_consolidation_failures') IS NOT NULL")
+        if not removed or nsid is None or not (await cur.fetchone())[0]:
+            return []
+        cur = await conn.execute(
+            "SELECT id, batch_start_seq, batch_end_seq FROM mnemon_consolidation_failures "
+            "WHERE nsid = %s AND error <> %s",
+            (nsid, REDACTED_ERROR),
+        )
+        rows = [FailureRow(int(a), int(b), int(c)) for a, b, c in await cur.fetchall()]
+        return failures_touching(rows, removed)
 
     @staticmethod
     async def _kv_keys(conn: Any, ns: Namespace, cutoff: datetime) -> list[tuple[str, str]]:
@@ -157,6 +175,11 @@ class Retention:
                 "WHERE id = %s",
                 (change.text, change.id),
             )
+        if plan.failures:
+            await conn.execute(
+                "UPDATE mnemon_consolidation_failures SET error = %s WHERE id = ANY(%s)",
+                (REDACTED_ERROR, plan.failures),
+            )
         for ns_key, item_key in plan.kv_keys:
             await conn.execute(
                 "DELETE FROM mnemon_kv_items WHERE namespace = %s AND key = %s", (ns_key, item_key)
@@ -170,6 +193,7 @@ class Retention:
             "mnemon_items_updated": len(trimmed),
             "mnemon_item_links": links,
             "mnemon_kv_items": len(plan.kv_keys),
+            "mnemon_consolidation_failures_redacted": len(plan.failures),
         }
 
     async def set_hold(self, ns: Namespace, actor: str, reason: str, held: bool) -> bool:

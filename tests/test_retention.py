@@ -344,3 +344,22 @@ def test_a_postgres_database_from_before_retention_gets_a_clear_error(
     with MnemonStore(postgres_url, fake_embeddings()) as store:  # a regular open migrates
         assert store.count(ADA) == 11
         assert store.apply_retention(ADA, older_than="30d", now=NOW).records == 6
+
+
+def test_a_run_that_removes_nothing_leaves_the_index_files_alone(tmp_path: Path) -> None:
+    from mnemon_langgraph.store.embedded.index import index_folder
+
+    db = tmp_path / "m.db"
+    with MnemonStore(db, fake_embeddings()) as store:
+        _seed(store)
+        assert store.search("tea", namespace=ADA, k=1)
+        store.flush()
+        checkpoint = index_folder(db, ADA) / "bm25.npz"
+        assert checkpoint.is_file()
+        nothing = store.apply_retention(ADA, older_than="365d", now=NOW)
+        assert nothing.records == 0 and not nothing.dry_run
+        assert checkpoint.is_file()  # another process still loads it instead of rebuilding
+        assert store.apply_retention(ADA, older_than="30d", now=NOW).records == 6
+        assert not checkpoint.exists()  # it held the removed words
+        store.flush()
+        assert checkpoint.is_file()  # written again, without them

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -250,8 +251,13 @@ class EmbeddedStore(MnemonStore):
         index = self._index(ns)
         with index.lock:
             index.sync()
-            if not dry:
-                # Saved checkpoints hold the words of what may go: unlinked first (derived
+            if not dry:  # a run that removes nothing leaves the index files alone
+                probe = retention.apply_retention(
+                    self.journal, ns, (age, keep), now, dry_run=True, actor=actor
+                )
+                if probe.held or not any(probe.counts.values()):
+                    return dataclasses.replace(probe, dry_run=False)
+                # Saved checkpoints hold the words of what goes: unlinked first (derived
                 # data, rebuilt from the journal), so a kill after the commit leaves none.
                 index.drop_checkpoints()
             receipt = retention.apply_retention(

@@ -67,6 +67,7 @@ LEVELS: dict[str, str] = {
     "test_consolidation_crash.py": "system",  # SIGKILLs a consolidating child
     "test_reliability_crash.py": "system",  # SIGKILLs an ingesting child
     "test_reliability_erase_crash.py": "system",  # SIGKILLs an erasing child at each step
+    "test_retention_crash.py": "system",  # SIGKILLs a retention run at each step
     "test_reliability_delete.py::test_sigkill_during_delete_messages_loses_no_survivor": "system",
     "test_store_conformance.py::test_sigkill_during_ingest_loses_and_duplicates_nothing": (
         "system"

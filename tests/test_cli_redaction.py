@@ -64,6 +64,8 @@ def _argvs(tmp_path: Path) -> list[list[str]]:
         ["doctor", "--db", URL, "--json", "--check"],
         ["erase", "--db", URL, "--namespace", "ada", "--yes"],
         ["erase", "--db", URL, "--namespace", "ada", "--yes", "--json"],
+        ["retention", "--db", URL, "--namespace", "ada", "--older-than", "30d"],
+        ["retention", "--db", URL, "--namespace", "ada", "--older-than", "30d", "--json"],
         ["stats", "--db", URL],
         ["stats", "--db", URL, "--json"],
         ["ingest", str(convo), "--db", URL, "--namespace", "ada", "--no-progress"],
@@ -96,7 +98,7 @@ def _cap_pool_open_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool_mod.AsyncConnectionPool, "open", open_soon)
 
 
-@pytest.mark.parametrize("index", range(14))
+@pytest.mark.parametrize("index", range(16))
 def test_no_command_shows_the_password(
     index: int,
     tmp_path: Path,

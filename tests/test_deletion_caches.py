@@ -140,3 +140,15 @@ def test_a_cache_owner_that_is_gone_is_not_called() -> None:
 @pytest.fixture(autouse=True)
 def _empty_first() -> None:
     forget_cached_content()  # earlier tests' turns must not count as this test's
+
+
+def test_a_retention_run_empties_the_caches_and_the_next_view(tmp_path: Path) -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    days = [datetime(2024, 1, 5), datetime(2025, 6, 1), datetime(2025, 6, 2)]
+    dated = [replace(m, timestamp=day) for m, day in zip(MESSAGES, days, strict=True)]
+    now = datetime(2025, 6, 30, tzinfo=UTC)
+    with MnemonStore(tmp_path / "j.db", HashEmbeddings()) as store:
+        store.ingest(NS, dated, origin="chat", pack=False)
+        _turn_and_delete(store, lambda: store.apply_retention(NS, older_than="30d", now=now))

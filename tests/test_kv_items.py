@@ -17,6 +17,7 @@ from mnemon_langgraph.errors import JournalReadOnlyError
 from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
 from mnemon_langgraph.store.embedded.schema import SCHEMA_VERSION as JOURNAL_VERSION
+from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION as PG_VERSION
 
 # The old code path's SQL, verbatim (integrations/basestore_items.py before the move).
 OLD_SQLITE_SCHEMA = """
@@ -95,7 +96,7 @@ def test_an_old_journal_migrates_and_keeps_its_key_value_items(tmp_path: Path) -
     path = tmp_path / "old.db"
     _old_journal(path)
     with MnemonStore(path, fake_embeddings()) as store, MnemonBaseStore(store) as base:
-        assert store.journal.schema_version() == JOURNAL_VERSION == 2
+        assert store.journal.schema_version() == JOURNAL_VERSION
         item = base.get(("memories", "ada"), "likes")
         assert item is not None and item.value == {"food": "pears"}
         assert item.created_at == STAMP
@@ -109,7 +110,9 @@ def test_an_old_journal_opened_read_only_says_it_needs_its_migration(tmp_path: P
     migrates it, after which read-only opens read it."""
     path = tmp_path / "old.db"
     _old_journal(path)
-    with pytest.raises(JournalReadOnlyError, match=r"schema upgrade \(1 → 2\).*read-only"):
+    with pytest.raises(
+        JournalReadOnlyError, match=rf"schema upgrade \(1 → {JOURNAL_VERSION}\).*read-only"
+    ):
         Journal(path, read_only=True)
     Journal(path).close()
     with Journal(path, read_only=True) as journal:
@@ -148,7 +151,7 @@ def test_an_old_postgres_database_keeps_its_key_value_items(postgres_url: str) -
             assert item.created_at == STAMP
     with psycopg.connect(postgres_url) as conn:
         version = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema_version'")
-        assert version.fetchone() == ("6",)
+        assert version.fetchone() == (str(PG_VERSION),)
 
 
 def test_the_old_module_warns_and_names_the_new_types() -> None:

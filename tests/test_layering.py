@@ -153,6 +153,7 @@ PG_PARTS: list[set[str]] = [
     {"schema", "settings"},
     {"reads", "packs", "bm25", "dense", "stats", "kv_items"},
     {"writes", "search", "health", "items"},
+    {"retention"},  # builds on writes (its deletion path, audit and VACUUM)
     {"store"},
 ]
 PG_RANK = {part: rank for rank, layer in enumerate(PG_PARTS) for part in layer}

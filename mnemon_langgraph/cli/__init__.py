@@ -35,6 +35,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "consolidate",
     "eval",
     "erase",
+    "retention",
     "rename",
     "doctor",
     "train",

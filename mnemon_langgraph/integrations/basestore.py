@@ -427,12 +427,18 @@ def base_store_from_env(environ: Mapping[str, str] | None = None) -> Iterator[Mn
     in ``langgraph.json``, ``"store": {"path":
     "mnemon_langgraph.integrations.basestore.base_store_from_env"}``. ``MNEMON_DB`` is read
     as by the server's graphs (:func:`~mnemon_langgraph.integrations.studio.store_from_env`).
+    ``MNEMON_RETENTION`` (``"30d"``, :mod:`~mnemon_langgraph.integrations.retention_schedule`)
+    also applies a retention policy on a schedule while the store is open.
     """
+    from mnemon_langgraph.integrations.retention_schedule import retention_schedule_from_env
     from mnemon_langgraph.integrations.studio import store_from_env
 
     store = store_from_env(environ)
     try:
-        with MnemonBaseStore(store) as base:
+        with (
+            retention_schedule_from_env(store, environ),
+            MnemonBaseStore(store) as base,
+        ):
             yield base
     finally:
         store.close()

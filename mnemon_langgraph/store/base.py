@@ -69,6 +69,7 @@ from mnemon_langgraph.store.contract import (
     written_result,
 )
 from mnemon_langgraph.store.embedding_face import EmbeddingFace
+from mnemon_langgraph.store.retention_face import RetentionFace
 from mnemon_langgraph.store.users import PerUserAPI
 from mnemon_langgraph.types import (
     NOT_GIVEN,
@@ -316,7 +317,7 @@ class StoreOptions(TypedDict, total=False):
     settings: PostgresSettings
 
 
-class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
+class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
     """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
 
     A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``

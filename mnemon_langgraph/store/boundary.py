@@ -41,6 +41,7 @@ from mnemon_langgraph.store.contract import (
     check_watermark,
     written_result,
 )
+from mnemon_langgraph.store.retention import check_keep_last, check_now, check_older_than
 from mnemon_langgraph.types import (
     NOT_GIVEN,
     Namespace,
@@ -50,12 +51,15 @@ from mnemon_langgraph.types import (
 )
 
 __all__ = [
+    "APPLY_RETENTION",
     "AUDIT_LOG",
     "COUNT",
     "DELETE_MESSAGES",
     "DELETE_RECORDS",
     "ERASE_NAMESPACE",
     "GET_RECORDS",
+    "HELD_NAMESPACES",
+    "HOLD",
     "HOLDS_NAMESPACE",
     "INGEST",
     "KNOWN_MESSAGE_IDS",
@@ -63,6 +67,7 @@ __all__ = [
     "MAX_SEQ_OF",
     "NAMESPACES",
     "OPERATIONS",
+    "RELEASE",
     "SEARCH",
     "SESSION_RECORDS",
     "STATS",
@@ -255,6 +260,28 @@ def _checked_erase_namespace(namespace: object, *, actor: object = "api") -> Che
     return Checked((ns, actor), guard=lambda store: check_erasable(ns, store._holds_namespace))
 
 
+def _checked_apply_retention(
+    namespace: object,
+    *,
+    older_than: object,
+    keep_last: object = None,
+    dry_run: object = False,
+    actor: object = "api",
+    now: object = None,
+) -> Checked:
+    ns = _ns(namespace)
+    age, keep = check_older_than(older_than), check_keep_last(keep_last)
+    check_text(actor, "actor")
+    return Checked((ns, age, keep, bool(dry_run), actor, check_now(now)))
+
+
+def _checked_hold(namespace: object, *, actor: object = "api", reason: object = "") -> Checked:
+    ns = _ns(namespace)
+    check_text(actor, "actor")
+    check_text(reason, "reason")
+    return Checked((ns, actor, reason))
+
+
 INGEST = Operation("ingest", _checked_ingest, "_write_messages")
 SEARCH = Operation("search", _checked_search, "_search")
 GET_RECORDS = Operation("get_records", _checked_get_records, "_get_records")
@@ -278,6 +305,12 @@ DELETE_MESSAGES = Operation(
 ERASE_NAMESPACE = Operation(
     "erase_namespace", _checked_erase_namespace, "_erase_namespace", deletes=True
 )
+APPLY_RETENTION = Operation(
+    "apply_retention", _checked_apply_retention, "_apply_retention", deletes=True
+)
+HOLD = Operation("hold", _checked_hold, "_hold")
+RELEASE = Operation("release", _checked_hold, "_release")
+HELD_NAMESPACES = Operation("held_namespaces", _checked_nothing, "_held_namespaces")
 
 OPERATIONS: tuple[Operation, ...] = (
     INGEST,
@@ -297,6 +330,10 @@ OPERATIONS: tuple[Operation, ...] = (
     DELETE_RECORDS,
     DELETE_MESSAGES,
     ERASE_NAMESPACE,
+    APPLY_RETENTION,
+    HOLD,
+    RELEASE,
+    HELD_NAMESPACES,
 )
 """Every checked operation of the store (``records`` / ``arecords`` use
 :func:`checked_records`: an iterator on each face)."""

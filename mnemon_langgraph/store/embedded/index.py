@@ -582,6 +582,12 @@ class NamespaceIndex:
             self._unlink_checkpoints()
             self.unsaved += max(1, len(seqs))
 
+    def drop_checkpoints(self) -> None:
+        """Unlink the saved checkpoint files (the in-memory indexes stay; the next save
+        writes them again, another process rebuilds them from the journal meanwhile)."""
+        with self.lock:
+            self._unlink_checkpoints()
+
     def _unlink_checkpoints(self) -> None:
         with _folder_lock(self.folder):
             for name in ("bm25.npz", "vectors.json"):

@@ -18,6 +18,7 @@ from mnemon_langgraph.types import Record
 
 __all__ = [
     "AUDIT_TRIGGERS",
+    "HOLDS_SQL",
     "KV_ITEMS_SQL",
     "MIGRATIONS",
     "READABLE_FROM",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Schema version this module writes. A journal with a newer version is refused."""
 
 READABLE_FROM = 2
@@ -161,9 +162,35 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE records RENAME COLUMN source TO origin")
 
 
+HOLDS_SQL = """CREATE TABLE IF NOT EXISTS retention_holds (
+    ns TEXT PRIMARY KEY,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT ''
+)"""
+"""Legal holds (``store.hold``): a held namespace is skipped by retention. The column is
+``ns``, not ``namespace``, so an erase (which empties every table with a ``namespace``
+column) does not lift a hold, and a hold alone does not make a namespace "held data"."""
+
+
+def _retention_holds_to_3(conn: sqlite3.Connection) -> None:
+    """Version 3, retention's part: the legal holds' table (:data:`HOLDS_SQL`)."""
+    conn.execute(HOLDS_SQL)
+
+
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    """Version 3: the legal holds of retention (and, merged from the TTL work, the key-value
+    items' ``expires_at``). Each part is its own function; safe to run again."""
+    _retention_holds_to_3(conn)
+
+
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.
 # Migrations only add or rename; they never drop data.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_to_1,
+    _migrate_to_2,
+    _migrate_to_3,
+]
 
 
 # --- helpers --------------------------------------------------------------------------

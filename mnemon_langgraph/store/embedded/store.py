@@ -14,10 +14,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from mnemon_langgraph.records.schema import AuditEntry
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
 from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
+from mnemon_langgraph.store.embedded import retention
 from mnemon_langgraph.store.embedded.index import (
     NamespaceIndex,
     all_index_folders,
@@ -38,6 +41,7 @@ from mnemon_langgraph.store.embedded.index import (
 from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
 from mnemon_langgraph.store.embedded.journal import Journal
 from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
+from mnemon_langgraph.store.retention import RetentionReceipt
 from mnemon_langgraph.store.settle import reuse_vectors
 from mnemon_langgraph.types import (
     Message,
@@ -238,6 +242,39 @@ class EmbeddedStore(MnemonStore):
             count = self.journal.erase_namespace(ns, actor=actor)
             index.erase_files(extra)
         return count
+
+    def _apply_retention(
+        self, ns: Namespace, age: timedelta, keep: int | None, dry: bool, actor: str, now: datetime
+    ) -> RetentionReceipt:
+        """One journal transaction (:mod:`.retention`); the removed records leave the index
+        as a deletion's do (the checkpoint files are unlinked, rewritten at the next save)."""
+        index = self._index(ns)
+        with index.lock:
+            index.sync()
+            if not dry:  # a run that removes nothing leaves the index files alone
+                probe = retention.apply_retention(
+                    self.journal, ns, (age, keep), now, dry_run=True, actor=actor
+                )
+                if probe.held or not any(probe.counts.values()):
+                    return dataclasses.replace(probe, dry_run=False)
+                # Saved checkpoints hold the words of what goes: unlinked first (derived
+                # data, rebuilt from the journal), so a kill after the commit leaves none.
+                index.drop_checkpoints()
+            receipt = retention.apply_retention(
+                self.journal, ns, (age, keep), now, dry_run=dry, actor=actor
+            )
+            if receipt.record_ids and not receipt.dry_run:
+                index.remove(list(receipt.record_ids))
+        return receipt
+
+    def _hold(self, ns: Namespace, actor: str, reason: str) -> bool:
+        return retention.set_hold(self.journal, ns, actor, reason, held=True)
+
+    def _release(self, ns: Namespace, actor: str, reason: str) -> bool:
+        return retention.set_hold(self.journal, ns, actor, reason, held=False)
+
+    def _held_namespaces(self) -> list[Namespace]:
+        return retention.held_namespaces(self.journal)
 
     # -- reading (hooks) ---------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 TABLES = (
     "mnemon_meta",
@@ -70,6 +70,7 @@ TABLES = (
     "mnemon_audit",
     "mnemon_kv_items",
     "mnemon_kv_audit",
+    "mnemon_retention_holds",
 )
 """Every table the store writes (the erase and its residue test cover all of them)."""
 
@@ -284,7 +285,24 @@ _V6 = [
     "CREATE INDEX IF NOT EXISTS mnemon_kv_audit_ns ON mnemon_kv_audit(ns, id)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+
+def _retention_holds_v7() -> list[str]:
+    """Version 7, retention's part: the legal holds (``store.hold``). The column is ``ns``,
+    not ``namespace``, so an erase (which empties every keyed table) does not lift a hold."""
+    return [
+        """CREATE TABLE IF NOT EXISTS mnemon_retention_holds (
+        ns text PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now(),
+        actor text NOT NULL,
+        reason text NOT NULL DEFAULT '')""",
+    ]
+
+
+_V7 = [*_retention_holds_v7()]
+"""Version 7: the legal holds of retention (and, merged from the TTL work, the key-value
+items' ``expires_at``); each part is its own function."""
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
@@ -294,7 +312,8 @@ arrays (minutes at 1M records: docs/results/postgres-history.md); version 5 adds
 instead of ``(term, impact)`` and leaves the packs to the store's setup, which builds them from the
 postings; version 6 renames ``mnemon_records.source`` to ``origin`` (the ingest label)
 and adds the key-value items' two tables (``mnemon_kv_items``, ``mnemon_kv_audit``),
-kept as they are where the BaseStore had already created them."""
+kept as they are where the BaseStore had already created them; version 7 adds the legal
+holds of retention (``mnemon_retention_holds``)."""
 
 
 APPEND_ONLY_AUDIT = [

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
@@ -30,11 +31,13 @@ from mnemon_langgraph.store.postgres.items import PostgresItemStore
 from mnemon_langgraph.store.postgres.kv_items import PostgresKVItems
 from mnemon_langgraph.store.postgres.packs import Packs
 from mnemon_langgraph.store.postgres.reads import Reads
+from mnemon_langgraph.store.postgres.retention import Retention
 from mnemon_langgraph.store.postgres.schema import setup_schema, stored_version
 from mnemon_langgraph.store.postgres.search import HybridSearch
 from mnemon_langgraph.store.postgres.settings import PostgresSettings
 from mnemon_langgraph.store.postgres.stats import store_stats
 from mnemon_langgraph.store.postgres.writes import Writes
+from mnemon_langgraph.store.retention import RetentionReceipt
 from mnemon_langgraph.types import Message, Namespace, Record, SearchFilters, SearchHit
 
 __all__ = ["PostgresStore"]
@@ -122,6 +125,7 @@ class PostgresStore(MnemonStore):
         self.packs = Packs(self.engine, settings)
         self.reads = Reads(self.engine)
         self.writes = Writes(self.engine, self.packs, self.reads, self._records_of, self._embed)
+        self.retention = Retention(self.writes)
         self.bm25 = BM25Query(settings)
         self.dense = DenseSearch(settings)
         self.searches = HybridSearch(
@@ -306,6 +310,34 @@ class PostgresStore(MnemonStore):
 
     def _erase_namespace(self, ns: Namespace, actor: str) -> int:
         return self.engine.run(self.writes.erase(ns, actor))
+
+    def _apply_retention(
+        self, ns: Namespace, age: timedelta, keep: int | None, dry: bool, actor: str, now: datetime
+    ) -> RetentionReceipt:
+        return self.engine.run(self.retention.apply(ns, (age, keep), now, dry, actor))
+
+    async def _aapply_retention(
+        self, ns: Namespace, age: timedelta, keep: int | None, dry: bool, actor: str, now: datetime
+    ) -> RetentionReceipt:
+        return await self.engine.submit(self.retention.apply(ns, (age, keep), now, dry, actor))
+
+    def _hold(self, ns: Namespace, actor: str, reason: str) -> bool:
+        return self.engine.run(self.retention.set_hold(ns, actor, reason, True))
+
+    async def _ahold(self, ns: Namespace, actor: str, reason: str) -> bool:
+        return await self.engine.submit(self.retention.set_hold(ns, actor, reason, True))
+
+    def _release(self, ns: Namespace, actor: str, reason: str) -> bool:
+        return self.engine.run(self.retention.set_hold(ns, actor, reason, False))
+
+    async def _arelease(self, ns: Namespace, actor: str, reason: str) -> bool:
+        return await self.engine.submit(self.retention.set_hold(ns, actor, reason, False))
+
+    def _held_namespaces(self) -> list[Namespace]:
+        return self.engine.run(self.retention.held())
+
+    async def _aheld_namespaces(self) -> list[Namespace]:
+        return await self.engine.submit(self.retention.held())
 
     # -- reads (hooks) ------------------------------------------------------------------
 

@@ -95,7 +95,7 @@ def test_an_old_journal_migrates_and_keeps_its_key_value_items(tmp_path: Path) -
     path = tmp_path / "old.db"
     _old_journal(path)
     with MnemonStore(path, fake_embeddings()) as store, MnemonBaseStore(store) as base:
-        assert store.journal.schema_version() == JOURNAL_VERSION == 2
+        assert store.journal.schema_version() == JOURNAL_VERSION == 3
         item = base.get(("memories", "ada"), "likes")
         assert item is not None and item.value == {"food": "pears"}
         assert item.created_at == STAMP
@@ -109,7 +109,7 @@ def test_an_old_journal_opened_read_only_says_it_needs_its_migration(tmp_path: P
     migrates it, after which read-only opens read it."""
     path = tmp_path / "old.db"
     _old_journal(path)
-    with pytest.raises(JournalReadOnlyError, match=r"schema upgrade \(1 → 2\).*read-only"):
+    with pytest.raises(JournalReadOnlyError, match=r"schema upgrade \(1 → 3\).*read-only"):
         Journal(path, read_only=True)
     Journal(path).close()
     with Journal(path, read_only=True) as journal:
@@ -148,7 +148,7 @@ def test_an_old_postgres_database_keeps_its_key_value_items(postgres_url: str) -
             assert item.created_at == STAMP
     with psycopg.connect(postgres_url) as conn:
         version = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema_version'")
-        assert version.fetchone() == ("6",)
+        assert version.fetchone() == ("7",)
 
 
 def test_the_old_module_warns_and_names_the_new_types() -> None:
@@ -178,3 +178,62 @@ def test_the_index_item_store_has_its_backends_name_and_the_old_one_warns() -> N
         with pytest.warns(DeprecationWarning, match="EmbeddedItemStore"):
             assert module.SQLiteItemStore is items.EmbeddedItemStore
     assert mnemon_langgraph.EmbeddedItemStore is items.EmbeddedItemStore
+
+
+# -- schema step 3 / 7: the key-value items' TTL columns ------------------------------------
+
+FAR = datetime(2999, 1, 1, tzinfo=UTC)
+
+
+def test_a_version_2_journal_gains_the_ttl_columns_and_its_items_never_expire(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v2.db"
+    with MnemonStore(path, fake_embeddings()) as store, MnemonBaseStore(store) as base:
+        base.put(("memories", "ada"), "likes", {"food": "pears"})
+    conn = sqlite3.connect(path)  # back to version 2: the item tables without TTL columns
+    conn.execute("DROP INDEX mnemon_kv_items_expiry")
+    conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN expires_at")
+    conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN ttl_minutes")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with (
+        MnemonStore(path, fake_embeddings()) as store,
+        MnemonBaseStore(store, clock=lambda: FAR) as base,
+    ):
+        assert store.journal.schema_version() == JOURNAL_VERSION == 3
+        assert base.sweep_ttl() == 0  # a stored item has no expiry
+        item = base.get(("memories", "ada"), "likes")
+        assert item is not None and item.value == {"food": "pears"}
+        base.put(("memories", "ada"), "brief", {"food": "figs"}, ttl=5)
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT key, expires_at, ttl_minutes FROM mnemon_kv_items ORDER BY key")
+    assert [(k, e is None, t) for k, e, t in rows] == [("brief", False, 5.0), ("likes", True, None)]
+    conn.close()
+
+
+def test_a_version_6_postgres_database_gains_the_ttl_columns(postgres_url: str) -> None:
+    import psycopg
+
+    with MnemonStore(postgres_url, fake_embeddings()) as store, MnemonBaseStore(store) as base:
+        base.put(("memories", "ada"), "likes", {"food": "pears"})
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN expires_at")
+        conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN ttl_minutes")
+        conn.execute("UPDATE mnemon_meta SET value = '6' WHERE key = 'schema_version'")
+    with (
+        MnemonStore(postgres_url, fake_embeddings()) as store,
+        MnemonBaseStore(store, clock=lambda: FAR) as base,
+    ):
+        assert base.sweep_ttl() == 0
+        item = base.get(("memories", "ada"), "likes")
+        assert item is not None and item.value == {"food": "pears"}
+        base.put(("memories", "ada"), "brief", {"food": "figs"}, ttl=5)
+    with psycopg.connect(postgres_url) as conn:
+        version = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema_version'")
+        assert version.fetchone() == ("7",)
+        rows = conn.execute(
+            "SELECT key, expires_at IS NULL, ttl_minutes FROM mnemon_kv_items ORDER BY key"
+        ).fetchall()
+    assert rows == [("brief", False, 5.0), ("likes", True, None)]

@@ -57,7 +57,7 @@ def test_an_old_journal_file_opens_and_reads_its_labels_as_origin(tmp_path: Path
     version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     conn.close()
     assert "origin" in columns and "source" not in columns
-    assert version == (str(SCHEMA_VERSION),) == ("2",)
+    assert version == (str(SCHEMA_VERSION),) == ("3",)
 
 
 def test_an_old_postgres_database_opens_and_reads_its_labels_as_origin(postgres_url: str) -> None:
@@ -86,7 +86,7 @@ def test_an_old_postgres_database_opens_and_reads_its_labels_as_origin(postgres_
             "SELECT value FROM mnemon_meta WHERE key = 'schema_version'"
         ).fetchone()
     assert "origin" in columns and "source" not in columns
-    assert version == (str(PG_VERSION),) == ("6",)
+    assert version == (str(PG_VERSION),) == ("7",)
 
 
 def test_the_old_source_keyword_still_works_and_warns(tmp_path: Path) -> None:

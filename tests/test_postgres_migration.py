@@ -102,7 +102,7 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
         assert after_rankings == _rankings(pg.with_settings(bm25_prune=False))
     after = _snapshot(postgres_url)
     meta = dict(after.pop("meta"))
-    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "6"
+    assert meta.pop("schema_version") == str(SCHEMA_VERSION) == "7"
     assert meta == {k: v for k, v in before.pop("meta") if k != "schema_version"}
     assert after == before  # every row of every table, unchanged
     with psycopg.connect(postgres_url) as conn:

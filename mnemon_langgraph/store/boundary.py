@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.records.content_caches import forget_cached_content
 from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.store.contract import (
@@ -67,6 +69,7 @@ __all__ = [
     "SESSION_RECORDS",
     "STATS",
     "STORED_VECTORS",
+    "SWEEP_EXPIRED_ITEMS",
     "TERM_STATISTICS",
     "Checked",
     "Operation",
@@ -250,6 +253,15 @@ def _checked_erase_namespace(namespace: object, *, actor: object = "api") -> Che
     return Checked((ns, actor), guard=lambda store: check_erasable(ns, store._holds_namespace))
 
 
+def _checked_sweep(*, now: object = None, actor: object = "ttl") -> Checked:
+    check_text(actor, "actor")
+    if now is None:
+        return Checked((datetime.now(UTC), actor))
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise InputError(f"now must be a timezone-aware datetime, got {now!r}")
+    return Checked((now.astimezone(UTC), actor))
+
+
 INGEST = Operation("ingest", _checked_ingest, "_write_messages")
 SEARCH = Operation("search", _checked_search, "_search")
 GET_RECORDS = Operation("get_records", _checked_get_records, "_get_records")
@@ -273,6 +285,8 @@ DELETE_MESSAGES = Operation(
 ERASE_NAMESPACE = Operation(
     "erase_namespace", _checked_erase_namespace, "_erase_namespace", deletes=True
 )
+# not ``deletes``: key-value items are not record content (nothing of them is cached)
+SWEEP_EXPIRED_ITEMS = Operation("sweep_expired_items", _checked_sweep, "_sweep_expired_items")
 
 OPERATIONS: tuple[Operation, ...] = (
     INGEST,
@@ -292,6 +306,7 @@ OPERATIONS: tuple[Operation, ...] = (
     DELETE_RECORDS,
     DELETE_MESSAGES,
     ERASE_NAMESPACE,
+    SWEEP_EXPIRED_ITEMS,
 )
 """Every checked operation of the store (``records`` / ``arecords`` use
 :func:`checked_records`: an iterator on each face)."""

@@ -19,6 +19,7 @@ from mnemon_langgraph.types import Record
 __all__ = [
     "AUDIT_TRIGGERS",
     "KV_ITEMS_SQL",
+    "KV_TTL_COLUMNS",
     "MIGRATIONS",
     "READABLE_FROM",
     "RECORD_COLUMNS",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Schema version this module writes. A journal with a newer version is refused."""
 
 READABLE_FROM = 2
@@ -161,9 +162,37 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE records RENAME COLUMN source TO origin")
 
 
+KV_TTL_COLUMNS = (("expires_at", "TEXT"), ("ttl_minutes", "REAL"))
+"""The key-value items' TTL columns (version 3): when the item expires (UTC, ISO 8601 with
+microseconds, so expiries compare as text) and its TTL in minutes; ``NULL``: never."""
+
+
+def _migrate_kv_ttl(conn: sqlite3.Connection) -> None:
+    """Version 3, the key-value items' part: the TTL columns of ``mnemon_kv_items`` and an
+    index for the sweep. Every stored item keeps its row and never expires (both columns
+    ``NULL``). Safe to run again."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(mnemon_kv_items)")}
+    for name, kind in KV_TTL_COLUMNS:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE mnemon_kv_items ADD COLUMN {name} {kind}")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS mnemon_kv_items_expiry ON mnemon_kv_items(expires_at) "
+        "WHERE expires_at IS NOT NULL"
+    )
+
+
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    """Version 3: the key-value items' TTL (:func:`_migrate_kv_ttl`)."""
+    _migrate_kv_ttl(conn)
+
+
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.
 # Migrations only add or rename; they never drop data.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_to_1,
+    _migrate_to_2,
+    _migrate_to_3,
+]
 
 
 # --- helpers --------------------------------------------------------------------------

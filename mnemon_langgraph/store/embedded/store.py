@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +239,9 @@ class EmbeddedStore(MnemonStore):
             count = self.journal.erase_namespace(ns, actor=actor)
             index.erase_files(extra)
         return count
+
+    def _sweep_expired_items(self, now: datetime, actor: str) -> int:
+        return self.kv().sweep_sync(now, actor)
 
     # -- reading (hooks) ---------------------------------------------------------------------
 

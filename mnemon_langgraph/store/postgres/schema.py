@@ -55,7 +55,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 TABLES = (
     "mnemon_meta",
@@ -284,7 +284,19 @@ _V6 = [
     "CREATE INDEX IF NOT EXISTS mnemon_kv_audit_ns ON mnemon_kv_audit(ns, id)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+_V7_KV_TTL = [
+    # The key-value items' TTL (LangGraph's TTLConfig on MnemonBaseStore): when an item
+    # expires and its TTL in minutes; NULL for every stored item (it never expires).
+    "ALTER TABLE mnemon_kv_items ADD COLUMN IF NOT EXISTS expires_at timestamptz",
+    "ALTER TABLE mnemon_kv_items ADD COLUMN IF NOT EXISTS ttl_minutes double precision",
+    "CREATE INDEX IF NOT EXISTS mnemon_kv_items_expiry ON mnemon_kv_items(expires_at) "
+    "WHERE expires_at IS NOT NULL",
+]
+
+_V7 = [*_V7_KV_TTL]
+"""Version 7's statements: the key-value items' TTL (:data:`_V7_KV_TTL`)."""
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
@@ -294,7 +306,8 @@ arrays (minutes at 1M records: docs/results/postgres-history.md); version 5 adds
 instead of ``(term, impact)`` and leaves the packs to the store's setup, which builds them from the
 postings; version 6 renames ``mnemon_records.source`` to ``origin`` (the ingest label)
 and adds the key-value items' two tables (``mnemon_kv_items``, ``mnemon_kv_audit``),
-kept as they are where the BaseStore had already created them."""
+kept as they are where the BaseStore had already created them; version 7 adds the key-value
+items' TTL columns (``expires_at``, ``ttl_minutes``: ``NULL`` for every stored item)."""
 
 
 APPEND_ONLY_AUDIT = [

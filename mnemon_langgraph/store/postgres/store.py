@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
@@ -307,6 +308,9 @@ class PostgresStore(MnemonStore):
     def _erase_namespace(self, ns: Namespace, actor: str) -> int:
         return self.engine.run(self.writes.erase(ns, actor))
 
+    def _sweep_expired_items(self, now: datetime, actor: str) -> int:
+        return self.engine.run(self.kv()._sweep(now, actor))
+
     # -- reads (hooks) ------------------------------------------------------------------
 
     def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
@@ -434,6 +438,9 @@ class PostgresStore(MnemonStore):
 
     async def _aerase_namespace(self, ns: Namespace, actor: str) -> int:
         return await self.engine.submit(self.writes.erase(ns, actor))
+
+    async def _asweep_expired_items(self, now: datetime, actor: str) -> int:
+        return await self.kv().sweep(now, actor)
 
     # -- searches (hooks, and each ranking alone) -----------------------------------------
 

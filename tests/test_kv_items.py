@@ -198,6 +198,16 @@ def test_a_version_2_journal_gains_the_ttl_columns_and_its_items_never_expire(
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
+    # read-only, version 2 is read as it is (it cannot be migrated): its items never expire
+    read_only = Journal(path, read_only=True)
+    with (
+        MnemonStore(path, fake_embeddings(), journal=read_only) as store,
+        MnemonBaseStore(store, clock=lambda: FAR) as base,
+    ):
+        assert store.journal.schema_version() == 2
+        assert [i.key for i in base.search(("memories",))] == ["likes"]
+        assert base.list_namespaces() == [("memories", "ada")]
+        assert [r["key"] for r in base.export_items(("memories", "ada"))] == ["likes"]
     with (
         MnemonStore(path, fake_embeddings()) as store,
         MnemonBaseStore(store, clock=lambda: FAR) as base,

@@ -37,6 +37,11 @@ __all__ = ["EmbeddedKVItems"]
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 """The SQL condition of an item not expired by the parameter (a stored expiry text)."""
 
+_V2_COLUMNS = KV_COLUMNS.replace("expires_at, ttl_minutes", "NULL, NULL")
+_V2_LIVE = "(? IS NOT NULL)"
+"""The same for a version-2 journal opened read-only (it cannot be migrated): its items
+have no TTL columns, so none expires."""
+
 
 class EmbeddedKVItems:
     """Key-value items in the journal's file (``store.kv()`` of an embedded store).
@@ -51,6 +56,18 @@ class EmbeddedKVItems:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self.path = journal.path
+        self._sql: tuple[str, str] | None = None
+
+    def _columns(self) -> tuple[str, str]:
+        """``(columns, live condition)`` for this journal's item table: version 3's, or
+        version 2's when the journal is read-only and older (only read-only opens read it)."""
+        if self._sql is None:
+            self._sql = KV_COLUMNS, _LIVE
+            if getattr(self.journal, "read_only", False):
+                names = {r[1] for r in self.journal._read("PRAGMA table_info(mnemon_kv_items)")}
+                if "expires_at" not in names:
+                    self._sql = _V2_COLUMNS, _V2_LIVE
+        return self._sql
 
     # -- sync work (the journal's connection of the calling thread) ------------------------
 
@@ -84,8 +101,9 @@ class EmbeddedKVItems:
             self.journal.checkpoint()  # a deleted value leaves neither the WAL nor a free page
 
     def _get(self, namespace: Namespace, key: str, now: datetime) -> KVRow | None:
+        columns, live = self._columns()
         rows = self.journal._read(
-            f"SELECT {KV_COLUMNS} FROM mnemon_kv_items WHERE namespace = ? AND key = ? AND {_LIVE}",
+            f"SELECT {columns} FROM mnemon_kv_items WHERE namespace = ? AND key = ? AND {live}",
             (namespace_key(namespace), key, expiry_stamp(now)),
         )
         return kv_row(rows[0]) if rows else None
@@ -93,20 +111,22 @@ class EmbeddedKVItems:
     def _under(self, prefix: Namespace, now: datetime | None) -> list[KVRow]:
         """The items under ``prefix`` not expired by ``now`` (``None``: every stored row,
         expired or not: what an erase must reach)."""
-        sql = f"SELECT {KV_COLUMNS} FROM mnemon_kv_items WHERE 1 = 1"
+        columns, live = self._columns()
+        sql = f"SELECT {columns} FROM mnemon_kv_items WHERE 1 = 1"
         params: tuple[Any, ...] = ()
         if prefix:
             exact, starts = prefix_of(prefix)
             sql += " AND (namespace = ? OR substr(namespace, 1, ?) = ?)"
             params = (exact, len(starts), starts)
         if now is not None:
-            sql += f" AND {_LIVE}"
+            sql += f" AND {live}"
             params += (expiry_stamp(now),)
         return [kv_row(r) for r in self.journal._read(sql + " ORDER BY namespace, key", params)]
 
     def _namespaces(self, now: datetime) -> list[Namespace]:
         rows = self.journal._read(
-            f"SELECT DISTINCT namespace FROM mnemon_kv_items WHERE {_LIVE}", (expiry_stamp(now),)
+            f"SELECT DISTINCT namespace FROM mnemon_kv_items WHERE {self._columns()[1]}",
+            (expiry_stamp(now),),
         )
         return sorted(ns_from_key(r[0]) for r in rows)
 

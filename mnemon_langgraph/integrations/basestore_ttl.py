@@ -18,6 +18,7 @@ interval.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -180,7 +181,8 @@ class TTLSweeper:
     def signal_stop(self) -> None:
         """Ask the sweeper to stop, from any thread (it ends after a sweep in progress)."""
         if self.running and self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
+            with contextlib.suppress(RuntimeError):  # that loop has closed: the task is over
+                self._loop.call_soon_threadsafe(self._stop.set)
 
     def loop(self) -> asyncio.AbstractEventLoop | None:
         """The event loop the sweeper runs on (``None``: never started)."""

@@ -140,9 +140,9 @@ class KVItems(Protocol):
     """A backend's key-value items (``store.kv()``), all async (the BaseStore's one core).
 
     Every read takes ``now`` and leaves out the items expired by then, in its SQL (an item
-    whose ``expires_at`` is ``now`` or earlier is expired). :meth:`sweep` is the backend
-    hook of the store's checked ``sweep_expired_items`` (``store/boundary.py``); it has a
-    sync twin ``sweep_sync`` for the embedded store's sync hook.
+    whose ``expires_at`` is ``now`` or earlier is expired). :meth:`sweep` is what the
+    store's hooks of its checked ``sweep_expired_items`` run (``store/boundary.py``; the
+    embedded one calls its sync ``sweep_sync``); nothing else should call it.
     """
 
     async def get(self, namespace: Namespace, key: str, now: datetime) -> KVRow | None: ...

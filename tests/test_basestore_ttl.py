@@ -298,3 +298,34 @@ def test_the_server_factory_reads_the_ttl_and_sweeps_until_closed(
         bad = {"ttl": {"omit_expired": False}}
         with base_store_from_env({"MNEMON_DB": str(db), "LANGGRAPH_STORE": json.dumps(bad)}):
             pass
+
+
+def test_the_sweeper_sweeps_every_interval_and_outlives_a_failing_sweep(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The loop itself, with a pause the test controls (no sleeping): a sweep at start,
+    one after each interval, a failure logged and the next sweep still run."""
+    from mnemon_langgraph.integrations.basestore_ttl import TTLSweeper
+
+    sweeps: list[int] = []
+    pauses: list[float] = []
+
+    async def sweep() -> int:
+        sweeps.append(len(sweeps))
+        if len(sweeps) == 2:
+            raise RuntimeError("database gone for a moment")
+        return 1
+
+    async def pause(seconds: float, stop: asyncio.Event) -> bool:
+        pauses.append(seconds)
+        return len(pauses) == 3 or stop.is_set()  # the third pause ends it
+
+    async def run() -> None:
+        sweeper = TTLSweeper(sweep, wait=pause)
+        await sweeper.start(2.5)
+        assert not sweeper.running and await sweeper.stop() is True
+
+    with caplog.at_level("INFO", logger="mnemon_langgraph.integrations.basestore_ttl"):
+        asyncio.run(run())
+    assert sweeps == [0, 1, 2] and pauses == [150.0, 150.0, 150.0]
+    assert "TTL sweep failed" in caplog.text and "deleted 1 expired items" in caplog.text

@@ -124,12 +124,29 @@ def server_ttl_config(environ: Mapping[str, str]) -> TTLConfig | None:
     return check_ttl_config(config.get("ttl"))
 
 
+async def _stop_or_timeout(seconds: float, stop: asyncio.Event) -> bool:
+    """Wait ``seconds`` or until ``stop`` is set: whether it was set."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
 class TTLSweeper:
     """The background sweep: ``sweep`` once, then every ``interval`` minutes, on the event
-    loop that started it, until stopped. A failing sweep is logged and retried next time."""
+    loop that started it, until stopped. A failing sweep is logged and retried next time.
 
-    def __init__(self, sweep: Callable[[], Awaitable[int]]) -> None:
+    ``wait(seconds, stop)`` is the pause between sweeps (default: ``seconds`` or until
+    ``stop`` is set; whether it was); a test gives its own, so it never sleeps."""
+
+    def __init__(
+        self,
+        sweep: Callable[[], Awaitable[int]],
+        wait: Callable[[float, asyncio.Event], Awaitable[bool]] = _stop_or_timeout,
+    ) -> None:
         self._sweep = sweep
+        self._wait = wait
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -157,11 +174,8 @@ class TTLSweeper:
                     logger.info("TTL sweep deleted %d expired items", swept)
             except Exception:
                 logger.exception("TTL sweep failed (retried at the next interval)")
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=seconds)
+            if await self._wait(seconds, stop):
                 return
-            except TimeoutError:
-                continue
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Stop the sweeper and wait for it (at most ``timeout`` seconds): ``True`` once it

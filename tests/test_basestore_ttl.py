@@ -221,6 +221,13 @@ def test_the_background_sweeper_sweeps_when_it_starts_and_stops(
         assert _stored_keys(target) == ["brief", "new"]
         assert plain.sweep_ttl() == 1
 
+    async def in_async_with() -> bool:
+        async with MnemonBaseStore(store, ttl={"sweep_interval_minutes": 60}) as timed:
+            task = await timed.start_ttl_sweeper()
+        return task.done() and not task.cancelled()
+
+    assert asyncio.run(in_async_with())  # leaving `async with` stopped it, and waited
+
 
 def test_ttl_exports_and_imports_with_its_expiry(store: MnemonStore, clock: Clock) -> None:
     with MnemonBaseStore(store, clock=clock) as bs:

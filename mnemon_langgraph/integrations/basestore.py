@@ -198,6 +198,15 @@ class MnemonBaseStore(BaseStore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> MnemonBaseStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Stop a sweeper started on this loop (waiting for it), then :meth:`close`."""
+        if self._sweeper.loop() is asyncio.get_running_loop():
+            await self.stop_ttl_sweeper()
+        await asyncio.to_thread(self.close)
+
     def close(self) -> None:
         """Stop this object's loop thread; the wrapped store (which holds the key-value
         items, ``store.kv()``) stays open. Idempotent."""

@@ -89,6 +89,7 @@ _ITEM_KEYS = (
     "attribute", "value", "date", "contradicts",
 )  # fmt: skip
 _KV_KEYS = ("type", "namespace", "key", "value", "index", "created_at", "updated_at")
+_KV_TTL_KEYS = ("ttl", "expires_at")  # only on an item put with a TTL
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +401,7 @@ def _parse_kv(data: dict[str, Any], ns: Namespace) -> dict[str, Any]:
     """A key-value item line, checked as the BaseStore's import checks it (no I/O)."""
     from mnemon_langgraph.integrations.basestore import check_exported_items
 
-    _check_keys(data, _KV_KEYS)
+    _check_keys({k: v for k, v in data.items() if k not in _KV_TTL_KEYS}, _KV_KEYS)
     _check_namespace(data, ns)
     row = {k: v for k, v in data.items() if k != "type"}
     try:

@@ -89,14 +89,14 @@ def _seed_records(store: MnemonStore, ns: tuple[str, ...] = ADA) -> None:
 # --- the key-value face ------------------------------------------------------------------------
 
 
-def test_is_a_real_basestore_without_ttl(bs: MnemonBaseStore) -> None:
+def test_is_a_real_basestore_with_ttl(bs: MnemonBaseStore) -> None:
     assert isinstance(bs, BaseStore)
-    assert bs.supports_ttl is False
-    with pytest.raises(NotImplementedError):
-        bs.put(ADA, "k", {"content": "x"}, ttl=5)
-    with pytest.raises(NotImplementedError):
-        bs.batch([PutOp(ADA, "k", {"content": "x"}, ttl=5.0)])
-    assert bs.get(ADA, "k") is None  # nothing half-written
+    assert bs.supports_ttl is True  # TTL: tests/test_basestore_ttl.py
+    with pytest.raises(InputError, match="ttl"):
+        bs.put(ADA, "k", {"content": "x"}, ttl=-5)
+    with pytest.raises(InputError, match="ttl"):
+        bs.batch([PutOp(ADA, "ok", {"content": "x"}), PutOp(ADA, "k", {"content": "x"}, ttl=0)])
+    assert bs.get(ADA, "k") is None and bs.get(ADA, "ok") is None  # nothing half-written
     from mnemon_langgraph.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="MnemonStore"):

@@ -2,7 +2,9 @@
 
 ``langgraph dev`` loads :func:`base_store_from_env`; the server's store API (what Studio's
 memory tab and ``langgraph-sdk``'s ``client.store`` use) then puts items into the journal's
-database and searches them together with the journal's records.
+database and searches them together with the journal's records. The ``store.ttl`` of
+``langgraph.json`` reaches the store through ``LANGGRAPH_STORE`` (the server hands a custom
+store none), and the store's own sweeper runs in the server.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,16 @@ def _seed(db: Path) -> None:
                      timestamp=datetime(2024, 3, 2, 9, 0))],
             origin="seed",
         )  # fmt: skip
+
+
+def _seed_expired(db: Path) -> None:
+    """An item whose TTL ran out an hour before the server starts (written on a clock two
+    hours back): the server's sweeper deletes it when it starts."""
+    from mnemon_langgraph.store import MnemonStore
+
+    two_hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    with MnemonStore(db) as store, MnemonBaseStore(store, clock=lambda: two_hours_ago) as base:
+        base.put(("memories", "ada"), "stale", {"content": "QzvStaleMarker"}, ttl=60)
 
 
 def test_factory_opens_and_closes_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,6 +85,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")  # the seed and the server: one model
     env = dict(os.environ)
     _seed(db)
+    _seed_expired(db)
     app = tmp_path / "app"
     app.mkdir()
     (app / "langgraph.json").write_text(
@@ -80,7 +93,10 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
             {
                 "dependencies": [str(REPO)],
                 "graphs": {"mnemon_read": str(REPO / "graphs" / "read_graph.py") + ":graph"},
-                "store": {"path": "mnemon_langgraph.integrations.basestore.base_store_from_env"},
+                "store": {
+                    "path": "mnemon_langgraph.integrations.basestore.base_store_from_env",
+                    "ttl": {"refresh_on_read": True, "sweep_interval_minutes": 1},
+                },
             }
         )
     )
@@ -123,12 +139,45 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         time.sleep(0.5)
 
 
+def _poll(check: object, what: str, seconds: float = 30.0) -> None:
+    """Wait until ``check()`` is true (the server works in its own time), at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} within {seconds} s")
+        time.sleep(0.2)
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return conn.execute(sql).fetchall()
+
+
 @pytest.mark.slow
 def test_the_servers_store_api_is_the_memory(server: tuple[str, Path]) -> None:
     import httpx
 
     url, db = server
+    # the store's own sweeper (langgraph.json's store.ttl) deleted the expired item at start
+    swept = "SELECT ns, keys, actor FROM mnemon_kv_audit WHERE action = 'expire_items'"
+    _poll(lambda: _rows(db, swept), "the server's TTL sweeper did not sweep")
+    assert _rows(db, swept) == [('["memories","ada"]', '["stale"]', "ttl")]
     with httpx.Client(base_url=url, timeout=60) as client:
+        brief = {"namespace": ["memories", "ada"], "key": "brief", "value": {"content": "x"}}
+        put = client.put("/store/items", json={**brief, "ttl": 0.02})  # 1.2 seconds
+        assert put.status_code in (200, 204), put.text
+        ttl = _rows(db, "SELECT ttl_minutes FROM mnemon_kv_items WHERE key = 'brief'")
+        assert ttl == [(0.02,)]
+        item = {"namespace": "memories.ada", "key": "brief"}
+        assert client.get("/store/items", params=item).json()["key"] == "brief"
+
+        def brief_gone() -> bool:  # a read that refreshes (refresh_on_read) would keep it
+            unrefreshed = {**item, "refresh_ttl": "false"}
+            return client.get("/store/items", params=unrefreshed).json() is None
+
+        _poll(brief_gone, "an item put with ttl=0.02 was still served")
         put = client.put(
             "/store/items",
             json={"namespace": ["memories", "ada"], "key": "diet",
@@ -147,10 +196,8 @@ def test_the_servers_store_api_is_the_memory(server: tuple[str, Path]) -> None:
         assert kinds == {"item", "record"}  # the journal's record is found through the server
         spaces = client.post("/store/namespaces", json={}).json()["namespaces"]
         assert ["memories", "ada"] in spaces
-    import sqlite3
-
-    with sqlite3.connect(db) as conn:  # the server wrote into the journal's own file
-        assert conn.execute("SELECT key FROM mnemon_kv_items").fetchall() == [("diet",)]
+    stored = _rows(db, "SELECT key FROM mnemon_kv_items WHERE key != 'brief'")
+    assert stored == [("diet",)]  # the server wrote into the journal's own file
 
 
 def test_the_user_page_snippet_runs(

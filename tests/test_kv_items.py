@@ -181,3 +181,72 @@ def test_the_index_item_store_has_its_backends_name_and_the_old_one_warns() -> N
         with pytest.warns(DeprecationWarning, match="EmbeddedItemStore"):
             assert module.SQLiteItemStore is items.EmbeddedItemStore
     assert mnemon_langgraph.EmbeddedItemStore is items.EmbeddedItemStore
+
+
+# -- schema step 3 / 7: the key-value items' TTL columns ------------------------------------
+
+FAR = datetime(2999, 1, 1, tzinfo=UTC)
+
+
+def test_a_version_2_journal_gains_the_ttl_columns_and_its_items_never_expire(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v2.db"
+    with MnemonStore(path, fake_embeddings()) as store, MnemonBaseStore(store) as base:
+        base.put(("memories", "ada"), "likes", {"food": "pears"})
+    conn = sqlite3.connect(path)  # back to version 2: the item tables without TTL columns
+    conn.execute("DROP INDEX mnemon_kv_items_expiry")
+    conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN expires_at")
+    conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN ttl_minutes")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    # read-only, version 2 is read as it is (it cannot be migrated): its items never expire
+    read_only = Journal(path, read_only=True)
+    with (
+        MnemonStore(path, fake_embeddings(), journal=read_only) as store,
+        MnemonBaseStore(store, clock=lambda: FAR) as base,
+    ):
+        assert store.journal.schema_version() == 2
+        assert [i.key for i in base.search(("memories",))] == ["likes"]
+        assert base.list_namespaces() == [("memories", "ada")]
+        assert [r["key"] for r in base.export_items(("memories", "ada"))] == ["likes"]
+    with (
+        MnemonStore(path, fake_embeddings()) as store,
+        MnemonBaseStore(store, clock=lambda: FAR) as base,
+    ):
+        assert store.journal.schema_version() == JOURNAL_VERSION == 3
+        assert base.sweep_ttl() == 0  # a stored item has no expiry
+        item = base.get(("memories", "ada"), "likes")
+        assert item is not None and item.value == {"food": "pears"}
+        base.put(("memories", "ada"), "brief", {"food": "figs"}, ttl=5)
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT key, expires_at, ttl_minutes FROM mnemon_kv_items ORDER BY key")
+    assert [(k, e is None, t) for k, e, t in rows] == [("brief", False, 5.0), ("likes", True, None)]
+    conn.close()
+
+
+def test_a_version_6_postgres_database_gains_the_ttl_columns(postgres_url: str) -> None:
+    import psycopg
+
+    with MnemonStore(postgres_url, fake_embeddings()) as store, MnemonBaseStore(store) as base:
+        base.put(("memories", "ada"), "likes", {"food": "pears"})
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN expires_at")
+        conn.execute("ALTER TABLE mnemon_kv_items DROP COLUMN ttl_minutes")
+        conn.execute("UPDATE mnemon_meta SET value = '6' WHERE key = 'schema_version'")
+    with (
+        MnemonStore(postgres_url, fake_embeddings()) as store,
+        MnemonBaseStore(store, clock=lambda: FAR) as base,
+    ):
+        assert base.sweep_ttl() == 0
+        item = base.get(("memories", "ada"), "likes")
+        assert item is not None and item.value == {"food": "pears"}
+        base.put(("memories", "ada"), "brief", {"food": "figs"}, ttl=5)
+    with psycopg.connect(postgres_url) as conn:
+        version = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema_version'")
+        assert version.fetchone() == ("7",)
+        rows = conn.execute(
+            "SELECT key, expires_at IS NULL, ttl_minutes FROM mnemon_kv_items ORDER BY key"
+        ).fetchall()
+    assert rows == [("brief", False, 5.0), ("likes", True, None)]

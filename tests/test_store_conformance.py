@@ -19,6 +19,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -634,6 +635,12 @@ BAD_CALLS: dict[str, Any] = {
     "asession_records start=True": lambda s: _run(s.asession_records(ADA, 1, start=True)),
     "aerase_namespace actor=None": lambda s: _run(s.aerase_namespace(ADA, actor=None)),
     "aadd_messages messages=str": lambda s: _run(s.aadd_messages(ADA, "hello")),
+    "sweep_expired_items now=naive": lambda s: s.sweep_expired_items(now=datetime(2026, 1, 1)),
+    "sweep_expired_items now=str": lambda s: s.sweep_expired_items(now="2026-01-01"),
+    "sweep_expired_items actor=None": lambda s: s.sweep_expired_items(actor=None),
+    "asweep_expired_items now=naive": lambda s: _run(
+        s.asweep_expired_items(now=datetime(2026, 1, 1))
+    ),
 }
 
 
@@ -804,6 +811,36 @@ def test_the_async_face_answers_as_the_sync_face(store: MnemonStore) -> None:
         asyncio.run(store.adelete_records(ADA, [1]))
     with pytest.raises(InputError):
         asyncio.run(store.amatch_record_ids(ADA, None))
+
+
+def test_expired_key_value_items_are_swept_alike_on_both_faces(store: MnemonStore) -> None:
+    """``sweep_expired_items`` (the BaseStore's TTL sweep): only what expired by ``now``,
+    one audit row per namespace, the same on the sync and the async face."""
+    import asyncio
+
+    from mnemon_langgraph.store.kv_items import KVWrite
+
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    writes = [
+        KVWrite(ADA, "a", '{"v": 1}', ttl=5),
+        KVWrite(ADA, "b", '{"v": 2}', ttl=20),
+        KVWrite(BO, "c", '{"v": 3}', ttl=5),
+        KVWrite(BO, "d", '{"v": 4}'),
+    ]
+    kv = store.kv()
+    asyncio.run(kv.write(writes, actor="test", now=t0))
+    assert store.sweep_expired_items(now=t0 + timedelta(minutes=4)) == 0
+    assert store.sweep_expired_items(now=t0 + timedelta(minutes=5), actor="ops") == 2
+    later = t0 + timedelta(minutes=30)
+    assert asyncio.run(store.asweep_expired_items(now=later)) == 1
+    left = asyncio.run(kv.under((), None))
+    assert [(r.namespace, r.key) for r in left] == [(BO, "d")]
+    audit = [a for a in asyncio.run(kv.audit_log(None)) if a.action == "expire_items"]
+    assert [(a.actor, a.namespace, a.keys) for a in audit] == [
+        ("ops", ADA, ("a",)),
+        ("ops", BO, ("c",)),
+        ("ttl", ADA, ("b",)),
+    ]
 
 
 def test_one_date_rule_for_the_store_and_the_integrations(store: MnemonStore) -> None:

@@ -455,6 +455,20 @@ def test_key_value_items_move_sqlite_to_postgres_byte_identical(
             assert [h.key for h in base.search(KV_NS, query="green tea", limit=1)] == ["profile"]
 
 
+def test_a_key_value_item_with_a_ttl_moves_with_its_expiry(tmp_path: Path) -> None:
+    from mnemon_langgraph import MnemonBaseStore
+
+    with _kv_source(tmp_path) as source:
+        with MnemonBaseStore(source) as base:
+            base.put(KV_NS, "mood", {"text": "Ada is tired today"}, ttl=60 * 24)
+        first = _export(source, KV_NS)
+    [mood] = [r for r in _table_of(first)[1:] if r.get("key") == "mood"]
+    assert mood["ttl"] == 1440.0 and mood["expires_at"]
+    with MnemonStore(tmp_path / "copy.db", fake_embeddings()) as copy:
+        assert import_jsonl(copy, io.StringIO(first)).kv_items_written == 3
+        assert _export(copy, KV_NS) == first  # the expiry came along, unchanged
+
+
 @pytest.mark.parametrize("damage", ["value not an object", "bad time", "missing index"])
 def test_a_malformed_kv_line_is_refused_with_its_number_and_nothing_is_written(
     tmp_path: Path, damage: str

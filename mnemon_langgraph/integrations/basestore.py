@@ -19,14 +19,23 @@ middleware, and LangMem's memory tools.
 Namespaces are the journal's: the tuple ``("users", "ada")`` is the namespace the
 other surfaces write records to for user ``ada``. LangGraph forbids ``.`` in a label, so a
 journal namespace such as ``("users", "ada@example.com")`` cannot be named here (it is
-left out of listings and searches). TTL is not supported (``supports_ttl = False``).
+left out of listings and searches).
+
+TTL is LangGraph's (``supports_ttl = True``; :mod:`.basestore_ttl`): ``MnemonBaseStore(store,
+ttl={"default_ttl": 60, "refresh_on_read": True, "sweep_interval_minutes": 5})``,
+``put(..., ttl=minutes)``, ``get`` / ``search(..., refresh_ttl=...)``. Expired items are
+always left out of ``get``, ``search`` and ``list_namespaces`` (the check is in each
+backend's SQL), and :meth:`MnemonBaseStore.sweep_ttl` or the background sweeper
+(:meth:`MnemonBaseStore.start_ttl_sweeper`) deletes them with erase's no-residue guarantee,
+through the store's checked ``sweep_expired_items``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -44,6 +53,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 from mnemon_langgraph.errors import (
@@ -68,6 +78,14 @@ from mnemon_langgraph.integrations.basestore_rank import (
     reachable,
     record_item,
     record_value,
+)
+from mnemon_langgraph.integrations.basestore_ttl import (
+    DEFAULT_SWEEP_MINUTES,
+    TTLSweeper,
+    check_clock_time,
+    check_ttl,
+    check_ttl_config,
+    server_ttl_config,
 )
 from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.records.schema import namespace_key
@@ -97,8 +115,16 @@ ItemAudit = KVAudit
 """One audited deletion of the BaseStore's items (:class:`~mnemon_langgraph.store.kv_items.KVAudit`;
 LangGraph calls a key-value entry an item)."""
 
-_Put = tuple[Namespace, str, Mapping[str, Any] | None, IndexSpec, tuple[datetime, datetime] | None]
-"""A checked put: namespace, key, value (``None``: delete), index spec, restored times."""
+_Put = tuple[
+    Namespace,
+    str,
+    Mapping[str, Any] | None,
+    IndexSpec,
+    tuple[datetime, datetime] | None,
+    tuple[float | None, datetime | None],
+]
+"""A checked put: namespace, key, value (``None``: delete), index spec, restored times,
+``(ttl minutes, restored expiry)``."""
 
 RECORD_SCAN = 1000
 """Most records of one namespace a filtered search looks through for matches (best first)."""
@@ -117,18 +143,35 @@ class MnemonBaseStore(BaseStore):
         index: The fields made searchable when ``put`` is given no ``index``: LangGraph
             field paths (``["content"]``, ``["facts[*].text"]``), ``["$"]`` for the whole
             value (the default) or ``False`` for none.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for a ``put`` that gives
+            no ``ttl``), ``refresh_on_read`` (default ``True``) and
+            ``sweep_interval_minutes`` (the background sweeper's; default 5). Expired items
+            are always left out of reads (``omit_expired: false`` is refused).
+        clock: What *now* is (a callable returning a timezone-aware ``datetime``; default
+            the wall clock in UTC): every expiry is computed and checked against it.
 
     Raises:
-        ConfigurationError: The store is neither backend (or an in-memory SQLite journal).
+        ConfigurationError: The store is neither backend (or an in-memory SQLite journal),
+            or a bad ``index`` or ``ttl``.
     """
 
-    supports_ttl: bool = False
+    supports_ttl: bool = True
 
-    def __init__(self, store: MnemonStore, *, index: IndexSpec = ("$",)) -> None:
+    def __init__(
+        self,
+        store: MnemonStore,
+        *,
+        index: IndexSpec = ("$",),
+        ttl: TTLConfig | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         from mnemon_langgraph.store import EmbeddedStore, is_postgres_url
 
         self.store = store
         self.index: IndexSpec = _check_index(index)
+        self.ttl_config = check_ttl_config(ttl)
+        self._clock = clock or _wall_clock
+        self._sweeper = TTLSweeper(self.asweep_ttl)
         self._loop = LoopThread()
         self._closed = False
         self._items: KVItems
@@ -155,11 +198,23 @@ class MnemonBaseStore(BaseStore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> MnemonBaseStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Stop a sweeper started on this loop (waiting for it), then :meth:`close`."""
+        if self._sweeper.loop() is asyncio.get_running_loop():
+            await self.stop_ttl_sweeper()
+        await asyncio.to_thread(self.close)
+
     def close(self) -> None:
         """Stop this object's loop thread; the wrapped store (which holds the key-value
         items, ``store.kv()``) stays open. Idempotent."""
         if self._closed:
             return
+        if self._sweeper.running and self._sweeper.loop() is self._loop.loop:
+            self._loop.run(self._sweeper.stop(), timeout=30)  # started on this object's loop
+        self._sweeper.signal_stop()  # a sweeper on the caller's loop ends after its sweep
         self._closed = True
         self._items.close()
         self._loop.stop()
@@ -188,6 +243,7 @@ class MnemonBaseStore(BaseStore):
         for op in ops:
             _check_op(op, self.index)
         writes = await self._writes(ops)
+        now = self._now()  # one instant for the whole batch
         results: list[Result] = [None] * len(ops)
         i = 0
         while i < len(ops):
@@ -196,16 +252,18 @@ class MnemonBaseStore(BaseStore):
                 j = i
                 while j < len(ops) and isinstance(ops[j], PutOp):
                     j += 1
-                await self._items.write([writes[k] for k in range(i, j)], actor=actor)
+                await self._items.write([writes[k] for k in range(i, j)], actor=actor, now=now)
                 i = j
                 continue
             if isinstance(op, GetOp):
-                row = await self._items.get(normalize_namespace(op.namespace), op.key)
+                row = await self._items.get(normalize_namespace(op.namespace), op.key, now)
+                if row is not None and op.refresh_ttl:
+                    await self._items.refresh([row], now)
                 results[i] = None if row is None else _item(row)
             elif isinstance(op, SearchOp):
-                results[i] = await self._search(op)
+                results[i] = await self._search(op, now)
             elif isinstance(op, ListNamespacesOp):
-                results[i] = await self._list(op)
+                results[i] = await self._list(op, now)
             i += 1
         return results
 
@@ -217,7 +275,8 @@ class MnemonBaseStore(BaseStore):
         for i, op in enumerate(ops):
             if isinstance(op, PutOp):
                 spec = self.index if op.index is None else op.index
-                puts[i] = (normalize_namespace(op.namespace), op.key, op.value, spec, None)
+                ttl = (check_ttl(op.ttl), None)
+                puts[i] = (normalize_namespace(op.namespace), op.key, op.value, spec, None, ttl)
         return await self._prepare(puts)
 
     async def _prepare(self, puts: dict[int, _Put]) -> dict[int, KVWrite]:
@@ -227,7 +286,7 @@ class MnemonBaseStore(BaseStore):
         vectors = await asyncio.to_thread(self._embed, texts) if texts else None
         writes: dict[int, KVWrite] = {}
         start = 0
-        for i, (ns, key, value, spec, stamp) in puts.items():
+        for i, (ns, key, value, spec, stamp, (ttl, expires)) in puts.items():
             if value is None:
                 writes[i] = KVWrite(ns, key, None)
                 continue
@@ -235,7 +294,8 @@ class MnemonBaseStore(BaseStore):
             rows = vectors[start : start + len(ts)] if vectors is not None and ts else None
             start += len(ts)
             fields = json.dumps(False if spec is False else list(spec))
-            writes[i] = KVWrite(ns, key, dump_value(value), "\n".join(ts), rows, fields, stamp)
+            text = "\n".join(ts)
+            writes[i] = KVWrite(ns, key, dump_value(value), text, rows, fields, stamp, ttl, expires)
         return writes
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -253,21 +313,29 @@ class MnemonBaseStore(BaseStore):
 
     # -- search ---------------------------------------------------------------------------------
 
-    async def _search(self, op: SearchOp) -> list[SearchItem]:
+    async def _search(self, op: SearchOp, now: datetime) -> list[SearchItem]:
         prefix = check_namespace(op.namespace_prefix, allow_empty=True)
         wanted = check_filter(op.filter)
-        rows = [r for r in await self._items.under(prefix) if matches(r.value, wanted)]
+        rows = [r for r in await self._items.under(prefix, now) if matches(r.value, wanted)]
         if not op.query:
             rows.sort(key=lambda r: (-r.updated_at.timestamp(), r.namespace, r.key))
             page = rows[op.offset : op.offset + op.limit]
+            if op.refresh_ttl:
+                await self._items.refresh(page, now)
             return [_search_item(r, None) for r in page]
         ranking = ranking_query(op.query, prefix)  # the user's own name decides nothing
         query_vector = await asyncio.to_thread(self.store.query_vector, ranking)
         need = op.offset + op.limit
-        pool = [Candidate(r.text, r.vectors, _search_item(r, None)) for r in rows if r.text]
+        item_pool = [(Candidate(r.text, r.vectors, _search_item(r, None)), r) for r in rows]
+        item_pool = [(c, r) for c, r in item_pool if r.text]
+        row_of = {id(c): r for c, r in item_pool}
+        pool = [c for c, _ in item_pool]
         pool.extend(await self._record_candidates(prefix, op.query, wanted, need))
         ranked = rank_pool(pool, ranking, query_vector, max(CANDIDATE_DEPTH, need))
-        return [_scored(c.result, score) for c, score in ranked[op.offset : need]]
+        page = ranked[op.offset : need]
+        if op.refresh_ttl:  # the items returned (records have no TTL)
+            await self._items.refresh([row_of[id(c)] for c, _ in page if id(c) in row_of], now)
+        return [_scored(c.result, score) for c, score in page]
 
     async def _record_candidates(
         self, prefix: Namespace, query: str, wanted: dict[str, Any], need: int
@@ -316,14 +384,56 @@ class MnemonBaseStore(BaseStore):
 
     # -- namespaces -----------------------------------------------------------------------------
 
-    async def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        spaces = set(await self._items.namespaces())
+    async def _list(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
+        spaces = set(await self._items.namespaces(now))
         spaces.update(ns for ns in await asyncio.to_thread(self.store.namespaces) if reachable(ns))
         conditions = op.match_conditions or ()
         chosen = [ns for ns in spaces if all(_match(c, ns) for c in conditions)]
         if op.max_depth is not None:
             chosen = list({ns[: op.max_depth] for ns in chosen})
         return sorted(chosen)[op.offset : op.offset + op.limit]
+
+    # -- TTL ------------------------------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        return check_clock_time(self._clock()).astimezone(UTC)
+
+    def sweep_ttl(self) -> int:
+        """Delete the items expired by now (this store's clock), leaving no residue; one
+        ``expire_items`` audit row per namespace (keys, never values). Returns how many.
+
+        Through the store's checked ``sweep_expired_items``; what the background sweeper
+        runs (:meth:`start_ttl_sweeper`)."""
+        self._check_open()
+        return self._loop.run(self.asweep_ttl())
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        self._check_open()
+        return int(await self.store.asweep_expired_items(now=self._now(), actor="ttl"))
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Start deleting expired items in the background, as LangGraph's stores do: a task
+        on the running event loop that sweeps at once, then every ``sweep_interval_minutes``
+        (default the ``ttl`` config's ``sweep_interval_minutes``, else 5). Without a ``ttl``
+        config and an interval, nothing starts (a finished task is returned, as LangGraph's
+        ``AsyncPostgresStore`` does). Calling it again returns the running task."""
+        self._check_open()
+        config = self.ttl_config or {}
+        if sweep_interval_minutes is None and not self.ttl_config:
+            return asyncio.get_running_loop().create_task(asyncio.sleep(0))
+        minutes = check_ttl(
+            sweep_interval_minutes or config.get("sweep_interval_minutes"),
+            what="sweep_interval_minutes",
+        )
+        return self._sweeper.start(minutes or DEFAULT_SWEEP_MINUTES)
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper (on the loop that started it) and wait at most
+        ``timeout`` seconds: ``True`` once stopped or if none ran, ``False`` on a timeout."""
+        return await self._sweeper.stop(timeout)
 
     # -- erase and audit ------------------------------------------------------------------------
 
@@ -349,7 +459,7 @@ class MnemonBaseStore(BaseStore):
         self._check_open()
         ns = normalize_namespace(namespace)
         if len(namespace_key(ns).encode("utf-8")) > MAX_NAMESPACE_BYTES:  # rare: look first
-            held = any(r.namespace == ns for r in await self._items.under(ns))
+            held = any(r.namespace == ns for r in await self._items.under(ns, None))
             held = held or await asyncio.to_thread(self.store.holds_namespace, ns)
             check_erasable(ns, lambda _: held)
         actor = run_actor(actor)
@@ -363,8 +473,9 @@ class MnemonBaseStore(BaseStore):
         """The items of exactly ``namespace`` as JSON-ready dicts, by key.
 
         Each is ``{"namespace", "key", "value", "index", "created_at", "updated_at"}``
-        (``index``: what was searchable; times ISO 8601 UTC). :meth:`import_items` takes
-        them back, on either backend.
+        (``index``: what was searchable; times ISO 8601 UTC), and for an item with a TTL
+        also ``"ttl"`` (minutes) and ``"expires_at"``; expired items are left out.
+        :meth:`import_items` takes them back, on either backend.
         """
         self._check_open()
         return self._loop.run(self.aexport_items(namespace))
@@ -373,18 +484,8 @@ class MnemonBaseStore(BaseStore):
         """Async :meth:`export_items`."""
         self._check_open()
         ns = check_namespace(normalize_namespace(namespace))
-        rows = [r for r in await self._items.under(ns) if r.namespace == ns]
-        return [
-            {
-                "namespace": list(r.namespace),
-                "key": r.key,
-                "value": r.value,
-                "index": False if r.fields is False else list(r.fields),
-                "created_at": r.created_at.isoformat(),
-                "updated_at": r.updated_at.isoformat(),
-            }
-            for r in rows
-        ]
+        rows = [r for r in await self._items.under(ns, self._now()) if r.namespace == ns]
+        return [_exported(r) for r in rows]
 
     def import_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Write exported items back, times included; returns how many.
@@ -429,16 +530,25 @@ def base_store_from_env(environ: Mapping[str, str] | None = None) -> Iterator[Mn
     as by the server's graphs (:func:`~mnemon_langgraph.integrations.studio.store_from_env`).
     ``MNEMON_RETENTION`` (``"30d"``, :mod:`~mnemon_langgraph.integrations.retention_schedule`)
     also applies a retention policy on a schedule while the store is open.
+
+    The store's ``ttl`` (LangGraph's ``TTLConfig``: ``"store": {"path": ..., "ttl":
+    {"default_ttl": 1440, "sweep_interval_minutes": 10}}``) is read from ``LANGGRAPH_STORE``,
+    where the server puts ``langgraph.json``'s ``store``; with one, the TTL sweeper runs on
+    the store's own loop thread until the server closes the store (the server hands a
+    custom store no TTL and skips its own sweeper).
     """
     from mnemon_langgraph.integrations.retention_schedule import retention_schedule_from_env
     from mnemon_langgraph.integrations.studio import store_from_env
 
+    ttl = server_ttl_config(os.environ if environ is None else environ)
     store = store_from_env(environ)
     try:
         with (
             retention_schedule_from_env(store, environ),
-            MnemonBaseStore(store) as base,
+            MnemonBaseStore(store, ttl=ttl) as base,
         ):
+            if ttl:  # the server starts no sweeper for a custom store: this one runs its own
+                base._loop.run(base.start_ttl_sweeper())  # on the store's own loop thread
             yield base
     finally:
         store.close()
@@ -469,8 +579,7 @@ def _check_op(op: Any, default_index: IndexSpec) -> None:
         elif ns[0] == "langgraph":
             raise InvalidNamespaceError(f'root label "langgraph" is reserved: {ns!r}')
         check_key(op.key)
-        if op.ttl is not None:
-            raise NotImplementedError("MnemonBaseStore does not support TTL (ttl must be None)")
+        check_ttl(op.ttl)
         if op.value is not None:
             _check_value(op.value)
             if op.index is not None:
@@ -533,9 +642,11 @@ def _import_row(n: int, row: Any, default_index: IndexSpec) -> _Put:
         _check_value(value)
         spec = _check_index(row["index"]) if "index" in row else default_index
         created, updated = (_instant(row.get(f), f) for f in ("created_at", "updated_at"))
+        ttl = check_ttl(row.get("ttl"))
+        expires = None if ttl is None else _instant(row.get("expires_at"), "expires_at")
     except (InputError, InvalidNamespaceError, ConfigurationError) as exc:
         raise InputError(f"item {n}: {exc}") from exc
-    return ns, key, value, spec, (created, updated)
+    return ns, key, value, spec, (created, updated), (ttl, expires)
 
 
 def _instant(value: Any, name: str) -> datetime:
@@ -558,6 +669,24 @@ def _match(condition: MatchCondition, ns: Namespace) -> bool:
         return False
     part = ns[: len(path)] if condition.match_type == "prefix" else ns[len(ns) - len(path) :]
     return all(p == "*" or p == label for p, label in zip(path, part, strict=True))
+
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _exported(r: KVRow) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "namespace": list(r.namespace),
+        "key": r.key,
+        "value": r.value,
+        "index": False if r.fields is False else list(r.fields),
+        "created_at": r.created_at.isoformat(),
+        "updated_at": r.updated_at.isoformat(),
+    }
+    if r.ttl_minutes is not None and r.expires_at is not None:
+        out.update(ttl=r.ttl_minutes, expires_at=r.expires_at.isoformat())
+    return out
 
 
 def _item(row: KVRow) -> Item:

@@ -34,6 +34,7 @@ from mnemon_langgraph.store.boundary import (
     SESSION_RECORDS,
     STATS,
     STORED_VECTORS,
+    SWEEP_EXPIRED_ITEMS,
     TERM_STATISTICS,
     acall,
     checked_records,
@@ -198,6 +199,12 @@ class AsyncFace:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.erase_namespace`."""
         return await acall(self, ERASE_NAMESPACE, namespace, actor=actor)
 
+    async def asweep_expired_items(
+        self: _Store, *, now: datetime | None = None, actor: str = "ttl"
+    ) -> int:
+        """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.sweep_expired_items`."""
+        return await acall(self, SWEEP_EXPIRED_ITEMS, now=now, actor=actor)
+
     async def aingest_file(
         self: _Store,
         path: str | os.PathLike[str],
@@ -336,3 +343,6 @@ class AsyncFace:
 
     async def _aerase_namespace(self: _Store, ns: Namespace, actor: str) -> int:
         return await asyncio.to_thread(self._erase_namespace, ns, actor)
+
+    async def _asweep_expired_items(self: _Store, now: datetime, actor: str) -> int:
+        return await asyncio.to_thread(self._sweep_expired_items, now, actor)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.records.content_caches import forget_cached_content
 from mnemon_langgraph.records.schema import namespace_key
 from mnemon_langgraph.store.contract import (
@@ -72,6 +74,7 @@ __all__ = [
     "SESSION_RECORDS",
     "STATS",
     "STORED_VECTORS",
+    "SWEEP_EXPIRED_ITEMS",
     "TERM_STATISTICS",
     "Checked",
     "Operation",
@@ -282,6 +285,15 @@ def _checked_hold(namespace: object, *, actor: object = "api", reason: object = 
     return Checked((ns, actor, reason))
 
 
+def _checked_sweep(*, now: object = None, actor: object = "ttl") -> Checked:
+    check_text(actor, "actor")
+    if now is None:
+        return Checked((datetime.now(UTC), actor))
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise InputError(f"now must be a timezone-aware datetime, got {now!r}")
+    return Checked((now.astimezone(UTC), actor))
+
+
 INGEST = Operation("ingest", _checked_ingest, "_write_messages")
 SEARCH = Operation("search", _checked_search, "_search")
 GET_RECORDS = Operation("get_records", _checked_get_records, "_get_records")
@@ -311,6 +323,8 @@ APPLY_RETENTION = Operation(
 HOLD = Operation("hold", _checked_hold, "_hold")
 RELEASE = Operation("release", _checked_hold, "_release")
 HELD_NAMESPACES = Operation("held_namespaces", _checked_nothing, "_held_namespaces")
+# not ``deletes``: key-value items are not record content (nothing of them is cached)
+SWEEP_EXPIRED_ITEMS = Operation("sweep_expired_items", _checked_sweep, "_sweep_expired_items")
 
 OPERATIONS: tuple[Operation, ...] = (
     INGEST,
@@ -334,6 +348,7 @@ OPERATIONS: tuple[Operation, ...] = (
     HOLD,
     RELEASE,
     HELD_NAMESPACES,
+    SWEEP_EXPIRED_ITEMS,
 )
 """Every checked operation of the store (``records`` / ``arecords`` use
 :func:`checked_records`: an iterator on each face)."""

@@ -6,9 +6,13 @@ records, in two tables of the backend's schema (created by its migrations, versi
 the journal's or the PostgreSQL schema):
 
 * ``mnemon_kv_items(namespace, key, value, text, vectors, dim, fields, created_at,
-  updated_at)``: the value as JSON, its indexed text (for BM25) and the unit vectors of its
-  indexed texts (``float32``, ``n × dim``). ``namespace`` holds the stored form of a
-  namespace (:func:`~mnemon_langgraph.records.schema.namespace_key`, a JSON array), so the
+  updated_at, expires_at, ttl_minutes)``: the value as JSON, its indexed text (for BM25),
+  the unit vectors of its indexed texts (``float32``, ``n × dim``) and, for an item put
+  with a TTL, when it expires and the TTL a read refreshes it by (LangGraph's TTL; both
+  ``NULL`` for an item that never expires). Every read passes the caller's *now* and its
+  SQL leaves out the items expired by then; :meth:`KVItems.sweep` deletes them.
+  ``namespace`` holds the stored form of a namespace
+  (:func:`~mnemon_langgraph.records.schema.namespace_key`, a JSON array), so the
   store's ``erase_namespace`` (which erases every table with a ``namespace`` column) erases
   them too.
 * ``mnemon_kv_audit(id, at, actor, action, ns, keys, count)``: one row per deletion (keys
@@ -27,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -36,6 +40,7 @@ from mnemon_langgraph.records.schema import namespace_key, ns_from_key
 from mnemon_langgraph.types import Namespace
 
 __all__ = [
+    "EXPIRE_ACTION",
     "KV_COLUMNS",
     "IndexSpec",
     "KVAudit",
@@ -44,6 +49,8 @@ __all__ = [
     "KVWrite",
     "audit_entry",
     "audit_rows",
+    "expires_after",
+    "expiry_stamp",
     "kv_params",
     "kv_row",
     "kv_upsert",
@@ -67,6 +74,9 @@ class KVRow:
         created_at: First put (UTC).
         updated_at: Last put (UTC).
         fields: What was indexed (``False`` or field paths), so a copy can re-index it.
+        expires_at: When the item expires (UTC), ``None`` if never.
+        ttl_minutes: Its TTL in minutes (what a refreshing read adds to *now*), ``None``
+            if it never expires.
     """
 
     namespace: Namespace
@@ -77,6 +87,8 @@ class KVRow:
     created_at: datetime
     updated_at: datetime
     fields: IndexSpec = ("$",)
+    expires_at: datetime | None = None
+    ttl_minutes: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +97,8 @@ class KVWrite:
 
     ``fields`` is the JSON of the index spec the texts came from; ``stamp`` (a restore)
     sets both times instead of keeping ``created_at`` and taking now as ``updated_at``.
+    ``ttl`` (minutes) makes the item expire that long after the write (``None``: never);
+    ``expires`` (a restore) sets the expiry instead.
     """
 
     namespace: Namespace
@@ -94,6 +108,8 @@ class KVWrite:
     vectors: np.ndarray | None = None
     fields: str = '["$"]'
     stamp: tuple[datetime, datetime] | None = None
+    ttl: float | None = None
+    expires: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +119,12 @@ class KVAudit:
     Attributes:
         id: Audit row id (grows with every deletion).
         at: When (UTC).
-        actor: Who asked (``"basestore"`` for ``delete``, the caller's actor for an erase).
-        action: ``delete_items`` or ``erase_namespace``.
+        actor: Who asked (``"basestore"`` for ``delete``, the caller's actor for an erase
+            or a sweep: ``"ttl"`` for the BaseStore's sweeper).
+        action: ``delete_items``, ``erase_namespace`` or ``expire_items`` (a TTL sweep).
         namespace: The namespace.
         count: Items deleted.
-        keys: Keys of the deleted items (empty for an erase).
+        keys: Keys of the deleted items (empty for an erase; a sweep names them).
     """
 
     id: int
@@ -120,15 +137,38 @@ class KVAudit:
 
 
 class KVItems(Protocol):
-    """A backend's key-value items (``store.kv()``), all async (the BaseStore's one core)."""
+    """A backend's key-value items (``store.kv()``), all async (the BaseStore's one core).
 
-    async def get(self, namespace: Namespace, key: str) -> KVRow | None: ...
+    Every read takes ``now`` and leaves out the items expired by then, in its SQL (an item
+    whose ``expires_at`` is ``now`` or earlier is expired). :meth:`sweep` is what the
+    store's hooks of its checked ``sweep_expired_items`` run (``store/boundary.py``; the
+    embedded one calls its sync ``sweep_sync``); nothing else should call it.
+    """
 
-    async def write(self, writes: Sequence[KVWrite], *, actor: str) -> None: ...
+    async def get(self, namespace: Namespace, key: str, now: datetime) -> KVRow | None: ...
 
-    async def under(self, prefix: Namespace) -> list[KVRow]: ...
+    async def write(
+        self, writes: Sequence[KVWrite], *, actor: str, now: datetime | None = None
+    ) -> None:
+        """Apply ``writes`` in one transaction (``now``: the write's time, default the
+        wall clock; a TTL counts from it)."""
+        ...
 
-    async def namespaces(self) -> list[Namespace]: ...
+    async def under(self, prefix: Namespace, now: datetime | None) -> list[KVRow]:
+        """Items under ``prefix`` not expired by ``now`` (``None``: all stored rows)."""
+        ...
+
+    async def namespaces(self, now: datetime) -> list[Namespace]: ...
+
+    async def refresh(self, rows: Sequence[KVRow], now: datetime) -> None:
+        """Move the expiry of ``rows`` that have a TTL (and have not expired by ``now``)
+        to ``now`` plus their TTL (LangGraph's ``refresh_ttl``)."""
+        ...
+
+    async def sweep(self, now: datetime, actor: str) -> int:
+        """Delete every item expired by ``now``, with one ``expire_items`` audit row per
+        namespace (keys, never values), leaving no residue (erase's guarantee); how many."""
+        ...
 
     async def erase(self, namespace: Namespace, *, actor: str) -> int: ...
 
@@ -167,31 +207,53 @@ def audit_rows(writes: Sequence[KVWrite], deleted: dict[tuple[str, str], bool]) 
     return by_ns
 
 
-KV_COLUMNS = "namespace, key, value, text, vectors, dim, created_at, updated_at, fields"
+KV_COLUMNS = (
+    "namespace, key, value, text, vectors, dim, created_at, updated_at, fields, "
+    "expires_at, ttl_minutes"
+)
+
+EXPIRE_ACTION = "expire_items"
+"""The audit action of a TTL sweep's deletions."""
 
 
 def kv_upsert(mark: str, w: KVWrite) -> str:
-    """The upsert of ``w`` (``mark``: the driver's placeholder); a restore sets both times."""
-    marks = ", ".join([mark] * 9)
+    """The upsert of ``w`` (``mark``: the driver's placeholder); a restore sets both times.
+
+    A put replaces the item's TTL as LangGraph's stores do: its expiry is counted from this
+    write, and a put without a TTL makes the item one that never expires."""
+    marks = ", ".join([mark] * 11)
     times = "created_at = excluded.created_at, " if w.stamp is not None else ""
     return (
         f"INSERT INTO mnemon_kv_items({KV_COLUMNS}) VALUES ({marks}) "
         "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
         "text = excluded.text, vectors = excluded.vectors, dim = excluded.dim, "
-        f"fields = excluded.fields, {times}updated_at = excluded.updated_at"
+        f"fields = excluded.fields, {times}updated_at = excluded.updated_at, "
+        "expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes"
     )
+
+
+def expires_after(now: datetime, ttl_minutes: float | None) -> datetime | None:
+    """When an item written or refreshed at ``now`` with ``ttl_minutes`` expires."""
+    return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+
+
+def expiry_stamp(when: datetime) -> str:
+    """``when`` as the embedded backend stores times: ISO 8601 in UTC, always with
+    microseconds, so that stored expiries compare as text in SQL in time order."""
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def kv_params(ns: str, w: KVWrite, now: datetime) -> tuple[Any, ...]:
     """The upsert's parameters (``ns``: the stored namespace)."""
     blob, dim = _blob(w.vectors)
     created, updated = w.stamp if w.stamp is not None else (now, now)
-    return (ns, w.key, w.value, w.text, blob, dim, created, updated, w.fields)
+    expires = w.expires if w.expires is not None else expires_after(now, w.ttl)
+    return (ns, w.key, w.value, w.text, blob, dim, created, updated, w.fields, expires, w.ttl)
 
 
 def kv_row(r: Sequence[Any]) -> KVRow:
     """A row of ``SELECT`` :data:`KV_COLUMNS` as a :class:`KVRow`."""
-    created, updated = r[6], r[7]
+    created, updated, expires = r[6], r[7], r[9]
     return KVRow(
         namespace=ns_from_key(r[0]),
         key=r[1],
@@ -201,6 +263,8 @@ def kv_row(r: Sequence[Any]) -> KVRow:
         created_at=_utc(created),
         updated_at=_utc(updated),
         fields=json.loads(r[8]) or False,
+        expires_at=None if expires is None else _utc(expires),
+        ttl_minutes=None if r[10] is None else float(r[10]),
     )
 
 

@@ -1,7 +1,7 @@
 """The embedded backend's key-value items (:mod:`mnemon_langgraph.store.kv_items`): two
-tables of the journal's SQLite file (schema version 2), on the journal's connections and
-write transactions (``secure_delete``, ``synchronous=FULL``, WAL checkpoint after a
-deletion, as for records)."""
+tables of the journal's SQLite file (schema version 2; the TTL columns since version 3),
+on the journal's connections and write transactions (``secure_delete``,
+``synchronous=FULL``, WAL checkpoint after a deletion, as for records)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mnemon_langgraph.records.schema import namespace_key, ns_from_key
 from mnemon_langgraph.store.kv_items import (
+    EXPIRE_ACTION,
     KV_COLUMNS,
     KVAudit,
     KVRow,
     KVWrite,
     audit_entry,
     audit_rows,
+    expiry_stamp,
     kv_params,
     kv_row,
     kv_upsert,
@@ -31,6 +33,14 @@ if TYPE_CHECKING:
     from mnemon_langgraph.store.embedded.journal import Journal
 
 __all__ = ["EmbeddedKVItems"]
+
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+"""The SQL condition of an item not expired by the parameter (a stored expiry text)."""
+
+_V2_COLUMNS = KV_COLUMNS.replace("expires_at, ttl_minutes", "NULL, NULL")
+_V2_LIVE = "(? IS NOT NULL)"
+"""The same for a version-2 journal opened read-only (it cannot be migrated): its items
+have no TTL columns, so none expires."""
 
 
 class EmbeddedKVItems:
@@ -46,11 +56,24 @@ class EmbeddedKVItems:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self.path = journal.path
+        self._sql: tuple[str, str] | None = None
+
+    def _columns(self) -> tuple[str, str]:
+        """``(columns, live condition)`` for this journal's item table: version 3's, or
+        version 2's when the journal is read-only and older (only read-only opens read it)."""
+        if self._sql is None:
+            self._sql = KV_COLUMNS, _LIVE
+            if getattr(self.journal, "read_only", False):
+                names = {r[1] for r in self.journal._read("PRAGMA table_info(mnemon_kv_items)")}
+                if "expires_at" not in names:
+                    self._sql = _V2_COLUMNS, _V2_LIVE
+        return self._sql
 
     # -- sync work (the journal's connection of the calling thread) ------------------------
 
-    def _write_in(self, conn: sqlite3.Connection, writes: Sequence[KVWrite], actor: str) -> bool:
-        now = datetime.now(UTC)
+    def _write_in(
+        self, conn: sqlite3.Connection, writes: Sequence[KVWrite], actor: str, now: datetime
+    ) -> bool:
         deleted: dict[tuple[str, str], bool] = {}
         for w in writes:
             ns = namespace_key(w.namespace)
@@ -71,31 +94,79 @@ class EmbeddedKVItems:
             )
         return any(deleted.values())
 
-    def _write(self, writes: Sequence[KVWrite], actor: str) -> None:
+    def _write(self, writes: Sequence[KVWrite], actor: str, now: datetime) -> None:
         with self.journal.transaction() as conn:
-            removed = self._write_in(conn, writes, actor)
+            removed = self._write_in(conn, writes, actor, now)
         if removed:
             self.journal.checkpoint()  # a deleted value leaves neither the WAL nor a free page
 
-    def _get(self, namespace: Namespace, key: str) -> KVRow | None:
+    def _get(self, namespace: Namespace, key: str, now: datetime) -> KVRow | None:
+        columns, live = self._columns()
         rows = self.journal._read(
-            f"SELECT {KV_COLUMNS} FROM mnemon_kv_items WHERE namespace = ? AND key = ?",
-            (namespace_key(namespace), key),
+            f"SELECT {columns} FROM mnemon_kv_items WHERE namespace = ? AND key = ? AND {live}",
+            (namespace_key(namespace), key, expiry_stamp(now)),
         )
         return kv_row(rows[0]) if rows else None
 
-    def _under(self, prefix: Namespace) -> list[KVRow]:
-        sql = f"SELECT {KV_COLUMNS} FROM mnemon_kv_items"
+    def _under(self, prefix: Namespace, now: datetime | None) -> list[KVRow]:
+        """The items under ``prefix`` not expired by ``now`` (``None``: every stored row,
+        expired or not: what an erase must reach)."""
+        columns, live = self._columns()
+        sql = f"SELECT {columns} FROM mnemon_kv_items WHERE 1 = 1"
         params: tuple[Any, ...] = ()
         if prefix:
             exact, starts = prefix_of(prefix)
-            sql += " WHERE namespace = ? OR substr(namespace, 1, ?) = ?"
+            sql += " AND (namespace = ? OR substr(namespace, 1, ?) = ?)"
             params = (exact, len(starts), starts)
+        if now is not None:
+            sql += f" AND {live}"
+            params += (expiry_stamp(now),)
         return [kv_row(r) for r in self.journal._read(sql + " ORDER BY namespace, key", params)]
 
-    def _namespaces(self) -> list[Namespace]:
-        rows = self.journal._read("SELECT DISTINCT namespace FROM mnemon_kv_items")
+    def _namespaces(self, now: datetime) -> list[Namespace]:
+        rows = self.journal._read(
+            f"SELECT DISTINCT namespace FROM mnemon_kv_items WHERE {self._columns()[1]}",
+            (expiry_stamp(now),),
+        )
         return sorted(ns_from_key(r[0]) for r in rows)
+
+    def _refresh(self, rows: Sequence[KVRow], now: datetime) -> None:
+        timed = [r for r in rows if r.ttl_minutes is not None]
+        if not timed:
+            return  # nothing to refresh: no write transaction for a plain read
+        stamp = expiry_stamp(now)
+        with self.journal.transaction() as conn:
+            for r in timed:
+                until = now + timedelta(minutes=r.ttl_minutes or 0)
+                conn.execute(
+                    "UPDATE mnemon_kv_items SET expires_at = ? WHERE namespace = ? AND key = ? "
+                    "AND ttl_minutes IS NOT NULL AND expires_at > ?",
+                    (expiry_stamp(until), namespace_key(r.namespace), r.key, stamp),
+                )
+
+    def sweep_sync(self, now: datetime, actor: str) -> int:
+        """Delete the items expired by ``now`` (the store's sync sweep hook), audited per
+        namespace; the WAL is checkpointed after, as for an erase."""
+        with self.journal.transaction() as conn:
+            gone = conn.execute(
+                "DELETE FROM mnemon_kv_items WHERE expires_at IS NOT NULL AND expires_at <= ? "
+                "RETURNING namespace, key",
+                (expiry_stamp(now),),
+            ).fetchall()
+            by_ns: dict[str, list[str]] = {}
+            for ns, key in gone:
+                by_ns.setdefault(ns, []).append(key)
+            for ns, keys in sorted(by_ns.items()):
+                names = json.dumps(sorted(keys))
+                row = (now.isoformat(), actor, EXPIRE_ACTION, ns, names, len(keys))
+                conn.execute(
+                    "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+        if gone:
+            self.journal.checkpoint()  # an expired value leaves neither the WAL nor a free page
+        return len(gone)
 
     def _erase(self, namespace: Namespace, actor: str) -> int:
         ns = namespace_key(namespace)
@@ -120,17 +191,25 @@ class EmbeddedKVItems:
 
     # -- the async face (sqlite3 blocks: a worker thread) -------------------------------------
 
-    async def get(self, namespace: Namespace, key: str) -> KVRow | None:
-        return await asyncio.to_thread(self._get, namespace, key)
+    async def get(self, namespace: Namespace, key: str, now: datetime) -> KVRow | None:
+        return await asyncio.to_thread(self._get, namespace, key, now)
 
-    async def write(self, writes: Sequence[KVWrite], *, actor: str) -> None:
-        await asyncio.to_thread(self._write, writes, actor)
+    async def write(
+        self, writes: Sequence[KVWrite], *, actor: str, now: datetime | None = None
+    ) -> None:
+        await asyncio.to_thread(self._write, writes, actor, now or datetime.now(UTC))
 
-    async def under(self, prefix: Namespace) -> list[KVRow]:
-        return await asyncio.to_thread(self._under, prefix)
+    async def under(self, prefix: Namespace, now: datetime | None) -> list[KVRow]:
+        return await asyncio.to_thread(self._under, prefix, now)
 
-    async def namespaces(self) -> list[Namespace]:
-        return await asyncio.to_thread(self._namespaces)
+    async def namespaces(self, now: datetime) -> list[Namespace]:
+        return await asyncio.to_thread(self._namespaces, now)
+
+    async def refresh(self, rows: Sequence[KVRow], now: datetime) -> None:
+        await asyncio.to_thread(self._refresh, rows, now)
+
+    async def sweep(self, now: datetime, actor: str) -> int:
+        return await asyncio.to_thread(self.sweep_sync, now, actor)
 
     async def erase(self, namespace: Namespace, *, actor: str) -> int:
         return await asyncio.to_thread(self._erase, namespace, actor)
@@ -143,4 +222,5 @@ class EmbeddedKVItems:
 
 
 def _iso(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
+    # one fixed-width form for every stored time, so expiries compare as text in SQL
+    return expiry_stamp(value) if isinstance(value, datetime) else value

@@ -20,6 +20,7 @@ __all__ = [
     "AUDIT_TRIGGERS",
     "HOLDS_SQL",
     "KV_ITEMS_SQL",
+    "KV_TTL_COLUMNS",
     "MIGRATIONS",
     "READABLE_FROM",
     "RECORD_COLUMNS",
@@ -178,10 +179,31 @@ def _retention_holds_to_3(conn: sqlite3.Connection) -> None:
     conn.execute(HOLDS_SQL)
 
 
+KV_TTL_COLUMNS = (("expires_at", "TEXT"), ("ttl_minutes", "REAL"))
+"""The key-value items' TTL columns (version 3): when the item expires (UTC, ISO 8601 with
+microseconds, so expiries compare as text) and its TTL in minutes; ``NULL``: never."""
+
+
+def _migrate_kv_ttl(conn: sqlite3.Connection) -> None:
+    """Version 3, the key-value items' part: the TTL columns of ``mnemon_kv_items`` and an
+    index for the sweep. Every stored item keeps its row and never expires (both columns
+    ``NULL``). Safe to run again."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(mnemon_kv_items)")}
+    for name, kind in KV_TTL_COLUMNS:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE mnemon_kv_items ADD COLUMN {name} {kind}")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS mnemon_kv_items_expiry ON mnemon_kv_items(expires_at) "
+        "WHERE expires_at IS NOT NULL"
+    )
+
+
 def _migrate_to_3(conn: sqlite3.Connection) -> None:
-    """Version 3: the legal holds of retention (and, merged from the TTL work, the key-value
-    items' ``expires_at``). Each part is its own function; safe to run again."""
+    """Version 3: the legal holds of retention (:func:`_retention_holds_to_3`) and the
+    key-value items' TTL (:func:`_migrate_kv_ttl`). Each part is its own function; safe to
+    run again."""
     _retention_holds_to_3(conn)
+    _migrate_kv_ttl(conn)
 
 
 # Ordered list of migrations: entry i brings a journal from version i to version i + 1.

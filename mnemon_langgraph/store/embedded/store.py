@@ -276,6 +276,9 @@ class EmbeddedStore(MnemonStore):
     def _held_namespaces(self) -> list[Namespace]:
         return retention.held_namespaces(self.journal)
 
+    def _sweep_expired_items(self, now: datetime, actor: str) -> int:
+        return self.kv().sweep_sync(now, actor)
+
     # -- reading (hooks) ---------------------------------------------------------------------
 
     def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:

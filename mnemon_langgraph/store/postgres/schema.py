@@ -298,9 +298,18 @@ def _retention_holds_v7() -> list[str]:
     ]
 
 
-_V7 = [*_retention_holds_v7()]
-"""Version 7: the legal holds of retention (and, merged from the TTL work, the key-value
-items' ``expires_at``); each part is its own function."""
+_V7_KV_TTL = [
+    # The key-value items' TTL (LangGraph's TTLConfig on MnemonBaseStore): when an item
+    # expires and its TTL in minutes; NULL for every stored item (it never expires).
+    "ALTER TABLE mnemon_kv_items ADD COLUMN IF NOT EXISTS expires_at timestamptz",
+    "ALTER TABLE mnemon_kv_items ADD COLUMN IF NOT EXISTS ttl_minutes double precision",
+    "CREATE INDEX IF NOT EXISTS mnemon_kv_items_expiry ON mnemon_kv_items(expires_at) "
+    "WHERE expires_at IS NOT NULL",
+]
+
+_V7 = [*_retention_holds_v7(), *_V7_KV_TTL]
+"""Version 7: the legal holds of retention and the key-value items' TTL; each part is its own
+function or list."""
 
 MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
@@ -313,7 +322,8 @@ instead of ``(term, impact)`` and leaves the packs to the store's setup, which b
 postings; version 6 renames ``mnemon_records.source`` to ``origin`` (the ingest label)
 and adds the key-value items' two tables (``mnemon_kv_items``, ``mnemon_kv_audit``),
 kept as they are where the BaseStore had already created them; version 7 adds the legal
-holds of retention (``mnemon_retention_holds``)."""
+holds of retention (``mnemon_retention_holds``) and the key-value items' TTL columns
+(``expires_at``, ``ttl_minutes``: ``NULL`` for every stored item)."""
 
 
 APPEND_ONLY_AUDIT = [

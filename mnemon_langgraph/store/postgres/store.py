@@ -339,6 +339,9 @@ class PostgresStore(MnemonStore):
     async def _aheld_namespaces(self) -> list[Namespace]:
         return await self.engine.submit(self.retention.held())
 
+    def _sweep_expired_items(self, now: datetime, actor: str) -> int:
+        return self.engine.run(self.kv()._sweep(now, actor))
+
     # -- reads (hooks) ------------------------------------------------------------------
 
     def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
@@ -468,6 +471,9 @@ class PostgresStore(MnemonStore):
 
     async def _aerase_namespace(self, ns: Namespace, actor: str) -> int:
         return await self.engine.submit(self.writes.erase(ns, actor))
+
+    async def _asweep_expired_items(self, now: datetime, actor: str) -> int:
+        return await self.kv().sweep(now, actor)
 
     # -- searches (hooks, and each ranking alone) -----------------------------------------
 

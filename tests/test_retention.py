@@ -222,7 +222,7 @@ def test_key_value_items_under_the_namespace_written_before_the_cutoff_go(
         ])  # fmt: skip
         receipt = store.apply_retention(ADA, older_than="30d", now=NOW)
         assert receipt.kv_items == 2 and receipt.records == 0
-        rows = asyncio.run(store.kv().under(("users",)))
+        rows = asyncio.run(store.kv().under(("users",), None))
         assert sorted(r.key for r in rows) == ["new-profile", "old-bo", "old-other"]
         assert [a.action for a in store.audit_log(ADA)] == ["apply_retention"]
 

@@ -76,7 +76,7 @@ def _state(target: str) -> str:
     with MnemonStore(target, fake_embeddings()) as store:
         left = sorted(m for r in store.records(NS) for m in r.message_ids)
         items = {it.id: it.text for it in store.item_store().all_items(NS)}
-        kv = [r.key for r in asyncio.run(store.kv().under(NS))]
+        kv = [r.key for r in asyncio.run(store.kv().under(NS, None))]
         actions = [a.action for a in store.audit_log(NS)]
         assert store.count(BYSTANDER) == 1
     if len(left) == OLD + NEW:

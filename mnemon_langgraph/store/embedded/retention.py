@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mnemon_langgraph.records.schema import ns_to_key
+from mnemon_langgraph.store.embedded.deletion import Deletions
 from mnemon_langgraph.store.embedded.schema import chunks, now_iso
 from mnemon_langgraph.store.kv_items import prefix_of
 from mnemon_langgraph.store.retention import (
@@ -168,13 +169,10 @@ def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str,
         conn.execute(
             "DELETE FROM mnemon_kv_items WHERE namespace = ? AND key = ?", (ns_key, item_key)
         )
-    for part in chunks(ids):  # messages, vectors and links cascade
-        conn.execute(
-            f"DELETE FROM records WHERE id IN ({','.join('?' * len(part))}) AND namespace = ?",
-            [*part, key],
-        )
+    # delete_records' deletion: messages, vectors and item links cascade
+    deleted = Deletions._delete_ids(conn, key, ids)
     return {
-        "records": len(ids),
+        "records": len(deleted),
         "messages": plan.messages,
         "vectors": plan.vectors,
         "items": len(gone),

@@ -35,6 +35,10 @@ __all__ = [
 
 ItemKind: TypeAlias = Literal["event", "value", "instruction"]
 
+RETENTION_NOTE = "[Some of the records this came from were removed by retention.]"
+"""The note retention appends to an item that kept other links (``store.apply_retention``:
+it lost the removed links and the text quoting them)."""
+
 
 @dataclass(frozen=True, slots=True)
 class IndexItem:
@@ -70,6 +74,12 @@ class IndexItem:
     seq: int = 0
 
     @property
+    def trimmed(self) -> bool:
+        """Retention removed some of the records it came from (its text ends with
+        :data:`RETENTION_NOTE`); a value item's line says so too."""
+        return self.text.endswith(RETENTION_NOTE)
+
+    @property
     def group_key(self) -> tuple[str, ...]:
         """Key of the timeline or value history the item belongs to."""
         if self.kind == "event":
@@ -85,6 +95,8 @@ class IndexItem:
             return f"{day}: {self.text}"
         if self.kind == "value":
             mark = " (contradicts an earlier value)" if self.contradicts else ""
+            if self.trimmed:
+                mark += " (some of its records were removed by retention)"
             return f"{day}: {self.subject} — {self.attribute} = {self.value}{mark}"
         return self.text
 

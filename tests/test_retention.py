@@ -177,6 +177,10 @@ def test_items_linked_only_to_removed_records_go_others_lose_the_quoted_text_and
                 subject="Ada", attribute="pet", value="Whiskers",
             ),
             _item("recent", "event", "Ada likes green tea.", [ids["new2"]], topic="drinks"),
+            _item(
+                "drink", "value", "Ada drinks green tea. Ada adopted Whiskers.",
+                [ids["old4"], ids["new1"]], subject="Ada", attribute="drink", value="green tea",
+            ),
             _item(  # its timeline's name is a word only the removed records said
                 "label", "event", "Ada likes green tea.", [ids["old3"], ids["new0"]],
                 topic="Whiskers",
@@ -186,11 +190,14 @@ def test_items_linked_only_to_removed_records_go_others_lose_the_quoted_text_and
             ADA, expected_watermark=0, new_watermark=store.max_seq(ADA), new_items=batch,
             new_vectors=items.embed_items(batch),
         )  # fmt: skip
-        assert items.count(ADA) == 5
+        assert items.count(ADA) == 6
         receipt = store.apply_retention(ADA, older_than="30d", now=NOW)
-        assert receipt.items_removed == 3 and receipt.items_trimmed == 1
+        assert receipt.items_removed == 3 and receipt.items_trimmed == 2
         left = {it.id: it for it in items.all_items(ADA)}
-        assert set(left) == {"mixed", "recent"}
+        assert set(left) == {"mixed", "recent", "drink"}
+        assert left["drink"].value == "green tea" and left["drink"].trimmed
+        assert left["drink"].render().endswith("(some of its records were removed by retention)")
+        assert not left["recent"].trimmed
         assert left["mixed"].text == f"Ada likes green tea. {RETENTION_NOTE}"
         assert left["mixed"].record_ids == (ids["new0"],)
         assert left["recent"].text == "Ada likes green tea."
@@ -198,7 +205,7 @@ def test_items_linked_only_to_removed_records_go_others_lose_the_quoted_text_and
         assert [a.action for a in store.audit_log(ADA)] == ["apply_retention"]
         tables = json.loads(store.audit_log(ADA)[0].reason)["tables"]
         assert {k.removeprefix("mnemon_"): v for k, v in tables.items() if "item" in k} == {
-            "items": 3, "items_updated": 1, "item_links": 4, "kv_items": 0,
+            "items": 3, "items_updated": 2, "item_links": 5, "kv_items": 0,
         }  # fmt: skip
 
 

@@ -121,6 +121,11 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception]]] = 
     ("erase_namespace", (NS,), {"actor": None}, InputError),
     ("search", ("q",), {"namespace": NS, "k": -1}, InputError),
     ("ingest", (NS, "text"), {"source": "s"}, InputError),
+    ("apply_retention", (NS,), {"older_than": "soon"}, InputError),
+    ("apply_retention", (NS,), {"older_than": "30d", "keep_last": -2}, InputError),
+    ("apply_retention", ((),), {"older_than": "30d"}, NamespaceError),
+    ("hold", (NS,), {"reason": 3}, InputError),
+    ("release", (("a", ""),), {}, NamespaceError),
 ]
 
 

@@ -862,3 +862,29 @@ def test_one_date_rule_for_the_store_and_the_integrations(store: MnemonStore) ->
     assert date_messages(store, ADA, [Message("next", "Ada")], now=five_hours)[0].session == 2
     kept = Message("own date", "Ada", timestamp=datetime(2020, 1, 1), session=7)
     assert date_messages(store, ADA, [kept], now=five_hours) == [kept]
+
+
+def test_retention_answers_alike_on_both_faces_and_a_hold_outlives_an_erase(
+    store: MnemonStore,
+) -> None:
+    """``apply_retention`` (tests/test_retention.py has the rest): the same receipt from each
+    face for the same history; a legal hold is not lifted by an erase of its namespace."""
+    from datetime import UTC, datetime
+
+    old, now = datetime(2024, 1, 1), datetime(2024, 6, 1, tzinfo=UTC)
+    history = [
+        Message(f"turn {i}", "Ada", id=f"t{i}", session=1 + i % 2, timestamp=old if i < 3 else now)
+        for i in range(5)
+    ]
+    for ns in (ADA, BO):
+        store.ingest(ns, history, origin="chat", pack=False)
+    sync = store.apply_retention(ADA, older_than="30d", now=now)
+    other = _run(store.aapply_retention(BO, older_than="30d", now=now))
+    assert sync.records == 3 and (other.counts, other.message_ids) == (
+        sync.counts,
+        sync.message_ids,
+    )
+    assert store.count(ADA) == store.count(BO) == 2
+    store.hold(BO)
+    store.erase_namespace(BO)
+    assert store.held_namespaces() == [BO] and store.count(BO) == 0

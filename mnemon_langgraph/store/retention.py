@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.items import RETENTION_NOTE
 from mnemon_langgraph.search.text import terms
 from mnemon_langgraph.types import Namespace
 
@@ -48,8 +49,6 @@ __all__ = [
     "trim_quoted",
 ]
 
-RETENTION_NOTE = "[Some of the records this came from were removed by retention.]"
-"""The note an item that kept other links gets (it says the removed links are gone)."""
 
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

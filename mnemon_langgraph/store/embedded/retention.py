@@ -2,10 +2,11 @@
 
 What goes and how it is chosen is :mod:`mnemon_langgraph.store.retention` (shared with
 PostgreSQL); this module reads and writes the journal's tables. The run is one ``BEGIN
-IMMEDIATE`` transaction (a SIGKILL leaves the namespace as before or as after: SQLite's
-rollback journal), with ``secure_delete`` on (every connection of the journal), followed by
-the WAL checkpoint an erase ends with; the index files are handled by the store's hook
-(:meth:`NamespaceIndex.remove`, which unlinks the checkpoints holding the removed words).
+IMMEDIATE`` transaction (a SIGKILL leaves the namespace as before or as after: the commit
+is atomic in the WAL), with ``secure_delete`` on (every connection of the journal), followed
+by the WAL checkpoint an erase ends with. The index files are the store's hook's: it unlinks
+the namespace's checkpoints before the transaction (they hold the words of what goes) and
+drops the removed records from the in-memory indexes after it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mnemon_langgraph.records.schema import ns_to_key
+from mnemon_langgraph.store.embedded.deletion import Deletions
 from mnemon_langgraph.store.embedded.schema import chunks, now_iso
 from mnemon_langgraph.store.kv_items import prefix_of
 from mnemon_langgraph.store.retention import (
     REDACTED_ERROR,
     FailureRow,
+    ItemChange,
     RecordStub,
     RetentionPlan,
     RetentionReceipt,
@@ -71,7 +74,7 @@ def _stubs(conn: sqlite3.Connection, key: str) -> list[RecordStub]:
     ]  # fmt: skip
 
 
-def _plan_items(conn: sqlite3.Connection, key: str, removed: set[str]) -> list:
+def _plan_items(conn: sqlite3.Connection, key: str, removed: set[str]) -> list[ItemChange]:
     if "items" not in _tables(conn) or not removed:
         return []
     linked = _rows_in(
@@ -168,13 +171,10 @@ def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str,
         conn.execute(
             "DELETE FROM mnemon_kv_items WHERE namespace = ? AND key = ?", (ns_key, item_key)
         )
-    for part in chunks(ids):  # messages, vectors and links cascade
-        conn.execute(
-            f"DELETE FROM records WHERE id IN ({','.join('?' * len(part))}) AND namespace = ?",
-            [*part, key],
-        )
+    # delete_records' deletion: messages, vectors and item links cascade
+    deleted = Deletions._delete_ids(conn, key, ids)
     return {
-        "records": len(ids),
+        "records": len(deleted),
         "messages": plan.messages,
         "vectors": plan.vectors,
         "items": len(gone),

@@ -93,6 +93,14 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
     lme.add_argument(
         "--no-embedding-cache", action="store_true", help="embed every text afresh (no cache file)"
     )
+    _add_lme_output_and_history(lme)
+    _add_as_of(lme)
+    add_models(lme)
+    lme.set_defaults(func=_run)
+
+
+def _add_as_of(lme: argparse.ArgumentParser) -> None:
+    """``--as-of-evidence`` (:mod:`mnemon_langgraph.eval.as_of`)."""
     lme.add_argument(
         "--as-of-evidence",
         action="store_true",
@@ -101,9 +109,6 @@ def add_longmemeval(sub: Any, add_models: Any) -> None:
         "labels); reports whether the View holds the old value's evidence and that no "
         "record dated later is pooled (no baselines or budget curve)",
     )
-    _add_lme_output_and_history(lme)
-    add_models(lme)
-    lme.set_defaults(func=_run)
 
 
 def _add_lme_output_and_history(lme: argparse.ArgumentParser) -> None:

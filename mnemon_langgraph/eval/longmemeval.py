@@ -183,7 +183,7 @@ class _Prepared:
 
     question: LongMemEvalQuestion
     namespace: tuple[str, str]
-    index: TurnIndex
+    index: TurnIndex | None  # None: no baselines (an as-of run)
     turn_tokens: list[int]
     message_ids_of: dict[str, Sequence[str]]
     ingest_seconds: float
@@ -202,8 +202,10 @@ def _prepare(
     tokens: TokenCounter,
     *,
     embed_headers: bool = True,
+    baselines: bool = True,
 ) -> _Prepared:
-    """Ingest one question's history and build its turn-level baseline index."""
+    """Ingest one question's history and build its turn-level baseline index (not without
+    ``baselines``: the turns are then only counted)."""
     from mnemon_langgraph.records.chunking import chunk_messages
 
     ns = ("longmemeval", q.question_id)
@@ -216,12 +218,13 @@ def _prepare(
     turns = chunk_messages(
         q.messages, namespace=("longmemeval-turns", q.question_id), origin=source, pack=False
     )
-    index = TurnIndex.build(turns, embedder, embed_headers=embed_headers)
+    index = TurnIndex.build(turns, embedder, embed_headers=embed_headers) if baselines else None
+    rendered = index.rendered if index is not None else [t.render() for t in turns]
     return _Prepared(
         question=q,
         namespace=ns,
         index=index,
-        turn_tokens=[tokens.count(t) for t in index.rendered],
+        turn_tokens=[tokens.count(t) for t in rendered],
         message_ids_of={r.id: r.message_ids for r in store.records(ns)},
         ingest_seconds=seconds,
     )
@@ -244,6 +247,7 @@ def _ask(graph: Any, prep: _Prepared) -> tuple[Any, float]:
 
 def _baselines(prep: _Prepared, view_chars: int, ks: Sequence[int]) -> dict[str, Any]:
     index = prep.index
+    assert index is not None  # built unless the run asks as of a date
     contexts = index.contexts(prep.question.question, ks=ks, view_chars=view_chars)
     return {
         name: {
@@ -346,7 +350,14 @@ def _with_filler(run: _Run, q: LongMemEvalQuestion) -> tuple[LongMemEvalQuestion
 def _question(run: _Run, q: LongMemEvalQuestion) -> tuple[dict[str, Any], Any]:
     """Ingest, read, baselines, curve and answer of one question; its row and settings."""
     q, history = _with_filler(run, q)
-    prep = _prepare(q, run.store, run.embedder, run.tokens, embed_headers=not history)
+    prep = _prepare(
+        q,
+        run.store,
+        run.embedder,
+        run.tokens,
+        embed_headers=not history,
+        baselines=not run.cfg.as_of_evidence,
+    )
     try:
         asked = _as_of_asked(q) if run.cfg.as_of_evidence else None
         prep.as_of = asked[0] if asked else None

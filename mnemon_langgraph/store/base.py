@@ -80,6 +80,7 @@ from mnemon_langgraph.types import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from typing import Self
 
     from typing_extensions import Unpack
@@ -362,6 +363,15 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace):
         not the consolidated index of :meth:`item_store`): two tables of the backend's
         schema, on its connection or pool (``store/embedded/kv_items.py``,
         ``store/postgres/kv_items.py``)."""
+        return _abstract(self)
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """``with store.transaction():`` the writes made inside on this thread (``ingest``,
+        ``add_messages``, the item store's ``commit_batch``, the sync
+        ``MnemonBaseStore.import_items``) commit together at the block's end, or none does:
+        an exception rolls all back, so does a killed process. Reads inside see them; other
+        writers wait. Sync only (SQLite's is the calling thread's journal connection;
+        nested blocks are savepoints). Not for deletions or erases."""
         return _abstract(self)
 
     def __enter__(self) -> Self:

@@ -72,9 +72,10 @@ class EmbeddedKVItems:
         return any(deleted.values())
 
     def _write(self, writes: Sequence[KVWrite], actor: str) -> None:
+        outer = self.journal.in_transaction()
         with self.journal.transaction() as conn:
             removed = self._write_in(conn, writes, actor)
-        if removed:
+        if removed and not outer:  # a caller's transaction: nothing is committed yet
             self.journal.checkpoint()  # a deleted value leaves neither the WAL nor a free page
 
     def _get(self, namespace: Namespace, key: str) -> KVRow | None:
@@ -125,6 +126,11 @@ class EmbeddedKVItems:
 
     async def write(self, writes: Sequence[KVWrite], *, actor: str) -> None:
         await asyncio.to_thread(self._write, writes, actor)
+
+    def write_here(self, writes: Sequence[KVWrite], *, actor: str) -> None:
+        """:meth:`write` on the calling thread's connection (inside its transaction, if
+        one is open: ``store.transaction()``)."""
+        self._write(writes, actor)
 
     async def under(self, prefix: Namespace) -> list[KVRow]:
         return await asyncio.to_thread(self._under, prefix)

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -130,6 +131,15 @@ class EmbeddedStore(MnemonStore):
         """The key-value items in the journal's own file, on its connections."""
         return EmbeddedKVItems(self.journal)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The journal's write transaction on this thread's connection, which the writes of
+        this thread join as savepoints (see :meth:`MnemonStore.transaction
+        <mnemon_langgraph.store.MnemonStore.transaction>`). The indexes see what it wrote
+        after the commit: each catches up with the journal when it is next used."""
+        with self.journal.transaction():
+            yield
+
     # -- indexes ---------------------------------------------------------------------------
 
     def index(self, namespace: str | Sequence[str]) -> NamespaceIndex:
@@ -177,6 +187,7 @@ class EmbeddedStore(MnemonStore):
         drafted = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = self._embed([r.text for r in drafted], progress)
         index = self._index(ns)
+        outer = self.journal.in_transaction()  # a caller's transaction: commits later
         with index.lock:
             with self.journal.transaction():  # reads below run on its connection
                 fresh = fresh_messages(messages, self.journal.known_message_ids(ns, ids))
@@ -186,7 +197,8 @@ class EmbeddedStore(MnemonStore):
                     records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
                     rows = reuse_vectors(records, drafted, vectors, lambda t: self._embed(t, None))
                     written = self.journal.append(ns, records, rows)
-            index.sync()
+            if not outer:  # uncommitted rows never enter the index (a rollback drops them)
+                index.sync()
         return written
 
     def _delete_records(

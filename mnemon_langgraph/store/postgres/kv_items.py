@@ -52,6 +52,11 @@ class PostgresKVItems:
     async def write(self, writes: Sequence[KVWrite], *, actor: str) -> None:
         await self.engine.submit(self._write(writes, actor))
 
+    def write_here(self, writes: Sequence[KVWrite], *, actor: str) -> None:
+        """:meth:`write` from a sync caller, waiting (inside the engine's transaction this
+        thread holds, if any: ``store.transaction()``)."""
+        self.engine.run(self._write(writes, actor))
+
     async def _write(self, writes: Sequence[KVWrite], actor: str) -> None:
         now = datetime.now(UTC)
         deleted: dict[tuple[str, str], bool] = {}

@@ -186,7 +186,7 @@ def compose_view(
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
     judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
     stale: set[str] = set()
-    if judged_stale and settings.leave_out_stale:
+    if judged_stale and settings.experiments.leave_out_stale:
         stale = replaced_stale(pool, judged, judged_stale)
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
@@ -195,9 +195,11 @@ def compose_view(
     session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
-        candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
+        candidates = blend_with_fused(
+            candidates, order, settings.experiments.fused_weight, settings.rrf_k
+        )
     candidates = spread_pieces(candidates, pool, settings.message_pieces)
-    if all_needs and settings.spread_sessions:
+    if all_needs and settings.experiments.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)

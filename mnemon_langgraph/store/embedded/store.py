@@ -30,7 +30,8 @@ from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_ch
 from mnemon_langgraph.records.schema import AuditEntry
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
-from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
+from mnemon_langgraph.store.base import MnemonStore
+from mnemon_langgraph.store.contract import fresh_messages, sessions_of
 from mnemon_langgraph.store.embedded.index import (
     NamespaceIndex,
     all_index_folders,

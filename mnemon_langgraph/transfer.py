@@ -847,8 +847,12 @@ def import_jsonl(
             cannot rebuild, or an item id another namespace holds; nothing was written.
         ConfigurationError: The store's ``record_chars`` is not the file's and it would
             cut the records differently; nothing was written.
-        ModelCallError: The embedder failed; what was written before is kept, and
-            importing the file again completes the import.
+        ModelCallError: The embedder failed; nothing was written.
+
+    The writes are one transaction of the store (:meth:`MnemonStore.transaction
+    <mnemon_langgraph.store.MnemonStore.transaction>`): records, index items with the
+    watermark, and key-value items commit together, so any failure, or the process killed
+    on the way, leaves the store exactly as it was.
     """
     parsed = fp if isinstance(fp, ParsedExport) else read_export(fp, name=name)
     batches = _checked_plan(parsed, int(store.record_chars), name)
@@ -859,15 +863,18 @@ def import_jsonl(
         vectors = items.embed_items(new_items) if new_items else None
         written: list[str] = []
         messages_written = skipped = 0
-        for batch in batches:
-            result = store.ingest(ns, batch.messages, origin=batch.source)
-            written.extend(result.record_ids)
-            messages_written += result.messages_written
-            skipped += result.messages_skipped
-        items_written = _commit_items(store, items, parsed, new_items, vectors)
+        # One transaction: the records, the index items with the watermark and the
+        # key-value items commit together, so a failure or a kill leaves the store as it was.
+        with store.transaction():
+            for batch in batches:
+                result = store.ingest(ns, batch.messages, origin=batch.source)
+                written.extend(result.record_ids)
+                messages_written += result.messages_written
+                skipped += result.messages_skipped
+            items_written = _commit_items(store, items, parsed, new_items, vectors)
+            kv_written = _import_kv(store, parsed.kv_items) if parsed.kv_items else 0
     finally:
         items.close()
-    kv_written = _import_kv(store, parsed.kv_items) if parsed.kv_items else 0
     return ImportResult(
         namespace=ns,
         records_written=len(written),
@@ -881,7 +888,8 @@ def import_jsonl(
 
 
 def _import_kv(store: Any, rows: Sequence[dict[str, Any]]) -> int:
-    """Write the file's key-value items (same namespace and key: replaced, so idempotent)."""
+    """Write the file's key-value items (same namespace and key: replaced, so idempotent),
+    on this thread: inside the import's transaction."""
     from mnemon_langgraph.integrations.basestore import MnemonBaseStore
 
     with MnemonBaseStore(store) as base:

@@ -32,9 +32,8 @@ from mnemon_langgraph.consolidation import (
     ConsolidationSettings,
     EmbeddedItemStore,
     create_consolidation_graph,
-    cut_batch,
-    trim_record,
 )
+from mnemon_langgraph.consolidation.batching import cut_batch, trim_record
 from mnemon_langgraph.consolidation.fold import (
     FoldContext,
     FoldOutput,

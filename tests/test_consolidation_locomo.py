@@ -12,11 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _consolidation_fakes import batch_records, deriving_model, fake_embeddings
 from _paths import LOCOMO_DEV
 
-from mnemon_langgraph.consolidation import (
-    EmbeddedItemStore,
-    create_consolidation_graph,
-    trim_record,
-)
+from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
+from mnemon_langgraph.consolidation.batching import trim_record
 from mnemon_langgraph.loaders.locomo import load_locomo
 from mnemon_langgraph.records.chunking import chunk_messages
 from mnemon_langgraph.store.embedded.journal import Journal

@@ -212,7 +212,8 @@ def test_read_setting_values_are_typed_and_checked_by_read_settings() -> None:
         ["excerpt_slots=None", "leave_out_recent=false", "fused_weight=0.5", "follow_scope=both"],
         3000,
     )
-    assert (got.excerpt_slots, got.leave_out_recent, got.fused_weight) == (None, False, 0.5)
+    assert (got.excerpt_slots, got.leave_out_recent) == (None, False)
+    assert got.experiments.fused_weight == 0.5  # a switch, by its name
     assert (got.follow_scope, got.view_chars) == ("both", 3000)
     assert read_settings([]) == read_settings([], None)
     for bad in ("view_chars=-1", "follow_scope=everywhere", "=3", "view_chars=many"):

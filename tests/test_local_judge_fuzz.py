@@ -24,7 +24,7 @@ from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, SCREEN, STALE
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, Record
@@ -122,9 +122,12 @@ def journal(tmp_path_factory: pytest.TempPathFactory) -> Any:
 _SETTINGS = st.builds(
     ReadSettings,
     view_chars=st.sampled_from([300, 1000, 2000, 12000]),
-    relative_date_search=st.booleans(),
-    part_searches=st.sampled_from([0, 3]),
-    leave_out_stale=st.booleans(),
+    experiments=st.builds(
+        ExperimentSwitches,
+        relative_date_search=st.booleans(),
+        part_searches=st.sampled_from([0, 3]),
+        leave_out_stale=st.booleans(),
+    ),
     excerpt_slots=st.sampled_from([None, 2, 6]),
     message_pieces=st.sampled_from([None, 1]),
 )

@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.read.dates import SLACK_DAYS, relative_date_range
 from mnemon_langgraph.read.planner import RulePlanner, question_parts
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 
 NOW = datetime(2023, 3, 9, 14, 30)  # a Thursday
 
@@ -103,8 +103,12 @@ def test_parts_are_capped_and_a_message_without_parts_has_none() -> None:
 
 def test_the_rule_planner_adds_part_searches_only_when_asked() -> None:
     message = [HumanMessage("What is the total cost of the car cover and detailing spray?")]
-    plain = RulePlanner().plan(message, ReadSettings(part_searches=0))
-    parts = RulePlanner().plan(message, ReadSettings(part_searches=3))
+    plain = RulePlanner().plan(
+        message, ReadSettings(experiments=ExperimentSwitches(part_searches=0))
+    )
+    parts = RulePlanner().plan(
+        message, ReadSettings(experiments=ExperimentSwitches(part_searches=3))
+    )
     assert [s.origin for s in plain.searches if s.origin == "part"] == []
     added = [s.query for s in parts.searches if s.origin == "part"]
     assert added == ["total cost car cover", "detailing spray"]

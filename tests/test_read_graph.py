@@ -16,7 +16,7 @@ from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import View
 
@@ -251,7 +251,9 @@ def test_records_judged_no_longer_current_are_left_out() -> None:
         return support_judge(prop, text, need)
 
     judge = ScriptedDecisionModel(answers=by_text(stale_r0))
-    g, _ = graph(judge=judge, settings=ReadSettings(leave_out_stale=True))
+    g, _ = graph(
+        judge=judge, settings=ReadSettings(experiments=ExperimentSwitches(leave_out_stale=True))
+    )
     view = g.invoke(ask(), context=CTX)["view"]
     assert "r0" not in view.record_ids and "r4" in view.record_ids
     assert "no longer current" in view.trace["placement"]["r0"]

@@ -25,7 +25,12 @@ from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
-from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.settings import (
+    EXPERIMENT_SWITCHES,
+    LOOKAHEAD,
+    ExperimentSwitches,
+    ReadSettings,
+)
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search.fusion import RRF_K
 
@@ -362,12 +367,12 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "date_search": (False, lambda t: len(t.searches("date")), {}),
     "fused_weight": (4.0, lambda t: [r["id"] for r in t.view["records"]], {"parity_judge": True}),
     "relative_date_search": (
-        not ReadSettings().relative_date_search,
+        not ReadSettings().experiments.relative_date_search,
         lambda t: [s["origin"] for s in t.trace["searches"]],
         {"question": RELATIVE_QUESTION, "now": datetime(2023, 4, 20)},
     ),
     "part_searches": (
-        0 if ReadSettings().part_searches else 3,
+        0 if ReadSettings().experiments.part_searches else 3,
         lambda t: len(t.trace["searches"]),
         {"rule_planner": True},
     ),
@@ -377,7 +382,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {"pieces": True},
     ),
     "leave_out_stale": (
-        not ReadSettings().leave_out_stale,
+        not ReadSettings().experiments.leave_out_stale,
         lambda t: str(t.trace["placement"].get("s1p0", ""))[:40],
         {"stale_judge": True},
     ),
@@ -422,7 +427,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {"team_delay": 0.25},
     ),
     "spread_sessions": (
-        not ReadSettings().spread_sessions,
+        not ReadSettings().experiments.spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],
         {},
     ),
@@ -436,15 +441,27 @@ def _trivial(value: Any) -> bool:
 
 
 def test_every_field_has_a_case() -> None:
-    assert sorted(CASES) == sorted(f.name for f in fields(ReadSettings))
+    tuned = [f.name for f in fields(ReadSettings) if f.name != "experiments"]
+    assert sorted(CASES) == sorted([*tuned, *EXPERIMENT_SWITCHES])
+
+
+def _value(settings: ReadSettings, name: str) -> Any:
+    part = settings.experiments if name in EXPERIMENT_SWITCHES else settings
+    return getattr(part, name)
+
+
+def _changed(name: str, value: Any) -> ReadSettings:
+    if name in EXPERIMENT_SWITCHES:
+        return ReadSettings(experiments=ExperimentSwitches(**{name: value}))
+    return replace(ReadSettings(), **{name: value})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_changing_the_field_moves_what_it_budgets(name: str, default: Turn) -> None:
     value, observe, options = CASES[name]
     base = run_turn(ReadSettings(), **options) if options else default
-    assert getattr(ReadSettings(), name) != value
-    changed = run_turn(replace(ReadSettings(), **{name: value}), **options)
+    assert _value(ReadSettings(), name) != value
+    changed = run_turn(_changed(name, value), **options)
     assert changed.trace["settings"][name] == value, "the turn did not run with the change"
     before, after = observe(base), observe(changed)
     assert not _trivial(before), f"{name}: the default turn gives nothing to move ({before!r})"

@@ -29,11 +29,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _consolidation_fakes import deriving_model
 from _reliability_common import fake_embeddings, yes_judge
 
-from mnemon_langgraph.consolidation import (
-    SYSTEM_PROMPT,
-    EmbeddedItemStore,
-    create_consolidation_graph,
-)
+from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
+from mnemon_langgraph.consolidation.fold import SYSTEM_PROMPT
 from mnemon_langgraph.judges.propositions import DATA_NOTE
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.planner import ChatPlanner

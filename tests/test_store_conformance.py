@@ -731,7 +731,7 @@ def test_cli_erase_of_a_missing_namespace_exits_1_alike_and_audits_nothing(
 # -- the async face: a twin of every public method, answering as the sync one ------------
 
 # item_store and kv build an object (each has its own faces); they do no I/O themselves
-SYNC_ONLY = {"open", "close", "flush", "query_vector", "item_store", "kv"}
+SYNC_ONLY = {"open", "close", "flush", "query_vector", "item_store", "kv", "transaction"}
 
 
 def test_every_public_method_has_an_async_twin(store: MnemonStore) -> None:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from mnemon_langgraph.read.rules import Judgment
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.view import (
     PREAMBLE,
     SHORT_ID_CHARS,
@@ -32,7 +32,9 @@ def j(rid: str, prop: str, p: float, need: int | None = None) -> Judgment:
     return Judgment(rid, prop, p, need, 1)
 
 
-S = ReadSettings(leave_out_stale=True)  # the staleness rule on: the tests below pin it
+S = ReadSettings(
+    experiments=ExperimentSwitches(leave_out_stale=True)
+)  # the staleness rule on: the tests below pin it
 
 
 def blocks(text: str) -> list[str]:
@@ -454,7 +456,12 @@ def test_neighbours_never_bring_back_stale_or_other_session_records() -> None:
     js = [j("r1", "needed", 0.9), j("r3", "needed", 0.8), j("r9", "needed", 0.7)]
     js += [j("r0", "needed", 0.1), j("r0", "stale", 0.9), j("r2", "needed", 0.05)]
     js += [j("r8", "needed", 0.01)]
-    cfg = ReadSettings(view_records=3, neighbours_after=1, view_neighbours=1, leave_out_stale=True)
+    cfg = ReadSettings(
+        view_records=3,
+        neighbours_after=1,
+        view_neighbours=1,
+        experiments=ExperimentSwitches(leave_out_stale=True),
+    )
     v = compose_view(pool, js, needs_named=True, index={}, settings=cfg)
     # r1's neighbours: r0 (stale: left out) and r2 (moved up); r8 is another source's, r9
     # another session's
@@ -501,11 +508,11 @@ def test_fused_weight_reorders_the_view_and_validates() -> None:
     js = [j(f"r{i}", "needed", 0.5 + i / 100) for i in range(6)]  # the judge: r5 first
     judge_only = compose_view(pool, js, needs_named=True, index={}, settings=S)
     assert judge_only.record_ids == ["r5", "r4", "r3", "r2", "r1", "r0"]
-    fused = ReadSettings(fused_weight=3.0)
+    fused = ReadSettings(experiments=ExperimentSwitches(fused_weight=3.0))
     v = compose_view(pool, js, needs_named=True, index={}, settings=fused)
     assert v.record_ids == ["r0", "r1", "r2", "r3", "r4", "r5"]
     with pytest.raises(ConfigurationError):
-        ReadSettings(fused_weight=-0.5)
+        ExperimentSwitches(fused_weight=-0.5)
 
 
 def test_by_default_a_stale_judgment_moves_no_record() -> None:

@@ -471,7 +471,7 @@ def _setting_value(text: str) -> Any:
 
 def read_settings(overrides: Sequence[str], view_chars: int | None = None) -> Any:
     """The run's :class:`ReadSettings`: the defaults, ``view_chars`` if given, and each
-    ``NAME=VALUE`` of ``--read-setting``.
+    ``NAME=VALUE`` of ``--read-setting`` (a field, or an experiment switch by its name).
 
     Raises:
         ConfigurationError: A malformed pair, an unknown field, or a value the field refuses.
@@ -479,9 +479,14 @@ def read_settings(overrides: Sequence[str], view_chars: int | None = None) -> An
     from dataclasses import fields
 
     from mnemon_langgraph.errors import ConfigurationError
-    from mnemon_langgraph.read.settings import ReadSettings
+    from mnemon_langgraph.read.settings import (
+        EXPERIMENT_SWITCHES,
+        ExperimentSwitches,
+        ReadSettings,
+    )
 
-    known = {f.name for f in fields(ReadSettings)}
+    known = {f.name for f in fields(ReadSettings) if f.name != "experiments"}
+    known |= set(EXPERIMENT_SWITCHES)
     values: dict[str, Any] = {} if view_chars is None else {"view_chars": view_chars}
     for pair in overrides:
         name, sep, text = pair.partition("=")
@@ -493,7 +498,8 @@ def read_settings(overrides: Sequence[str], view_chars: int | None = None) -> An
                 f"--read-setting: ReadSettings has no field {name!r} (fields: {sorted(known)})"
             )
         values[name] = _setting_value(text)
+    switches = {n: values.pop(n) for n in EXPERIMENT_SWITCHES if n in values}
     try:
-        return ReadSettings(**values)
+        return ReadSettings(**values, experiments=ExperimentSwitches(**switches))
     except TypeError as exc:  # e.g. a number where a comparison needs one
         raise ConfigurationError(f"--read-setting: {exc}") from exc

@@ -12,18 +12,9 @@ takes as its ``ItemSource``.
 
 from __future__ import annotations
 
-from mnemon_langgraph.consolidation.batching import Batch, BatchRecord, cut_batch, trim_record
-from mnemon_langgraph.consolidation.fold import (
-    SYSTEM_PROMPT,
-    EventOut,
-    FoldOutput,
-    InstructionOut,
-    ItemUpdateOut,
-    ValueOut,
-)
+from mnemon_langgraph.consolidation.fold import FoldOutput
 from mnemon_langgraph.consolidation.graph import (
     BatchReport,
-    ConsolidationGraphState,
     ConsolidationReport,
     create_consolidation_graph,
     item_store_for,
@@ -38,26 +29,16 @@ from mnemon_langgraph.store.postgres.items import PostgresItemStore
 __getattr__ = deprecated_names(__name__, {"SQLiteItemStore": "EmbeddedItemStore"})
 
 __all__ = [
-    "SYSTEM_PROMPT",
-    "Batch",
-    "BatchRecord",
     "BatchReport",
-    "ConsolidationGraphState",
     "ConsolidationReport",
     "ConsolidationSettings",
     "EmbeddedItemStore",
-    "EventOut",
     "FailureRow",
     "FoldOutput",
     "IndexStatus",
-    "InstructionOut",
     "ItemStore",
     "ItemUpdate",
-    "ItemUpdateOut",
     "PostgresItemStore",
-    "ValueOut",
     "create_consolidation_graph",
-    "cut_batch",
     "item_store_for",
-    "trim_record",
 ]

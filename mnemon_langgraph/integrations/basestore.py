@@ -491,24 +491,30 @@ class MnemonBaseStore(BaseStore):
         """Write exported items back, times included; returns how many.
 
         Idempotent (an item with the same namespace and key is replaced); every row is
-        checked, and every indexed field embedded, before anything is written.
+        checked, and every indexed field embedded, before anything is written. The write
+        runs on the calling thread, so it joins a ``store.transaction()`` held there
+        (``mnemon import`` writes records, index items and these in one transaction).
 
         Raises:
             InputError: A malformed row (the message names its position); nothing written.
         """
         self._check_open()
-        return self._loop.run(self._import(rows, run_actor("import")))
+        actor = run_actor("import")
+        writes = self._loop.run(self._import_writes(rows))
+        self._items.write_here(writes, actor=actor)
+        return len(writes)
 
     async def aimport_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Async :meth:`import_items`."""
-        return await self._import(rows, run_actor("import"))
+        writes = await self._import_writes(rows)
+        await self._items.write(writes, actor=run_actor("import"))
+        return len(writes)
 
-    async def _import(self, rows: Iterable[Mapping[str, Any]], actor: str) -> int:
+    async def _import_writes(self, rows: Iterable[Mapping[str, Any]]) -> list[KVWrite]:
+        """The checked and embedded writes of exported rows (nothing written)."""
         self._check_open()
         puts = {n: _import_row(n, row, self.index) for n, row in enumerate(rows)}
-        writes = await self._prepare(puts)
-        await self._items.write(list(writes.values()), actor=actor)
-        return len(writes)
+        return list((await self._prepare(puts)).values())
 
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[KVAudit]:
         """Audited deletions of items (deletes and erases), oldest first.

@@ -243,7 +243,7 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
         their year (``date_search``), else the days it names relative to ``now``
         (``relative_date_search``), else ``None``."""
         bounds = named_date_range(latest) if self.settings.date_search else None
-        if bounds is None and self.settings.relative_date_search and now:
+        if bounds is None and self.settings.experiments.relative_date_search and now:
             asked = datetime.fromisoformat(now)
             if asked.tzinfo is not None:
                 asked = asked.astimezone(UTC).replace(tzinfo=None)

@@ -340,7 +340,7 @@ class RulePlanner:
             if query.casefold() not in {s.query.casefold() for s in searches}:
                 searches.append(SearchSpec(query, "entities"))
         tried = {s.query.casefold() for s in searches}
-        for part in question_parts(text, settings.part_searches):
+        for part in question_parts(text, settings.experiments.part_searches):
             if part.casefold() not in tried:
                 tried.add(part.casefold())
                 searches.append(SearchSpec(part, "part"))

@@ -2,31 +2,80 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.errors import ConfigurationError, warn_deprecated
 
-__all__ = ["EXPERIMENT_SWITCHES", "LOOKAHEAD", "FollowScope", "ReadSettings"]
+__all__ = ["EXPERIMENT_SWITCHES", "LOOKAHEAD", "ExperimentSwitches", "FollowScope", "ReadSettings"]
 
 FollowScope = Literal["session", "memory", "both"]
 
 
+@dataclass(frozen=True, slots=True)
+class ExperimentSwitches:
+    """What an experiment switches in the read path, not a user: each is off by default
+    and its documentation links the measurement in ``docs/results/`` that left it off; they
+    stay so that those figures can be reproduced (``--read-setting NAME=VALUE``, or
+    ``ReadSettings(experiments=ExperimentSwitches(NAME=VALUE))``).
+
+    Attributes:
+        fused_weight: Experiment switch. The View's candidates
+            are reordered by a weighted reciprocal rank fusion of System 1's ranking (weight
+            1) and the pool's fused search order (this weight), with the pool's ``rrf_k``
+            (``view.blend_with_fused``). 0 (the default): System 1's ranking alone; a blend
+            tried on the long histories was left off (docs/results/log.md, "The View on
+            long histories").
+        relative_date_search: Experiment switch. When the
+            latest message names no calendar month with its year but names a time relative
+            to when it is asked ("last Saturday", "two weeks ago", "in April", "the past
+            month"; ``read.dates.relative_date_range``), the first round's date search keeps
+            the message to the records dated in that window, placed from
+            ``ReadContext.now``. Needs ``now``. Off by default: on the dev sets it changed
+            no View's evidence (docs/results/longmemeval.md).
+        part_searches: Experiment switch. Most searches of the
+            rule planner worded from the coordinated parts of the latest message ("A and B",
+            "A or B", "A, B and C"; ``read.planner.question_parts``), so records of each
+            part are pooled. 0 (the default) turns it off: on the dev sets the extra records
+            were pooled and cut (docs/results/longmemeval.md).
+        spread_sessions: Experiment switch. When the planner
+            names an ``ALL`` need, the candidates after the ones satisfying it are taken one
+            per session before a second of any session (``view.spread_sessions``), as those
+            satisfying it already are. Off: it cost LoCoMo and gained nothing on the long
+            histories (docs/results/longmemeval.md).
+        leave_out_stale: Experiment switch. Leave out of the
+            View a record judged no longer current when a later pooled record judged needed
+            or satisfying a need may replace it (``view.replaced_stale``). ``False`` (the
+            default): the staleness judgment moves no record (the trace's ``placement``
+            still notes it): with the offline update detector, leaving them out removed gold
+            evidence on LoCoMo and BEAM and helped no question; chosen by cross-validation
+            (docs/results/longmemeval.md).
+    """
+
+    fused_weight: float = 0.0
+    relative_date_search: bool = False
+    part_searches: int = 0
+    spread_sessions: bool = False
+    leave_out_stale: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("fused_weight", "part_searches"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(
+                    f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"
+                )
+
+
 EXPERIMENT_SWITCHES: Mapping[str, object] = MappingProxyType(
-    {
-        "fused_weight": 0.0,
-        "relative_date_search": False,
-        "part_searches": 0,
-        "spread_sessions": False,
-        "leave_out_stale": False,
-    }
+    {f.name: f.default for f in fields(ExperimentSwitches)}
 )
-"""The :class:`ReadSettings` fields an experiment switches, not a user, each with the value
-that turns it off, which is its default. Each one's documentation links the measurement in
-``docs/results/`` that left it off; they stay so that those figures can be reproduced
-(``--read-setting NAME=VALUE``). Every other field is a budget or a rule a user may tune."""
+"""Each field of :class:`ExperimentSwitches` with the value that turns it off (its
+default). Every field of :class:`ReadSettings` but ``experiments`` is what a user tunes."""
 
 LOOKAHEAD = 4
 """With ``ReadSettings.skip_pooled``, a search after the first pool reads this many times
@@ -38,8 +87,10 @@ for a page of a planned search)."""
 class ReadSettings:
     """Every budget of one read-path turn.
 
-    The fields of :data:`EXPERIMENT_SWITCHES` are experiment switches, off by default: a
-    user tunes the others.
+    A user tunes these; what an experiment switches is the nested ``experiments``
+    (:class:`ExperimentSwitches`, all off by default). The switches' old spellings
+    (``ReadSettings(fused_weight=…)``, ``settings.fused_weight``) still work for one
+    release, with a ``DeprecationWarning`` (docs/migration.md).
 
     Attributes:
         max_needs: Needs the planner may name per turn (paper: 3).
@@ -117,41 +168,13 @@ class ReadSettings:
             answered by a record that shares few of its words, and without the date's
             records in the pool the judge's date cue has nothing to lift. ``False``
             turns it off.
-        fused_weight: Experiment switch (:data:`EXPERIMENT_SWITCHES`). The View's candidates
-            are reordered by a weighted reciprocal rank fusion of System 1's ranking (weight
-            1) and the pool's fused search order (this weight), with the pool's ``rrf_k``
-            (``view.blend_with_fused``). 0 (the default): System 1's ranking alone; a blend
-            tried on the long histories was left off (docs/results/log.md, "The View on
-            long histories").
-        relative_date_search: Experiment switch (:data:`EXPERIMENT_SWITCHES`). When the
-            latest message names no calendar month with its year but names a time relative
-            to when it is asked ("last Saturday", "two weeks ago", "in April", "the past
-            month"; ``read.dates.relative_date_range``), the first round's date search keeps
-            the message to the records dated in that window, placed from
-            ``ReadContext.now``. Needs ``now``. Off by default: on the dev sets it changed
-            no View's evidence (docs/results/longmemeval.md).
-        part_searches: Experiment switch (:data:`EXPERIMENT_SWITCHES`). Most searches of the
-            rule planner worded from the coordinated parts of the latest message ("A and B",
-            "A or B", "A, B and C"; ``read.planner.question_parts``), so records of each
-            part are pooled. 0 (the default) turns it off: on the dev sets the extra records
-            were pooled and cut (docs/results/longmemeval.md).
         message_pieces: The View's candidates take at most this many pieces of one long
             message (a message the journal split over several records) before every other
             candidate; its further pieces follow the rest (``view.spread_pieces``).
             ``None``: no limit. Default 1, chosen by cross-validation on BEAM and
             LongMemEval (docs/results/longmemeval.md); LoCoMo's turns are never split.
-        spread_sessions: Experiment switch (:data:`EXPERIMENT_SWITCHES`). When the planner
-            names an ``ALL`` need, the candidates after the ones satisfying it are taken one
-            per session before a second of any session (``view.spread_sessions``), as those
-            satisfying it already are. Off: it cost LoCoMo and gained nothing on the long
-            histories (docs/results/longmemeval.md).
-        leave_out_stale: Experiment switch (:data:`EXPERIMENT_SWITCHES`). Leave out of the
-            View a record judged no longer current when a later pooled record judged needed
-            or satisfying a need may replace it (``view.replaced_stale``). ``False`` (the
-            default): the staleness judgment moves no record (the trace's ``placement``
-            still notes it): with the offline update detector, leaving them out removed gold
-            evidence on LoCoMo and BEAM and helped no question; chosen by cross-validation
-            (docs/results/longmemeval.md).
+        experiments: What an experiment switches (:class:`ExperimentSwitches`), off by
+            default: ``ReadSettings(experiments=ExperimentSwitches(fused_weight=0.5))``.
         excerpt_slots: Under a View budget that holds fewer whole records than this, each
             record after the first ``excerpt_after`` that is longer than
             ``budget / excerpt_slots`` characters shows only its best lines for the turn's
@@ -235,12 +258,8 @@ class ReadSettings:
     view_neighbours: int = 2
     neighbours_after: int = 3
     date_search: bool = True
-    fused_weight: float = 0.0
-    relative_date_search: bool = False
-    part_searches: int = 0
+    experiments: ExperimentSwitches = field(default_factory=ExperimentSwitches)
     message_pieces: int | None = 1
-    spread_sessions: bool = False
-    leave_out_stale: bool = False
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
     instruction_records: int = 1
@@ -255,6 +274,12 @@ class ReadSettings:
             value = getattr(self, f.name)
             if isinstance(value, bool) or value is None:
                 continue  # a switch, or a limit left off
+            if f.name == "experiments":
+                if not isinstance(value, ExperimentSwitches):
+                    raise ConfigurationError(
+                        f"ReadSettings.experiments must be ExperimentSwitches, got {value!r}"
+                    )
+                continue
             if f.name == "follow_scope":
                 if value not in get_args(FollowScope):
                     raise ConfigurationError(
@@ -272,8 +297,6 @@ class ReadSettings:
                 "follow_positives",
                 "view_neighbours",
                 "neighbours_after",
-                "fused_weight",
-                "part_searches",
                 "excerpt_after",
                 "instruction_records",
                 "opening_turns",
@@ -297,5 +320,42 @@ class ReadSettings:
             raise ConfigurationError(f"index shares add up to {total:.2f} > 1 of the View")
 
     def to_dict(self) -> dict[str, float | int | bool | str | None]:
-        """The settings as a JSON-able dict (recorded in the trace)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The settings as a JSON-able dict (recorded in the trace), one level: the
+        experiment switches beside the user's fields, under their own names."""
+        flat = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "experiments"}
+        switches = self.experiments
+        return flat | {name: getattr(switches, name) for name in EXPERIMENT_SWITCHES}
+
+
+def _with_old_switch_names(init: Callable[..., None]) -> Callable[..., None]:
+    """``ReadSettings.__init__`` taking the switches' old spellings for one release
+    (``ReadSettings(fused_weight=0.5)``: the ``experiments`` part, with a warning)."""
+
+    @functools.wraps(init)
+    def __init__(self: ReadSettings, *args: Any, **kwargs: Any) -> None:
+        moved = {name: kwargs.pop(name) for name in EXPERIMENT_SWITCHES if name in kwargs}
+        if moved:
+            warn_deprecated(
+                f"ReadSettings({', '.join(f'{n}=…' for n in moved)})",
+                "ReadSettings(experiments=ExperimentSwitches(…))",
+            )
+            base = kwargs.get("experiments") or ExperimentSwitches()
+            kwargs["experiments"] = dataclasses.replace(base, **moved)
+        init(self, *args, **kwargs)
+
+    __init__.__signature__ = inspect.signature(init)  # type: ignore[attr-defined]
+    return __init__
+
+
+def _old_switch(name: str) -> property:
+    def get(self: ReadSettings) -> Any:
+        warn_deprecated(f"ReadSettings.{name}", f"ReadSettings.experiments.{name}")
+        return getattr(self.experiments, name)
+
+    return property(get, doc=f"Deprecated: ``experiments.{name}``.")
+
+
+ReadSettings.__init__ = _with_old_switch_names(ReadSettings.__init__)  # type: ignore[method-assign]
+for _name in EXPERIMENT_SWITCHES:
+    setattr(ReadSettings, _name, _old_switch(_name))
+del _name

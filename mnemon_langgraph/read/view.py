@@ -160,7 +160,7 @@ def _stale(
 ) -> tuple[set[str], set[str]]:
     """The records judged no longer current, and those of them the View leaves out."""
     judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
-    if judged_stale and settings.leave_out_stale:
+    if judged_stale and settings.experiments.leave_out_stale:
         return judged_stale, replaced_stale(pool, judged, judged_stale)
     return judged_stale, set()
 
@@ -236,9 +236,11 @@ def compose_view(
     session_of = {r["id"]: (r.get("read_source"), int(r.get("session") or 0)) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
-        candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
+        candidates = blend_with_fused(
+            candidates, order, settings.experiments.fused_weight, settings.rrf_k
+        )
     candidates = spread_pieces(candidates, pool, settings.message_pieces)
-    if all_needs and settings.spread_sessions:
+    if all_needs and settings.experiments.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)

@@ -18,7 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mnemon_langgraph.loaders.files import load_messages
-from mnemon_langgraph.store.base import IngestResult, MnemonStore, StoreBackend, is_postgres_url
+from mnemon_langgraph.store.base import (
+    IngestResult,
+    MnemonStore,
+    StoreBackend,
+    is_postgres_url,
+    register_backend,
+)
 from mnemon_langgraph.store.embedded import EmbeddedStore
 
 if TYPE_CHECKING:
@@ -35,10 +41,20 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def _postgres_store() -> type[MnemonStore]:
     # Lazy: the default install has no psycopg; only a PostgreSQL URL imports it.
-    if name == "PostgresStore":
-        from mnemon_langgraph.store.postgres import PostgresStore
+    from mnemon_langgraph.store.postgres import PostgresStore
 
-        return PostgresStore
+    return PostgresStore
+
+
+# ``MnemonStore(target)`` picks its backend here: store/base.py never imports the backends
+# (they build on it), so the package, which imports both sides, tells it their classes.
+register_backend("embedded", lambda: EmbeddedStore)
+register_backend("postgres", _postgres_store)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":
+        return _postgres_store()
     raise AttributeError(name)

@@ -83,6 +83,7 @@ from mnemon_langgraph.types import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from typing import Self
 
     from typing_extensions import Unpack
@@ -91,7 +92,7 @@ if TYPE_CHECKING:
     from mnemon_langgraph.records.schema import AuditEntry
     from mnemon_langgraph.store.embedded.journal import Journal
     from mnemon_langgraph.store.kv_items import KVItems
-    from mnemon_langgraph.store.postgres import PostgresSettings
+    from mnemon_langgraph.store.postgres.settings import PostgresSettings
 
 __all__ = [
     "MAX_PAGE",
@@ -128,19 +129,26 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(_URL_PREFIXES)
 
 
+_BACKENDS: dict[str, Callable[[], type[MnemonStore]]] = {}
+"""The backend classes by kind (``"embedded"``, ``"postgres"``), each as a loader, registered
+by the ``mnemon_langgraph.store`` package (:func:`register_backend`), which Python imports
+before this module. This module never imports a backend: they build on it."""
+
+
+def register_backend(kind: str, load: Callable[[], type[MnemonStore]]) -> None:
+    """Name the loader of the backend class of ``kind`` (the ``store`` package does)."""
+    _BACKENDS[kind] = load
+
+
 def backend_class(target: object) -> type[MnemonStore]:
     """The backend class for ``target``: a ``postgresql://`` URL or a journal path."""
     if is_postgres_url(target):
-        from mnemon_langgraph.store.postgres import PostgresStore
-
-        return PostgresStore
+        return _BACKENDS["postgres"]()
     if not isinstance(target, str | os.PathLike):
         raise TypeError(
             f"MnemonStore needs a journal path or a postgresql:// URL, got {type(target).__name__}"
         )
-    from mnemon_langgraph.store.embedded import EmbeddedStore
-
-    return EmbeddedStore
+    return _BACKENDS["embedded"]()
 
 
 @runtime_checkable
@@ -366,6 +374,15 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         not the consolidated index of :meth:`item_store`): two tables of the backend's
         schema, on its connection or pool (``store/embedded/kv_items.py``,
         ``store/postgres/kv_items.py``)."""
+        return _abstract(self)
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """``with store.transaction():`` the writes made inside on this thread (``ingest``,
+        ``add_messages``, the item store's ``commit_batch``, the sync
+        ``MnemonBaseStore.import_items``) commit together at the block's end, or none does:
+        an exception rolls all back, so does a killed process. Reads inside see them; other
+        writers wait. Sync only (SQLite's is the calling thread's journal connection;
+        nested blocks are savepoints). Not for deletions or erases."""
         return _abstract(self)
 
     def __enter__(self) -> Self:

@@ -154,6 +154,13 @@ class KVItems(Protocol):
         wall clock; a TTL counts from it)."""
         ...
 
+    def write_here(
+        self, writes: Sequence[KVWrite], *, actor: str, now: datetime | None = None
+    ) -> None:
+        """:meth:`write` from the calling thread, waiting: so it joins a
+        ``store.transaction()`` that thread holds."""
+        ...
+
     async def under(self, prefix: Namespace, now: datetime | None) -> list[KVRow]:
         """Items under ``prefix`` not expired by ``now`` (``None``: all stored rows)."""
         ...

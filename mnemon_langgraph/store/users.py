@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mnemon_langgraph.errors import InputError, warn_deprecated
 from mnemon_langgraph.types import (
@@ -27,8 +27,27 @@ from mnemon_langgraph.types import (
 )
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.items import IndexItem
-    from mnemon_langgraph.store.base import IngestResult, StoreBackend
+    from mnemon_langgraph.items import IndexItem, ItemStore
+    from mnemon_langgraph.records.schema import AuditEntry
+    from mnemon_langgraph.store.contract import IngestResult
+
+    class StoreBackend(Protocol):
+        """What the per-user API calls on its store: a part of
+        :class:`~mnemon_langgraph.store.base.StoreBackend`, named here because
+        ``store/base.py`` builds on this module (and so is never imported by it)."""
+
+        def ingest(self, *args: Any, **kwargs: Any) -> IngestResult: ...
+
+        def records(self, *args: Any, **kwargs: Any) -> Iterator[Record]: ...
+
+        def delete_records(self, *args: Any, **kwargs: Any) -> list[str]: ...
+
+        def audit_log(self, *args: Any, **kwargs: Any) -> list[AuditEntry]: ...
+
+        def max_seq(self, *args: Any, **kwargs: Any) -> int: ...
+
+        def item_store(self, *args: Any, **kwargs: Any) -> ItemStore: ...
+
 
 __all__ = [
     "PerUserAPI",

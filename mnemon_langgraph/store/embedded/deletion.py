@@ -18,7 +18,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -40,7 +40,8 @@ from mnemon_langgraph.store.embedded.schema import (
 from mnemon_langgraph.types import Message, Namespace, Record
 
 if TYPE_CHECKING:
-    from mnemon_langgraph.store.embedded.journal import Journal
+    from collections.abc import Iterable
+    from contextlib import AbstractContextManager
 
 __all__ = ["PRESENT_IDS_SQL", "Deletions", "ReplaceSurvivors"]
 
@@ -56,6 +57,35 @@ ReplaceSurvivors = Callable[
 ``Deletions.delete_messages``."""
 
 
+class DeletingJournal(Protocol):
+    """What :class:`Deletions` uses of its journal (a
+    :class:`~mnemon_langgraph.store.embedded.journal.Journal`, which owns it): named here so
+    that this module never imports the journal module, which imports it."""
+
+    @property
+    def _conn(self) -> sqlite3.Connection: ...
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def checkpoint(self) -> None: ...
+
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]: ...
+
+    def _check_append(
+        self, ns: Namespace, records: Sequence[Record], vectors: np.ndarray | None
+    ) -> list[bytes] | None: ...
+
+    def _append_in(
+        self,
+        conn: sqlite3.Connection,
+        ns: Namespace,
+        records: Sequence[Record],
+        blobs: list[bytes] | None,
+        *,
+        keep_positions: bool = False,
+    ) -> list[Record]: ...
+
+
 class Deletions:
     """Deletion, erase and audit operations on one journal.
 
@@ -66,7 +96,7 @@ class Deletions:
             ``storage`` package (not an outside caller).
     """
 
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: DeletingJournal) -> None:
         self._journal = journal
 
     def generation(self, namespace: Namespace) -> int:

@@ -288,6 +288,10 @@ class JournalFile:
 
     # -- transactions --------------------------------------------------------------------
 
+    def in_transaction(self) -> bool:
+        """Whether this thread's connection is inside a write transaction."""
+        return bool(self._conn.in_transaction)
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction on this thread's connection.

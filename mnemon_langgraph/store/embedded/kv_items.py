@@ -95,9 +95,10 @@ class EmbeddedKVItems:
         return any(deleted.values())
 
     def _write(self, writes: Sequence[KVWrite], actor: str, now: datetime) -> None:
+        outer = self.journal.in_transaction()
         with self.journal.transaction() as conn:
             removed = self._write_in(conn, writes, actor, now)
-        if removed:
+        if removed and not outer:  # a caller's transaction: nothing is committed yet
             self.journal.checkpoint()  # a deleted value leaves neither the WAL nor a free page
 
     def _get(self, namespace: Namespace, key: str, now: datetime) -> KVRow | None:
@@ -198,6 +199,13 @@ class EmbeddedKVItems:
         self, writes: Sequence[KVWrite], *, actor: str, now: datetime | None = None
     ) -> None:
         await asyncio.to_thread(self._write, writes, actor, now or datetime.now(UTC))
+
+    def write_here(
+        self, writes: Sequence[KVWrite], *, actor: str, now: datetime | None = None
+    ) -> None:
+        """:meth:`write` on the calling thread's connection (inside its transaction, if
+        one is open: ``store.transaction()``)."""
+        self._write(writes, actor, now or datetime.now(UTC))
 
     async def under(self, prefix: Namespace, now: datetime | None) -> list[KVRow]:
         return await asyncio.to_thread(self._under, prefix, now)

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -31,7 +32,8 @@ from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_ch
 from mnemon_langgraph.records.schema import AuditEntry
 from mnemon_langgraph.search.embeddings import default_embeddings, embedding_identity
 from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
-from mnemon_langgraph.store.base import MnemonStore, fresh_messages, sessions_of
+from mnemon_langgraph.store.base import MnemonStore
+from mnemon_langgraph.store.contract import fresh_messages, sessions_of
 from mnemon_langgraph.store.embedded import retention
 from mnemon_langgraph.store.embedded.index import (
     NamespaceIndex,
@@ -134,6 +136,15 @@ class EmbeddedStore(MnemonStore):
         """The key-value items in the journal's own file, on its connections."""
         return EmbeddedKVItems(self.journal)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The journal's write transaction on this thread's connection, which the writes of
+        this thread join as savepoints (see :meth:`MnemonStore.transaction
+        <mnemon_langgraph.store.MnemonStore.transaction>`). The indexes see what it wrote
+        after the commit: each catches up with the journal when it is next used."""
+        with self.journal.transaction():
+            yield
+
     # -- indexes ---------------------------------------------------------------------------
 
     def index(self, namespace: str | Sequence[str]) -> NamespaceIndex:
@@ -181,6 +192,7 @@ class EmbeddedStore(MnemonStore):
         drafted = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
         vectors = self._embed([r.text for r in drafted], progress)
         index = self._index(ns)
+        outer = self.journal.in_transaction()  # a caller's transaction: commits later
         with index.lock:
             with self.journal.transaction():  # reads below run on its connection
                 fresh = fresh_messages(messages, self.journal.known_message_ids(ns, ids))
@@ -190,7 +202,8 @@ class EmbeddedStore(MnemonStore):
                     records = self._records_of(fresh, ns, source, pack=pack, first_positions=first)
                     rows = reuse_vectors(records, drafted, vectors, lambda t: self._embed(t, None))
                     written = self.journal.append(ns, records, rows)
-            index.sync()
+            if not outer:  # uncommitted rows never enter the index (a rollback drops them)
+                index.sync()
         return written
 
     def _delete_records(

@@ -15,11 +15,13 @@ without psycopg); the driver is imported when an engine is built.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import re
 import threading
 import weakref
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError
@@ -32,6 +34,16 @@ T = TypeVar("T")
 
 SPARE_WAIT_S = 0.002  # the longest a search waits for a second connection (then: one)
 _NS_LOCK = 0x4D4E  # first key of the per-namespace advisory lock
+
+_HELD: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar(
+    "mnemon_held_connection", default=None
+)
+"""``(engine, connection)`` of the :meth:`PostgresEngine.transaction` open in this context.
+
+A context variable, because a sync caller's coroutine runs on the engine's loop thread: the
+loop runs each submitted coroutine in a copy of the submitting thread's (or task's) context
+(``call_soon_threadsafe`` copies it), so the coroutines of the thread that opened the
+transaction, and only those, see it."""
 
 _URL_PASSWORD = re.compile(r"(://[^:@/\s]*):[^/\s]*@")
 _QUERY_PASSWORD = re.compile(r"([?&][^=&#\s]*password=)[^&#\s]*", re.IGNORECASE)
@@ -72,6 +84,10 @@ class LoopThread:
             future.cancel()
             raise
 
+    def run_coroutine(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Start ``coro`` on the loop (in a copy of the caller's context); its future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
     async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` run on the loop, from any event loop (or the loop itself)."""
         if threading.current_thread() is self.thread:
@@ -83,6 +99,12 @@ class LoopThread:
         self.thread.join(timeout=10)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+@contextlib.asynccontextmanager
+async def _borrowed(conn: Any) -> AsyncIterator[Any]:
+    """``async with`` over a connection someone else holds (and returns to the pool)."""
+    yield conn
 
 
 class _PoolState:
@@ -231,19 +253,81 @@ class PostgresEngine:
     # -- connections and reads ----------------------------------------------------------
 
     def connection(self) -> Any:
-        """``async with engine.connection() as conn``: a pooled connection (autocommit)."""
+        """``async with engine.connection() as conn``: a pooled connection (autocommit), or
+        the connection of the :meth:`transaction` open in this context (its
+        ``conn.transaction()`` blocks then become savepoints of that transaction)."""
+        held = self._held()
+        if held is not None:
+            return _borrowed(held)
         return self.pool.connection()
 
-    @asynccontextmanager
+    def _held(self) -> Any:
+        held = _HELD.get()
+        return held[1] if held is not None and held[0] is self else None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction that every coroutine this thread runs on the engine joins.
+
+        A connection is taken from the pool and a transaction opened on it; until the
+        block ends, :meth:`connection` (and so every write and read of the store's parts)
+        gives that connection to the coroutines submitted from this thread, whose own
+        ``conn.transaction()`` blocks become savepoints. The block's end commits; an
+        exception rolls everything back (and is raised). Nested use joins the outer one.
+        A process killed meanwhile leaves nothing: the server rolls back a connection that
+        drops. Other threads and processes see none of it before the commit.
+        """
+        if self._held() is not None:
+            yield
+            return
+        ready: Future[tuple[Any, asyncio.Future[bool]]] = Future()
+        holding = self._loop.run_coroutine(self._hold(ready))
+        try:
+            conn, outcome = ready.result()  # the holder's error (pool, server) if it failed
+        except BaseException:
+            holding.cancel()
+            raise
+        token = _HELD.set((self, conn))
+        try:
+            yield
+        except BaseException:
+            self._loop.loop.call_soon_threadsafe(outcome.set_result, False)
+            with contextlib.suppress(Exception):  # the block's error is the one to raise
+                holding.result()
+            raise
+        finally:
+            _HELD.reset(token)
+        self._loop.loop.call_soon_threadsafe(outcome.set_result, True)
+        holding.result()  # the COMMIT's error, if any
+
+    async def _hold(self, ready: Future[tuple[Any, asyncio.Future[bool]]]) -> None:
+        """Hold a pooled connection in a transaction until :meth:`transaction` says commit
+        (``True``) or roll back (``False``)."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+                ready.set_result((conn, outcome))
+                if not await outcome:
+                    raise self.psycopg.Rollback()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    @contextlib.asynccontextmanager
     async def spare_connection(self) -> AsyncIterator[Any]:
         """A second pooled connection if one is free now, else ``None``; never waits longer
-        than :data:`SPARE_WAIT_S` (the pool may grow meanwhile).
+        than :data:`SPARE_WAIT_S` (the pool may grow meanwhile). Always ``None`` inside a
+        :meth:`transaction` (its one connection is the only one).
 
         The hybrid search runs its two rankings at once only on a spare connection, so a
         busy pool never makes a search queue for a second one (docs/results). A search
         holds its first connection while it asks, so waiting here could deadlock a full
         pool; it does not wait.
         """
+        if self._held() is not None:
+            yield None
+            return
         try:
             conn = await self.pool.getconn(timeout=SPARE_WAIT_S)
         except self._pool_timeout:
@@ -255,8 +339,8 @@ class PostgresEngine:
             await self.pool.putconn(conn)
 
     async def read(self, sql: str, params: Any = None) -> list[Any]:
-        """All rows of one read query on a pooled connection."""
-        async with self.pool.connection() as conn:
+        """All rows of one read query on a pooled connection (or the held one)."""
+        async with self.connection() as conn:
             cur = await conn.execute(sql, params)
             return list(await cur.fetchall())
 

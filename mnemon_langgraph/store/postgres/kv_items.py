@@ -60,6 +60,13 @@ class PostgresKVItems:
     ) -> None:
         await self.engine.submit(self._write(writes, actor, now or datetime.now(UTC)))
 
+    def write_here(
+        self, writes: Sequence[KVWrite], *, actor: str, now: datetime | None = None
+    ) -> None:
+        """:meth:`write` from a sync caller, waiting (inside the engine's transaction this
+        thread holds, if any: ``store.transaction()``)."""
+        self.engine.run(self._write(writes, actor, now or datetime.now(UTC)))
+
     async def _write(self, writes: Sequence[KVWrite], actor: str, now: datetime) -> None:
         deleted: dict[tuple[str, str], bool] = {}
         async with self.engine.connection() as conn, conn.transaction():

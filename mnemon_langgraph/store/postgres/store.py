@@ -223,6 +223,12 @@ class PostgresStore(MnemonStore):
         """The key-value items in this database, on the store's pool and loop."""
         return PostgresKVItems(self.engine)
 
+    def transaction(self) -> Any:
+        """One database transaction the writes of this thread join (see
+        :meth:`MnemonStore.transaction <mnemon_langgraph.store.MnemonStore.transaction>`;
+        :meth:`PostgresEngine.transaction <.engine.PostgresEngine.transaction>`)."""
+        return self.engine.transaction()
+
     # -- what the item store uses of this store (:class:`.items.ItemHost`), private ---------
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:

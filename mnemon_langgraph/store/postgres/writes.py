@@ -30,7 +30,7 @@ import numpy as np
 from mnemon_langgraph.records.schema import ns_to_key, rebuild_messages
 from mnemon_langgraph.records.survivors import SurvivorRun, kept_ranges, survivor_runs
 from mnemon_langgraph.search.bm25 import date_to_epoch
-from mnemon_langgraph.store.base import fresh_messages, sessions_of
+from mnemon_langgraph.store.contract import fresh_messages, sessions_of
 from mnemon_langgraph.store.postgres.engine import PostgresEngine
 from mnemon_langgraph.store.postgres.impact import impact, term_counts
 from mnemon_langgraph.store.postgres.packs import Packs

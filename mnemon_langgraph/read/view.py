@@ -86,7 +86,7 @@ _STALE = (
 )
 _STALE_KEPT = (
     "p >= 1/2 on 'stale', yet kept among the candidates: no later pooled record judged "
-    "needed or satisfying a need replaces it, or ReadSettings.leave_out_stale is off"
+    "needed or satisfying a need replaces it, or ReadSettings.experiments.leave_out_stale is off"
 )
 
 
@@ -173,8 +173,7 @@ def compose_view(
         trace: Trace dict to attach (``placement`` is added to it).
         empty_reason: Reason to report when no record enters.
         seen: Records the agent already sees (:func:`seen_in_recent`): left out.
-        all_needs: Indices of the needs of kind ``ALL``: the records satisfying them
-            enter one per session before a second from the same session.
+        all_needs: Indices of the ``ALL`` needs: their records enter one per session first.
         focus: The turn's message and needs, which pick an excerpt's lines.
 
     Returns:
@@ -185,8 +184,9 @@ def compose_view(
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
     judged_stale = {rid for rid, p in rank_by(judged, "stale", order=order) if is_yes(p)}
+    switches = settings.experiments
     stale: set[str] = set()
-    if judged_stale and settings.experiments.leave_out_stale:
+    if judged_stale and switches.leave_out_stale:
         stale = replaced_stale(pool, judged, judged_stale)
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
@@ -195,11 +195,9 @@ def compose_view(
     session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
-        candidates = blend_with_fused(
-            candidates, order, settings.experiments.fused_weight, settings.rrf_k
-        )
+        candidates = blend_with_fused(candidates, order, switches.fused_weight, settings.rrf_k)
     candidates = spread_pieces(candidates, pool, settings.message_pieces)
-    if all_needs and settings.experiments.spread_sessions:
+    if all_needs and switches.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)

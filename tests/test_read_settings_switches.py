@@ -89,3 +89,22 @@ def test_the_scans_find_what_they_look_for() -> None:
     assert named_settings("--read-setting=no_such_field=1") == {"no_such_field"}
     assert "fused_weight" in attribute_docs(ExperimentSwitches)
     assert "view_chars" in attribute_docs(ReadSettings)
+
+
+OLD_SPELLING = re.compile(r"\bsettings\.(" + "|".join(EXPERIMENT_SWITCHES) + r")\b")
+
+
+def test_the_package_reads_the_switches_from_their_part() -> None:
+    """No module of the package reads a switch by its old flat name (the deprecated
+    property would warn on every turn): ``settings.experiments.NAME``."""
+    package = ROOT / "mnemon_langgraph"
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "settings.py" or path.parent.name != "read"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if OLD_SPELLING.search(line.split("#", 1)[0])
+    ]
+    assert found == [], "read the switch from ReadSettings.experiments:\n" + "\n".join(found)
+    assert OLD_SPELLING.search("if settings.leave_out_stale:")  # the scan sees the old one
+    assert not OLD_SPELLING.search("if settings.experiments.leave_out_stale:")

@@ -89,7 +89,7 @@ _STALE = (
 )
 _STALE_KEPT = (
     "p >= 1/2 on 'stale', yet kept among the candidates: no later pooled record judged "
-    "needed or satisfying a need replaces it, or ReadSettings.leave_out_stale is off"
+    "needed or satisfying a need replaces it, or ReadSettings.experiments.leave_out_stale is off"
 )
 
 
@@ -212,14 +212,12 @@ def compose_view(
         trace: Trace dict to attach (``placement`` is added to it).
         empty_reason: Reason to report when no record enters.
         seen: Records the agent already sees (:func:`seen_in_recent`): left out.
-        all_needs: Indices of the needs of kind ``ALL``: the records satisfying them
-            enter one per session (of one read source) before a second from the same session.
+        all_needs: Indices of the ``ALL`` needs: their records enter one per session (of one
+            read source) first.
         focus: The turn's message and needs, which pick an excerpt's lines.
-        sources: The read graph's source names when it reads several (the preamble then
-            names no single kind of record: :data:`~.view_text.PREAMBLE_SOURCES`).
+        sources: The source names of a graph of several (:data:`.view_text.PREAMBLE_SOURCES`).
         as_of: The ISO bound of an as-of View (``read.as_of``): the preamble says it.
-        dated: The View's date for the marks on records judged no longer current
-            (:mod:`.replaced`): ``as_of``, else when the message is asked; ``""``: unknown.
+        dated: The date of the no-longer-current marks (:mod:`.replaced`); ``""``: unknown.
 
     Returns:
         The View.
@@ -229,6 +227,7 @@ def compose_view(
     record_props = {"screen", "needed", "stale", "satisfies"}
     judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
     judged_stale, stale = _stale(pool, judged, order, settings)
+    switches = settings.experiments
     placement = {rid: _STALE for rid in stale}
     for rid in seen:
         placement.setdefault(rid, _SEEN)
@@ -236,11 +235,9 @@ def compose_view(
     session_of = {r["id"]: (r.get("read_source"), int(r.get("session") or 0)) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
-        candidates = blend_with_fused(
-            candidates, order, settings.experiments.fused_weight, settings.rrf_k
-        )
+        candidates = blend_with_fused(candidates, order, switches.fused_weight, settings.rrf_k)
     candidates = spread_pieces(candidates, pool, settings.message_pieces)
-    if all_needs and settings.experiments.spread_sessions:
+    if all_needs and switches.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)

@@ -304,3 +304,30 @@ def _graph_fixed(store: MnemonStore) -> Any:
         sources={"memory": store, "team": SharedNamespace(store, BLUE)},
         judge=ScriptedDecisionModel(answers=_yes),
     )
+
+
+def test_capabilities_pass_only_where_the_source_offers_them(store: MnemonStore) -> None:
+    from mnemon_langgraph.read.sources import BoundSource
+    from mnemon_langgraph.types import JournalSource, TermStatsSource, VectorSource
+
+    team = SharedNamespace(store, BLUE)
+    assert isinstance(team, VectorSource) and isinstance(team, JournalSource)
+    bound = BoundSource("team", team, BLUE, qualify=True)
+    caps = bound.capabilities()
+    assert isinstance(caps, VectorSource) and isinstance(caps, JournalSource)
+    assert isinstance(caps, TermStatsSource) == isinstance(store, TermStatsSource)
+    # the team's records come back qualified, from the team's namespace only
+    (rec,) = caps.session_records(ADA, 1)
+    assert rec.id.startswith("team:") and "blueword" in rec.text
+    vectors = caps.stored_vectors(ADA, [rec.id])
+    assert list(vectors) == [rec.id]
+
+    class _Bare:
+        def search(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+        async def asearch(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+    bare = BoundSource("docs", _Bare(), ADA, qualify=True).capabilities()
+    assert not isinstance(bare, VectorSource | JournalSource | TermStatsSource)

@@ -81,10 +81,13 @@ def _sources_of(text: str) -> set[str]:
     return set(re.findall(r'<record id="[^"]*" source="([^"]*)"', text))
 
 
+@pytest.mark.parametrize("face", ["sync", "async"])
 @pytest.mark.parametrize("target", ["embedded", "postgres"])
 def test_no_view_holds_another_users_records_through_any_source(
-    target: str, request: pytest.FixtureRequest, tmp_path: Any
+    target: str, face: str, request: pytest.FixtureRequest, tmp_path: Any
 ) -> None:
+    import asyncio
+
     url = (
         str(tmp_path / "iso.db")
         if target == "embedded"
@@ -98,11 +101,15 @@ def test_no_view_holds_another_users_records_through_any_source(
             (ADA, "blue", {"adaword", "blueword"}, {"adbword", "blufword"}),
             (ADB, "bluf", {"adbword", "blufword"}, {"adaword", "blueword"}),
         ):
-            out = graph.invoke(
+            args = (
                 {"messages": [HumanMessage("What is the garden shed roof plan?")]},
                 {"configurable": {"team_id": team}},
-                context=ReadContext(namespace=ns),
             )
+            ctx = ReadContext(namespace=ns)
+            if face == "sync":
+                out = graph.invoke(*args, context=ctx)
+            else:
+                out = asyncio.run(graph.ainvoke(*args, context=ctx))
             text = out["view"].text
             assert own <= set(re.findall(r"\w+word", text)), text
             assert not foreign & set(re.findall(r"\w+word", text)), text

@@ -28,7 +28,7 @@ from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_qu
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, RetrieveNode
-from mnemon_langgraph.read.nodes_sources import SourcesNode, as_named
+from mnemon_langgraph.read.nodes_sources import as_named
 from mnemon_langgraph.read.planner import (
     Planner,
     PlanResult,
@@ -98,7 +98,7 @@ def _run_context() -> Any:
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
 
-class Reader(RetrieveNode, ItemsNode, SourcesNode):
+class Reader(RetrieveNode, ItemsNode):
     """Holds the backends; its methods are the graph's nodes (sync and async).
 
     ``source``: one search source, or named sources (``{"memory": store, "docs": ...}``,

@@ -285,6 +285,7 @@ class Reader(RetrieveNode, ItemsNode):
             round=state.get("rounds", 0) + 1,
             evidence={p["id"]: evidence[p["id"]] for p in entries if p["id"] in evidence},
             memory=memory,
+            sources={p["id"]: p["read_source"] for p in entries if p.get("read_source")},
         )
 
     def _evidence(

@@ -445,3 +445,24 @@ def test_explain_takes_the_id_a_block_shows() -> None:
     assert f"record {doc.id}:" in text and "source 'docs'" in text
     mine = str(explain(view, "r0"))  # memory's r0 only: the docs' ids are d<n>
     assert "record memory:r0:" in mine
+
+
+def test_system_1_sees_each_records_source() -> None:
+    seen: list[Any] = []
+
+    def answer(qid: str, question: Any, state: Any) -> float:
+        seen.extend(r.get("source") for r in state["records"])
+        return _yes(qid, question, state)
+
+    def run(sources: dict[str, Any]) -> set[Any]:
+        seen.clear()
+        graph = create_read_graph(sources=sources, judge=ScriptedDecisionModel(answers=answer))
+        _ask(graph)
+        return set(seen)
+
+    memory = InMemorySearchSource(_records("tin", "Ada"))
+    assert run({"memory": memory, "team": InMemorySearchSource(_records("slate", "Bo"))}) == {
+        "memory",
+        "team",
+    }
+    assert run({"memory": memory}) == {None}  # one source: the state is as it was

@@ -81,10 +81,13 @@ def _sources_of(text: str) -> set[str]:
     return set(re.findall(r'<record id="[^"]*" source="([^"]*)"', text))
 
 
+@pytest.mark.parametrize("face", ["sync", "async"])
 @pytest.mark.parametrize("target", ["embedded", "postgres"])
 def test_no_view_holds_another_users_records_through_any_source(
-    target: str, request: pytest.FixtureRequest, tmp_path: Any
+    target: str, face: str, request: pytest.FixtureRequest, tmp_path: Any
 ) -> None:
+    import asyncio
+
     url = (
         str(tmp_path / "iso.db")
         if target == "embedded"
@@ -98,11 +101,15 @@ def test_no_view_holds_another_users_records_through_any_source(
             (ADA, "blue", {"adaword", "blueword"}, {"adbword", "blufword"}),
             (ADB, "bluf", {"adbword", "blufword"}, {"adaword", "blueword"}),
         ):
-            out = graph.invoke(
+            args = (
                 {"messages": [HumanMessage("What is the garden shed roof plan?")]},
                 {"configurable": {"team_id": team}},
-                context=ReadContext(namespace=ns),
             )
+            ctx = ReadContext(namespace=ns)
+            if face == "sync":
+                out = graph.invoke(*args, context=ctx)
+            else:
+                out = asyncio.run(graph.ainvoke(*args, context=ctx))
             text = out["view"].text
             assert own <= set(re.findall(r"\w+word", text)), text
             assert not foreign & set(re.findall(r"\w+word", text)), text
@@ -304,3 +311,30 @@ def _graph_fixed(store: MnemonStore) -> Any:
         sources={"memory": store, "team": SharedNamespace(store, BLUE)},
         judge=ScriptedDecisionModel(answers=_yes),
     )
+
+
+def test_capabilities_pass_only_where_the_source_offers_them(store: MnemonStore) -> None:
+    from mnemon_langgraph.read.sources import BoundSource
+    from mnemon_langgraph.types import JournalSource, TermStatsSource, VectorSource
+
+    team = SharedNamespace(store, BLUE)
+    assert isinstance(team, VectorSource) and isinstance(team, JournalSource)
+    bound = BoundSource("team", team, BLUE, qualify=True)
+    caps = bound.capabilities()
+    assert isinstance(caps, VectorSource) and isinstance(caps, JournalSource)
+    assert isinstance(caps, TermStatsSource) == isinstance(store, TermStatsSource)
+    # the team's records come back qualified, from the team's namespace only
+    (rec,) = caps.session_records(ADA, 1)
+    assert rec.id.startswith("team:") and "blueword" in rec.text
+    vectors = caps.stored_vectors(ADA, [rec.id])
+    assert list(vectors) == [rec.id]
+
+    class _Bare:
+        def search(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+        async def asearch(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+    bare = BoundSource("docs", _Bare(), ADA, qualify=True).capabilities()
+    assert not isinstance(bare, VectorSource | JournalSource | TermStatsSource)

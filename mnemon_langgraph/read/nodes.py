@@ -29,7 +29,7 @@ from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_qu
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, RetrieveNode
-from mnemon_langgraph.read.nodes_sources import SourcesNode, as_named
+from mnemon_langgraph.read.nodes_sources import as_named
 from mnemon_langgraph.read.planner import (
     Planner,
     PlanResult,
@@ -116,7 +116,7 @@ def _run_context() -> Any:
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
 
-class Reader(RetrieveNode, ItemsNode, SourcesNode):
+class Reader(RetrieveNode, ItemsNode):
     """Holds the backends; its methods are the graph's nodes (sync and async).
 
     ``source``: one search source, or named sources (``{"memory": store, "docs": ...}``,
@@ -314,6 +314,7 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
             round=state.get("rounds", 0) + 1,
             evidence={p["id"]: evidence[p["id"]] for p in entries if p["id"] in evidence},
             memory=memory,
+            sources={p["id"]: p["read_source"] for p in entries if p.get("read_source")},
         )
 
     def _evidence(

@@ -20,7 +20,6 @@ from mnemon_langgraph.errors import ConfigurationError, NamespaceAccessError
 from mnemon_langgraph.read.drive import Call, Step
 from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.namespaces import run_fields
-from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources.binding import (
     DEFAULT_SOURCE,
@@ -34,7 +33,11 @@ from mnemon_langgraph.read.state import PoolRecord, ReadState
 from mnemon_langgraph.read.trace import degraded
 from mnemon_langgraph.types import Namespace, SearchSource
 
-__all__ = ["SourcesNode", "as_named"]
+__all__ = ["INSTRUCTIONS", "SourcesNode", "as_named"]
+
+INSTRUCTIONS = "instructions"
+"""Origin of the search that looks for the user's standing instructions (``read.instructions``):
+the user's own sources only."""
 
 
 def as_named(sources: SearchSource | Mapping[str, SearchSource]) -> dict[str, SearchSource]:

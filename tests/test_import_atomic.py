@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,10 @@ def test_store_transaction_commits_whole_or_not_at_all(target_url: str) -> None:
     with MnemonStore(target_url, fake_embeddings()) as store:
         with pytest.raises(RuntimeError, match="stop"), store.transaction():
             write_all(store, "gone")
+            # another thread is not in this transaction: it sees nothing uncommitted
+            with ThreadPoolExecutor(1) as pool:
+                assert pool.submit(store.count, ADA).result() == 0
+            assert store.count(ADA) == 1
             raise RuntimeError("stop")
         assert store.namespaces() == [] and store.count(ADA) == 0
         with MnemonBaseStore(store) as base:

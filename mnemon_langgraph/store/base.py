@@ -377,12 +377,8 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         return _abstract(self)
 
     def transaction(self) -> AbstractContextManager[None]:
-        """``with store.transaction():`` the writes made inside on this thread (``ingest``,
-        ``add_messages``, the item store's ``commit_batch``, the sync
-        ``MnemonBaseStore.import_items``) commit together at the block's end, or none does:
-        an exception rolls all back, so does a killed process. Reads inside see them; other
-        writers wait. Sync only (SQLite's is the calling thread's journal connection;
-        nested blocks are savepoints). Not for deletions or erases."""
+        """A write transaction the writes of this thread join: they commit together at the
+        block's end, or none does (docs/design.md, "The store's vocabulary")."""
         return _abstract(self)
 
     def __enter__(self) -> Self:

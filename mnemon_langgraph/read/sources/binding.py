@@ -39,7 +39,7 @@ from typing import Any
 from mnemon_langgraph.errors import ConfigurationError, NamespaceAccessError
 from mnemon_langgraph.read.namespaces import fill_source_namespace, run_fields
 from mnemon_langgraph.read.settings import LOOKAHEAD
-from mnemon_langgraph.read.workers import shared_pool
+from mnemon_langgraph.read.workers import source_pool
 from mnemon_langgraph.types import (
     JournalSource,
     Namespace,
@@ -323,9 +323,9 @@ class BoundSource:
         if self.timeout_s is None:
             hits = self.source.search(query, **call)
         else:
-            # A sync call cannot be cancelled: it runs in the process's timed-call pool and
-            # is no longer waited for past the timeout (read/workers.py).
-            future = shared_pool().submit(self.source.search, query, **call)
+            # A sync call cannot be cancelled: it runs in the process's timed-search pool
+            # and is no longer waited for past the timeout (read/workers.py).
+            future = source_pool().submit(self.source.search, query, **call)
             try:
                 hits = future.result(timeout=self.timeout_s)
             except concurrent.futures.TimeoutError:

@@ -384,6 +384,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: [r["id"] for r in t.view["records"]],
         {"replies": True},
     ),
+    "topic_records": (
+        0 if ReadSettings().topic_records else 6,
+        lambda t: [(s["query"], s["origin"]) for s in t.trace["searches"]],
+        {"question": "Summarize how the garden plans of the support group progressed."},
+    ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

@@ -193,6 +193,14 @@ class ReadSettings:
             Only sessions with an assistant in them (people's greetings open LoCoMo's). Read
             from the pool, else the journal. 0 turns it off. Default 8: chosen by the same
             cross-validation (docs/results/replies.md).
+        topic_records: When the latest message asks about a topic across the whole
+            history (the order in which the user brought things up, a summary, "across our
+            conversations": ``read.topics.is_coverage``), one more search worded from its
+            topic words alone reads ``read.topics.TOPIC_DEPTH`` records, and the user's
+            records among them, at most this many of each session, join the pool outside
+            the fused ranking (``read.topics``): every session brings its mentions of the
+            topic. 0 turns it off. Default 6 (docs/results/beam.md, "Topics across the
+            history").
     """
 
     max_needs: int = 3
@@ -235,6 +243,7 @@ class ReadSettings:
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8
+    topic_records: int = 6
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -263,6 +272,7 @@ class ReadSettings:
                 "excerpt_after",
                 "instruction_records",
                 "opening_turns",
+                "topic_records",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

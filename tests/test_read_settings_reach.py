@@ -37,6 +37,7 @@ QUESTION = (
 )
 EARLY = "Ada: I keep my garden notes in a blue notebook."
 RELATIVE_QUESTION = "What did the support group plan in the garden last month, and the garden club?"
+TOPIC_QUESTION = "Summarize how the garden plans of the support group progressed."
 LONG_INSTRUCTION = "Always answer with the garden's plant names first. " * 12
 
 
@@ -200,9 +201,12 @@ def run_turn(
     view_chars: int | None = None,
     instruction: bool = False,
     replies: bool = False,
+    topic: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
+    if topic:  # the topic search runs, so its depth has something to budget
+        settings = replace(settings, topic_records=6)
     source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
@@ -387,7 +391,12 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "topic_records": (
         0 if ReadSettings().topic_records else 6,
         lambda t: [(s["query"], s["origin"]) for s in t.trace["searches"]],
-        {"question": "Summarize how the garden plans of the support group progressed."},
+        {"question": TOPIC_QUESTION},
+    ),
+    "topic_depth": (
+        ReadSettings().topic_depth + 7,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {"question": TOPIC_QUESTION, "topic": True},
     ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,

@@ -9,8 +9,10 @@ from dataclasses import replace
 from typing import Any
 
 from _chat_records import view_of
+from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.planner import RulePlanner
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.topics import is_coverage, topic_lane, topic_query
 from mnemon_langgraph.types import Record, SearchHit
@@ -105,10 +107,14 @@ def _mention_ids() -> set[str]:
     return {r.id for r in _history() if r.text in MENTIONS.values()}
 
 
+ON = replace(ReadSettings(), topic_records=6)
+"""The lane on (an experiment switch: off by default)."""
+
+
 def test_the_users_mentions_in_every_session_are_pooled_and_shown() -> None:
-    on = view_of(InMemorySearchSource(_history()), _judge, ReadSettings(), ASKED, NS)
-    off_settings = replace(ReadSettings(), topic_records=0)
-    off = view_of(InMemorySearchSource(_history()), _judge, off_settings, ASKED, NS)
+    on = view_of(InMemorySearchSource(_history()), _judge, ON, ASKED, NS)
+    # the default is the read path without the lane
+    off = view_of(InMemorySearchSource(_history()), _judge, ReadSettings(), ASKED, NS)
     wanted = _mention_ids()
     assert len(wanted) == 3
     # without the lane, every planned search ranks the replies above the user's mentions
@@ -118,6 +124,7 @@ def test_the_users_mentions_in_every_session_are_pooled_and_shown() -> None:
     assert wanted <= pooled, f"mentions not pooled: {sorted(wanted - pooled)}"
     topic = [s for s in on.trace["searches"] if s["origin"] == "topic"]
     assert [s["query"] for s in topic] == ["budget tracker"]
+    assert [n["kind"] for n in off.trace["needs"]] == ["ALL"]  # "list": ALL either way
     assert all(MENTIONS[s] in on.text for s in MENTIONS)
     assert not any(MENTIONS[s] in off.text for s in MENTIONS)
     assert "ALL" in [n["kind"] for n in on.trace["needs"]]
@@ -125,9 +132,13 @@ def test_the_users_mentions_in_every_session_are_pooled_and_shown() -> None:
 
 def test_a_question_about_one_fact_is_read_as_without_the_lane() -> None:
     one = "What should the budget tracker export for my accountant?"
-    on = view_of(InMemorySearchSource(_history()), _judge, ReadSettings(), one, NS)
-    off = view_of(
-        InMemorySearchSource(_history()), _judge, replace(ReadSettings(), topic_records=0), one, NS
-    )
+    on = view_of(InMemorySearchSource(_history()), _judge, ON, one, NS)
+    off = view_of(InMemorySearchSource(_history()), _judge, ReadSettings(), one, NS)
     assert "topic" not in [s["origin"] for s in on.trace["searches"]]
     assert on.text == off.text and on.text
+
+
+def test_the_rule_planner_names_a_summary_question_all_with_the_lane_on() -> None:
+    asked = [HumanMessage("Summarize how my budget tracker project progressed.")]
+    assert [n.kind for n in RulePlanner().plan(asked, ON).needs] == ["ALL"]
+    assert [n.kind for n in RulePlanner().plan(asked, ReadSettings()).needs] == ["NEED"]

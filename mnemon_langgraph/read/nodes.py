@@ -67,7 +67,7 @@ from mnemon_langgraph.read.state import (
     s1_messages,
     statuses_of,
 )
-from mnemon_langgraph.read.topics import TOPIC_DEPTH, is_coverage, topic_query
+from mnemon_langgraph.read.topics import is_coverage, topic_query
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
 from mnemon_langgraph.types import JournalSource, Namespace, Record, SearchSource
@@ -189,7 +189,7 @@ class Reader(RetrieveNode, ItemsNode):
         if self.settings.instruction_records > 0:
             lanes.append((instruction_query(latest), INSTRUCTIONS, INSTRUCTION_DEPTH))
         if self.settings.topic_records > 0 and is_coverage(latest):
-            lanes.append((topic_query(latest), TOPIC, TOPIC_DEPTH))
+            lanes.append((topic_query(latest), TOPIC, self.settings.topic_depth))
         return [
             {
                 "index": first + i,

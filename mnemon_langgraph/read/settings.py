@@ -21,6 +21,7 @@ EXPERIMENT_SWITCHES: Mapping[str, object] = MappingProxyType(
         "part_searches": 0,
         "spread_sessions": False,
         "leave_out_stale": False,
+        "topic_records": 0,
     }
 )
 """The :class:`ReadSettings` fields an experiment switches, not a user, each with the value
@@ -193,14 +194,19 @@ class ReadSettings:
             Only sessions with an assistant in them (people's greetings open LoCoMo's). Read
             from the pool, else the journal. 0 turns it off. Default 8: chosen by the same
             cross-validation (docs/results/replies.md).
-        topic_records: When the latest message asks about a topic across the whole
-            history (the order in which the user brought things up, a summary, "across our
-            conversations": ``read.topics.is_coverage``), one more search worded from its
-            topic words alone reads ``read.topics.TOPIC_DEPTH`` records, and the user's
-            records among them, at most this many of each session, join the pool outside
-            the fused ranking (``read.topics``): every session brings its mentions of the
-            topic. 0 turns it off. Default 6 (docs/results/beam.md, "Topics across the
-            history").
+        topic_records: Experiment switch (:data:`EXPERIMENT_SWITCHES`). When the latest
+            message asks about a topic across the whole history (the order in which the
+            user brought things up, a summary, "across our conversations":
+            ``read.topics.is_coverage``), one more search worded from its topic words alone
+            reads ``topic_depth`` records, and the user's records among them, at most this
+            many of each session, join the pool outside the fused ranking (``read.topics``);
+            the rule planner also names such a question's need ``ALL``. 0 (the default)
+            turns it off: on BEAM's dev conversations it pools many more of the gold turns
+            (with every user record of the topic, a third as many gold turns are never
+            pooled) but System 1 ranks them low, and no setting raised the View's evidence
+            (docs/results/beam.md, "Topics across the history").
+        topic_depth: Records the topic search reads before its user records are taken per
+            session (``topic_records``).
     """
 
     max_needs: int = 3
@@ -243,7 +249,8 @@ class ReadSettings:
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8
-    topic_records: int = 6
+    topic_records: int = 0
+    topic_depth: int = 150
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -12,7 +12,8 @@ or later sessions, are worded in their own terms and never pooled. With
   our conversations", "over time", "progressed"; English);
 * one more search, worded from the question's topic words alone (:func:`topic_query`: its
   content words without the words that speak about the conversation itself, "order",
-  "brought up", "aspects", "summary", "throughout" …), reads :data:`TOPIC_DEPTH` records;
+  "brought up", "aspects", "summary", "throughout" …), reads ``ReadSettings.topic_depth``
+  records;
 * of those, the records holding a line of the user's, at most ``topic_records`` of each
   session (:func:`topic_lane`), join the pool outside the fused ranking (the other
   searches' pool is the same with and without them), so every session of the history
@@ -21,6 +22,10 @@ or later sessions, are worded in their own terms and never pooled. With
 The rule planner also marks such a question's need ``ALL`` (every instance), so its
 searches are paged and the sessions of its best records bring their opening turns
 (``read.questions``). Nothing is decided when a record is written.
+
+An experiment switch, off by default: on BEAM's dev conversations the lane pools many more
+of the gold turns, but System 1, which judges each against the whole question, ranks them
+low, and the View's evidence did not rise (docs/results/beam.md).
 """
 
 from __future__ import annotations
@@ -31,16 +36,13 @@ from collections.abc import Sequence
 from mnemon_langgraph.search.text import STOPWORDS, content_words
 from mnemon_langgraph.types import SearchHit
 
-__all__ = ["COVERAGE", "META_WORDS", "TOPIC_DEPTH", "is_coverage", "topic_lane", "topic_query"]
-
-TOPIC_DEPTH = 150
-"""Records the topic search reads before its user records are taken per session."""
+__all__ = ["COVERAGE", "META_WORDS", "is_coverage", "topic_lane", "topic_query"]
 
 COVERAGE = re.compile(
     r"\border\s+in\s+which\b|\bin\s+(?:what|which)\s+order\b|\bsummar(?:y|ies|ize|ise)\b|"
     r"\b(?:throughout|across|over)\s+(?:all\s+)?(?:our|my|the|these)\s+"
     r"(?:conversations|discussions|sessions|chats|talks)\b|"
-    r"\bover\s+time\b|\bprogress(?:ed)?\b",
+    r"\bover\s+time\b|\bprogressed\b",
     re.IGNORECASE,
 )
 """How a question about a topic across the whole history reads (English)."""

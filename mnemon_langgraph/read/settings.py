@@ -202,9 +202,9 @@ class ReadSettings:
             many of each session, join the pool outside the fused ranking (``read.topics``);
             the rule planner also names such a question's need ``ALL``. 0 (the default)
             turns it off: on BEAM's dev conversations it pools many more of the gold turns
-            (with every user record of the topic, a third as many gold turns are never
-            pooled) but System 1 ranks them low, and no setting raised the View's evidence
-            (docs/results/beam.md, "Topics across the history").
+            but System 1 ranks them low, and no setting raised the View's evidence; chosen
+            off by leave-one-conversation-out (docs/results/beam.md, "Topics across the
+            history").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``topic_records``).
     """

@@ -42,6 +42,7 @@ QUESTION = (
 )
 EARLY = "Ada: I keep my garden notes in a blue notebook."
 RELATIVE_QUESTION = "What did the support group plan in the garden last month, and the garden club?"
+TOPIC_QUESTION = "Summarize how the garden plans of the support group progressed."
 LONG_INSTRUCTION = "Always answer with the garden's plant names first. " * 12
 
 
@@ -230,9 +231,12 @@ def run_turn(
     instruction: bool = False,
     replies: bool = False,
     team_delay: float | None = None,
+    topic: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
+    if topic:  # the topic search runs, so its depth has something to budget
+        settings = replace(settings, experiments=ExperimentSwitches(topic_records=6))
     source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
     sources = None if team_delay is None else {"memory": source, "team": _Team(team_delay)}
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
@@ -425,6 +429,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         0.05,
         lambda t: ("errors", [e["source"] for e in t.trace["source_errors"]]),
         {"team_delay": 0.25},
+    ),
+    "topic_records": (
+        0 if ReadSettings().experiments.topic_records else 6,
+        lambda t: [(s["query"], s["origin"]) for s in t.trace["searches"]],
+        {"question": TOPIC_QUESTION},
+    ),
+    "topic_depth": (
+        ReadSettings().topic_depth + 7,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {"question": TOPIC_QUESTION, "topic": True},
     ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,

@@ -28,7 +28,7 @@ from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_query
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
-from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, RetrieveNode
+from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, TOPIC, RetrieveNode
 from mnemon_langgraph.read.nodes_sources import as_named
 from mnemon_langgraph.read.planner import (
     Planner,
@@ -70,6 +70,7 @@ from mnemon_langgraph.read.state import (
     s1_messages,
     statuses_of,
 )
+from mnemon_langgraph.read.topics import is_coverage, topic_query
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
 from mnemon_langgraph.types import Namespace, Record, SearchFilters, SearchSource
@@ -191,18 +192,7 @@ class Reader(RetrieveNode, ItemsNode):
                     "date_to": bounds[1].isoformat(),
                 }
             )
-        if self.settings.instruction_records > 0:
-            searches.append(
-                {
-                    "index": len(searches),
-                    "query": instruction_query(latest),
-                    "origin": INSTRUCTIONS,
-                    "next_offset": 0,
-                    "exhausted": False,
-                    "round": 1,
-                    "k": INSTRUCTION_DEPTH,
-                }
-            )
+        searches += self._lane_searches(latest, len(searches))
         needs = [
             {**asdict(n), "state": "open", "lead_step": 0, "positives": []} for n in plan.needs
         ]
@@ -237,6 +227,29 @@ class Reader(RetrieveNode, ItemsNode):
             "judgments": Overwrite([]),
             "index": {},
         }
+
+    def _lane_searches(self, latest: str, first: int) -> list[dict[str, Any]]:
+        """The first round's searches whose records join the pool outside the fused
+        ranking: the user's standing instructions (``read.instructions``) and, for a
+        question about a topic across the whole history, its mentions in every session
+        (``read.topics``)."""
+        lanes: list[tuple[str, str, int]] = []
+        if self.settings.instruction_records > 0:
+            lanes.append((instruction_query(latest), INSTRUCTIONS, INSTRUCTION_DEPTH))
+        if self.settings.experiments.topic_records > 0 and is_coverage(latest):
+            lanes.append((topic_query(latest), TOPIC, self.settings.topic_depth))
+        return [
+            {
+                "index": first + i,
+                "query": query,
+                "origin": origin,
+                "next_offset": 0,
+                "exhausted": False,
+                "round": 1,
+                "k": k,
+            }
+            for i, (query, origin, k) in enumerate(lanes)
+        ]
 
     def _date_bounds(self, latest: str, now: str) -> tuple[datetime, datetime] | None:
         """The window of the first round's date search: the months the message names with

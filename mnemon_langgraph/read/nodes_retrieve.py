@@ -28,10 +28,14 @@ from mnemon_langgraph.read.pooling import (
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
+from mnemon_langgraph.read.topics import topic_lane
 from mnemon_langgraph.read.trace import degraded, timing_event
 from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
+
+TOPIC = "topic"
+"""Origin of the search for a topic's mentions in every session (``read.topics``)."""
 
 
 def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRecord]:
@@ -53,6 +57,23 @@ def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRe
     return out
 
 
+def _topic(
+    idx: int, hits: Sequence[SearchHit], round_no: int, per_session: int
+) -> list[PoolRecord]:
+    """The topic search's records that hold a line of the user's, at most ``per_session``
+    of each session (``read.topics.topic_lane``), as pool entries; the rest is dropped."""
+    return [
+        PoolRecord(
+            **record_to_dict(hit.record),
+            found=[[idx, hit.rank]],
+            round=round_no,
+            bm25_rank=hit.bm25_rank,
+            dense_rank=hit.dense_rank,
+        )
+        for hit in topic_lane(hits, per_session)
+    ]
+
+
 def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list[PoolRecord], int]:
     """The pool with the lane's records: marked where already pooled, appended otherwise."""
     if not lane:
@@ -67,7 +88,8 @@ def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list
             added += 1
         else:
             found = [*pool[i].get("found", []), *entry.get("found", [])]
-            pool[i] = PoolRecord(**{**pool[i], "found": found, "standing": entry["standing"]})
+            marks = {"standing": entry["standing"]} if "standing" in entry else {}
+            pool[i] = PoolRecord(**{**pool[i], "found": found, **marks})
     return pool, added
 
 
@@ -239,8 +261,12 @@ class RetrieveNode(SourcesNode):
                 )
                 s["exhausted"] = True
                 continue
-            if s["origin"] == INSTRUCTIONS:
-                kept = _standing(idx, hits, round_no)
+            if s["origin"] in (INSTRUCTIONS, TOPIC):
+                kept = (
+                    _standing(idx, hits, round_no)
+                    if s["origin"] == INSTRUCTIONS
+                    else _topic(idx, hits, round_no, self.settings.experiments.topic_records)
+                )
                 lane.extend(kept)
                 s["exhausted"] = True
                 # as for a page: "new" counts what it brings that no earlier round pooled

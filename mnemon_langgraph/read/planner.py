@@ -32,6 +32,7 @@ from mnemon_langgraph.backends import planner_from_spec
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.topics import is_coverage
 from mnemon_langgraph.read.workers import shared_pool
 from mnemon_langgraph.search.text import PIECE_PATTERN, capitalised_words, content_words, fold
 from mnemon_langgraph.search.text import words as text_words
@@ -344,7 +345,10 @@ class RulePlanner:
             if part.casefold() not in tried:
                 tried.add(part.casefold())
                 searches.append(SearchSpec(part, "part"))
-        kind: Literal["NEED", "ALL"] = "ALL" if _ALL_PATTERNS.search(text) else "NEED"
+        # a question about a topic across the whole history wants every mention of it
+        topics = settings.experiments.topic_records
+        every = _ALL_PATTERNS.search(text) or (topics and is_coverage(text))
+        kind: Literal["NEED", "ALL"] = "ALL" if every else "NEED"
         needs = [Need(0, text, kind)][: settings.max_needs]
         return PlanResult(searches=searches, needs=needs, planner=self.name)
 

@@ -55,6 +55,16 @@ class ExperimentSwitches:
             still notes it): with the offline update detector, leaving them out removed gold
             evidence on LoCoMo and BEAM and helped no question; chosen by cross-validation
             (docs/results/longmemeval.md).
+        topic_records: Experiment switch. When the latest message asks about a topic across
+            the whole history (the order in which the user brought things up, a summary,
+            "across our conversations": ``read.topics.is_coverage``), one more search worded
+            from its topic words alone reads ``ReadSettings.topic_depth`` records, and the
+            user's records among them, at most this many of each session, join the pool
+            outside the fused ranking (``read.topics``); the rule planner also names such a
+            question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
+            conversations it pools many more of the gold turns but System 1 ranks them low,
+            and no setting raised the View's evidence; chosen off by
+            leave-one-conversation-out (docs/results/beam.md, "Topics across the history").
     """
 
     fused_weight: float = 0.0
@@ -62,9 +72,10 @@ class ExperimentSwitches:
     part_searches: int = 0
     spread_sessions: bool = False
     leave_out_stale: bool = False
+    topic_records: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("fused_weight", "part_searches"):
+        for name in ("fused_weight", "part_searches", "topic_records"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"
@@ -228,6 +239,8 @@ class ReadSettings:
             failed in the trace (``source_errors``) and the View is built from the others.
             A source may set its own ``timeout_s`` attribute. One source: unused (there is
             nothing to build the View from without it).
+        topic_depth: Records the topic search reads before its user records are taken per
+            session (``experiments.topic_records``).
     """
 
     max_needs: int = 3
@@ -268,6 +281,7 @@ class ReadSettings:
     opening_turns: int = 8
     source_share: float | None = None
     source_timeout_s: float = 10.0
+    topic_depth: int = 150
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -300,6 +314,7 @@ class ReadSettings:
                 "excerpt_after",
                 "instruction_records",
                 "opening_turns",
+                "topic_depth",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -40,10 +40,12 @@ __all__ = [
     "auth_identity",
     "check_claimed_namespace",
     "fill_namespace",
+    "fill_source_namespace",
     "granted_namespace",
     "namespace_value",
     "resolve_namespace",
     "run_actor",
+    "run_fields",
     "template_fields",
     "user_namespace",
 ]
@@ -307,7 +309,6 @@ def _check_claims(
     auth: AuthIdentity, expected: Namespace, fields: list[str], context: Any, config: Any
 ) -> None:
     sources = [("the run's context", context), ("config['configurable']", _configurable(config))]
-    names = dict.fromkeys([*fields, "user_id"])
     for where, source in sources:
         if source is None:
             continue
@@ -315,7 +316,16 @@ def _check_claims(
         if not isinstance(source, Mapping):
             raw = getattr(source, "namespace", None)
         check_claimed_namespace(auth, expected, where, raw)
-        for name in names:
+    _check_field_claims(auth, [*fields, "user_id"], context, config)
+
+
+def _check_field_claims(auth: AuthIdentity, fields: list[str], context: Any, config: Any) -> None:
+    """Refuse a context or ``configurable`` that names any of ``fields`` other than ``auth``'s."""
+    sources = [("the run's context", context), ("config['configurable']", _configurable(config))]
+    for where, source in sources:
+        if source is None:
+            continue
+        for name in dict.fromkeys(fields):
             try:
                 value = _field(source, name)
             except ConfigurationError:
@@ -418,3 +428,85 @@ def fill_namespace(
     if auth_identity(config) is not None:
         return resolve_namespace(context, config, template)
     return _fill_from_run(template, context, config)
+
+
+def fill_source_namespace(
+    template: str | Sequence[str],
+    *,
+    context: Any = None,
+    config: Mapping[str, Any] | None = None,
+) -> Namespace:
+    """The namespace a read source's template (``("teams", "{team_id}")``) names for one run.
+
+    Without authentication, each ``{field}`` comes from the run like the journal's
+    (:func:`fill_namespace`). On an authenticated run, from the authenticated user only
+    (``user_id`` is the identity, any other field the auth handler's user's): a client that
+    names another value in the context or ``configurable`` is refused, as it is for the
+    journal, and a field the authenticated user lacks is an error (never filled from what the
+    client sent). Unlike :func:`resolve_namespace`, a namespace a surface granted to a nested
+    read graph (:func:`granted_namespace`) is never used here: it names the user's own memory,
+    not a shared source's.
+
+    Raises:
+        ConfigurationError: A field is missing (the message says where it looked).
+        NamespaceAccessError: The run is authenticated and names another value of a field.
+    """
+    auth = auth_identity(config)
+    if auth is None:
+        return _fill_from_run(template, context, config)
+    fields = template_fields(template)
+    values: dict[str, str] = {}
+    for name in fields:
+        value = auth.value(name)
+        if value is None:
+            raise ConfigurationError(
+                f"source namespace template {tuple(_parts(template))!r} needs {name!r} of the "
+                "authenticated user, and the server's user has none; a value the client "
+                "sends is never used when the server authenticates"
+            )
+        values[name] = value
+    _check_field_claims(auth, fields, context, config)
+    runtime = _runtime_context()
+    if runtime is not None and runtime is not context:
+        _check_field_claims(auth, fields, runtime, None)
+    return normalize_namespace([p.format_map(values) for p in _parts(template)])
+
+
+def _plain_fields(source: Any) -> dict[str, str]:
+    """The str/int fields of a context object or mapping (private ``__`` keys and LangGraph's
+    own ``langgraph_`` / ``checkpoint_`` keys left out)."""
+    if source is None:
+        return {}
+    if isinstance(source, Mapping):
+        items = list(source.items())
+    else:
+        names = getattr(source, "__dataclass_fields__", None) or getattr(source, "__dict__", {})
+        items = [(name, getattr(source, name, None)) for name in names]
+    out: dict[str, str] = {}
+    for name, value in items:
+        if not isinstance(name, str) or name.startswith(("__", "langgraph_", "checkpoint_")):
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            continue
+        out[name] = str(value)
+    return out
+
+
+def run_fields(context: Any = None, config: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The run's fields a source's ``for_run`` sees (a retriever's ``{user_id}`` filter).
+
+    Without authentication: the str/int values of ``config["configurable"]``, then of the
+    runtime context (which wins). On an authenticated run: only the authenticated user's
+    (``user_id`` is the identity, then the auth handler's user's str/int fields), never
+    what the client sent.
+    """
+    auth = auth_identity(config)
+    if auth is not None:
+        user = auth.user
+        try:  # a dict, or the server's proxy of the auth handler's user
+            fields = _plain_fields(dict(user)) if user is not None else {}
+        except (TypeError, ValueError):
+            fields = {}
+        fields.pop("identity", None)
+        return {**fields, "user_id": auth.user_id}
+    return {**_plain_fields(_configurable(config)), **_plain_fields(context)}

@@ -1,0 +1,303 @@
+"""Named read sources and their binding to one run (the ``#45`` source contract).
+
+A read graph reads one or more **named sources** (``create_read_graph(sources=...)``).
+Each is any :class:`~mnemon_langgraph.types.SearchSource`; the read graph honours these
+optional attributes:
+
+* ``namespace_template``: absent: the source is the user's own journal and is searched in
+  the run's namespace; a tuple such as ``("teams", "{team_id}")``: filled from the run's
+  fields (the authenticated user's only under LangGraph auth:
+  :func:`~mnemon_langgraph.read.namespaces.fill_source_namespace`); ``None``: the source
+  names no namespace and is shared by all users (it is passed the run's namespace, which
+  it ignores).
+* ``for_run(fields)``: a source whose query depends on the run returns a bound copy
+  (:func:`~mnemon_langgraph.read.namespaces.run_fields`).
+* ``pages``: ``False``: ``offset`` is not supported; each page is one larger request from
+  the top (``k = offset + page``), the records before the page dropped here.
+* ``filters_dates``: ``False``: the source ignores date bounds; the read path asks it once
+  for :data:`~mnemon_langgraph.read.settings.LOOKAHEAD` times the page without bounds and
+  keeps the records inside them itself (records without a date are left out, as the stores
+  do).
+* ``timeout_s``: seconds this source's search may take (else ``ReadSettings.source_timeout_s``).
+
+With several sources, a pooled record's id is qualified by its source's name
+(:func:`qualify_id`: ``"docs:doc-7"``), so everything the read path keys on a record id
+(dedup, judgments, evidence, the View's placement) tells sources apart even where their ids
+collide, and its source's name travels in the pool entry's ``read_source``. With one source
+nothing is qualified and the read path is as it always was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read.settings import LOOKAHEAD
+from mnemon_langgraph.read.workers import shared_pool
+from mnemon_langgraph.types import (
+    JournalSource,
+    Namespace,
+    Record,
+    SearchFilters,
+    SearchHit,
+    SearchSource,
+    TermStatsSource,
+    VectorSource,
+)
+
+__all__ = [
+    "DEFAULT_SOURCE",
+    "SOURCE_ID_SEPARATOR",
+    "BoundSource",
+    "is_own",
+    "named_sources",
+    "qualify_id",
+    "qualify_record",
+    "split_id",
+]
+
+DEFAULT_SOURCE = "memory"
+"""The name of the one source of ``create_read_graph(source=...)``."""
+
+SOURCE_ID_SEPARATOR = ":"
+"""Between a source's name and a record id in a qualified id; never in a source's name, so
+a qualified id splits back into exactly one (name, id)."""
+
+_MAX_NAME = 64
+_ABSENT = object()
+
+
+def named_sources(
+    source: SearchSource | None, sources: Mapping[str, SearchSource] | None
+) -> dict[str, SearchSource]:
+    """The read graph's sources by name: ``sources``, or ``{"memory": source}``.
+
+    Raises:
+        ConfigurationError: Both or neither given, no source, a name that is not a
+            non-empty string of at most 64 characters without ``:``, or a source without
+            ``search`` and ``asearch``.
+    """
+    if source is not None and sources is not None:
+        raise ConfigurationError(
+            "create_read_graph: pass source= (one source) or sources= (named sources), not both"
+        )
+    if sources is None:
+        if source is None:
+            raise ConfigurationError("create_read_graph needs source= or sources=")
+        sources = {DEFAULT_SOURCE: source}
+    if not isinstance(sources, Mapping) or not sources:
+        raise ConfigurationError(
+            "sources= must be a non-empty mapping of names to search sources, e.g. "
+            "{'memory': store, 'docs': RetrieverSource(retriever)}"
+        )
+    out: dict[str, SearchSource] = {}
+    for name, src in sources.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+            raise ConfigurationError(
+                f"a source's name must be a non-empty string of at most {_MAX_NAME} "
+                f"characters, got {name!r}"
+            )
+        if SOURCE_ID_SEPARATOR in name or any(ord(c) < 32 for c in name):
+            raise ConfigurationError(
+                f"a source's name must not hold {SOURCE_ID_SEPARATOR!r} or control "
+                f"characters, got {name!r}"
+            )
+        if not callable(getattr(src, "search", None)) or not callable(
+            getattr(src, "asearch", None)
+        ):
+            raise ConfigurationError(
+                f"source {name!r} ({type(src).__name__}) is not a SearchSource: it needs "
+                "search() and asearch() (mnemon_langgraph.types.SearchSource)"
+            )
+        out[name] = src
+    return out
+
+
+def is_own(source: Any) -> bool:
+    """Whether ``source`` is the user's own memory (it declares no ``namespace_template``)."""
+    return getattr(source, "namespace_template", _ABSENT) is _ABSENT
+
+
+def template_of(source: Any) -> tuple[str, ...] | None:
+    """A source's namespace template (``None``: shared by all users; own sources: ``None``)."""
+    template = getattr(source, "namespace_template", None)
+    return None if template is None else tuple(template)
+
+
+def qualify_id(name: str, record_id: str) -> str:
+    """A record id as a read graph of several sources keys it: ``"<source>:<id>"``."""
+    return f"{name}{SOURCE_ID_SEPARATOR}{record_id}"
+
+
+def split_id(qualified: str) -> tuple[str, str]:
+    """``(source name, record id)`` of a :func:`qualify_id` id (source names hold no ``:``)."""
+    name, _, record_id = qualified.partition(SOURCE_ID_SEPARATOR)
+    return name, record_id
+
+
+def qualify_record(name: str, record: Record) -> Record:
+    """``record`` with its id qualified by ``name``."""
+    return dataclasses.replace(record, id=qualify_id(name, record.id))
+
+
+@dataclass(frozen=True)
+class BoundSource:
+    """One named source bound to one run: its namespace, capabilities and timeout.
+
+    Its :meth:`search` / :meth:`asearch` take the read path's page request and hide what the
+    source lacks (paging, date filters); with ``qualify`` its records' ids come back
+    qualified by ``name``.
+
+    Attributes:
+        name: The source's name in ``sources=``.
+        source: The source (after ``for_run``).
+        namespace: The namespace it is searched in.
+        qualify: Whether record ids are qualified (several sources).
+        timeout_s: Seconds a search may take (``None``: no limit).
+    """
+
+    name: str
+    source: Any
+    namespace: Namespace
+    qualify: bool = False
+    timeout_s: float | None = None
+
+    @property
+    def own(self) -> bool:
+        """Whether the source is the user's own memory."""
+        return is_own(self.source)
+
+    @property
+    def pages(self) -> bool:
+        """Whether the source takes ``offset``."""
+        return bool(getattr(self.source, "pages", True))
+
+    @property
+    def filters_dates(self) -> bool:
+        """Whether the source applies date bounds itself."""
+        return bool(getattr(self.source, "filters_dates", True))
+
+    def is_journal(self) -> bool:
+        """Whether the source reads a session's records by position."""
+        return isinstance(self.source, JournalSource)
+
+    def _request(
+        self, k: int, offset: int, filters: SearchFilters | None
+    ) -> tuple[dict[str, Any], int, bool]:
+        """The call's keyword arguments, the hits to drop from its top, and whether the read
+        path filters (date bounds the source ignores)."""
+        ours = filters is not None and not self.filters_dates
+        if ours:
+            # asks once for more, without bounds, and keeps what is inside them
+            kwargs = {"k": (offset + k) * LOOKAHEAD, "offset": 0, "filters": None}
+            return kwargs, offset, True
+        if not self.pages and offset:
+            return {"k": offset + k, "offset": 0, "filters": filters}, offset, False
+        return {"k": k, "offset": offset, "filters": filters}, 0, False
+
+    def _finish(
+        self, hits: Sequence[SearchHit], k: int, drop: int, filters: SearchFilters | None
+    ) -> list[SearchHit]:
+        out = list(hits)
+        if filters is not None:
+            out = [h for h in out if filters.accepts(h.record)]
+        out = out[drop : drop + k] if drop or filters is not None else out
+        if self.qualify:
+            out = [dataclasses.replace(h, record=qualify_record(self.name, h.record)) for h in out]
+        return out
+
+    def _timed_out(self) -> TimeoutError:
+        return TimeoutError(f"source {self.name!r} gave no answer within {self.timeout_s} s")
+
+    def search(
+        self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        """One page of the source's ranking for ``query`` (sync)."""
+        kwargs, drop, ours = self._request(k, offset, filters)
+        call = {"namespace": self.namespace, **kwargs}
+        if self.timeout_s is None:
+            hits = self.source.search(query, **call)
+        else:
+            # A sync call cannot be cancelled: it runs in the process's timed-call pool and
+            # is no longer waited for past the timeout (read/workers.py).
+            future = shared_pool().submit(self.source.search, query, **call)
+            try:
+                hits = future.result(timeout=self.timeout_s)
+            except concurrent.futures.TimeoutError:
+                raise self._timed_out() from None
+        return self._finish(hits, k, drop, filters if ours else None)
+
+    async def asearch(
+        self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        """One page of the source's ranking for ``query`` (async)."""
+        kwargs, drop, ours = self._request(k, offset, filters)
+        call = {"namespace": self.namespace, **kwargs}
+        try:
+            hits = await asyncio.wait_for(self.source.asearch(query, **call), self.timeout_s)
+        except TimeoutError:
+            raise self._timed_out() from None
+        return self._finish(hits, k, drop, filters if ours else None)
+
+    # --- the optional capabilities, with qualified ids ------------------------------------
+
+    def session_records(
+        self, namespace: Any, session: int, *, start: int = 0, stop: int | None = None
+    ) -> list[Record]:
+        """The source's records of ``session`` (its own namespace; ``namespace`` unused)."""
+        got = self.source.session_records(self.namespace, session, start=start, stop=stop)
+        return [qualify_record(self.name, r) if self.qualify else r for r in got]
+
+    async def asession_records(
+        self, namespace: Any, session: int, *, start: int = 0, stop: int | None = None
+    ) -> list[Record]:
+        """Async :meth:`session_records` (the source's own, else in a thread)."""
+        read = getattr(self.source, "asession_records", None)
+        if read is None:
+            return await asyncio.to_thread(
+                self.session_records, namespace, session, start=start, stop=stop
+            )
+        got = await read(self.namespace, session, start=start, stop=stop)
+        return [qualify_record(self.name, r) if self.qualify else r for r in got]
+
+    def query_vector(self, query: str) -> Any:
+        """The source's unit vector of ``query``."""
+        return self.source.query_vector(query)
+
+    def stored_vectors(self, namespace: Any, ids: Sequence[str]) -> Mapping[str, Any]:
+        """The source's stored vectors of these (qualified) ids, keyed as given."""
+        raw = {split_id(i)[1] if self.qualify else i: i for i in ids}
+        got = self.source.stored_vectors(self.namespace, list(raw))
+        return {raw[rid]: vec for rid, vec in got.items() if rid in raw}
+
+    def term_statistics(
+        self, namespace: Any, terms: Sequence[str]
+    ) -> tuple[int, Mapping[str, int]]:
+        """The source's word counts in its own namespace."""
+        return self.source.term_statistics(self.namespace, terms)
+
+    def capabilities(self) -> Any:
+        """An object offering exactly the capabilities the source offers, ids qualified."""
+        return _Capabilities(self)
+
+
+class _Capabilities:
+    """A :class:`BoundSource` seen through the capability protocols the source offers only:
+    ``isinstance(x, VectorSource)`` holds exactly when it holds for the source."""
+
+    def __init__(self, bound: BoundSource) -> None:
+        self._bound = bound
+        src = bound.source
+        if isinstance(src, VectorSource):
+            self.query_vector = bound.query_vector
+            self.stored_vectors = bound.stored_vectors
+        if isinstance(src, TermStatsSource):
+            self.term_statistics = bound.term_statistics
+        if isinstance(src, JournalSource):
+            self.session_records = bound.session_records
+            self.asession_records = bound.asession_records

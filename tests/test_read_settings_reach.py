@@ -167,6 +167,30 @@ class SlowPlannerChat(RoutingFakeChat):
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
 
 
+class _Team(InMemorySearchSource):
+    """A second source (a team's notes, ids and sessions as the user's), each search
+    ``delay`` seconds slow."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(
+            make_record(
+                f"s{s}p{p}",
+                f"Bo: the support group of the team met in the garden, week {s}, note {p}.",
+                namespace=NS,
+                session=s,
+                date=datetime(2023, 3, s),
+                position=p,
+            )
+            for s in range(1, 7)
+            for p in range(8)
+        )
+        self.delay = delay
+
+    def search(self, query: str, **kwargs: Any) -> Any:
+        time.sleep(self.delay)
+        return super().search(query, **kwargs)
+
+
 @dataclass
 class Turn:
     """What one turn did: its View as a dict, the source's calls and the planner's prompts."""
@@ -200,10 +224,12 @@ def run_turn(
     view_chars: int | None = None,
     instruction: bool = False,
     replies: bool = False,
+    team_delay: float | None = None,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
     source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
+    sources = None if team_delay is None else {"memory": source, "team": _Team(team_delay)}
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -221,7 +247,8 @@ def run_turn(
         script={"search": [SEARCHES], "need": [NEED_JSON]}, delay=planner_delay
     )
     graph = create_read_graph(
-        source=source,
+        source=None if sources else source,
+        sources=sources,
         judge=ScriptedDecisionModel(answers=answer),
         planner=None if rule_planner else planner,
         items=_items(),
@@ -383,6 +410,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         0 if ReadSettings().opening_turns else 8,
         lambda t: [r["id"] for r in t.view["records"]],
         {"replies": True},
+    ),
+    "source_share": (
+        1.0,  # the first source may take the whole first pool before the team's get any
+        lambda t: sum(1 for p in t.trace["pool"] if p["round"] == 1 and p["id"][:5] == "team:"),
+        {"team_delay": 0.0},
+    ),
+    "source_timeout_s": (
+        0.05,
+        lambda t: ("errors", [e["source"] for e in t.trace["source_errors"]]),
+        {"team_delay": 0.25},
     ),
     "spread_sessions": (
         not ReadSettings().spread_sessions,

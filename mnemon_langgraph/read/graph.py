@@ -15,6 +15,7 @@ only data. The namespace comes from the runtime context (:class:`ReadContext`) o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.decisions import BaseDecisionModel
@@ -29,6 +30,7 @@ from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.read.nodes import NODES, Reader
 from mnemon_langgraph.read.planner import Planner, resolve_planner
 from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.sources.binding import named_sources
 from mnemon_langgraph.read.state import (
     ReadContext,
     ReadInput,
@@ -43,7 +45,8 @@ __all__ = ["NODES", "create_read_graph", "view_of"]
 
 def create_read_graph(
     *,
-    source: SearchSource,
+    source: SearchSource | None = None,
+    sources: Mapping[str, SearchSource] | None = None,
     judge: BaseDecisionModel | str | None = None,
     planner: Planner | BaseChatModel | str | None = None,
     items: ItemSource | None = None,
@@ -54,7 +57,16 @@ def create_read_graph(
     """Build and compile the read graph.
 
     Args:
-        source: Where records come from (``MnemonStore`` or any :class:`SearchSource`).
+        source: Where records come from (``MnemonStore`` or any :class:`SearchSource`): the
+            one-source case, the same as ``sources={"memory": source}``.
+        sources: Named sources read into one View, e.g. ``{"memory": store, "team":
+            SharedNamespace(store, ("teams", "{team_id}")), "docs": RetrieverSource(r)}``
+            (the contract: :mod:`mnemon_langgraph.read.sources.binding`). Every search of
+            the turn goes to every source, the first pool keeps a share per source
+            (``ReadSettings.source_share``), a source that fails or takes longer than
+            ``ReadSettings.source_timeout_s`` is left out of the turn (in the trace), and
+            each record block of the View names its source. Pass ``source`` or
+            ``sources``, not both.
         judge: System 1: a ``BaseDecisionModel`` or a name (``"local"``, ``"jev"``,
             ``"llm:provider:model"``; see :func:`mnemon_langgraph.backends.resolve_judge`);
             default: the offline local judge, sharing the source's embedder.
@@ -72,12 +84,15 @@ def create_read_graph(
         ``config={"configurable": {"namespace": ...}}``).
 
     Raises:
-        ConfigurationError: If ``judge`` or ``planner`` names nothing this package knows.
+        ConfigurationError: If ``judge`` or ``planner`` names nothing this package knows, or
+            the sources are not as above (both or neither given, a bad name or source).
     """
     settings = settings or ReadSettings()
+    named = named_sources(source, sources)
+    first = next(iter(named.values()))
     reader = Reader(
-        source,
-        resolve_judge(judge, embeddings=getattr(source, "embeddings", None)),
+        named,
+        resolve_judge(judge, embeddings=getattr(first, "embeddings", None)),
         resolve_planner(planner),
         items,
         settings,

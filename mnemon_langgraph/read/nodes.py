@@ -22,12 +22,13 @@ from mnemon_langgraph.items import ItemSource
 from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.dates import relative_date_range
-from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive, in_thread
+from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
 from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_query
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, RetrieveNode
+from mnemon_langgraph.read.nodes_sources import SourcesNode, as_named
 from mnemon_langgraph.read.planner import (
     Planner,
     PlanResult,
@@ -56,6 +57,7 @@ from mnemon_langgraph.read.rules import (
     should_continue,
 )
 from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.sources.binding import BoundSource
 from mnemon_langgraph.read.state import (
     PoolRecord,
     ReadState,
@@ -69,9 +71,20 @@ from mnemon_langgraph.read.state import (
 )
 from mnemon_langgraph.read.trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.view import compose_view, seen_in_recent
-from mnemon_langgraph.types import JournalSource, Namespace, Record, SearchSource
+from mnemon_langgraph.types import Namespace, Record, SearchSource
 
 __all__ = ["NODES", "Reader"]
+
+
+def _journal(bound: BoundSource, session: int, start: int, stop: int) -> list[Record]:
+    """The records of ``session`` at positions ``start .. stop - 1`` in a bound source."""
+    return list(bound.session_records(bound.namespace, session, start=start, stop=stop))
+
+
+async def _ajournal(bound: BoundSource, session: int, start: int, stop: int) -> list[Record]:
+    """:func:`_journal` under ``ainvoke``: the source's own ``asession_records`` (both
+    stores; PostgreSQL's reads its async pool), else ``session_records`` in a thread."""
+    return list(await bound.asession_records(bound.namespace, session, start=start, stop=stop))
 
 
 def _run_context() -> Any:
@@ -85,28 +98,33 @@ def _run_context() -> Any:
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
 
-class Reader(RetrieveNode, ItemsNode):
-    """Holds the backends; its methods are the graph's nodes (sync and async)."""
+class Reader(RetrieveNode, ItemsNode, SourcesNode):
+    """Holds the backends; its methods are the graph's nodes (sync and async).
+
+    ``source``: one search source, or named sources (``{"memory": store, "docs": ...}``,
+    :mod:`mnemon_langgraph.read.nodes_sources`).
+    """
 
     def __init__(
         self,
-        source: SearchSource,
+        source: SearchSource | Mapping[str, SearchSource],
         judge: BaseDecisionModel,
         planner: Planner,
         items: ItemSource | None,
         settings: ReadSettings,
     ) -> None:
-        self.source = source
+        self.sources = as_named(source)
+        self.source = next(iter(self.sources.values()))
         self.s1 = judge
         self.planner = planner
         self.items = items
         self.settings = settings
-        self.evidence = EvidenceBuilder(source, settings.rrf_k)
+        self.evidence = EvidenceBuilder(self.source, settings.rrf_k)
 
     # --- plan -----------------------------------------------------------------------
     def _plan_start(
         self, state: ReadState, config: RunnableConfig
-    ) -> tuple[Namespace, list[BaseMessage], str]:
+    ) -> tuple[Namespace, list[BaseMessage], str, tuple[dict[str, Any], list[dict[str, Any]]]]:
         context = _run_context()
         namespace = resolve_namespace(context, config)
         recent = recent_messages(state, self.settings)
@@ -114,7 +132,8 @@ class Reader(RetrieveNode, ItemsNode):
         now = getattr(context, "now", None)
         if now is None and isinstance(context, dict):
             now = context.get("now")
-        return namespace, recent, now.isoformat() if now is not None else ""
+        bound = self._bind_run(context, config, namespace)
+        return namespace, recent, now.isoformat() if now is not None else "", bound
 
     def _plan_finish(
         self, namespace: Namespace, now: str, plan: PlanResult, start: float, latest: str
@@ -209,14 +228,17 @@ class Reader(RetrieveNode, ItemsNode):
 
     def _plan(self, state: ReadState, config: RunnableConfig) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        namespace, recent, now = self._plan_start(state, config)
+        namespace, recent, now, (bound, failed) = self._plan_start(state, config)
         try:
             plan = yield Call(
                 self.planner.plan, self.planner.aplan, (recent, self.settings, now or None)
             )
         except Exception as exc:
             plan = self._safe_plan_fallback(recent, exc)
-        return self._plan_finish(namespace, now, plan, start, latest_text(recent))
+        update = self._plan_finish(namespace, now, plan, start, latest_text(recent))
+        if failed:
+            update["trace"] = Overwrite([*update["trace"].value, *failed])
+        return self._with_sources(update, bound)
 
     def plan(self, state: ReadState, config: RunnableConfig) -> dict[str, Any]:
         """Node ``plan`` under ``invoke``."""
@@ -277,21 +299,26 @@ class Reader(RetrieveNode, ItemsNode):
         todo = [p for p in entries if p["id"] not in evidence]
         if not todo:
             return 0.0
-        built, model_s = yield Call(
-            self.evidence.build,
-            self.evidence.abuild,
-            (
-                tuple(state["namespace"]),
-                todo,
-                s1_messages(state, self.settings),
-                needs_of(state),
-            ),
-        )
-        evidence.update(built)
-        return float(model_s)
+        total = 0.0
+        for ns, builder, part in self._evidence_parts(state, todo, self.evidence):
+            built, model_s = yield Call(
+                builder.build,
+                builder.abuild,
+                (ns, part, s1_messages(state, self.settings), needs_of(state)),
+            )
+            evidence.update(built)
+            total += float(model_s)
+        return total
 
     def _memory_terms(self, state: ReadState) -> Generator[Step, Any, dict[str, Any] | None]:
-        """The query words' counts in the whole namespace (``state["memory"]`` of the calls)."""
+        """The query words' counts in the whole namespace (``state["memory"]`` of the calls);
+        with bound sources, summed over those that can count them."""
+        if self.binds:
+            return (
+                yield from self._memory_terms_all(
+                    state, s1_messages(state, self.settings), needs_of(state)
+                )
+            )
         found = yield Call(
             self.evidence.memory_terms,
             self.evidence.amemory_terms,
@@ -430,16 +457,7 @@ class Reader(RetrieveNode, ItemsNode):
         opened = sessions_opened(pool, deep, settings.opening_turns) if every else []
         if not replies and not opened:
             return pool
-        read: list[Record] = []
-        wanted = reads([*windows(pool, replies), *opening_windows(pool, opened)])
-        if wanted and isinstance(self.source, JournalSource):
-            ns = tuple(state["namespace"])
-            calls = tuple(Call(self._journal, self._ajournal, (ns, *part)) for part in wanted)
-            for got in (yield Gather(calls)):
-                # a failed read finds no turn for its record: the View is as without
-                if not isinstance(got, BaseException):
-                    read.extend(got)
-        records = [record_to_dict(r) for r in read]
+        records = yield from self._turns_read(state, pool, replies, opened)
         asked, added = questions(pool, replies, records)
         first, more = openings(pool, opened, records)
         rounds = state.get("rounds", 0)
@@ -454,20 +472,37 @@ class Reader(RetrieveNode, ItemsNode):
         new = {q["id"]: q for q in [*added, *more]}
         return out + [cast(PoolRecord, {**q, "found": [], "round": rounds}) for q in new.values()]
 
-    def _journal(self, namespace: Namespace, session: int, start: int, stop: int) -> list[Record]:
-        """The records of ``session`` at positions ``start .. stop - 1``."""
-        source = cast(JournalSource, self.source)
-        return list(source.session_records(namespace, session, start=start, stop=stop))
-
-    async def _ajournal(
-        self, namespace: Namespace, session: int, start: int, stop: int
-    ) -> list[Record]:
-        """:meth:`_journal` under ``ainvoke``: the source's own ``asession_records`` (both
-        stores; PostgreSQL's reads its async pool), else ``session_records`` in a thread."""
-        read = getattr(self.source, "asession_records", None)
-        if read is None:
-            return await in_thread(self._journal)(namespace, session, start, stop)
-        return list(await read(namespace, session, start=start, stop=stop))
+    def _turns_read(
+        self,
+        state: ReadState,
+        pool: list[PoolRecord],
+        replies: Sequence[str],
+        opened: Sequence[str],
+    ) -> Body[list[PoolRecord]]:
+        """The records read from each source's journal (a :class:`JournalSource`; in its
+        own namespace) for the replies' questions and the sessions' opening turns the pool
+        does not hold, as pool data (with their ``read_source`` when several)."""
+        calls: list[Call] = []
+        names: list[str] = []
+        ids = {*replies, *opened}
+        for bound, group in self._groups(state, pool):
+            mine = {p["id"] for p in group} & ids
+            wanted = reads(
+                [
+                    *windows(group, [r for r in replies if r in mine]),
+                    *opening_windows(group, [r for r in opened if r in mine]),
+                ]
+            )
+            if wanted and bound.is_journal():
+                calls += [Call(_journal, _ajournal, (bound, *part)) for part in wanted]
+                names += [bound.name] * len(wanted)
+        records: list[PoolRecord] = []
+        for name, got in zip(names, (yield Gather(tuple(calls))) if calls else [], strict=True):
+            # a failed read finds no turn for its record: the View is as without
+            if not isinstance(got, BaseException):
+                tag = {"read_source": name} if self.multi else {}
+                records += [cast(PoolRecord, {**record_to_dict(r), **tag}) for r in got]
+        return records
 
     def _compose(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
@@ -493,6 +528,7 @@ class Reader(RetrieveNode, ItemsNode):
             seen=seen,
             all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
             focus=[message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)],
+            sources=list(self.sources) if self.multi else (),
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed

@@ -27,7 +27,7 @@ from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
 from mnemon_langgraph.read.trace import degraded, timing_event
-from mnemon_langgraph.types import Namespace, SearchFilters, SearchHit, SearchSource
+from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
 
 __all__ = ["RetrieveNode"]
 
@@ -76,8 +76,10 @@ def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list
 def _search_event(
     s: Mapping[str, Any], idx: int, offset: int, returned: int, new: int, round_no: int
 ) -> dict[str, Any]:
-    """The trace event of one search page."""
+    """The trace event of one search page (with its ``source`` when the graph has several)."""
+    where = {"source": s["read_source"]} if "read_source" in s else {}
     return {
+        **where,
         "event": "search",
         "index": idx,
         "query": s["query"],
@@ -105,6 +107,7 @@ class RetrieveNode:
         round_no: int,
         trace: list[dict[str, Any]],
         fetch: list[tuple[int, int]],
+        names: list[str | None],
     ) -> float:
         query, calls, secs, errors = out
         trace.append(
@@ -121,19 +124,21 @@ class RetrieveNode:
             trace.append(degraded("new_search", "; ".join(errors)))
         tried = {s["query"].casefold() for s in searches}
         if query and query.casefold() not in tried:
-            idx = len(searches)
-            searches.append(
-                {
-                    "index": idx,
-                    "query": query,
-                    "origin": "new_search",
-                    "next_offset": 0,
-                    "exhausted": False,
-                    "round": round_no,
-                    "need_index": need.index,
-                }
-            )
-            fetch.append((idx, 0))
+            for name in names:  # every source (one source: [None])
+                idx = len(searches)
+                searches.append(
+                    {
+                        "index": idx,
+                        "query": query,
+                        "origin": "new_search",
+                        "next_offset": 0,
+                        "exhausted": False,
+                        "round": round_no,
+                        "need_index": need.index,
+                        **({"read_source": name} if name is not None else {}),
+                    }
+                )
+                fetch.append((idx, 0))
         return secs
 
     def _fetch_plan(
@@ -177,9 +182,11 @@ class RetrieveNode:
         own: int | None = record.get("session")
         scope = self.settings.follow_scope
         bounds = [own] if scope == "session" else [None] if scope == "memory" else [own, None]
-        tried = {(s["query"], s.get("session")) for s in searches}
+        # a follow search looks around the record in its own source (sessions are a source's)
+        name = record.get("read_source")
+        tried = {(s["query"], s.get("session"), s.get("read_source")) for s in searches}
         for session in bounds:
-            if (query, session) in tried:
+            if (query, session, name) in tried:
                 continue
             idx = len(searches)
             searches.append(
@@ -194,6 +201,7 @@ class RetrieveNode:
                     "record_id": record["id"],
                     "session": session,
                     "k": self.settings.follow_records,
+                    **({"read_source": name} if name is not None else {}),
                 }
             )
             fetch.append((idx, 0))
@@ -215,6 +223,9 @@ class RetrieveNode:
         for idx, offset, hits in fetched:
             s = searches[idx]
             if isinstance(hits, BaseException):
+                if "read_source" in s:  # one of several sources: the others build the View
+                    trace.extend(self._source_failed(searches, idx, hits))
+                    continue
                 trace.append(
                     degraded("search", f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}")
                 )
@@ -242,7 +253,13 @@ class RetrieveNode:
             trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
         if not pool and round_no == 1:
-            pool = build_first_pool(pages, cap=self.settings.pool_size, rrf_k=self.settings.rrf_k)
+            pool = build_first_pool(
+                pages,
+                cap=self.settings.pool_size,
+                rrf_k=self.settings.rrf_k,
+                sources=[searches[i].get("read_source") or "" for i, _, _ in pages],
+                source_share=self.settings.source_share,
+            )
             added = len(pool)
         else:
             added = 0
@@ -250,6 +267,7 @@ class RetrieveNode:
                 pool, gained = merge_page(pool, idx, offset, page, round_no)
                 added += gained
         pool, gained = _with_lane(pool, lane)
+        pool = self._tag(pool)
         added += gained
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
         trace.append(timing_event("retrieve", start, model_seconds))
@@ -257,7 +275,6 @@ class RetrieveNode:
 
     def _retrieve(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()
-        ns = tuple(state["namespace"])
         searches, fetch, asks = self._fetch_plan(state)
         trace: list[dict[str, Any]] = []
         model_seconds = 0.0
@@ -271,15 +288,22 @@ class RetrieveNode:
                 self.planner.anext_search,
                 (recent, need, tried, self.settings),
             )
-            model_seconds += self._new_search_result(searches, need, out, round_no, trace, fetch)
+            names = self._search_sources(state, searches)
+            model_seconds += self._new_search_result(
+                searches, need, out, round_no, trace, fetch, names
+            )
         # the searches are independent: they run side by side
+        bound = {
+            name: self._bound(state, name)
+            for name in dict.fromkeys(searches[i].get("read_source") for i, _ in fetch)
+        }
         results = yield Gather(
             tuple(
                 Call(
-                    self.source.search,
-                    self.source.asearch,
+                    bound[searches[i].get("read_source")].search,
+                    bound[searches[i].get("read_source")].asearch,
                     (searches[i]["query"],),
-                    self._search_kwargs(ns, searches[i], o, pooled),
+                    self._search_kwargs(searches[i], o, pooled),
                 )
                 for i, o in fetch
             )
@@ -294,11 +318,11 @@ class RetrieveNode:
         return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
 
     def _search_kwargs(
-        self, ns: Namespace, search: Mapping[str, Any], offset: int, pooled: Container[str]
+        self, search: Mapping[str, Any], offset: int, pooled: Container[str]
     ) -> dict[str, Any]:
-        """The keyword arguments of one search call (a follow search may keep to a session)."""
+        """The keyword arguments of one search call (a follow search may keep to a session);
+        the bound source adds its namespace (:class:`~.sources.binding.BoundSource`)."""
         kwargs: dict[str, Any] = {
-            "namespace": ns,
             "k": self._fetch_k(search, pooled),
             "offset": offset,
         }

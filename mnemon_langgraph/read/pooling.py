@@ -137,9 +137,11 @@ def _quota_then_fused(
     found: Mapping[str, Mapping[int, int]],
     score: Mapping[str, float],
     cap: int,
+    chosen: dict[str, int] | None = None,
 ) -> dict[str, int]:
-    """Record id → selection order: each search's quota first, then summed reciprocal rank."""
-    chosen: dict[str, int] = {}
+    """Record id → selection order: each search's quota first, then summed reciprocal rank
+    (after the records already ``chosen``, which count toward ``cap``)."""
+    chosen = {} if chosen is None else chosen
     quota = cap // len(pages)
     for page in pages:
         added = 0
@@ -160,11 +162,44 @@ def _quota_then_fused(
     return chosen
 
 
+def _per_source(
+    hits: Sequence[Sequence[SearchHit]],
+    sources: Sequence[str],
+    found: Mapping[str, Mapping[int, int]],
+    score: Mapping[str, float],
+    quota: int,
+    cap: int,
+) -> dict[str, int]:
+    """Each source's own first pool of at most ``quota`` records (its searches' quotas, then
+    its summed reciprocal rank), in the sources' order, never past ``cap`` in all."""
+    chosen: dict[str, int] = {}
+    for name in dict.fromkeys(sources):
+        mine = [s for s, src in enumerate(sources) if src == name]
+        own_found = {
+            rid: {s: r for s, r in ranks.items() if s in mine}
+            for rid, ranks in found.items()
+            if any(s in mine for s in ranks)
+        }
+        take = min(quota, cap - len(chosen))
+        if take <= 0 or not own_found:
+            continue
+        # positions of the source's own pages, so its searches' quotas are its own
+        own_pages = [hits[s] for s in mine]
+        local = {
+            rid: {mine.index(s): r for s, r in ranks.items()} for rid, ranks in own_found.items()
+        }
+        for rid in _quota_then_fused(own_pages, local, score, take):
+            chosen.setdefault(rid, len(chosen))
+    return chosen
+
+
 def build_first_pool(
     pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
     *,
     cap: int,
     rrf_k: int = RRF_K,
+    sources: Sequence[str] | None = None,
+    source_share: float | None = None,
 ) -> list[PoolRecord]:
     """Merge the first pages of the turn's searches into a pool of at most ``cap`` records.
 
@@ -176,10 +211,17 @@ def build_first_pool(
     The quota keeps one strong search from filling the pool alone; the fused order is
     what the View falls back on when System 1 gives no judgment.
 
+    With ``sources`` (the read source of each page, for a read graph of several sources),
+    each source first gets its own first pool of up to ``source_share * cap`` records
+    (``None``: ``cap // sources``) by the two steps above over its own pages, so one large
+    source cannot crowd the others out; the places left are filled as above from all pages.
+
     Args:
         pages: ``(search_index, offset, hits)`` per search.
         cap: Pool size (paper: 48).
         rrf_k: Reciprocal rank constant (paper: 60).
+        sources: The read source of each page (same order as ``pages``), or ``None``.
+        source_share: Share of ``cap`` each source is sure of (``None``: an equal share).
 
     Returns:
         Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
@@ -192,7 +234,12 @@ def build_first_pool(
     score = {
         rid: sum(reciprocal_rank(r, rrf_k) for r in ranks.values()) for rid, ranks in found.items()
     }
-    chosen = _quota_then_fused(hits, found, score, cap)
+    chosen: dict[str, int] | None = None
+    if sources is not None and len(set(sources)) > 1:
+        n = len(set(sources))
+        quota = cap // n if source_share is None else int(source_share * cap)
+        chosen = _per_source(hits, list(sources), found, score, quota, cap)
+    chosen = _quota_then_fused(hits, found, score, cap, chosen)
     first: dict[str, Record] = {}  # the record as the first page that found it holds it
     for page in hits:
         for hit in page:

@@ -119,11 +119,11 @@ def question_of(
     position = reply.get("position")
     if not isinstance(position, int) or isinstance(position, bool):
         return None
-    where = (reply.get("source"), reply.get("session"))
+    where = _where(reply)
     at = {
         r["position"]: r
         for r in records
-        if (r.get("source"), r.get("session")) == where and isinstance(r.get("position"), int)
+        if _where(r) == where and isinstance(r.get("position"), int)
     }
     step = position - 1
     while step in at:
@@ -226,8 +226,10 @@ def _brought(
     return found, list(added.values())
 
 
-def _where(rec: Mapping[str, Any]) -> tuple[Any, Any]:
-    return rec.get("source"), rec.get("session")
+def _where(rec: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """A record's session as the read path keys it: read source, ingest label, session
+    (session numbers collide across sources)."""
+    return rec.get("read_source"), rec.get("source"), rec.get("session")
 
 
 def sessions_opened(
@@ -241,7 +243,7 @@ def sessions_opened(
         return []
     by_id = {r["id"]: r for r in pool}
     out: list[str] = []
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[Any, Any, Any]] = set()
     for rid in ranked[: max(0, best)]:
         rec = by_id.get(rid)
         if rec is None or _where(rec) in seen:

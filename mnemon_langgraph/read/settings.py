@@ -193,6 +193,18 @@ class ReadSettings:
             Only sessions with an assistant in them (people's greetings open LoCoMo's). Read
             from the pool, else the journal. 0 turns it off. Default 8: chosen by the same
             cross-validation (docs/results/replies.md).
+        source_share: With several read sources (``create_read_graph(sources=...)``), the
+            places of the first pool each source is sure of: its own best records (by the
+            same per-search quota and summed reciprocal rank as the whole pool), up to
+            ``source_share * pool_size``; the places left go to every source's records by
+            summed reciprocal rank. ``None`` (the default): an equal share,
+            ``pool_size // sources``, so one large source cannot crowd the others out.
+            One source: unused.
+        source_timeout_s: With several read sources, seconds one source's search may take
+            before the read path stops waiting for it: its searches of the turn are marked
+            failed in the trace (``source_errors``) and the View is built from the others.
+            A source may set its own ``timeout_s`` attribute. One source: unused (there is
+            nothing to build the View from without it).
     """
 
     max_needs: int = 3
@@ -235,6 +247,8 @@ class ReadSettings:
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8
+    source_share: float | None = None
+    source_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -130,6 +130,8 @@ class SearchEntry(TypedDict, total=False):
     k: int  # records per page when not ``page_records`` (a follow search)
     date_from: str  # a date search: ISO bounds of the days the latest message names
     date_to: str
+    read_source: str  # several sources: the source this search asks (read.nodes_sources)
+    failed: bool  # several sources: its source failed this turn (not asked again)
 
 
 class PoolRecord(TypedDict, total=False):
@@ -145,7 +147,10 @@ class PoolRecord(TypedDict, total=False):
     ``question`` (only set for the View, on a reply judged in depth): the id of the record
     holding the user's turn the reply answers (``read.questions``). ``opening`` (only set
     for the View, on the best of its session among the records judged most needed): the id
-    of the record holding the session's opening turn (``read.questions``).
+    of the record holding the session's opening turn (``read.questions``). ``read_source``
+    (only in a read graph of several sources): the name of the source it came from; its
+    ``id`` is then qualified by it (``read.sources.binding.qualify_id``). ``source`` is the
+    record's ingest label (``Record.origin``), not where the read path found it.
     """
 
     id: str
@@ -166,6 +171,7 @@ class PoolRecord(TypedDict, total=False):
     standing: list[int]
     question: str
     opening: str
+    read_source: str
 
 
 class RecordEvidence(TypedDict, total=False):
@@ -276,6 +282,12 @@ class ReadState(TypedDict, total=False):
         index: :class:`IndexData` (``plan`` resets it, ``judge_items``).
         trace: Append-only trace events (``operator.add``, reset by ``plan``).
         view: The composed :class:`~mnemon_langgraph.read.view.View` (``compose``).
+        sources: Each named source's namespace for this run (``plan``; only when the
+            graph reads several sources or one that binds to the run:
+            :mod:`~mnemon_langgraph.read.nodes_sources`). A source missing from it could
+            not be bound (the trace says why).
+        fields: The run's fields a source's ``for_run`` sees (``plan``; only when a
+            source has ``for_run``).
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -291,6 +303,8 @@ class ReadState(TypedDict, total=False):
     index: IndexData
     trace: Annotated[list[dict[str, Any]], operator.add]
     view: Any
+    sources: dict[str, list[str]]
+    fields: dict[str, str]
 
 
 class ReadOutput(TypedDict, total=False):

@@ -89,7 +89,7 @@ def build_trace(
         "needs": [dict(n) for n in state.get("needs", [])],
         "searches": [
             {k: s.get(k) for k in ("index", "query", "origin", "next_offset", "exhausted", "round")}
-            | {k: s[k] for k in ("record_id", "session") if k in s}
+            | {k: s[k] for k in ("record_id", "session", "read_source", "failed") if k in s}
             for s in state.get("searches", [])
         ],
         "search_calls": [e for e in events if e.get("event") == "search"],
@@ -100,6 +100,7 @@ def build_trace(
                 "found": p.get("found", []),
                 "round": p.get("round", 1),
             }
+            | ({"read_source": p["read_source"]} if "read_source" in p else {})
             for p in state.get("pool", [])
         ],
         "judgments": list(state.get("judgments", [])),
@@ -128,4 +129,20 @@ def build_trace(
             "pool": len(state.get("pool", [])),
         },
         "settings": settings.to_dict(),
+    } | _sources_trace(state, events)
+
+
+def _sources_trace(state: ReadState, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """With bound sources: each one's namespace for the run (``sources``) and every failure
+    of a source (``source_errors``: source, search, error) — a source that failed or timed
+    out is left out of the turn and the View is built from the others."""
+    if "sources" not in state:
+        return {}
+    return {
+        "sources": {name: list(ns) for name, ns in state["sources"].items()},
+        "source_errors": [
+            {k: e.get(k) for k in ("source", "search", "error")}
+            for e in events
+            if e.get("event") == "source_error"
+        ],
     }

@@ -26,7 +26,7 @@ them and still exports every name it did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from mnemon_langgraph.read.questions import is_reply as is_reply  # imported from here before
@@ -50,6 +50,7 @@ from mnemon_langgraph.read.view_order import (
 from mnemon_langgraph.read.view_text import LESS_THAN_LOOKALIKES as LESS_THAN_LOOKALIKES
 from mnemon_langgraph.read.view_text import (
     PREAMBLE,
+    PREAMBLE_SOURCES,
     SHORT_ID_CHARS,
     escape_data,
     short_ids,
@@ -96,7 +97,7 @@ def _all_block(
     order: Sequence[str],
     skip: set[str],
     all_needs: Sequence[int],
-    session_of: Mapping[str, int],
+    session_of: Mapping[str, Hashable],
 ) -> list[tuple[str, str]]:
     """The lead block when a need asks for every instance: needed records and the records
     satisfying an ``ALL`` need, one per session first, so the View covers the instances
@@ -117,7 +118,7 @@ def _candidates(
     needs_named: bool,
     placement: dict[str, str],
     all_needs: Sequence[int] = (),
-    session_of: Mapping[str, int] | None = None,
+    session_of: Mapping[str, Hashable] | None = None,
 ) -> list[tuple[str, str]]:
     """The records that may enter, best first, each with the rule that ranks it.
 
@@ -149,6 +150,26 @@ def _candidates(
     return candidates
 
 
+def _view_text(
+    preamble: str,
+    index_text: str,
+    chosen: Sequence[ViewRecord],
+    shown_blocks: Sequence[Any],
+    by_id: Mapping[str, Mapping[str, Any]],
+) -> str:
+    """The View's text: the preamble, the index, then each block's records in their
+    conversation's order."""
+    taken = {vr.id: vr for vr in chosen}
+    position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}
+    blocks = [preamble]
+    if index_text:
+        blocks.append(index_text)
+    for block in shown_blocks:
+        block.ids.sort(key=position.__getitem__)
+        blocks.append(render_block([taken[rid] for rid in block.ids]))
+    return "\n\n".join(blocks)
+
+
 def compose_view(
     pool: Sequence[Mapping[str, Any]],
     judgments: Sequence[Judgment],
@@ -161,6 +182,7 @@ def compose_view(
     seen: Sequence[str] = (),
     all_needs: Sequence[int] = (),
     focus: Sequence[str] = (),
+    sources: Sequence[str] = (),
 ) -> View:
     """Compose the View from the pool, the judgments and the index (pure).
 
@@ -174,8 +196,10 @@ def compose_view(
         empty_reason: Reason to report when no record enters.
         seen: Records the agent already sees (:func:`seen_in_recent`): left out.
         all_needs: Indices of the needs of kind ``ALL``: the records satisfying them
-            enter one per session before a second from the same session.
+            enter one per session (of one read source) before a second from the same session.
         focus: The turn's message and needs, which pick an excerpt's lines.
+        sources: The read graph's source names when it reads several (the preamble then
+            names no single kind of record: :data:`~.view_text.PREAMBLE_SOURCES`).
 
     Returns:
         The View.
@@ -192,7 +216,7 @@ def compose_view(
     for rid in seen:
         placement.setdefault(rid, _SEEN)
     skip = stale | set(seen)
-    session_of = {r["id"]: int(r.get("session") or 0) for r in pool}
+    session_of = {r["id"]: (r.get("read_source"), int(r.get("session") or 0)) for r in pool}
     candidates = _candidates(order, judged, skip, needs_named, placement, all_needs, session_of)
     if judged:
         candidates = blend_with_fused(candidates, order, settings.fused_weight, settings.rrf_k)
@@ -202,28 +226,22 @@ def compose_view(
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
-    budget = settings.view_chars - len(PREAMBLE) - (len(index_text) + 2 if index_text else 0)
+    preamble = PREAMBLE_SOURCES if len(sources) > 1 else PREAMBLE
+    budget = settings.view_chars - len(preamble) - (len(index_text) + 2 if index_text else 0)
     chosen, shown_blocks = fill(candidates, by_id, budget, settings, placement, focus, marks)
     for rid in order:
         placement.setdefault(rid, "left out")
     for rid in judged_stale - stale:
         placement[rid] = f"{placement[rid]} ({_STALE_KEPT})"
 
-    taken = {vr.id: vr for vr in chosen}
-    position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}
-    blocks = [PREAMBLE]
-    if index_text:
-        blocks.append(index_text)
-    for block in shown_blocks:
-        block.ids.sort(key=position.__getitem__)
-        blocks.append(render_block([taken[rid] for rid in block.ids]))
+    text = _view_text(preamble, index_text, chosen, shown_blocks, by_id)
     reason = None
     if not chosen:
         reason = empty_reason or ("no record was judged needed" if pool else "no record found")
     tr = dict(trace or {})
     tr["placement"] = placement
     return View(
-        text="\n\n".join(blocks),
+        text=text,
         records=tuple(chosen),
         items=tuple(shown_items),
         trace=tr,

@@ -78,7 +78,25 @@ def _view_record(rec: Mapping[str, Any], placed_by: str, shown_id: str = "") -> 
         text=rec.get("text", ""),
         placed_by=placed_by,
         shown_id=shown_id,
+        source=str(rec.get("read_source") or ""),
     )
+
+
+def _shown_ids(by_id: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Each pooled record's shown id, told apart over the whole pool: a record of a read
+    graph of several sources shows its id without the source's name (its block names the
+    source), told apart from the other records of that source."""
+    sources: dict[str, list[str]] = {}
+    for rid, rec in by_id.items():
+        sources.setdefault(str(rec.get("read_source") or ""), []).append(rid)
+    if list(sources) == [""]:
+        return short_ids(list(by_id))
+    shown: dict[str, str] = {}
+    for name, ids in sources.items():
+        raw = {rid: rid.removeprefix(f"{name}:") if name else rid for rid in ids}
+        short = short_ids(list(raw.values()))
+        shown.update({rid: short[r] for rid, r in raw.items()})
+    return shown
 
 
 BLOCK_RECORDS = 3
@@ -94,11 +112,12 @@ history (on the dev conversations 3 and no limit give the same Views' evidence).
 
 
 def _place(rec: Mapping[str, Any]) -> tuple[tuple[Any, ...], int] | None:
-    """Where a record sits: ((source, session, day), position), or ``None`` if unknown."""
+    """Where a record sits: ((read source, origin, session, day), position), or ``None``."""
     position = rec.get("position")
     if not isinstance(position, int) or isinstance(position, bool):
         return None
-    return (rec.get("source"), rec.get("session"), str(rec.get("date") or "")[:10]), position
+    day = str(rec.get("date") or "")[:10]
+    return (rec.get("read_source"), rec.get("source"), rec.get("session"), day), position
 
 
 @dataclass
@@ -192,7 +211,7 @@ def fill(
     after = None if slots is None else settings.excerpt_after
     cutter = _Excerpts(after, budget // (slots or 1), focus, by_id.values())
     # shown ids told apart over the whole pool, so they are whichever records enter
-    shown = short_ids(list(by_id))
+    shown = _shown_ids(by_id)
     marks = marks or Marks()
     leading = 0  # standing instructions taken: they do not count as the View's first records
     for pos, (rid, why) in enumerate(candidates):

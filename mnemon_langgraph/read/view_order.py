@@ -14,7 +14,7 @@ applies them in that order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -153,12 +153,12 @@ def seen_in_recent(pool: Sequence[Mapping[str, Any]], messages: Sequence[BaseMes
     return out
 
 
-def one_per_session_first(ids: Sequence[str], session_of: Mapping[str, int]) -> list[str]:
+def one_per_session_first(ids: Sequence[str], session_of: Mapping[str, Hashable]) -> list[str]:
     """``ids`` reordered so each session's first record comes before any session's second.
 
     Within a rank (first, second … of its session) the given order stands.
     """
-    taken: dict[int, int] = {}
+    taken: dict[Hashable, int] = {}
     keyed: list[tuple[int, int, str]] = []
     for pos, rid in enumerate(ids):
         session = session_of.get(rid, -1)
@@ -210,8 +210,11 @@ def spread_pieces(
     """
     if limit is None:
         return list(candidates)
-    mids = {r["id"]: tuple(r.get("message_ids") or ()) for r in pool}
-    seen: dict[str, int] = {}
+    # a message id is one source's: the same id in another source is another message
+    mids = {
+        r["id"]: tuple((r.get("read_source"), m) for m in r.get("message_ids") or ()) for r in pool
+    }
+    seen: dict[tuple[Any, str], int] = {}
     head: list[tuple[str, str]] = []
     tail: list[tuple[str, str]] = []
     for rid, why in candidates:
@@ -226,7 +229,7 @@ def spread_pieces(
 
 
 def spread_sessions(
-    candidates: Sequence[tuple[str, str]], session_of: Mapping[str, int], lead: int
+    candidates: Sequence[tuple[str, str]], session_of: Mapping[str, Hashable], lead: int
 ) -> list[tuple[str, str]]:
     """``candidates`` after the first ``lead`` taken one per session before any second.
 
@@ -376,7 +379,7 @@ def _with_neighbours(
     if top_n <= 0:
         return list(candidates)
     at = {
-        (r.get("source"), r.get("session"), r["position"]): r["id"]
+        ((r.get("read_source"), r.get("source")), r.get("session"), r["position"]): r["id"]
         for r in pool
         if isinstance(r.get("position"), int)
     }

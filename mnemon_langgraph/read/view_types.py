@@ -26,6 +26,9 @@ class ViewRecord:
         text: The record's ``speaker: text`` lines.
         placed_by: The rule that placed it (``needed``, ``ranking``, ``fused order``).
         shown_id: The id as the block shows it (:func:`short_ids`); ``""``: the whole id.
+        source: The read source it came from (a name of ``create_read_graph(sources=...)``);
+            ``""`` when the read graph reads one source. With several, :attr:`id` is
+            qualified by it (``"docs:doc-7"``) and the block names it.
     """
 
     id: str
@@ -35,14 +38,15 @@ class ViewRecord:
     text: str
     placed_by: str = ""
     shown_id: str = ""
+    source: str = ""
 
     def render(self) -> str:
         """The record as a delimited block."""
         return render_block((self,))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return {
+        """JSON-able form (``source`` only for a record of a read graph of several sources)."""
+        out = {
             "id": self.id,
             "message_ids": list(self.message_ids),
             "session": self.session,
@@ -51,6 +55,9 @@ class ViewRecord:
             "placed_by": self.placed_by,
             "shown_id": self.shown_id or self.id,
         }
+        if self.source:
+            out["source"] = self.source
+        return out
 
 
 @dataclass(frozen=True)
@@ -116,5 +123,6 @@ def render_block(block: Sequence[ViewRecord]) -> str:
     head = block[0]
     ids = " ".join(quote_attr(vr.shown_id or vr.id) for vr in block)
     date = f' date="{quote_attr(head.date[:10])}"' if head.date else ""
+    source = f' source="{quote_attr(head.source)}"' if head.source else ""
     body = "\n".join(escape_data(vr.text) for vr in block)
-    return f'<record id="{ids}" session="{head.session}"{date}>\n{body}\n</record>'
+    return f'<record id="{ids}"{source} session="{head.session}"{date}>\n{body}\n</record>'

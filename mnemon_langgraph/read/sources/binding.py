@@ -192,13 +192,13 @@ class BoundSource:
         """The call's keyword arguments, the hits to drop from its top, and whether the read
         path filters (date bounds the source ignores)."""
         ours = filters is not None and not self.filters_dates
+        bounds = {} if filters is None else {"filters": filters}
         if ours:
             # asks once for more, without bounds, and keeps what is inside them
-            kwargs = {"k": (offset + k) * LOOKAHEAD, "offset": 0, "filters": None}
-            return kwargs, offset, True
+            return {"k": (offset + k) * LOOKAHEAD, "offset": 0}, offset, True
         if not self.pages and offset:
-            return {"k": offset + k, "offset": 0, "filters": filters}, offset, False
-        return {"k": k, "offset": offset, "filters": filters}, 0, False
+            return {"k": offset + k, "offset": 0, **bounds}, offset, False
+        return {"k": k, "offset": offset, **bounds}, 0, False
 
     def _finish(
         self, hits: Sequence[SearchHit], k: int, drop: int, filters: SearchFilters | None

@@ -236,6 +236,6 @@ def chars_by_source(view: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for rec in getattr(view, "records", ()):
         name, rid = split_id(rec.id)
-        name = name if rid else DEFAULT_SOURCE
+        name = getattr(rec, "source", "") or (name if rid else DEFAULT_SOURCE)
         out[name] = out.get(name, 0) + len(rec.text)
     return out

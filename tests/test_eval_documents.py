@@ -3,10 +3,12 @@ document source (RetrieverSource over an InMemoryVectorStore)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from _paths import REPO
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mnemon_langgraph.errors import ConfigurationError
@@ -20,6 +22,7 @@ from mnemon_langgraph.store.base import MnemonStore
 from mnemon_langgraph.types import Message
 
 EMB = DeterministicFakeEmbedding(size=384)
+SAMPLE = REPO / "notebooks" / "data" / "allotment_year.json"
 
 
 def _history(sessions: int = 10, turns: int = 3) -> list[Message]:
@@ -96,3 +99,64 @@ def test_distractors_are_the_other_histories_with_ids_that_never_match(tmp_path:
         assert ids and all(i.startswith(f"{DISTRACTOR_PREFIX}30/D") for i in ids)
     with pytest.raises(ConfigurationError):
         DocumentSplit(journal, EMB, share=0.5, distractors={"26": mine})
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.integration  # an eval pipeline end to end
+def test_longmemeval_documents_share_reads_both_stores(tmp_path: Path) -> None:
+    from _longmemeval_fixture import write
+
+    from mnemon_langgraph.cli import main
+
+    write(tmp_path / "lme.json")
+    args = ["eval", "longmemeval", str(tmp_path / "lme.json"), "--embeddings", "fake"]
+    args += ["--no-embedding-cache", "--budget-curve", "12000", "--baseline-k", "3"]
+    args += ["--no-progress", "--no-plots", "--documents-share", "0.5"]
+    assert main([*args, "--out", str(tmp_path / "split")]) == 0
+    rows = _rows(tmp_path / "split")
+    by_source = [r["view_chars_by_source"] for r in rows if "view_chars_by_source" in r]
+    assert by_source and all(set(s) == {"memory", "docs"} for s in by_source)
+    summary = json.loads((tmp_path / "split" / "summary.json").read_text())
+    assert "--documents-share 0.5 --documents-seed 0" in summary["metadata"]["command"]
+
+
+@pytest.mark.integration  # an eval pipeline end to end
+def test_locomo_distractors_are_other_conversations(tmp_path: Path) -> None:
+    from mnemon_langgraph.cli import main
+
+    sample = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    files = []
+    for name in ("mira", "other"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(sample), encoding="utf-8")
+        files.append(str(tmp_path / f"{name}.json"))
+    args = ["eval", "locomo", *files, "--conversations", "mira", "--limit-questions", "2"]
+    args += ["--embeddings", "fake", "--no-progress", "--no-plots", "--distractors"]
+    assert main([*args, "--out", str(tmp_path / "d")]) == 0
+    rows = _rows(tmp_path / "d")
+    assert rows and all(r["conversation"] == "mira" for r in rows)
+    # both files hold the same turns: the distractors are the other file's, their ids
+    # prefixed so that they never count as evidence of this conversation
+    shown = [m for r in rows for m in r["view_message_ids"] if m.startswith(DISTRACTOR_PREFIX)]
+    assert shown and all(m.startswith(f"{DISTRACTOR_PREFIX}other/D") for m in shown)
+    assert any("distractors" in r.get("view_chars_by_source", {}) for r in rows)
+
+
+@pytest.mark.integration  # an eval pipeline end to end
+def test_beam_documents_share_reads_both_stores(tmp_path: Path) -> None:
+    from test_beam import _release_tree
+
+    from mnemon_langgraph.cli import main
+
+    root = _release_tree(tmp_path / "beam", 2)
+    args = ["eval", "beam", str(root), "--out", str(tmp_path / "out"), "--embeddings", "fake"]
+    args += ["--no-embedding-cache", "--baseline-k", "3", "--no-progress", "--no-plots"]
+    assert main([*args, "--documents-share", "0.5"]) == 0
+    rows = _rows(tmp_path / "out")
+    sources = [set(r["view_chars_by_source"]) for r in rows if "view_chars_by_source" in r]
+    assert {"memory", "docs"} in sources

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from langchain_community.vectorstores import FAISS
@@ -316,8 +315,11 @@ def test_an_item_outside_the_namespace_is_dropped() -> None:
     assert [h.record.text for h in hits] == ["memory: mine: the blue key"]
 
 
-def test_mnemon_basestore_items_read_through_the_adapter(tmp_path: Path) -> None:
-    with MnemonBaseStore(MnemonStore(tmp_path / "j.db")) as store:
+def test_mnemon_basestore_items_read_through_the_adapter(journal_target: str, embeddings) -> None:
+    with (
+        MnemonStore(journal_target, embeddings=embeddings) as journal,
+        MnemonBaseStore(journal) as store,
+    ):
         for uid in CONFUSABLE:
             store.put(("memories", uid), "k", {"content": f"{uid!r} plays the cello"})
         source = BaseStoreSource(store)

@@ -251,9 +251,7 @@ def test_langmem_memories_reach_the_view(embeddings) -> None:
     source = BaseStoreSource(store)
     assert source.namespace_template == ("memories", "{user_id}")
     graph = create_read_graph(source=source, judge=_judge("pixel"))
-    view = graph.invoke(
-        _ask("What is my dog called?"), context=ReadContext(namespace=("memories", "ada"))
-    )["view"]
+    view = graph.invoke(_ask("What is my dog called?"), context=ReadContext(user_id="ada"))["view"]
     assert [r.text for r in view.records if "Pixel" in r.text] == [
         "memory: Ada's dog is called Pixel."
     ]

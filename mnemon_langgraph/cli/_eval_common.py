@@ -80,7 +80,7 @@ def add_documents_args(parser: argparse.ArgumentParser, *, distractors: bool = F
         metavar="F",
         help="put a seeded share F (0..1) of each history's sessions into a document source "
         "(a RetrieverSource over an InMemoryVectorStore, one dated document per turn) and the "
-        "rest into the journal; the View reads both (issue 45)",
+        "rest into the journal; the View reads both",
     )
     parser.add_argument(
         "--documents-seed", type=int, default=0, metavar="N", help="seed of the split (0)"

@@ -207,9 +207,13 @@ def _child_config(config: Mapping[str, Any] | None, namespace: Namespace) -> Run
     """A clean config for the nested read graph: tracing callbacks, tags, metadata, namespace.
 
     Pregel internals of the parent run (checkpointer, task ids) are not passed on, so the read
-    graph never writes its (large) trace into the parent's checkpoints.
+    graph never writes its (large) trace into the parent's checkpoints. The parent run's
+    context fields are (str/int values only): a read source of the nested graph may fill its
+    namespace from them (``SharedNamespace(store, ("teams", "{team_id}"))``), under
+    authentication checked against the authenticated user there.
     """
-    child: dict[str, Any] = {"configurable": {"namespace": namespace}}
+    fields = {k: v for k, v in _rule.context_fields().items() if k != "namespace"}
+    child: dict[str, Any] = {"configurable": {**fields, "namespace": namespace}}
     if config:
         for key in ("callbacks", "tags", "metadata", "recursion_limit", "max_concurrency"):
             if config.get(key) is not None:
@@ -257,6 +261,13 @@ async def arun_read_graph(
             context=_read_context(namespace),
         )
     return _view_of(output)
+
+
+def _run_key(config: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """The run's fields a read source may be bound by (``{team_id}``): a View is reused only
+    for the same ones."""
+    fields = {**_rule.run_fields(None, config), **_rule.context_fields()}
+    return tuple(sorted(fields.items()))
 
 
 def _turn_key(namespace: Namespace, messages: Sequence[BaseMessage]) -> tuple[Any, ...]:
@@ -313,7 +324,7 @@ class ViewCache:
     ) -> SystemMessage:
         """The View message for the turn ending in ``messages`` (View messages ignored)."""
         talk = conversation(messages)
-        key = _turn_key(namespace, talk)
+        key = (*_turn_key(namespace, talk), _run_key(config))
         found = self._cached(key)
         if found is not None:
             return found
@@ -328,7 +339,7 @@ class ViewCache:
     ) -> SystemMessage:
         """Async form of :meth:`get`."""
         talk = conversation(messages)
-        key = _turn_key(namespace, talk)
+        key = (*_turn_key(namespace, talk), _run_key(config))
         found = self._cached(key)
         if found is not None:
             return found

@@ -40,6 +40,7 @@ from mnemon_langgraph.integrations.actions import (
     render_records,
 )
 from mnemon_langgraph.read.drive import Body, Call, adrive, drive
+from mnemon_langgraph.read.sources.binding import asearch_sources, search_sources
 from mnemon_langgraph.read.view import escape_data
 from mnemon_langgraph.types import NOT_GIVEN, Namespace, Record, normalize_namespace, origin_label
 
@@ -162,6 +163,12 @@ class MemoryServer:
         if not query.strip():
             raise InputError("search_memory: the query is empty")
         kwargs = {"namespace": self.namespace, "k": _count(k, "k")}
+        from mnemon_langgraph.read.graph import sources_of
+
+        sources = sources_of(self._read_graph) if self._read_graph is not None else None
+        if sources is not None and len(sources) > 1:  # a read graph of several sources
+            found = yield Call(search_sources, asearch_sources, (sources, query), kwargs)
+            return render_hits([h for _, h in found], [n for n, _ in found])
         hits = yield Call(self.store.search, self.store.asearch, (query,), kwargs)
         return render_hits(hits)
 

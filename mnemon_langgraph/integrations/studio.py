@@ -17,16 +17,25 @@ call these functions and do nothing else. Variables:
 - ``MNEMON_AGENT_MODEL``: the chat model of the ``mnemon_agent`` graph (``provider:model``);
   unset: a clearly labelled offline stand-in that quotes what memory found;
 - ``MNEMON_CONSOLIDATION_MODEL``: chat model that folds batches in the consolidation graph
-  (unset: the graph is built without one and says so when run).
+  (unset: the graph is built without one and says so when run);
+- ``MNEMON_SOURCES``: further read sources of the read and agent graphs, read beside the
+  user's memory (the journal, named ``memory``) into one View: a JSON object, or ``@`` and
+  the path of a JSON file holding one, naming each source, e.g. ``{"team": {"shared":
+  ["teams", "{team_id}"]}, "docs": {"import": "my_app.sources:docs"}}``. ``shared``: a
+  read-only namespace of the same store (:class:`~mnemon_langgraph.read.sources.SharedNamespace`),
+  its template filled from each run (its fields join the graphs' context forms); ``import``:
+  ``package.module:attribute``, a search source (``RetrieverSource(...)``, any object with
+  ``search``/``asearch``) or a callable returning one (see :func:`sources_from_env`).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -42,7 +51,7 @@ from mnemon_langgraph.integrations._common import (
     namespace_from,
     template_fields,
 )
-from mnemon_langgraph.read.namespaces import auth_identity, granted_namespace
+from mnemon_langgraph.read.namespaces import auth_identity, context_fields, granted_namespace
 from mnemon_langgraph.read.view import PREAMBLE
 
 __all__ = [
@@ -61,6 +70,7 @@ __all__ = [
     "no_namespace_message",
     "read_graph_from_env",
     "resolve_run_namespace",
+    "sources_from_env",
     "store_from_env",
     "with_default_namespace",
 ]
@@ -152,16 +162,19 @@ def default_namespace(environ: Mapping[str, str] | None = None) -> str | tuple[s
     return tuple(parts)
 
 
-def context_schema_for(default: str | Sequence[str] | None) -> type[Any]:
+def context_schema_for(
+    default: str | Sequence[str] | None, fields: Sequence[str] = ()
+) -> type[Any]:
     """The context schema of a graph whose runs resolve their namespace against ``default``.
 
     :class:`~mnemon_langgraph.read.state.ReadContext` (``namespace``, ``now``, ``user_id``)
-    plus one field per placeholder of a template ``default``; LangGraph Studio's context form
+    plus one field per placeholder of a template ``default`` and per name of ``fields`` (the
+    read sources' template fields, :func:`source_fields`); LangGraph Studio's context form
     shows these fields, and ``context={...}`` with any of them is accepted.
     """
     from mnemon_langgraph.read.state import read_context_schema
 
-    return read_context_schema(template_fields(default))
+    return read_context_schema([*template_fields(default), *fields])
 
 
 def resolve_run_namespace(context: Any, config: Any, default: str | Sequence[str] | None) -> Any:
@@ -176,7 +189,9 @@ def resolve_run_namespace(context: Any, config: Any, default: str | Sequence[str
         raise ConfigurationError(message) from exc
 
 
-def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None) -> Any:
+def with_default_namespace(
+    read_graph: Any, default: str | Sequence[str] | None, fields: Sequence[str] = ()
+) -> Any:
     """Wrap a compiled read graph so that each run's namespace is resolved, or refused.
 
     The namespace is resolved per run by the one rule
@@ -188,30 +203,35 @@ def with_default_namespace(read_graph: Any, default: str | Sequence[str] | None)
     and a run naming another user is refused (:class:`NamespaceAccessError`). Without
     authentication: the run's context (``namespace`` / ``user_id``), then ``configurable``,
     then ``default``; a run that names no user is refused with a :class:`ConfigurationError`
-    saying what to set. Input and output are the read graph's.
+    saying what to set. Input and output are the read graph's. ``fields``: the read
+    sources' template fields (:func:`source_fields`), added to the context schema.
     """
     from mnemon_langgraph.read.state import ReadContext, ReadInput, ReadOutput
 
-    def _context(config: RunnableConfig) -> Any:
+    def _context(config: RunnableConfig) -> tuple[Any, RunnableConfig]:
         context = current_context()
         namespace = resolve_run_namespace(context, config, default)
-        return ReadContext(namespace=namespace, now=getattr(context, "now", None))
+        # the run's context fields reach the read sources' templates ({team_id}) as config
+        fields = {k: v for k, v in context_fields(context).items() if k != "namespace"}
+        conf = {**fields, **(config.get("configurable") or {})}
+        child = cast(RunnableConfig, {**config, "configurable": conf})
+        return ReadContext(namespace=namespace, now=getattr(context, "now", None)), child
 
     def read(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        context = _context(config)
+        context, child = _context(config)
         with granted_namespace(context.namespace):
-            out = read_graph.invoke(state, config, context=context)
+            out = read_graph.invoke(state, child, context=context)
         return {"view": out["view"]}
 
     async def aread(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        context = _context(config)
+        context, child = _context(config)
         with granted_namespace(context.namespace):
-            out = await read_graph.ainvoke(state, config, context=context)
+            out = await read_graph.ainvoke(state, child, context=context)
         return {"view": out["view"]}
 
     builder = StateGraph(
         ReadOutput,
-        context_schema=context_schema_for(default),
+        context_schema=context_schema_for(default, fields),
         input_schema=ReadInput,
         output_schema=ReadOutput,
     )
@@ -228,20 +248,91 @@ def read_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
     Runs that name no namespace (in their context or ``configurable``) read
     ``MNEMON_NAMESPACE``, or are refused when it is unset (see :func:`with_default_namespace`).
     """
-    graph = _read_graph_over(store_from_env(environ), environ)
-    return with_default_namespace(graph, default_namespace(environ))
+    store = store_from_env(environ)
+    sources = sources_from_env(store, environ)
+    graph = _read_graph_over(store, environ, sources)
+    return with_default_namespace(graph, default_namespace(environ), source_fields(sources))
 
 
-def _read_graph_over(store: Any, environ: Mapping[str, str] | None) -> Any:
-    """The read graph over ``store`` with the planner and judge the environment names."""
+def _read_graph_over(
+    store: Any, environ: Mapping[str, str] | None, sources: Mapping[str, Any] | None = None
+) -> Any:
+    """The read graph over ``store`` (and ``sources``, :func:`sources_from_env`) with the
+    planner and judge the environment names."""
     from mnemon_langgraph.read.graph import create_read_graph
 
     return create_read_graph(
-        source=store,
+        source=None if sources else store,
+        sources=sources or None,
         judge=judge_from_env(environ),
         planner=chat_model_from_env("MNEMON_PLANNER_MODEL", environ),
         items=_items(store),
     )
+
+
+def _sources_spec(environ: Mapping[str, str] | None) -> dict[str, Any]:
+    """``MNEMON_SOURCES`` (or the JSON file it names after ``@``) as a dict, ``{}`` unset."""
+    raw = _env(environ).get("MNEMON_SOURCES", "").strip()
+    if not raw:
+        return {}
+    where = f"MNEMON_SOURCES={raw!r}"
+    try:
+        if raw.startswith("@"):
+            with open(raw[1:], encoding="utf-8") as handle:
+                raw = handle.read()
+        spec = json.loads(raw)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigurationError(
+            f"{where}: not a JSON object or an @file holding one ({exc})"
+        ) from exc
+    if not isinstance(spec, dict) or "memory" in spec:
+        raise ConfigurationError(
+            f"{where}: must be a JSON object of further sources ('memory' is the journal's name)"
+        )
+    return spec
+
+
+def _source_from(store: Any, name: str, entry: Any) -> Any:
+    """One source of ``MNEMON_SOURCES``: ``{"shared": [...]}`` or ``{"import": "m:attr"}``."""
+    from mnemon_langgraph.read.sources import SharedNamespace
+
+    if isinstance(entry, dict) and set(entry) == {"shared"}:
+        return SharedNamespace(store, entry["shared"])
+    if isinstance(entry, dict) and set(entry) == {"import"} and ":" in str(entry["import"]):
+        module_name, _, attribute = str(entry["import"]).partition(":")
+        try:
+            found = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigurationError(f"MNEMON_SOURCES {name!r}: cannot import it ({exc})") from exc
+        return found if callable(getattr(found, "search", None)) else found()
+    raise ConfigurationError(
+        f"MNEMON_SOURCES {name!r}: expected {{'shared': [namespace template parts]}} or "
+        f"{{'import': 'package.module:attribute'}}, got {entry!r}"
+    )
+
+
+def sources_from_env(store: Any, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The read sources ``MNEMON_SOURCES`` names, after the journal (``{"memory": store,
+    ...}``), or ``{}`` when it is unset (the graphs then read the journal alone).
+
+    Raises:
+        ConfigurationError: The value (or the file it names) is not a JSON object of
+            ``{"shared": [...]}`` / ``{"import": "package.module:attribute"}`` entries, an
+            import fails, or a name is not a usable source name.
+    """
+    spec = _sources_spec(environ)
+    if not spec:
+        return {}
+    return {"memory": store, **{name: _source_from(store, name, e) for name, e in spec.items()}}
+
+
+def source_fields(sources: Mapping[str, Any] | None) -> list[str]:
+    """The fields the sources' namespace templates name (``team_id``), in order."""
+    out: list[str] = []
+    for src in (sources or {}).values():
+        template = getattr(src, "namespace_template", None)
+        out.extend(template_fields(template) if template else ())
+    return list(dict.fromkeys(out))
 
 
 def _items(store: Any) -> Any:
@@ -336,6 +427,7 @@ def create_chat_agent(
     model: BaseChatModel | None = None,
     namespace: str | Sequence[str] | None = None,
     read_graph: Any = None,
+    fields: Sequence[str] = (),
 ) -> Any:
     """A chat agent with memory: the View before each model call, the turn written after it.
 
@@ -351,6 +443,8 @@ def create_chat_agent(
         namespace: A namespace template (``("org", "{org}", "user", "{user_id}")``) or the
             namespace of runs that name none; ``None``: every run must name its user.
         read_graph: The compiled read graph (default: built over ``store``).
+        fields: Further context fields (the read sources' template fields,
+            :func:`source_fields`): the context schema accepts them.
 
     Returns:
         The compiled graph (named ``mnemon_agent``); its context schema has ``user_id``,
@@ -390,7 +484,7 @@ def create_chat_agent(
     async def awrite(state: dict[str, Any], config: RunnableConfig) -> Any:
         return await remember.ainvoke(kept(state), config)
 
-    builder = StateGraph(MessagesState, context_schema=context_schema_for(namespace))
+    builder = StateGraph(MessagesState, context_schema=context_schema_for(namespace, fields))
     model_step: Any = RunnableLambda(call, acall, name="model")
     write_step: Any = RunnableLambda(write, awrite, name="remember")
     builder.add_node("model", model_step)
@@ -409,9 +503,11 @@ def agent_graph_from_env(environ: Mapping[str, str] | None = None) -> Any:
     template) from ``MNEMON_NAMESPACE``, as for the read graph.
     """
     store = store_from_env(environ)
+    sources = sources_from_env(store, environ)
     return create_chat_agent(
         store,
         model=chat_model_from_env("MNEMON_AGENT_MODEL", environ),
         namespace=default_namespace(environ),
-        read_graph=_read_graph_over(store, environ),
+        read_graph=_read_graph_over(store, environ, sources),
+        fields=source_fields(sources),
     )

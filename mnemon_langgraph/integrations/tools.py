@@ -15,7 +15,7 @@ many users and the model can never name another user's namespace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import HumanMessage
@@ -44,6 +44,7 @@ from mnemon_langgraph.integrations.actions import (
     render_hits,
     render_records,
 )
+from mnemon_langgraph.read.sources.binding import asearch_sources, search_sources
 from mnemon_langgraph.types import NOT_GIVEN, Namespace, origin_label
 
 if TYPE_CHECKING:
@@ -88,9 +89,12 @@ class _Tools:
         read_graph: ReadGraph | None,
         k: int,
         origin: str,
+        sources: Mapping[str, Any] | None = None,
     ) -> None:
         self.store, self.namespace, self.k, self.origin = store, namespace, k, origin
         self.read_graph = read_graph
+        # a hybrid search over several read sources (a read graph built with sources=)
+        self.sources = sources if sources is not None and len(sources) > 1 else None
 
     def ns(self, runtime: ToolRuntime[Any, Any]) -> Namespace:
         return namespace_from(
@@ -102,14 +106,30 @@ class _Tools:
         if self.read_graph is not None:
             view = run_read_graph(self.read_graph, [HumanMessage(query)], self.ns(runtime))
             return render_view_message(view).text
+        if self.sources is not None:
+            found = search_sources(self.sources, query, **self._every(runtime))
+            return render_hits([h for _, h in found], [n for n, _ in found])
         return render_hits(self.store.search(query, namespace=self.ns(runtime), k=self.k))
 
     async def asearch(self, query: str, runtime: ToolRuntime[Any, Any]) -> str:
         if self.read_graph is not None:
             view = await arun_read_graph(self.read_graph, [HumanMessage(query)], self.ns(runtime))
             return render_view_message(view).text
+        if self.sources is not None:
+            found = await asearch_sources(self.sources, query, **self._every(runtime))
+            return render_hits([h for _, h in found], [n for n, _ in found])
         hits = await self.store.asearch(query, namespace=self.ns(runtime), k=self.k)
         return render_hits(hits)
+
+    def _every(self, runtime: ToolRuntime[Any, Any]) -> dict[str, Any]:
+        """The run's side of a hybrid search over every source: the user's namespace, and
+        the context and config the shared sources' templates are filled from."""
+        return {
+            "namespace": self.ns(runtime),
+            "k": self.k,
+            "context": runtime.context,
+            "config": runtime.config,
+        }
 
     # --- remember ----------------------------------------------------------------------------
     def remember(self, fact: str, runtime: ToolRuntime[Any, Any]) -> str:
@@ -161,7 +181,9 @@ def create_memory_tools(
         search: ``"hybrid"``: ``search_memory`` returns the top ``k`` records of the hybrid
             search for the agent's query; ``"view"``: it returns the read graph's View for it.
         read_graph: The compiled read graph used by ``search="view"`` (default: built over
-            ``store``).
+            ``store``). Built with several sources (``create_read_graph(sources=...)``), a
+            ``"hybrid"`` search searches every source too (each block names its source);
+            ``remember`` and ``forget`` still reach only the user's own namespace.
         k: Records returned by a hybrid search.
         origin: The ingest label written on the records ``remember`` writes (default
             ``"tool:remember"``).
@@ -181,7 +203,10 @@ def create_memory_tools(
             f"{list(MEMORY_TOOLS)}, search is 'hybrid' or 'view'"
         )
     graph = (read_graph or build_read_graph(store)) if search == "view" else None
-    impl = _Tools(store, namespace, graph, k, label)
+    from mnemon_langgraph.read.graph import sources_of
+
+    sources = sources_of(read_graph) if read_graph is not None else None
+    impl = _Tools(store, namespace, graph, k, label, sources)
     built = {
         "search_memory": lambda: StructuredTool.from_function(
             impl.search, coroutine=impl.asearch, name="search_memory", description=_SEARCH_DOC

@@ -15,6 +15,7 @@ only data. The namespace comes from the runtime context (:class:`ReadContext`) o
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +41,21 @@ from mnemon_langgraph.read.state import (
 from mnemon_langgraph.read.view import View
 from mnemon_langgraph.types import SearchSource
 
-__all__ = ["NODES", "create_read_graph", "view_of"]
+__all__ = ["NODES", "create_read_graph", "sources_of", "view_of"]
+
+_SOURCES: weakref.WeakKeyDictionary[Any, dict[str, SearchSource]] = weakref.WeakKeyDictionary()
+"""Each compiled read graph's named sources, for the surfaces that search them directly (a
+memory tool's hybrid ``search_memory``): kept beside the graph, not on it (the compiled graph
+is LangGraph's object)."""
+
+
+def sources_of(graph: Any) -> dict[str, SearchSource] | None:
+    """The named sources a compiled read graph reads (``None``: not one of ours)."""
+    try:
+        found = _SOURCES.get(graph)
+    except TypeError:  # not weak-referenceable: not a graph create_read_graph built
+        return None
+    return dict(found) if found is not None else None
 
 
 def create_read_graph(
@@ -119,7 +134,9 @@ def create_read_graph(
     )
     builder.add_edge("judge_items", "compose")
     builder.add_edge("compose", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    graph = builder.compile(checkpointer=checkpointer, name=name)
+    _SOURCES[graph] = named
+    return graph
 
 
 def view_of(result: dict[str, Any]) -> View:

@@ -101,6 +101,8 @@ class JudgeRequest:
             (``{"records": N, "df": {term: n}}``, from
             :meth:`~mnemon_langgraph.read.evidence.EvidenceBuilder.memory_terms`), sent as the
             state's ``memory`` field; ``None``: not sent.
+        sources: Record id → the read source it came from (a read graph of several
+            sources), sent as the record's ``source`` field; records without one get none.
     """
 
     propositions: tuple[Proposition, ...]
@@ -110,6 +112,7 @@ class JudgeRequest:
     round: int = 1
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     memory: Mapping[str, Any] | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def __init__(
         self,
@@ -120,6 +123,7 @@ class JudgeRequest:
         round: int = 1,
         evidence: Mapping[str, Mapping[str, Any]] | None = None,
         memory: Mapping[str, Any] | None = None,
+        sources: Mapping[str, str] | None = None,
     ) -> None:
         props = [propositions] if isinstance(propositions, str) else list(propositions)
         object.__setattr__(self, "propositions", tuple(Proposition(p) for p in props))
@@ -129,6 +133,7 @@ class JudgeRequest:
         object.__setattr__(self, "round", round)
         object.__setattr__(self, "evidence", dict(evidence or {}))
         object.__setattr__(self, "memory", dict(memory) if memory else None)
+        object.__setattr__(self, "sources", dict(sources or {}))
 
 
 @dataclass(frozen=True)
@@ -231,6 +236,7 @@ def build_state(
     needs: Sequence[Any],
     evidence: Mapping[str, Mapping[str, Any]] | None = None,
     memory: Mapping[str, Any] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The shared state of one call: data fields only, with the data note first.
 
@@ -243,6 +249,8 @@ def build_state(
             ``evidence`` field (numbers only: similarities and ranks, never instructions).
         memory: The query words' counts in the whole namespace, sent as ``memory`` (numbers
             keyed by the shared tokenizer's terms).
+        sources: Record id → its read source's name (several sources), sent as the
+            record's ``source`` field.
 
     Returns:
         A JSON-able dict: ``instructions_note``, ``messages``, ``needs``, ``records``
@@ -257,6 +265,8 @@ def build_state(
         ],
     }
     for entry, (_, record) in zip(state["records"], records, strict=True):
+        if sources and record.id in sources:
+            entry["source"] = sources[record.id]
         if evidence and record.id in evidence:
             entry["evidence"] = dict(evidence[record.id])
     if memory:
@@ -337,6 +347,7 @@ def plan_wave(
                 request.needs,
                 evidence=request.evidence,
                 memory=request.memory,
+                sources=request.sources,
             )
             calls.append(PlannedCall(len(calls), state, questions, keys, request.round))
     return calls

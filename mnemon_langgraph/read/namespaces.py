@@ -39,6 +39,7 @@ __all__ = [
     "AuthIdentity",
     "auth_identity",
     "check_claimed_namespace",
+    "context_fields",
     "fill_namespace",
     "fill_source_namespace",
     "granted_namespace",
@@ -490,6 +491,13 @@ def _plain_fields(source: Any) -> dict[str, str]:
             continue
         out[name] = str(value)
     return out
+
+
+def context_fields(context: Any = None) -> dict[str, str]:
+    """The str/int fields of a run's context (an object or a mapping; ``None``: the context
+    of the graph run this code executes in), for a nested read graph whose sources fill
+    templates such as ``("teams", "{team_id}")`` from them."""
+    return _plain_fields(context if context is not None else _runtime_context())
 
 
 def run_fields(context: Any = None, config: Mapping[str, Any] | None = None) -> dict[str, str]:

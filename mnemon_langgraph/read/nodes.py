@@ -28,7 +28,7 @@ from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_qu
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, RetrieveNode
-from mnemon_langgraph.read.nodes_sources import SourcesNode, as_named
+from mnemon_langgraph.read.nodes_sources import as_named
 from mnemon_langgraph.read.planner import (
     Planner,
     PlanResult,
@@ -98,7 +98,7 @@ def _run_context() -> Any:
 NODES = ("plan", "retrieve", "judge", "act", "judge_items", "compose")
 
 
-class Reader(RetrieveNode, ItemsNode, SourcesNode):
+class Reader(RetrieveNode, ItemsNode):
     """Holds the backends; its methods are the graph's nodes (sync and async).
 
     ``source``: one search source, or named sources (``{"memory": store, "docs": ...}``,
@@ -285,6 +285,7 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
             round=state.get("rounds", 0) + 1,
             evidence={p["id"]: evidence[p["id"]] for p in entries if p["id"] in evidence},
             memory=memory,
+            sources={p["id"]: p["read_source"] for p in entries if p.get("read_source")},
         )
 
     def _evidence(
@@ -516,7 +517,9 @@ class Reader(RetrieveNode, ItemsNode, SourcesNode):
                 "journal is empty for this namespace or no search matched"
             )
         recent = recent_messages(state, self.settings)
-        seen = seen_in_recent(pool, recent) if self.settings.leave_out_recent else []
+        # the conversation's own messages are the user's memory's, never another source's
+        own = self._own_entries(pool)
+        seen = seen_in_recent(own, recent) if self.settings.leave_out_recent else []
         view = compose_view(
             pool,
             judgments_of(state),

@@ -8,6 +8,7 @@ standing instructions and the topic directory go to ``compose`` as plain data.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.decisions import BaseDecisionModel
@@ -43,6 +44,7 @@ class ItemsNode:
     items: ItemSource | None
     s1: BaseDecisionModel
     settings: ReadSettings
+    _own_ids: Callable[[Sequence[str]], list[str]]  # read.nodes_sources
 
     def _wave_kwargs(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -50,7 +52,8 @@ class ItemsNode:
     # --- judge_items ----------------------------------------------------------------------
     def _item_candidates(self, state: ReadState, ns: Namespace) -> list[IndexItem]:
         assert self.items is not None
-        judged = [j.target_id for j in judgments_of(state) if j.proposition == "needed"]
+        needed = [j.target_id for j in judgments_of(state) if j.proposition == "needed"]
+        judged = self._own_ids(needed)  # the index links the user's own records
         text = latest_text(recent_messages(state, self.settings))
         cands: dict[str, IndexItem] = {}
         for it in self.items.linked_items(ns, judged):

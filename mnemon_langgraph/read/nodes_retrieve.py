@@ -16,6 +16,7 @@ from typing import Any
 
 from mnemon_langgraph.read.drive import Body, Call, Gather, adrive, drive
 from mnemon_langgraph.read.instructions import standing_lines
+from mnemon_langgraph.read.nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
@@ -29,11 +30,7 @@ from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_
 from mnemon_langgraph.read.trace import degraded, timing_event
 from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
 
-__all__ = ["RetrieveNode"]
-
-
-INSTRUCTIONS = "instructions"
-"""Origin of the search that looks for the user's standing instructions (``read.instructions``)."""
+__all__ = ["INSTRUCTIONS", "RetrieveNode"]
 
 
 def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRecord]:
@@ -91,8 +88,8 @@ def _search_event(
     }
 
 
-class RetrieveNode:
-    """Mixin: the ``retrieve`` node. Needs ``source``, ``planner``, ``settings``."""
+class RetrieveNode(SourcesNode):
+    """Mixin: the ``retrieve`` node. Needs ``sources``, ``planner``, ``settings``."""
 
     source: SearchSource
     planner: Planner

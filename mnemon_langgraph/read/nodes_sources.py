@@ -19,22 +19,25 @@ from typing import Any, cast
 from mnemon_langgraph.errors import ConfigurationError, NamespaceAccessError
 from mnemon_langgraph.read.drive import Call, Step
 from mnemon_langgraph.read.evidence import EvidenceBuilder
-from mnemon_langgraph.read.namespaces import fill_source_namespace, run_fields
-from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS
+from mnemon_langgraph.read.namespaces import run_fields
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources.binding import (
     DEFAULT_SOURCE,
     BoundSource,
     is_own,
     named_sources,
+    source_namespace,
     split_id,
-    template_of,
 )
 from mnemon_langgraph.read.state import PoolRecord, ReadState
 from mnemon_langgraph.read.trace import degraded
 from mnemon_langgraph.types import Namespace, SearchSource
 
-__all__ = ["SourcesNode", "as_named"]
+__all__ = ["INSTRUCTIONS", "SourcesNode", "as_named"]
+
+INSTRUCTIONS = "instructions"
+"""Origin of the search that looks for the user's standing instructions (``read.instructions``):
+the user's own sources only."""
 
 
 def as_named(sources: SearchSource | Mapping[str, SearchSource]) -> dict[str, SearchSource]:
@@ -84,12 +87,8 @@ class SourcesNode:
         spaces: dict[str, list[str]] = {}
         events: list[dict[str, Any]] = []
         for name, src in self.sources.items():
-            template = template_of(src)
-            if is_own(src) or template is None:
-                spaces[name] = list(namespace)
-                continue
             try:
-                spaces[name] = list(fill_source_namespace(template, context=context, config=config))
+                spaces[name] = list(source_namespace(src, namespace, context, config))
             except NamespaceAccessError:
                 raise  # a client naming another user's (team's) memory is refused, not skipped
             except ConfigurationError as exc:
@@ -182,6 +181,28 @@ class SourcesNode:
                 p = cast(PoolRecord, {**p, "read_source": split_id(p["id"])[0]})
             out.append(p)
         return out
+
+    def _own_ids(self, ids: Sequence[str]) -> list[str]:
+        """Of ``ids``, those of the user's own memory as its index knows them (unqualified);
+        one source: all of them."""
+        if not self.multi:
+            return list(ids)
+        out = []
+        for rid in ids:
+            name, raw = split_id(rid)
+            if name in self.sources and is_own(self.sources[name]):
+                out.append(raw)
+        return out
+
+    def _own_entries(self, pool: Sequence[PoolRecord]) -> list[PoolRecord]:
+        """The pool entries of the user's own memory (one source: all)."""
+        if not self.multi:
+            return list(pool)
+        return [
+            p
+            for p in pool
+            if p.get("read_source") in self.sources and is_own(self.sources[p["read_source"]])
+        ]
 
     # --- judge: evidence per source ----------------------------------------------------
     def _evidence_parts(

@@ -14,7 +14,8 @@ def explain(view: View, record_id: str) -> Explanation:
 
     Args:
         view: A View returned by the read graph.
-        record_id: Any record id (in the View or not), whole or as the View shows it.
+        record_id: Any record id (in the View or not), whole or as the View shows it (with
+            several sources, as its block shows it, or ``"<source>:<id>"`` to pick one).
 
     Returns:
         A few lines of plain text (a ``str`` that Jupyter shows as a table).
@@ -23,7 +24,14 @@ def explain(view: View, record_id: str) -> Explanation:
     pooled = [p["id"] for p in trace.get("pool", [])]
     known = {*view.record_ids, *pooled, *trace.get("placement", {})}
     if record_id not in known:
-        matches = sorted(rid for rid in known if rid.startswith(record_id))
+        # a View of several sources shows ids without their source's name ("team:r-1a…")
+        several = len(trace.get("sources") or ()) > 1
+        matches = sorted(
+            rid
+            for rid in known
+            if rid.startswith(record_id)
+            or (several and rid.partition(":")[2].startswith(record_id))
+        )
         if len(matches) > 1:
             text = f"record {record_id}: several records start with it: {', '.join(matches)}"
             return Explanation(text, view, record_id)
@@ -42,6 +50,8 @@ def explain(view: View, record_id: str) -> Explanation:
             "  not in the pool: no search of this turn returned it, so it was never judged"
         )
     else:
+        if entry.get("read_source"):
+            lines.append(f"  from source {entry['read_source']!r}")
         lines.append(f"  pooled in round {entry.get('round', 1)}; found by:")
         for search, rank in entry.get("found", []):
             s = searches.get(search, {})

@@ -1,4 +1,5 @@
-"""The process's two context-copying thread pools: timed model calls, and side-by-side calls.
+"""The process's context-copying thread pools: timed model calls, side-by-side calls, and
+timed searches of read sources.
 
 * :func:`shared_pool` runs sync model calls that have a timeout: the planner's, a judging
   wave's, the consolidation job's. A sync ``invoke`` cannot cancel a model call, so a
@@ -10,6 +11,9 @@
   searches, side by side) under a sync ``invoke``. 32 workers, started only as calls need
   them: a turn gathers at most about nine calls, and the concurrent turns of a server on
   PostgreSQL, whose searches mostly wait on the database, must not queue behind a few.
+* :func:`source_pool` runs the timed sync searches of a read graph of several sources
+  (``read.sources.binding``): a source that hangs keeps its worker past the timeout, so these
+  get their own 32 workers rather than taking the model calls'.
 
 Why pools that live for the process rather than one per call: a pool per call started a
 thread per call (about a dozen per turn), and on a two-core machine starting and tearing
@@ -30,11 +34,11 @@ import threading
 
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
-__all__ = ["gather_pool", "in_gather_worker", "shared_pool"]
+__all__ = ["gather_pool", "in_gather_worker", "shared_pool", "source_pool"]
 
 _LOCK = threading.Lock()
 _POOLS: dict[str, ContextThreadPoolExecutor] = {}
-_SIZES = {"mnemon-call": 64, "mnemon-gather": 32}
+_SIZES = {"mnemon-call": 64, "mnemon-gather": 32, "mnemon-source": 32}
 _LOCAL = threading.local()
 
 
@@ -63,6 +67,11 @@ def shared_pool() -> ContextThreadPoolExecutor:
 def gather_pool() -> ContextThreadPoolExecutor:
     """The process's one pool for a sync ``Gather``'s calls, created on first use."""
     return _pool("mnemon-gather")
+
+
+def source_pool() -> ContextThreadPoolExecutor:
+    """The process's one pool for timed searches of read sources, created on first use."""
+    return _pool("mnemon-source")
 
 
 def in_gather_worker() -> bool:

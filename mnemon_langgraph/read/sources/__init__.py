@@ -45,7 +45,7 @@ _WHERE: dict[str, str] = {
     "qualify_id": "binding",
     "split_id": "binding",
     "SharedNamespace": "shared",
-    # the adapters (issue 45 §2, their own modules): add them to __all__ when they land
+    # the adapters (their own modules): add them to __all__ when they land
     "RetrieverSource": "retriever",
     "BaseStoreSource": "basestore",
 }

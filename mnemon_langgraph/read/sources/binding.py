@@ -1,4 +1,4 @@
-"""Named read sources and their binding to one run (the ``#45`` source contract).
+"""Named read sources and their binding to one run (the read-source contract).
 
 A read graph reads one or more **named sources** (``create_read_graph(sources=...)``).
 Each is any :class:`~mnemon_langgraph.types.SearchSource`; the read graph honours these
@@ -36,9 +36,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.errors import ConfigurationError, NamespaceAccessError
+from mnemon_langgraph.read.namespaces import fill_source_namespace, run_fields
 from mnemon_langgraph.read.settings import LOOKAHEAD
-from mnemon_langgraph.read.workers import shared_pool
+from mnemon_langgraph.read.workers import source_pool
 from mnemon_langgraph.types import (
     JournalSource,
     Namespace,
@@ -54,10 +55,13 @@ __all__ = [
     "DEFAULT_SOURCE",
     "SOURCE_ID_SEPARATOR",
     "BoundSource",
+    "asearch_sources",
     "is_own",
     "named_sources",
     "qualify_id",
     "qualify_record",
+    "search_sources",
+    "source_namespace",
     "split_id",
 ]
 
@@ -127,6 +131,102 @@ def template_of(source: Any) -> tuple[str, ...] | None:
     """A source's namespace template (``None``: shared by all users; own sources: ``None``)."""
     template = getattr(source, "namespace_template", None)
     return None if template is None else tuple(template)
+
+
+def source_namespace(
+    source: Any, namespace: Namespace, context: Any, config: Mapping[str, Any] | None
+) -> Namespace:
+    """The namespace ``source`` is searched in for a run whose own namespace is ``namespace``:
+    that one for the user's own memory and for a source shared by all users (which ignores
+    it), else its template filled from the run
+    (:func:`~mnemon_langgraph.read.namespaces.fill_source_namespace`).
+
+    Raises:
+        ConfigurationError: A template field the run lacks.
+        NamespaceAccessError: Under authentication, the run names another value of a field.
+    """
+    template = template_of(source)
+    if is_own(source) or template is None:
+        return tuple(namespace)
+    return fill_source_namespace(template, context=context, config=config)
+
+
+def search_sources(
+    sources: Mapping[str, Any],
+    query: str,
+    *,
+    namespace: Namespace,
+    k: int,
+    context: Any = None,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float | None = 10.0,
+) -> list[tuple[str, SearchHit]]:
+    """One hybrid search over every source (a memory tool's ``search_memory``): each source
+    bound to the run and searched for its top ``k``, the lists interleaved by rank (each
+    source's best first), the first ``k`` kept, with each hit's source name. A source that
+    cannot be bound (a field the run lacks), fails or times out is left out.
+
+    Raises:
+        NamespaceAccessError: Under authentication, the run names another team (etc.).
+    """
+    lists = []
+    for bound in _bound_all(sources, namespace, context, config, timeout_s):
+        try:
+            lists.append((bound.name, bound.search(query, k=k)))
+        except Exception:  # one source never fails the search: the others answer
+            continue
+    return _interleave(lists, k)
+
+
+async def asearch_sources(
+    sources: Mapping[str, Any],
+    query: str,
+    *,
+    namespace: Namespace,
+    k: int,
+    context: Any = None,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float | None = 10.0,
+) -> list[tuple[str, SearchHit]]:
+    """Async :func:`search_sources` (the sources searched side by side)."""
+    bound = _bound_all(sources, namespace, context, config, timeout_s)
+    got = await asyncio.gather(*(b.asearch(query, k=k) for b in bound), return_exceptions=True)
+    lists = [(b.name, hits) for b, hits in zip(bound, got, strict=True) if isinstance(hits, list)]
+    return _interleave(lists, k)
+
+
+def _bound_all(
+    sources: Mapping[str, Any],
+    namespace: Namespace,
+    context: Any,
+    config: Mapping[str, Any] | None,
+    timeout_s: float | None,
+) -> list[BoundSource]:
+    fields: dict[str, str] | None = None
+    out = []
+    for name, src in sources.items():
+        try:
+            ns = source_namespace(src, namespace, context, config)
+        except NamespaceAccessError:
+            raise
+        except ConfigurationError:
+            continue  # a field this run lacks: the source is not read
+        for_run = getattr(src, "for_run", None)
+        if callable(for_run):
+            fields = run_fields(context, config) if fields is None else fields
+            src = for_run(dict(fields))
+        timeout = getattr(src, "timeout_s", None) or timeout_s
+        out.append(BoundSource(name, src, ns, timeout_s=timeout))
+    return out
+
+
+def _interleave(
+    lists: Sequence[tuple[str, Sequence[SearchHit]]], k: int
+) -> list[tuple[str, SearchHit]]:
+    ranked = [
+        (i, j, name, hit) for j, (name, hits) in enumerate(lists) for i, hit in enumerate(hits)
+    ]
+    return [(name, hit) for _, _, name, hit in sorted(ranked, key=lambda t: (t[0], t[1]))][:k]
 
 
 def qualify_id(name: str, record_id: str) -> str:
@@ -223,9 +323,9 @@ class BoundSource:
         if self.timeout_s is None:
             hits = self.source.search(query, **call)
         else:
-            # A sync call cannot be cancelled: it runs in the process's timed-call pool and
-            # is no longer waited for past the timeout (read/workers.py).
-            future = shared_pool().submit(self.source.search, query, **call)
+            # A sync call cannot be cancelled: it runs in the process's timed-search pool
+            # and is no longer waited for past the timeout (read/workers.py).
+            future = source_pool().submit(self.source.search, query, **call)
             try:
                 hits = future.result(timeout=self.timeout_s)
             except concurrent.futures.TimeoutError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -39,7 +39,6 @@ from mnemon_langgraph.types import (
 )
 
 __all__ = [
-    "Bind",
     "as_date",
     "check_fields",
     "check_namespace",
@@ -218,10 +217,6 @@ def check_fields(fields: object) -> Mapping[str, str]:
         if not isinstance(name, str) or not isinstance(value, str) or not value:
             raise InputError(f"run field {name!r} must be a non-empty string, got {value!r}")
     return fields
-
-
-Bind = Callable[[Mapping[str, str]], Mapping[str, Any]]
-"""``search_kwargs`` given as a function of the run's fields."""
 
 
 def check_namespace(namespace: object) -> Namespace:

@@ -558,11 +558,205 @@ plt.show()  # shown inline, below""",
     ),
 ]
 
+DOCUMENTS = [
+    (
+        "md",
+        """\
+# 05 · Memory and documents in one View
+
+The read path reads **any store that returns dated records**, so one View can draw on the
+user's conversation, a team's shared memory and a LangChain vector store of documents at once,
+within one budget. This notebook builds the three, reads them through one read graph
+(`create_read_graph(sources=...)`), looks at which source each record of the View came from,
+and asks why a document is in it. Everything runs offline: the bundled MiniLM embedder (as a
+LangChain `Embeddings`), the rule planner and the local judge.""",
+    ),
+    (
+        "code",
+        """\
+import tempfile
+from pathlib import Path
+
+from mnemon_langgraph.search.embeddings import default_embeddings
+
+WORKDIR = Path(tempfile.mkdtemp(prefix="mnemon-notebook-"))  # scratch: the journal
+embeddings = default_embeddings()  # the bundled MiniLM, a LangChain Embeddings
+print(type(embeddings).__name__, len(embeddings.embed_query("hello")), "dimensions")""",
+    ),
+    (
+        "md",
+        """\
+## Documents: any LangChain vector store
+
+A company handbook in LangChain's `InMemoryVectorStore` (FAISS, Chroma, PGVector … work the
+same way through `as_retriever()`). `RetrieverSource` turns each document into dated records:
+the date from `metadata["date"]` (a document without one is undated), the title as the
+speaker and as the session that groups one title's documents, a long document cut the way
+the journal cuts a long message.""",
+    ),
+    (
+        "code",
+        """\
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from mnemon_langgraph.read.sources import RetrieverSource
+
+handbook = InMemoryVectorStore(embeddings)
+handbook.add_documents(
+    [
+        Document(
+            "Every employee has 25 days of paid vacation a year. Unused days carry over "
+            "until the end of March of the next year.",
+            metadata={"title": "Handbook: leave", "date": "2024-01-15"},
+        ),
+        Document(
+            "Vacation requests longer than one week need the team lead's approval two "
+            "weeks in advance.",
+            metadata={"title": "Handbook: leave", "date": "2024-01-15"},
+        ),
+        Document("The office is closed on Fridays in August.", metadata={"title": "Facilities"}),
+        Document(
+            "Expense reports are due by the fifth working day of the month.",
+            metadata={"title": "Handbook: money", "date": "2023-11-02"},
+        ),
+    ]
+)
+docs = RetrieverSource(handbook.as_retriever())
+for hit in docs.search("vacation in August", k=3):
+    print(hit.record.render(), "\\n")""",
+    ),
+    (
+        "md",
+        """\
+## The user's memory and the team's, in one store
+
+Ada's conversation is in her own namespace; her team's decisions are in a namespace of the
+same `MnemonStore` that `SharedNamespace` reads (read-only: nothing of the package writes
+there through it). Its template `("teams", "{team_id}")` is filled from each run.""",
+    ),
+    (
+        "code",
+        """\
+from datetime import datetime
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from mnemon_langgraph import MnemonStore
+from mnemon_langgraph.read.sources import SharedNamespace
+
+store = MnemonStore(WORKDIR / "journal.db")
+ada = ("users", "ada")
+store.add_messages(
+    ada,
+    [
+        HumanMessage("My sister gets married in Porto on 16 August.",
+                     additional_kwargs={"timestamp": "2024-05-02T09:00:00"}),
+        AIMessage("Congratulations! Do you want to plan the trip?",
+                  additional_kwargs={"timestamp": "2024-05-02T09:00:05"}),
+        HumanMessage("Yes, I'd like to stay in Portugal for two weeks after it.",
+                     additional_kwargs={"timestamp": "2024-05-02T09:01:00"}),
+    ],
+)
+store.add_messages(
+    ("teams", "infra"),
+    [
+        HumanMessage("Decision: infra freezes deploys from 12 to 23 August for the migration.",
+                     additional_kwargs={"timestamp": "2024-04-20T15:00:00"}),
+        HumanMessage("Whoever is on call in August cannot take more than a week off.",
+                     additional_kwargs={"timestamp": "2024-04-20T15:02:00"}),
+    ],
+)
+team = SharedNamespace(store, ("teams", "{team_id}"))
+print(store.count(ada), "records of Ada;", store.count(("teams", "infra")), "of the team")""",
+    ),
+    (
+        "md",
+        """\
+## One read graph, one View
+
+`sources=` names each source. The planner's searches go to every source, the pool keeps a
+share for each, and one budget holds the View; each quoted record says its source.""",
+    ),
+    (
+        "code",
+        """\
+from mnemon_langgraph import ReadContext, create_read_graph
+
+read_graph = create_read_graph(sources={"memory": store, "team": team, "docs": docs})
+out = read_graph.invoke(
+    {"messages": [HumanMessage("Can I take two weeks off for my sister's wedding?")]},
+    context=ReadContext(user_id="ada", now=datetime(2024, 6, 1)),
+    config={"configurable": {"team_id": "infra"}},
+)
+view = out["view"]
+print(view.text)""",
+    ),
+    (
+        "code",
+        """\
+from collections import Counter
+
+chars = Counter()
+for rec in view.records:
+    chars[rec.source] += len(rec.text)
+print("records in the View by source:", dict(Counter(rec.source for rec in view.records)))
+print("characters by source:", dict(chars))""",
+    ),
+    (
+        "md",
+        """\
+`explain` says where a record came from and why it won its place.""",
+    ),
+    (
+        "code",
+        """\
+from mnemon_langgraph import explain
+
+document = next(rec for rec in view.records if rec.source == "docs")
+print(explain(view, document.id))""",
+    ),
+    (
+        "md",
+        """\
+## A retriever shared by all users, filtered per user
+
+A retriever names no namespace: every user reads the same documents. Where the vector store
+filters by metadata, `search_kwargs` can depend on the run (here a function of its fields,
+as `InMemoryVectorStore` filters with a function); the read graph binds it per run, and an
+unbound source refuses to search.""",
+    ),
+    (
+        "code",
+        """\
+payslips = InMemoryVectorStore(embeddings)
+payslips.add_documents(
+    [
+        Document("Payslip May 2024: 12 vacation days left.", metadata={"user_id": "ada"}),
+        Document("Payslip May 2024: 3 vacation days left.", metadata={"user_id": "bob"}),
+    ]
+)
+mine = RetrieverSource(
+    payslips.as_retriever(),
+    search_kwargs=lambda f: {"filter": lambda d: d.metadata["user_id"] == f["user_id"]},
+)
+for user in ("ada", "bob"):
+    hits = mine.for_run({"user_id": user}).search("vacation days left")
+    print(user, "->", [h.record.text for h in hits])
+try:
+    mine.search("vacation days left")
+except Exception as exc:  # ConfigurationError: never an unfiltered search
+    print(type(exc).__name__, "-", str(exc)[:80], "…")
+store.close()""",
+    ),
+]
+
 NOTEBOOKS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_agent_with_memory.ipynb": AGENT,
     "03_consolidation.ipynb": CONSOLIDATION,
     "04_eval_results.ipynb": EVAL,
+    "05_memory_and_documents.ipynb": DOCUMENTS,
 }
 
 

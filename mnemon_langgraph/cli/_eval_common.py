@@ -14,7 +14,16 @@ from typing import Any
 
 from mnemon_langgraph.cli import _common
 
-__all__ = ["build_judge", "build_planner", "eval_store", "report_failures"]
+__all__ = [
+    "add_documents_args",
+    "build_judge",
+    "build_planner",
+    "documents_flags",
+    "eval_store",
+    "read_graph",
+    "report_failures",
+    "split_store",
+]
 
 
 def build_judge(spec: str, embeddings: Any = None) -> Any:
@@ -60,3 +69,64 @@ def report_failures(summary: dict[str, Any]) -> int:
         )
         return 1
     return 0
+
+
+def add_documents_args(parser: argparse.ArgumentParser, *, distractors: bool = False) -> None:
+    """``--documents-share F`` (and ``--documents-seed``; ``--distractors`` for LoCoMo)."""
+    parser.add_argument(
+        "--documents-share",
+        type=float,
+        default=None,
+        metavar="F",
+        help="put a seeded share F (0..1) of each history's sessions into a document source "
+        "(a RetrieverSource over an InMemoryVectorStore, one dated document per turn) and the "
+        "rest into the journal; the View reads both",
+    )
+    parser.add_argument(
+        "--documents-seed", type=int, default=0, metavar="N", help="seed of the split (0)"
+    )
+    if distractors:
+        parser.add_argument(
+            "--distractors",
+            action="store_true",
+            help="a document source holding the other conversations' sessions beside the "
+            "whole journal; rows report the View's characters by source",
+        )
+
+
+def documents_flags(args: argparse.Namespace) -> list[str]:
+    """The document flags of a recorded command line."""
+    parts: list[str] = []
+    if args.documents_share is not None:
+        parts += ["--documents-share", str(args.documents_share)]
+        parts += ["--documents-seed", str(args.documents_seed)]
+    if getattr(args, "distractors", False):
+        parts.append("--distractors")
+    return parts
+
+
+def split_store(
+    args: argparse.Namespace, store: Any, embeddings: Any, histories: Any = None
+) -> tuple[Any, dict[str, Any] | None]:
+    """``(the store the eval ingests into, the read graph's other sources)``: the store
+    itself and ``None`` without the document flags, else a
+    :class:`~mnemon_langgraph.eval.documents.DocumentSplit` and its document source.
+    ``histories``: conversation id → messages, the distractors' material."""
+    from mnemon_langgraph.eval.documents import DOCS_SOURCE, DocumentSplit
+
+    if getattr(args, "distractors", False):
+        split = DocumentSplit(store, embeddings, distractors=dict(histories or {}))
+        return split, {"distractors": split.source}
+    if args.documents_share is None:
+        return store, None
+    split = DocumentSplit(store, embeddings, share=args.documents_share, seed=args.documents_seed)
+    return split, {DOCS_SOURCE: split.source}
+
+
+def read_graph(store: Any, others: dict[str, Any] | None, **kwargs: Any) -> Any:
+    """The eval's read graph: over the store, or over it and ``others`` (named sources)."""
+    from mnemon_langgraph.read.graph import create_read_graph
+
+    if others is None:
+        return create_read_graph(source=store, **kwargs)
+    return create_read_graph(sources={"memory": store, **others}, **kwargs)

@@ -15,10 +15,14 @@ from mnemon_langgraph.cli._common import (
     read_settings,
 )
 from mnemon_langgraph.cli._eval_common import (
+    add_documents_args,
     build_judge,
     build_planner,
+    documents_flags,
     eval_store,
+    read_graph,
     report_failures,
+    split_store,
 )
 from mnemon_langgraph.errors import ConfigurationError
 
@@ -126,6 +130,7 @@ def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
         help="most characters of a record the journal writes (default 600)",
     )
     add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
+    add_documents_args(loc, distractors=True)
     loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     loc.add_argument("--no-progress", action="store_true", help="no progress bars")
     loc.add_argument(
@@ -176,8 +181,7 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 
 
 def _run_locomo(args: argparse.Namespace) -> int:
-    from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
-    from mnemon_langgraph.read.graph import create_read_graph
+    from mnemon_langgraph.eval.locomo import EvalConfig, load_locomo_items, run_locomo_eval
 
     if args.budget_chars is not None and args.budget_chars <= 0:
         raise ConfigurationError("--budget-chars must be positive")
@@ -203,8 +207,14 @@ def _run_locomo(args: argparse.Namespace) -> int:
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
     settings = read_settings(args.read_setting, args.budget_chars)
-    with eval_store(args, embeddings) as store:
-        graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
+    histories = (
+        {i.conversation_id: i.messages for i in load_locomo_items(args.files)}
+        if args.distractors
+        else None
+    )
+    with eval_store(args, embeddings) as journal:
+        store, others = split_store(args, journal, embeddings, histories)
+        graph = read_graph(journal, others, judge=judge, planner=planner, settings=settings)
         with quiet_read_path(args.verbose):  # failures are summed up in one line below
             summary = run_locomo_eval(
                 args.files,
@@ -286,6 +296,7 @@ def _command(args: argparse.Namespace) -> str:
     ):
         if value is not None:
             parts += [flag, str(value)]
+    parts += documents_flags(args)
     parts += [
         f for f, on in (("--no-plots", args.no_plots), ("--no-progress", args.no_progress)) if on
     ]

@@ -12,6 +12,7 @@ from mnemon_langgraph.cli._common import (
     embeddings_for,
     read_settings,
 )
+from mnemon_langgraph.cli._eval_common import add_documents_args, documents_flags
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = ["add_beam", "add_longmemeval", "cached_embeddings", "ints_or_none"]
@@ -114,6 +115,7 @@ def _add_as_of(lme: argparse.ArgumentParser) -> None:
 def _add_lme_output_and_history(lme: argparse.ArgumentParser) -> None:
     """``--no-plots``, ``--no-progress`` and ``--filler``/``--history-tokens`` (one size) of
     ``eval longmemeval``."""
+    add_documents_args(lme)
     lme.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     lme.add_argument("--no-progress", action="store_true", help="no progress bar")
     lme.add_argument(
@@ -228,10 +230,11 @@ def _run(args: argparse.Namespace) -> int:
         build_judge,
         build_planner,
         eval_store,
+        read_graph,
         report_failures,
+        split_store,
     )
     from mnemon_langgraph.eval.longmemeval import run_longmemeval_eval
-    from mnemon_langgraph.read.graph import create_read_graph
 
     embeddings, cache = cached_embeddings(args)
     config = _config(args, cache)
@@ -240,20 +243,21 @@ def _run(args: argparse.Namespace) -> int:
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
     grader = chat_model(args.grader_model, "--grader-model") if args.grader_model else None
 
-    def graph_at(store: Any, budget: int | None) -> Any:
+    def graph_at(journal: Any, others: Any, budget: int | None) -> Any:
         settings = read_settings(args.read_setting, budget)
-        return create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
+        return read_graph(journal, others, judge=judge, planner=planner, settings=settings)
 
     try:
-        with eval_store(args, embeddings) as store, quiet_read_path(args.verbose):
+        with eval_store(args, embeddings) as journal, quiet_read_path(args.verbose):
+            store, others = split_store(args, journal, embeddings)
             summary = run_longmemeval_eval(
                 args.file,
                 args.out,
-                graph=graph_at(store, args.budget_chars),
+                graph=graph_at(journal, others, args.budget_chars),
                 store=store,
                 embeddings=embeddings,
                 config=config,
-                curve_graphs={b: graph_at(store, b) for b in config.budget_curve},
+                curve_graphs={b: graph_at(journal, others, b) for b in config.budget_curve},
                 answer_model=answer,
                 grader_model=grader,
                 command=_command(args),
@@ -311,6 +315,7 @@ def _command(args: argparse.Namespace) -> str:
         parts += ["--filler", path]
     if args.filler:
         parts += ["--filler-seed", str(args.filler_seed)]
+    parts += documents_flags(args)
     for flag in ("keep_namespaces", "no_embedding_cache", "no_plots", "no_progress", "resume"):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
@@ -483,6 +488,7 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="System 2: rules (offline, default) or PROVIDER:MODEL",
     )
+    add_documents_args(beam)
     beam.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     beam.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -493,12 +499,13 @@ def _run_beam(args: argparse.Namespace) -> int:
         build_judge,
         build_planner,
         eval_store,
+        read_graph,
         report_failures,
+        split_store,
     )
     from mnemon_langgraph.cli.eval_filler import cold_reader
     from mnemon_langgraph.eval.beam import parse_concat_spec
     from mnemon_langgraph.eval.beam_eval import BeamEvalConfig, run_beam_eval
-    from mnemon_langgraph.read.graph import create_read_graph
 
     for flag, value in (
         ("--budget-chars", args.budget_chars),
@@ -534,8 +541,9 @@ def _run_beam(args: argparse.Namespace) -> int:
     planner = build_planner(args.planner)
     settings = read_settings(args.read_setting, args.budget_chars)
     try:
-        with eval_store(args, embeddings) as store, quiet_read_path(args.verbose):
-            graph = create_read_graph(source=store, judge=judge, planner=planner, settings=settings)
+        with eval_store(args, embeddings) as journal, quiet_read_path(args.verbose):
+            store, others = split_store(args, journal, embeddings)
+            graph = read_graph(journal, others, judge=judge, planner=planner, settings=settings)
             summary = run_beam_eval(
                 args.dir,
                 args.out,
@@ -545,7 +553,7 @@ def _run_beam(args: argparse.Namespace) -> int:
                 config=config,
                 command=_beam_command(args),
                 progress=not args.no_progress,
-                cold_read=cold_reader(args, store),
+                cold_read=cold_reader(args, journal),
             )
     finally:
         close = getattr(embeddings, "close", None)
@@ -585,6 +593,7 @@ def _beam_command(args: argparse.Namespace) -> str:
             parts += ["--" + flag.replace("_", "-"), str(value)]
     for spec in args.concat:
         parts += ["--concat", spec]
+    parts += documents_flags(args)
     for path in args.filler:
         parts += ["--filler", path]
     for flag in (

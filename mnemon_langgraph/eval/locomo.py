@@ -179,7 +179,16 @@ def view_counts(view: Any) -> dict[str, Any]:
         "read_seconds": timings.get("read_path_s"),
         "model_seconds": timings.get("model_s"),
         "model_errors": len(trace.get("errors") or []),
+        **_chars_by_source(view),
     }
+
+
+def _chars_by_source(view: Any) -> dict[str, Any]:
+    """``view_chars_by_source`` of a View read from several sources (none from one)."""
+    from mnemon_langgraph.eval.documents import chars_by_source
+
+    chars = chars_by_source(view)
+    return {"view_chars_by_source": chars} if len(chars) > 1 else {}
 
 
 def judge_scores(

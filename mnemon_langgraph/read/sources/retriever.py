@@ -1,0 +1,263 @@
+"""Any LangChain retriever as a read source: documents become dated records.
+
+:class:`RetrieverSource` wraps a ``BaseRetriever`` — so any vector store, through
+``vector_store.as_retriever()`` — as a :class:`~mnemon_langgraph.types.SearchSource` the read
+graph can search beside the user's journal (``create_read_graph(sources={...})``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from copy import copy
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+
+from mnemon_langgraph.errors import ConfigurationError, InputError
+from mnemon_langgraph.read.sources._adapt import (
+    as_date,
+    check_fields,
+    fill_template,
+    hits_of,
+    records_of_text,
+    speaker_of,
+    template_names,
+)
+from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
+from mnemon_langgraph.types import (
+    Namespace,
+    Record,
+    SearchFilters,
+    SearchHit,
+    check_count,
+)
+
+__all__ = ["RetrieverSource"]
+
+SearchKwargs = Mapping[str, Any] | Callable[[Mapping[str, str]], Mapping[str, Any]]
+
+
+class RetrieverSource:
+    """A LangChain ``BaseRetriever`` read as dated records (a :class:`SearchSource`).
+
+    **Shared by all users**: a retriever names no namespace (``namespace_template`` is
+    ``None``), so every user's read searches the same documents, and the ``namespace`` a
+    search is given is ignored. To keep a shared collection per user, give ``search_kwargs``
+    a template the run fills (:meth:`for_run`), e.g. ``{"filter": {"user_id": "{user_id}"}}``
+    for a vector store whose search takes a metadata filter (FAISS, Chroma, PGVector …), or a
+    function of the run's fields, e.g. ``lambda f: {"filter": lambda d: d.metadata["user_id"]
+    == f["user_id"]}`` for ``InMemoryVectorStore``. A source with a template refuses to search
+    until it is bound, so an unfiltered search cannot happen by mistake.
+
+    Each document becomes records the way the journal cuts a long message (``speaker: text``
+    lines of at most ``record_chars``): the speaker is the document's ``speaker_key`` or
+    ``title_key`` metadata (else ``"document"``).
+
+    * **Dates**: ``metadata[date_key]``, a ``datetime``, a ``date``, an ISO 8601 string or
+      epoch seconds. A document without one is undated: the View shows it without a date and
+      date questions cannot place it.
+    * **Ids**: stable across calls: from ``metadata[id_key]``, else the ``Document.id`` the
+      vector store gave it, else a hash of its title and text.
+    * **Sessions**: the documents of one title (``metadata[title_key]``) share a session, so
+      their records group together in the View; a document without a title is a session of
+      its own. ``position_key`` names the metadata holding a document's place in its group
+      (consecutive integers, e.g. the turns of a conversation): then neighbouring documents
+      are neighbours in the View too (a document cut into several records takes the
+      positions after its own, so count positions in records when documents are long).
+
+    A retriever cannot page or filter by date: ``pages`` and ``filters_dates`` are ``False``.
+    ``offset`` is served by asking for ``offset + k`` documents (through the retriever's
+    ``k_key`` keyword, which a ``VectorStoreRetriever`` honours) and skipping the first
+    ``offset`` records; ``filters`` are applied to the records the retriever returned, so a
+    date-bounded search may return fewer than ``k`` (the read path then asks for more once).
+
+    Args:
+        retriever: Any LangChain ``BaseRetriever`` (``vector_store.as_retriever()``).
+        date_key: Metadata key of a document's date.
+        id_key: Metadata key of a document's stable id.
+        title_key: Metadata key of a document's title (groups documents into sessions).
+        speaker_key: Metadata key of who wrote or said the document (shown as the speaker).
+        role_key: Metadata key of the speaker's role (``user``, ``assistant`` …; default user).
+        position_key: Metadata key of the document's place within its title (an integer).
+        search_kwargs: Keyword arguments for each retrieval (a template filled by
+            :meth:`for_run`, or a function of the run's fields).
+        k_key: The retriever keyword that sets how many documents to return (``None``: pass
+            none; the retriever returns its own number).
+        origin: The records' ingest label (also the namespace their ids hash).
+        record_chars: Longest record, as a journal's ``record_chars``.
+        dense: The retriever ranks by embeddings (a vector store): ranks are reported as
+            dense ranks; ``False`` reports them as keyword (BM25) ranks.
+
+    Raises:
+        ConfigurationError: ``retriever`` is not a ``BaseRetriever`` (a vector store is
+            named: pass ``.as_retriever()``), or an argument cannot work.
+    """
+
+    namespace_template: Namespace | None = None
+    pages = False
+    filters_dates = False
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        *,
+        date_key: str = "date",
+        id_key: str | None = "id",
+        title_key: str | None = "title",
+        speaker_key: str | None = "speaker",
+        role_key: str | None = "role",
+        position_key: str | None = None,
+        search_kwargs: SearchKwargs | None = None,
+        k_key: str | None = "k",
+        origin: str = "documents",
+        record_chars: int = DEFAULT_MAX_CHARS,
+        dense: bool = True,
+    ) -> None:
+        if isinstance(retriever, VectorStore):
+            raise ConfigurationError(
+                "RetrieverSource takes a retriever: pass vector_store.as_retriever()"
+            )
+        if not isinstance(retriever, BaseRetriever):
+            raise ConfigurationError(
+                f"RetrieverSource takes a LangChain BaseRetriever, got {type(retriever).__name__}"
+            )
+        if not isinstance(origin, str) or not origin.strip():
+            raise ConfigurationError(f"origin must be a non-empty string, got {origin!r}")
+        if search_kwargs is not None and not (
+            callable(search_kwargs) or isinstance(search_kwargs, Mapping)
+        ):
+            raise ConfigurationError(
+                "search_kwargs must be a mapping or a function of the run's fields, got "
+                f"{type(search_kwargs).__name__}"
+            )
+        self.retriever = retriever
+        self.date_key, self.id_key, self.title_key = date_key, id_key, title_key
+        self.speaker_key, self.role_key, self.position_key = speaker_key, role_key, position_key
+        self.k_key, self.origin, self.dense = k_key, origin, dense
+        self.record_chars = check_record_chars(record_chars)
+        self.search_kwargs: SearchKwargs = search_kwargs or {}
+        self._unbound = callable(search_kwargs) or bool(template_names(self.search_kwargs))
+
+    def __repr__(self) -> str:
+        bound = "unbound" if self._unbound else "bound"
+        return f"RetrieverSource({type(self.retriever).__name__}, origin={self.origin!r}, {bound})"
+
+    def for_run(self, fields: Mapping[str, str]) -> RetrieverSource:
+        """This source with ``search_kwargs`` filled from one run's fields (``user_id`` …).
+
+        Returns ``self`` when there is nothing to fill.
+
+        Raises:
+            ConfigurationError: The template names a field the run does not give.
+            InputError: ``fields`` is not a mapping of names to non-empty strings.
+        """
+        fields = check_fields(fields)
+        if not self._unbound:
+            return self
+        made = self.search_kwargs(fields) if callable(self.search_kwargs) else None
+        bound = copy(self)
+        bound.search_kwargs = (
+            dict(made) if made is not None else fill_template(self.search_kwargs, fields)
+        )
+        if not isinstance(bound.search_kwargs, Mapping):
+            raise ConfigurationError("search_kwargs(fields) must return a mapping")
+        bound._unbound = False
+        return bound
+
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | None = None,
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """Hits ``offset .. offset + k`` in the retriever's order (``namespace`` is ignored).
+
+        Raises:
+            ConfigurationError: ``search_kwargs`` is a template not yet filled by
+                :meth:`for_run`.
+            InputError: ``k`` or ``offset`` is not a usable count.
+        """
+        kwargs = self._kwargs(query, k, offset)
+        docs = self.retriever.invoke(query, **kwargs)
+        return self._hits(docs, k, offset, filters)
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        namespace: Namespace | None = None,
+        k: int = 20,
+        offset: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """Async :meth:`search` (the retriever's ``ainvoke``)."""
+        kwargs = self._kwargs(query, k, offset)
+        docs = await self.retriever.ainvoke(query, **kwargs)
+        return self._hits(docs, k, offset, filters)
+
+    def _kwargs(self, query: str, k: int, offset: int) -> dict[str, Any]:
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        check_count(k, what="k", minimum=1)
+        check_count(offset, what="offset")
+        if self._unbound:
+            raise ConfigurationError(
+                "this RetrieverSource's search_kwargs depend on the run (a template or a "
+                "function): search through source.for_run(fields) (the read graph does this)"
+            )
+        kwargs = dict(self.search_kwargs)  # type: ignore[arg-type]
+        if self.k_key is not None:
+            kwargs[self.k_key] = offset + k
+        return kwargs
+
+    def _hits(
+        self, docs: Sequence[Document], k: int, offset: int, filters: SearchFilters | None
+    ) -> list[SearchHit]:
+        return hits_of(self.records(docs), k=k, offset=offset, filters=filters, dense=self.dense)
+
+    def records(self, docs: Sequence[Document]) -> list[Record]:
+        """The records of ``docs``, in their order (a document seen twice counts once)."""
+        out: list[Record] = []
+        seen: set[str] = set()
+        for doc in docs:
+            if not isinstance(doc, Document):
+                raise InputError(f"the retriever returned a {type(doc).__name__}, not a Document")
+            doc_id = self._doc_id(doc)
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            out.extend(self._doc_records(doc, doc_id))
+        return out
+
+    def _meta(self, doc: Document, key: str | None) -> Any:
+        return doc.metadata.get(key) if key is not None and doc.metadata else None
+
+    def _doc_id(self, doc: Document) -> str:
+        given = self._meta(doc, self.id_key)
+        if given is None or given == "":
+            given = doc.id
+        if given is None or given == "":
+            return "c-" + stable_hash(self._meta(doc, self.title_key), doc.page_content)
+        return str(given)
+
+    def _doc_records(self, doc: Document, doc_id: str) -> list[Record]:
+        title = self._meta(doc, self.title_key)
+        place = self._meta(doc, self.position_key)
+        return records_of_text(
+            doc.page_content if isinstance(doc.page_content, str) else "",
+            text_id=doc_id,
+            speaker=speaker_of(self._meta(doc, self.speaker_key), speaker_of(title, "document")),
+            role=self._meta(doc, self.role_key),
+            when=as_date(self._meta(doc, self.date_key), what=f"document {doc_id!r}"),
+            group=f"t:{title}" if isinstance(title, str) and title.strip() else f"d:{doc_id}",
+            position=place
+            if isinstance(place, int) and not isinstance(place, bool) and place >= 0
+            else None,
+            origin=self.origin,
+            max_chars=self.record_chars,
+        )

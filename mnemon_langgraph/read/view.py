@@ -185,6 +185,12 @@ def _view_text(
     return "\n\n".join(blocks)
 
 
+def _preamble(sources: Sequence[str], as_of: str) -> str:
+    """The View's first lines: what its records are, and the date of an as-of View."""
+    base = PREAMBLE_SOURCES if len(sources) > 1 else PREAMBLE
+    return f"{base}\n{as_of_line(as_of)}" if as_of else base
+
+
 def compose_view(
     pool: Sequence[Mapping[str, Any]],
     judgments: Sequence[Judgment],
@@ -242,8 +248,7 @@ def compose_view(
         candidates = spread_sessions(candidates, session_of, lead)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
-    base = PREAMBLE_SOURCES if len(sources) > 1 else PREAMBLE
-    preamble = f"{base}\n{as_of_line(as_of)}" if as_of else base
+    preamble = _preamble(sources, as_of)
     budget = settings.view_chars - len(preamble) - (len(index_text) + 2 if index_text else 0)
     status = replaced_marks(pool, sorted(judged_stale - stale), dated or as_of)
     chosen, shown_blocks = fill(

@@ -26,12 +26,16 @@ if TYPE_CHECKING:
         qualify_id,
         split_id,
     )
+    from mnemon_langgraph.read.sources.basestore import BaseStoreSource
+    from mnemon_langgraph.read.sources.retriever import RetrieverSource
     from mnemon_langgraph.read.sources.shared import SharedNamespace
 
 __all__ = [
     "DEFAULT_SOURCE",
     "SOURCE_ID_SEPARATOR",
+    "BaseStoreSource",
     "BoundSource",
+    "RetrieverSource",
     "SharedNamespace",
     "qualify_id",
     "split_id",
@@ -45,7 +49,6 @@ _WHERE: dict[str, str] = {
     "qualify_id": "binding",
     "split_id": "binding",
     "SharedNamespace": "shared",
-    # the adapters (their own modules): add them to __all__ when they land
     "RetrieverSource": "retriever",
     "BaseStoreSource": "basestore",
 }

@@ -332,10 +332,10 @@ class MnemonBaseStore(BaseStore):
         pool = [c for c, _ in item_pool]
         pool.extend(await self._record_candidates(prefix, op.query, wanted, need))
         ranked = rank_pool(pool, ranking, query_vector, max(CANDIDATE_DEPTH, need))
-        page = ranked[op.offset : need]
+        top = ranked[op.offset : need]
         if op.refresh_ttl:  # the items returned (records have no TTL)
-            await self._items.refresh([row_of[id(c)] for c, _ in page if id(c) in row_of], now)
-        return [_scored(c.result, score) for c, score in page]
+            await self._items.refresh([row_of[id(c)] for c, _ in top if id(c) in row_of], now)
+        return [_scored(c.result, score) for c, score in top]
 
     async def _record_candidates(
         self, prefix: Namespace, query: str, wanted: dict[str, Any], need: int

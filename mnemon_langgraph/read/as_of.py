@@ -57,15 +57,14 @@ def as_of_bound(value: object) -> datetime | None:
     if isinstance(value, str):
         text = value.strip()
         try:
-            parsed: datetime | date = datetime.fromisoformat(text)
+            stamp = datetime.fromisoformat(text)
         except ValueError as exc:
             raise InputError(
                 f"as_of must be an ISO date or time (e.g. 2023-05-08 or 2023-05-08T18:00), "
                 f"got {value!r}"
             ) from exc
-        if len(text) <= 10:  # a bare date: the whole day counts
-            parsed = parsed.date()
-        value = parsed
+        # a bare date: the whole day counts
+        value = stamp.date() if len(text) <= 10 else stamp
     if isinstance(value, datetime):
         return as_naive_utc(value)
     if isinstance(value, date):

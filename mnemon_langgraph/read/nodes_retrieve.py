@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from mnemon_langgraph.read.as_of import as_of_bound, as_of_filters, known_at
 from mnemon_langgraph.read.drive import Body, Call, Gather, adrive, drive
@@ -88,8 +88,10 @@ def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list
             added += 1
         else:
             found = [*pool[i].get("found", []), *entry.get("found", [])]
-            marks = {"standing": entry["standing"]} if "standing" in entry else {}
-            pool[i] = PoolRecord(**{**pool[i], "found": found, **marks})
+            merged = cast(PoolRecord, {**pool[i], "found": found})
+            if "standing" in entry:
+                merged["standing"] = entry["standing"]
+            pool[i] = merged
     return pool, added
 
 

@@ -185,6 +185,10 @@ def _view_text(
     return "\n\n".join(blocks)
 
 
+_RECORD_PROPS = frozenset({"screen", "needed", "stale", "satisfies"})
+"""The propositions judged of a pooled record (the others are of index items)."""
+
+
 def _preamble(sources: Sequence[str], as_of: str) -> str:
     """The View's first lines: what its records are, and the date of an as-of View."""
     base = PREAMBLE_SOURCES if len(sources) > 1 else PREAMBLE
@@ -230,8 +234,7 @@ def compose_view(
     """
     order = [r["id"] for r in pool]
     by_id = {r["id"]: r for r in pool}
-    record_props = {"screen", "needed", "stale", "satisfies"}
-    judged = [j for j in judgments if j.proposition in record_props and j.target_id in by_id]
+    judged = [j for j in judgments if j.proposition in _RECORD_PROPS and j.target_id in by_id]
     judged_stale, stale = _stale(pool, judged, order, settings)
     switches = settings.experiments
     placement = {rid: _STALE for rid in stale}

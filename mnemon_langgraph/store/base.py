@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -48,7 +47,6 @@ from mnemon_langgraph.store.boundary import (
     SESSION_RECORDS,
     STATS,
     STORED_VECTORS,
-    SWEEP_EXPIRED_ITEMS,
     TERM_STATISTICS,
     acall,
     call,
@@ -663,15 +661,6 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         which namespace, how many records); returns the number of records erased."""
         return call(self, ERASE_NAMESPACE, namespace, actor=actor)
 
-    def sweep_expired_items(self, *, now: datetime | None = None, actor: str = "ttl") -> int:
-        """Delete the key-value items (``MnemonBaseStore``'s, :meth:`kv`) whose TTL ran out
-        by ``now`` (default: the wall clock; a timezone-aware time), leaving no residue, as
-        :meth:`erase_namespace` does; one ``expire_items`` audit row per namespace (keys,
-        never values). Returns how many items were deleted.
-
-        ``MnemonBaseStore.sweep_ttl`` and its background sweeper call this."""
-        return call(self, SWEEP_EXPIRED_ITEMS, now=now, actor=actor)
-
     # =======================================================================================
     # Backend hooks: arguments already checked (store/boundary.py), namespaces normalised,
     # ids a de-duplicated tuple. A hook never checks again.
@@ -760,9 +749,6 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         return _abstract(self)
 
     def _erase_namespace(self, ns: Namespace, actor: str) -> int:
-        return _abstract(self)
-
-    def _sweep_expired_items(self, now: datetime, actor: str) -> int:
         return _abstract(self)
 
     def namespaces(self) -> list[Namespace]:

@@ -1,4 +1,5 @@
-"""The store's retention operations: ``apply_retention``, legal holds, and their async twins.
+"""The store's retention operations: ``apply_retention``, legal holds, the TTL sweep, and
+their async twins.
 
 One-line facades over :mod:`~mnemon_langgraph.store.boundary`'s operations (a mixin of
 :class:`~mnemon_langgraph.store.base.MnemonStore`, kept apart so that class stays small);
@@ -19,6 +20,7 @@ from mnemon_langgraph.store.boundary import (
     HELD_NAMESPACES,
     HOLD,
     RELEASE,
+    SWEEP_EXPIRED_ITEMS,
     acall,
     call,
 )
@@ -36,7 +38,22 @@ def _abstract(store: object) -> NoReturn:
 
 
 class RetentionFace:
-    """``apply_retention`` / ``hold`` / ``release`` / ``held_namespaces`` and their twins."""
+    """``apply_retention`` / ``hold`` / ``release`` / ``held_namespaces`` and their twins,
+    and ``sweep_expired_items`` (the key-value items' TTL): what makes data leave on time."""
+
+    def sweep_expired_items(
+        self: _Store, *, now: datetime | None = None, actor: str = "ttl"
+    ) -> int:
+        """Delete the key-value items (``MnemonBaseStore``'s, :meth:`kv`) whose TTL ran out
+        by ``now`` (default: the wall clock; a timezone-aware time), leaving no residue, as
+        :meth:`erase_namespace` does; one ``expire_items`` audit row per namespace (keys,
+        never values). Returns how many items were deleted.
+
+        ``MnemonBaseStore.sweep_ttl`` and its background sweeper call this."""
+        return call(self, SWEEP_EXPIRED_ITEMS, now=now, actor=actor)
+
+    def _sweep_expired_items(self, now: datetime, actor: str) -> int:
+        _abstract(self)
 
     def apply_retention(
         self: _Store,

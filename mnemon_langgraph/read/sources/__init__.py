@@ -19,6 +19,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mnemon_langgraph.read.sources.basestore import BaseStoreSource
     from mnemon_langgraph.read.sources.binding import (
         DEFAULT_SOURCE,
         SOURCE_ID_SEPARATOR,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
         qualify_id,
         split_id,
     )
-    from mnemon_langgraph.read.sources.basestore import BaseStoreSource
     from mnemon_langgraph.read.sources.retriever import RetrieverSource
     from mnemon_langgraph.read.sources.shared import SharedNamespace
 

@@ -432,7 +432,12 @@ class PostgresStore(MnemonStore):
         return await self.engine.submit(self.reads.page(ns, after, size, filters))
 
     async def _asession_records(
-        self, ns: Namespace, session: int, start: int, stop: int, filters: SearchFilters | None
+        self,
+        ns: Namespace,
+        session: int,
+        start: int,
+        stop: int,
+        filters: SearchFilters | None = None,
     ) -> list[Record]:
         return await self.engine.submit(self.reads.session(ns, session, start, stop, filters))
 

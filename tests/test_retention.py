@@ -406,3 +406,12 @@ def test_a_run_that_removes_nothing_leaves_the_index_files_alone(tmp_path: Path)
         assert not checkpoint.exists()  # it held the removed words
         store.flush()
         assert checkpoint.is_file()  # written again, without them
+
+
+def test_the_receipt_is_reachable_from_the_store_package_and_documented() -> None:
+    import mnemon_langgraph.store as store_package
+
+    assert store_package.RetentionReceipt is RetentionReceipt
+    assert "RetentionReceipt" in store_package.__all__
+    api = (Path(__file__).parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    assert "\n::: mnemon_langgraph.store.RetentionReceipt\n" in api

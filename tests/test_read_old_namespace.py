@@ -72,3 +72,18 @@ def test_under_langgraph_auth_only_the_authenticated_users_own_old_namespace(sto
     )
     assert legacy_user_namespace(("users", "ada"), auth) == ("ada",)
     assert legacy_user_namespace(("teams", "ada")) is None
+
+
+async def test_the_mcp_view_tool_shows_the_hint(store) -> None:
+    pytest.importorskip("mcp")
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from mnemon_langgraph.integrations.mcp import create_mcp_server
+
+    for user, hinted in (("ada", True), ("bo", False)):
+        server = create_mcp_server(store, ("users", user), read_graph=_graph(store))
+        async with create_connected_server_and_client_session(server) as session:
+            result = await session.call_tool("view", {"message": "what do I grow?"})
+        text = "\n".join(getattr(c, "text", "") for c in result.content)
+        assert not result.isError and "(empty View: no records found" in text
+        assert (MOVE in text) is hinted

@@ -234,6 +234,42 @@ def test_key_value_items_under_the_namespace_written_before_the_cutoff_go(
         assert [a.action for a in store.audit_log(ADA)] == ["apply_retention"]
 
 
+def test_retention_writes_the_basestores_own_audit_one_row_per_namespace_keys_only(
+    journal_target: str,
+) -> None:
+    from mnemon_langgraph.integrations.basestore import MnemonBaseStore
+
+    old, new = NOW - timedelta(days=90), NOW - timedelta(days=2)
+
+    def put(ns: tuple[str, ...], key: str, at: datetime) -> KVWrite:
+        return KVWrite(ns, key, json.dumps({"v": f"QzvValue-{key}"}), stamp=(at, at))
+
+    with MnemonStore(journal_target, fake_embeddings()) as store:
+        _kv(store, [
+            put(ADA, "old-b", old), put(ADA, "old-a", old), put((*ADA, "memories"), "old-m", old),
+            put(ADA, "new-profile", new), put(BO, "old-bo", old), put(("users", "cy"), "c", old),
+        ])  # fmt: skip
+        with MnemonBaseStore(store) as bs:
+            # a dry run and a held namespace write no row
+            assert store.apply_retention(ADA, older_than="30d", now=NOW, dry_run=True).kv_items == 3
+            store.hold(BO)
+            assert store.apply_retention(BO, older_than="30d", now=NOW).held
+            assert bs.audit_log() == []
+
+            receipt = store.apply_retention(ADA, older_than="30d", now=NOW, actor="policy")
+            assert receipt.kv_items == 3
+            rows = [(a.action, a.actor, a.namespace, a.keys, a.count) for a in bs.audit_log()]
+            assert sorted(rows) == [
+                ("apply_retention", "policy", ADA, ("old-a", "old-b"), 2),
+                ("apply_retention", "policy", (*ADA, "memories"), ("old-m",), 1),
+            ]
+            assert [a.namespace for a in bs.audit_log(BO)] == []
+            assert all("QzvValue" not in json.dumps(a.keys) for a in bs.audit_log())
+            # a run that removes nothing writes no further row
+            store.apply_retention(ADA, older_than="30d", now=NOW)
+            assert len(bs.audit_log()) == 2
+
+
 def test_the_async_twin_answers_as_the_sync_face(journal_target: str) -> None:
     with MnemonStore(journal_target, fake_embeddings()) as store:
         _seed(store)
@@ -370,3 +406,12 @@ def test_a_run_that_removes_nothing_leaves_the_index_files_alone(tmp_path: Path)
         assert not checkpoint.exists()  # it held the removed words
         store.flush()
         assert checkpoint.is_file()  # written again, without them
+
+
+def test_the_receipt_is_reachable_from_the_store_package_and_documented() -> None:
+    import mnemon_langgraph.store as store_package
+
+    assert store_package.RetentionReceipt is RetentionReceipt
+    assert "RetentionReceipt" in store_package.__all__
+    api = (Path(__file__).parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    assert "\n::: mnemon_langgraph.store.RetentionReceipt\n" in api

@@ -18,7 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from mnemon_langgraph.read.namespaces import user_namespace
+from mnemon_langgraph.read.namespaces import (
+    legacy_namespace_hint,
+    legacy_user_namespace,
+    user_namespace,
+)
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
 T = TypeVar("T")
@@ -221,19 +225,12 @@ def old_namespace_hint(store: Any, namespace: Namespace, db: str) -> str | None:
     """For a user's namespace ``("users", X)`` that holds nothing while the one-part ``(X,)`` of
     earlier versions holds records: a sentence naming that and the command that moves it
     (``None`` otherwise). An upgraded user's ``--user X`` would else read an empty memory.
+    The read graph's empty View says the same (:mod:`mnemon_langgraph.read.nodes`).
     """
-    import shlex
-
-    if len(namespace) != 2 or namespace[0] != "users":
+    old = legacy_user_namespace(namespace)
+    if old is None or store.holds_namespace(namespace) or not store.holds_namespace(old):
         return None
-    old = (namespace[1],)
-    if store.holds_namespace(namespace) or not store.holds_namespace(old):
-        return None
-    return (
-        f"the one-part namespace {list(old)!r} of earlier versions holds records; move them "
-        f"with `mnemon rename-namespace --db {shlex.quote(redact_db(db))} "
-        f"--namespace {shlex.quote(old[0])} --to-user {shlex.quote(old[0])}`"
-    )
+    return legacy_namespace_hint(old, redact_db(db))
 
 
 def make_journal_folder(db: str) -> None:

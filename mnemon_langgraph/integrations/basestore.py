@@ -517,7 +517,8 @@ class MnemonBaseStore(BaseStore):
         return list((await self._prepare(puts)).values())
 
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[KVAudit]:
-        """Audited deletions of items (deletes and erases), oldest first.
+        """Audited deletions of items (deletes, erases, TTL sweeps and retention runs), oldest
+        first.
 
         Records' deletions are in the store's own ``audit_log``.
         """

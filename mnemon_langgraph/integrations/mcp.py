@@ -182,6 +182,8 @@ class MemoryServer:
         args = (self.read_graph, [HumanMessage(message)], self.namespace)
         view = yield Call(run_read_graph, arun_read_graph, args)
         text = render_view_message(view).text
+        if not view.records and view.empty_reason:  # e.g. where an upgraded user's memory is
+            text += f"\n\n(empty View: {escape_data(view.empty_reason)})"
         ids = [*(view.record_ids if explain else ()), *explain_ids]
         if not ids:
             return text

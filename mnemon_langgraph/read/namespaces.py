@@ -43,6 +43,8 @@ __all__ = [
     "fill_namespace",
     "fill_source_namespace",
     "granted_namespace",
+    "legacy_namespace_hint",
+    "legacy_user_namespace",
     "namespace_value",
     "resolve_namespace",
     "run_actor",
@@ -237,6 +239,38 @@ def run_actor(actor: str, config: Mapping[str, Any] | None = None) -> str:
         return actor
     prefix = f"auth:{auth.user_id} via "
     return actor if actor.startswith(prefix) else prefix + actor
+
+
+def legacy_user_namespace(
+    namespace: Sequence[str], config: Mapping[str, Any] | None = None
+) -> Namespace | None:
+    """Where earlier versions kept user X's memory: the one-part ``(X,)``, for a user's
+    namespace ``("users", X)`` (``None`` for any other namespace).
+
+    On a LangGraph server with authentication, only the authenticated user's own (``X`` is
+    the identity; ``None`` otherwise): a hint built on it never says whether another
+    namespace holds data.
+    """
+    if len(namespace) != 2 or namespace[0] != USER_NAMESPACE[0]:
+        return None
+    auth = auth_identity(config)
+    if auth is not None and auth.user_id != namespace[1]:
+        return None
+    return (namespace[1],)
+
+
+def legacy_namespace_hint(old: Namespace, db: str | None = None) -> str:
+    """The sentence naming the old one-part namespace ``old`` (which holds records) and the
+    command that moves its records to the user's namespace (``db``: its ``--db``, already
+    redacted; ``None``: left out)."""
+    import shlex
+
+    where = f"--db {shlex.quote(db)} " if db else ""
+    name = shlex.quote(old[0])
+    return (
+        f"the one-part namespace {list(old)!r} of earlier versions holds records; move them "
+        f"with `mnemon rename-namespace {where}--namespace {name} --to-user {name}`"
+    )
 
 
 @contextmanager

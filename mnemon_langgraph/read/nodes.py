@@ -23,10 +23,11 @@ from mnemon_langgraph.judges.features import named_date_range
 from mnemon_langgraph.judges.propositions import Proposition
 from mnemon_langgraph.read.as_of import as_of_bound, known_at, run_as_of
 from mnemon_langgraph.read.dates import relative_date_range
-from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive
+from mnemon_langgraph.read.drive import Body, Call, Gather, Step, adrive, drive, in_thread
 from mnemon_langgraph.read.evidence import EvidenceBuilder
 from mnemon_langgraph.read.instructions import INSTRUCTION_DEPTH, instruction_query
 from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave
+from mnemon_langgraph.read.namespaces import legacy_namespace_hint, legacy_user_namespace
 from mnemon_langgraph.read.nodes_items import ItemsNode
 from mnemon_langgraph.read.nodes_retrieve import INSTRUCTIONS, TOPIC, RetrieveNode
 from mnemon_langgraph.read.nodes_sources import as_named
@@ -58,7 +59,7 @@ from mnemon_langgraph.read.rules import (
     should_continue,
 )
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.sources.binding import BoundSource
+from mnemon_langgraph.read.sources.binding import BoundSource, is_own
 from mnemon_langgraph.read.state import (
     PoolRecord,
     ReadState,
@@ -104,6 +105,22 @@ async def _ajournal(
         bound.namespace, session, start=start, stop=stop, filters=SearchFilters(date_to=limit)
     )
     return [r for r in got if known_at(r, limit)]
+
+
+def _old_namespace_hint(sources: Sequence[Any], namespace: Namespace) -> Body[str | None]:
+    """For an empty View of ``("users", X)``: the hint that the one-part ``(X,)`` of earlier
+    versions holds records (and the command moving them), when ``namespace`` holds none in
+    the user's own journal (``sources``: the own sources) and ``(X,)`` does; else ``None``.
+    Under LangGraph auth only about the authenticated user's own old namespace
+    (:func:`~mnemon_langgraph.read.namespaces.legacy_user_namespace`). Asked only when the
+    pool is empty, so a View with records costs nothing; a failed check gives no hint."""
+    old = legacy_user_namespace(namespace)
+    store = next((s for s in sources if callable(getattr(s, "holds_namespace", None))), None)
+    if old is None or store is None:
+        return None
+    ask = getattr(store, "aholds_namespace", None) or in_thread(store.holds_namespace)
+    got = yield Gather(tuple(Call(store.holds_namespace, ask, (ns,)) for ns in (namespace, old)))
+    return legacy_namespace_hint(old) if got == [False, True] else None
 
 
 def _run_context() -> Any:
@@ -555,10 +572,14 @@ class Reader(RetrieveNode, ItemsNode):
         trace = build_trace(state, events, self.settings)
         reason = None
         if not pool:
+            namespace = tuple(state.get("namespace", []))
             reason = (
-                f"no records found in namespace {tuple(state.get('namespace', []))!r}: the "
+                f"no records found in namespace {namespace!r}: the "
                 "journal is empty for this namespace or no search matched"
             )
+            own = [s for s in self.sources.values() if is_own(s)]
+            hint = yield from _old_namespace_hint(own, namespace)
+            reason += f"; {hint}" if hint else ""
         recent = recent_messages(state, self.settings)
         # the conversation's own messages are the user's memory's, never another source's
         own = self._own_entries(pool)

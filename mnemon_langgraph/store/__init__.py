@@ -26,6 +26,7 @@ from mnemon_langgraph.store.base import (
     register_backend,
 )
 from mnemon_langgraph.store.embedded import EmbeddedStore
+from mnemon_langgraph.store.retention import RetentionReceipt
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store.postgres import PostgresStore
@@ -35,6 +36,7 @@ __all__ = [
     "IngestResult",
     "MnemonStore",
     "PostgresStore",
+    "RetentionReceipt",
     "StoreBackend",
     "is_postgres_url",
     "load_messages",

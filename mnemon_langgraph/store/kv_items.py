@@ -42,6 +42,7 @@ from mnemon_langgraph.types import Namespace
 __all__ = [
     "EXPIRE_ACTION",
     "KV_COLUMNS",
+    "RETENTION_ACTION",
     "IndexSpec",
     "KVAudit",
     "KVItems",
@@ -51,6 +52,7 @@ __all__ = [
     "audit_rows",
     "expires_after",
     "expiry_stamp",
+    "keys_by_namespace",
     "kv_params",
     "kv_row",
     "kv_upsert",
@@ -121,10 +123,12 @@ class KVAudit:
         at: When (UTC).
         actor: Who asked (``"basestore"`` for ``delete``, the caller's actor for an erase
             or a sweep: ``"ttl"`` for the BaseStore's sweeper).
-        action: ``delete_items``, ``erase_namespace`` or ``expire_items`` (a TTL sweep).
+        action: ``delete_items``, ``erase_namespace``, ``expire_items`` (a TTL sweep) or
+            ``apply_retention`` (a retention run, ``store.apply_retention``).
         namespace: The namespace.
         count: Items deleted.
-        keys: Keys of the deleted items (empty for an erase; a sweep names them).
+        keys: Keys of the deleted items (empty for an erase; a sweep and a retention run
+            name them).
     """
 
     id: int
@@ -221,6 +225,19 @@ KV_COLUMNS = (
 
 EXPIRE_ACTION = "expire_items"
 """The audit action of a TTL sweep's deletions."""
+
+RETENTION_ACTION = "apply_retention"
+"""The audit action of the key-value items a retention run removes (``store.apply_retention``:
+the records' audit row has the same action)."""
+
+
+def keys_by_namespace(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """``(stored namespace, key)`` pairs as sorted keys per stored namespace, namespaces in
+    order: one audit row each (a sweep's, a retention run's)."""
+    by_ns: dict[str, list[str]] = {}
+    for ns, key in pairs:
+        by_ns.setdefault(ns, []).append(key)
+    return {ns: sorted(by_ns[ns]) for ns in sorted(by_ns)}
 
 
 def kv_upsert(mark: str, w: KVWrite) -> str:

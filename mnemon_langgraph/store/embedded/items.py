@@ -26,6 +26,7 @@ approximate index would add a derived file to keep in step with deletions for no
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -69,6 +70,9 @@ __all__ = ["EmbeddedItemStore", "recorded_model"]
 
 # the class's name before the key-value items moved beside it, for one release
 __getattr__ = deprecated_names(__name__, {"SQLiteItemStore": "EmbeddedItemStore"})
+
+
+logger = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -377,11 +381,7 @@ class EmbeddedItemStore:
             "ORDER BY seq",
             [ns],
         )
-        ids = [row[0] for row in rows]
-        if rows:
-            matrix = np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows])
-        else:
-            matrix = np.zeros((0, self._identity[1]), dtype=np.float32)
+        ids, matrix = _healthy_vectors(rows, self._identity[1], ns)
         self._vector_cache[ns] = (version, ids, matrix)
         return ids, matrix
 
@@ -709,3 +709,25 @@ class _SQLiteBatch:
             "AND batch_start_seq > ? AND batch_start_seq <= ?",
             (self.ns, after, upto),
         )
+
+
+def _healthy_vectors(rows: Sequence[Any], dim: int, ns: str) -> tuple[list[str], np.ndarray]:
+    """``(ids, matrix)`` of the stored item vectors ``rows`` (id, blob) that hold ``dim``
+    finite float32 values. A damaged one (another length, a NaN or an infinity) is left out
+    and logged, as record search leaves out a damaged vector: the item is still reached
+    through its records, and the search still answers with the others."""
+    ids: list[str] = []
+    vectors: list[np.ndarray] = []
+    for item_id, blob in rows:
+        vec = np.frombuffer(blob, dtype=np.float32) if len(blob) == dim * 4 else None
+        if vec is None or not np.isfinite(vec).all():
+            logger.warning(
+                "item %s of namespace %s: its stored vector is damaged (%d bytes for %d "
+                "float32 values, or not finite); left out of the nearest-item search",
+                item_id, ns, len(blob), dim,
+            )  # fmt: skip
+            continue
+        ids.append(item_id)
+        vectors.append(vec)
+    matrix = np.stack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+    return ids, matrix

@@ -22,6 +22,7 @@ from mnemon_langgraph.store.kv_items import (
     audit_entry,
     audit_rows,
     expiry_stamp,
+    keys_by_namespace,
     kv_params,
     kv_row,
     kv_upsert,
@@ -154,11 +155,8 @@ class EmbeddedKVItems:
                 "RETURNING namespace, key",
                 (expiry_stamp(now),),
             ).fetchall()
-            by_ns: dict[str, list[str]] = {}
-            for ns, key in gone:
-                by_ns.setdefault(ns, []).append(key)
-            for ns, keys in sorted(by_ns.items()):
-                names = json.dumps(sorted(keys))
+            for ns, keys in keys_by_namespace(gone).items():
+                names = json.dumps(keys)
                 row = (now.isoformat(), actor, EXPIRE_ACTION, ns, names, len(keys))
                 conn.execute(
                     "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "

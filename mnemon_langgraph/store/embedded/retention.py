@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from mnemon_langgraph.records.schema import ns_to_key
 from mnemon_langgraph.store.embedded.deletion import Deletions
 from mnemon_langgraph.store.embedded.schema import chunks, now_iso
-from mnemon_langgraph.store.kv_items import prefix_of
+from mnemon_langgraph.store.kv_items import RETENTION_ACTION, keys_by_namespace, prefix_of
 from mnemon_langgraph.store.retention import (
     REDACTED_ERROR,
     FailureRow,
@@ -143,7 +143,20 @@ def _plan(
     )
 
 
-def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str, int]:
+def _kv_audit(conn: sqlite3.Connection, kv_keys: Sequence[tuple[str, str]], actor: str) -> None:
+    """The BaseStore's own audit (``MnemonBaseStore.audit_log``) of the key-value items this
+    run removes: one row per stored namespace, keys and counts, never values (a TTL sweep's
+    shape), in the run's transaction."""
+    at = datetime.now(UTC).isoformat()
+    for ns_key, keys in keys_by_namespace(kv_keys).items():
+        conn.execute(
+            "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (at, actor, RETENTION_ACTION, ns_key, json.dumps(keys), len(keys)),
+        )
+
+
+def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str, actor: str) -> dict[str, int]:
     """Remove what ``plan`` says (caller's transaction); rows removed per table."""
     gone = [c.id for c in plan.items if c.text is None]
     trimmed = [c for c in plan.items if c.text is not None]
@@ -171,6 +184,7 @@ def _apply(conn: sqlite3.Connection, plan: RetentionPlan, key: str) -> dict[str,
         conn.execute(
             "DELETE FROM mnemon_kv_items WHERE namespace = ? AND key = ?", (ns_key, item_key)
         )
+    _kv_audit(conn, plan.kv_keys, actor)
     # delete_records' deletion: messages, vectors and item links cascade
     deleted = Deletions._delete_ids(conn, key, ids)
     return {
@@ -225,7 +239,7 @@ def apply_retention(
         )
         if dry_run or not any(receipt.counts.values()):
             return receipt
-        _audit(conn, receipt, _apply(conn, plan, key), actor, key)
+        _audit(conn, receipt, _apply(conn, plan, key, actor), actor, key)
     journal.checkpoint()
     return receipt
 

@@ -18,6 +18,7 @@ from mnemon_langgraph.store.kv_items import (
     KVWrite,
     audit_entry,
     audit_rows,
+    keys_by_namespace,
     kv_params,
     kv_row,
     kv_upsert,
@@ -140,14 +141,11 @@ class PostgresKVItems:
                     (now,),
                 )
                 gone = await cur.fetchall()
-                by_ns: dict[str, list[str]] = {}
-                for ns, key in gone:
-                    by_ns.setdefault(ns, []).append(key)
-                for ns, keys in sorted(by_ns.items()):
+                for ns, keys in keys_by_namespace(gone).items():
                     await conn.execute(
                         "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
                         "VALUES (%s, %s, %s, %s, %s, %s)",
-                        (now, actor, EXPIRE_ACTION, ns, json.dumps(sorted(keys)), len(keys)),
+                        (now, actor, EXPIRE_ACTION, ns, json.dumps(keys), len(keys)),
                     )
             if gone:
                 await conn.execute("VACUUM mnemon_kv_items")  # no dead tuples keep the values

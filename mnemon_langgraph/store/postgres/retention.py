@@ -10,12 +10,13 @@ after an erase, so dead tuples holding the removed text are reclaimed.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.records.schema import ns_from_key, ns_to_key
-from mnemon_langgraph.store.kv_items import prefix_of
+from mnemon_langgraph.store.kv_items import RETENTION_ACTION, keys_by_namespace, prefix_of
 from mnemon_langgraph.store.postgres.writes import Writes
 from mnemon_langgraph.store.retention import (
     REDACTED_ERROR,
@@ -73,6 +74,7 @@ class Retention:
             if dry_run or not any(receipt.counts.values()):
                 return receipt
             tables = await self._apply(conn, nsid, plan)
+            await _kv_audit(conn, plan.kv_keys, actor)
             await self.writes.audit(
                 conn,
                 actor=actor,
@@ -226,6 +228,19 @@ class Retention:
             await _require_holds(conn)
             cur = await conn.execute("SELECT ns FROM mnemon_retention_holds")
             return sorted(ns_from_key(r[0]) for r in await cur.fetchall())
+
+
+async def _kv_audit(conn: Any, kv_keys: list[tuple[str, str]], actor: str) -> None:
+    """The BaseStore's own audit (``MnemonBaseStore.audit_log``) of the key-value items the
+    run removes: one row per stored namespace, keys and counts, never values (a TTL sweep's
+    shape), in the run's transaction."""
+    at = datetime.now(UTC)
+    for ns_key, keys in keys_by_namespace(kv_keys).items():
+        await conn.execute(
+            "INSERT INTO mnemon_kv_audit(at, actor, action, ns, keys, count) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (at, actor, RETENTION_ACTION, ns_key, json.dumps(keys), len(keys)),
+        )
 
 
 async def _require_holds(conn: Any) -> None:

@@ -49,10 +49,10 @@ def _embedded_hooks(target: str) -> None:
     checkpoint, remove = Journal.checkpoint, NamespaceIndex.remove
     state = {"ran": False}
 
-    def rows(conn: Any, plan: Any, key: str) -> Any:
+    def rows(conn: Any, plan: Any, key: str, actor: str) -> Any:
         _stop("rows", target)
         state["ran"] = True
-        return apply(conn, plan, key)
+        return apply(conn, plan, key, actor)
 
     def audited(*args: Any) -> None:
         audit(*args)

@@ -620,7 +620,8 @@ handbook.add_documents(
             "Expense reports are due by the fifth working day of the month.",
             metadata={"title": "Handbook: money", "date": "2023-11-02"},
         ),
-    ]
+    ],
+    ids=["leave-1", "leave-2", "facilities-1", "money-1"],  # stable record ids across runs
 )
 docs = RetrieverSource(handbook.as_retriever())
 for hit in docs.search("vacation in August", k=3):
@@ -734,7 +735,8 @@ payslips.add_documents(
     [
         Document("Payslip May 2024: 12 vacation days left.", metadata={"user_id": "ada"}),
         Document("Payslip May 2024: 3 vacation days left.", metadata={"user_id": "bob"}),
-    ]
+    ],
+    ids=["payslip-ada-2024-05", "payslip-bob-2024-05"],
 )
 mine = RetrieverSource(
     payslips.as_retriever(),

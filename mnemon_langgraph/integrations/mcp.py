@@ -181,7 +181,7 @@ class MemoryServer:
             raise InputError("view: the message is empty")
         args = (self.read_graph, [HumanMessage(message)], self.namespace)
         view = yield Call(run_read_graph, arun_read_graph, args)
-        text = render_view_message(view).text
+        text = str(render_view_message(view).text)
         if not view.records and view.empty_reason:  # e.g. where an upgraded user's memory is
             text += f"\n\n(empty View: {escape_data(view.empty_reason)})"
         ids = [*(view.record_ids if explain else ()), *explain_ids]

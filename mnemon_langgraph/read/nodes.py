@@ -577,8 +577,8 @@ class Reader(RetrieveNode, ItemsNode):
                 f"no records found in namespace {namespace!r}: the "
                 "journal is empty for this namespace or no search matched"
             )
-            own = [s for s in self.sources.values() if is_own(s)]
-            hint = yield from _old_namespace_hint(own, namespace)
+            own_sources = [s for s in self.sources.values() if is_own(s)]
+            hint = yield from _old_namespace_hint(own_sources, namespace)
             reason += f"; {hint}" if hint else ""
         recent = recent_messages(state, self.settings)
         # the conversation's own messages are the user's memory's, never another source's

@@ -6,7 +6,9 @@ server starts; with bob's token every run variant that names ada — on all thre
 refused, the store API returns nothing of hers, and a Studio-scheme request without a token is
 turned away. Ada's own token reads her secret (so an empty answer cannot pass as a refusal).
 The server also has a tempting default, ``MNEMON_NAMESPACE=["users", "ada"]``, that an
-authenticated run must never fall back to.
+authenticated run must never fall back to. Every graph also reads a shared team namespace
+(``MNEMON_SOURCES``: ``("teams", "{team_id}")``) whose ``team_id`` comes from the login
+(ada: blue, bob: green); bob naming ada's team in his run is refused.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ RUN_TIMEOUT_S = 90.0
 SECRET = "heliotrope-4711"
 BOB_FACT = "marigold"
 ADA, BOB = ("users", "ada"), ("users", "bob")
-TOKENS = {"tok-ada-3f9c": "ada", "tok-bob-81d2": "bob"}
+# each login carries its team (a field of the user the auth handler returns)
+TOKENS = {
+    "tok-ada-3f9c": {"identity": "ada", "team_id": "blue"},
+    "tok-bob-81d2": {"identity": "bob", "team_id": "green"},
+}
+TEAM_CODES = {"blue": "cobalt-9214", "green": "jade-5530"}
+# every graph of the server also reads the login's team namespace, read-only
+SOURCES = {"team": {"shared": ["teams", "{team_id}"]}}
 GRAPHS = ("mnemon_read", "mnemon_agent", "mnemon_consolidation")
 QUESTION = "What is my secret word?"
 
@@ -56,6 +65,13 @@ def _seed(db: Path) -> None:
                 ns,
                 [Message(text, ns[-1], id=f"{ns[-1]}-1", session=1,
                          timestamp=datetime(2024, 3, 2, 9, 0))],
+                origin="seed",
+            )  # fmt: skip
+        for team, code in TEAM_CODES.items():
+            store.ingest(
+                ("teams", team),
+                [Message(f"The {team} team's launch code is {code}.", "lead", id=f"{team}-1",
+                         session=1, timestamp=datetime(2024, 3, 1, 9, 0))],
                 origin="seed",
             )  # fmt: skip
         with MnemonBaseStore(store) as items:
@@ -103,6 +119,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         "MNEMON_DB": str(db),
         "MNEMON_NAMESPACE": '["users", "ada"]',  # a default an authenticated run must ignore
         "MNEMON_AUTH_TOKENS": json.dumps(TOKENS),
+        "MNEMON_SOURCES": json.dumps(SOURCES),
         "MNEMON_JUDGE": "test_integration_studio:make_judge",
         "MNEMON_AGENT_MODEL": "",
         "MNEMON_CONSOLIDATION_MODEL": "",
@@ -150,7 +167,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 def _client(server: dict[str, Any], user: str | None, **headers: str) -> Any:
     from langgraph_sdk import get_sync_client
 
-    token = next((t for t, u in TOKENS.items() if u == user), None)
+    token = next((t for t, u in TOKENS.items() if u["identity"] == user), None)
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     return get_sync_client(url=server["url"], timeout=RUN_TIMEOUT_S, headers=headers)
@@ -261,6 +278,26 @@ def test_each_user_reads_their_own_memory(server: dict[str, Any]) -> None:
     report = _run(bob, "mnemon_consolidation")  # no model configured: refused by that, not auth
     assert "NamespaceAccessError" not in _text(report)
     assert "users" in _text(report) and "bob" in _text(report) and "ada" not in _text(report)
+
+
+def test_each_user_reads_their_own_team_from_the_login(server: dict[str, Any]) -> None:
+    """The shared ``("teams", "{team_id}")`` source is filled from the login's ``team_id``."""
+    for user, own, other in (("ada", "blue", "green"), ("bob", "green", "blue")):
+        out = _run(_client(server, user), "mnemon_read")
+        assert not isinstance(out, Refused), out
+        assert TEAM_CODES[own] in _text(out), (user, out)
+        assert TEAM_CODES[other] not in _text(out), (user, out)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [{"context": {"team_id": "blue"}}, {"config": {"configurable": {"team_id": "blue"}}}],
+    ids=["context team_id", "configurable team_id"],
+)
+def test_bob_naming_adas_team_is_refused(server: dict[str, Any], variant: dict[str, Any]) -> None:
+    out = _run(_client(server, "bob"), "mnemon_read", input=_input("mnemon_read", PROBE), **variant)
+    assert TEAM_CODES["blue"] not in _text(out) and SECRET not in _text(out)
+    assert isinstance(out, Refused) and "NamespaceAccessError" in out, out
 
 
 def test_bobs_agent_runs_never_wrote_into_adas_memory(server: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources.binding import (
     DEFAULT_SOURCE,
     BoundSource,
+    bind,
     is_own,
     named_sources,
     source_namespace,
@@ -141,13 +142,8 @@ class SourcesNode:
         src: Any = self.sources[name]
         spaces = state.get("sources")
         ns = tuple(spaces[name]) if spaces and name in spaces else tuple(state["namespace"])
-        for_run = getattr(src, "for_run", None)
-        if callable(for_run):
-            src = for_run(dict(state.get("fields") or {}))
-        timeout = None
-        if self.multi:
-            timeout = getattr(src, "timeout_s", None) or self.settings.source_timeout_s
-        return BoundSource(name, src, ns, qualify=self.multi, timeout_s=timeout)
+        timeout = self.settings.source_timeout_s if self.multi else None
+        return bind(name, src, ns, state.get("fields"), timeout_s=timeout, qualify=self.multi)
 
     def _groups(
         self, state: ReadState, entries: Iterable[PoolRecord]

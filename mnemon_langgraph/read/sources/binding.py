@@ -56,6 +56,7 @@ __all__ = [
     "SOURCE_ID_SEPARATOR",
     "BoundSource",
     "asearch_sources",
+    "bind",
     "is_own",
     "named_sources",
     "qualify_id",
@@ -211,13 +212,29 @@ def _bound_all(
             raise
         except ConfigurationError:
             continue  # a field this run lacks: the source is not read
-        for_run = getattr(src, "for_run", None)
-        if callable(for_run):
-            fields = run_fields(context, config) if fields is None else fields
-            src = for_run(dict(fields))
-        timeout = getattr(src, "timeout_s", None) or timeout_s
-        out.append(BoundSource(name, src, ns, timeout_s=timeout))
+        if callable(getattr(src, "for_run", None)) and fields is None:
+            fields = run_fields(context, config)
+        out.append(bind(name, src, ns, fields, timeout_s=timeout_s))
     return out
+
+
+def bind(
+    name: str,
+    source: Any,
+    namespace: Namespace,
+    fields: Mapping[str, str] | None,
+    *,
+    timeout_s: float | None,
+    qualify: bool = False,
+) -> BoundSource:
+    """``source`` bound to one run: ``for_run(fields)`` where it has one; its own
+    ``timeout_s`` before the default ``timeout_s`` (``None``: no timeout at all)."""
+    for_run = getattr(source, "for_run", None)
+    if callable(for_run):
+        source = for_run(dict(fields or {}))
+    if timeout_s is not None:
+        timeout_s = getattr(source, "timeout_s", None) or timeout_s
+    return BoundSource(name, source, namespace, qualify=qualify, timeout_s=timeout_s)
 
 
 def _interleave(

@@ -322,6 +322,61 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
         assert wrong >= 2
 
 
+def _spy_lookups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record each candidate lookup (``LOOKUP_SQL``): how many records it bounds."""
+    sizes: list[int] = []
+    real = BM25Query._record_bounds
+
+    async def spy(conn: Any, batch: Any, per_impact: Any) -> Any:
+        sizes.append(len(batch))
+        return await real(conn, batch, per_impact)
+
+    monkeypatch.setattr(BM25Query, "_record_bounds", staticmethod(spy))
+    return sizes
+
+
+def test_impact_bm25_looks_no_candidate_up_when_every_term_was_read_whole(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every query term read whole (no packs: each term in fewer than ``bm25_pack_min``
+    records): the candidates' bounds already hold all their postings, so no lookup runs,
+    and the ranking is the full query's (ids, order, scores). With packs of 4 (terms read
+    in part) the lookups do run: the spy sees them, and the ranking is the same."""
+    whole = PostgresSettings(bm25_full_below=0)  # impact rounds; no term packed (< 1,024)
+    with PostgresStore(postgres_url, fake_embeddings(), settings=whole) as pg:
+        pg.ingest(("w",), _common_word_messages(), origin="test", pack=False)
+        unpruned = pg.with_settings(bm25_prune=False)
+        lookups = _spy_lookups(monkeypatch)
+        for query in QUERIES:
+            for k in (3, 10, 48):
+                full = unpruned.lexical_ranking(query, namespace=("w",), k=k)
+                assert full and pg.lexical_ranking(query, namespace=("w",), k=k) == full
+        assert lookups == []
+        packed = pg.with_settings(bm25_pack_min=4, bm25_pack_part=4)
+        packed.ingest(("p",), _common_word_messages(), origin="test", pack=False)
+        for query in QUERIES:
+            full = unpruned.lexical_ranking(query, namespace=("p",), k=5)
+            assert full and packed.lexical_ranking(query, namespace=("p",), k=5) == full
+        assert lookups and all(n > 0 for n in lookups)
+
+
+def test_int_array_binds_integers_as_one_array_literal(postgres_url: str) -> None:
+    """``int_array`` (the candidates' ``seq`` values, bound as text and cast) reads back as
+    the same ``bigint[]``, empty included."""
+    import numpy as np
+    import psycopg
+
+    from mnemon_langgraph.store.postgres.impact import int_array
+
+    values = np.array([3, -1, 9_000_000_000], dtype=np.int64)
+    assert int_array(values) == "{3,-1,9000000000}" and int_array([]) == "{}"
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute(
+            "SELECT %s::bigint[], %s::bigint[]", (int_array(values), int_array([]))
+        ).fetchone()
+    assert row == ([3, -1, 9_000_000_000], [])
+
+
 def _varied_messages(count: int) -> list[Message]:
     """Records of 3–40 words drawn from a Zipf-like vocabulary of 80 words (seeded), so
     impacts spread as on real text (lengths and term frequencies vary) and most words

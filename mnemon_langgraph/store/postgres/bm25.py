@@ -32,6 +32,7 @@ from mnemon_langgraph.store.postgres.impact import (
     cut_bound,
     decode_array,
     impact_scale,
+    int_array,
     lexical_terms,
     plan_depths,
     reaches,
@@ -108,7 +109,10 @@ class BM25Query:
         while True:
             cuts = {t: cut_bound(weight[t], r, scale, caps[t]) for t, r in reads.items()}
             candidates = candidate_bounds(reads, cuts, per_impact)
-            theta = await self._complete(conn, candidates, per_impact, exact, where, params)
+            complete = all(r.full for r in reads.values())  # bounds tight already
+            theta = await self._complete(
+                conn, candidates, per_impact, exact, where, params, complete
+            )
             unread = candidates[2]
             if unread == 0 or not reaches(unread, theta):
                 break
@@ -122,8 +126,8 @@ class BM25Query:
         without a pack: :data:`~.impact.DELTA_SQL`), then the first
         ``settings.bm25_first_parts`` parts of each pack."""
         terms = sorted(live)
-        cur = await conn.execute(
-            DELTA_SQL, {"dterms": terms, "dupto": [live[t].upto for t in terms]}
+        cur = await conn.execute(  # binary: the bytea arrive as bytes, not hex text
+            DELTA_SQL, {"dterms": terms, "dupto": [live[t].upto for t in terms]}, binary=True
         )
         reads: dict[str, TermRead] = {}
         for term, seqs, imps in await cur.fetchall():
@@ -161,6 +165,7 @@ class BM25Query:
                 "pfrom": [plan[t][0] for t in terms],
                 "pto": [plan[t][1] for t in terms],
             },
+            binary=True,  # the parts' bytea as bytes: no hex encoding and decoding
         )
         got: dict[str, list[PackPart]] = {t: [] for t in terms}
         for term, low, last, seqs, imps in await cur.fetchall():
@@ -181,6 +186,7 @@ class BM25Query:
         exact: dict[int, tuple[str, float] | None],
         where: str,
         params: dict[str, Any],
+        complete: bool = False,
     ) -> float:
         """Rule out or score candidates, best bound first, while one left may reach ``theta``.
 
@@ -188,7 +194,9 @@ class BM25Query:
         all its postings of the query's terms (:meth:`_record_bounds`); those still reaching
         ``theta`` are scored on their record rows (:func:`bm25_sql` matching ``seq``: the
         very expression of the full query; a record the filters exclude is kept as
-        ``None``). ``theta`` only rises, so a candidate ruled out stays out. Stops early
+        ``None``). With ``complete`` (every query term read whole) the candidates' bounds
+        already hold all their postings, which is what the lookup would add, so it is
+        skipped. ``theta`` only rises, so a candidate ruled out stays out. Stops early
         when the records never named may still reach ``theta`` (``unread``): the next round
         reads deeper postings anyway. Returns ``theta`` (0 while fewer than ``k`` matches
         are known).
@@ -209,8 +217,12 @@ class BM25Query:
             if len(open_) > chunk:
                 open_ = open_[np.argpartition(-bounds[open_], chunk - 1)[:chunk]]
             unseen[open_] = False
-            batch = np.array([s for s in seqs[open_].tolist() if s not in exact], np.int64)
-            tight = await self._record_bounds(conn, batch, per_impact)
+            fresh = np.array([s not in exact for s in seqs[open_].tolist()], dtype=bool)
+            batch = seqs[open_][fresh].astype(np.int64)
+            if complete:
+                tight = bounds[open_][fresh]
+            else:
+                tight = await self._record_bounds(conn, batch, per_impact)
             batch = batch[reaching(tight, theta)]
             await self._score_rows(conn, batch.tolist(), exact, where, params)
             chunk *= 2
@@ -224,7 +236,9 @@ class BM25Query:
         if not len(batch):
             return np.zeros(0)
         terms = sorted(per_impact)
-        cur = await conn.execute(LOOKUP_SQL, {"lseqs": batch.tolist(), "lterms": terms})
+        cur = await conn.execute(
+            LOOKUP_SQL, {"lseqs": int_array(batch), "lterms": terms}, binary=True
+        )
         row = await cur.fetchone()
         assert row is not None  # an aggregate without GROUP BY: always one row
         return record_bounds(
@@ -249,8 +263,8 @@ class BM25Query:
             return
         rows = await self._bm25_rows(
             conn,
-            bm25_sql(len(params["terms"]), where, "r.seq = ANY(%(seqs)s)"),
-            params | {"seqs": seqs, "k": len(seqs)},
+            bm25_sql(len(params["terms"]), where, "r.seq = ANY(%(seqs)s::bigint[])"),
+            params | {"seqs": int_array(seqs), "k": len(seqs)},
         )
         exact.update(dict.fromkeys(seqs))
         exact.update({s: (rid, score) for s, rid, score in rows})

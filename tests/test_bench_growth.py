@@ -34,6 +34,16 @@ def test_growth_times_both_sizes_of_every_kind_in_one_store(
         assert k["ratio"] == round(k["large_ms"] / k["small_ms"], 2)
     assert pair["worst_ratio"] == max(k["ratio"] for k in pair["kinds"].values())
     assert pair["worst_cpu_ratio"] == max(k["cpu_ratio"] for k in pair["kinds"].values())
+    if backend == "postgres":  # the test server runs here: its backends' CPU is read too
+        for k in pair["kinds"].values():
+            assert k["small_server_cpu_ms"] > 0 and k["large_server_cpu_ms"] > 0
+            assert k["large_total_cpu_ms"] >= k["large_cpu_ms"]
+            ratio = k["large_total_cpu_ms"] / k["small_total_cpu_ms"]
+            assert k["total_cpu_ratio"] == round(ratio, 2)
+        worst = max(k["total_cpu_ratio"] for k in pair["kinds"].values())
+        assert pair["worst_total_cpu_ratio"] == worst
+    else:
+        assert all("total_cpu_ratio" not in k for k in pair["kinds"].values())
     # both namespaces of both corpora were really written, in the one store
     location = target if backend == "postgres" else str(Path(target) / "growth.db")
     with MnemonStore(location, WordMixEmbeddings(384)) as store:
@@ -43,6 +53,7 @@ def test_growth_times_both_sizes_of_every_kind_in_one_store(
     }
     text = render(result)
     assert "120→360" in text and "narrow" in text and "goal" not in text
+    assert ("client+server CPU" in text) == (backend == "postgres")
 
 
 def test_growth_goal_line_says_whether_the_worst_ratio_is_within_it() -> None:

@@ -510,10 +510,9 @@ def decode_array(raw: bytes | None, dtype: str) -> np.ndarray:
 
 def int_array(values: np.ndarray | Sequence[int]) -> str:
     """Integers as a PostgreSQL array literal (``"{1,2,3}"``), bound as text and cast in the
-    SQL (``%(x)s::bigint[]``). psycopg dumps a Python list element by element in Python; a
-    round of the impact-ordered search binds a few thousand candidate ``seq`` values, and
-    dumping them was a fifth of the client's CPU for a query of common words
-    (docs/results/search-scaling.md)."""
+    SQL (``%(x)s::bigint[]``). psycopg dumps a Python list element by element in Python,
+    which for the candidate ``seq`` values of a round cost the client more than the rest of
+    the round's work (docs/results/search-scaling.md, "Where the time goes")."""
     items = values.tolist() if isinstance(values, np.ndarray) else list(values)
     return "{" + ",".join(map(str, items)) + "}"
 

@@ -148,7 +148,7 @@ class ServerCPU:
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid()"
         )
-        self.pids = [int(r[0]) for r in cur.fetchall()]
+        self.pids = [int(r[0]) for r in cur.fetchall() if _is_postgres(int(r[0]))]
 
     def read(self) -> dict[int, int] | None:
         """Nanoseconds of CPU each backend has used so far (``None``: not readable here;
@@ -166,6 +166,16 @@ class ServerCPU:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _is_postgres(pid: int) -> bool:
+    """Whether this machine's process ``pid`` is a PostgreSQL backend (a remote server's
+    backend ids may name unrelated local processes)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip() == "postgres"
+    except OSError:
+        return False
 
 
 def _median_ms(values: list[float]) -> float:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
-from mnemon_langgraph.read.view_order import MENTION_OVERHEAD, Marks, coverage_first
+from mnemon_langgraph.read.view_order import MENTION_OVERHEAD, Marks, arranged, coverage_first
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
@@ -75,6 +75,18 @@ def test_the_mentions_stay_within_their_room_and_instructions_stay_first() -> No
     assert [rid for rid, _ in got][:3] == ["s", "u0", "u1"]
     assert set(marks.mentions) == {"u0", "u1"}
     assert marks.only("s") == [0] and marks.only("u0") == [0] and marks.only("u4") is None
+
+
+def test_without_the_rule_a_standing_instruction_is_taken_once() -> None:
+    # the standing instructions lead the arranged candidates once, and the mentions that
+    # lead a coverage View come right after them, each record still once
+    pool = [{**_rec("i", 1, ("user",)), "standing": [0]}, _rec("u", 2, ("user",))]
+    pool.append(_rec("a", 2, ("assistant",)))
+    candidates = [("a", "ranked"), ("u", "ranked"), ("i", "ranked")]
+    got, marks = arranged(candidates, pool, set(), ReadSettings(view_neighbours=0))
+    assert [rid for rid, _ in got] == ["i", "a", "u"]
+    led = coverage_first(got, pool, 1, 10_000, marks)
+    assert [rid for rid, _ in led] == ["i", "u", "a"]
 
 
 @given(

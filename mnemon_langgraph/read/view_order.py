@@ -447,9 +447,7 @@ def _standing_first(
     lead = [(r["id"], f"{_STANDING_WHY} (the instruction search)") for r in standing[:limit]]
     marks.standing.update((r["id"], r["standing"]) for r in standing[:limit])
     ids = {rid for rid, _ in lead}
-    head = [c for c in candidates if c[0] in marks.standing]
-    rest = [c for c in candidates if c[0] not in ids and c[0] not in marks.standing]
-    return head + lead + rest
+    return lead + [c for c in candidates if c[0] not in ids]
 
 
 def arranged(

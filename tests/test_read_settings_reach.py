@@ -232,11 +232,14 @@ def run_turn(
     replies: bool = False,
     team_delay: float | None = None,
     topic: bool = False,
+    coverage: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
-    if topic:  # the topic search runs, so its depth has something to budget
-        settings = replace(settings, experiments=ExperimentSwitches(topic_records=6))
+    if topic or coverage:  # the topic search runs, so its depth has something to budget;
+        # the coverage View leads with the user's mentions, so its share has some to budget
+        switches = ExperimentSwitches(topic_records=6 * topic, coverage_records=12 * coverage)
+        settings = replace(settings, experiments=switches)
     source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
     sources = None if team_delay is None else {"memory": source, "team": _Team(team_delay)}
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
@@ -439,6 +442,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         ReadSettings().topic_depth + 7,
         lambda t: sorted(k for _, k, _ in t.calls),
         {"question": TOPIC_QUESTION, "topic": True},
+    ),
+    "coverage_records": (
+        0 if ReadSettings().experiments.coverage_records else 2,
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"question": TOPIC_QUESTION, "replies": True},
+    ),
+    "coverage_share": (
+        0.05 if ReadSettings().coverage_share != 0.05 else 0.5,
+        lambda t: sum("a mention of the topic" in r["placed_by"] for r in t.view["records"]),
+        {"question": TOPIC_QUESTION, "replies": True, "coverage": True},
     ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,

@@ -598,6 +598,7 @@ class Reader(RetrieveNode, ItemsNode):
             sources=list(self.sources) if self.multi else (),
             as_of=state.get("as_of", ""),
             dated=state.get("as_of") or state.get("now") or "",
+            coverage=any(is_coverage(message_text(m)) for m in recent[-1:]),
         )
         elapsed = time.perf_counter() - start
         view.trace["timings"]["compose_s"] = elapsed

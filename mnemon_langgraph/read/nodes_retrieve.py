@@ -62,16 +62,18 @@ def _topic(
 ) -> list[PoolRecord]:
     """The topic search's records that hold a line of the user's, at most ``per_session``
     of each session (``read.topics.topic_lane``), as pool entries; the rest is dropped."""
-    return [
-        PoolRecord(
+    out: list[PoolRecord] = []
+    for hit in topic_lane(hits, per_session):
+        entry = PoolRecord(
             **record_to_dict(hit.record),
             found=[[idx, hit.rank]],
             round=round_no,
             bm25_rank=hit.bm25_rank,
             dense_rank=hit.dense_rank,
         )
-        for hit in topic_lane(hits, per_session)
-    ]
+        entry["topic_rank"] = hit.rank
+        out.append(entry)
+    return out
 
 
 def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list[PoolRecord], int]:
@@ -89,8 +91,9 @@ def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list
         else:
             found = [*pool[i].get("found", []), *entry.get("found", [])]
             merged = cast(PoolRecord, {**pool[i], "found": found})
-            if "standing" in entry:
-                merged["standing"] = entry["standing"]
+            for mark in ("standing", "topic_rank"):
+                if mark in entry:
+                    merged[mark] = entry[mark]  # type: ignore[literal-required]
             pool[i] = merged
     return pool, added
 

@@ -346,7 +346,7 @@ class RulePlanner:
                 tried.add(part.casefold())
                 searches.append(SearchSpec(part, "part"))
         # a question about a topic across the whole history wants every mention of it
-        topics = settings.experiments.topic_records
+        topics = settings.experiments.topic_records or settings.experiments.coverage_records
         every = _ALL_PATTERNS.search(text) or (topics and is_coverage(text))
         kind: Literal["NEED", "ALL"] = "ALL" if every else "NEED"
         needs = [Need(0, text, kind)][: settings.max_needs]

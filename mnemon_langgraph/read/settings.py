@@ -65,6 +65,17 @@ class ExperimentSwitches:
             conversations it pools many more of the gold turns but System 1 ranks them low,
             and no setting raised the View's evidence; chosen off by
             leave-one-conversation-out (docs/results/beam.md, "Topics across the history").
+        coverage_records: Experiment switch. When the latest message asks about a topic
+            across the whole history (``read.topics.is_coverage``), the records holding a
+            line of the user's lead the View, at most this many of each session, each shown
+            as its user lines only, within ``ReadSettings.coverage_share`` of the records'
+            budget, and the View's blocks are shown earliest first
+            (``view.coverage_first``): with ``topic_records`` on, the topic search's records
+            earliest in their session first (a session's first turns bring up what it is
+            about), then the rest in System 1's order. The rule planner also names such a
+            question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
+            conversations it lifts event ordering but not summarization, and stays an
+            experiment (docs/results/beam.md, "Coverage Views").
     """
 
     fused_weight: float = 0.0
@@ -73,9 +84,10 @@ class ExperimentSwitches:
     spread_sessions: bool = False
     leave_out_stale: bool = False
     topic_records: int = 0
+    coverage_records: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("fused_weight", "part_searches", "topic_records"):
+        for name in ("fused_weight", "part_searches", "topic_records", "coverage_records"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"
@@ -241,6 +253,8 @@ class ReadSettings:
             nothing to build the View from without it).
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
+        coverage_share: Share of the records' budget the user's mentions that lead a
+            coverage View may take (``experiments.coverage_records``).
     """
 
     max_needs: int = 3
@@ -282,6 +296,7 @@ class ReadSettings:
     source_share: float | None = None
     source_timeout_s: float = 10.0
     topic_depth: int = 150
+    coverage_share: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):

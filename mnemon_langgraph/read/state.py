@@ -151,6 +151,8 @@ class PoolRecord(TypedDict, total=False):
     ``roles`` is parallel to the lines of ``text`` (``user``, ``assistant`` …; empty when the
     source did not say). ``standing`` (only on records the instruction search found): the
     indices of its lines that are standing instructions of the user (``read.instructions``).
+    ``topic_rank`` (only on records the topic search found, ``read.topics``): its 0-based
+    rank in that search.
     ``question`` (only set for the View, on a reply judged in depth): the id of the record
     holding the user's turn the reply answers (``read.questions``). ``opening`` (only set
     for the View, on the best of its session among the records judged most needed): the id
@@ -176,6 +178,7 @@ class PoolRecord(TypedDict, total=False):
     bm25_rank: int | None
     dense_rank: int | None
     standing: list[int]
+    topic_rank: int
     question: str
     opening: str
     read_source: str

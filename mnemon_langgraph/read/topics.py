@@ -21,7 +21,11 @@ or later sessions, are worded in their own terms and never pooled. With
 
 The rule planner also marks such a question's need ``ALL`` (every instance), so its
 searches are paged and the sessions of its best records bring their opening turns
-(``read.questions``). Nothing is decided when a record is written.
+(``read.questions``). With ``ReadSettings.experiments.coverage_records`` also set, the
+View spends its budget on the mentions rather than on whole records in System 1's
+order: the lane's records earliest in each session lead it, a few of each session, as
+their user lines only, and the View reads earliest first (``view.coverage_first``).
+Nothing is decided when a record is written.
 
 An experiment switch, off by default: on BEAM's dev conversations the lane pools many more
 of the gold turns, but System 1, which judges each against the whole question, ranks them

@@ -40,8 +40,10 @@ from mnemon_langgraph.read.view_fill import fill, index_block
 from mnemon_langgraph.read.view_order import (
     arranged,
     blend_with_fused,
+    coverage_first,
     demote_replies,
     one_per_session_first,
+    placed_when,
     replaced_stale,
     seen_in_recent,
     spread_pieces,
@@ -171,18 +173,38 @@ def _view_text(
     chosen: Sequence[ViewRecord],
     shown_blocks: Sequence[Any],
     by_id: Mapping[str, Mapping[str, Any]],
+    dated: bool = False,
 ) -> str:
     """The View's text: the preamble, the index, then each block's records in their
-    conversation's order."""
+    conversation's order (``dated``: the blocks too, earliest first)."""
     taken = {vr.id: vr for vr in chosen}
     position = {vr.id: by_id[vr.id].get("position", 0) for vr in chosen}
     blocks = [preamble]
     if index_text:
         blocks.append(index_text)
+    if dated:
+        shown_blocks = sorted(shown_blocks, key=lambda b: min(placed_when(by_id[r]) for r in b.ids))
     for block in shown_blocks:
         block.ids.sort(key=position.__getitem__)
         blocks.append(render_block([taken[rid] for rid in block.ids]))
     return "\n\n".join(blocks)
+
+
+def _with_mentions(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    per_session: int,
+    budget: int,
+    settings: ReadSettings,
+    marks: Any,
+) -> list[tuple[str, str]]:
+    """A coverage View's candidates (:func:`coverage_first`): the topic search's records
+    (``read.topics``) ranked by their place in the session, earliest first."""
+    if not per_session:
+        return list(candidates)
+    room = int(budget * settings.coverage_share)
+    earliest = {r["id"]: placed_when(r)[2] for r in pool if "topic_rank" in r}
+    return coverage_first(candidates, pool, per_session, room, marks, earliest)
 
 
 _RECORD_PROPS = frozenset({"screen", "needed", "stale", "satisfies"})
@@ -210,6 +232,7 @@ def compose_view(
     sources: Sequence[str] = (),
     as_of: str = "",
     dated: str = "",
+    coverage: bool = False,
 ) -> View:
     """Compose the View from the pool, the judgments and the index (pure).
 
@@ -228,6 +251,8 @@ def compose_view(
         sources: The source names of a graph of several (:data:`.view_text.PREAMBLE_SOURCES`).
         as_of: The ISO bound of an as-of View (``read.as_of``): the preamble says it.
         dated: The date of the no-longer-current marks (:mod:`.replaced`); ``""``: unknown.
+        coverage: The turn asks about a topic across the whole history (``read.topics``):
+            with ``experiments.coverage_records``, :func:`coverage_first`, earliest first.
 
     Returns:
         The View.
@@ -253,6 +278,8 @@ def compose_view(
     index_text, shown_items = index_block(index or {}, settings)
     preamble = _preamble(sources, as_of)
     budget = settings.view_chars - len(preamble) - (len(index_text) + 2 if index_text else 0)
+    per_session = switches.coverage_records * coverage
+    candidates = _with_mentions(candidates, pool, per_session, budget, settings, marks)
     status = replaced_marks(pool, sorted(judged_stale - stale), dated or as_of)
     chosen, shown_blocks = fill(
         candidates, by_id, budget, settings, placement, focus, marks, status
@@ -261,17 +288,11 @@ def compose_view(
         placement.setdefault(rid, "left out")
     for rid in judged_stale - stale:
         placement[rid] = f"{placement[rid]} ({_STALE_KEPT})"
-
-    text = _view_text(preamble, index_text, chosen, shown_blocks, by_id)
+    text = _view_text(preamble, index_text, chosen, shown_blocks, by_id, dated=bool(per_session))
     reason = None
     if not chosen:
         reason = empty_reason or ("no record was judged needed" if pool else "no record found")
-    tr = dict(trace or {})
-    tr["placement"] = placement
+    tr = dict(trace or {}, placement=placement)
     return View(
-        text=text,
-        records=tuple(chosen),
-        items=tuple(shown_items),
-        trace=tr,
-        empty_reason=reason,
+        text=text, records=tuple(chosen), items=tuple(shown_items), trace=tr, empty_reason=reason
     )

@@ -220,9 +220,9 @@ def fill(
     shown = _shown_ids(by_id)
     marks = marks or Marks()
     status = status or {}
-    leading = 0  # standing instructions taken: they do not count as the View's first records
+    leading = 0  # instructions and mentions taken: not counted as the View's first records
     for pos, (rid, why) in enumerate(candidates):
-        only = marks.standing.get(rid)
+        only = marks.only(rid)
         vr = _view_record(by_id[rid], why, shown[rid], status.get(rid, ""))
         vr, why = cutter.apply(vr, why, len(chosen) - leading, only, marks.sides.get(rid, "best"))
         leading += only is not None

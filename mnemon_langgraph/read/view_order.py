@@ -31,8 +31,10 @@ __all__ = [
     "Marks",
     "arranged",
     "blend_with_fused",
+    "coverage_first",
     "demote_replies",
     "one_per_session_first",
+    "placed_when",
     "replaced_stale",
     "seen_in_recent",
     "spread_pieces",
@@ -44,7 +46,7 @@ __all__ = [
 _NEIGHBOUR = "neighbour of one of the View's best records, same session"
 
 
-def _when(rec: Mapping[str, Any]) -> tuple[str, int, int]:
+def placed_when(rec: Mapping[str, Any]) -> tuple[str, int, int]:
     """Where a record sits in time: (date, session, position); unknown parts sort first."""
     position = rec.get("position")
     pos = position if isinstance(position, int) and not isinstance(position, bool) else -1
@@ -78,7 +80,7 @@ def replaced_stale(
         if j.proposition in ("needed", "satisfies"):
             latest[(j.target_id, j.proposition, j.need_index)] = j.p
     wanted = {key[0] for key, p in latest.items() if is_yes(p)} - stale
-    when = {r["id"]: _when(r) for r in pool}
+    when = {r["id"]: placed_when(r) for r in pool}
     replacing = [when[rid] for rid in wanted if rid in when]
     if not replacing:
         return set()
@@ -347,10 +349,18 @@ class Marks:
             best record (its reply), ``end`` for the one just before.
         standing: A standing instruction the View leads with (:func:`_standing_first`) →
             the indices of its instruction lines, the only lines shown.
+        mentions: A user's mention a coverage View leads with (:func:`coverage_first`) →
+            the indices of its user lines, the only lines shown.
     """
 
     sides: dict[str, Lead] = field(default_factory=dict)
     standing: dict[str, Sequence[int]] = field(default_factory=dict)
+    mentions: dict[str, Sequence[int]] = field(default_factory=dict)
+
+    def only(self, rid: str) -> Sequence[int] | None:
+        """The only lines of ``rid`` the View shows, or ``None`` (the rules decide)."""
+        got = self.standing.get(rid)
+        return got if got is not None else self.mentions.get(rid)
 
 
 def _with_neighbours(
@@ -455,3 +465,72 @@ def arranged(
     candidates = demote_replies(candidates, pool, settings.assistant_rank_factor)
     near = _with_neighbours(candidates, pool, skip, settings, marks)
     return _standing_first(near, pool, skip, settings, marks), marks
+
+
+_MENTION = "a mention of the topic by the user (coverage question: at most {n} per session)"
+
+MENTION_OVERHEAD = 80
+"""Characters a mention is reckoned to cost beyond its lines (its block's header)."""
+
+
+def coverage_first(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    per_session: int,
+    room: int,
+    marks: Marks,
+    rank_of: Mapping[str, int] | None = None,
+) -> list[tuple[str, str]]:
+    """``candidates`` led by the user's mentions of the topic, for a question about a topic
+    across the whole history (``read.topics.is_coverage``).
+
+    Such a question (the order in which the user brought things up, a summary of how a
+    project went) needs one mention in each of many sessions, and System 1, which judges
+    each record against the whole question, ranks the user's turns below the assistant's
+    long replies, so a View of whole records in its ranking holds a few sessions' replies.
+    Here the records holding a line of the user's come first, at most ``per_session`` of
+    each session (one session's best does not crowd out another's), each shown as its user
+    lines only (``marks.mentions``), while their lines and :data:`MENTION_OVERHEAD` each
+    fit in ``room`` characters; the rest of the candidates follow in their order (the
+    standing instructions the View leads with stay first). Mentions are taken in
+    ``rank_of`` order (lowest first; the compose step passes each topic-search record's
+    place in its session, so a session's earliest mentions come first), then the records
+    ``rank_of`` does not name in the candidates' order (System 1's). Order only:
+    calibration invariance holds. ``per_session`` 0: unchanged.
+    """
+    if per_session <= 0 or room <= 0:
+        return list(candidates)
+    by_id = {r["id"]: r for r in pool}
+    taken: dict[Any, int] = {}
+    lead: list[tuple[str, str]] = []
+    used = 0
+    note = _MENTION.format(n=per_session)
+    order = [rid for rid, _ in candidates]
+    if rank_of:
+        place = {rid: i for i, rid in enumerate(order)}
+        order.sort(key=lambda rid: (rid not in rank_of, rank_of.get(rid, 0), place[rid]))
+    for rid in order:
+        rec = by_id.get(rid)
+        if rec is None or rid in marks.standing:
+            continue
+        roles = list(rec.get("roles") or ())
+        lines = str(rec.get("text", "")).split("\n")
+        user = [i for i, role in enumerate(roles) if role == "user" and i < len(lines)]
+        if not user or len(lines) != len(roles):
+            continue
+        session = (rec.get("read_source"), rec.get("session"))
+        if taken.get(session, 0) >= per_session:
+            continue
+        size = sum(len(lines[i]) + 1 for i in user) + MENTION_OVERHEAD
+        if used + size > room:
+            continue
+        used += size
+        taken[session] = taken.get(session, 0) + 1
+        marks.mentions[rid] = user
+        lead.append((rid, note))
+    if not lead:
+        return list(candidates)
+    ids = {rid for rid, _ in lead}
+    head = [c for c in candidates if c[0] in marks.standing]
+    rest = [c for c in candidates if c[0] not in ids and c[0] not in marks.standing]
+    return head + lead + rest

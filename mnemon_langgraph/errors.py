@@ -10,6 +10,7 @@ No error is ever raised after a partial write: the journal commits or rolls back
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 __all__ = [
@@ -182,3 +183,23 @@ def deprecated_names(module: str, renamed: dict[str, str]) -> Callable[[str], An
         return getattr(sys.modules[module], new)
 
     return __getattr__
+
+
+def moved_module(old: str, new: str) -> ModuleType:
+    """Serve the module ``new`` at its old path ``old`` for one release, with a warning.
+
+    Called by the file left at the old path (``moved_module(__name__, "…")``): it imports
+    ``new``, warns, and puts the very module object of ``new`` in ``sys.modules`` under the
+    old name, so ``import old`` and ``from old import x`` give ``new``'s objects (patching
+    one patches both) and nothing is loaded twice. The import system hands back what
+    ``sys.modules`` holds once the old file has run.
+    """
+    import importlib
+    import sys
+
+    module = importlib.import_module(new)
+    # 4: past this function, warn_deprecated's caller and the old file, to the importer
+    # (the import system's own frames are skipped by the warnings module)
+    warn_deprecated(f"module {old}", new, stacklevel=4)
+    sys.modules[old] = module
+    return module

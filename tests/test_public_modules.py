@@ -2,7 +2,10 @@
 module's ``__all__`` (or a public module) is a conscious change, made with the snapshot.
 
 A public module is one whose dotted path has no part with a leading underscore
-(``cli._common`` is private). ``tests/public_names.json`` holds the ``__all__`` of each
+(``cli._common`` is private). A module moved under a private name leaves a file at its old
+path that serves the new module with a warning for one release
+(``mnemon_langgraph.errors.moved_module``; tests/test_moved_modules.py): such an old path is
+not pinned, it goes next release. ``tests/public_names.json`` holds the ``__all__`` of each
 (``null``: a package that names nothing). Not every pinned module is meant to stay public:
 ``docs/migration.md`` ("Modules that become private") lists the ones that move under a
 private name next; until then their names are pinned too, so that nothing changes by
@@ -32,14 +35,29 @@ UPDATE = "MNEMON_UPDATE_PUBLIC_NAMES"
 Names = dict[str, list[str] | None]
 
 
+def is_moved(path: Path) -> bool:
+    """The file left at a moved module's old path: ``moved_module(__name__, "…")``."""
+    text = path.read_text(encoding="utf-8")
+    if "moved_module" not in text:
+        return False
+    return any(
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "moved_module"
+        for node in ast.parse(text).body
+    )
+
+
 def public_modules() -> list[tuple[str, Path]]:
-    """``(dotted name, file)`` of every module of the package with no private part."""
+    """``(dotted name, file)`` of every module of the package with no private part (the
+    old paths of moved modules left out)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
-        if not any(p.startswith("_") for p in parts[1:]):
+        if not any(p.startswith("_") for p in parts[1:]) and not is_moved(path):
             found.append((".".join(parts), path))
     return found
 
@@ -126,3 +144,15 @@ def test_a_computed_all_is_read_from_the_module() -> None:
 
     path = PACKAGE / "sources" / "__init__.py"
     assert declared_names("mnemon_langgraph.sources", path) == sorted(loaders.__all__)
+
+
+def test_an_old_path_of_a_moved_module_is_not_pinned(tmp_path: Path) -> None:
+    old = tmp_path / "old.py"
+    old.write_text(
+        'from mnemon_langgraph.errors import moved_module\n\nmoved_module(__name__, "x._y")\n'
+    )
+    assert is_moved(old)
+    old.write_text(
+        "from mnemon_langgraph.errors import moved_module\n\n__all__ = ['moved_module']\n"
+    )
+    assert not is_moved(old)

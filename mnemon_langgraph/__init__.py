@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from mnemon_langgraph.judges import ChatDecisionModel, JevDecisionModel, LocalDecisionModel
     from mnemon_langgraph.read import ReadContext, ReadSettings, View, create_read_graph, explain
     from mnemon_langgraph.store import MnemonStore
-    from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
+    from mnemon_langgraph.store.embedded import EmbeddedItemStore
 
 # public name -> module that defines it
 _WHERE: dict[str, str] = {
@@ -51,7 +51,7 @@ _WHERE: dict[str, str] = {
     # consolidation and its index
     "create_consolidation_graph": "consolidation",
     "ConsolidationSettings": "consolidation",
-    "EmbeddedItemStore": "store.embedded.items",
+    "EmbeddedItemStore": "store.embedded",
     # agent surfaces
     "add_memory": "integrations",
     "MnemonMiddleware": "integrations",

@@ -6,12 +6,16 @@ The default, one machine. :class:`EmbeddedStore` (:mod:`.store`) implements the 
 (:mod:`mnemon_langgraph.store.embedded.index`). The journal's parts: the SQLite file
 (:mod:`.journal_file`), its tables (:mod:`.schema`) and audited deletion (:mod:`.deletion`).
 The consolidated index lives in the same file (:mod:`.items`, its tables in
-:mod:`.item_schema`; ``store.item_store()``).
+:mod:`.item_schema`; ``store.item_store()``), as do the ``BaseStore``'s key-value items
+(:mod:`.kv_items`; ``store.kv()``). The package names the classes a user meets:
+:class:`EmbeddedStore`, :class:`EmbeddedItemStore` and :class:`EmbeddedKVItems`.
 """
 
 from __future__ import annotations
 
 from mnemon_langgraph.loaders.files import load_messages  # its old address here, kept
+from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
+from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
 from mnemon_langgraph.store.embedded.store import EmbeddedStore
 
-__all__ = ["EmbeddedStore", "load_messages"]
+__all__ = ["EmbeddedItemStore", "EmbeddedKVItems", "EmbeddedStore", "load_messages"]

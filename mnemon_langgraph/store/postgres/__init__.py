@@ -20,13 +20,19 @@ One module per role, under a facade of a few hundred lines (:mod:`.store`):
 * :mod:`.dense`: pgvector search, exact below ``exact_below`` records, HNSW above;
 * :mod:`.search`: the two rankings fused by reciprocal rank;
 * :mod:`.reads` and :mod:`.stats`: records, message ids, vectors, counts, the audit;
-* :mod:`.items`: the consolidated index (``store.item_store()``), its tables beside the records.
+* :mod:`.items`: the consolidated index (``store.item_store()``), its tables beside the records;
+* :mod:`.kv_items`: the ``BaseStore``'s key-value items (``store.kv()``).
+
+The package names the classes a user meets: :class:`PostgresStore`, :class:`PostgresSettings`,
+:class:`PostgresItemStore` and :class:`PostgresKVItems`.
 """
 
 from __future__ import annotations
 
 from mnemon_langgraph.errors import deprecated_names
 from mnemon_langgraph.store.postgres.engine import redact
+from mnemon_langgraph.store.postgres.items import PostgresItemStore
+from mnemon_langgraph.store.postgres.kv_items import PostgresKVItems
 from mnemon_langgraph.store.postgres.settings import (
     EXACT_BELOW,
     OLD_EF_SEARCH_NAMES,
@@ -41,6 +47,8 @@ __all__ = [
     "EXACT_BELOW",
     "PGVECTOR_EF_SEARCH_BY_SIZE",
     "PGVECTOR_EF_SEARCH_LARGE",
+    "PostgresItemStore",
+    "PostgresKVItems",
     "PostgresSettings",
     "PostgresStore",
     "pgvector_ef_search_for",

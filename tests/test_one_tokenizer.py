@@ -12,7 +12,7 @@ from mnemon_langgraph.read import memory, planner
 from mnemon_langgraph.search import bm25, text
 
 PACKAGE = Path(mnemon_langgraph.__file__).parent
-HOME = PACKAGE / "search" / "text.py"
+HOME = Path(text.__file__)  # the tokenizer's module, wherever it lives
 # Modules still to adopt search/text.py (none: the local judge uses it since h-judge).
 PENDING: set[Path] = set()
 _SAMPLE = "alpha beta gamma"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -146,6 +147,37 @@ def test_the_old_path_scan_finds_each_form(tmp_path: Path) -> None:
     )
     found = _old_path_uses(sample, {"mnemon_langgraph.read.pooling"})
     assert [line.split()[0].rsplit(":", 1)[1] for line in found] == ["1", "2", "2", "3", "4"]
+
+
+DOC_PLACES = ("README.md", "mkdocs.yml", "pyproject.toml", "docs", "notebooks")
+
+
+def old_paths_in_docs(old: set[str]) -> list[str]:
+    """Dotted old paths in the README, the site (``:::`` references too), the project file and
+    the notebooks; ``docs/migration.md`` names them on purpose."""
+    pattern = re.compile(r"(?<![\w.])mnemon_langgraph(?:\.\w+)+")
+    files: list[Path] = []
+    for place in DOC_PLACES:
+        path = ROOT / place
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in {".md", ".py", ".ipynb"})
+    found = []
+    for path in files:
+        if path == ROOT / "docs" / "migration.md":
+            continue
+        for match in pattern.finditer(path.read_text(encoding="utf-8")):
+            parts = match.group(0).split(".")
+            if any(".".join(parts[:n]) in old for n in range(2, len(parts) + 1)):
+                found.append(f"{path.relative_to(ROOT)}: {match.group(0)}")
+    return found
+
+
+def test_the_docs_name_no_old_path() -> None:
+    assert old_paths_in_docs(set(MOVED)) == []
+    # negative control: the scan sees a dotted path it is told is old
+    assert old_paths_in_docs({"mnemon_langgraph.loaders"}) != []
 
 
 def test_the_migration_page_lists_every_moved_module() -> None:

@@ -190,6 +190,7 @@ class _RoutedSource:
 
     pages = False
     filters_dates = False
+    ranks_keywords = False
 
     def __init__(self, split: DocumentSplit) -> None:
         self._split = split

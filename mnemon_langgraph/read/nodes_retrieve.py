@@ -21,6 +21,7 @@ from mnemon_langgraph.read.nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
+    keyword_rerank,
     merge_page,
     record_to_dict,
     take_page,
@@ -216,6 +217,8 @@ class RetrieveNode(SourcesNode):
         bounds = [own] if scope == "session" else [None] if scope == "memory" else [own, None]
         # a follow search looks around the record in its own source (sessions are a source's)
         name = record.get("read_source")
+        if self._asked_once(name):
+            return  # a dense-only source is asked once per turn (dense_candidates)
         tried = {(s["query"], s.get("session"), s.get("read_source")) for s in searches}
         for session in bounds:
             if (query, session, name) in tried:
@@ -276,6 +279,8 @@ class RetrieveNode(SourcesNode):
                 trace.append(_search_event(s, idx, offset, len(hits), unseen, round_no))
                 continue
             k = s.get("k") or self.settings.page_records
+            if s.get("rerank"):  # a dense-only source's one search: ranked by words too
+                hits = keyword_rerank(hits, s["rerank"], self.settings.rrf_k)
             skip = seen if self.settings.skip_pooled else ()
             page = take_page(hits, max_records=k, max_chars=self.settings.page_chars, pooled=skip)
             fresh = {h.record.id for h in page} - seen
@@ -284,7 +289,7 @@ class RetrieveNode(SourcesNode):
             s["next_offset"] = offset + len(page)
             # a follow search is a look around one record, never paged
             s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
-            s["exhausted"] |= "record_id" in s
+            s["exhausted"] |= "record_id" in s or "candidates" in s
             pages.append((idx, offset, page))
             trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
@@ -351,6 +356,8 @@ class RetrieveNode(SourcesNode):
     def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
         """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times
         that once records are pooled and ``skip_pooled`` keeps only new ones on a page."""
+        if search.get("candidates"):
+            return int(search["candidates"])
         k = int(search.get("k") or self.settings.page_records)
         return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
 

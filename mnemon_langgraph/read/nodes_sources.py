@@ -25,6 +25,7 @@ from mnemon_langgraph.read.sources.binding import (
     DEFAULT_SOURCE,
     BoundSource,
     bind,
+    dense_only,
     is_own,
     named_sources,
     source_namespace,
@@ -39,6 +40,11 @@ __all__ = ["INSTRUCTIONS", "SourcesNode", "as_named"]
 INSTRUCTIONS = "instructions"
 """Origin of the search that looks for the user's standing instructions (``read.instructions``):
 the user's own sources only."""
+
+_NOT_PLANNED = (INSTRUCTIONS, "topic", "date")
+"""Origins of the first round's searches that the planner did not word (the lanes and the
+date-bounded search); the others are what a dense-only source gets once, as one search
+(``ReadSettings.dense_candidates``)."""
 
 
 def as_named(sources: SearchSource | Mapping[str, SearchSource]) -> dict[str, SearchSource]:
@@ -110,14 +116,46 @@ class SourcesNode:
         if not self.multi:
             return update
         searches: list[dict[str, Any]] = []
+        planned = [s for s in update["searches"] if s["origin"] not in _NOT_PLANNED]
         for s in update["searches"]:
             for name in self._live(bound["sources"], s["origin"] == INSTRUCTIONS):
+                if self._asked_once(name) and s["origin"] not in _NOT_PLANNED:
+                    if s is planned[0]:  # the message's own search, for every planned one
+                        searches.append(self._once(s, planned, len(searches), name))
+                    continue
                 searches.append({**s, "index": len(searches), "read_source": name})
         update["searches"] = searches
         update["pending"] = [
             {"kind": "page", "search_index": s["index"], "offset": 0} for s in searches
         ]
         return update
+
+    def _asked_once(self, name: str | None) -> bool:
+        """Whether source ``name`` ranks by embeddings only and is asked once per turn
+        (``ReadSettings.dense_candidates``)."""
+        return (
+            self.multi
+            and self.settings.dense_candidates is not None
+            and name in self.sources
+            and dense_only(self.sources[name])
+        )
+
+    def _once(
+        self, first: Mapping[str, Any], planned: Sequence[Mapping[str, Any]], index: int, name: str
+    ) -> dict[str, Any]:
+        """The one search of the turn for a dense-only source: the first planned search's
+        words (the message), ``dense_candidates`` documents re-ranked by the words of every
+        planned search (``rerank``), its best ``pool_size`` kept, never paged."""
+        words = " ".join(dict.fromkeys(s["query"] for s in planned))
+        return {
+            **first,
+            "index": index,
+            "read_source": name,
+            "origin": f"{first['origin']}+once",
+            "k": self.settings.pool_size,
+            "candidates": self.settings.dense_candidates,
+            "rerank": words,
+        }
 
     def _live(self, spaces: Mapping[str, Any], own_only: bool = False) -> list[str]:
         """The names of the sources bound for the run, in the graph's order."""
@@ -133,7 +171,11 @@ class SourcesNode:
         if not self.multi:
             return [None]
         down = {s.get("read_source") for s in searches if s.get("failed")}
-        return [n for n in self._live(state.get("sources") or {}) if n not in down]
+        return [
+            n
+            for n in self._live(state.get("sources") or {})
+            if n not in down and not self._asked_once(n)
+        ]
 
     # --- a source bound for the run ----------------------------------------------------
     def _bound(self, state: ReadState, name: str | None = None) -> BoundSource:

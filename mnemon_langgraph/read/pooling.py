@@ -13,10 +13,19 @@ from datetime import datetime
 from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
-from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.search.formula import BM25_B, BM25_K1, idf
+from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank, rrf_fuse
+from mnemon_langgraph.search.text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
-__all__ = ["build_first_pool", "dict_to_record", "merge_page", "record_to_dict", "take_page"]
+__all__ = [
+    "build_first_pool",
+    "dict_to_record",
+    "keyword_rerank",
+    "merge_page",
+    "record_to_dict",
+    "take_page",
+]
 
 
 def record_to_dict(record: Record) -> PoolRecord:
@@ -102,6 +111,51 @@ def take_page(
         taken += 1
         used += size
     return page
+
+
+def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) -> list[SearchHit]:
+    """A dense-only source's candidates re-ranked by the query's words as well.
+
+    A retriever that ranks by embeddings only (a vector store) misses a record that shares
+    the question's rare words (a name, a place) rather than its gist; the journal's hybrid
+    search would find it by BM25. Here the candidates are scored by BM25 (the package's
+    formula and tokenizer, :mod:`~mnemon_langgraph.search.formula`, with the candidates as
+    the collection: their count, document frequencies and mean length) and that ranking is
+    fused with the retriever's own order by reciprocal rank fusion, as the journal fuses
+    its two retrievers. Candidates that share no query word keep their dense rank only.
+
+    Returns:
+        The hits in the fused order, ``rank`` and ``score`` the fused ones, ``dense_rank``
+        the retriever's order and ``bm25_rank`` the keyword rank (``None``: no word shared).
+    """
+    if not hits:
+        return []
+    query_terms = set(terms(query))
+    docs = [terms(h.record.text) for h in hits]
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs) / n or 1.0
+    df = {t: sum(1 for d in docs if t in d) for t in query_terms}
+    scores: list[float] = []
+    for d in docs:
+        score = 0.0
+        for t in query_terms:
+            tf = d.count(t)
+            if tf:
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avgdl)
+                score += idf(n, df[t]) * tf / (tf + norm)
+        scores.append(score)
+    dense = list(range(n))
+    keyword = sorted((i for i in dense if scores[i] > 0), key=lambda i: (-scores[i], i))
+    return [
+        SearchHit(
+            hits[f.key].record,
+            rank,
+            f.score,
+            bm25_rank=f.ranks[1],
+            dense_rank=f.ranks[0],
+        )
+        for rank, f in enumerate(rrf_fuse([dense, keyword], k=rrf_k))
+    ]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

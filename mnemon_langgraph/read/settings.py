@@ -239,6 +239,15 @@ class ReadSettings:
             failed in the trace (``source_errors``) and the View is built from the others.
             A source may set its own ``timeout_s`` attribute. One source: unused (there is
             nothing to build the View from without it).
+        dense_candidates: With several read sources, a source that ranks by embeddings only
+            (``ranks_keywords = False``: a :class:`~mnemon_langgraph.read.sources.RetrieverSource`
+            over a vector store) is asked **once** per turn, with the message's own search,
+            for this many documents; they are re-ranked by the words of every planned
+            search (BM25 fused with the retriever's order,
+            :func:`~mnemon_langgraph.read.pooling.keyword_rerank`) and the best
+            ``pool_size`` of them are its page. Later rounds' new searches and follow
+            searches do not go to it (its date-bounded and topic searches still do).
+            ``None``: such a source gets every search of the turn, unranked by words.
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
     """
@@ -281,6 +290,7 @@ class ReadSettings:
     opening_turns: int = 8
     source_share: float | None = None
     source_timeout_s: float = 10.0
+    dense_candidates: int | None = 100
     topic_depth: int = 150
 
     def __post_init__(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from documents_share import _rows  # noqa: E402  (a sibling script)
+from documents_share import _rows  # a sibling script
 
 
 def _by_conversation(folder: str) -> dict[str, dict[tuple[str, ...], dict[str, Any]]]:

@@ -127,9 +127,10 @@ def test_a_dense_only_sources_candidates_are_reranked_by_words() -> None:
     docs = [r for r in view.records if r.source == "docs"]
     assert docs, "the document source fed the View"
     assert any(RARE in r.text for r in docs), "the rare word's document reached the View"
-    once = [s for s in view.trace["searches"] if s.get("read_source") == "docs"]
-    assert [s["origin"] for s in once] == ["message+once"]
-    # one search of the document source for the turn: the vector store embedded one query
+    docs_searches = [s for s in view.trace["searches"] if s.get("read_source") == "docs"]
+    assert docs_searches[0]["origin"] == "message+once" and len(docs_searches) > 1
+    # one call to the document source for the turn: the vector store embedded one query;
+    # its other searches (keywords, entities, later rounds) re-ranked its candidates
     assert embedder.queries == 1
 
 

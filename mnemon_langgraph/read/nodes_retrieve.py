@@ -21,6 +21,7 @@ from mnemon_langgraph.read.nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
+    dict_to_record,
     keyword_rerank,
     merge_page,
     record_to_dict,
@@ -114,6 +115,12 @@ def _search_event(
     }
 
 
+def _cached(search: Mapping[str, Any]) -> bool:
+    """Whether a search is served from a dense-only source's candidates of the turn (it
+    derives from the asking search, or is that search once it has asked)."""
+    return "over" in search or "cache" in search
+
+
 def _known(
     hits: list[SearchHit] | BaseException, as_of: datetime | None
 ) -> list[SearchHit] | BaseException:
@@ -159,18 +166,19 @@ class RetrieveNode(SourcesNode):
         if query and query.casefold() not in tried:
             for name in names:  # every source (one source: [None])
                 idx = len(searches)
-                searches.append(
-                    {
-                        "index": idx,
-                        "query": query,
-                        "origin": "new_search",
-                        "next_offset": 0,
-                        "exhausted": False,
-                        "round": round_no,
-                        "need_index": need.index,
-                        **({"read_source": name} if name is not None else {}),
-                    }
-                )
+                search: dict[str, Any] = {
+                    "index": idx,
+                    "query": query,
+                    "origin": "new_search",
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": round_no,
+                    "need_index": need.index,
+                    **({"read_source": name} if name is not None else {}),
+                }
+                if self._asked_once(name):
+                    search = self._over(search, searches, idx, cast(str, name))
+                searches.append(search)
                 fetch.append((idx, 0))
         return secs
 
@@ -217,28 +225,27 @@ class RetrieveNode(SourcesNode):
         bounds = [own] if scope == "session" else [None] if scope == "memory" else [own, None]
         # a follow search looks around the record in its own source (sessions are a source's)
         name = record.get("read_source")
-        if self._asked_once(name):
-            return  # a dense-only source is asked once per turn (dense_candidates)
         tried = {(s["query"], s.get("session"), s.get("read_source")) for s in searches}
         for session in bounds:
             if (query, session, name) in tried:
                 continue
             idx = len(searches)
-            searches.append(
-                {
-                    "index": idx,
-                    "query": query,
-                    "origin": "follow" if session is None else "follow:session",
-                    "next_offset": 0,
-                    "exhausted": False,
-                    "round": state.get("rounds", 0) + 1,
-                    "need_index": action["need_index"],
-                    "record_id": record["id"],
-                    "session": session,
-                    "k": self.settings.follow_records,
-                    **({"read_source": name} if name is not None else {}),
-                }
-            )
+            search: dict[str, Any] = {
+                "index": idx,
+                "query": query,
+                "origin": "follow" if session is None else "follow:session",
+                "next_offset": 0,
+                "exhausted": False,
+                "round": state.get("rounds", 0) + 1,
+                "need_index": action["need_index"],
+                "record_id": record["id"],
+                "session": session,
+                "k": self.settings.follow_records,
+                **({"read_source": name} if name is not None else {}),
+            }
+            if self._asked_once(name):  # served from the source's candidates of the turn
+                search = self._over(search, searches, idx, name)
+            searches.append(search)
             fetch.append((idx, 0))
 
     def _retrieve_finish(
@@ -279,8 +286,6 @@ class RetrieveNode(SourcesNode):
                 trace.append(_search_event(s, idx, offset, len(hits), unseen, round_no))
                 continue
             k = s.get("k") or self.settings.page_records
-            if s.get("rerank"):  # a dense-only source's one search: ranked by words too
-                hits = keyword_rerank(hits, s["rerank"], self.settings.rrf_k)
             skip = seen if self.settings.skip_pooled else ()
             page = take_page(hits, max_records=k, max_chars=self.settings.page_chars, pooled=skip)
             fresh = {h.record.id for h in page} - seen
@@ -289,7 +294,7 @@ class RetrieveNode(SourcesNode):
             s["next_offset"] = offset + len(page)
             # a follow search is a look around one record, never paged
             s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
-            s["exhausted"] |= "record_id" in s or "candidates" in s
+            s["exhausted"] |= "record_id" in s
             pages.append((idx, offset, page))
             trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
@@ -334,10 +339,13 @@ class RetrieveNode(SourcesNode):
             model_seconds += self._new_search_result(
                 searches, need, out, round_no, trace, fetch, names
             )
+        # a dense-only source's searches after its asking one are served from its candidates
+        local = [(i, o) for i, o in fetch if _cached(searches[i])]
+        asked = [(i, o) for i, o in fetch if not _cached(searches[i])]
         # the searches are independent: they run side by side
         bound = {
             name: self._bound(state, name)
-            for name in dict.fromkeys(searches[i].get("read_source") for i, _ in fetch)
+            for name in dict.fromkeys(searches[i].get("read_source") for i, _ in asked)
         }
         results = yield Gather(
             tuple(
@@ -347,11 +355,65 @@ class RetrieveNode(SourcesNode):
                     (searches[i]["query"],),
                     self._search_kwargs(searches[i], o, pooled, as_of),
                 )
-                for i, o in fetch
+                for i, o in asked
             )
         )
-        fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(fetch, results, strict=True)]
+        fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
+        fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
+        ns = tuple(state["namespace"])
+        fetched += [
+            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns), as_of))
+            for i, o in local
+        ]
         return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
+
+    def _keep_candidates(
+        self, search: dict[str, Any], hits: list[SearchHit] | BaseException
+    ) -> list[SearchHit] | BaseException:
+        """A dense-only source's asking search: its candidates re-ranked by the words of the
+        turn's planned searches, kept in the search (``cache``) for the turn's other
+        searches of the source and its later pages."""
+        if search.get("candidates") is None or isinstance(hits, BaseException):
+            return hits
+        ranked = keyword_rerank(hits, search["rerank"], self.settings.rrf_k)
+        search["cache"] = [
+            {**record_to_dict(h.record), "dense_rank": h.dense_rank, "bm25_rank": h.bm25_rank}
+            for h in ranked
+        ]
+        return ranked
+
+    def _from_candidates(
+        self,
+        searches: Sequence[Mapping[str, Any]],
+        idx: int,
+        offset: int,
+        pooled: Container[str],
+        as_of: datetime | None,
+        namespace: tuple[str, ...],
+    ) -> list[SearchHit]:
+        """One page of a search served from a dense-only source's candidates of the turn:
+        the asking search's later pages in its order, another search's re-ranked by its own
+        words; its date or session bounds applied here."""
+        s = searches[idx]
+        over = s.get("over")
+        base = searches[over] if over is not None else s
+        hits = [
+            SearchHit(
+                dict_to_record(d, namespace),
+                rank,
+                0.0,
+                bm25_rank=d.get("bm25_rank"),
+                dense_rank=d.get("dense_rank"),
+            )
+            for rank, d in enumerate(base.get("cache") or ())
+        ]
+        if over is not None:
+            hits = keyword_rerank(hits, s["rerank"], self.settings.rrf_k)
+        kwargs = self._search_kwargs(s, offset, pooled, as_of)
+        bounds: SearchFilters | None = kwargs.get("filters")
+        if bounds is not None:
+            hits = [h for h in hits if bounds.accepts(h.record)]
+        return hits[offset : offset + kwargs["k"]]
 
     def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
         """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times

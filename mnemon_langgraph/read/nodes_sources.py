@@ -120,8 +120,10 @@ class SourcesNode:
         for s in update["searches"]:
             for name in self._live(bound["sources"], s["origin"] == INSTRUCTIONS):
                 if self._asked_once(name) and s["origin"] not in _NOT_PLANNED:
-                    if s is planned[0]:  # the message's own search, for every planned one
+                    if s is planned[0]:  # the message's own search asks the source, once
                         searches.append(self._once(s, planned, len(searches), name))
+                    else:  # the other planned searches re-rank what it returned
+                        searches.append(self._over(s, searches, len(searches), name))
                     continue
                 searches.append({**s, "index": len(searches), "read_source": name})
         update["searches"] = searches
@@ -143,18 +145,47 @@ class SourcesNode:
     def _once(
         self, first: Mapping[str, Any], planned: Sequence[Mapping[str, Any]], index: int, name: str
     ) -> dict[str, Any]:
-        """The one search of the turn for a dense-only source: the first planned search's
-        words (the message), ``dense_candidates`` documents re-ranked by the words of every
-        planned search (``rerank``), its best ``pool_size`` kept, never paged."""
+        """The one search of the turn that asks a dense-only source: the first planned
+        search's words (the message), ``dense_candidates`` documents, re-ranked by the words
+        of every planned search (``rerank``) and kept in the search (``cache``), from which
+        its later pages and every other search of the source that turn are served."""
         words = " ".join(dict.fromkeys(s["query"] for s in planned))
         return {
             **first,
             "index": index,
             "read_source": name,
             "origin": f"{first['origin']}+once",
-            "k": self.settings.pool_size,
             "candidates": self.settings.dense_candidates,
             "rerank": words,
+        }
+
+    @staticmethod
+    def _once_index(searches: Sequence[Mapping[str, Any]], name: str | None) -> int | None:
+        """The index of source ``name``'s asking search this turn (``None``: none)."""
+        return next(
+            (
+                s["index"]
+                for s in searches
+                if s.get("read_source") == name and s.get("candidates") is not None
+            ),
+            None,
+        )
+
+    def _over(
+        self,
+        search: Mapping[str, Any],
+        searches: Sequence[Mapping[str, Any]],
+        index: int,
+        name: str,
+    ) -> dict[str, Any]:
+        """A search of a dense-only source served from its asking search's candidates
+        (``over``), re-ranked by this search's own words; no call to the source."""
+        return {
+            **search,
+            "index": index,
+            "read_source": name,
+            "over": self._once_index(searches, name),
+            "rerank": search["query"],
         }
 
     def _live(self, spaces: Mapping[str, Any], own_only: bool = False) -> list[str]:
@@ -171,11 +202,7 @@ class SourcesNode:
         if not self.multi:
             return [None]
         down = {s.get("read_source") for s in searches if s.get("failed")}
-        return [
-            n
-            for n in self._live(state.get("sources") or {})
-            if n not in down and not self._asked_once(n)
-        ]
+        return [n for n in self._live(state.get("sources") or {}) if n not in down]
 
     # --- a source bound for the run ----------------------------------------------------
     def _bound(self, state: ReadState, name: str | None = None) -> BoundSource:

@@ -242,12 +242,13 @@ class ReadSettings:
         dense_candidates: With several read sources, a source that ranks by embeddings only
             (``ranks_keywords = False``: a :class:`~mnemon_langgraph.read.sources.RetrieverSource`
             over a vector store) is asked **once** per turn, with the message's own search,
-            for this many documents; they are re-ranked by the words of every planned
-            search (BM25 fused with the retriever's order,
-            :func:`~mnemon_langgraph.read.pooling.keyword_rerank`) and the best
-            ``pool_size`` of them are its page. Later rounds' new searches and follow
-            searches do not go to it (its date-bounded and topic searches still do).
-            ``None``: such a source gets every search of the turn, unranked by words.
+            for this many documents, re-ranked by the words of the turn's planned searches
+            (BM25 fused with the retriever's order,
+            :func:`~mnemon_langgraph.read.pooling.keyword_rerank`). The source's other
+            searches of the turn (the other planned wordings, new and follow searches, later
+            pages) are served from these candidates, each re-ranked by its own words; its
+            date-bounded and topic searches still ask it. ``None``: every search asks it,
+            unranked by words.
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
     """

@@ -177,7 +177,9 @@ class _Team(InMemorySearchSource):
     """A second source (a team's notes, ids and sessions as the user's), each search
     ``delay`` seconds slow."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, dense: bool = False) -> None:
+        if dense:  # ranks by embeddings only, as a vector store's retriever does
+            self.ranks_keywords = False
         super().__init__(
             make_record(
                 f"s{s}p{p}",
@@ -232,13 +234,16 @@ def run_turn(
     replies: bool = False,
     team_delay: float | None = None,
     topic: bool = False,
+    team_dense: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
     if topic:  # the topic search runs, so its depth has something to budget
         settings = replace(settings, experiments=ExperimentSwitches(topic_records=6))
     source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
-    sources = None if team_delay is None else {"memory": source, "team": _Team(team_delay)}
+    sources = (
+        None if team_delay is None else {"memory": source, "team": _Team(team_delay, team_dense)}
+    )
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -429,6 +434,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         0.05,
         lambda t: ("errors", [e["source"] for e in t.trace["source_errors"]]),
         {"team_delay": 0.25},
+    ),
+    "dense_candidates": (
+        None,  # every search asks the dense-only team source, none served from candidates
+        lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
+        {"team_delay": 0.0, "team_dense": True},
     ),
     "topic_records": (
         0 if ReadSettings().experiments.topic_records else 6,

@@ -8,6 +8,7 @@ ordered by summed reciprocal rank (the *fused order* the View falls back on).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -113,6 +114,13 @@ def take_page(
     return page
 
 
+@functools.lru_cache(maxsize=8192)
+def _record_terms(text: str) -> tuple[str, ...]:
+    """A candidate's BM25 terms: one turn's candidates are re-ranked by several searches,
+    so each text is tokenized once."""
+    return tuple(terms(text))
+
+
 def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) -> list[SearchHit]:
     """A dense-only source's candidates re-ranked by the query's words as well.
 
@@ -131,7 +139,7 @@ def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) ->
     if not hits:
         return []
     query_terms = set(terms(query))
-    docs = [terms(h.record.text) for h in hits]
+    docs = [_record_terms(h.record.text) for h in hits]
     n = len(docs)
     avgdl = sum(len(d) for d in docs) / n or 1.0
     df = {t: sum(1 for d in docs if t in d) for t in query_terms}

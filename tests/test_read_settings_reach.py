@@ -440,6 +440,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
         {"team_delay": 0.0, "team_dense": True},
     ),
+    "dense_searches": (
+        ReadSettings().dense_searches + 1,  # one more planned search asks the team source
+        lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
+        {"team_delay": 0.0, "team_dense": True},
+    ),
     "topic_records": (
         0 if ReadSettings().experiments.topic_records else 6,
         lambda t: [(s["query"], s["origin"]) for s in t.trace["searches"]],

@@ -134,6 +134,16 @@ def test_a_dense_only_sources_candidates_are_reranked_by_words() -> None:
     assert embedder.queries == 1
 
 
+def test_dense_searches_ask_the_source_once_per_planned_search_and_no_more() -> None:
+    embedder = _Gist()
+    view = _view(_graph(embedder, dense_searches=3))
+    docs_searches = [s for s in view.trace["searches"] if s.get("read_source") == "docs"]
+    asking = [s for s in docs_searches if s["origin"].endswith("+once")]
+    assert len(asking) == 3 and embedder.queries == 3
+    assert len(docs_searches) > 3  # later rounds were served from the candidates
+    assert any(RARE in r.text for r in view.records)
+
+
 def test_without_dense_candidates_every_search_goes_and_the_rare_document_is_missed() -> None:
     embedder = _Gist()
     view = _view(_graph(embedder, dense_candidates=None))

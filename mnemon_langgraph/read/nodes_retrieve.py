@@ -32,6 +32,7 @@ from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
 from mnemon_langgraph.read.topics import topic_lane
 from mnemon_langgraph.read.trace import degraded, timing_event
+from mnemon_langgraph.search.fusion import rrf_fuse
 from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
@@ -177,7 +178,7 @@ class RetrieveNode(SourcesNode):
                     **({"read_source": name} if name is not None else {}),
                 }
                 if self._asked_once(name):
-                    search = self._over(search, searches, idx, cast(str, name))
+                    search = self._over(search, idx, cast(str, name))
                 searches.append(search)
                 fetch.append((idx, 0))
         return secs
@@ -244,7 +245,7 @@ class RetrieveNode(SourcesNode):
                 **({"read_source": name} if name is not None else {}),
             }
             if self._asked_once(name):  # served from the source's candidates of the turn
-                search = self._over(search, searches, idx, name)
+                search = self._over(search, idx, name)
             searches.append(search)
             fetch.append((idx, 0))
 
@@ -396,7 +397,17 @@ class RetrieveNode(SourcesNode):
         words; its date or session bounds applied here."""
         s = searches[idx]
         over = s.get("over")
-        base = searches[over] if over is not None else s
+        if over is None:  # the asking search's later page: its own candidates, in order
+            cache: list[Mapping[str, Any]] = list(s.get("cache") or ())
+        else:  # the candidates of the source's asking searches, fused by rank
+            lists = [
+                list(a["cache"])
+                for a in searches
+                if a.get("read_source") == over and a.get("cache") is not None
+            ]
+            first = {d["id"]: d for entries in lists for d in reversed(entries)}
+            fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
+            cache = [first[f.key] for f in fused]
         hits = [
             SearchHit(
                 dict_to_record(d, namespace),
@@ -405,7 +416,7 @@ class RetrieveNode(SourcesNode):
                 bm25_rank=d.get("bm25_rank"),
                 dense_rank=d.get("dense_rank"),
             )
-            for rank, d in enumerate(base.get("cache") or ())
+            for rank, d in enumerate(cache)
         ]
         if over is not None:
             hits = keyword_rerank(hits, s["rerank"], self.settings.rrf_k)

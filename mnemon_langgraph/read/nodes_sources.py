@@ -117,13 +117,16 @@ class SourcesNode:
             return update
         searches: list[dict[str, Any]] = []
         planned = [s for s in update["searches"] if s["origin"] not in _NOT_PLANNED]
+        asking = planned[: self.settings.dense_searches]
+        rest = planned[len(asking) :]
         for s in update["searches"]:
             for name in self._live(bound["sources"], s["origin"] == INSTRUCTIONS):
                 if self._asked_once(name) and s["origin"] not in _NOT_PLANNED:
-                    if s is planned[0]:  # the message's own search asks the source, once
-                        searches.append(self._once(s, planned, len(searches), name))
-                    else:  # the other planned searches re-rank what it returned
-                        searches.append(self._over(s, searches, len(searches), name))
+                    if any(s is a for a in asking):  # asks the source, for candidates
+                        words = [s, *rest] if s is planned[0] else [s]
+                        searches.append(self._once(s, words, len(searches), name))
+                    else:  # re-ranks the candidates the asking searches returned
+                        searches.append(self._over(s, len(searches), name))
                     continue
                 searches.append({**s, "index": len(searches), "read_source": name})
         update["searches"] = searches
@@ -145,10 +148,11 @@ class SourcesNode:
     def _once(
         self, first: Mapping[str, Any], planned: Sequence[Mapping[str, Any]], index: int, name: str
     ) -> dict[str, Any]:
-        """The one search of the turn that asks a dense-only source: the first planned
-        search's words (the message), ``dense_candidates`` documents, re-ranked by the words
-        of every planned search (``rerank``) and kept in the search (``cache``), from which
-        its later pages and every other search of the source that turn are served."""
+        """A search of the turn that asks a dense-only source (the first
+        ``dense_searches`` planned ones): ``dense_candidates`` documents for its words,
+        re-ranked by the words of ``planned`` (its own; the message's search also those of
+        the planned searches that do not ask) and kept in the search (``cache``), from which
+        its later pages and the source's other searches of the turn are served."""
         words = " ".join(dict.fromkeys(s["query"] for s in planned))
         return {
             **first,
@@ -159,32 +163,15 @@ class SourcesNode:
             "rerank": words,
         }
 
-    @staticmethod
-    def _once_index(searches: Sequence[Mapping[str, Any]], name: str | None) -> int | None:
-        """The index of source ``name``'s asking search this turn (``None``: none)."""
-        return next(
-            (
-                s["index"]
-                for s in searches
-                if s.get("read_source") == name and s.get("candidates") is not None
-            ),
-            None,
-        )
-
-    def _over(
-        self,
-        search: Mapping[str, Any],
-        searches: Sequence[Mapping[str, Any]],
-        index: int,
-        name: str,
-    ) -> dict[str, Any]:
-        """A search of a dense-only source served from its asking search's candidates
-        (``over``), re-ranked by this search's own words; no call to the source."""
+    def _over(self, search: Mapping[str, Any], index: int, name: str) -> dict[str, Any]:
+        """A search of a dense-only source served from the candidates its asking searches
+        of the turn returned (``over``: the source), re-ranked by this search's own words;
+        no call to the source."""
         return {
             **search,
             "index": index,
             "read_source": name,
-            "over": self._once_index(searches, name),
+            "over": name,
             "rerank": search["query"],
         }
 

@@ -249,6 +249,9 @@ class ReadSettings:
             pages) are served from these candidates, each re-ranked by its own words; its
             date-bounded and topic searches still ask it. ``None``: every search asks it,
             unranked by words.
+        dense_searches: How many of the turn's planned searches ask such a source for
+            ``dense_candidates`` each (the message's search first); the source's other
+            searches of the turn are served from their candidates, fused by rank.
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
     """
@@ -292,6 +295,7 @@ class ReadSettings:
     source_share: float | None = None
     source_timeout_s: float = 10.0
     dense_candidates: int | None = 100
+    dense_searches: int = 1
     topic_depth: int = 150
 
     def __post_init__(self) -> None:

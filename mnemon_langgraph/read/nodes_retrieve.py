@@ -22,6 +22,7 @@ from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
     dict_to_record,
+    keyword_order,
     keyword_rerank,
     merge_page,
     record_to_dict,
@@ -405,26 +406,30 @@ class RetrieveNode(SourcesNode):
                 for a in searches
                 if a.get("read_source") == over and a.get("cache") is not None
             ]
-            first = {d["id"]: d for entries in lists for d in reversed(entries)}
-            fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
-            cache = [first[f.key] for f in fused]
-        hits = [
-            SearchHit(
-                dict_to_record(d, namespace),
-                rank,
-                0.0,
-                bm25_rank=d.get("bm25_rank"),
-                dense_rank=d.get("dense_rank"),
-            )
-            for rank, d in enumerate(cache)
-        ]
-        if over is not None:
-            hits = keyword_rerank(hits, s["rerank"], self.settings.rrf_k)
+            if len(lists) == 1:
+                cache = lists[0]
+            else:
+                first = {d["id"]: d for entries in lists for d in reversed(entries)}
+                fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
+                cache = [first[f.key] for f in fused]
+        if over is None:
+            order = [(i, d.get("dense_rank"), d.get("bm25_rank")) for i, d in enumerate(cache)]
+        else:
+            texts = [str(d.get("text", "")) for d in cache]
+            ranked = keyword_order(texts, s["rerank"], self.settings.rrf_k)
+            order = [(i, i, kr) for i, _, kr in ranked]
         kwargs = self._search_kwargs(s, offset, pooled, as_of)
         bounds: SearchFilters | None = kwargs.get("filters")
-        if bounds is not None:
-            hits = [h for h in hits if bounds.accepts(h.record)]
-        return hits[offset : offset + kwargs["k"]]
+        want = offset + kwargs["k"]
+        hits: list[SearchHit] = []
+        for i, dense, kr in order:  # records are rebuilt only as far as the page reaches
+            record = dict_to_record(cache[i], namespace)
+            if bounds is None or bounds.accepts(record):
+                hit = SearchHit(record, len(hits), 0.0, bm25_rank=kr, dense_rank=dense)
+                hits.append(hit)
+                if len(hits) >= want:
+                    break
+        return hits[offset:]
 
     def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
         """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times

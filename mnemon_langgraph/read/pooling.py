@@ -15,13 +15,14 @@ from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search.formula import BM25_B, BM25_K1, idf
-from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank, rrf_fuse
+from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
 from mnemon_langgraph.search.text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
 __all__ = [
     "build_first_pool",
     "dict_to_record",
+    "keyword_order",
     "keyword_rerank",
     "merge_page",
     "record_to_dict",
@@ -136,34 +137,45 @@ def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) ->
         The hits in the fused order, ``rank`` and ``score`` the fused ones, ``dense_rank``
         the retriever's order and ``bm25_rank`` the keyword rank (``None``: no word shared).
     """
-    if not hits:
+    return [
+        SearchHit(hits[i].record, rank, score, bm25_rank=kr, dense_rank=i)
+        for rank, (i, score, kr) in enumerate(
+            keyword_order([h.record.text for h in hits], query, rrf_k)
+        )
+    ]
+
+
+def keyword_order(
+    texts: Sequence[str], query: str, rrf_k: int = RRF_K
+) -> list[tuple[int, float, int | None]]:
+    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order):
+    ``(index, fused score, keyword rank or None)``, best first; ties as
+    :func:`~mnemon_langgraph.search.fusion.rrf_fuse` breaks them (best single rank, then
+    the retriever's order)."""
+    n = len(texts)
+    if not n:
         return []
     query_terms = set(terms(query))
-    docs = [_record_terms(h.record.text) for h in hits]
-    n = len(docs)
+    docs = [_record_terms(t) for t in texts]
     avgdl = sum(len(d) for d in docs) / n or 1.0
-    df = {t: sum(1 for d in docs if t in d) for t in query_terms}
+    weight = {t: idf(n, sum(1 for d in docs if t in d)) for t in query_terms}
     scores: list[float] = []
     for d in docs:
         score = 0.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avgdl)
         for t in query_terms:
             tf = d.count(t)
             if tf:
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avgdl)
-                score += idf(n, df[t]) * tf / (tf + norm)
+                score += weight[t] * tf / (tf + norm)
         scores.append(score)
-    dense = list(range(n))
-    keyword = sorted((i for i in dense if scores[i] > 0), key=lambda i: (-scores[i], i))
-    return [
-        SearchHit(
-            hits[f.key].record,
-            rank,
-            f.score,
-            bm25_rank=f.ranks[1],
-            dense_rank=f.ranks[0],
-        )
-        for rank, f in enumerate(rrf_fuse([dense, keyword], k=rrf_k))
-    ]
+    keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    kr = {i: r for r, i in enumerate(keyword)}
+    fused = {
+        i: reciprocal_rank(i, rrf_k) + (reciprocal_rank(kr[i], rrf_k) if i in kr else 0.0)
+        for i in range(n)
+    }
+    order = sorted(range(n), key=lambda i: (-fused[i], min(i, kr.get(i, n)), i))
+    return [(i, fused[i], kr.get(i)) for i in order]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

@@ -422,10 +422,10 @@ class RetrieveNode(SourcesNode):
         bounds: SearchFilters | None = kwargs.get("filters")
         want = offset + kwargs["k"]
         hits: list[SearchHit] = []
-        for i, dense, kr in order:  # records are rebuilt only as far as the page reaches
+        for rank, (i, dense, kr) in enumerate(order):  # rebuilt as far as the page reaches
             record = dict_to_record(cache[i], namespace)
             if bounds is None or bounds.accepts(record):
-                hit = SearchHit(record, len(hits), 0.0, bm25_rank=kr, dense_rank=dense)
+                hit = SearchHit(record, rank, 0.0, bm25_rank=kr, dense_rank=dense)
                 hits.append(hit)
                 if len(hits) >= want:
                     break

@@ -94,8 +94,8 @@ def _graph(embedder: _Gist, **settings: Any) -> Any:
     )
 
 
-def _view(graph: Any) -> Any:
-    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
+def _view(graph: Any, question: str = QUESTION) -> Any:
+    out = graph.invoke({"messages": [HumanMessage(question)]}, context=ReadContext(namespace=NS))
     return out["view"]
 
 
@@ -142,6 +142,16 @@ def test_dense_searches_ask_the_source_once_per_planned_search_and_no_more() -> 
     assert len(asking) == 3 and embedder.queries == 3
     assert len(docs_searches) > 3  # later rounds were served from the candidates
     assert any(RARE in r.text for r in view.records)
+
+
+def test_the_date_search_of_a_dense_only_source_is_served_within_its_dates() -> None:
+    embedder = _Gist()
+    view = _view(_graph(embedder), f"What did Ada say in March 2024 about {RARE}?")
+    dated = [s for s in view.trace["searches"] if s["origin"] == "date"]
+    assert {s["read_source"] for s in dated} == {"memory", "docs"}
+    assert embedder.queries == 1  # the date search asked nothing more of the vector store
+    docs = [r for r in view.records if r.source == "docs"]
+    assert docs and any(RARE in r.text for r in docs)
 
 
 def test_without_dense_candidates_every_search_goes_and_the_rare_document_is_missed() -> None:

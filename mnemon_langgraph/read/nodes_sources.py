@@ -41,10 +41,13 @@ INSTRUCTIONS = "instructions"
 """Origin of the search that looks for the user's standing instructions (``read.instructions``):
 the user's own sources only."""
 
-_NOT_PLANNED = (INSTRUCTIONS, "topic", "date")
+_LANES = (INSTRUCTIONS, "topic")
+"""Origins of the first round's lane searches: asked of every source as they are."""
+
+_NOT_PLANNED = (*_LANES, "date")
 """Origins of the first round's searches that the planner did not word (the lanes and the
-date-bounded search); the others are what a dense-only source gets once, as one search
-(``ReadSettings.dense_candidates``)."""
+date-bounded search, whose words are the message's: a dense-only source serves it from the
+candidates of the message's own search, within its dates)."""
 
 
 def as_named(sources: SearchSource | Mapping[str, SearchSource]) -> dict[str, SearchSource]:
@@ -121,11 +124,11 @@ class SourcesNode:
         rest = planned[len(asking) :]
         for s in update["searches"]:
             for name in self._live(bound["sources"], s["origin"] == INSTRUCTIONS):
-                if self._asked_once(name) and s["origin"] not in _NOT_PLANNED:
+                if self._asked_once(name) and s["origin"] not in _LANES:
                     if any(s is a for a in asking):  # asks the source, for candidates
                         words = [s, *rest] if s is planned[0] else [s]
                         searches.append(self._once(s, words, len(searches), name))
-                    else:  # re-ranks the candidates the asking searches returned
+                    else:  # re-ranks (the date search: bounds) the candidates they returned
                         searches.append(self._over(s, len(searches), name))
                     continue
                 searches.append({**s, "index": len(searches), "read_source": name})

@@ -246,9 +246,9 @@ class ReadSettings:
             (BM25 fused with the retriever's order,
             :func:`~mnemon_langgraph.read.pooling.keyword_rerank`). The source's other
             searches of the turn (the other planned wordings, new and follow searches, later
-            pages) are served from these candidates, each re-ranked by its own words; its
-            date-bounded and topic searches still ask it. ``None``: every search asks it,
-            unranked by words.
+            pages, the date-bounded search) are served from these candidates, each
+            re-ranked by its own words; only its topic search still asks it. ``None``:
+            every search asks it, unranked by words.
         dense_searches: How many of the turn's planned searches ask such a source for
             ``dense_candidates`` each (the message's search first); the source's other
             searches of the turn are served from their candidates, fused by rank.

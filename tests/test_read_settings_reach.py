@@ -441,7 +441,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {"team_delay": 0.0, "team_dense": True},
     ),
     "dense_searches": (
-        ReadSettings().dense_searches + 1,  # one more planned search asks the team source
+        1,  # only the message's search asks the team source
         lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
         {"team_delay": 0.0, "team_dense": True},
     ),

@@ -123,7 +123,7 @@ def test_keyword_rerank_brings_a_rare_word_match_forward() -> None:
 
 def test_a_dense_only_sources_candidates_are_reranked_by_words() -> None:
     embedder = _Gist()
-    view = _view(_graph(embedder))
+    view = _view(_graph(embedder, dense_searches=1))
     docs = [r for r in view.records if r.source == "docs"]
     assert docs, "the document source fed the View"
     assert any(RARE in r.text for r in docs), "the rare word's document reached the View"
@@ -146,7 +146,9 @@ def test_dense_searches_ask_the_source_once_per_planned_search_and_no_more() -> 
 
 def test_the_date_search_of_a_dense_only_source_is_served_within_its_dates() -> None:
     embedder = _Gist()
-    view = _view(_graph(embedder), f"What did Ada say in March 2024 about {RARE}?")
+    view = _view(
+        _graph(embedder, dense_searches=1), f"What did Ada say in March 2024 about {RARE}?"
+    )
     dated = [s for s in view.trace["searches"] if s["origin"] == "date"]
     assert {s["read_source"] for s in dated} == {"memory", "docs"}
     assert embedder.queries == 1  # the date search asked nothing more of the vector store

@@ -251,7 +251,10 @@ class ReadSettings:
             every search asks it, unranked by words.
         dense_searches: How many of the turn's planned searches ask such a source for
             ``dense_candidates`` each (the message's search first); the source's other
-            searches of the turn are served from their candidates, fused by rank.
+            searches of the turn are served from their candidates, fused by rank. Default
+            3 (the rule planner's three wordings): chosen over 1 by leave-one-conversation-out
+            folds on LoCoMo's dev conversations with half of each history in documents
+            (docs/results/documents.md).
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
     """
@@ -295,7 +298,7 @@ class ReadSettings:
     source_share: float | None = None
     source_timeout_s: float = 10.0
     dense_candidates: int | None = 100
-    dense_searches: int = 1
+    dense_searches: int = 3
     topic_depth: int = 150
 
     def __post_init__(self) -> None:

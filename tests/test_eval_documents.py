@@ -101,6 +101,38 @@ def test_distractors_are_the_other_histories_with_ids_that_never_match(tmp_path:
         DocumentSplit(journal, EMB, share=0.5, distractors={"26": mine})
 
 
+def test_the_ensemble_retriever_finds_a_turn_by_its_words(tmp_path: Path) -> None:
+    """``--documents-retriever ensemble``: BM25Retriever + the vector store, read as a source
+    that ranks by words (so the read path sends it every search, unreranked)."""
+    msgs = _history()
+    msgs[4] = Message(
+        "we bought a Zanzibar teapot",
+        "user",
+        role="user",
+        id=msgs[4].id,
+        timestamp=msgs[4].timestamp,
+        session=msgs[4].session,
+    )
+    with MnemonStore(tmp_path / "j.db", EMB) as journal:
+        split = DocumentSplit(journal, EMB, share=1.0, retriever="ensemble")
+        split.ingest(("h", "1"), msgs, origin="test")
+        assert split.source.ranks_keywords is True
+        retriever = split._histories[("h", "1")].source.retriever
+        assert [type(r).__name__ for r in retriever.retrievers] == [
+            "BM25Retriever",
+            "VectorStoreRetriever",
+        ]
+        # BM25 ranks it first; the fake vectors rank it anywhere: equal-weight RRF of the two
+        # puts it above every turn that is not within the first 11 of both rankings
+        hits = split.source.search("Zanzibar", namespace=("h", "1"), k=100)
+        ids = [h.record.message_ids[0] for h in hits]
+        assert msgs[4].id in ids[:12]
+        plain = DocumentSplit(journal, EMB, share=1.0)
+        assert plain.source.ranks_keywords is False
+    with pytest.raises(ConfigurationError):
+        DocumentSplit(journal, EMB, share=0.5, retriever="faiss-hnsw")
+
+
 # --- the command line ------------------------------------------------------------------------
 
 

@@ -177,7 +177,9 @@ class _Team(InMemorySearchSource):
     """A second source (a team's notes, ids and sessions as the user's), each search
     ``delay`` seconds slow."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, dense: bool = False) -> None:
+        if dense:  # ranks by embeddings only, as a vector store's retriever does
+            self.ranks_keywords = False
         super().__init__(
             make_record(
                 f"s{s}p{p}",
@@ -233,6 +235,7 @@ def run_turn(
     team_delay: float | None = None,
     topic: bool = False,
     coverage: bool = False,
+    team_dense: bool = False,
 ) -> Turn:
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
@@ -241,7 +244,9 @@ def run_turn(
         switches = ExperimentSwitches(topic_records=6 * topic, coverage_records=12 * coverage)
         settings = replace(settings, experiments=switches)
     source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
-    sources = None if team_delay is None else {"memory": source, "team": _Team(team_delay)}
+    sources = (
+        None if team_delay is None else {"memory": source, "team": _Team(team_delay, team_dense)}
+    )
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -432,6 +437,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         0.05,
         lambda t: ("errors", [e["source"] for e in t.trace["source_errors"]]),
         {"team_delay": 0.25},
+    ),
+    "dense_candidates": (
+        None,  # every search asks the dense-only team source, none served from candidates
+        lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
+        {"team_delay": 0.0, "team_dense": True},
+    ),
+    "dense_searches": (
+        1,  # only the message's search asks the team source
+        lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
+        {"team_delay": 0.0, "team_dense": True},
     ),
     "topic_records": (
         0 if ReadSettings().experiments.topic_records else 6,

@@ -306,6 +306,73 @@ def test_a_hybrid_search_memory_searches_every_source_of_the_read_graph(
     assert server.search_memory("garden shed roof", 1).count("<record ") == 1
 
 
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_the_mcp_server_fills_a_team_template_from_its_own_fields(
+    store: MnemonStore, face: str
+) -> None:
+    """``create_mcp_server(..., fields={"team_id": ...})``: the server's fields, fixed by
+    whoever starts it, fill the team template for ``view`` and ``search_memory``; without
+    them the team is left out (the read does not fail); no tool takes a team."""
+    import asyncio
+
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.integrations.mcp import MCP_TOOLS, MemoryServer, create_mcp_server
+
+    for team, word, other in (("blue", "blueword", "blufword"), ("bluf", "blufword", "blueword")):
+        server = MemoryServer(store, ADA, read_graph=_graph(store), fields={"team_id": team})
+        if face == "sync":
+            view, found = server.view("garden shed roof plan?"), server.search_memory("roof", 6)
+        else:
+            view = asyncio.run(server.aview("garden shed roof plan?"))
+            found = asyncio.run(server.asearch_memory("roof", 6))
+        for text in (view, found):
+            assert _sources_of(text) == {"memory", "team"}, text
+            assert word in text and other not in text and "adbword" not in text
+    bare = MemoryServer(store, ADA, read_graph=_graph(store))
+    assert _sources_of(bare.view("garden shed roof plan?")) == {"memory"}
+    mcp = create_mcp_server(store, ADA, read_graph=_graph(store), fields={"team_id": "blue"})
+    tools = asyncio.run(mcp.list_tools())
+    assert {t.name for t in tools} == set(MCP_TOOLS)
+    assert all("team_id" not in (t.inputSchema.get("properties") or {}) for t in tools)
+    for bad in ({"team_id": ""}, {"namespace": "x"}, {"": "blue"}, ["team_id"]):
+        with pytest.raises(ConfigurationError):
+            MemoryServer(store, ADA, fields=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_mnemon_memory_reads_a_team_beside_the_user_and_writes_only_the_users(
+    store: MnemonStore, face: str
+) -> None:
+    """The classic ``BaseMemory`` surface over a read graph built with sources: the View
+    holds the user's memory and the team its ``fields`` name, never the other team's or
+    user's; ``save_context`` writes the user's namespace only."""
+    import asyncio
+
+    from mnemon_langgraph.errors import ConfigurationError
+    from mnemon_langgraph.integrations import MnemonMemory
+
+    memory = MnemonMemory(
+        store=store, namespace=ADA, read_graph=_graph(store), fields={"team_id": "blue"}
+    )
+    ask = {"input": "What is the garden shed roof plan?"}
+    loaded = (
+        memory.load_memory_variables(ask)
+        if face == "sync"
+        else asyncio.run(memory.aload_memory_variables(ask))
+    )
+    text = loaded["history"]
+    assert _sources_of(text) == {"memory", "team"}
+    assert "adaword" in text and "blueword" in text
+    assert "blufword" not in text and "adbword" not in text
+    before = _counts(store)
+    memory.save_context({"input": "The roof is green."}, {"output": "Noted."})
+    assert _counts(store) == {**before, ADA: before[ADA] + 1}
+    alone = MnemonMemory(store=store, namespace=ADA, read_graph=_graph(store))
+    assert _sources_of(alone.load_memory_variables(ask)["history"]) == {"memory"}
+    with pytest.raises(ConfigurationError):
+        MnemonMemory(store=store, namespace=ADA, fields={"namespace": "users/adb"})
+
+
 def _graph_fixed(store: MnemonStore) -> Any:
     return create_read_graph(
         sources={"memory": store, "team": SharedNamespace(store, BLUE)},

@@ -85,6 +85,14 @@ def add_documents_args(parser: argparse.ArgumentParser, *, distractors: bool = F
     parser.add_argument(
         "--documents-seed", type=int, default=0, metavar="N", help="seed of the split (0)"
     )
+    parser.add_argument(
+        "--documents-retriever",
+        choices=("vector", "ensemble"),
+        default="vector",
+        help="the document source's retriever: vector = the InMemoryVectorStore's own (dense "
+        "only; default); ensemble = LangChain's EnsembleRetriever of BM25Retriever and the "
+        "vector store (the peers extra)",
+    )
     if distractors:
         parser.add_argument(
             "--distractors",
@@ -102,6 +110,8 @@ def documents_flags(args: argparse.Namespace) -> list[str]:
         parts += ["--documents-seed", str(args.documents_seed)]
     if getattr(args, "distractors", False):
         parts.append("--distractors")
+    if parts and getattr(args, "documents_retriever", "vector") != "vector":
+        parts += ["--documents-retriever", args.documents_retriever]
     return parts
 
 
@@ -114,12 +124,21 @@ def split_store(
     ``histories``: conversation id → messages, the distractors' material."""
     from mnemon_langgraph.eval.documents import DOCS_SOURCE, DocumentSplit
 
+    retriever = getattr(args, "documents_retriever", "vector")
     if getattr(args, "distractors", False):
-        split = DocumentSplit(store, embeddings, distractors=dict(histories or {}))
+        split = DocumentSplit(
+            store, embeddings, distractors=dict(histories or {}), retriever=retriever
+        )
         return split, {"distractors": split.source}
     if args.documents_share is None:
         return store, None
-    split = DocumentSplit(store, embeddings, share=args.documents_share, seed=args.documents_seed)
+    split = DocumentSplit(
+        store,
+        embeddings,
+        share=args.documents_share,
+        seed=args.documents_seed,
+        retriever=retriever,
+    )
     return split, {DOCS_SOURCE: split.source}
 
 

@@ -131,6 +131,13 @@ def _add_locomo_inputs(loc: argparse.ArgumentParser) -> None:
     )
     add_embeddings_arg(loc, what="embedder of the journal, the local judge and the baselines")
     add_documents_args(loc, distractors=True)
+    loc.add_argument(
+        "--embedding-cache",
+        default=None,
+        metavar="PATH",
+        help="content-addressed embedding cache file, reused across conversations and runs "
+        "(default: none, every text embedded afresh)",
+    )
     loc.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     loc.add_argument("--no-progress", action="store_true", help="no progress bars")
     loc.add_argument(
@@ -202,6 +209,10 @@ def _run_locomo(args: argparse.Namespace) -> int:
         as_of_evidence=args.as_of_evidence,
     )
     embeddings = embeddings_for(args.embeddings)
+    if args.embedding_cache:  # opt-in here: the distractors embed every history's turns
+        from mnemon_langgraph.search.embeddings import CachedEmbeddings
+
+        embeddings = CachedEmbeddings(embeddings, args.embedding_cache)
     judge = build_judge(args.judge, embeddings)
     planner = build_planner(args.planner)
     answer = chat_model(args.answer_model, "--answer-model") if args.answer_model else None
@@ -293,6 +304,7 @@ def _command(args: argparse.Namespace) -> str:
         ("--store", args.store),
         ("--record-chars", args.record_chars),
         ("--embeddings", args.embeddings),
+        ("--embedding-cache", args.embedding_cache),
     ):
         if value is not None:
             parts += [flag, str(value)]

@@ -35,11 +35,18 @@ from mnemon_langgraph.types import Message, Namespace, Record, SearchFilters, Se
 __all__ = [
     "DISTRACTOR_PREFIX",
     "DOCS_SOURCE",
+    "RETRIEVERS",
     "DocumentSplit",
     "chars_by_source",
     "documents_of",
     "split_sessions",
 ]
+
+RETRIEVERS = ("vector", "ensemble")
+"""The document source's retrievers (``--documents-retriever``)."""
+
+ENSEMBLE_K = 40
+"""Documents each of the ensemble's two retrievers returns per search."""
 
 DOCS_SOURCE = "docs"
 """The document source's name in the read graph."""
@@ -110,6 +117,11 @@ class DocumentSplit:
         distractors: Other histories by key; with them, a history's documents are every
             other history's turns (ids prefixed :data:`DISTRACTOR_PREFIX`) and ``share``
             must be 0.
+        retriever: ``"vector"`` (the issue's configuration): the vector store's own
+            retriever, dense only. ``"ensemble"``: what a LangChain user who wants keywords
+            builds, an ``EnsembleRetriever`` of a ``BM25Retriever`` and the vector store
+            (each :data:`ENSEMBLE_K` documents, equal weights; the ``peers`` extra), read as
+            a source that already ranks by words.
     """
 
     store: Any
@@ -117,12 +129,17 @@ class DocumentSplit:
     share: float = 0.0
     seed: int = 0
     distractors: Mapping[str, Sequence[Message]] = field(default_factory=dict)
+    retriever: str = "vector"
     _histories: dict[Namespace, _History] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.distractors and self.share:
             raise ConfigurationError("--distractors and --documents-share are separate runs")
         split_sessions([], self.share, seed=0, key="")  # checks the share
+        if self.retriever not in RETRIEVERS:
+            raise ConfigurationError(
+                f"the documents' retriever must be one of {RETRIEVERS}, got {self.retriever!r}"
+            )
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name == "store":
@@ -153,10 +170,23 @@ class DocumentSplit:
         vectors = InMemoryVectorStore(self.embeddings)
         if docs:
             vectors.add_documents(docs)
-        self._histories[ns] = _History(
-            vectors, RetrieverSource(vectors.as_retriever(), position_key="position"), len(docs)
-        )
+        self._histories[ns] = _History(vectors, self._source(vectors, docs), len(docs))
         return self.store.ingest(ns, journal, **kwargs)
+
+    def _source(self, vectors: InMemoryVectorStore, docs: list[Document]) -> RetrieverSource:
+        if self.retriever == "vector" or not docs:
+            return RetrieverSource(vectors.as_retriever(), position_key="position")
+        # what a LangChain user who wants keywords builds (langchain-classic, -community)
+        from langchain_classic.retrievers import EnsembleRetriever
+        from langchain_community.retrievers import BM25Retriever
+
+        words = BM25Retriever.from_documents(docs, k=ENSEMBLE_K)
+        dense = vectors.as_retriever(search_kwargs={"k": ENSEMBLE_K})
+        both = EnsembleRetriever(retrievers=[words, dense], weights=[0.5, 0.5])
+        # the ensemble takes no k per call: it returns its fused lists (k_key=None)
+        return RetrieverSource(
+            both, position_key="position", k_key=None, dense=False, keywords=True
+        )
 
     def erase_namespace(self, namespace: Sequence[str], **kwargs: Any) -> int:
         """Erase the history from the journal and drop its documents."""
@@ -193,6 +223,7 @@ class _RoutedSource:
 
     def __init__(self, split: DocumentSplit) -> None:
         self._split = split
+        self.ranks_keywords = split.retriever != "vector"
 
     def _of(self, namespace: Namespace) -> RetrieverSource | None:
         history = self._split._histories.get(tuple(namespace))

@@ -203,17 +203,24 @@ def _read_context(namespace: Namespace) -> Any:
     return ReadContext(namespace=namespace)
 
 
-def _child_config(config: Mapping[str, Any] | None, namespace: Namespace) -> RunnableConfig:
+def _child_config(
+    config: Mapping[str, Any] | None,
+    namespace: Namespace,
+    fields: Mapping[str, str] | None = None,
+) -> RunnableConfig:
     """A clean config for the nested read graph: tracing callbacks, tags, metadata, namespace.
 
     Pregel internals of the parent run (checkpointer, task ids) are not passed on, so the read
     graph never writes its (large) trace into the parent's checkpoints. The parent run's
     context fields are (str/int values only): a read source of the nested graph may fill its
     namespace from them (``SharedNamespace(store, ("teams", "{team_id}"))``), under
-    authentication checked against the authenticated user there.
+    authentication checked against the authenticated user there. ``fields``: the surface's
+    own fixed fields (a ``MnemonMemory``'s or an MCP server's ``fields``), over those.
     """
-    fields = {k: v for k, v in _rule.context_fields().items() if k != "namespace"}
-    child: dict[str, Any] = {"configurable": {**fields, "namespace": namespace}}
+    given = {k: v for k, v in _rule.context_fields().items() if k != "namespace"}
+    given.update(fields or {})
+    given.pop("namespace", None)
+    child: dict[str, Any] = {"configurable": {**given, "namespace": namespace}}
     if config:
         for key in ("callbacks", "tags", "metadata", "recursion_limit", "max_concurrency"):
             if config.get(key) is not None:
@@ -232,16 +239,19 @@ def run_read_graph(
     messages: Sequence[BaseMessage],
     namespace: Namespace,
     config: Mapping[str, Any] | None = None,
+    fields: Mapping[str, str] | None = None,
 ) -> Any:
     """Run the compiled read graph over ``messages`` for ``namespace``; return its View.
 
     ``namespace`` was resolved by the rule; it is granted to the nested run (on an
     authenticated server the read graph accepts it, whatever template the surface has).
+    ``fields``: the surface's fixed run fields for the read graph's shared sources
+    (``{"team_id": "blue"}``).
     """
     with _rule.granted_namespace(namespace):
         output = graph.invoke(
             {"messages": list(messages)},
-            config=_child_config(config, namespace),
+            config=_child_config(config, namespace, fields),
             context=_read_context(namespace),
         )
     return _view_of(output)
@@ -252,12 +262,13 @@ async def arun_read_graph(
     messages: Sequence[BaseMessage],
     namespace: Namespace,
     config: Mapping[str, Any] | None = None,
+    fields: Mapping[str, str] | None = None,
 ) -> Any:
     """Async form of :func:`run_read_graph`."""
     with _rule.granted_namespace(namespace):
         output = await graph.ainvoke(
             {"messages": list(messages)},
-            config=_child_config(config, namespace),
+            config=_child_config(config, namespace, fields),
             context=_read_context(namespace),
         )
     return _view_of(output)

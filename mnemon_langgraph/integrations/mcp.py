@@ -18,7 +18,7 @@ Built on the official ``mcp`` SDK's :class:`~mcp.server.fastmcp.FastMCP` (instal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -78,6 +78,11 @@ class MemoryServer:
         origin: The ingest label written on the records ``remember`` writes (default
             ``"mcp:remember"``).
         source: Deprecated name of ``origin`` (warns; one release).
+        fields: Run fields for a ``read_graph`` built with sources (``{"team_id": "blue"}``
+            fills ``SharedNamespace(store, ("teams", "{team_id}"))``): fixed by whoever
+            starts the server, like ``namespace``; no tool takes them, so no client can
+            read another team. ``view`` and ``search_memory`` read the shared sources;
+            ``remember``, ``forget`` and ``list_recent`` keep to ``namespace``.
     """
 
     def __init__(
@@ -88,9 +93,11 @@ class MemoryServer:
         read_graph: ReadGraph | None = None,
         origin: str = "mcp:remember",
         source: str = NOT_GIVEN,
+        fields: Mapping[str, str] | None = None,
     ) -> None:
         self.store = store
         self.namespace: Namespace = normalize_namespace(namespace)
+        self.fields = _fields(fields)
         self.origin = origin_label(origin, source, where="MemoryServer", default="mcp:remember")
         self._read_graph = read_graph
 
@@ -167,6 +174,7 @@ class MemoryServer:
 
         sources = sources_of(self._read_graph) if self._read_graph is not None else None
         if sources is not None and len(sources) > 1:  # a read graph of several sources
+            kwargs["config"] = {"configurable": dict(self.fields)}
             found = yield Call(search_sources, asearch_sources, (sources, query), kwargs)
             return render_hits([h for _, h in found], [n for n, _ in found])
         hits = yield Call(self.store.search, self.store.asearch, (query,), kwargs)
@@ -180,7 +188,7 @@ class MemoryServer:
         if not message.strip():
             raise InputError("view: the message is empty")
         args = (self.read_graph, [HumanMessage(message)], self.namespace)
-        view = yield Call(run_read_graph, arun_read_graph, args)
+        view = yield Call(run_read_graph, arun_read_graph, args, {"fields": self.fields})
         text = str(render_view_message(view).text)
         if not view.records and view.empty_reason:  # e.g. where an upgraded user's memory is
             text += f"\n\n(empty View: {escape_data(view.empty_reason)})"
@@ -211,6 +219,20 @@ def _records_after(store: MnemonStore, namespace: Namespace, after: int) -> list
 
 async def _arecords_after(store: MnemonStore, namespace: Namespace, after: int) -> list[Record]:
     return [r async for r in store.arecords(namespace, after_seq=after)]
+
+
+def _fields(fields: Mapping[str, str] | None) -> dict[str, str]:
+    """A server's run fields, checked: names to non-empty strings, never ``namespace``."""
+    if fields is None:
+        return {}
+    if not isinstance(fields, Mapping):
+        raise ConfigurationError(f"fields must be a mapping, got {type(fields).__name__}")
+    for name, value in fields.items():
+        if not isinstance(name, str) or not name.strip() or name == "namespace":
+            raise ConfigurationError(f"fields: {name!r} is not a usable field name")
+        if not isinstance(value, str) or not value:
+            raise ConfigurationError(f"fields: {name!r} must be a non-empty string")
+    return dict(fields)
 
 
 def _count(value: int, name: str) -> int:
@@ -274,6 +296,7 @@ def create_mcp_server(
     name: str = "mnemon",
     host: str = "127.0.0.1",
     port: int = 8000,
+    fields: Mapping[str, str] | None = None,
 ) -> FastMCP:
     """Build the MCP server of one namespace's memory.
 
@@ -285,6 +308,9 @@ def create_mcp_server(
         name: The server's name as clients show it.
         host: Where the streamable HTTP transport listens: a loopback address only.
         port: Its port.
+        fields: Run fields for a ``read_graph`` built with sources, e.g. ``{"team_id":
+            "blue"}`` for a team's ``SharedNamespace`` beside the user's memory: fixed for
+            the server's life (:class:`MemoryServer`); no tool takes them.
 
     Returns:
         A ``FastMCP`` server: ``server.run("stdio")`` or ``server.run("streamable-http")``.
@@ -304,7 +330,7 @@ def create_mcp_server(
         raise ConfigurationError(
             'the MCP server needs the official mcp SDK: pip install "mnemon-langgraph[mcp]"'
         ) from exc
-    impl = MemoryServer(store, namespace, read_graph=read_graph)
+    impl = MemoryServer(store, namespace, read_graph=read_graph, fields=fields)
     server = server_class(
         name,
         instructions=_INSTRUCTIONS.format(ns="/".join(impl.namespace)),

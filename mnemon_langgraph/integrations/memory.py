@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.integrations._common import (
     arun_read_graph,
     build_read_graph,
@@ -124,6 +124,10 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
         ai_prefix: Speaker name written for the assistant's side (``assistant``).
         origin: The ingest label written on the records (``source=``, its deprecated old
             name, still sets it for one release, with a warning).
+        fields: Run fields for a ``read_graph`` built with sources: each read fills the
+            shared sources' namespace templates from them, e.g. ``{"team_id": "blue"}`` for
+            ``SharedNamespace(store, ("teams", "{team_id}"))`` beside the user's memory.
+            Reads only: ``save_context`` and ``clear`` touch ``namespace`` alone.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -141,6 +145,7 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
     human_prefix: str = "user"
     ai_prefix: str = "assistant"
     origin: str = "memory"
+    fields: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -177,6 +182,12 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
         """Validate the namespace and build the read graph when none was given."""
         super().model_post_init(context)
         normalize_namespace(self.namespace)
+        for name, value in self.fields.items():
+            if not name.strip() or not value or name == "namespace":
+                raise ConfigurationError(
+                    f"MnemonMemory fields: {name!r} must be a field name with a non-empty "
+                    f"value, not the namespace, got {value!r}"
+                )
         if self.read_graph is None:
             self.read_graph = build_read_graph(self.store)
 
@@ -201,12 +212,14 @@ class MnemonMemory(_BaseMemory):  # type: ignore[misc]
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Run the read graph for the input; return ``{memory_key: View}``."""
-        view = run_read_graph(self.read_graph, self._query(inputs), self._ns)
+        view = run_read_graph(self.read_graph, self._query(inputs), self._ns, fields=self.fields)
         return self._variables(view)
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async form of :meth:`load_memory_variables`."""
-        view = await arun_read_graph(self.read_graph, self._query(inputs), self._ns)
+        view = await arun_read_graph(
+            self.read_graph, self._query(inputs), self._ns, fields=self.fields
+        )
         return self._variables(view)
 
     def _exchange(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[Any]:

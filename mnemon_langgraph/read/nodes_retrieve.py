@@ -21,6 +21,9 @@ from mnemon_langgraph.read.nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
 from mnemon_langgraph.read.pooling import (
     build_first_pool,
+    dict_to_record,
+    keyword_order,
+    keyword_rerank,
     merge_page,
     record_to_dict,
     take_page,
@@ -30,6 +33,7 @@ from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
 from mnemon_langgraph.read.topics import topic_lane
 from mnemon_langgraph.read.trace import degraded, timing_event
+from mnemon_langgraph.search.fusion import rrf_fuse
 from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
@@ -116,6 +120,12 @@ def _search_event(
     }
 
 
+def _cached(search: Mapping[str, Any]) -> bool:
+    """Whether a search is served from a dense-only source's candidates of the turn (it
+    derives from the asking search, or is that search once it has asked)."""
+    return "over" in search or "cache" in search
+
+
 def _known(
     hits: list[SearchHit] | BaseException, as_of: datetime | None
 ) -> list[SearchHit] | BaseException:
@@ -161,18 +171,19 @@ class RetrieveNode(SourcesNode):
         if query and query.casefold() not in tried:
             for name in names:  # every source (one source: [None])
                 idx = len(searches)
-                searches.append(
-                    {
-                        "index": idx,
-                        "query": query,
-                        "origin": "new_search",
-                        "next_offset": 0,
-                        "exhausted": False,
-                        "round": round_no,
-                        "need_index": need.index,
-                        **({"read_source": name} if name is not None else {}),
-                    }
-                )
+                search: dict[str, Any] = {
+                    "index": idx,
+                    "query": query,
+                    "origin": "new_search",
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": round_no,
+                    "need_index": need.index,
+                    **({"read_source": name} if name is not None else {}),
+                }
+                if self._asked_once(name):
+                    search = self._over(search, idx, cast(str, name))
+                searches.append(search)
                 fetch.append((idx, 0))
         return secs
 
@@ -224,21 +235,22 @@ class RetrieveNode(SourcesNode):
             if (query, session, name) in tried:
                 continue
             idx = len(searches)
-            searches.append(
-                {
-                    "index": idx,
-                    "query": query,
-                    "origin": "follow" if session is None else "follow:session",
-                    "next_offset": 0,
-                    "exhausted": False,
-                    "round": state.get("rounds", 0) + 1,
-                    "need_index": action["need_index"],
-                    "record_id": record["id"],
-                    "session": session,
-                    "k": self.settings.follow_records,
-                    **({"read_source": name} if name is not None else {}),
-                }
-            )
+            search: dict[str, Any] = {
+                "index": idx,
+                "query": query,
+                "origin": "follow" if session is None else "follow:session",
+                "next_offset": 0,
+                "exhausted": False,
+                "round": state.get("rounds", 0) + 1,
+                "need_index": action["need_index"],
+                "record_id": record["id"],
+                "session": session,
+                "k": self.settings.follow_records,
+                **({"read_source": name} if name is not None else {}),
+            }
+            if name is not None and self._asked_once(name):  # from the turn's candidates
+                search = self._over(search, idx, name)
+            searches.append(search)
             fetch.append((idx, 0))
 
     def _retrieve_finish(
@@ -332,10 +344,13 @@ class RetrieveNode(SourcesNode):
             model_seconds += self._new_search_result(
                 searches, need, out, round_no, trace, fetch, names
             )
+        # a dense-only source's searches after its asking one are served from its candidates
+        local = [(i, o) for i, o in fetch if _cached(searches[i])]
+        asked = [(i, o) for i, o in fetch if not _cached(searches[i])]
         # the searches are independent: they run side by side
         bound = {
             name: self._bound(state, name)
-            for name in dict.fromkeys(searches[i].get("read_source") for i, _ in fetch)
+            for name in dict.fromkeys(searches[i].get("read_source") for i, _ in asked)
         }
         results = yield Gather(
             tuple(
@@ -345,15 +360,85 @@ class RetrieveNode(SourcesNode):
                     (searches[i]["query"],),
                     self._search_kwargs(searches[i], o, pooled, as_of),
                 )
-                for i, o in fetch
+                for i, o in asked
             )
         )
-        fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(fetch, results, strict=True)]
+        fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
+        fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
+        ns = tuple(state["namespace"])
+        fetched += [
+            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns), as_of))
+            for i, o in local
+        ]
         return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
+
+    def _keep_candidates(
+        self, search: dict[str, Any], hits: list[SearchHit] | BaseException
+    ) -> list[SearchHit] | BaseException:
+        """A dense-only source's asking search: its candidates re-ranked by the words of the
+        turn's planned searches, kept in the search (``cache``) for the turn's other
+        searches of the source and its later pages."""
+        if search.get("candidates") is None or isinstance(hits, BaseException):
+            return hits
+        ranked = keyword_rerank(hits, search["rerank"], self.settings.rrf_k)
+        search["cache"] = [
+            {**record_to_dict(h.record), "dense_rank": h.dense_rank, "bm25_rank": h.bm25_rank}
+            for h in ranked
+        ]
+        return ranked
+
+    def _from_candidates(
+        self,
+        searches: Sequence[Mapping[str, Any]],
+        idx: int,
+        offset: int,
+        pooled: Container[str],
+        as_of: datetime | None,
+        namespace: tuple[str, ...],
+    ) -> list[SearchHit]:
+        """One page of a search served from a dense-only source's candidates of the turn:
+        the asking search's later pages in its order, another search's re-ranked by its own
+        words; its date or session bounds applied here."""
+        s = searches[idx]
+        over = s.get("over")
+        if over is None:  # the asking search's later page: its own candidates, in order
+            cache: list[Mapping[str, Any]] = list(s.get("cache") or ())
+        else:  # the candidates of the source's asking searches, fused by rank
+            lists = [
+                list(a["cache"])
+                for a in searches
+                if a.get("read_source") == over and a.get("cache") is not None
+            ]
+            if len(lists) == 1:
+                cache = lists[0]
+            else:
+                first = {d["id"]: d for entries in lists for d in reversed(entries)}
+                fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
+                cache = [first[f.key] for f in fused]
+        if over is None:
+            order = [(i, d.get("dense_rank"), d.get("bm25_rank")) for i, d in enumerate(cache)]
+        else:
+            texts = [str(d.get("text", "")) for d in cache]
+            ranked = keyword_order(texts, s["rerank"], self.settings.rrf_k)
+            order = [(i, i, kr) for i, _, kr in ranked]
+        kwargs = self._search_kwargs(s, offset, pooled, as_of)
+        bounds: SearchFilters | None = kwargs.get("filters")
+        want = offset + kwargs["k"]
+        hits: list[SearchHit] = []
+        for rank, (i, dense, kr) in enumerate(order):  # rebuilt as far as the page reaches
+            record = dict_to_record(cache[i], namespace)
+            if bounds is None or bounds.accepts(record):
+                hit = SearchHit(record, rank, 0.0, bm25_rank=kr, dense_rank=dense)
+                hits.append(hit)
+                if len(hits) >= want:
+                    break
+        return hits[offset:]
 
     def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
         """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times
         that once records are pooled and ``skip_pooled`` keeps only new ones on a page."""
+        if search.get("candidates"):
+            return int(search["candidates"])
         k = int(search.get("k") or self.settings.page_records)
         return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
 

@@ -25,6 +25,7 @@ from mnemon_langgraph.read.sources.binding import (
     DEFAULT_SOURCE,
     BoundSource,
     bind,
+    dense_only,
     is_own,
     named_sources,
     source_namespace,
@@ -39,6 +40,14 @@ __all__ = ["INSTRUCTIONS", "SourcesNode", "as_named"]
 INSTRUCTIONS = "instructions"
 """Origin of the search that looks for the user's standing instructions (``read.instructions``):
 the user's own sources only."""
+
+_LANES = (INSTRUCTIONS, "topic")
+"""Origins of the first round's lane searches: asked of every source as they are."""
+
+_NOT_PLANNED = (*_LANES, "date")
+"""Origins of the first round's searches that the planner did not word (the lanes and the
+date-bounded search, whose words are the message's: a dense-only source serves it from the
+candidates of the message's own search, within its dates)."""
 
 
 def as_named(sources: SearchSource | Mapping[str, SearchSource]) -> dict[str, SearchSource]:
@@ -110,14 +119,64 @@ class SourcesNode:
         if not self.multi:
             return update
         searches: list[dict[str, Any]] = []
+        planned = [s for s in update["searches"] if s["origin"] not in _NOT_PLANNED]
+        asking = planned[: self.settings.dense_searches]
+        rest = planned[len(asking) :]
         for s in update["searches"]:
             for name in self._live(bound["sources"], s["origin"] == INSTRUCTIONS):
+                if self._asked_once(name) and s["origin"] not in _LANES:
+                    if any(s is a for a in asking):  # asks the source, for candidates
+                        words = [s, *rest] if s is planned[0] else [s]
+                        searches.append(self._once(s, words, len(searches), name))
+                    else:  # re-ranks (the date search: bounds) the candidates they returned
+                        searches.append(self._over(s, len(searches), name))
+                    continue
                 searches.append({**s, "index": len(searches), "read_source": name})
         update["searches"] = searches
         update["pending"] = [
             {"kind": "page", "search_index": s["index"], "offset": 0} for s in searches
         ]
         return update
+
+    def _asked_once(self, name: str | None) -> bool:
+        """Whether source ``name`` ranks by embeddings only and is asked once per turn
+        (``ReadSettings.dense_candidates``)."""
+        return (
+            self.multi
+            and self.settings.dense_candidates is not None
+            and name in self.sources
+            and dense_only(self.sources[name])
+        )
+
+    def _once(
+        self, first: Mapping[str, Any], planned: Sequence[Mapping[str, Any]], index: int, name: str
+    ) -> dict[str, Any]:
+        """A search of the turn that asks a dense-only source (the first
+        ``dense_searches`` planned ones): ``dense_candidates`` documents for its words,
+        re-ranked by the words of ``planned`` (its own; the message's search also those of
+        the planned searches that do not ask) and kept in the search (``cache``), from which
+        its later pages and the source's other searches of the turn are served."""
+        words = " ".join(dict.fromkeys(s["query"] for s in planned))
+        return {
+            **first,
+            "index": index,
+            "read_source": name,
+            "origin": f"{first['origin']}+once",
+            "candidates": self.settings.dense_candidates,
+            "rerank": words,
+        }
+
+    def _over(self, search: Mapping[str, Any], index: int, name: str) -> dict[str, Any]:
+        """A search of a dense-only source served from the candidates its asking searches
+        of the turn returned (``over``: the source), re-ranked by this search's own words;
+        no call to the source."""
+        return {
+            **search,
+            "index": index,
+            "read_source": name,
+            "over": name,
+            "rerank": search["query"],
+        }
 
     def _live(self, spaces: Mapping[str, Any], own_only: bool = False) -> list[str]:
         """The names of the sources bound for the run, in the graph's order."""

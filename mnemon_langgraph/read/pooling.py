@@ -8,15 +8,26 @@ ordered by summed reciprocal rank (the *fused order* the View falls back on).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
+from mnemon_langgraph.search.formula import BM25_B, BM25_K1, idf
 from mnemon_langgraph.search.fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.search.text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
-__all__ = ["build_first_pool", "dict_to_record", "merge_page", "record_to_dict", "take_page"]
+__all__ = [
+    "build_first_pool",
+    "dict_to_record",
+    "keyword_order",
+    "keyword_rerank",
+    "merge_page",
+    "record_to_dict",
+    "take_page",
+]
 
 
 def record_to_dict(record: Record) -> PoolRecord:
@@ -102,6 +113,69 @@ def take_page(
         taken += 1
         used += size
     return page
+
+
+@functools.lru_cache(maxsize=8192)
+def _record_terms(text: str) -> tuple[str, ...]:
+    """A candidate's BM25 terms: one turn's candidates are re-ranked by several searches,
+    so each text is tokenized once."""
+    return tuple(terms(text))
+
+
+def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) -> list[SearchHit]:
+    """A dense-only source's candidates re-ranked by the query's words as well.
+
+    A retriever that ranks by embeddings only (a vector store) misses a record that shares
+    the question's rare words (a name, a place) rather than its gist; the journal's hybrid
+    search would find it by BM25. Here the candidates are scored by BM25 (the package's
+    formula and tokenizer, :mod:`~mnemon_langgraph.search.formula`, with the candidates as
+    the collection: their count, document frequencies and mean length) and that ranking is
+    fused with the retriever's own order by reciprocal rank fusion, as the journal fuses
+    its two retrievers. Candidates that share no query word keep their dense rank only.
+
+    Returns:
+        The hits in the fused order, ``rank`` and ``score`` the fused ones, ``dense_rank``
+        the retriever's order and ``bm25_rank`` the keyword rank (``None``: no word shared).
+    """
+    return [
+        SearchHit(hits[i].record, rank, score, bm25_rank=kr, dense_rank=i)
+        for rank, (i, score, kr) in enumerate(
+            keyword_order([h.record.text for h in hits], query, rrf_k)
+        )
+    ]
+
+
+def keyword_order(
+    texts: Sequence[str], query: str, rrf_k: int = RRF_K
+) -> list[tuple[int, float, int | None]]:
+    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order):
+    ``(index, fused score, keyword rank or None)``, best first; ties as
+    :func:`~mnemon_langgraph.search.fusion.rrf_fuse` breaks them (best single rank, then
+    the retriever's order)."""
+    n = len(texts)
+    if not n:
+        return []
+    query_terms = set(terms(query))
+    docs = [_record_terms(t) for t in texts]
+    avgdl = sum(len(d) for d in docs) / n or 1.0
+    weight = {t: idf(n, sum(1 for d in docs if t in d)) for t in query_terms}
+    scores: list[float] = []
+    for d in docs:
+        score = 0.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avgdl)
+        for t in query_terms:
+            tf = d.count(t)
+            if tf:
+                score += weight[t] * tf / (tf + norm)
+        scores.append(score)
+    keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    kr = {i: r for r, i in enumerate(keyword)}
+    fused = {
+        i: reciprocal_rank(i, rrf_k) + (reciprocal_rank(kr[i], rrf_k) if i in kr else 0.0)
+        for i in range(n)
+    }
+    order = sorted(range(n), key=lambda i: (-fused[i], min(i, kr.get(i, n)), i))
+    return [(i, fused[i], kr.get(i)) for i in order]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

@@ -251,6 +251,22 @@ class ReadSettings:
             failed in the trace (``source_errors``) and the View is built from the others.
             A source may set its own ``timeout_s`` attribute. One source: unused (there is
             nothing to build the View from without it).
+        dense_candidates: With several read sources, a source that ranks by embeddings only
+            (``ranks_keywords = False``: a :class:`~mnemon_langgraph.read.sources.RetrieverSource`
+            over a vector store) is asked **once** per turn, with the message's own search,
+            for this many documents, re-ranked by the words of the turn's planned searches
+            (BM25 fused with the retriever's order,
+            :func:`~mnemon_langgraph.read.pooling.keyword_rerank`). The source's other
+            searches of the turn (the other planned wordings, new and follow searches, later
+            pages, the date-bounded search) are served from these candidates, each
+            re-ranked by its own words; only its topic search still asks it. ``None``:
+            every search asks it, unranked by words.
+        dense_searches: How many of the turn's planned searches ask such a source for
+            ``dense_candidates`` each (the message's search first); the source's other
+            searches of the turn are served from their candidates, fused by rank. Default
+            3 (the rule planner's three wordings): chosen over 1 by leave-one-conversation-out
+            folds on LoCoMo's dev conversations with half of each history in documents
+            (docs/results/documents.md).
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -295,6 +311,8 @@ class ReadSettings:
     opening_turns: int = 8
     source_share: float | None = None
     source_timeout_s: float = 10.0
+    dense_candidates: int | None = 100
+    dense_searches: int = 3
     topic_depth: int = 150
     coverage_share: float = 0.5
 

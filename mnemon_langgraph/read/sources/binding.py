@@ -19,6 +19,9 @@ optional attributes:
   keeps the records inside them itself (records without a date are left out, as the stores
   do).
 * ``timeout_s``: seconds this source's search may take (else ``ReadSettings.source_timeout_s``).
+* ``ranks_keywords``: ``False``: the source ranks by embeddings only (a vector store's
+  retriever); with several sources it is asked once per turn for more candidates, which the
+  read path re-ranks by the query's words (``ReadSettings.dense_candidates``).
 
 With several sources, a pooled record's id is qualified by its source's name
 (:func:`qualify_id`: ``"docs:doc-7"``), so everything the read path keys on a record id
@@ -57,6 +60,7 @@ __all__ = [
     "BoundSource",
     "asearch_sources",
     "bind",
+    "dense_only",
     "is_own",
     "named_sources",
     "qualify_id",
@@ -126,6 +130,11 @@ def named_sources(
 def is_own(source: Any) -> bool:
     """Whether ``source`` is the user's own memory (it declares no ``namespace_template``)."""
     return getattr(source, "namespace_template", _ABSENT) is _ABSENT
+
+
+def dense_only(source: Any) -> bool:
+    """Whether ``source`` ranks by embeddings only (it declares ``ranks_keywords = False``)."""
+    return getattr(source, "ranks_keywords", True) is False
 
 
 def template_of(source: Any) -> tuple[str, ...] | None:

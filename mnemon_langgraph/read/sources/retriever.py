@@ -89,6 +89,11 @@ class RetrieverSource:
         record_chars: Longest record, as a journal's ``record_chars``.
         dense: The retriever ranks by embeddings (a vector store): ranks are reported as
             dense ranks; ``False`` reports them as keyword (BM25) ranks.
+        keywords: Whether the retriever's ranking already weighs the query's words (BM25,
+            an ``EnsembleRetriever`` with a ``BM25Retriever``). ``None`` (default): ``not
+            dense``. A source that does not (``ranks_keywords`` ``False``) is asked once per
+            turn for more documents, which the read path re-ranks by the query's words
+            (``ReadSettings.dense_candidates``).
 
     Raises:
         ConfigurationError: ``retriever`` is not a ``BaseRetriever`` (a vector store is
@@ -114,6 +119,7 @@ class RetrieverSource:
         origin: str = "documents",
         record_chars: int = DEFAULT_MAX_CHARS,
         dense: bool = True,
+        keywords: bool | None = None,
     ) -> None:
         if isinstance(retriever, VectorStore):
             raise ConfigurationError(
@@ -136,6 +142,7 @@ class RetrieverSource:
         self.date_key, self.id_key, self.title_key = date_key, id_key, title_key
         self.speaker_key, self.role_key, self.position_key = speaker_key, role_key, position_key
         self.k_key, self.origin, self.dense = k_key, origin, dense
+        self.ranks_keywords = (not dense) if keywords is None else bool(keywords)
         self.record_chars = check_record_chars(record_chars)
         self.search_kwargs: SearchKwargs = search_kwargs or {}
         self._unbound = callable(search_kwargs) or bool(template_names(self.search_kwargs))

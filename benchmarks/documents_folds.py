@@ -1,0 +1,80 @@
+"""A document-source setting chosen leave-one-conversation-out (issue 45 §4).
+
+    python benchmarks/documents_folds.py ONE_JOURNAL_RUN LABEL=RUN [LABEL=RUN ...]
+
+Each ``LABEL=RUN`` is the ``--out`` folder of one ``mnemon eval locomo`` run with the
+document flags and one value of the setting being chosen (e.g. ``100=runs/loc-split-c100``
+for ``--read-setting dense_candidates=100``); ``ONE_JOURNAL_RUN`` the same questions in one
+journal. For each conversation in turn, the label with the highest all-evidence rate on the
+*other* conversations is chosen (ties: the label given first), and that label's figures on
+the held-out conversation are the ones reported; the totals add the held-out conversations
+up. Also prints every label's figures per conversation, so nothing chosen is hidden.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from documents_share import _rows  # a sibling script
+
+
+def _by_conversation(folder: str) -> dict[str, dict[tuple[str, ...], dict[str, Any]]]:
+    out: dict[str, dict[tuple[str, ...], dict[str, Any]]] = {}
+    for key, row in _rows(folder).items():
+        out.setdefault(str(row.get("conversation")), {})[key] = row
+    return out
+
+
+def _hits(rows: dict[tuple[str, ...], dict[str, Any]], keys: set[tuple[str, ...]]) -> int:
+    return sum(bool(rows[k]["all_hit"]) for k in keys if k in rows)
+
+
+def _rrf(row: dict[str, Any]) -> bool:
+    return bool((row.get("baselines") or {}).get("turns+rrf@view", {}).get("all_hit"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("one")
+    parser.add_argument("runs", nargs="+", metavar="LABEL=RUN")
+    args = parser.parse_args()
+    one = _by_conversation(args.one)
+    runs = {}
+    for item in args.runs:
+        label, _, folder = item.partition("=")
+        runs[label] = _by_conversation(folder)
+    convs = sorted(set(one).intersection(*(set(r) for r in runs.values())))
+    keys = {c: set(one[c]).intersection(*(set(r[c]) for r in runs.values())) for c in convs}
+    print(f"{'conversation':14}{'n':>5}{'one':>7}{'rrf':>7}" + "".join(f"{lb:>8}" for lb in runs))
+    for c in convs:
+        n = len(keys[c])
+        cells = "".join(f"{100 * _hits(r[c], keys[c]) / n:8.1f}" for r in runs.values())
+        rrf = 100 * sum(_rrf(one[c][k]) for k in keys[c]) / n
+        print(f"{c:14}{n:5}{100 * _hits(one[c], keys[c]) / n:7.1f}{rrf:7.1f}{cells}")
+    held_hits = one_hits = rrf_hits = total = 0
+    for c in convs:
+        rest = [o for o in convs if o != c]
+        score = {lb: sum(_hits(r[o], keys[o]) for o in rest) for lb, r in runs.items()}
+        chosen = max(runs, key=lambda lb: (score[lb], -list(runs).index(lb)))
+        n = len(keys[c])
+        got = _hits(runs[chosen][c], keys[c])
+        print(f"held out {c}: chosen {chosen} on the others; {got}/{n} = {100 * got / n:.1f}%")
+        held_hits += got
+        one_hits += _hits(one[c], keys[c])
+        rrf_hits += sum(_rrf(one[c][k]) for k in keys[c])
+        total += n
+    view, base, rrf = (100 * x / total for x in (held_hits, one_hits, rrf_hits))
+    print(
+        f"held out, all {len(convs)} conversations ({total} questions): View {view:.1f}% "
+        f"(one journal {base:.1f}%, change {view - base:+.1f}); turns+RRF@view {rrf:.1f}%; "
+        f"lead {view - rrf:.1f} against one journal's {base - rrf:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

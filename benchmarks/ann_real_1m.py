@@ -11,7 +11,7 @@ question about a chat history has its chat in the index. Queries:
   conversation's turns among a million unrelated passages (questions are phrased unlike any
   record: the harder case for a graph index).
 
-The index is the package's own :class:`~mnemon_langgraph.search.vectors.VectorIndex` with the
+The index is the package's own :class:`~mnemon_langgraph.search._vectors.VectorIndex` with the
 store's HNSW settings (``--m``, ``--efc`` to try others); truth is exact inner-product search
 over the same vectors. Nothing of the LoCoMo labels is used: questions are only queries.
 
@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from mnemon_langgraph.bench.corpus import real_corpus
+from mnemon_langgraph.search._vectors import VectorIndex
 from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-from mnemon_langgraph.search.vectors import VectorIndex
 
 EF_GRID = (128, 256, 512, 1024, 2048)
 

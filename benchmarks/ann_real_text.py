@@ -4,7 +4,7 @@ Corpus: distinct sentences (40–300 characters) from the docstrings of the Pyth
 library and the installed packages — real English, embedded with the package's default
 MiniLM; nothing to download. Queries: held-out sentences of the same corpus, and LoCoMo dev
 questions (``$MNEMON_LOCOMO_DEV``, if present) as queries unlike the records. Both index kinds
-are the package's own :class:`~mnemon_langgraph.search.vectors.VectorIndex`; the truth is an
+are the package's own :class:`~mnemon_langgraph.search._vectors.VectorIndex`; the truth is an
 exact inner-product search over the same vectors.
 
 Run: ``python benchmarks/ann_real_text.py 60000`` (about 5 minutes of embedding on 2 cores).
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mnemon_langgraph.search._vectors import VectorIndex
 from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
-from mnemon_langgraph.search.vectors import VectorIndex
 
 
 def docstring_sentences(limit: int) -> list[str]:

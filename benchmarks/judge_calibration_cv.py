@@ -39,7 +39,7 @@ import numpy as np
 from mnemon_langgraph.cli._common import embeddings_for
 from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
 from mnemon_langgraph.eval.metrics import roc_auc
-from mnemon_langgraph.judges.features import terms
+from mnemon_langgraph.judges._features import terms
 from mnemon_langgraph.judges.learned import Calibration
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph

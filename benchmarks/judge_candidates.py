@@ -1,7 +1,7 @@
 """Candidate features of the local judge, tried by ``judge_replay.py`` (judge.md); not shipped.
 
 :class:`CandidateJudge` is the package's :class:`LocalDecisionModel` whose feature rows carry,
-after the 14 shipped columns (:data:`~mnemon_langgraph.judges.features.FEATURES`), the columns
+after the 14 shipped columns (:data:`~mnemon_langgraph.judges._features.FEATURES`), the columns
 of :data:`EXTRA`:
 
 * ``searches`` — how many of the turn's searches found the record (``min(n, 8) / 8``);
@@ -12,7 +12,7 @@ of :data:`EXTRA`:
   about the question);
 * ``sem_rank`` / ``lex_rank`` — ``1 / (1 + rank / 10)`` of its ``sem`` / ``lex`` rank in the
   call;
-* ``line_lex`` — :func:`~mnemon_langgraph.judges.features.coverage` of its best line (the
+* ``line_lex`` — :func:`~mnemon_langgraph.judges._features.coverage` of its best line (the
   question's words said in one turn rather than spread over the record);
 * ``speaker_lex`` — the same over the lines said by a person the message names (what *they*
   said about it);
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.judges.features import Doc, coverage, terms
+from mnemon_langgraph.judges._features import Doc, coverage, terms
 from mnemon_langgraph.judges.local import LocalDecisionModel
 
 EXTRA = (

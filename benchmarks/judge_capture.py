@@ -37,8 +37,8 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-import mnemon_langgraph.read.judging as judging
-import mnemon_langgraph.read.nodes as nodes
+import mnemon_langgraph.read._judging as judging
+import mnemon_langgraph.read._nodes as nodes
 from mnemon_langgraph.cli._common import embeddings_for, judge
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings

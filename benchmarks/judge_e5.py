@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_replay import JUDGED, fast_score, hand_vector, linear, load, show
 
-from mnemon_langgraph.judges.features import Query
+from mnemon_langgraph.judges._features import Query
 from mnemon_langgraph.judges.learned import hand_weights
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import parse_question_id

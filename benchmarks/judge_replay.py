@@ -39,14 +39,14 @@ import numpy as np
 
 import mnemon_langgraph.read.view as view_module
 from mnemon_langgraph.eval.metrics import roc_auc
-from mnemon_langgraph.judges.features import FEATURES
+from mnemon_langgraph.judges._features import FEATURES
 from mnemon_langgraph.judges.learned import (
     fit_logistic,
     fit_pairwise,
     hand_weights,
     intercept_for_rate,
 )
-from mnemon_langgraph.read.rules import Judgment
+from mnemon_langgraph.read._rules import Judgment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_candidates import EXTRA, CandidateJudge
@@ -116,9 +116,9 @@ def precompute(qs: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
     """Per question, every scored group of its calls: rows, targets, and what the judge's
     scoring reads besides the weights (replacements, word count, ALL need), as
     ``LocalDecisionModel._classify`` computes them."""
-    from mnemon_langgraph.judges.features import terms
+    from mnemon_langgraph.judges._features import terms
+    from mnemon_langgraph.judges._staleness import replacements
     from mnemon_langgraph.judges.propositions import parse_question_id
-    from mnemon_langgraph.judges.staleness import replacements
 
     judge = CandidateJudge(weights=hand_weights())
     out = []

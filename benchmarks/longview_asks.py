@@ -30,7 +30,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-import mnemon_langgraph.read.nodes as nodes
+import mnemon_langgraph.read._nodes as nodes
 import mnemon_langgraph.read.view as view_module
 from mnemon_langgraph.cli._common import embeddings_for, judge
 from mnemon_langgraph.eval.baselines import TurnIndex, budget_prefix
@@ -38,7 +38,7 @@ from mnemon_langgraph.loaders.longmemeval import session_of
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 from mnemon_langgraph.search.embeddings import CachedEmbeddings
 from mnemon_langgraph.store import MnemonStore
 

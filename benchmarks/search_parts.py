@@ -22,7 +22,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mnemon_langgraph import MnemonStore
 from mnemon_langgraph.bench.growth import NARROW_VOCABULARY
-from mnemon_langgraph.search.vectors import normalize_rows
+from mnemon_langgraph.search._vectors import normalize_rows
 from mnemon_langgraph.types import Message
 
 SIZES = (2000, 40000)

@@ -18,9 +18,9 @@ import json
 import sys
 from collections import Counter
 
-from mnemon_langgraph.judges.features import Doc
-from mnemon_langgraph.judges.staleness import stale_p
-from mnemon_langgraph.judges.update_model import UpdateWeights
+from mnemon_langgraph.judges._features import Doc
+from mnemon_langgraph.judges._staleness import stale_p
+from mnemon_langgraph.judges._update_model import UpdateWeights
 
 weights = UpdateWeights.load(sys.argv[2]) if len(sys.argv) > 2 else "default"
 

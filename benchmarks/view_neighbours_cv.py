@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import mnemon_langgraph.read.nodes as nodes
+import mnemon_langgraph.read._nodes as nodes
+import mnemon_langgraph.read._view_order as order_module
 import mnemon_langgraph.read.view as view_module
-import mnemon_langgraph.read.view_order as order_module
 from mnemon_langgraph.cli._common import embeddings_for, judge
 from mnemon_langgraph.eval.locomo import EvalConfig, run_locomo_eval
 from mnemon_langgraph.read.graph import create_read_graph

@@ -8,8 +8,8 @@ so it works (with an empty index) before any consolidation has run; the consolid
 writes them through :class:`ItemStore`, which each backend's item store implements.
 
 A store gives its item store by ``store.item_store()``: each backend keeps its own in its
-folder (``store/embedded/items.py``, ``store/postgres/items.py``), and both run the one write
-algorithm of ``store/item_commit.py``.
+folder (``store/embedded/_items.py``, ``store/postgres/_items.py``), and both run the one write
+algorithm of ``store/_internal/item_commit.py``.
 """
 
 from __future__ import annotations

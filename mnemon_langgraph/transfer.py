@@ -42,9 +42,9 @@ from typing import IO, Any
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import IndexItem, item_dict
-from mnemon_langgraph.records.chunking import chunk_messages, split_text
-from mnemon_langgraph.store.contract import check_namespace_size
-from mnemon_langgraph.store.item_rows import group_key_text
+from mnemon_langgraph.records._chunking import chunk_messages, split_text
+from mnemon_langgraph.store._internal.contract import check_namespace_size
+from mnemon_langgraph.store._internal.item_rows import group_key_text
 from mnemon_langgraph.types import (
     MAX_MESSAGE_ID_CHARS,
     ROLES,

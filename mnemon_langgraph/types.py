@@ -423,7 +423,7 @@ class SearchSource(Protocol):
 class VectorSource(Protocol):
     """A search source that can hand back the vectors it stored for its records.
 
-    The read path's evidence (:class:`~mnemon_langgraph.read.evidence.EvidenceBuilder`)
+    The read path's evidence (:class:`~mnemon_langgraph.read._evidence.EvidenceBuilder`)
     compares them with the turn's query texts instead of embedding pooled records again.
     Both store backends are vector sources; a plain retriever wrapped as a
     :class:`SearchSource` need not be (its records then get rank evidence only).
@@ -450,7 +450,7 @@ class JournalSource(Protocol):
 
     The read path reads the few records just before an assistant's reply to find the
     user's turn it answers, and the first records of a session to find the turn that opens
-    it (:mod:`mnemon_langgraph.read.questions`). Positions, not ``seq``: one journal serves
+    it (:mod:`mnemon_langgraph.read._questions`). Positions, not ``seq``: one journal serves
     many users, and their writes interleave in ``seq``. Both store backends are journal
     sources; a plain retriever wrapped as a :class:`SearchSource` need not be (those turns
     must then be pooled to be found).

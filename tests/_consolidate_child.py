@@ -28,7 +28,7 @@ from mnemon_langgraph.consolidation import (
     EmbeddedItemStore,
     create_consolidation_graph,
 )
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._journal import Journal
 
 
 def main() -> None:

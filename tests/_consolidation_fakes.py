@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.store.embedded._journal import Journal
 from mnemon_langgraph.types import Message
 
 NS_CRASH = ("crash", "test")

@@ -28,7 +28,7 @@ def consolidate(db: Path, acks: Path) -> None:
         EmbeddedItemStore,
         create_consolidation_graph,
     )
-    from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.embedded._journal import Journal
 
     journal = Journal(db)
     items = EmbeddedItemStore(journal, fake_embeddings())

@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.cli.erase import erase_namespace_files
+from mnemon_langgraph.cli._erase import erase_namespace_files
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.deletion import Deletions
-from mnemon_langgraph.store.embedded.index import NamespaceIndex
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._deletion import Deletions
+from mnemon_langgraph.store.embedded._index import NamespaceIndex
+from mnemon_langgraph.store.embedded._journal import Journal
 
 NS = ("users", "erase-crash@example.com")
 STEPS = ("files1", "rows", "commit", "checkpoint", "files2")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.store.postgres.impact import PackPart
+from mnemon_langgraph.store.postgres._impact import PackPart
 
 
 def check_packs(url: str) -> dict[str, int]:

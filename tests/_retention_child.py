@@ -41,9 +41,9 @@ def _stop(step: str, target: str) -> None:
 
 
 def _embedded_hooks(target: str) -> None:
-    from mnemon_langgraph.store.embedded import retention
-    from mnemon_langgraph.store.embedded.index import NamespaceIndex
-    from mnemon_langgraph.store.embedded.journal import Journal
+    import mnemon_langgraph.store.embedded._retention as retention
+    from mnemon_langgraph.store.embedded._index import NamespaceIndex
+    from mnemon_langgraph.store.embedded._journal import Journal
 
     apply, audit = retention._apply, retention._audit
     checkpoint, remove = Journal.checkpoint, NamespaceIndex.remove
@@ -73,8 +73,8 @@ def _embedded_hooks(target: str) -> None:
 
 
 def _postgres_hooks(target: str) -> None:
-    from mnemon_langgraph.store.postgres.retention import Retention
-    from mnemon_langgraph.store.postgres.writes import Writes
+    from mnemon_langgraph.store.postgres._retention import Retention
+    from mnemon_langgraph.store.postgres._writes import Writes
 
     apply, audit, vacuum = Retention._apply, Writes.audit, Writes.vacuum
 

@@ -18,12 +18,12 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read.as_of import as_of_bound, as_of_filters, items_known
+from mnemon_langgraph.read._as_of import as_of_bound, as_of_filters, items_known
+from mnemon_langgraph.read._view_types import ViewRecord
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.read.view_types import ViewRecord
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, SearchFilters
 

@@ -1,9 +1,9 @@
 """The one async rule of ``docs/design.md``, checked over the package's source.
 
 Sync and async are faces of one implementation in three ways only: a generator body that
-yields its backend calls, run by a sync and an async driver (``read/drive.py``'s read nodes,
-``store/item_commit.py``'s item commit); the PostgreSQL engine's event-loop thread
-(``store/postgres/engine.py``); and worker threads for blocking compute
+yields its backend calls, run by a sync and an async driver (``read/_drive.py``'s read nodes,
+``store/_internal/item_commit.py``'s item commit); the PostgreSQL engine's event-loop thread
+(``store/postgres/_engine.py``); and worker threads for blocking compute
 (``asyncio.to_thread``, a thread pool). Anything else that makes or drives an event loop by
 hand — ``asyncio.run``, ``new_event_loop``, ``run_until_complete``,
 ``run_coroutine_threadsafe``, a hand-driven ``.send`` — is a one-off this test flags.
@@ -24,9 +24,11 @@ FLAGGED = frozenset({"run", "new_event_loop", "run_until_complete", "run_corouti
 """Names that make or drive an event loop (``run`` only as ``asyncio.run``)."""
 
 ALLOWED: dict[str, frozenset[str] | None] = {
-    "read/drive.py": frozenset({"drive", "adrive"}),  # the read nodes' two drivers
-    "store/item_commit.py": frozenset({"drive", "adrive"}),  # the item commit's two drivers
-    "store/postgres/engine.py": None,  # the loop thread (every function)
+    "read/_drive.py": frozenset({"drive", "adrive"}),  # the read nodes' two drivers
+    "store/_internal/item_commit.py": frozenset(
+        {"drive", "adrive"}
+    ),  # the item commit's two drivers
+    "store/postgres/_engine.py": None,  # the loop thread (every function)
 }
 """Where the rule lives: a module and the functions in it that may do it (``None``: all)."""
 

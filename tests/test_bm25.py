@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph.search import maxscore as bm25_module
-from mnemon_langgraph.search import text
-from mnemon_langgraph.search.bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
+import mnemon_langgraph.search._maxscore as bm25_module
+import mnemon_langgraph.search._text as text
+from mnemon_langgraph.search._bm25 import NO_DATE, STOPWORDS, BM25Index, IndexFileError, tokenize
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message
 
@@ -349,9 +349,9 @@ def test_one_idf_is_bm25s_lucene_idf_and_every_user_reads_it() -> None:
     IDF, stays positive even for a term in every document, falls as ``df`` grows, and the
     judge's and the excerpts' weights are that function, not copies of it."""
     bm25s_scoring = pytest.importorskip("bm25s.scoring")
-    from mnemon_langgraph.judges.features import Doc, idf_of_docs, idf_of_memory
-    from mnemon_langgraph.read.excerpts import focus_weights
-    from mnemon_langgraph.search.formula import idf
+    from mnemon_langgraph.judges._features import Doc, idf_of_docs, idf_of_memory
+    from mnemon_langgraph.read._excerpts import focus_weights
+    from mnemon_langgraph.search._formula import idf
 
     for n in (1, 2, 7, 1000):
         values = [idf(n, df) for df in range(n + 1)]

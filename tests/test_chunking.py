@@ -1,4 +1,5 @@
-"""Tests for mnemon_langgraph.records.chunking: limits, splitting, packing, sessions, stable ids."""
+"""Tests for mnemon_langgraph.records._chunking: limits, splitting, packing, sessions, stable
+ids."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemon_langgraph.errors import InputError, NamespaceError
-from mnemon_langgraph.records.chunking import chunk_messages, normalize_text, split_text
+from mnemon_langgraph.records._chunking import chunk_messages, normalize_text, split_text
 from mnemon_langgraph.types import Message
 
 NS = ("users", "ada@example.com")

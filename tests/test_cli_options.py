@@ -90,7 +90,7 @@ def test_a_typed_error_is_one_line_and_shows_its_traceback_with_v(
 def test_an_unexpected_error_shows_its_traceback_with_v_and_exits_1(
     journal: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mnemon_langgraph.cli.stats as stats
+    import mnemon_langgraph.cli._stats as stats
 
     def boom(args: object) -> int:
         raise RuntimeError("the disk said no")

@@ -109,7 +109,7 @@ def test_no_command_shows_the_password(
     pytest.importorskip("psycopg")
     _cap_pool_open_timeout(monkeypatch)
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")
-    import mnemon_langgraph.cli.consolidate as consolidate
+    import mnemon_langgraph.cli._consolidate as consolidate
 
     monkeypatch.setattr(consolidate, "_init_model", lambda spec: object())  # no API key needed
     argv = _argvs(tmp_path)[index]
@@ -131,7 +131,7 @@ def test_erase_result_shows_no_password(
     as_json: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A successful erase names the database without its password (text and ``--json``)."""
-    import mnemon_langgraph.cli.erase as erase
+    import mnemon_langgraph.cli._erase as erase
 
     monkeypatch.setattr(erase, "_namespace_exists", lambda db, ns: True)
     monkeypatch.setattr(erase, "erase_namespace_files", lambda db, ns, actor: 3)
@@ -149,7 +149,7 @@ def test_error_handler_redacts_the_raw_db(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An exception whose message holds the raw ``--db`` URL is printed redacted."""
-    import mnemon_langgraph.cli.stats as stats
+    import mnemon_langgraph.cli._stats as stats
     from mnemon_langgraph.errors import ConfigurationError
 
     def boom(args: object) -> int:

@@ -136,8 +136,8 @@ def test_writer_processes_of_one_session_keep_positions_unique_and_ordered(
 
 
 def test_vectors_drafted_before_the_lock_are_reused_by_text() -> None:
-    from mnemon_langgraph.records.chunking import chunk_messages
-    from mnemon_langgraph.store.settle import reuse_vectors
+    from mnemon_langgraph.records._chunking import chunk_messages
+    from mnemon_langgraph.store._internal.settle import reuse_vectors
 
     msgs = [_message(i) for i in range(6)]
     drafted = chunk_messages(msgs[:4], namespace=NS, origin="chat", pack=False)

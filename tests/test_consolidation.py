@@ -44,8 +44,8 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.errors import ConfigurationError, EmbeddingMismatchError
 from mnemon_langgraph.items import IndexItem, ItemSource
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.journal import Journal
-from mnemon_langgraph.store.item_rows import item_embedding_text
+from mnemon_langgraph.store._internal.item_rows import item_embedding_text
+from mnemon_langgraph.store.embedded._journal import Journal
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
@@ -137,7 +137,7 @@ def test_fold_prompt_keeps_records_inside_delimited_data(journal: Journal) -> No
 
 
 def _record_msg(text: str) -> Record:
-    from mnemon_langgraph.records.chunking import chunk_messages
+    from mnemon_langgraph.records._chunking import chunk_messages
     from mnemon_langgraph.types import Message
 
     return chunk_messages(
@@ -416,7 +416,7 @@ def test_erase_namespace_leaves_no_item(journal: Journal, store: EmbeddedItemSto
 
 
 def _records_for(namespace: tuple[str, ...]) -> list[Record]:
-    from mnemon_langgraph.records.chunking import chunk_messages
+    from mnemon_langgraph.records._chunking import chunk_messages
 
     return chunk_messages(
         make_messages(20, speaker_a="Cy", speaker_b="Di"), namespace=namespace, origin="t"
@@ -447,7 +447,8 @@ def test_store_refuses_another_embedder(journal: Journal, store: EmbeddedItemSto
 def test_cli_consolidate_runs_with_an_injected_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mnemon_langgraph.cli import consolidate, main
+    import mnemon_langgraph.cli._consolidate as consolidate
+    from mnemon_langgraph.cli import main
 
     db = tmp_path / "cli.db"
     make_journal(db, NS, make_messages(60)).close()
@@ -719,7 +720,7 @@ def test_item_store_follows_the_journals_legacy_embedder(
 def test_cli_consolidates_a_legacy_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mnemon_langgraph.cli import consolidate as cli_consolidate
+    import mnemon_langgraph.cli._consolidate as cli_consolidate
     from mnemon_langgraph.cli import main
     from mnemon_langgraph.search.embeddings import LEGACY_MODEL_NAME
 

@@ -26,7 +26,7 @@ from mnemon_langgraph.consolidation import (
     EmbeddedItemStore,
     create_consolidation_graph,
 )
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._journal import Journal
 
 CHILD = Path(__file__).with_name("_consolidate_child.py")
 

@@ -15,8 +15,8 @@ from _paths import LOCOMO_DEV
 from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
 from mnemon_langgraph.consolidation.batching import trim_record
 from mnemon_langgraph.loaders.locomo import load_locomo
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.store.embedded._journal import Journal
 
 CONV = LOCOMO_DEV / "conv-30.json"
 NS = ("locomo", "conv-30")

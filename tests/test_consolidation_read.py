@@ -25,8 +25,8 @@ from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.store.embedded._journal import Journal
 from mnemon_langgraph.types import Message
 
 NS = ("users", "ada")

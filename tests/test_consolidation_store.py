@@ -32,7 +32,7 @@ from mnemon_langgraph.consolidation import (
 from mnemon_langgraph.errors import ConfigurationError, JournalError
 from mnemon_langgraph.items import IndexItem, ItemSource, ItemStore
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._journal import Journal
 
 NS = ("users", "ada")
 PACKAGE = Path(mnemon_langgraph.__file__).parent
@@ -267,7 +267,7 @@ class _AsyncSteps:
 
 def _commit_body(expected: int = 0) -> Any:
     from mnemon_langgraph.items import IndexItem
-    from mnemon_langgraph.store.item_commit import BatchUsage, commit_folded_batch
+    from mnemon_langgraph.store._internal.item_commit import BatchUsage, commit_folded_batch
 
     items = [
         IndexItem(id=f"i-{n}", namespace=("ada",), kind="event", text=f"t{n}", record_ids=ids)
@@ -289,7 +289,7 @@ def test_one_commit_body_runs_alike_with_a_sync_and_an_async_transaction() -> No
     """The item commit is one generator body: ``drive`` (SQLite) and ``adrive``
     (PostgreSQL) ask the same steps in the same order and return the same counts."""
     from mnemon_langgraph.errors import JournalError
-    from mnemon_langgraph.store.item_commit import adrive, drive
+    from mnemon_langgraph.store._internal.item_commit import adrive, drive
 
     sync_tx, async_tx = _SyncSteps(), _AsyncSteps()
     assert drive(_commit_body(), sync_tx) == (1, 0)
@@ -344,7 +344,8 @@ def test_cli_consolidates_a_postgres_store(
 ) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from mnemon_langgraph.cli import consolidate, main
+    import mnemon_langgraph.cli._consolidate as consolidate
+    from mnemon_langgraph.cli import main
 
     emb = DeterministicFakeEmbedding(size=384)  # what --embeddings fake gives
     with MnemonStore(postgres_url, emb) as store:

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read._view_order import MENTION_OVERHEAD, Marks, arranged, coverage_first
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
-from mnemon_langgraph.read.view_order import MENTION_OVERHEAD, Marks, arranged, coverage_first
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")

@@ -18,16 +18,17 @@ import pytest
 from _search_fakes import HashEmbeddings
 from langchain_core.messages import HumanMessage
 
+import mnemon_langgraph.judges._features as features
+import mnemon_langgraph.judges._staleness as staleness
 from mnemon_langgraph.integrations._common import ViewCache
-from mnemon_langgraph.judges import features, staleness
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.records.content_caches import (
+from mnemon_langgraph.records._content_caches import (
     forget_cached_content,
     register_content_cache,
 )
 from mnemon_langgraph.store import MnemonStore, PostgresStore
-from mnemon_langgraph.store.query_vectors import SingleFlightCache
+from mnemon_langgraph.store._internal.query_vectors import SingleFlightCache
 from mnemon_langgraph.types import Message
 
 NS = ("users", "ada")

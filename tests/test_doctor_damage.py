@@ -16,9 +16,9 @@ import pytest
 from _reliability_common import fake_embeddings, tagged_messages
 
 from mnemon_langgraph.cli import main as cli_main
-from mnemon_langgraph.cli.doctor import diagnose, journal_check
+from mnemon_langgraph.cli._doctor import diagnose, journal_check
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
+from mnemon_langgraph.store.embedded._index import index_folder, indexes_root
 from mnemon_langgraph.types import Message
 
 ADA = ("users", "ada@example.com")

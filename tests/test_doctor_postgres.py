@@ -11,9 +11,9 @@ import pytest
 from mnemon_langgraph.cli import main
 from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.postgres.health import expected_indexes
-from mnemon_langgraph.store.postgres.impact import PACK_MIN
-from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION
+from mnemon_langgraph.store.postgres._health import expected_indexes
+from mnemon_langgraph.store.postgres._impact import PACK_MIN
+from mnemon_langgraph.store.postgres._schema import SCHEMA_VERSION
 from mnemon_langgraph.types import Message
 
 NS = ["--namespace", "users", "--namespace", "ada"]

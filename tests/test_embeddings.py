@@ -249,7 +249,7 @@ class _FailingSession:
 def test_worker_failure_is_a_model_call_error_and_stores_nothing(tmp_path: Path) -> None:
     """A failed call on a worker thread fails the ingest; no record, no thread left."""
     from mnemon_langgraph.errors import ModelCallError
-    from mnemon_langgraph.search.vectors import normalize_rows
+    from mnemon_langgraph.search._vectors import normalize_rows
     from mnemon_langgraph.store import MnemonStore
     from mnemon_langgraph.types import Message
 

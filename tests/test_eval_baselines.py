@@ -14,7 +14,7 @@ from mnemon_langgraph.eval.baselines import (
     budget_prefix,
     rrf_fuse,
 )
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 from mnemon_langgraph.types import Message
 
 TURNS = [
@@ -75,7 +75,7 @@ def test_rankings_and_contexts() -> None:
 
 
 def test_weighted_rrf_scales_each_ranking_and_defaults_to_plain_rrf() -> None:
-    from mnemon_langgraph.search.fusion import rrf_fuse as fuse
+    from mnemon_langgraph.search._fusion import rrf_fuse as fuse
 
     lists = [[1, 2, 3], [3, 2, 1], [2, 4]]
     plain = fuse(lists)

@@ -363,8 +363,8 @@ def test_locomo10_list_with_malformed_evidence(tmp_path: Path) -> None:
 
 
 def test_build_judge_specs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mnemon_langgraph.cli._eval as cli_eval
     from mnemon_langgraph import backends
-    from mnemon_langgraph.cli import eval as cli_eval
     from mnemon_langgraph.judges import ChatDecisionModel, LocalDecisionModel
 
     fake = FakeMessagesListChatModel(responses=[AIMessage("yes")])

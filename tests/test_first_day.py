@@ -360,7 +360,7 @@ import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 if sys.argv[1] == "app-wants-them":
     logging.getLogger("faiss.loader").setLevel(logging.INFO)
-from mnemon_langgraph.search.vectors import VectorIndex
+from mnemon_langgraph.search._vectors import VectorIndex
 VectorIndex(8)
 print("ok")
 """

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemon_langgraph.search.fusion import reciprocal_rank, rrf_fuse
+from mnemon_langgraph.search._fusion import reciprocal_rank, rrf_fuse
 
 
 def test_rrf_scores_follow_cormack_formula() -> None:

@@ -20,7 +20,7 @@ from mnemon_langgraph import MnemonBaseStore, MnemonStore
 from mnemon_langgraph.errors import InputError, NamespaceError
 from mnemon_langgraph.integrations.basestore_rank import MAX_KEY_BYTES, MAX_VALUE_DEPTH
 from mnemon_langgraph.records.schema import namespace_key
-from mnemon_langgraph.store.contract import MAX_NAMESPACE_BYTES
+from mnemon_langgraph.store._internal.contract import MAX_NAMESPACE_BYTES
 from mnemon_langgraph.types import Message
 
 ADA = ("memories", "ada")
@@ -185,7 +185,7 @@ def test_erasing_a_namespace_too_long_to_store_is_the_same_error_on_both_backend
 def test_memory_an_older_version_stored_under_a_long_namespace_can_still_be_erased(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemon_langgraph.store import contract
+    import mnemon_langgraph.store._internal.contract as contract
 
     six = tuple(_random_text(512, seed=i) for i in range(6))
     with MnemonStore(tmp_path / "old.db", DeterministicFakeEmbedding(size=16)) as store:

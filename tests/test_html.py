@@ -13,8 +13,8 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from mnemon_langgraph.read._rules import Judgment
 from mnemon_langgraph.read.html import Explanation, show_memory, show_trace, view_html
-from mnemon_langgraph.read.rules import Judgment
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view import compose_view, explain
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph.search.text import stem
+import mnemon_langgraph.store.embedded._index as search
+from mnemon_langgraph.search._text import stem
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded import index as search
-from mnemon_langgraph.store.embedded.index import clean_index_folder
+from mnemon_langgraph.store.embedded._index import clean_index_folder
 from mnemon_langgraph.types import Message
 
 NS = ("users", "ada")

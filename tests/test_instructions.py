@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._instructions import STANDING, instruction_query, standing_lines
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.instructions import STANDING, instruction_query, standing_lines
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext

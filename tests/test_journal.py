@@ -1,4 +1,4 @@
-"""Tests for mnemon_langgraph.store.embedded.journal (real SQLite files in tmp_path)."""
+"""Tests for mnemon_langgraph.store.embedded._journal (real SQLite files in tmp_path)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from mnemon_langgraph.errors import (
     NamespaceError,
     SchemaVersionError,
 )
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.journal import SCHEMA_VERSION, Journal, namespace_key
+from mnemon_langgraph.store.embedded._journal import SCHEMA_VERSION, Journal, namespace_key
 from mnemon_langgraph.types import Message, Record
 
 NS = ("users", "ada@example.com")
@@ -518,8 +518,8 @@ def test_single_string_id_is_one_id_and_unknown_ids_do_nothing(journal: Journal)
 
 _WRITER = """
 import sys
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.store.embedded._journal import Journal
 from mnemon_langgraph.types import Message
 j = Journal(sys.argv[1])
 for batch in range(20):

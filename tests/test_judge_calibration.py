@@ -18,13 +18,13 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.judges.features import terms
+from mnemon_langgraph.judges._features import terms
 from mnemon_langgraph.judges.learned import Calibration
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, SCREEN
+from mnemon_langgraph.read._judging import JudgeRequest, judge_wave
+from mnemon_langgraph.read._rules import Need
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
-from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import PrivateAttr
 
-from mnemon_langgraph.judges.features import FEATURES, Doc, terms
+from mnemon_langgraph.judges._features import FEATURES, Doc, terms
 from mnemon_langgraph.judges.learned import JudgeWeights
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import (
@@ -26,12 +26,12 @@ from mnemon_langgraph.judges.propositions import (
     question_id,
     without_evidence,
 )
-from mnemon_langgraph.read.evidence import EvidenceBuilder, query_texts, rank_evidence
+from mnemon_langgraph.read._evidence import EvidenceBuilder, query_texts, rank_evidence
+from mnemon_langgraph.read._judging import JudgeRequest, plan_wave
+from mnemon_langgraph.read._nodes import Reader
+from mnemon_langgraph.read._pooling import record_to_dict
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.judging import JudgeRequest, plan_wave
-from mnemon_langgraph.read.nodes import Reader
 from mnemon_langgraph.read.planner import RulePlanner
-from mnemon_langgraph.read.pooling import record_to_dict
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadContext
 from mnemon_langgraph.store import MnemonStore

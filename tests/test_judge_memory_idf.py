@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import PrivateAttr
 
-from mnemon_langgraph.judges.features import FEATURES, idf_of_docs, idf_of_memory, terms
+from mnemon_langgraph.judges._features import FEATURES, idf_of_docs, idf_of_memory, terms
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import (
     Proposition,
@@ -25,10 +25,10 @@ from mnemon_langgraph.judges.propositions import (
     question_id,
     without_evidence,
 )
-from mnemon_langgraph.read.evidence import EvidenceBuilder
+from mnemon_langgraph.read._evidence import EvidenceBuilder
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.search.bm25 import BM25Index, tokenize
+from mnemon_langgraph.search._bm25 import BM25Index, tokenize
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Message, TermStatsSource
 from tests._search_fakes import HashEmbeddings

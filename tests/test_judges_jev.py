@@ -15,7 +15,7 @@ import pytest
 from mnemon_langgraph.errors import ConfigurationError, MissingDependencyError, ModelCallError
 from mnemon_langgraph.judges.jev import JevDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, STALE
-from mnemon_langgraph.read.judging import JudgeRequest, ajudge_wave, judge_wave, plan_wave
+from mnemon_langgraph.read._judging import JudgeRequest, ajudge_wave, judge_wave, plan_wave
 from mnemon_langgraph.types import Record
 
 pytest.importorskip("langchain_typesafe")

@@ -13,7 +13,7 @@ from test_judges_local import LOCOMO_LIKE, QUESTION
 from mnemon_langgraph.cli import main
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.eval.crossval import Dataset, cross_validate
-from mnemon_langgraph.judges.features import FEATURES
+from mnemon_langgraph.judges._features import FEATURES
 from mnemon_langgraph.judges.learned import (
     JudgeWeights,
     fit_logistic,
@@ -23,7 +23,7 @@ from mnemon_langgraph.judges.learned import (
 )
 from mnemon_langgraph.judges.local import LocalDecisionModel, score_to_p
 from mnemon_langgraph.judges.propositions import NEEDED
-from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
+from mnemon_langgraph.read._judging import JudgeRequest, judge_wave
 
 
 def test_hand_weights_reproduce_the_hand_formula() -> None:

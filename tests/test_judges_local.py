@@ -9,7 +9,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mnemon_langgraph.judges.local import LocalDecisionModel, score_to_p
 from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, SCREEN, STALE
-from mnemon_langgraph.read.judging import JudgeRequest, WaveResult, judge_wave
+from mnemon_langgraph.read._judging import JudgeRequest, WaveResult, judge_wave
 from mnemon_langgraph.types import Record
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, STALE
-from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
+from mnemon_langgraph.read._judging import JudgeRequest, judge_wave
 from mnemon_langgraph.types import Record
 
 DATA = Path(__file__).parent / "data"
@@ -151,8 +151,8 @@ def test_the_replacing_record_ranks_where_the_replaced_one_would() -> None:
 
 def _sample_stale() -> dict[str, float]:
     """stale p of every record of the demo's sample conversation, judged on all of them."""
-    from mnemon_langgraph.judges.features import Doc
-    from mnemon_langgraph.judges.staleness import stale_p
+    from mnemon_langgraph.judges._features import Doc
+    from mnemon_langgraph.judges._staleness import stale_p
 
     path = Path(__file__).parent.parent / "mnemon_langgraph" / "data" / "sample_conversation.jsonl"
     rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]

@@ -15,14 +15,14 @@ from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.judges.propositions import ITEM_NEEDED, NEEDED, SATISFIES, SCREEN, STALE
-from mnemon_langgraph.read.judging import (
+from mnemon_langgraph.read._judging import (
     JudgeRequest,
     WaveResult,
     ajudge_wave,
     judge_wave,
     plan_wave,
 )
-from mnemon_langgraph.read.rules import Judgment, Need
+from mnemon_langgraph.read._rules import Judgment, Need
 
 NS = ("t",)
 

@@ -14,10 +14,10 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph import MnemonBaseStore, MnemonStore
 from mnemon_langgraph.errors import JournalReadOnlyError
-from mnemon_langgraph.store.embedded.journal import Journal
-from mnemon_langgraph.store.embedded.kv_items import EmbeddedKVItems
-from mnemon_langgraph.store.embedded.schema import SCHEMA_VERSION as JOURNAL_VERSION
-from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION as PG_VERSION
+from mnemon_langgraph.store.embedded._journal import Journal
+from mnemon_langgraph.store.embedded._kv_items import EmbeddedKVItems
+from mnemon_langgraph.store.embedded._schema import SCHEMA_VERSION as JOURNAL_VERSION
+from mnemon_langgraph.store.postgres._schema import SCHEMA_VERSION as PG_VERSION
 
 # The old code path's SQL, verbatim (integrations/basestore_items.py before the move).
 OLD_SQLITE_SCHEMA = """
@@ -132,7 +132,7 @@ def test_key_value_items_use_the_journals_connection_not_their_own(tmp_path: Pat
 def test_an_old_postgres_database_keeps_its_key_value_items(postgres_url: str) -> None:
     import psycopg
 
-    from mnemon_langgraph.store.postgres.kv_items import PostgresKVItems
+    from mnemon_langgraph.store.postgres._kv_items import PostgresKVItems
 
     with MnemonStore(postgres_url, fake_embeddings()):
         pass
@@ -174,8 +174,8 @@ def test_the_index_item_store_has_its_backends_name_and_the_old_one_warns() -> N
     """``SQLiteItemStore`` (the consolidated index) sat beside ``SQLiteItems`` (key-value
     items); it is ``EmbeddedItemStore`` now, as ``EmbeddedStore`` / ``PostgresItemStore``."""
     import mnemon_langgraph
+    import mnemon_langgraph.store.embedded._items as items
     from mnemon_langgraph import consolidation
-    from mnemon_langgraph.store.embedded import items
 
     for module in (mnemon_langgraph, consolidation, items):
         with pytest.warns(DeprecationWarning, match="EmbeddedItemStore"):

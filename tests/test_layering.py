@@ -38,7 +38,7 @@ RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
 
 
 def _unit(module: str) -> str | None:
-    """``mnemon_langgraph.search.bm25`` → ``search``; the package root itself → None."""
+    """``mnemon_langgraph.search._bm25`` → ``search``; the package root itself → None."""
     parts = module.split(".")
     if parts[0] != "mnemon_langgraph" or len(parts) < 2:
         return None

@@ -21,7 +21,7 @@ from mnemon_langgraph.loaders import (
     load_transcript,
     messages_from_langchain,
 )
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 
 DEV = LOCOMO_DEV
 DEV_FILES = sorted(DEV.glob("conv-*.json"))

@@ -22,8 +22,8 @@ from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.judges.propositions import NEEDED, SATISFIES, SCREEN, STALE
+from mnemon_langgraph.read._judging import JudgeRequest, judge_wave
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.judging import JudgeRequest, judge_wave
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings
 
+import mnemon_langgraph.store.postgres._impact as impact
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
-from mnemon_langgraph.store.postgres import impact
 from mnemon_langgraph.types import MAX_MESSAGE_ID_CHARS, Message
 
 NS = ("users", "ada")

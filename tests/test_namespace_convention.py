@@ -153,7 +153,7 @@ def test_rename_namespace_moves_old_convention_memory(
     )
     with MnemonStore(db) as store:
         _old_convention_store(db).close()
-        from mnemon_langgraph.cli.rename import rename_namespace
+        from mnemon_langgraph.cli._rename import rename_namespace
 
         with pytest.raises(InputError, match="not empty"):
             rename_namespace(store, ("ada",), ADA)

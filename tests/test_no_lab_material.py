@@ -52,7 +52,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 # (path relative to the repository, the matched text lower-cased) -> why it is not lab
 # material. Keep it small: a figure belongs in docs/results/, not here.
 ALLOWLIST: dict[tuple[str, str], str] = {
-    ("mnemon_langgraph/store/postgres/impact.py", "48 kb"): (
+    ("mnemon_langgraph/store/postgres/_impact.py", "48 kb"): (
         "a size computed from PACK_PART (4,096 postings of an 8-byte seq and a 4-byte impact), "
         "not a measurement"
     ),

@@ -13,14 +13,14 @@ import pytest
 from _chat_records import PlainSource, ingest_turn_by_turn, view_of
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.questions import (
+from mnemon_langgraph.read._questions import (
     OPENING_SPAN,
     opening_of,
     opening_windows,
     openings,
     sessions_opened,
 )
+from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view import explain, with_openings
 from mnemon_langgraph.store import MnemonStore

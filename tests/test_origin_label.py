@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.journal import SCHEMA_VERSION
+from mnemon_langgraph.store.embedded._journal import SCHEMA_VERSION
 from mnemon_langgraph.types import Message, Record
 
 NS = ("users", "ada")
@@ -63,7 +63,7 @@ def test_an_old_journal_file_opens_and_reads_its_labels_as_origin(tmp_path: Path
 def test_an_old_postgres_database_opens_and_reads_its_labels_as_origin(postgres_url: str) -> None:
     import psycopg
 
-    from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION as PG_VERSION
+    from mnemon_langgraph.store.postgres._schema import SCHEMA_VERSION as PG_VERSION
 
     with MnemonStore(postgres_url, embeddings=fake_embeddings()) as store:
         store.ingest(NS, MESSAGES, origin="chat-2025")
@@ -102,7 +102,7 @@ def test_the_old_source_keyword_still_works_and_warns(tmp_path: Path) -> None:
     )
     from mnemon_langgraph.integrations.mcp import MemoryServer
     from mnemon_langgraph.loaders import load_jsonl, messages_from_langchain, parse_transcript
-    from mnemon_langgraph.records.chunking import chunk_messages
+    from mnemon_langgraph.records._chunking import chunk_messages
 
     with MnemonStore(tmp_path / "m.db", embeddings=fake_embeddings()) as store:
         with pytest.warns(DeprecationWarning, match=r"ingest\(source=...\) is deprecated"):

@@ -14,6 +14,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 
 from mnemon_langgraph.errors import InputError
+from mnemon_langgraph.read._rules import Need
 from mnemon_langgraph.read.planner import (
     ChatPlanner,
     NeedPlan,
@@ -21,7 +22,6 @@ from mnemon_langgraph.read.planner import (
     SearchPlan,
     latest_text,
 )
-from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
 
 S = ReadSettings()

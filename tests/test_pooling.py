@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from mnemon_langgraph.read.pooling import (
+from mnemon_langgraph.read._pooling import (
     build_first_pool,
     dict_to_record,
     merge_page,

@@ -23,8 +23,8 @@ from _reliability_common import fake_embeddings
 from mnemon_langgraph.loaders import load_locomo
 from mnemon_langgraph.store import EmbeddedStore, MnemonStore, PostgresStore
 from mnemon_langgraph.store.postgres import PostgresSettings
-from mnemon_langgraph.store.postgres.bm25 import BM25Query
-from mnemon_langgraph.store.postgres.impact import FULL_BELOW_POSTINGS
+from mnemon_langgraph.store.postgres._bm25 import BM25Query
+from mnemon_langgraph.store.postgres._impact import FULL_BELOW_POSTINGS
 from mnemon_langgraph.types import Message
 
 TOP = 48
@@ -128,7 +128,7 @@ def test_impact_scale_bounds_every_contribution_at_any_average_length() -> None:
     """``impact at A <= impact at A_ref * max(1, A / A_ref)`` (the proof in the docstring),
     checked on a grid of term frequencies, lengths and both sides of ``A_ref``; and the
     bound is tight where it should be (``A = A_ref``: equal)."""
-    from mnemon_langgraph.store.postgres.impact import impact, impact_scale
+    from mnemon_langgraph.store.postgres._impact import impact, impact_scale
 
     ref = 15.0
     for avgdl in (1.0, 7.5, 14.9, 15.0, 15.1, 30.0, 300.0):
@@ -146,7 +146,7 @@ def test_candidate_bounds_add_read_parts_and_cut_bounds_of_unread_terms() -> Non
     posting names, and a record only at the cut (no more than ``B``) is left to it."""
     import numpy as np
 
-    from mnemon_langgraph.store.postgres.impact import TermRead, candidate_bounds, cut_bound
+    from mnemon_langgraph.store.postgres._impact import TermRead, candidate_bounds, cut_bound
 
     def read(seqs: list[int], imps: list[float], full: bool) -> TermRead:
         low = float(np.float32(min(imps)))  # the lowest impact of the parts read
@@ -174,7 +174,7 @@ def test_plan_depths_deepens_the_cheapest_bound_first_and_reads_whole_terms_at_t
     open term goes four times deeper; a depth never passes ``df + 1`` (read whole)."""
     import numpy as np
 
-    from mnemon_langgraph.store.postgres.impact import TermRead, plan_depths
+    from mnemon_langgraph.store.postgres._impact import TermRead, plan_depths
 
     pool = np.linspace(0.9, 0.1, 1000, dtype=np.float32)  # a term read whole
     rare = TermRead(1001, np.arange(1000), pool, True)
@@ -197,7 +197,7 @@ def test_decode_array_reads_postgres_binary_arrays(postgres_url: str) -> None:
     import numpy as np
     import psycopg
 
-    from mnemon_langgraph.store.postgres.impact import decode_array
+    from mnemon_langgraph.store.postgres._impact import decode_array
 
     with psycopg.connect(postgres_url) as conn:
         row = conn.execute(
@@ -215,8 +215,8 @@ def test_decode_array_reads_postgres_binary_arrays(postgres_url: str) -> None:
 
 def test_term_bound_is_above_every_records_contribution() -> None:
     """The bound from (max tf, min length) is at least any record's actual contribution."""
-    from mnemon_langgraph.search.formula import BM25_B, BM25_K1, idf
-    from mnemon_langgraph.store.postgres.impact import TermStats, term_bound
+    from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
+    from mnemon_langgraph.store.postgres._impact import TermStats, term_bound
 
     n, avgdl = 1000, 12.0
     stats = TermStats(df=300, max_tf=3.0, min_len=4)
@@ -286,7 +286,7 @@ def test_impact_bm25_equals_full_bm25_on_very_common_words(
     """Impact-ordered top k == full top k on every query, on reads that leave most of the
     common words' postings unread; with a broken cut bound (the negative control) the same
     comparison fails."""
-    from mnemon_langgraph.store.postgres import bm25 as pg_module
+    import mnemon_langgraph.store.postgres._bm25 as pg_module
 
     # packs of 4: read 4 first, then deeper; 400 records: impact postings only when told to
     small = PostgresSettings(bm25_pack_min=4, bm25_pack_part=4, bm25_full_below=0)
@@ -366,7 +366,7 @@ def test_int_array_binds_integers_as_one_array_literal(postgres_url: str) -> Non
     import numpy as np
     import psycopg
 
-    from mnemon_langgraph.store.postgres.impact import int_array
+    from mnemon_langgraph.store.postgres._impact import int_array
 
     values = np.array([3, -1, 9_000_000_000], dtype=np.int64)
     assert int_array(values) == "{3,-1,9000000000}" and int_array([]) == "{}"
@@ -400,7 +400,7 @@ def test_impact_bm25_equals_full_bm25_on_varied_text_and_leaves_postings_unread(
     the README), and rank exactly as the full query (ids, order, scores) every time."""
     import random
 
-    from mnemon_langgraph.store.postgres import bm25 as pg_module
+    import mnemon_langgraph.store.postgres._bm25 as pg_module
 
     small = PostgresSettings(bm25_pack_min=16, bm25_pack_part=16, bm25_full_below=0)
     with PostgresStore(postgres_url, fake_embeddings(), settings=small) as pg:
@@ -512,7 +512,7 @@ def test_bm25_sql_scores_each_candidate_once(postgres_url: str) -> None:
     filter and the sort key (four ``array_position`` calls per term and row; 2.3× slower
     at 10k records, same rows).
     """
-    from mnemon_langgraph.store.postgres.impact import bm25_sql
+    from mnemon_langgraph.store.postgres._impact import bm25_sql
 
     with PostgresStore(postgres_url, fake_embeddings()) as pg:
         pg.ingest(("plan",), _common_word_messages()[:40], origin="test", pack=False)

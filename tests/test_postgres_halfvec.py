@@ -102,7 +102,7 @@ def test_filtered_exact_search_scans_halfvecs_and_equals_the_exact_order(
 ) -> None:
     """A session filter joins the records to the halfvec scan; the float re-rank still
     gives the exact order among the filtered records (more of them than are re-ranked)."""
-    from mnemon_langgraph.store.postgres import dense as pg_module
+    import mnemon_langgraph.store.postgres._dense as pg_module
 
     count = 1500  # 500 in session 2: more than the 400 the search re-ranks
     msgs = [Message(f"rec{i}", "A", id=f"rec{i}", session=1 + i % 3) for i in range(count)]

@@ -22,8 +22,8 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
 from mnemon_langgraph.store.postgres import PostgresSettings
-from mnemon_langgraph.store.postgres.impact import impact
-from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION, TABLES
+from mnemon_langgraph.store.postgres._impact import impact
+from mnemon_langgraph.store.postgres._schema import SCHEMA_VERSION, TABLES
 from mnemon_langgraph.types import Message
 
 QUERIES = ["alpha note3", "beta gamma", "note7 filler2"]

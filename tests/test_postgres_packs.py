@@ -24,8 +24,8 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
 from mnemon_langgraph.store.postgres import PostgresSettings
-from mnemon_langgraph.store.postgres.impact import PACK_GROWTH, needs_pack, pack_parts
-from mnemon_langgraph.store.postgres.packs import Packs
+from mnemon_langgraph.store.postgres._impact import PACK_GROWTH, needs_pack, pack_parts
+from mnemon_langgraph.store.postgres._packs import Packs
 from mnemon_langgraph.types import Message
 
 WORDS = [f"w{i}" for i in range(40)]

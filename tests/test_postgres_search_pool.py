@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
-from mnemon_langgraph.store.postgres.engine import PostgresEngine
+from mnemon_langgraph.store.postgres._engine import PostgresEngine
 from mnemon_langgraph.types import Message
 
 QUERIES = ["alpha beta", "gamma note3", "beta", "alpha note7 filler"]

@@ -24,7 +24,7 @@ from mnemon_langgraph.loaders import SAMPLE_PATH
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore, PostgresStore
-from mnemon_langgraph.store.postgres.schema import SCHEMA_VERSION
+from mnemon_langgraph.store.postgres._schema import SCHEMA_VERSION
 from mnemon_langgraph.types import Message
 
 

@@ -23,7 +23,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources import BaseStoreSource, RetrieverSource
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS
+from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS
 from mnemon_langgraph.search.embeddings import default_embeddings
 from mnemon_langgraph.store.base import MnemonStore
 from mnemon_langgraph.types import SearchFilters, SearchSource

@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 from langchain_core.messages import HumanMessage
 
-from mnemon_langgraph.judges.features import named_date_range
+from mnemon_langgraph.judges._features import named_date_range
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.settings import ReadSettings

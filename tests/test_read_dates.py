@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from langchain_core.messages import HumanMessage
 
-from mnemon_langgraph.read.dates import SLACK_DAYS, relative_date_range
+from mnemon_langgraph.read._dates import SLACK_DAYS, relative_date_range
 from mnemon_langgraph.read.planner import RulePlanner, question_parts
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 

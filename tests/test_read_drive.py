@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from mnemon_langgraph.read.drive import Call, Gather, drive
-from mnemon_langgraph.read.workers import gather_pool, in_gather_worker
+from mnemon_langgraph.read._drive import Call, Gather, drive
+from mnemon_langgraph.read._workers import gather_pool, in_gather_worker
 
 _VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
 

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.cli.rename import rename_namespace
+from mnemon_langgraph.cli._rename import rename_namespace
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.namespaces import legacy_user_namespace

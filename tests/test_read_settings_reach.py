@@ -32,7 +32,7 @@ from mnemon_langgraph.read.settings import (
     ReadSettings,
 )
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.search.fusion import RRF_K
+from mnemon_langgraph.search._fusion import RRF_K
 
 NS = ("users", "ada")
 SEARCHES = '{"searches": ["garden plans with the support group", "garden tools", "support group dates"], "hypothetical_record": "Ada: our support group meets in the garden."}'  # noqa: E501
@@ -523,7 +523,7 @@ def test_the_default_turn_exercises_every_path(default: Turn) -> None:
 
 
 def test_the_rrf_constant_reaches_the_judges_rank_feature() -> None:
-    from mnemon_langgraph.judges.features import Doc
+    from mnemon_langgraph.judges._features import Doc
 
     row = {"id": "r", "text": "x", "evidence": {"rrf": 0.05, "rrf_k": 20}}
     assert Doc(row, 0).retrieval()[0] == pytest.approx(1.0)

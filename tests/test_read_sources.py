@@ -21,9 +21,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._questions import question_of
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.questions import question_of
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources import SharedNamespace, qualify_id, split_id
 from mnemon_langgraph.read.state import ReadContext

@@ -19,9 +19,9 @@ from langchain_core.messages import HumanMessage
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._pooling import keyword_rerank
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.pooling import keyword_rerank
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources import RetrieverSource
 from mnemon_langgraph.read.state import ReadContext

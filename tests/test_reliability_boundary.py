@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _reliability_common import fake_embeddings, tagged_messages
 
-from mnemon_langgraph.cli.doctor import diagnose
+from mnemon_langgraph.cli._doctor import diagnose
 from mnemon_langgraph.errors import InputError, JournalReadOnlyError, NamespaceError
 from mnemon_langgraph.loaders import (
     load_any,
@@ -37,7 +37,7 @@ from mnemon_langgraph.loaders import (
     parse_transcript,
 )
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._journal import Journal
 from mnemon_langgraph.types import MAX_SESSION, Message, SearchFilters
 
 NS = ("users", "hostile@example.com")

@@ -191,7 +191,7 @@ def test_writer_locked_out_gets_a_typed_error_and_readers_carry_on(tmp_path: Pat
     import sqlite3
 
     from mnemon_langgraph.errors import JournalLockedError
-    from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.embedded._journal import Journal
 
     db = tmp_path / "locked.db"
     store = MnemonStore(db, fake_embeddings(), journal=Journal(db, busy_timeout=0.2))

@@ -33,8 +33,8 @@ from mnemon_langgraph.consolidation import (
     EmbeddedItemStore,
     create_consolidation_graph,
 )
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.store.embedded._journal import Journal
 
 CHILD = Path(__file__).with_name("_crash_child.py")
 TRIALS = int(os.environ.get("MNEMON_CRASH_TRIALS", "8"))

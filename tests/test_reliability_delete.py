@@ -28,9 +28,9 @@ from _reliability_common import kill_after, start_child
 from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import InputError, ModelCallError, RuntimeMnemonError
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.journal import Journal, namespace_key
+from mnemon_langgraph.store.embedded._journal import Journal, namespace_key
 from mnemon_langgraph.types import Message
 
 CHILD = Path(__file__).with_name("_delete_child.py")

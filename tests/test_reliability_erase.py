@@ -42,8 +42,8 @@ from mnemon_langgraph.consolidation import (
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
-from mnemon_langgraph.store.embedded.journal import namespace_key
+from mnemon_langgraph.store.embedded._index import index_folder, indexes_root
+from mnemon_langgraph.store.embedded._journal import namespace_key
 
 VICTIM = ("users", "victim@example.com")
 OTHER = ("users", "victim@example.co")  # one letter shorter: a near miss

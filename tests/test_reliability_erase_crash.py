@@ -33,8 +33,8 @@ from _reliability_common import (
 from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.errors import EraseError
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._index import index_folder, indexes_root
+from mnemon_langgraph.store.embedded._journal import Journal
 
 CHILD = Path(__file__).parent / "_erase_child.py"
 TAG = "QzvEraseCrash4417"

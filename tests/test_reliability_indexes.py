@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings, tagged_messages
 
 from mnemon_langgraph.cli import main as cli_main
-from mnemon_langgraph.cli.doctor import diagnose
+from mnemon_langgraph.cli._doctor import diagnose
 from mnemon_langgraph.errors import JournalReadOnlyError
-from mnemon_langgraph.search.bm25 import BM25Index
-from mnemon_langgraph.search.vectors import VectorIndex
+from mnemon_langgraph.search._bm25 import BM25Index
+from mnemon_langgraph.search._vectors import VectorIndex
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.index import index_folder, indexes_root
-from mnemon_langgraph.store.embedded.journal import Journal
+from mnemon_langgraph.store.embedded._index import index_folder, indexes_root
+from mnemon_langgraph.store.embedded._journal import Journal
 from mnemon_langgraph.types import Message
 
 NS = ("users", "disk@example.com")
@@ -251,7 +251,7 @@ def test_a_journal_that_cannot_be_written_still_serves_reads(
     db = tmp_path / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:
         store.ingest(NS, tagged_messages("Lime", 4), origin="api")
-    import mnemon_langgraph.store.embedded.store as store_module
+    import mnemon_langgraph.store.embedded._store as store_module
 
     real = store_module.Journal
 

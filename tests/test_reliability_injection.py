@@ -32,9 +32,9 @@ from _reliability_common import fake_embeddings, yes_judge
 from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
 from mnemon_langgraph.consolidation.fold import SYSTEM_PROMPT
 from mnemon_langgraph.judges.propositions import DATA_NOTE
+from mnemon_langgraph.read._rules import Need
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.planner import ChatPlanner
-from mnemon_langgraph.read.rules import Need
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import PREAMBLE, escape_data

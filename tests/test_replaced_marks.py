@@ -17,10 +17,10 @@ import pytest
 from _updates_conversation import QUESTIONS, START, messages
 from langchain_core.messages import HumanMessage
 
+from mnemon_langgraph.read._replaced import replaced_marks
+from mnemon_langgraph.read._view_types import ViewRecord, render_block
 from mnemon_langgraph.read.graph import create_read_graph
-from mnemon_langgraph.read.replaced import replaced_marks
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.read.view_types import ViewRecord, render_block
 from mnemon_langgraph.store import MnemonStore
 
 NS = ("users", "maya")

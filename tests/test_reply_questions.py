@@ -12,8 +12,7 @@ import pytest
 from _chat_records import PlainSource, chat_records, ingest_turn_by_turn, view_of
 from _reliability_common import fake_embeddings
 
-from mnemon_langgraph.read.memory import InMemorySearchSource
-from mnemon_langgraph.read.questions import (
+from mnemon_langgraph.read._questions import (
     MIN_REPLY_CHARS,
     SPAN,
     question_of,
@@ -22,6 +21,7 @@ from mnemon_langgraph.read.questions import (
     replies_judged,
     windows,
 )
+from mnemon_langgraph.read.memory import InMemorySearchSource
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view import with_questions
 from mnemon_langgraph.store import MnemonStore

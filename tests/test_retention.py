@@ -25,8 +25,8 @@ from mnemon_langgraph.cli import main as cli_main
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store._internal.retention import RETENTION_NOTE, RetentionReceipt
 from mnemon_langgraph.store.kv_items import KVWrite
-from mnemon_langgraph.store.retention import RETENTION_NOTE, RetentionReceipt
 from mnemon_langgraph.types import Message
 
 ADA = ("users", "ada")
@@ -390,7 +390,7 @@ def test_a_postgres_database_from_before_retention_gets_a_clear_error(
 
 
 def test_a_run_that_removes_nothing_leaves_the_index_files_alone(tmp_path: Path) -> None:
-    from mnemon_langgraph.store.embedded.index import index_folder
+    from mnemon_langgraph.store.embedded._index import index_folder
 
     db = tmp_path / "m.db"
     with MnemonStore(db, fake_embeddings()) as store:

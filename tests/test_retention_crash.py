@@ -29,8 +29,8 @@ from test_store_conformance import _holding
 
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.store import MnemonStore, is_postgres_url
+from mnemon_langgraph.store._internal.retention import RETENTION_NOTE
 from mnemon_langgraph.store.kv_items import KVWrite
-from mnemon_langgraph.store.retention import RETENTION_NOTE
 from mnemon_langgraph.types import Message
 
 CHILD = Path(__file__).parent / "_retention_child.py"

@@ -1,8 +1,8 @@
-"""Unit tests of the read path's rules (mnemon_langgraph.read.rules), one per rule."""
+"""Unit tests of the read path's rules (mnemon_langgraph.read._rules), one per rule."""
 
 from __future__ import annotations
 
-from mnemon_langgraph.read.rules import (
+from mnemon_langgraph.read._rules import (
     DropNeed,
     FollowRecord,
     Judgment,

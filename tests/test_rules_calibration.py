@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._rules import Judgment, Need, NeedStatus, decide
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.rules import Judgment, Need, NeedStatus, decide
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import compose_view

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from _search_fakes import HashEmbeddings
 
-from mnemon_langgraph.search.bm25 import date_to_epoch
-from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH, rrf_fuse
+from mnemon_langgraph.search._bm25 import date_to_epoch
+from mnemon_langgraph.search._fusion import CANDIDATE_DEPTH, rrf_fuse
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.index import (
+from mnemon_langgraph.store.embedded._index import (
     index_folder,
     indexes_root,
 )
@@ -124,7 +124,7 @@ def test_date_to_epoch_naive_is_utc() -> None:
 
 def test_record_fetch_is_a_primary_key_lookup_not_a_namespace_scan(store: MnemonStore) -> None:
     """Issue 15: the page fetch must cost the same at 870 and 1M records in a namespace."""
-    from mnemon_langgraph.store.embedded.journal import GET_RECORDS_SQL
+    from mnemon_langgraph.store.embedded._journal import GET_RECORDS_SQL
 
     # 20 ids (a default page): with fewer, SQLite's no-statistics estimate already prefers the
     # primary key, and the test would pass on the old namespace-first query too.
@@ -143,7 +143,7 @@ def test_record_fetch_is_a_primary_key_lookup_not_a_namespace_scan(store: Mnemon
 
 def test_deletion_lookup_is_a_primary_key_lookup_not_a_namespace_scan(store: MnemonStore) -> None:
     """Deleting a few records must not read the whole namespace (the same plan as the fetch)."""
-    from mnemon_langgraph.store.embedded.deletion import PRESENT_IDS_SQL
+    from mnemon_langgraph.store.embedded._deletion import PRESENT_IDS_SQL
 
     ids = [h.record.id for h in store.search("guitar ocean", namespace=NS, k=20)]
     assert len(ids) == 20

@@ -17,7 +17,7 @@ from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import EmbeddingMismatchError, InputError
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedded.index import index_folder
+from mnemon_langgraph.store.embedded._index import index_folder
 from mnemon_langgraph.types import Message, SearchSource
 
 NS = ("users", "ada@example.com")
@@ -322,7 +322,7 @@ def test_checkpoints_are_spaced_by_a_tenth_of_the_index(
 ) -> None:
     """Issue 15: a checkpoint rewrites the whole index, so a fixed interval made 1M ingest
     quadratic. Past ten intervals the interval is a tenth of the index; nothing is lost."""
-    from mnemon_langgraph.store.embedded import index as hybrid
+    import mnemon_langgraph.store.embedded._index as hybrid
 
     monkeypatch.setattr(hybrid, "SAVE_EVERY", 10)
     saves: list[int] = []

@@ -1,5 +1,5 @@
-"""The store's one checked boundary (``store/boundary.py``): every operation's arguments are
-checked once, by one checker that the sync method and its async twin share; hooks below get
+"""The store's one checked boundary (``store/_internal/boundary.py``): every operation's arguments
+are checked once, by one checker that the sync method and its async twin share; hooks below get
 a normalised namespace tuple and an id tuple; a lone string is one id everywhere."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.errors import InputError, NamespaceError
 from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store._internal.boundary import OPERATIONS
 from mnemon_langgraph.store.base import MnemonStore as BaseStore
-from mnemon_langgraph.store.boundary import OPERATIONS
 from mnemon_langgraph.store.embedded import EmbeddedStore
 from mnemon_langgraph.types import Message
 
@@ -185,8 +185,8 @@ def test_the_deprecated_per_user_names_warn_and_answer_as_the_store_vocabulary(
 
 
 def test_the_renamed_ef_search_tables_keep_their_old_names_one_release() -> None:
-    from mnemon_langgraph.search import vectors
-    from mnemon_langgraph.store.postgres import settings
+    import mnemon_langgraph.search._vectors as vectors
+    import mnemon_langgraph.store.postgres._settings as settings
 
     for module, prefix in ((vectors, "FAISS_"), (settings, "PGVECTOR_")):
         with pytest.warns(DeprecationWarning, match=prefix + "EF_SEARCH_BY_SIZE"):

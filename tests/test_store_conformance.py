@@ -39,7 +39,7 @@ from _store_child import BATCH, NS, SHARED, batch_messages
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.items import ItemStore
-from mnemon_langgraph.search.bm25 import tokenize
+from mnemon_langgraph.search._bm25 import tokenize
 from mnemon_langgraph.store import IngestResult, MnemonStore, StoreBackend, is_postgres_url
 from mnemon_langgraph.types import Message, SearchFilters, TermStatsSource, VectorSource
 
@@ -505,7 +505,7 @@ def test_consolidation_folds_every_record_once_and_moves_the_watermark(
     store: MnemonStore,
 ) -> None:
     from mnemon_langgraph.consolidation import item_store_for
-    from mnemon_langgraph.store.item_rows import item_embedding_text
+    from mnemon_langgraph.store._internal.item_rows import item_embedding_text
 
     store.ingest(ADA, tagged_messages("fold", 24), origin="chat", pack=False)
     report = _consolidate(store, ADA)
@@ -735,7 +735,7 @@ SYNC_ONLY = {"open", "close", "flush", "query_vector", "item_store", "kv", "tran
 
 
 def test_every_public_method_has_an_async_twin(store: MnemonStore) -> None:
-    from mnemon_langgraph.store.async_face import AsyncFace
+    from mnemon_langgraph.store._internal.async_face import AsyncFace
 
     public = {
         n for n in dir(MnemonStore) if not n.startswith("_") and callable(getattr(MnemonStore, n))
@@ -850,7 +850,7 @@ def test_one_date_rule_for_the_store_and_the_integrations(store: MnemonStore) ->
     from datetime import datetime, timedelta, timezone
 
     from mnemon_langgraph.integrations._common import stamp_messages
-    from mnemon_langgraph.store.users import date_messages
+    from mnemon_langgraph.store._internal.users import date_messages
 
     store.add_messages(ADA, [("user", "first words")], now=datetime(2024, 5, 1, 12, 0))
     paris = timezone(timedelta(hours=2))

@@ -15,8 +15,8 @@ from _search_fakes import HashEmbeddings
 
 from mnemon_langgraph.errors import ModelCallError
 from mnemon_langgraph.store import MnemonStore
-from mnemon_langgraph.store.embedding_face import QUERY_VECTORS_KEPT
-from mnemon_langgraph.store.query_vectors import SingleFlightCache
+from mnemon_langgraph.store._internal.embedding_face import QUERY_VECTORS_KEPT
+from mnemon_langgraph.store._internal.query_vectors import SingleFlightCache
 from mnemon_langgraph.types import Message
 
 NS = ("users", "ada")

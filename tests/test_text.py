@@ -1,10 +1,10 @@
-"""Tests of the one tokenizer (mnemon_langgraph.search.text)."""
+"""Tests of the one tokenizer (mnemon_langgraph.search._text)."""
 
 from __future__ import annotations
 
 import unicodedata
 
-from mnemon_langgraph.search import text
+import mnemon_langgraph.search._text as text
 
 
 def test_words_are_unicode_aware() -> None:

@@ -10,10 +10,10 @@ from typing import Any
 from _chat_records import view_of
 from langchain_core.messages import HumanMessage
 
+from mnemon_langgraph.read._topics import is_coverage, topic_lane, topic_query
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.planner import RulePlanner
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
-from mnemon_langgraph.read.topics import is_coverage, topic_lane, topic_query
 from mnemon_langgraph.types import Record, SearchHit
 
 NS = ("users", "ada")

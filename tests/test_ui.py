@@ -357,7 +357,7 @@ def test_pages_read_a_page_not_the_namespace(journal: Path, monkeypatch) -> None
     """Opening a namespace reads one page from the store (keyset on seq), whatever its size:
     the paged namespace holds more than two pages, and every read is bounded."""
     from mnemon_langgraph.store import MnemonStore
-    from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.embedded._journal import Journal
     from mnemon_langgraph.ui.app import PAGE, Inspector
 
     monkeypatch.setenv("MNEMON_EMBEDDINGS", "fake")

@@ -9,9 +9,9 @@ import pytest
 
 from mnemon_langgraph.cli import main
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.judges.features import Doc
-from mnemon_langgraph.judges.staleness import UPDATE_FEATURES, rule_stale_p, stale_p
-from mnemon_langgraph.judges.update_model import (
+from mnemon_langgraph.judges._features import Doc
+from mnemon_langgraph.judges._staleness import UPDATE_FEATURES, rule_stale_p, stale_p
+from mnemon_langgraph.judges._update_model import (
     LEARNED_IN_USE,
     UPDATE_WEIGHTS_PATH,
     UpdateWeights,
@@ -19,7 +19,7 @@ from mnemon_langgraph.judges.update_model import (
     shipped_weights,
     weights_in_use,
 )
-from mnemon_langgraph.judges.updatedata import confusion, load_pairs
+from mnemon_langgraph.judges._updatedata import confusion, load_pairs
 
 
 def _shipped() -> UpdateWeights:

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from mnemon_langgraph.judges.updatedata import GENERAL_PAIRS, UpdatePair, confusion, load_pairs
+from mnemon_langgraph.judges._updatedata import GENERAL_PAIRS, UpdatePair, confusion, load_pairs
 
 FRESH_PAIRS = GENERAL_PAIRS.parent / "update_pairs_fresh.jsonl"
 OTHER_PAIR_FILES = (

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.judges.features import Doc
-from mnemon_langgraph.judges.staleness import stale_p
-from mnemon_langgraph.judges.updatedata import (
+from mnemon_langgraph.judges._features import Doc
+from mnemon_langgraph.judges._staleness import stale_p
+from mnemon_langgraph.judges._updatedata import (
     GENERAL_PAIRS,
     UpdatePair,
     confusion,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from mnemon_langgraph.judges.features import Doc
-from mnemon_langgraph.judges.staleness import STALE_NO, clauses, stale_p
+from mnemon_langgraph.judges._features import Doc
+from mnemon_langgraph.judges._staleness import STALE_NO, clauses, stale_p
 
 
 def _p(earlier: str, later: str) -> float:

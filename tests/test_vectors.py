@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemon_langgraph.search.bm25 import IndexFileError
-from mnemon_langgraph.search.vectors import (
+from mnemon_langgraph.search._bm25 import IndexFileError
+from mnemon_langgraph.search._vectors import (
     ANN_KIND,
     VectorIndex,
     faiss_ef_search_for,
@@ -117,7 +117,7 @@ def test_save_load_roundtrip(tmp_path: Path, ann: str) -> None:
 
 def test_ef_search_grows_with_the_index_unless_given() -> None:
     """Issue 15: efSearch 128 loses recall at 1M (0.91), so larger indexes search wider."""
-    from mnemon_langgraph.search.vectors import FAISS_EF_SEARCH_LARGE, faiss_ef_search_for
+    from mnemon_langgraph.search._vectors import FAISS_EF_SEARCH_LARGE, faiss_ef_search_for
 
     sizes = [1, 50_000, 200_000, 200_001, 500_001, 1_000_000, 10_000_000]
     efs = [faiss_ef_search_for(n) for n in sizes]

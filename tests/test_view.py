@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from mnemon_langgraph.read.rules import Judgment
+from mnemon_langgraph.read._rules import Judgment
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.view import (
     PREAMBLE,
@@ -444,7 +444,7 @@ def test_neighbours_of_the_best_records_enter_after_the_first_ones() -> None:
     assert "just before the View's record ranked 1" in by_id["r4"].placed_by
     assert "just after the View's record ranked 2" in by_id["r9"].placed_by
     assert "over the View's budget" in v.trace["placement"]["r1"]
-    from mnemon_langgraph.cli.demo import plain_placement
+    from mnemon_langgraph.cli._demo import plain_placement
 
     assert "just before or after one of the best records" in plain_placement(by_id["r4"].placed_by)
 

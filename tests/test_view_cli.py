@@ -119,9 +119,9 @@ def test_judge_and_planner_specs_build_backends(monkeypatch) -> None:
 def test_backend_names_mean_the_same_everywhere(monkeypatch) -> None:
     # The CLI's read commands and eval and the Studio entry points resolve names through
     # mnemon_langgraph.backends, so the same name builds the same kind of backend.
+    import mnemon_langgraph.cli._eval as cli_eval
     from mnemon_langgraph import backends
     from mnemon_langgraph.cli import _common
-    from mnemon_langgraph.cli import eval as cli_eval
     from mnemon_langgraph.errors import ConfigurationError
     from mnemon_langgraph.integrations import studio
     from mnemon_langgraph.judges import ScriptedDecisionModel

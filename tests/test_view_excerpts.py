@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemon_langgraph.read.excerpts import (
+from mnemon_langgraph.read._excerpts import (
     GAP,
     _size,
     excerpt,
@@ -16,10 +16,10 @@ from mnemon_langgraph.read.excerpts import (
     focus_weights,
     line_scores,
 )
-from mnemon_langgraph.read.rules import Judgment
+from mnemon_langgraph.read._rules import Judgment
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.view import compose_view
-from mnemon_langgraph.search.text import terms
+from mnemon_langgraph.search._text import terms
 
 QUESTION = "When did Ann take the pottery class?"
 FILLER = [

@@ -15,9 +15,9 @@ from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._pooling import dict_to_record, record_to_dict
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.pooling import dict_to_record, record_to_dict
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.read.view import demote_replies, is_reply

@@ -26,7 +26,7 @@ nothing about real embeddings. MiniLM itself would take ~20 min per 100k texts h
 per line) and the bundled MiniLM's vectors of them, cached beside the file
 (:func:`_corpus_workload`). ``--bulk-index`` (PostgreSQL) drops the HNSW index while the
 big namespace is written and builds it once after: maintaining it is most of the write
-time (see :data:`~mnemon_langgraph.store.postgres.schema.HNSW_INDEX_SQL`).
+time (see :data:`~mnemon_langgraph.store.postgres._schema.HNSW_INDEX_SQL`).
 
 Use a fresh database (or folder): sizes already there are not written twice (ingest is
 idempotent), and the write rate would then mean nothing.
@@ -85,7 +85,7 @@ class WordMixEmbeddings(Embeddings):
         return vec
 
     def _embed(self, text: str) -> list[float]:
-        from mnemon_langgraph.search.bm25 import tokenize
+        from mnemon_langgraph.search._bm25 import tokenize
 
         total = np.zeros(self.size, dtype=np.float32)
         for word in tokenize(text) or ["<empty>"]:
@@ -184,7 +184,7 @@ def _build_hnsw(url: str) -> float:
     """Build the HNSW index the store's setup would create; seconds taken."""
     import psycopg
 
-    from mnemon_langgraph.store.postgres.schema import HNSW_INDEX_SQL
+    from mnemon_langgraph.store.postgres._schema import HNSW_INDEX_SQL
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"SET maintenance_work_mem = '{BULK_MAINTENANCE_MEM}'")
@@ -303,7 +303,7 @@ def _corpus_workload(path: str, n: int, count: int, seed: int) -> dict[str, Any]
     """
     from mnemon_langgraph.bench.corpus import read_passages, real_corpus
     from mnemon_langgraph.bench.search import SPEAKER_NAMES, LookupEmbeddings
-    from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS
+    from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS
 
     n_small = max(1, n // 100)
     fresh = min(n_small, max(0, len(read_passages(path)) - count - n))
@@ -333,7 +333,7 @@ def _common_queries(texts: list[str], queries: list[str], count: int, seed: int)
     the records (from a sample of 20,000) and one word of a held-out passage, per query."""
     from collections import Counter
 
-    from mnemon_langgraph.search.bm25 import tokenize
+    from mnemon_langgraph.search._bm25 import tokenize
 
     rng = np.random.default_rng(seed)
     sample = (

@@ -223,7 +223,7 @@ def common_word_queries(corpus: dict[str, Any], count: int, rng: np.random.Gener
     """``count`` queries of five common filler words the tokenizer keeps ("really", "like",
     "yeah" …, each in a large share of the records) and one topic word: the worst case
     for a BM25 that scores every record holding a query term."""
-    from mnemon_langgraph.search.bm25 import tokenize
+    from mnemon_langgraph.search._bm25 import tokenize
 
     common = [w for w in dict.fromkeys(_FILLER) if tokenize(w)]
     words, topic_words = corpus["words"], corpus["topic_words"]
@@ -505,7 +505,7 @@ def serve_main(argv: list[str]) -> None:
 
 def _index_latency(bm25: Any, vindex: Any, data: dict[str, Any]) -> dict[str, Any]:
     """p50 of BM25, dense and fused search over the indexes alone."""
-    from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH, rrf_fuse
+    from mnemon_langgraph.search._fusion import CANDIDATE_DEPTH, rrf_fuse
 
     texts, qvecs = data["queries"], data["qvecs"]
 
@@ -559,7 +559,7 @@ def _grid(vindex: Any, qvecs: np.ndarray, exact: list[set[int]], k: int) -> list
 
     IVF: cells probed (up to all cells); HNSW: ``efSearch``. The setting is restored.
     """
-    from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
+    from mnemon_langgraph.search._fusion import CANDIDATE_DEPTH
 
     ivf = vindex.kind == "ivf"
     attr = "nprobe" if ivf else "ef_search"
@@ -587,7 +587,7 @@ def _ann_tradeoff(
     when it is approximate, else an index of the default kind is built over the same
     vectors for the measurement; ``compare`` adds the other approximate kind's grid.
     """
-    from mnemon_langgraph.search.vectors import VectorIndex
+    from mnemon_langgraph.search._vectors import VectorIndex
 
     vecs, qvecs = data["vecs"], data["qvecs"]
     store_ann = vindex.kind != "flat"
@@ -652,7 +652,7 @@ def _index_mib(bm25: Any, vindex: Any, dim: int) -> dict[str, float]:
 
 def _measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     """All figures of one size (a fresh store in a temporary folder)."""
-    from mnemon_langgraph.search.vectors import HNSW_THRESHOLD
+    from mnemon_langgraph.search._vectors import HNSW_THRESHOLD
 
     threshold = args.hnsw_threshold or HNSW_THRESHOLD
     data = _dataset(n, args)

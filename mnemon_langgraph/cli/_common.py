@@ -225,7 +225,7 @@ def old_namespace_hint(store: Any, namespace: Namespace, db: str) -> str | None:
     """For a user's namespace ``("users", X)`` that holds nothing while the one-part ``(X,)`` of
     earlier versions holds records: a sentence naming that and the command that moves it
     (``None`` otherwise). An upgraded user's ``--user X`` would else read an empty memory.
-    The read graph's empty View says the same (:mod:`mnemon_langgraph.read.nodes`).
+    The read graph's empty View says the same (:mod:`mnemon_langgraph.read._nodes`).
     """
     old = legacy_user_namespace(namespace)
     if old is None or store.holds_namespace(namespace) or not store.holds_namespace(old):
@@ -333,7 +333,7 @@ def open_for_reading(db: str) -> Any:
         from mnemon_langgraph.store.postgres import PostgresStore
 
         return PostgresStore.for_maintenance(db)
-    from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.embedded._journal import Journal
 
     require_journal(db)
     with Journal(db, read_only=True) as journal:

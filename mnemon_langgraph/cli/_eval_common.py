@@ -1,6 +1,6 @@
 """What ``mnemon eval locomo``, ``longmemeval`` and ``beam`` share: the models a run uses,
 the store it ingests into, and its exit code. A module of its own so that the long-history
-subcommands (:mod:`.eval_long`) and :mod:`.eval` both import it and not each other."""
+subcommands (:mod:`._eval_long`) and :mod:`._eval` both import it and not each other."""
 
 from __future__ import annotations
 

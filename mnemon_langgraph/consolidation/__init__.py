@@ -22,9 +22,9 @@ from mnemon_langgraph.consolidation.graph import (
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.errors import deprecated_names
 from mnemon_langgraph.items import ItemStore, ItemUpdate
-from mnemon_langgraph.store.embedded.items import EmbeddedItemStore
-from mnemon_langgraph.store.item_rows import FailureRow, IndexStatus
-from mnemon_langgraph.store.postgres.items import PostgresItemStore
+from mnemon_langgraph.store._internal.item_rows import FailureRow, IndexStatus
+from mnemon_langgraph.store.embedded._items import EmbeddedItemStore
+from mnemon_langgraph.store.postgres._items import PostgresItemStore
 
 __getattr__ = deprecated_names(__name__, {"SQLiteItemStore": "EmbeddedItemStore"})
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from mnemon_langgraph.consolidation.batching import Batch
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.items import IndexItem, ItemUpdate
-from mnemon_langgraph.search.text import pieces
+from mnemon_langgraph.search._text import pieces
 from mnemon_langgraph.types import Namespace
 
 __all__ = [

@@ -43,6 +43,7 @@ from mnemon_langgraph.consolidation.fold import (
 from mnemon_langgraph.consolidation.settings import ConsolidationSettings
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.items import ItemStore
+from mnemon_langgraph.read._workers import shared_pool
 from mnemon_langgraph.read.namespaces import (
     auth_identity,
     check_claimed_namespace,
@@ -50,7 +51,6 @@ from mnemon_langgraph.read.namespaces import (
     template_fields,
 )
 from mnemon_langgraph.read.state import read_context_schema
-from mnemon_langgraph.read.workers import shared_pool
 from mnemon_langgraph.store import MnemonStore
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 

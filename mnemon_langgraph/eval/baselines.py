@@ -8,7 +8,7 @@ Each baseline ranks the records for the question, using the package's own pieces
 
 * ``turns+cosine``: cosine similarity of the question's embedding to each record's (the
   same :class:`~langchain_core.embeddings.Embeddings` as the store; vectors normalised);
-* ``turns+bm25``: :class:`mnemon_langgraph.search.bm25.BM25Index` over the rendered records;
+* ``turns+bm25``: :class:`mnemon_langgraph.search._bm25.BM25Index` over the rendered records;
 * ``turns+rrf``: reciprocal rank fusion (k = 60) of the two rankings, as the store fuses.
 
 A baseline's context at ``k`` is its top ``k`` records; at ``view`` it is the longest prefix
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mnemon_langgraph.search import fusion
-from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index
+import mnemon_langgraph.search._fusion as fusion
+from mnemon_langgraph.search._bm25 import NO_DATE, BM25Index
 from mnemon_langgraph.types import Record
 
 __all__ = [
@@ -49,8 +49,8 @@ RRF_K = fusion.RRF_K
 def rrf_fuse(rankings: Sequence[Sequence[int]], *, k: int = RRF_K) -> list[int]:
     """Reciprocal rank fusion of rankings of record indices, with the store's own fusion.
 
-    Delegates to :func:`mnemon_langgraph.search.fusion.rrf_fuse` (0-based ranks, deterministic ties)
-    and returns the fused indices, best first.
+    Delegates to :func:`mnemon_langgraph.search._fusion.rrf_fuse` (0-based ranks, deterministic
+    ties) and returns the fused indices, best first.
     """
     return [int(f.key) for f in fusion.rrf_fuse([list(r) for r in rankings], k=k)]
 

@@ -160,7 +160,7 @@ def _prepare(
     *,
     embed_headers: bool = True,
 ) -> _Conversation:
-    from mnemon_langgraph.records.chunking import chunk_messages
+    from mnemon_langgraph.records._chunking import chunk_messages
 
     tier, _, n = conv.id.partition("/")
     ns = ("beam", tier, n)

@@ -44,7 +44,7 @@ from mnemon_langgraph.eval.locomo import (
     summarize_results_file,
 )
 from mnemon_langgraph.eval.metrics import roc_auc
-from mnemon_langgraph.judges.features import Doc
+from mnemon_langgraph.judges._features import Doc
 from mnemon_langgraph.judges.learned import (
     JudgeWeights,
     fit_logistic,
@@ -172,7 +172,7 @@ class FoldResult:
 
 
 def _fold_weights(coef: np.ndarray, intercept: float, note: Mapping[str, Any]) -> JudgeWeights:
-    from mnemon_langgraph.judges.features import FEATURES
+    from mnemon_langgraph.judges._features import FEATURES
 
     return JudgeWeights(FEATURES, tuple(float(c) for c in coef), intercept, dict(note))
 

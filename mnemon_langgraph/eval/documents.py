@@ -29,7 +29,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read.sources.retriever import RetrieverSource
-from mnemon_langgraph.records.chunking import chunk_messages
+from mnemon_langgraph.records._chunking import chunk_messages
 from mnemon_langgraph.types import Message, Namespace, Record, SearchFilters, SearchHit
 
 __all__ = [

@@ -433,7 +433,7 @@ def filler_texts(session: FillerSession, record_chars: int) -> list[str]:
     """The texts a build embeds for ``session``: its records as a store with
     ``record_chars`` writes them (turns packed within the session) and its turns as the
     turn baselines index them (one per piece, without the date header)."""
-    from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, chunk_messages
+    from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS, chunk_messages
 
     messages = list(session.messages)
     texts: list[str] = []

@@ -274,7 +274,7 @@ def _prepare(
     item: LocomoItem, store: Any, embedder: Embeddings, tokens: TokenCounter, progress: bool
 ) -> _Prepared:
     """Ingest one conversation's raw turns and build its turn-level baseline index."""
-    from mnemon_langgraph.records.chunking import chunk_messages
+    from mnemon_langgraph.records._chunking import chunk_messages
 
     ns = ("locomo", item.conversation_id)
     with _bar(f"ingest {item.conversation_id}", "record", progress) as bar:

@@ -206,7 +206,7 @@ def _prepare(
 ) -> _Prepared:
     """Ingest one question's history and build its turn-level baseline index (not without
     ``baselines``: the turns are then only counted)."""
-    from mnemon_langgraph.records.chunking import chunk_messages
+    from mnemon_langgraph.records._chunking import chunk_messages
 
     ns = ("longmemeval", q.question_id)
     source = f"longmemeval:{q.question_id}"

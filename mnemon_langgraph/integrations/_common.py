@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from mnemon_langgraph.read import namespaces as _rule
 from mnemon_langgraph.read.view import LESS_THAN_LOOKALIKES, escape_data
-from mnemon_langgraph.records.content_caches import register_content_cache
+from mnemon_langgraph.records._content_caches import register_content_cache
 from mnemon_langgraph.types import Message, Namespace
 
 if TYPE_CHECKING:
@@ -392,7 +392,7 @@ def stamp_messages(
     :data:`~mnemon_langgraph.loaders.messages.DEFAULT_SESSION_GAP` passed since that session's
     last record, when it opens the next one.
     """
-    from mnemon_langgraph.store.users import date_messages
+    from mnemon_langgraph.store._internal.users import date_messages
 
     return date_messages(store, namespace, messages, now=now)
 
@@ -413,7 +413,7 @@ def new_messages(
     candidates = [m for m in messages if _writable(m)]
     if not candidates:
         return []
-    from mnemon_langgraph.store.users import last_record
+    from mnemon_langgraph.store._internal.users import last_record
 
     last = last_record(store, namespace)
     converted = _converted(candidates, last)
@@ -433,7 +433,7 @@ async def anew_messages(
     candidates = [m for m in messages if _writable(m)]
     if not candidates:
         return []
-    from mnemon_langgraph.store.users import alast_record
+    from mnemon_langgraph.store._internal.users import alast_record
 
     last = await alast_record(store, namespace)
     converted = _converted(candidates, last)
@@ -456,7 +456,7 @@ def _fresh_dated(
     converted: Sequence[Message], known: set[str], last: Any, now: datetime | None
 ) -> list[Message]:
     """The converted messages the journal lacks, dated by the one rule (:func:`stamp_messages`)."""
-    from mnemon_langgraph.store.users import dated_after
+    from mnemon_langgraph.store._internal.users import dated_after
 
     fresh = [m for m in converted if not m.id or m.id not in known]
     return dated_after(last, fresh, now=now)

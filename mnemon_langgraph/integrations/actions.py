@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.read.drive import Body, Call, adrive, drive
+from mnemon_langgraph.read._drive import Body, Call, adrive, drive
 from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.types import Message, Namespace, Record, SearchHit
 
@@ -107,7 +107,7 @@ async def aforget_record(
 
 
 def _remember(store: MnemonStore, namespace: Namespace, fact: str, origin: str) -> Body[str]:
-    from mnemon_langgraph.store.users import alast_record, dated_after, last_record
+    from mnemon_langgraph.store._internal.users import alast_record, dated_after, last_record
 
     if not fact.strip():
         raise InputError("remember: the fact is empty; nothing was written")

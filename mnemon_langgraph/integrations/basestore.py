@@ -89,15 +89,15 @@ from mnemon_langgraph.integrations.basestore_ttl import (
 )
 from mnemon_langgraph.read.namespaces import run_actor
 from mnemon_langgraph.records.schema import namespace_key
-from mnemon_langgraph.search.fusion import CANDIDATE_DEPTH
-from mnemon_langgraph.search.vectors import normalize_rows
-from mnemon_langgraph.store.contract import (
+from mnemon_langgraph.search._fusion import CANDIDATE_DEPTH
+from mnemon_langgraph.search._vectors import normalize_rows
+from mnemon_langgraph.store._internal.contract import (
     MAX_NAMESPACE_BYTES,
     check_erasable,
     check_namespace_size,
 )
 from mnemon_langgraph.store.kv_items import KVAudit, KVItems, KVWrite
-from mnemon_langgraph.store.postgres.engine import LoopThread
+from mnemon_langgraph.store.postgres._engine import LoopThread
 from mnemon_langgraph.types import Namespace, Record, check_count, normalize_namespace
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ from langgraph.store.base import InvalidNamespaceError, SearchItem
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.search.bm25 import NO_DATE, BM25Index
-from mnemon_langgraph.search.fusion import RRF_K, rrf_fuse
-from mnemon_langgraph.search.text import terms, words
+from mnemon_langgraph.search._bm25 import NO_DATE, BM25Index
+from mnemon_langgraph.search._fusion import RRF_K, rrf_fuse
+from mnemon_langgraph.search._text import terms, words
 from mnemon_langgraph.store.kv_items import IndexSpec, KVRow
 from mnemon_langgraph.types import Namespace, Record, normalize_namespace
 
@@ -60,7 +60,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_KEY_BYTES = 1024
 """Longest item key, in UTF-8 bytes. PostgreSQL keeps the key with the namespace in the
 items' primary key, a B-tree whose entries hold at most about 2,700 bytes (with
-:data:`~mnemon_langgraph.store.contract.MAX_NAMESPACE_BYTES`, 1,536, they fit); the same
+:data:`~mnemon_langgraph.store._internal.contract.MAX_NAMESPACE_BYTES`, 1,536, they fit); the same
 bound holds on SQLite, so a key is stored on both backends or refused on both."""
 
 MAX_VALUE_DEPTH = 100
@@ -340,9 +340,9 @@ def rank_pool(
     """``pool`` ranked for ``query`` as one corpus: BM25 and cosine fused by RRF (k=60).
 
     Items and records compete on the same two rankings, as records do in the store's own
-    search (:func:`~mnemon_langgraph.search.fusion.rrf_fuse` over the top ``depth`` of a
+    search (:func:`~mnemon_langgraph.search._fusion.rrf_fuse` over the top ``depth`` of a
     BM25 ranking and of a dense ranking). BM25 is the package's
-    :class:`~mnemon_langgraph.search.bm25.BM25Index` built over the pool (its statistics);
+    :class:`~mnemon_langgraph.search._bm25.BM25Index` built over the pool (its statistics);
     a candidate's dense score is its best vector's cosine (unit vectors from the store's
     embedder). Ties keep pool order.
     """

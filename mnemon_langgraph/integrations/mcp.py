@@ -39,7 +39,7 @@ from mnemon_langgraph.integrations.actions import (
     render_hits,
     render_records,
 )
-from mnemon_langgraph.read.drive import Body, Call, adrive, drive
+from mnemon_langgraph.read._drive import Body, Call, adrive, drive
 from mnemon_langgraph.read.sources.binding import asearch_sources, search_sources
 from mnemon_langgraph.read.view import escape_data
 from mnemon_langgraph.types import NOT_GIVEN, Namespace, Record, normalize_namespace, origin_label

@@ -27,7 +27,7 @@ from typing import Any
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.namespaces import run_actor
-from mnemon_langgraph.store.retention import RetentionReceipt, check_keep_last, parse_age
+from mnemon_langgraph.store._internal.retention import RetentionReceipt, check_keep_last, parse_age
 from mnemon_langgraph.types import Namespace, normalize_namespace
 
 __all__ = ["ENV", "RetentionSchedule", "retention_schedule_from_env", "schedule_from_spec"]

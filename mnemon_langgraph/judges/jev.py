@@ -6,7 +6,7 @@ Two client packages exist: ``typesafe-sdk`` (``TypeSafeClient.system_one``) and
 
 * its request and response shapes are LangChain's own decision types (``Noul``,
   ``ClassifierResponse``), so nothing is translated but the usage record;
-* it does not retry on its own — retries belong to :mod:`mnemon_langgraph.read.judging`,
+* it does not retry on its own — retries belong to :mod:`mnemon_langgraph.read._judging`,
   where one setting bounds a wave's latency (``typesafe-sdk`` retries twice by default,
   with backoff, inside each call);
 * it sends plain JSON (``typesafe-sdk`` zstd-compresses bodies when ``backports.zstd`` is

@@ -1,4 +1,4 @@
-"""The local judge's linear scorer: weights over :data:`~.features.FEATURES`, with provenance.
+"""The local judge's linear scorer: weights over :data:`~._features.FEATURES`, with provenance.
 
 A :class:`JudgeWeights` turns a feature row ``x`` into one score ``s = w·x + b``, and the
 turn's :class:`Calibration` turns that into ``p = σ(k · t(s))`` (``p = σ(s)`` without it).
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from mnemon_langgraph.errors import ConfigurationError
-from mnemon_langgraph.judges.features import FEATURES
+from mnemon_langgraph.judges._features import FEATURES
 
 __all__ = [
     "Calibration",

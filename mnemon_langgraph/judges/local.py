@@ -5,7 +5,7 @@ network, from the state every backend receives. Its quality is evaluated like an
 (ROC AUC of P(needed) for gold evidence, paper §6.5).
 
 For every (record or item, proposition) it computes the offline features of
-:mod:`mnemon_langgraph.judges.features` — embedding similarity to the latest message, the
+:mod:`mnemon_langgraph.judges._features` — embedding similarity to the latest message, the
 dialogue and the needs; BM25-style coverage of the query's rare words (rare in the whole
 memory when the read path sends its word counts, ``state["memory"]``); whether the record
 was said on the day (month) the message names; time, number and speaker cues; how far it
@@ -27,7 +27,7 @@ of the journal's stored vectors with the queries, so pooled records are not embe
 only records without it (index items, states built by hand) are embedded here, with the
 same cache as before.
 
-*No longer current* is answered by :mod:`mnemon_langgraph.judges.staleness`: yes only when
+*No longer current* is answered by :mod:`mnemon_langgraph.judges._staleness`: yes only when
 something said later by the same person explicitly replaces what the record says.
 """
 
@@ -52,7 +52,7 @@ from langchain_core.decisions import (
 from pydantic import ConfigDict, PrivateAttr
 
 from mnemon_langgraph.errors import InputError, ModelCallError
-from mnemon_langgraph.judges.features import (
+from mnemon_langgraph.judges._features import (
     Doc,
     Query,
     coverage,
@@ -63,10 +63,10 @@ from mnemon_langgraph.judges.features import (
     terms,
     with_relative,
 )
+from mnemon_langgraph.judges._staleness import replacements, stale_p
 from mnemon_langgraph.judges.learned import Calibration, JudgeWeights, default_weights
 from mnemon_langgraph.judges.propositions import Proposition, QuestionKey, parse_question_id
-from mnemon_langgraph.judges.staleness import replacements, stale_p
-from mnemon_langgraph.records.content_caches import register_content_cache
+from mnemon_langgraph.records._content_caches import register_content_cache
 
 __all__ = ["LocalDecisionModel", "score_to_p"]
 
@@ -111,7 +111,7 @@ class LocalDecisionModel(BaseDecisionModel):
             hand-set formula when none are installed).
         memory_idf: Weigh the query's words by their rarity in the whole memory when the
             state carries the counts (``state["memory"]``, sent by the read path), not in
-            the pool being judged (see :func:`~.features.idf_of_memory`).
+            the pool being judged (see :func:`~._features.idf_of_memory`).
         calibration: How a turn's scores become probabilities (:class:`Calibration`; its
             constants were chosen for the hand formula); ``None`` gives ``p = σ(s)``.
             Either way the read path's actions and View are the same.

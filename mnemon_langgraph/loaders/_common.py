@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.search.text import month_number
+from mnemon_langgraph.search._text import month_number
 from mnemon_langgraph.types import Message, Role, as_naive_utc
 
 __all__ = ["loads_json", "make_message", "parse_date", "parse_role", "read_text", "split_lines"]

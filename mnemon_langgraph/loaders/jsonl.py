@@ -32,7 +32,7 @@ from mnemon_langgraph.loaders._common import (
     read_text,
     split_lines,
 )
-from mnemon_langgraph.records.chunking import stable_hash
+from mnemon_langgraph.records._chunking import stable_hash
 from mnemon_langgraph.types import NOT_GIVEN, Message, origin_label
 
 __all__ = ["load_jsonl", "message_from_dict", "text_of_content"]

@@ -29,7 +29,7 @@ from typing import Any
 from mnemon_langgraph.errors import InputError
 from mnemon_langgraph.loaders._common import make_message, parse_date, parse_role
 from mnemon_langgraph.loaders.jsonl import text_of_content
-from mnemon_langgraph.records.chunking import derive_message_id
+from mnemon_langgraph.records._chunking import derive_message_id
 from mnemon_langgraph.types import NOT_GIVEN, Message, Role, check_session, origin_label
 
 __all__ = ["DEFAULT_SESSION_GAP", "TIMESTAMP_KEYS", "messages_from_langchain"]

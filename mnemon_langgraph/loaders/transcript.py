@@ -41,7 +41,7 @@ from mnemon_langgraph.loaders._common import (
     role_for_speaker,
     split_lines,
 )
-from mnemon_langgraph.records.chunking import stable_hash
+from mnemon_langgraph.records._chunking import stable_hash
 from mnemon_langgraph.types import NOT_GIVEN, Message, check_session, origin_label
 
 __all__ = ["load_transcript", "parse_transcript"]

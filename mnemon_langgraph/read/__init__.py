@@ -12,11 +12,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mnemon_langgraph.read._rules import DropNeed, Judgment, Need, NewSearch, PageSearch
     from mnemon_langgraph.read.graph import create_read_graph
     from mnemon_langgraph.read.html import Explanation, show_memory, show_trace
     from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource
     from mnemon_langgraph.read.planner import ChatPlanner, Planner, RulePlanner
-    from mnemon_langgraph.read.rules import DropNeed, Judgment, Need, NewSearch, PageSearch
     from mnemon_langgraph.read.settings import ReadSettings
     from mnemon_langgraph.read.state import ReadContext, ReadState
     from mnemon_langgraph.read.view import View, ViewRecord, explain
@@ -54,11 +54,11 @@ _WHERE = {
     "ChatPlanner": "planner",
     "RulePlanner": "planner",
     "Planner": "planner",
-    "DropNeed": "rules",
-    "Judgment": "rules",
-    "Need": "rules",
-    "NewSearch": "rules",
-    "PageSearch": "rules",
+    "DropNeed": "_rules",
+    "Judgment": "_rules",
+    "Need": "_rules",
+    "NewSearch": "_rules",
+    "PageSearch": "_rules",
     "ReadSettings": "settings",
     "ReadContext": "state",
     "ReadState": "state",

@@ -6,7 +6,7 @@
                                       └─► judge_items ─► compose ─► View
 
 Every node is one body with a thin sync and async driver around it
-(:mod:`mnemon_langgraph.read.drive`), so ``invoke``, ``ainvoke`` and ``stream`` run the
+(:mod:`mnemon_langgraph.read._drive`), so ``invoke``, ``ainvoke`` and ``stream`` run the
 same logic. Backends (the search source, the
 decision model, the planner, the index) reach the nodes through closures; the state holds
 only data. The namespace comes from the runtime context (:class:`ReadContext`) or from
@@ -28,7 +28,7 @@ from langgraph.types import Checkpointer
 
 from mnemon_langgraph.backends import resolve_judge
 from mnemon_langgraph.items import ItemSource
-from mnemon_langgraph.read.nodes import NODES, Reader
+from mnemon_langgraph.read._nodes import NODES, Reader
 from mnemon_langgraph.read.planner import Planner, resolve_planner
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.sources.binding import named_sources
@@ -115,7 +115,7 @@ def create_read_graph(
     builder = StateGraph(
         ReadState, context_schema=ReadContext, input_schema=ReadInput, output_schema=ReadOutput
     )
-    # One body per node, a sync and an async driver around it (read/drive.py);
+    # One body per node, a sync and an async driver around it (read/_drive.py);
     # RunnableLambda(func, afunc) makes the pair one node for invoke and ainvoke.
     builder.add_node("plan", RunnableLambda(reader.plan, reader.aplan, name="plan"))
     builder.add_node("retrieve", RunnableLambda(reader.retrieve, reader.aretrieve, name="retrieve"))

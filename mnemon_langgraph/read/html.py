@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
-from mnemon_langgraph.read.rules import is_yes
+from mnemon_langgraph.read._rules import is_yes
 
 if TYPE_CHECKING:
     from mnemon_langgraph.items import IndexItem

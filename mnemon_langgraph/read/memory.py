@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from mnemon_langgraph.items import IndexItem
-from mnemon_langgraph.search.text import terms
+from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchFilters, SearchHit
 
 __all__ = ["InMemoryItemSource", "InMemorySearchSource", "make_record"]

@@ -30,12 +30,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mnemon_langgraph.backends import planner_from_spec
 from mnemon_langgraph.errors import ConfigurationError, InputError
-from mnemon_langgraph.read.rules import Need
+from mnemon_langgraph.read._rules import Need
+from mnemon_langgraph.read._topics import is_coverage
+from mnemon_langgraph.read._workers import shared_pool
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.topics import is_coverage
-from mnemon_langgraph.read.workers import shared_pool
-from mnemon_langgraph.search.text import PIECE_PATTERN, capitalised_words, content_words, fold
-from mnemon_langgraph.search.text import words as text_words
+from mnemon_langgraph.search._text import PIECE_PATTERN, capitalised_words, content_words, fold
+from mnemon_langgraph.search._text import words as text_words
 
 __all__ = [
     "ChatPlanner",

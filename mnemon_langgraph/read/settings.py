@@ -133,7 +133,7 @@ class ReadSettings:
         rrf_k: Reciprocal rank fusion constant of the pool, which fuses the turn's
             searches (paper: 60); the judge's rank feature is scaled by the same ``k``.
             Inside one search, the store fuses its BM25 and dense rankings with its own
-            constant (:data:`mnemon_langgraph.search.fusion.RRF_K`).
+            constant (:data:`mnemon_langgraph.search._fusion.RRF_K`).
         nearest_items: Index items nearest the message that System 1 judges (paper: a dozen).
         instructions_share: Share of ``view_chars`` for standing instructions (10%).
         directory_share: Share of ``view_chars`` for the one-line topic directory (5%).
@@ -256,7 +256,7 @@ class ReadSettings:
             over a vector store) is asked **once** per turn, with the message's own search,
             for this many documents, re-ranked by the words of the turn's planned searches
             (BM25 fused with the retriever's order,
-            :func:`~mnemon_langgraph.read.pooling.keyword_rerank`). The source's other
+            :func:`~mnemon_langgraph.read._pooling.keyword_rerank`). The source's other
             searches of the turn (the other planned wordings, new and follow searches, later
             pages, the date-bounded search) are served from these candidates, each
             re-ranked by its own words; only its topic search still asks it. ``None``:

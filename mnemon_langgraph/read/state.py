@@ -23,8 +23,8 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.read._rules import Judgment, Need, NeedKind, NeedStatus
 from mnemon_langgraph.read.namespaces import resolve_namespace
-from mnemon_langgraph.read.rules import Judgment, Need, NeedKind, NeedStatus
 from mnemon_langgraph.read.settings import ReadSettings
 
 __all__ = [
@@ -142,7 +142,7 @@ class SearchEntry(TypedDict, total=False):
 
 
 class PoolRecord(TypedDict, total=False):
-    """A pooled record as plain data (see :mod:`mnemon_langgraph.read.pooling`).
+    """A pooled record as plain data (see :mod:`mnemon_langgraph.read._pooling`).
 
     ``found`` lists ``[search_index, rank]`` for every search page that returned it;
     ``round`` is the round that first pooled it; ``bm25_rank`` / ``dense_rank`` are its
@@ -206,7 +206,7 @@ class RecordEvidence(TypedDict, total=False):
 
 
 class JudgmentEntry(TypedDict):
-    """One System 1 judgment, as plain data (see :class:`~.rules.Judgment`)."""
+    """One System 1 judgment, as plain data (see :class:`~._rules.Judgment`)."""
 
     target: str
     proposition: str
@@ -216,7 +216,7 @@ class JudgmentEntry(TypedDict):
 
 
 class NeedEntry(TypedDict):
-    """A need of the plan and where it stands (see :class:`~.rules.NeedStatus`)."""
+    """A need of the plan and where it stands (see :class:`~._rules.NeedStatus`)."""
 
     index: int
     text: str
@@ -295,7 +295,7 @@ class ReadState(TypedDict, total=False):
         view: The composed :class:`~mnemon_langgraph.read.view.View` (``compose``).
         sources: Each named source's namespace for this run (``plan``; only when the
             graph reads several sources or one that binds to the run:
-            :mod:`~mnemon_langgraph.read.nodes_sources`). A source missing from it could
+            :mod:`~mnemon_langgraph.read._nodes_sources`). A source missing from it could
             not be bound (the trace says why).
         fields: The run's fields a source's ``for_run`` sees (``plan``; only when a
             source has ``for_run``).

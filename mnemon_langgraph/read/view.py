@@ -18,9 +18,9 @@ other in one session and day are shown as one block under one header that names 
 :func:`compose_view` is pure: it reads only the order of judgments and ``p >= 1/2``.
 :func:`explain` answers "why is this record in the View?" (or why not) from the trace.
 
-The View's parts live in modules of their own: its types (:mod:`.view_types`), its text
-and escaping (:mod:`.view_text`), the optional re-rankers (:mod:`.view_order`), filling the
-budget (:mod:`.view_fill`) and :func:`explain` (:mod:`.view_explain`); this module composes
+The View's parts live in modules of their own: its types (:mod:`._view_types`), its text
+and escaping (:mod:`._view_text`), the optional re-rankers (:mod:`._view_order`), filling the
+budget (:mod:`._view_fill`) and :func:`explain` (:mod:`._view_explain`); this module composes
 them and still exports every name it did.
 """
 
@@ -29,15 +29,14 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from mnemon_langgraph.read.as_of import as_of_line
-from mnemon_langgraph.read.questions import is_reply as is_reply  # imported from here before
-from mnemon_langgraph.read.replaced import replaced_marks
-from mnemon_langgraph.read.rules import Judgment, is_yes, rank_by
-from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.view_explain import explain
-from mnemon_langgraph.read.view_fill import BLOCK_RECORDS as BLOCK_RECORDS
-from mnemon_langgraph.read.view_fill import fill, index_block
-from mnemon_langgraph.read.view_order import (
+from mnemon_langgraph.read._as_of import as_of_line
+from mnemon_langgraph.read._questions import is_reply as is_reply  # imported from here before
+from mnemon_langgraph.read._replaced import replaced_marks
+from mnemon_langgraph.read._rules import Judgment, is_yes, rank_by
+from mnemon_langgraph.read._view_explain import explain
+from mnemon_langgraph.read._view_fill import BLOCK_RECORDS as BLOCK_RECORDS
+from mnemon_langgraph.read._view_fill import fill, index_block
+from mnemon_langgraph.read._view_order import (
     arranged,
     blend_with_fused,
     coverage_first,
@@ -51,15 +50,16 @@ from mnemon_langgraph.read.view_order import (
     with_openings,
     with_questions,
 )
-from mnemon_langgraph.read.view_text import LESS_THAN_LOOKALIKES as LESS_THAN_LOOKALIKES
-from mnemon_langgraph.read.view_text import (
+from mnemon_langgraph.read._view_text import LESS_THAN_LOOKALIKES as LESS_THAN_LOOKALIKES
+from mnemon_langgraph.read._view_text import (
     PREAMBLE,
     PREAMBLE_SOURCES,
     SHORT_ID_CHARS,
     escape_data,
     short_ids,
 )
-from mnemon_langgraph.read.view_types import View, ViewRecord, render_block
+from mnemon_langgraph.read._view_types import View, ViewRecord, render_block
+from mnemon_langgraph.read.settings import ReadSettings
 
 __all__ = [
     "PREAMBLE",
@@ -248,9 +248,9 @@ def compose_view(
         all_needs: Indices of the ``ALL`` needs: their records enter one per session (of one
             read source) first.
         focus: The turn's message and needs, which pick an excerpt's lines.
-        sources: The source names of a graph of several (:data:`.view_text.PREAMBLE_SOURCES`).
+        sources: The source names of a graph of several (:data:`._view_text.PREAMBLE_SOURCES`).
         as_of: The ISO bound of an as-of View (``read.as_of``): the preamble says it.
-        dated: The date of the no-longer-current marks (:mod:`.replaced`); ``""``: unknown.
+        dated: The date of the no-longer-current marks (:mod:`._replaced`); ``""``: unknown.
         coverage: The turn asks about a topic across the whole history (``read.topics``):
             with ``experiments.coverage_records``, :func:`coverage_first`, earliest first.
 

@@ -3,7 +3,7 @@
 The stored form of a namespace (:func:`namespace_key`), one audited deletion
 (:class:`AuditEntry`), and splitting a record back into its messages (:func:`record_lines`,
 :func:`rebuild_messages`). Each backend's own tables live with it
-(:mod:`mnemon_langgraph.store.embedded.schema`, :mod:`mnemon_langgraph.store.postgres.schema`).
+(:mod:`mnemon_langgraph.store.embedded._schema`, :mod:`mnemon_langgraph.store.postgres._schema`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def namespace_key(namespace: str | Sequence[str]) -> str:
 
 def ns_to_key(ns: Namespace) -> str:
     """:func:`namespace_key` of a namespace already checked at the store's boundary
-    (:mod:`mnemon_langgraph.store.boundary`): no second check, only the stored form.
+    (:mod:`mnemon_langgraph.store._internal.boundary`): no second check, only the stored form.
 
     Raises:
         TypeError: ``ns`` is not a tuple (a caller below the boundary skipped it).
@@ -97,7 +97,7 @@ def _split_line(line: str, speakers: Sequence[str]) -> tuple[str, str]:
 def record_lines(record: Record) -> list[tuple[str, str, str, Role]]:
     """``(message_id, speaker, text, role)`` for each line of ``record``.
 
-    Lines, ``message_ids`` and ``roles`` are parallel (see :mod:`~.chunking`).
+    Lines, ``message_ids`` and ``roles`` are parallel (see :mod:`~._chunking`).
     """
     out: list[tuple[str, str, str, Role]] = []
     lines = record.text.split("\n")

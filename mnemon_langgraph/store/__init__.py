@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mnemon_langgraph.loaders.files import load_messages
+from mnemon_langgraph.store._internal.retention import RetentionReceipt
 from mnemon_langgraph.store.base import (
     IngestResult,
     MnemonStore,
@@ -26,7 +27,6 @@ from mnemon_langgraph.store.base import (
     register_backend,
 )
 from mnemon_langgraph.store.embedded import EmbeddedStore
-from mnemon_langgraph.store.retention import RetentionReceipt
 
 if TYPE_CHECKING:
     from mnemon_langgraph.store.postgres import PostgresStore

@@ -28,9 +28,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.errors import InputError
-from mnemon_langgraph.records.chunking import chunk_messages
-from mnemon_langgraph.store.async_face import AsyncFace
-from mnemon_langgraph.store.boundary import (
+from mnemon_langgraph.records._chunking import chunk_messages
+from mnemon_langgraph.store._internal.async_face import AsyncFace
+from mnemon_langgraph.store._internal.boundary import (
     AUDIT_LOG,
     COUNT,
     DELETE_MESSAGES,
@@ -52,7 +52,7 @@ from mnemon_langgraph.store.boundary import (
     call,
     checked_records,
 )
-from mnemon_langgraph.store.contract import (
+from mnemon_langgraph.store._internal.contract import (
     MAX_PAGE,
     MAX_SEQ,
     IngestBatch,
@@ -68,9 +68,9 @@ from mnemon_langgraph.store.contract import (
     sessions_of,
     written_result,
 )
-from mnemon_langgraph.store.embedding_face import EmbeddingFace
-from mnemon_langgraph.store.retention_face import RetentionFace
-from mnemon_langgraph.store.users import PerUserAPI
+from mnemon_langgraph.store._internal.embedding_face import EmbeddingFace
+from mnemon_langgraph.store._internal.retention_face import RetentionFace
+from mnemon_langgraph.store._internal.users import PerUserAPI
 from mnemon_langgraph.types import (
     NOT_GIVEN,
     Message,
@@ -88,9 +88,9 @@ if TYPE_CHECKING:
 
     from mnemon_langgraph.items import ItemStore
     from mnemon_langgraph.records.schema import AuditEntry
-    from mnemon_langgraph.store.embedded.journal import Journal
+    from mnemon_langgraph.store.embedded._journal import Journal
     from mnemon_langgraph.store.kv_items import KVItems
-    from mnemon_langgraph.store.postgres.settings import PostgresSettings
+    from mnemon_langgraph.store.postgres._settings import PostgresSettings
 
 __all__ = [
     "MAX_PAGE",
@@ -370,8 +370,8 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
     def kv(self) -> KVItems:
         """The key-value items beside the records (what ``MnemonBaseStore`` puts and gets;
         not the consolidated index of :meth:`item_store`): two tables of the backend's
-        schema, on its connection or pool (``store/embedded/kv_items.py``,
-        ``store/postgres/kv_items.py``)."""
+        schema, on its connection or pool (``store/embedded/_kv_items.py``,
+        ``store/postgres/_kv_items.py``)."""
         return _abstract(self)
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -388,13 +388,14 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
     def item_store(self, embeddings: Embeddings | None = None) -> ItemStore:
         """The consolidated index beside the records (``embeddings``: default the store's).
 
-        Each backend gives its own, from its folder (``store/embedded/items.py``,
-        ``store/postgres/items.py``)."""
+        Each backend gives its own, from its folder (``store/embedded/_items.py``,
+        ``store/postgres/_items.py``)."""
         return _abstract(self)
 
     # =======================================================================================
-    # The public contract: one-line facades over store/boundary.py's operations (checks once,
-    # shared with the async twins of store/async_face.py), each calling one backend hook.
+    # The public contract: one-line facades over store/_internal/boundary.py's operations (checks
+    # once, shared with the async twins of store/_internal/async_face.py), each calling one backend
+    # hook.
     # =======================================================================================
 
     def ingest(
@@ -662,7 +663,7 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         return call(self, ERASE_NAMESPACE, namespace, actor=actor)
 
     # =======================================================================================
-    # Backend hooks: arguments already checked (store/boundary.py), namespaces normalised,
+    # Backend hooks: arguments already checked (store/_internal/boundary.py), namespaces normalised,
     # ids a de-duplicated tuple. A hook never checks again.
     # =======================================================================================
 

@@ -20,8 +20,8 @@ the journal's or the PostgreSQL schema):
 
 "Key-value items" are not the consolidated *index items* (timelines, values, instructions:
 ``store.item_store()``). Each backend has one :class:`KVItems` on its own connection or
-pool: :class:`~mnemon_langgraph.store.embedded.kv_items.EmbeddedKVItems` (the journal's
-SQLite file) and :class:`~mnemon_langgraph.store.postgres.kv_items.PostgresKVItems` (the
+pool: :class:`~mnemon_langgraph.store.embedded._kv_items.EmbeddedKVItems` (the journal's
+SQLite file) and :class:`~mnemon_langgraph.store.postgres._kv_items.PostgresKVItems` (the
 store's engine); ``store.kv()`` gives it. This module holds what the two share: the row
 and write types and the SQL both speak.
 """
@@ -145,7 +145,7 @@ class KVItems(Protocol):
 
     Every read takes ``now`` and leaves out the items expired by then, in its SQL (an item
     whose ``expires_at`` is ``now`` or earlier is expired). :meth:`sweep` is what the
-    store's hooks of its checked ``sweep_expired_items`` run (``store/boundary.py``; the
+    store's hooks of its checked ``sweep_expired_items`` run (``store/_internal/boundary.py``; the
     embedded one calls its sync ``sweep_sync``); nothing else should call it.
     """
 

@@ -16,13 +16,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
-from mnemon_langgraph.records.chunking import (
+from mnemon_langgraph.records._chunking import (
     chunk_messages,
     normalize_text,
     split_text,
     stable_hash,
 )
-from mnemon_langgraph.search.fusion import reciprocal_rank
+from mnemon_langgraph.search._fusion import reciprocal_rank
 from mnemon_langgraph.types import (
     MAX_MESSAGE_CHARS,
     MAX_MESSAGE_ID_CHARS,

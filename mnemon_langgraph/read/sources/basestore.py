@@ -24,7 +24,7 @@ from mnemon_langgraph.read.sources._adapt import (
     records_of_text,
     speaker_of,
 )
-from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
+from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
 from mnemon_langgraph.types import Namespace, Record, SearchFilters, SearchHit, check_count
 
 __all__ = ["BaseStoreSource"]

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnemon_langgraph.errors import ConfigurationError, NamespaceAccessError
+from mnemon_langgraph.read._workers import source_pool
 from mnemon_langgraph.read.namespaces import fill_source_namespace, run_fields
 from mnemon_langgraph.read.settings import LOOKAHEAD
-from mnemon_langgraph.read.workers import source_pool
 from mnemon_langgraph.types import (
     JournalSource,
     Namespace,
@@ -350,7 +350,7 @@ class BoundSource:
             hits = self.source.search(query, **call)
         else:
             # A sync call cannot be cancelled: it runs in the process's timed-search pool
-            # and is no longer waited for past the timeout (read/workers.py).
+            # and is no longer waited for past the timeout (read/_workers.py).
             future = source_pool().submit(self.source.search, query, **call)
             try:
                 hits = future.result(timeout=self.timeout_s)

@@ -25,7 +25,7 @@ from mnemon_langgraph.read.sources._adapt import (
     speaker_of,
     template_names,
 )
-from mnemon_langgraph.records.chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
+from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
 from mnemon_langgraph.types import (
     Namespace,
     Record,

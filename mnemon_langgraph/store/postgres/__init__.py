@@ -7,21 +7,21 @@ manager) and :meth:`PostgresStore.afrom_conn_string` (its async twin). Nothing i
 local disk: records, messages, vectors, BM25 statistics, index items, consolidation state,
 the audit trail, the schema version and the embedding model identity are all rows.
 
-One module per role, under a facade of a few hundred lines (:mod:`.store`):
+One module per role, under a facade of a few hundred lines (:mod:`._store`):
 
-* :mod:`.engine`: the event-loop thread and the connection pool (the one async core every
+* :mod:`._engine`: the event-loop thread and the connection pool (the one async core every
   sync and async method runs on), namespace ids and write locks, :func:`redact`;
-* :mod:`.settings`: :class:`PostgresSettings`, the frozen tuning given at construction;
-* :mod:`.schema`: tables, indexes, migrations, schema version, model identity;
-* :mod:`.writes`: ingest, deletions with their audit rows, erase (and ``VACUUM``);
-* :mod:`.packs`: the BM25 packs (impact-sorted postings of common terms);
-* :mod:`.impact` and :mod:`.bm25`: the BM25 impact-ordered query (its pure rule and bounds,
+* :mod:`._settings`: :class:`PostgresSettings`, the frozen tuning given at construction;
+* :mod:`._schema`: tables, indexes, migrations, schema version, model identity;
+* :mod:`._writes`: ingest, deletions with their audit rows, erase (and ``VACUUM``);
+* :mod:`._packs`: the BM25 packs (impact-sorted postings of common terms);
+* :mod:`._impact` and :mod:`._bm25`: the BM25 impact-ordered query (its pure rule and bounds,
   and the object that reads postings in rounds until the top ``k`` is proven);
-* :mod:`.dense`: pgvector search, exact below ``exact_below`` records, HNSW above;
-* :mod:`.search`: the two rankings fused by reciprocal rank;
-* :mod:`.reads` and :mod:`.stats`: records, message ids, vectors, counts, the audit;
-* :mod:`.items`: the consolidated index (``store.item_store()``), its tables beside the records;
-* :mod:`.kv_items`: the ``BaseStore``'s key-value items (``store.kv()``).
+* :mod:`._dense`: pgvector search, exact below ``exact_below`` records, HNSW above;
+* :mod:`._search`: the two rankings fused by reciprocal rank;
+* :mod:`._reads` and :mod:`._stats`: records, message ids, vectors, counts, the audit;
+* :mod:`._items`: the consolidated index (``store.item_store()``), its tables beside the records;
+* :mod:`._kv_items`: the ``BaseStore``'s key-value items (``store.kv()``).
 
 The package names the classes a user meets: :class:`PostgresStore`, :class:`PostgresSettings`,
 :class:`PostgresItemStore` and :class:`PostgresKVItems`.
@@ -30,10 +30,10 @@ The package names the classes a user meets: :class:`PostgresStore`, :class:`Post
 from __future__ import annotations
 
 from mnemon_langgraph.errors import deprecated_names
-from mnemon_langgraph.store.postgres.engine import redact
-from mnemon_langgraph.store.postgres.items import PostgresItemStore
-from mnemon_langgraph.store.postgres.kv_items import PostgresKVItems
-from mnemon_langgraph.store.postgres.settings import (
+from mnemon_langgraph.store.postgres._engine import redact
+from mnemon_langgraph.store.postgres._items import PostgresItemStore
+from mnemon_langgraph.store.postgres._kv_items import PostgresKVItems
+from mnemon_langgraph.store.postgres._settings import (
     EXACT_BELOW,
     OLD_EF_SEARCH_NAMES,
     PGVECTOR_EF_SEARCH_BY_SIZE,
@@ -41,7 +41,7 @@ from mnemon_langgraph.store.postgres.settings import (
     PostgresSettings,
     pgvector_ef_search_for,
 )
-from mnemon_langgraph.store.postgres.store import PostgresStore
+from mnemon_langgraph.store.postgres._store import PostgresStore
 
 __all__ = [
     "EXACT_BELOW",

@@ -1,0 +1,479 @@
+"""The ``retrieve`` node (sync and async): run the pending searches and pool their pages.
+
+A page search asks the store for the next page of a planned search; a ``new_search``
+action asks the planner for a new wording of an open need first; a ``follow`` action adds
+searches worded from a positive record (:func:`~mnemon_langgraph.read.planner.record_query`).
+The searches of one round run side by side; their pages are merged into the pool (round 1:
+the first pool by reciprocal rank fusion).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Container, Mapping, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from mnemon_langgraph.read._as_of import as_of_bound, as_of_filters, known_at
+from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive
+from mnemon_langgraph.read._instructions import standing_lines
+from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
+from mnemon_langgraph.read._pooling import (
+    build_first_pool,
+    dict_to_record,
+    keyword_order,
+    keyword_rerank,
+    merge_page,
+    record_to_dict,
+    take_page,
+)
+from mnemon_langgraph.read._rules import Need
+from mnemon_langgraph.read._topics import topic_lane
+from mnemon_langgraph.read._trace import degraded, timing_event
+from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
+from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
+from mnemon_langgraph.search._fusion import rrf_fuse
+from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
+
+__all__ = ["INSTRUCTIONS", "RetrieveNode"]
+
+TOPIC = "topic"
+"""Origin of the search for a topic's mentions in every session (``read.topics``)."""
+
+
+def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRecord]:
+    """The instruction search's records that hold a standing instruction of the user, as pool
+    entries marked with those lines (``standing``); the rest of its page is dropped."""
+    out: list[PoolRecord] = []
+    for hit in hits:
+        lines = standing_lines(hit.record)
+        if lines:
+            entry = PoolRecord(
+                **record_to_dict(hit.record),
+                found=[[idx, hit.rank]],
+                round=round_no,
+                bm25_rank=hit.bm25_rank,
+                dense_rank=hit.dense_rank,
+            )
+            entry["standing"] = lines
+            out.append(entry)
+    return out
+
+
+def _topic(
+    idx: int, hits: Sequence[SearchHit], round_no: int, per_session: int
+) -> list[PoolRecord]:
+    """The topic search's records that hold a line of the user's, at most ``per_session``
+    of each session (``read.topics.topic_lane``), as pool entries; the rest is dropped."""
+    out: list[PoolRecord] = []
+    for hit in topic_lane(hits, per_session):
+        entry = PoolRecord(
+            **record_to_dict(hit.record),
+            found=[[idx, hit.rank]],
+            round=round_no,
+            bm25_rank=hit.bm25_rank,
+            dense_rank=hit.dense_rank,
+        )
+        entry["topic_rank"] = hit.rank
+        out.append(entry)
+    return out
+
+
+def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list[PoolRecord], int]:
+    """The pool with the lane's records: marked where already pooled, appended otherwise."""
+    if not lane:
+        return pool, 0
+    where = {p["id"]: i for i, p in enumerate(pool)}
+    added = 0
+    for entry in lane:
+        i = where.get(entry["id"])
+        if i is None:
+            where[entry["id"]] = len(pool)
+            pool.append(entry)
+            added += 1
+        else:
+            found = [*pool[i].get("found", []), *entry.get("found", [])]
+            merged = cast(PoolRecord, {**pool[i], "found": found})
+            for mark in ("standing", "topic_rank"):
+                if mark in entry:
+                    merged[mark] = entry[mark]  # type: ignore[literal-required]
+            pool[i] = merged
+    return pool, added
+
+
+def _search_event(
+    s: Mapping[str, Any], idx: int, offset: int, returned: int, new: int, round_no: int
+) -> dict[str, Any]:
+    """The trace event of one search page (with its ``source`` when the graph has several)."""
+    where = {"source": s["read_source"]} if "read_source" in s else {}
+    return {
+        **where,
+        "event": "search",
+        "index": idx,
+        "query": s["query"],
+        "origin": s["origin"],
+        "offset": offset,
+        "returned": returned,
+        "new": new,
+        "round": round_no,
+    }
+
+
+def _cached(search: Mapping[str, Any]) -> bool:
+    """Whether a search is served from a dense-only source's candidates of the turn (it
+    derives from the asking search, or is that search once it has asked)."""
+    return "over" in search or "cache" in search
+
+
+def _known(
+    hits: list[SearchHit] | BaseException, as_of: datetime | None
+) -> list[SearchHit] | BaseException:
+    """The hits known at ``as_of``. Both stores already apply the bound inside the search
+    (``SearchFilters.date_to``); this guards against a source that ignores date bounds."""
+    if as_of is None or isinstance(hits, BaseException):
+        return hits
+    return [h for h in hits if known_at(h.record, as_of)]
+
+
+class RetrieveNode(SourcesNode):
+    """Mixin: the ``retrieve`` node. Needs ``sources``, ``planner``, ``settings``."""
+
+    source: SearchSource
+    planner: Planner
+    settings: ReadSettings
+
+    # --- retrieve ---------------------------------------------------------------------
+    def _new_search_result(
+        self,
+        searches: list[dict[str, Any]],
+        need: Need,
+        out: NewSearchResult,
+        round_no: int,
+        trace: list[dict[str, Any]],
+        fetch: list[tuple[int, int]],
+        names: list[str | None],
+    ) -> float:
+        query, calls, secs, errors = out
+        trace.append(
+            {
+                "event": "new_search",
+                "need_index": need.index,
+                "query": query,
+                "calls": calls,
+                "errors": errors,
+                "model_seconds": secs,
+            }
+        )
+        if errors:
+            trace.append(degraded("new_search", "; ".join(errors)))
+        tried = {s["query"].casefold() for s in searches}
+        if query and query.casefold() not in tried:
+            for name in names:  # every source (one source: [None])
+                idx = len(searches)
+                search: dict[str, Any] = {
+                    "index": idx,
+                    "query": query,
+                    "origin": "new_search",
+                    "next_offset": 0,
+                    "exhausted": False,
+                    "round": round_no,
+                    "need_index": need.index,
+                    **({"read_source": name} if name is not None else {}),
+                }
+                if self._asked_once(name):
+                    search = self._over(search, idx, cast(str, name))
+                searches.append(search)
+                fetch.append((idx, 0))
+        return secs
+
+    def _fetch_plan(
+        self, state: ReadState
+    ) -> tuple[list[dict[str, Any]], list[tuple[int, int]], list[Need]]:
+        searches = [dict(s) for s in state.get("searches", [])]
+        fetch: list[tuple[int, int]] = []
+        asks: list[Need] = []
+        needs = {n.index: n for n in needs_of(state)}
+        for action in state.get("pending", []):
+            if action["kind"] == "page":
+                key = (action["search_index"], action["offset"])
+                if key not in fetch:
+                    fetch.append(key)
+            elif action["kind"] == "new_search":
+                asks.append(needs[action["need_index"]])
+            elif action["kind"] == "follow":
+                self._follow_searches(state, action, searches, fetch)
+        return searches, fetch, asks
+
+    def _follow_searches(
+        self,
+        state: ReadState,
+        action: Mapping[str, Any],
+        searches: list[dict[str, Any]],
+        fetch: list[tuple[int, int]],
+    ) -> None:
+        """Add the searches that follow a positive record, worded from its text.
+
+        ``follow_scope`` ``session`` searches only the record's own session, ``memory``
+        every session, ``both`` does each. A search already in the turn (same words, same
+        session bound) is not repeated.
+        """
+        record = next((p for p in state.get("pool", []) if p["id"] == action["record_id"]), None)
+        need = next((n for n in state.get("needs", []) if n["index"] == action["need_index"]), None)
+        if record is None or need is None:
+            return
+        query = record_query(record.get("text", ""), need["text"], self.settings.follow_words)
+        if not query:
+            return
+        own: int | None = record.get("session")
+        scope = self.settings.follow_scope
+        bounds = [own] if scope == "session" else [None] if scope == "memory" else [own, None]
+        # a follow search looks around the record in its own source (sessions are a source's)
+        name = record.get("read_source")
+        tried = {(s["query"], s.get("session"), s.get("read_source")) for s in searches}
+        for session in bounds:
+            if (query, session, name) in tried:
+                continue
+            idx = len(searches)
+            search: dict[str, Any] = {
+                "index": idx,
+                "query": query,
+                "origin": "follow" if session is None else "follow:session",
+                "next_offset": 0,
+                "exhausted": False,
+                "round": state.get("rounds", 0) + 1,
+                "need_index": action["need_index"],
+                "record_id": record["id"],
+                "session": session,
+                "k": self.settings.follow_records,
+                **({"read_source": name} if name is not None else {}),
+            }
+            if name is not None and self._asked_once(name):  # from the turn's candidates
+                search = self._over(search, idx, name)
+            searches.append(search)
+            fetch.append((idx, 0))
+
+    def _retrieve_finish(
+        self,
+        state: ReadState,
+        searches: list[dict[str, Any]],
+        fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
+        trace: list[dict[str, Any]],
+        start: float,
+        model_seconds: float,
+        pooled: set[str],
+    ) -> dict[str, Any]:
+        round_no = state.get("rounds", 0) + 1
+        seen = set(pooled)
+        pages: list[tuple[int, int, list[SearchHit]]] = []
+        lane: list[PoolRecord] = []
+        for idx, offset, hits in fetched:
+            s = searches[idx]
+            if isinstance(hits, BaseException):
+                if "read_source" in s:  # one of several sources: the others build the View
+                    trace.extend(self._source_failed(searches, idx, hits))
+                    continue
+                trace.append(
+                    degraded("search", f"search {idx} failed: {type(hits).__name__}: {hits!s:.200}")
+                )
+                s["exhausted"] = True
+                continue
+            if s["origin"] in (INSTRUCTIONS, TOPIC):
+                kept = (
+                    _standing(idx, hits, round_no)
+                    if s["origin"] == INSTRUCTIONS
+                    else _topic(idx, hits, round_no, self.settings.experiments.topic_records)
+                )
+                lane.extend(kept)
+                s["exhausted"] = True
+                # as for a page: "new" counts what it brings that no earlier round pooled
+                unseen = sum(1 for e in kept if e["id"] not in pooled)
+                trace.append(_search_event(s, idx, offset, len(hits), unseen, round_no))
+                continue
+            k = s.get("k") or self.settings.page_records
+            skip = seen if self.settings.skip_pooled else ()
+            page = take_page(hits, max_records=k, max_chars=self.settings.page_chars, pooled=skip)
+            fresh = {h.record.id for h in page} - seen
+            if pooled:  # the round's later pages skip these too (first pool: RRF decides)
+                seen |= fresh
+            s["next_offset"] = offset + len(page)
+            # a follow search is a look around one record, never paged
+            s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
+            s["exhausted"] |= "record_id" in s
+            pages.append((idx, offset, page))
+            trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
+        pool = list(state.get("pool", []))
+        if not pool and round_no == 1:
+            pool = build_first_pool(
+                pages,
+                cap=self.settings.pool_size,
+                rrf_k=self.settings.rrf_k,
+                sources=[searches[i].get("read_source") or "" for i, _, _ in pages],
+                source_share=self.settings.source_share,
+            )
+            added = len(pool)
+        else:
+            added = 0
+            for idx, offset, page in pages:
+                pool, gained = merge_page(pool, idx, offset, page, round_no)
+                added += gained
+        pool, gained = _with_lane(pool, lane)
+        pool = self._tag(pool)
+        added += gained
+        trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
+        trace.append(timing_event("retrieve", start, model_seconds))
+        return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
+
+    def _retrieve(self, state: ReadState) -> Body[dict[str, Any]]:
+        start = time.perf_counter()
+        searches, fetch, asks = self._fetch_plan(state)
+        trace: list[dict[str, Any]] = []
+        model_seconds = 0.0
+        round_no = state.get("rounds", 0) + 1
+        recent = recent_messages(state, self.settings)
+        pooled = {p["id"] for p in state.get("pool", [])}
+        as_of = as_of_bound(state.get("as_of"))
+        for need in asks:
+            tried = [s["query"] for s in searches]
+            out = yield Call(
+                self.planner.next_search,
+                self.planner.anext_search,
+                (recent, need, tried, self.settings),
+            )
+            names = self._search_sources(state, searches)
+            model_seconds += self._new_search_result(
+                searches, need, out, round_no, trace, fetch, names
+            )
+        # a dense-only source's searches after its asking one are served from its candidates
+        local = [(i, o) for i, o in fetch if _cached(searches[i])]
+        asked = [(i, o) for i, o in fetch if not _cached(searches[i])]
+        # the searches are independent: they run side by side
+        bound = {
+            name: self._bound(state, name)
+            for name in dict.fromkeys(searches[i].get("read_source") for i, _ in asked)
+        }
+        results = yield Gather(
+            tuple(
+                Call(
+                    bound[searches[i].get("read_source")].search,
+                    bound[searches[i].get("read_source")].asearch,
+                    (searches[i]["query"],),
+                    self._search_kwargs(searches[i], o, pooled, as_of),
+                )
+                for i, o in asked
+            )
+        )
+        fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
+        fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
+        ns = tuple(state["namespace"])
+        fetched += [
+            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns), as_of))
+            for i, o in local
+        ]
+        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
+
+    def _keep_candidates(
+        self, search: dict[str, Any], hits: list[SearchHit] | BaseException
+    ) -> list[SearchHit] | BaseException:
+        """A dense-only source's asking search: its candidates re-ranked by the words of the
+        turn's planned searches, kept in the search (``cache``) for the turn's other
+        searches of the source and its later pages."""
+        if search.get("candidates") is None or isinstance(hits, BaseException):
+            return hits
+        ranked = keyword_rerank(hits, search["rerank"], self.settings.rrf_k)
+        search["cache"] = [
+            {**record_to_dict(h.record), "dense_rank": h.dense_rank, "bm25_rank": h.bm25_rank}
+            for h in ranked
+        ]
+        return ranked
+
+    def _from_candidates(
+        self,
+        searches: Sequence[Mapping[str, Any]],
+        idx: int,
+        offset: int,
+        pooled: Container[str],
+        as_of: datetime | None,
+        namespace: tuple[str, ...],
+    ) -> list[SearchHit]:
+        """One page of a search served from a dense-only source's candidates of the turn:
+        the asking search's later pages in its order, another search's re-ranked by its own
+        words; its date or session bounds applied here."""
+        s = searches[idx]
+        over = s.get("over")
+        if over is None:  # the asking search's later page: its own candidates, in order
+            cache: list[Mapping[str, Any]] = list(s.get("cache") or ())
+        else:  # the candidates of the source's asking searches, fused by rank
+            lists = [
+                list(a["cache"])
+                for a in searches
+                if a.get("read_source") == over and a.get("cache") is not None
+            ]
+            if len(lists) == 1:
+                cache = lists[0]
+            else:
+                first = {d["id"]: d for entries in lists for d in reversed(entries)}
+                fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
+                cache = [first[f.key] for f in fused]
+        if over is None:
+            order = [(i, d.get("dense_rank"), d.get("bm25_rank")) for i, d in enumerate(cache)]
+        else:
+            texts = [str(d.get("text", "")) for d in cache]
+            ranked = keyword_order(texts, s["rerank"], self.settings.rrf_k)
+            order = [(i, i, kr) for i, _, kr in ranked]
+        kwargs = self._search_kwargs(s, offset, pooled, as_of)
+        bounds: SearchFilters | None = kwargs.get("filters")
+        want = offset + kwargs["k"]
+        hits: list[SearchHit] = []
+        for rank, (i, dense, kr) in enumerate(order):  # rebuilt as far as the page reaches
+            record = dict_to_record(cache[i], namespace)
+            if bounds is None or bounds.accepts(record):
+                hit = SearchHit(record, rank, 0.0, bm25_rank=kr, dense_rank=dense)
+                hits.append(hit)
+                if len(hits) >= want:
+                    break
+        return hits[offset:]
+
+    def _fetch_k(self, search: Mapping[str, Any], pooled: Container[str]) -> int:
+        """How many hits to ask the store for: the page's size, or :data:`LOOKAHEAD` times
+        that once records are pooled and ``skip_pooled`` keeps only new ones on a page."""
+        if search.get("candidates"):
+            return int(search["candidates"])
+        k = int(search.get("k") or self.settings.page_records)
+        return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
+
+    def _search_kwargs(
+        self,
+        search: Mapping[str, Any],
+        offset: int,
+        pooled: Container[str],
+        as_of: datetime | None = None,
+    ) -> dict[str, Any]:
+        """The keyword arguments of one search call (a follow search may keep to a session;
+        an as-of View searches only the records dated at or before ``as_of``); the bound
+        source adds its namespace (:class:`~.sources.binding.BoundSource`)."""
+        kwargs: dict[str, Any] = {
+            "k": self._fetch_k(search, pooled),
+            "offset": offset,
+        }
+        filters: SearchFilters | None = None
+        session = search.get("session")
+        if session is not None:
+            filters = SearchFilters(session_from=session, session_to=session)
+        elif search.get("date_from"):
+            filters = SearchFilters(
+                date_from=datetime.fromisoformat(search["date_from"]),
+                date_to=datetime.fromisoformat(search["date_to"]),
+            )
+        filters = as_of_filters(as_of, filters)
+        if filters is not None:
+            kwargs["filters"] = filters
+        return kwargs
+
+    def retrieve(self, state: ReadState) -> dict[str, Any]:
+        """Node ``retrieve`` under ``invoke``."""
+        return drive(self._retrieve(state))
+
+    async def aretrieve(self, state: ReadState) -> dict[str, Any]:
+        """Node ``retrieve`` under ``ainvoke``."""
+        return await adrive(self._retrieve(state))

@@ -1,0 +1,374 @@
+"""The pool, in one place: pages, the first pool and later pages (Mnemon §4.2, "Retrieve").
+
+Records live in the graph's state as plain dicts (see :func:`record_to_dict`), so any
+checkpointer can store them. The first pool gives each search an equal quota of its top
+results, then fills the remaining slots by the highest summed reciprocal rank; it is
+ordered by summed reciprocal rank (the *fused order* the View falls back on).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Container, Mapping, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from mnemon_langgraph.read.state import PoolRecord
+from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
+from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.search._text import terms
+from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
+
+__all__ = [
+    "build_first_pool",
+    "dict_to_record",
+    "keyword_order",
+    "keyword_rerank",
+    "merge_page",
+    "record_to_dict",
+    "take_page",
+]
+
+
+def record_to_dict(record: Record) -> PoolRecord:
+    """A record as state data (dates as ISO strings)."""
+    return {
+        "id": record.id,
+        "session": record.session,
+        "date": record.date.isoformat() if record.date else None,
+        "position": record.position,
+        "speakers": list(record.speakers),
+        "roles": list(record.roles),
+        "message_ids": list(record.message_ids),
+        "text": record.text,
+        "source": record.origin,
+        "seq": record.seq,
+        "header": record.header,
+    }
+
+
+def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
+    """Rebuild a :class:`Record` from :func:`record_to_dict` output."""
+    date = data.get("date")
+    return Record(
+        id=data["id"],
+        namespace=namespace,
+        session=int(data.get("session") or 0),
+        date=datetime.fromisoformat(date) if date else None,
+        position=int(data.get("position") or 0),
+        speakers=tuple(data.get("speakers") or ()),
+        message_ids=tuple(data.get("message_ids") or ()),
+        roles=cast(tuple[Role, ...], tuple(data.get("roles") or ())),
+        text=data.get("text", ""),
+        origin=data.get("source", ""),
+        seq=int(data.get("seq") or 0),
+    )
+
+
+def _rendered(hit: SearchHit) -> str:
+    return hit.record.render()
+
+
+def take_page(
+    hits: Sequence[SearchHit],
+    *,
+    max_records: int = 20,
+    max_chars: int = 12_000,
+    render: Callable[[SearchHit], str] = _rendered,
+    pooled: Container[str] = (),
+) -> list[SearchHit]:
+    """The leading hits that fit a page: ``max_records`` or ``max_chars``, whichever first.
+
+    Characters are counted over ``render(hit)`` (the record with its header). The first hit
+    is always taken, even if it alone is longer than ``max_chars``, so a page is never
+    empty while hits remain (paper §4.2: 20 records or 12,000 characters).
+
+    Hits whose record id is in ``pooled`` are kept in the prefix (so their provenance and
+    rank positions stay right) but count toward neither limit: a page then holds up to
+    ``max_records`` records the turn has not pooled yet, however many pooled ones it
+    passes over (``ReadSettings.skip_pooled``).
+
+    Args:
+        hits: Hits in ranking order.
+        max_records: Most new records on a page (paper: 20).
+        max_chars: Most characters of new records' rendered text (paper: 12,000).
+        render: How a hit is shown (default ``hit.record.render()``).
+        pooled: Ids of records already pooled (default none: every hit counts).
+
+    Returns:
+        A prefix of ``hits`` (empty only when ``hits`` is).
+    """
+    page: list[SearchHit] = []
+    taken = used = 0
+    for hit in hits:
+        if hit.record.id in pooled:
+            page.append(hit)
+            continue
+        if taken >= max(1, max_records):
+            break
+        size = len(render(hit))
+        if taken and used + size > max_chars:
+            break
+        page.append(hit)
+        taken += 1
+        used += size
+    return page
+
+
+@functools.lru_cache(maxsize=8192)
+def _record_terms(text: str) -> tuple[str, ...]:
+    """A candidate's BM25 terms: one turn's candidates are re-ranked by several searches,
+    so each text is tokenized once."""
+    return tuple(terms(text))
+
+
+def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) -> list[SearchHit]:
+    """A dense-only source's candidates re-ranked by the query's words as well.
+
+    A retriever that ranks by embeddings only (a vector store) misses a record that shares
+    the question's rare words (a name, a place) rather than its gist; the journal's hybrid
+    search would find it by BM25. Here the candidates are scored by BM25 (the package's
+    formula and tokenizer, :mod:`~mnemon_langgraph.search._formula`, with the candidates as
+    the collection: their count, document frequencies and mean length) and that ranking is
+    fused with the retriever's own order by reciprocal rank fusion, as the journal fuses
+    its two retrievers. Candidates that share no query word keep their dense rank only.
+
+    Returns:
+        The hits in the fused order, ``rank`` and ``score`` the fused ones, ``dense_rank``
+        the retriever's order and ``bm25_rank`` the keyword rank (``None``: no word shared).
+    """
+    return [
+        SearchHit(hits[i].record, rank, score, bm25_rank=kr, dense_rank=i)
+        for rank, (i, score, kr) in enumerate(
+            keyword_order([h.record.text for h in hits], query, rrf_k)
+        )
+    ]
+
+
+def keyword_order(
+    texts: Sequence[str], query: str, rrf_k: int = RRF_K
+) -> list[tuple[int, float, int | None]]:
+    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order):
+    ``(index, fused score, keyword rank or None)``, best first; ties as
+    :func:`~mnemon_langgraph.search._fusion.rrf_fuse` breaks them (best single rank, then
+    the retriever's order)."""
+    n = len(texts)
+    if not n:
+        return []
+    query_terms = set(terms(query))
+    docs = [_record_terms(t) for t in texts]
+    avgdl = sum(len(d) for d in docs) / n or 1.0
+    weight = {t: idf(n, sum(1 for d in docs if t in d)) for t in query_terms}
+    scores: list[float] = []
+    for d in docs:
+        score = 0.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avgdl)
+        for t in query_terms:
+            tf = d.count(t)
+            if tf:
+                score += weight[t] * tf / (tf + norm)
+        scores.append(score)
+    keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    kr = {i: r for r, i in enumerate(keyword)}
+    fused = {
+        i: reciprocal_rank(i, rrf_k) + (reciprocal_rank(kr[i], rrf_k) if i in kr else 0.0)
+        for i in range(n)
+    }
+    order = sorted(range(n), key=lambda i: (-fused[i], min(i, kr.get(i, n)), i))
+    return [(i, fused[i], kr.get(i)) for i in order]
+
+
+def _best(a: int | None, b: int | None) -> int | None:
+    """The better (smaller) of two optional ranks."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def _retriever_ranks(pages: Sequence[Sequence[SearchHit]]) -> dict[str, tuple[int | None, ...]]:
+    """Record id → its best BM25 and best dense rank over every hit that returned it."""
+    best: dict[str, tuple[int | None, ...]] = {}
+    for page in pages:
+        for hit in page:
+            old = best.get(hit.record.id, (None, None))
+            best[hit.record.id] = (_best(old[0], hit.bm25_rank), _best(old[1], hit.dense_rank))
+    return best
+
+
+def _found_by(pages: Sequence[Sequence[SearchHit]]) -> dict[str, dict[int, int]]:
+    """Record id → {page position → best rank in that page}, in first-seen order."""
+    found: dict[str, dict[int, int]] = {}
+    for s, page in enumerate(pages):
+        for hit in page:
+            ranks = found.setdefault(hit.record.id, {})
+            if s not in ranks or hit.rank < ranks[s]:
+                ranks[s] = hit.rank
+    return found
+
+
+def _quota_then_fused(
+    pages: Sequence[Sequence[SearchHit]],
+    found: Mapping[str, Mapping[int, int]],
+    score: Mapping[str, float],
+    cap: int,
+    chosen: dict[str, int] | None = None,
+) -> dict[str, int]:
+    """Record id → selection order: each search's quota first, then summed reciprocal rank
+    (after the records already ``chosen``, which count toward ``cap``)."""
+    chosen = {} if chosen is None else chosen
+    quota = cap // len(pages)
+    for page in pages:
+        added = 0
+        for hit in page:
+            if added >= quota or len(chosen) >= cap:
+                break
+            if hit.record.id not in chosen:
+                chosen[hit.record.id] = len(chosen)
+                added += 1
+    if len(chosen) < cap:
+        first_seen = {rid: i for i, rid in enumerate(found)}
+        rest = sorted(
+            (rid for rid in found if rid not in chosen),
+            key=lambda rid: (-score[rid], min(found[rid].values()), first_seen[rid]),
+        )
+        for rid in rest[: cap - len(chosen)]:
+            chosen[rid] = len(chosen)
+    return chosen
+
+
+def _per_source(
+    hits: Sequence[Sequence[SearchHit]],
+    sources: Sequence[str],
+    found: Mapping[str, Mapping[int, int]],
+    score: Mapping[str, float],
+    quota: int,
+    cap: int,
+) -> dict[str, int]:
+    """Each source's own first pool of at most ``quota`` records (its searches' quotas, then
+    its summed reciprocal rank), in the sources' order, never past ``cap`` in all."""
+    chosen: dict[str, int] = {}
+    for name in dict.fromkeys(sources):
+        mine = [s for s, src in enumerate(sources) if src == name]
+        own_found = {
+            rid: {s: r for s, r in ranks.items() if s in mine}
+            for rid, ranks in found.items()
+            if any(s in mine for s in ranks)
+        }
+        take = min(quota, cap - len(chosen))
+        if take <= 0 or not own_found:
+            continue
+        # positions of the source's own pages, so its searches' quotas are its own
+        own_pages = [hits[s] for s in mine]
+        local = {
+            rid: {mine.index(s): r for s, r in ranks.items()} for rid, ranks in own_found.items()
+        }
+        for rid in _quota_then_fused(own_pages, local, score, take):
+            chosen.setdefault(rid, len(chosen))
+    return chosen
+
+
+def build_first_pool(
+    pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
+    *,
+    cap: int,
+    rrf_k: int = RRF_K,
+    sources: Sequence[str] | None = None,
+    source_share: float | None = None,
+) -> list[PoolRecord]:
+    """Merge the first pages of the turn's searches into a pool of at most ``cap`` records.
+
+    1. Quota: each search in turn (in the given order) adds its top results that are not in
+       the pool yet, until it has added ``cap // len(pages)`` records or its page is spent.
+    2. The remaining slots go to the other records by highest summed reciprocal rank
+       ``Σ 1 / (k + rank)`` across the searches that found them (``rank`` = ``hit.rank``).
+
+    The quota keeps one strong search from filling the pool alone; the fused order is
+    what the View falls back on when System 1 gives no judgment.
+
+    With ``sources`` (the read source of each page, for a read graph of several sources),
+    each source first gets its own first pool of up to ``source_share * cap`` records
+    (``None``: ``cap // sources``) by the two steps above over its own pages, so one large
+    source cannot crowd the others out; the places left are filled as above from all pages.
+
+    Args:
+        pages: ``(search_index, offset, hits)`` per search.
+        cap: Pool size (paper: 48).
+        rrf_k: Reciprocal rank constant (paper: 60).
+        sources: The read source of each page (same order as ``pages``), or ``None``.
+        source_share: Share of ``cap`` each source is sure of (``None``: an equal share).
+
+    Returns:
+        Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
+        ``round``: 1) by summed reciprocal rank, then best rank, then selection order.
+    """
+    hits = [list(page) for _, _, page in pages]
+    found = _found_by(hits)
+    if cap <= 0 or not found:
+        return []
+    score = {
+        rid: sum(reciprocal_rank(r, rrf_k) for r in ranks.values()) for rid, ranks in found.items()
+    }
+    chosen: dict[str, int] | None = None
+    if sources is not None and len(set(sources)) > 1:
+        n = len(set(sources))
+        quota = cap // n if source_share is None else int(source_share * cap)
+        chosen = _per_source(hits, list(sources), found, score, quota, cap)
+    chosen = _quota_then_fused(hits, found, score, cap, chosen)
+    first: dict[str, Record] = {}  # the record as the first page that found it holds it
+    for page in hits:
+        for hit in page:
+            first.setdefault(hit.record.id, hit.record)
+    ordered = sorted(chosen, key=lambda rid: (-score[rid], min(found[rid].values()), chosen[rid]))
+    search_ids = [search for search, _, _ in pages]
+    best = _retriever_ranks(hits)
+    return [
+        PoolRecord(
+            **record_to_dict(first[rid]),
+            found=[[search_ids[s], rank] for s, rank in sorted(found[rid].items())],
+            round=1,
+            bm25_rank=best[rid][0],
+            dense_rank=best[rid][1],
+        )
+        for rid in ordered
+    ]
+
+
+def merge_page(
+    pool: Sequence[PoolRecord],
+    search: int,
+    offset: int,
+    hits: Sequence[SearchHit],
+    round_no: int,
+) -> tuple[list[PoolRecord], int]:
+    """Add a later page to the pool: new records appended, provenance updated.
+
+    Returns:
+        The new pool and how many records were new.
+    """
+    out: list[PoolRecord] = [
+        cast(PoolRecord, {**p, "found": [list(f) for f in p.get("found", [])]}) for p in pool
+    ]
+    index = {p["id"]: i for i, p in enumerate(out)}
+    new = 0
+    for i, hit in enumerate(hits):
+        rid = hit.record.id
+        pair = [search, offset + i]
+        if rid in index:
+            entry = out[index[rid]]
+            if pair not in entry["found"]:
+                entry["found"].append(pair)
+            entry["bm25_rank"] = _best(entry.get("bm25_rank"), hit.bm25_rank)
+            entry["dense_rank"] = _best(entry.get("dense_rank"), hit.dense_rank)
+            continue
+        index[rid] = len(out)
+        out.append(
+            PoolRecord(
+                **record_to_dict(hit.record),
+                found=[pair],
+                round=round_no,
+                bm25_rank=hit.bm25_rank,
+                dense_rank=hit.dense_rank,
+            )
+        )
+        new += 1
+    return out, new

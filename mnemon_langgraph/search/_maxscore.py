@@ -1,0 +1,403 @@
+"""Top-k BM25 without reading every posting: term-at-a-time MaxScore over the index's postings.
+
+Turtle & Flood 1995, "Query evaluation: strategies and optimizations". Each query term has
+an upper bound on what it can add to any document (its IDF times the largest
+``tf / (tf + norm)`` among its postings, :meth:`MaxScore._term`). Terms are scored in order
+of that bound, rarest first, each adding its documents to the candidates, until the bounds
+of the terms left sum below the ``k``-th best partial score: no document outside the
+candidates can reach the top ``k`` any more, so the remaining (common) terms are looked up
+only for the candidates (a binary search in their sorted postings) and candidates that
+cannot reach the ``k``-th score are dropped. The survivors are then scored again in one
+fixed term order, so scores and ties do not depend on which terms were pruned. Exact: the
+ranking equals scoring every posting (``prune=False``). A term found in at least a quarter of
+the documents is added as a dense vector of its impacts, cached per term
+(:meth:`MaxScore._dense_impact`): for a query of such words nothing can be pruned, and one
+vectorised add over every document costs less than scattering as many postings.
+
+:class:`MaxScore` is the query half of :class:`~mnemon_langgraph.search._bm25.BM25Index`,
+which holds the postings (adding, deleting, merging, saving) and inherits it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import numpy as np
+
+from mnemon_langgraph.search._formula import idf as bm25_idf
+from mnemon_langgraph.search._text import terms as tokenize
+
+__all__ = ["MaxScore"]
+
+
+class MaxScore:
+    """Mixin: :meth:`search` over the postings of a :class:`~._bm25.BM25Index`.
+
+    Needs the index's per-document arrays, live counts and :meth:`_parts` / :meth:`_live_df`.
+    """
+
+    k1: float
+    b: float
+    _vocab: dict[str, int]
+    _indptr: np.ndarray
+    _tail: dict[int, tuple[list[int], list[float]]]
+    _seqs: np.ndarray
+    _lengths: np.ndarray
+    _alive: np.ndarray
+    _n_live: int
+    _len_live: int
+    _main_bounds: dict[int, tuple[float, float]]
+    _tail_docs: int
+    _dense: dict[int, tuple[float, np.ndarray]]
+    _dense_lock: threading.Lock
+    _scratch: np.ndarray
+    _scratch_lock: threading.Lock
+    last_postings: int
+
+    def _parts(self, tid: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        raise NotImplementedError
+
+    def _live_df(self, tid: int, parts: list[tuple[np.ndarray, np.ndarray]]) -> int:
+        raise NotImplementedError
+
+    def _main_bound(self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float) -> float:
+        """The largest ``tf / (tf + norm)`` of a term's main postings at this ``avgdl``.
+
+        Computed on the term's first search and kept until the next merge (the main
+        segment does not change in between; dead documents count, a looser bound, never a
+        wrong one). At a larger ``avgdl`` ``A`` the kept value is scaled by ``A / A_ref``:
+        for fixed ``tf`` and length the expression grows with ``A``, never faster than that.
+        """
+        kept = self._main_bounds.get(tid)
+        if kept is None:
+            kept = (float((tfs / (tfs + self._norm_of(docs, avgdl))).max()), avgdl)
+            self._main_bounds[tid] = kept
+        impact, ref = kept
+        return impact * max(1.0, avgdl / ref)
+
+    def _norm_of(self, docs: np.ndarray, avgdl: float) -> np.ndarray:
+        """``k1 · (1 - b + b · |d| / avgdl)`` of these documents, in float32."""
+        # one multiply-add per posting (float32 throughout): this runs for every posting read
+        lengths = self._lengths[docs]
+        return lengths * np.float32(self.k1 * self.b / avgdl) + np.float32(self.k1 * (1 - self.b))
+
+    def _term(self, tid: int, n_live: int, avgdl: float) -> _Term | None:
+        """A query term's IDF, postings and upper bound (``None`` if no live document has it).
+
+        ``df`` counts live documents only (:meth:`_live_df`).
+        """
+        parts = self._parts(tid)
+        size = sum(len(docs) for docs, _ in parts)
+        df = self._live_df(tid, parts)
+        if df <= 0:
+            return None
+        idf = bm25_idf(n_live, df)
+        impact = 0.0
+        in_main = tid + 1 < len(self._indptr) and self._indptr[tid + 1] > self._indptr[tid]
+        if in_main:
+            impact = self._main_bound(tid, *parts[0], avgdl)
+        if tid in self._tail:  # small and changing: taken at every search
+            docs, tfs = parts[-1]
+            impact = max(impact, float((tfs / (tfs + self._norm_of(docs, avgdl))).max()))
+        return _Term(tid, idf, size, idf * impact * (1 + _SLACK), parts)
+
+    def search(
+        self, query: str, k: int, *, mask: np.ndarray | None = None, prune: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` documents for ``query``: ``(seqs, scores)``, best first.
+
+        Only documents with at least one query term are returned. Ties are broken by
+        ``seq`` (older first), so the order is deterministic.
+
+        Args:
+            query: Free text (tokenized like the documents; repeated terms count once).
+            k: How many to return at most.
+            mask: Restrict the ranking to these document positions (from
+                :meth:`allowed_mask`); ``None`` means every live document.
+            prune: Skip postings that cannot change the top ``k`` (MaxScore, see the
+                module docstring). ``False`` reads every posting of every query term; the
+                ranking is the same, which the tests and ``bench search`` check.
+        """
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        self.last_postings = 0
+        if k <= 0 or self._n_live == 0:
+            return empty
+        tids = sorted({self._vocab[t] for t in tokenize(query) if t in self._vocab})
+        avgdl = self._len_live / self._n_live or 1.0
+        found = [self._term(tid, self._n_live, avgdl) for tid in tids]
+        terms = [t for t in found if t is not None]
+        if not terms:
+            return empty
+        live = self._alive if mask is None else mask
+        with self._partial_scores() as partial:
+            acc = _Touched(
+                partial, live, filtered=live is not self._alive or self._n_live < len(self._seqs)
+            )
+            try:
+                cand = self._candidates(terms, k, avgdl, prune, acc)
+                if len(cand) > k:  # only near-ties of the k-th partial score need exact scores
+                    cand = cand[partial[cand] >= _kth(partial[cand], k) * (1 - _SLACK)]
+            finally:
+                acc.clear()  # the scratch array goes back all zeros
+        cand = np.sort(cand)
+        scores = self._exact_scores(terms, cand, avgdl)
+        order = np.lexsort((cand, -scores))[:k]
+        return self._seqs[cand[order]].copy(), scores[order].copy()
+
+    @contextmanager
+    def _partial_scores(self) -> Iterator[np.ndarray]:
+        """A zeroed float32 array with one slot per document, for one search.
+
+        Reused between searches (the search zeroes the slots it touched): allocating and
+        scanning a fresh array of a million slots cost more than scoring the postings.
+        A concurrent search gets a fresh array instead of waiting; an error mid-search
+        drops the reused one (its slots may not be zero any more).
+        """
+        n = len(self._seqs)
+        if not self._scratch_lock.acquire(blocking=False):
+            yield np.zeros(n, dtype=np.float32)
+            return
+        try:
+            if len(self._scratch) < n:
+                self._scratch = np.zeros(n + n // 4, dtype=np.float32)
+            yield self._scratch[:n]
+        except BaseException:
+            self._scratch = np.zeros(0, dtype=np.float32)
+            raise
+        finally:
+            self._scratch_lock.release()
+
+    def _candidates(
+        self, terms: list[_Term], k: int, avgdl: float, prune: bool, acc: _Touched
+    ) -> np.ndarray:
+        """MaxScore's first phase: every posting of the terms with the largest bounds.
+
+        Adds partial scores into ``acc.partial`` and returns the candidates. Before a term
+        with many postings, ``theta`` is raised: the best candidates so far are scored in
+        full (every query term looked up, :meth:`_full_kth`), and ``k`` real documents
+        reaching it make it a lower bound of the final ``k``-th score — far above the
+        ``k``-th *partial* score — so the common terms go to the second phase
+        (:meth:`_refine`) as soon as the bounds of the terms left sum below it. That check
+        is skipped when the candidates are so many that looking them up would cost more
+        than reading the terms left, which are then added as dense vectors
+        (:meth:`_dense_impact`): queries whose every word is in most documents. Without
+        ``prune`` every posting is added one by one (the reference the tests compare with).
+        """
+        order = sorted(terms, key=lambda t: (-t.bound, t.tid))
+        left = [sum(t.bound for t in order[j:]) for j in range(len(order))]
+        n_main = len(self._seqs) - self._tail_docs
+        for j, term in enumerate(order):
+            if prune and j and term.size >= _CHECK_POSTINGS:
+                cand = acc.candidates()
+                rest_dense = all(self._is_dense(t, n_main) for t in order[j:])
+                if not (rest_dense and len(cand) * _LOOKUP_COST >= n_main):
+                    theta = self._full_kth(terms, cand, acc.partial, k, avgdl)
+                    if left[j] < theta * (1 - _SLACK):
+                        return self._refine(order[j:], left[j:], cand, acc.partial, theta, k, avgdl)
+            for i, (docs, tfs) in enumerate(term.parts):
+                if i == 0 and prune and self._is_dense(term, n_main):
+                    acc.add_dense(
+                        np.float32(term.idf)
+                        * self._dense_impact(term.tid, docs, tfs, avgdl, n_main)
+                    )
+                    self.last_postings += len(docs)
+                    continue
+                if acc.filtered:  # dead documents or a filter: skip them
+                    keep = acc.live[docs]
+                    docs, tfs = docs[keep], tfs[keep]
+                self.last_postings += len(docs)
+                acc.add(docs, np.float32(term.idf) * (tfs / (tfs + self._norm_of(docs, avgdl))))
+        return acc.candidates()
+
+    def _is_dense(self, term: _Term, n_main: int) -> bool:
+        """Whether the term's main postings are added as a dense vector (see
+        :data:`_DENSE_SHARE`)."""
+        if n_main < _DENSE_MIN_DOCS or not term.parts:
+            return False
+        in_main = (
+            term.tid + 1 < len(self._indptr) and self._indptr[term.tid + 1] > self._indptr[term.tid]
+        )
+        return bool(in_main) and len(term.parts[0][0]) * _DENSE_SHARE >= n_main
+
+    def _dense_impact(
+        self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int
+    ) -> np.ndarray:
+        """``tf / (tf + norm)`` of a term's main postings, as one value per main document
+        (0 where absent), kept for the term until ``avgdl`` changes or the next merge.
+
+        At most :data:`_DENSE_BUDGET` bytes are kept; the term used longest ago goes first.
+        """
+        with self._dense_lock:
+            kept = self._dense.get(tid)
+        if kept is None or kept[0] != avgdl or len(kept[1]) != n_main:
+            vector = np.zeros(n_main, dtype=np.float32)
+            vector[docs] = tfs / (tfs + self._norm_of(docs, avgdl))
+            kept = (avgdl, vector)
+        with self._dense_lock:
+            self._dense.pop(tid, None)
+            self._dense[tid] = kept  # last used goes last
+            while (
+                sum(len(v) for _, v in self._dense.values()) * 4 > _DENSE_BUDGET
+                and len(self._dense) > 1
+            ):
+                del self._dense[next(iter(self._dense))]
+        return kept[1]
+
+    def _full_kth(
+        self, terms: list[_Term], cand: np.ndarray, partial: np.ndarray, k: int, avgdl: float
+    ) -> float:
+        """The ``k``-th full score among the :data:`_THETA_SAMPLE` ``· k`` best candidates.
+
+        0.0 (no bound) when there are fewer than ``k`` candidates.
+        """
+        if len(cand) < k:
+            return 0.0
+        size = min(len(cand), _THETA_SAMPLE * k)
+        best = cand[np.argpartition(-partial[cand], size - 1)[:size]]
+        return _kth(self._exact_scores(terms, np.sort(best), avgdl), k)
+
+    def _refine(
+        self,
+        rest: list[_Term],
+        left: list[float],
+        cand: np.ndarray,
+        partial: np.ndarray,
+        theta: float,
+        k: int,
+        avgdl: float,
+    ) -> np.ndarray:
+        """MaxScore's second phase: the remaining terms, looked up for candidates only.
+
+        Returns the surviving candidates (their full scores are in ``partial``).
+        ``left[i]`` is the sum of the bounds of ``rest[i:]``. Before each term, candidates
+        whose partial score plus the bounds still to come stays below ``theta`` are
+        dropped (with float slack on the side of keeping them).
+        """
+        for i, term in enumerate(rest):
+            cand = cand[partial[cand] + left[i] >= theta * (1 - _SLACK)]
+            for docs, tfs in term.parts:
+                if len(cand) * _LOOKUP_COST < len(docs):  # binary searches
+                    found, pos = _find(docs, cand)
+                    hit, tf = cand[found], tfs[pos[found]]
+                    self.last_postings += len(cand)
+                else:  # fewer postings than candidates' searches: read them, add no one
+                    known = partial[docs] > 0
+                    hit, tf = docs[known], tfs[known]
+                    self.last_postings += len(docs)
+                partial[hit] += np.float32(term.idf) * tf / (tf + self._norm_of(hit, avgdl))
+            theta = max(theta, _kth(partial[cand], k))  # partial scores only grow
+        return cand
+
+    def _exact_scores(self, terms: list[_Term], cand: np.ndarray, avgdl: float) -> np.ndarray:
+        """Full BM25 scores of ``cand`` (sorted positions), summed in term-id order.
+
+        One fixed order of float32 additions, whichever terms MaxScore pruned: a pruned
+        and an unpruned search give bit-identical scores and hence identical ties.
+        """
+        scores = np.zeros(len(cand), dtype=np.float32)
+        norm = self._norm_of(cand, avgdl)
+        for term in sorted(terms, key=lambda t: t.tid):
+            tf = np.zeros(len(cand), dtype=np.float32)
+            for docs, tfs in term.parts:
+                hit, pos = _find(docs, cand)
+                tf[hit] = tfs[pos[hit]]
+            has = tf > 0
+            scores[has] += np.float32(term.idf) * tf[has] / (tf[has] + norm[has])
+        return scores
+
+
+_SLACK = 1e-4
+"""Relative float slack of MaxScore's comparisons, always on the side of keeping a document:
+partial scores are float32 sums in another order than the final one (about 1e-7 apart)."""
+
+
+_CHECK_POSTINGS = 32_768
+"""MaxScore raises its threshold (:meth:`MaxScore._full_kth`) before a term with at least
+this many postings: each raise scores a few hundred documents in full, which only pays
+before a long posting list (the fastest of the sizes tried on 1M real passages:
+docs/results/log.md, "BM25 index and tokenizer"). Smaller indexes never reach it."""
+_LOOKUP_COST = 4
+"""A binary search for one candidate costs about as much as reading this many postings
+(4, 8 and 16 were about as fast at 1M and 4 reads the fewest: docs/results/log.md)."""
+_THETA_SAMPLE = 2
+"""How many candidates, per result wanted, are scored in full to raise the threshold."""
+_DENSE_SHARE = 4
+"""A term whose main-segment postings cover at least one main document in this many is
+added as a dense vector of impacts (a vectorised add over every document) instead of
+scattering its postings one by one; :meth:`MaxScore._dense_impact`."""
+_DENSE_MIN_DOCS = 4096
+"""Main segments smaller than this score every term from its postings."""
+_DENSE_BUDGET = 64 << 20
+"""Bytes of dense impact vectors kept per index (16 terms at a million documents)."""
+
+
+class _Touched:
+    """The partial scores of one search and which documents got one.
+
+    Sparse additions record the documents they gave a first score to; a dense addition
+    covers the main segment at once, after which the candidates are read off the scores
+    and the whole array is zeroed at the end.
+    """
+
+    def __init__(self, partial: np.ndarray, live: np.ndarray, *, filtered: bool) -> None:
+        self.partial, self.live, self.filtered = partial, live, filtered
+        self.pieces: list[np.ndarray] = []
+        self.dense = False
+
+    def add(self, docs: np.ndarray, values: np.ndarray) -> None:
+        """Add ``values`` (all > 0) to the scores of ``docs`` (distinct, live)."""
+        before = self.partial[docs]
+        if not self.dense:
+            self.pieces.append(docs[before == 0])
+        self.partial[docs] = before + values
+
+    def add_dense(self, values: np.ndarray) -> None:
+        """Add ``values`` (one per main document, ≥ 0) to the first ``len(values)`` scores."""
+        self.partial[: len(values)] += values
+        self.dense = True
+
+    def candidates(self) -> np.ndarray:
+        """Live documents with a partial score."""
+        if not self.dense:
+            return np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.int64)
+        cand = np.flatnonzero(self.partial)
+        return cand[self.live[cand]] if self.filtered else cand
+
+    def clear(self) -> None:
+        """Zero every score this search set."""
+        if self.dense:
+            self.partial[:] = 0.0
+            return
+        for docs in self.pieces:
+            self.partial[docs] = 0.0
+
+
+class _Term(NamedTuple):
+    """One query term as a search uses it."""
+
+    tid: int
+    idf: float
+    size: int
+    """Postings, dead ones included."""
+    bound: float
+    """The most this term adds to any document's score (IDF × largest saturation)."""
+    parts: list[tuple[np.ndarray, np.ndarray]]
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values``; 0.0 when there are fewer (no bound yet)."""
+    if len(values) < k or k <= 0:
+        return 0.0
+    return float(np.partition(values, len(values) - k)[len(values) - k])
+
+
+def _find(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``cand`` are in the sorted ``docs``, and where: ``(found mask, positions)``.
+
+    A binary search per candidate: ``O(c · log p)`` instead of reading all ``p`` postings.
+    """
+    pos = np.minimum(np.searchsorted(docs, cand), len(docs) - 1)
+    return docs[pos] == cand, pos

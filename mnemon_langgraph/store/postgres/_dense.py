@@ -1,0 +1,108 @@
+"""Dense search on PostgreSQL: pgvector cosine distance, exact or through the HNSW index.
+
+Exact (a sequential scan of the namespace's vectors, via the half-precision copy and a
+re-rank by the float vectors) below ``settings.exact_below`` records; above it the HNSW
+index with ``hnsw.iterative_scan = relaxed_order``, so a namespace filter keeps recall (the
+index scan continues until enough rows of the namespace were found).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mnemon_langgraph.store.postgres._rows import filter_sql
+from mnemon_langgraph.store.postgres._settings import (
+    HALF_RERANK,
+    PGVECTOR_EF_SEARCH_MAX,
+    PostgresSettings,
+    pgvector_ef_search_for,
+)
+from mnemon_langgraph.types import SearchFilters
+
+__all__ = ["DenseSearch", "exact_dense_sql"]
+
+
+def exact_dense_sql(where: str, half: bool) -> str:
+    """SQL of the exact dense search: ``(seq, id, cosine distance)``, nearest first.
+
+    ``"+ 0"`` keeps the planner off the HNSW index. With ``half`` (the default path), the
+    nearest ``%(n)s`` by the half-precision copy (``mnemon_halfvecs``, half the bytes to
+    read) are re-ranked by exact cosine on the float vectors, so the final order is the
+    float one (see :data:`HALF_RERANK`; docs/results/postgres-history.md); filters (conditions on
+    the records) join the records to that narrow scan. Without ``half`` the float vectors
+    are scanned.
+
+    The re-ranked rows' ``seq`` (the tie-break) is a correlated subquery, one primary-key
+    lookup per row, not a join: psycopg prepares a statement after five runs and
+    PostgreSQL's generic plan for it hash-joined the whole records table, about twice as
+    slow (docs/results/postgres-history.md).
+    """
+    if where and not half:
+        return (
+            "SELECT r.seq, r.id, v.embedding <=> %(q)s FROM mnemon_vectors v "
+            "JOIN mnemon_records r "
+            f"ON r.id = v.record_id WHERE v.nsid = %(nsid)s {where} "
+            "ORDER BY (v.embedding <=> %(q)s) + 0, r.seq LIMIT %(k)s"
+        )
+    if half:  # filters (conditions on r) join the records to the narrow scan
+        join = "JOIN mnemon_records r ON r.id = h.record_id " if where else ""
+        return (
+            f"WITH h AS MATERIALIZED (SELECT h.record_id FROM mnemon_halfvecs h {join}"
+            f"WHERE h.nsid = %(nsid)s {where} ORDER BY (h.embedding <=> %(q)s::halfvec) + 0 "
+            "LIMIT %(n)s), c AS MATERIALIZED (SELECT v.record_id, v.embedding <=> %(q)s "
+            "AS d FROM h JOIN mnemon_vectors v ON v.record_id = h.record_id) "
+            "SELECT (SELECT r.seq FROM mnemon_records r WHERE r.id = c.record_id) AS seq, "
+            "c.record_id, c.d FROM c ORDER BY c.d, seq LIMIT %(k)s"
+        )
+    return (  # the vectors ranked alone, only the top k joined
+        "WITH c AS MATERIALIZED (SELECT record_id, (embedding <=> %(q)s) + 0 AS d "
+        "FROM mnemon_vectors WHERE nsid = %(nsid)s ORDER BY d LIMIT %(k)s) "
+        "SELECT r.seq, r.id, c.d FROM c JOIN mnemon_records r ON r.id = c.record_id "
+        "ORDER BY c.d, r.seq"
+    )
+
+
+class DenseSearch:
+    """The dense ranking of one namespace: ``(seq, id, cosine distance)``, nearest first."""
+
+    def __init__(self, settings: PostgresSettings) -> None:
+        self.settings = settings
+
+    async def rank(
+        self,
+        conn: Any,
+        nsid: int,
+        docs: int,
+        qv: np.ndarray,
+        k: int,
+        filters: SearchFilters | None,
+        exact: bool | None = None,
+    ) -> list[tuple[int, str, float]]:
+        """The ``k`` nearest vectors, exact or HNSW by the namespace's size (``docs``)."""
+        params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
+        where = filter_sql(filters, params)
+        settings = self.settings
+        if exact if exact is not None else docs < settings.exact_below:
+            if settings.half_scan:
+                params["n"] = max(HALF_RERANK, 4 * int(k))
+            cur = await conn.execute(exact_dense_sql(where, settings.half_scan), params)
+            return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]
+        async with conn.transaction():
+            ef = (
+                settings.ef_search
+                if settings.ef_search is not None
+                else pgvector_ef_search_for(docs)
+            )
+            ef = min(max(ef, int(k)), PGVECTOR_EF_SEARCH_MAX)
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            sql = (
+                "WITH c AS MATERIALIZED (SELECT r.seq, r.id, v.embedding <=> %(q)s AS d "
+                "FROM mnemon_vectors v JOIN mnemon_records r ON r.id = v.record_id "
+                f"WHERE v.nsid = %(nsid)s {where} ORDER BY v.embedding <=> %(q)s "
+                "LIMIT %(k)s) SELECT seq, id, d FROM c ORDER BY d, seq"
+            )
+            cur = await conn.execute(sql, params)
+            return [(int(s), rid, float(d)) for s, rid, d in await cur.fetchall()]

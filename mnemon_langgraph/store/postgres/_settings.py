@@ -1,0 +1,120 @@
+"""The tuning of a PostgreSQL store: one frozen :class:`PostgresSettings`, given at construction.
+
+The defaults are what production uses; the benchmarks and tests build a store (or a sibling
+sharing its pool, :meth:`~mnemon_langgraph.store.postgres.PostgresStore.with_settings`) with
+other values to measure or exercise what a setting changes, never by flipping attributes of
+a running store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mnemon_langgraph.errors import ConfigurationError, deprecated_names
+from mnemon_langgraph.store.postgres._impact import (
+    FIRST_PARTS,
+    FULL_BELOW_POSTINGS,
+    PACK_MIN,
+    PACK_PART,
+)
+
+__all__ = [
+    "EXACT_BELOW",
+    "HALF_RERANK",
+    "OLD_EF_SEARCH_NAMES",
+    "PGVECTOR_EF_SEARCH_BY_SIZE",
+    "PGVECTOR_EF_SEARCH_LARGE",
+    "PGVECTOR_EF_SEARCH_MAX",
+    "PostgresSettings",
+    "pgvector_ef_search_for",
+]
+
+# pgvector's table differs from FAISS's on purpose (search/_vectors.py): the old unprefixed
+# names are deprecated for one release (docs/migration.md)
+OLD_EF_SEARCH_NAMES = {
+    "EF_SEARCH_BY_SIZE": "PGVECTOR_EF_SEARCH_BY_SIZE",
+    "EF_SEARCH_LARGE": "PGVECTOR_EF_SEARCH_LARGE",
+    "EF_SEARCH_MAX": "PGVECTOR_EF_SEARCH_MAX",
+    "ef_search_for": "pgvector_ef_search_for",
+}
+__getattr__ = deprecated_names(__name__, OLD_EF_SEARCH_NAMES)
+
+EXACT_BELOW = 150_000
+"""Namespaces with fewer records are searched exactly (recall 1): up to this size an exact
+scan meets the recall goal in a few hundred milliseconds at no cost to ingest, while a
+denser HNSW graph that would match it makes every insert slower (figures: docs/results and
+the README's PostgreSQL section)."""
+
+PGVECTOR_EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
+"""``(namespace records up to, hnsw.ef_search)``; larger namespaces use
+:data:`PGVECTOR_EF_SEARCH_LARGE`. pgvector's table: FAISS's differs on purpose
+(:data:`~mnemon_langgraph.search._vectors.FAISS_EF_SEARCH_BY_SIZE`, another index).
+
+Only namespaces of :data:`EXACT_BELOW` records or more use HNSW, so they get
+:data:`PGVECTOR_EF_SEARCH_LARGE`; the 10k entry serves stores opened with a smaller ``exact_below``
+(recall per ``ef_search``: ``mnemon bench backend``, docs/results)."""
+
+PGVECTOR_EF_SEARCH_LARGE = 200
+"""``hnsw.ef_search`` past :data:`PGVECTOR_EF_SEARCH_BY_SIZE`: on real text it keeps the recall goal
+with a margin at a third of the largest value's time (``benchmarks/pg_bm25_1m.py
+parts``); a corpus of less clustered vectors may need more: pass ``ef_search=``."""
+
+HALF_RERANK = 200
+"""How many nearest neighbours by the half-precision copy the exact search re-ranks by the
+float vectors (at least ``4 × k``); halfvec rounding (~1e-3 relative) only reorders
+near-ties, which the re-rank undoes (docs/results)."""
+
+PGVECTOR_EF_SEARCH_MAX = 1000  # pgvector rejects a larger hnsw.ef_search
+
+
+def pgvector_ef_search_for(docs: int) -> int:
+    """``hnsw.ef_search`` for a namespace of ``docs`` records
+    (:data:`PGVECTOR_EF_SEARCH_BY_SIZE`)."""
+    for limit, ef in PGVECTOR_EF_SEARCH_BY_SIZE:
+        if docs <= limit:
+            return ef
+    return PGVECTOR_EF_SEARCH_LARGE
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresSettings:
+    """How a PostgreSQL store searches and maintains its BM25 packs.
+
+    Attributes:
+        exact_below: Namespaces with fewer records use exact dense search; larger ones
+            the HNSW index (iterative scan).
+        ef_search: ``hnsw.ef_search`` of HNSW searches; ``None`` chooses it by the
+            namespace's size (:func:`pgvector_ef_search_for`).
+        half_scan: Exact search scans the half-precision copy and re-ranks its nearest by
+            the float vectors (``False``: scan the float vectors).
+        bm25_prune: BM25 reads impact postings score at a time and stops once the top
+            ``k`` is proven (``False``: the one full query, the reference ranking).
+        bm25_full_below: Queries whose terms have fewer postings run the full query.
+        bm25_first_parts: Pack parts of each term the first round reads.
+        bm25_pack_part: Postings per part of the packs this store writes.
+        bm25_pack_min: Terms with more postings get a pack.
+    """
+
+    exact_below: int = EXACT_BELOW
+    ef_search: int | None = None
+    half_scan: bool = True
+    bm25_prune: bool = True
+    bm25_full_below: int = FULL_BELOW_POSTINGS
+    bm25_first_parts: int = FIRST_PARTS
+    bm25_pack_part: int = PACK_PART
+    bm25_pack_min: int = PACK_MIN
+
+    def __post_init__(self) -> None:
+        for name in ("exact_below", "bm25_full_below", "bm25_first_parts", "bm25_pack_min"):
+            _check_int(name, getattr(self, name), 0)
+        _check_int("bm25_pack_part", self.bm25_pack_part, 1)
+        if self.ef_search is not None:
+            _check_int("ef_search", self.ef_search, 1)
+        for name in ("half_scan", "bm25_prune"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"{name} must be True or False")
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be an integer of at least {minimum}, got {value!r}")

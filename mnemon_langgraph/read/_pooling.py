@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
-from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank, rrf_fuse
 from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
@@ -169,13 +169,9 @@ def keyword_order(
                 score += weight[t] * tf / (tf + norm)
         scores.append(score)
     keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
-    kr = {i: r for r, i in enumerate(keyword)}
-    fused = {
-        i: reciprocal_rank(i, rrf_k) + (reciprocal_rank(kr[i], rrf_k) if i in kr else 0.0)
-        for i in range(n)
-    }
-    order = sorted(range(n), key=lambda i: (-fused[i], min(i, kr.get(i, n)), i))
-    return [(i, fused[i], kr.get(i)) for i in order]
+    # the retriever's order first: rrf_fuse breaks ties by best single rank, then by it
+    fused = rrf_fuse([range(n), keyword], rrf_k)
+    return [(f.key, f.score, f.ranks[1]) for f in fused]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

@@ -395,7 +395,7 @@ def test_classic_memory_writes_user_and_assistant_like_every_other_surface(tmp_p
         )
         assert "user: I play the oboe." in out["view"].text
         assert "Human:" not in out["view"].text and "AI:" not in out["view"].text
-        speakers = {ln.split(":")[0] for r in store.list_records(ada) for ln in r.text.splitlines()}
+        speakers = {ln.split(":")[0] for r in store.records(ada) for ln in r.text.splitlines()}
         assert speakers == {"user", "assistant"}
 
 

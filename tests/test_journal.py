@@ -524,7 +524,7 @@ from mnemon_langgraph.types import Message
 j = Journal(sys.argv[1])
 for batch in range(20):
     msgs = [Message(text=f"t {batch} {i}", speaker="A", id=f"{batch}-{i}") for i in range(10)]
-    j.append(("p",), chunk_messages(msgs, namespace=("p",), source="s", pack=False))
+    j.append(("p",), chunk_messages(msgs, namespace=("p",), origin="s", pack=False))
 j.close()
 """
 

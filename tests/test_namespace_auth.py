@@ -169,7 +169,7 @@ def store(tmp_path: Path) -> Any:
         (("orgs", "acme", "users", "bob"), "At acme my badge number is 5150."),
     ):
         s.ingest(
-            ns, [Message(fact, "u", id=f"{ns[-1]}-1", timestamp=datetime(2024, 1, 2))], source="t"
+            ns, [Message(fact, "u", id=f"{ns[-1]}-1", timestamp=datetime(2024, 1, 2))], origin="t"
         )
     yield s
     s.close()
@@ -251,11 +251,11 @@ def test_consolidation_takes_the_user_as_the_other_graphs_do(tmp_path: Path) -> 
     sys.path.insert(0, str(Path(__file__).parent))
     from _consolidation_fakes import deriving_model, fake_embeddings, make_journal, make_messages
 
-    from mnemon_langgraph.consolidation import SQLiteItemStore, create_consolidation_graph
+    from mnemon_langgraph.consolidation import EmbeddedItemStore, create_consolidation_graph
 
     ada, bob = ("users", "ada"), ("users", "bob")
     journal = make_journal(tmp_path / "c.db", ada, make_messages(8))
-    items = SQLiteItemStore(journal, fake_embeddings())
+    items = EmbeddedItemStore(journal, fake_embeddings())
     graph = create_consolidation_graph(model=deriving_model(), store=items)
     out = graph.invoke({}, context={"user_id": "ada"})
     assert out["report"].namespace == ada and out["report"].items_added > 0

@@ -146,7 +146,7 @@ def test_both_faces_refuse_the_same_bad_arguments_with_the_same_error(
 
 def _two_records(store: MnemonStore, user: str) -> list[str]:
     msgs = [Message(f"turn {i} of {user}", "Ada", id=f"{user}-{i}") for i in range(2)]
-    return list(store.ingest(user, msgs, source="chat", pack=False).record_ids)
+    return list(store.ingest(user, msgs, origin="chat", pack=False).record_ids)
 
 
 def test_a_lone_string_is_one_id_on_every_deletion_and_face(store: MnemonStore) -> None:

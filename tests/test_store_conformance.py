@@ -154,8 +154,8 @@ def test_records_read_by_date_and_session_bounds_in_pages(store: MnemonStore) ->
     days = [datetime(2024, 3, 1 + i % 10, 9, 30) for i in range(30)]
     msgs = [Message(f"day {i}", "Ada", "user", f"d{i}", days[i], 1 + i % 3) for i in range(30)]
     msgs.append(Message("no date", "Ada", "user", "nd", None, 1))
-    store.ingest(ADA, msgs, source="chat", pack=False)
-    store.ingest(BO, [Message("bo", "Bo", "user", "b0", days[4], 1)], source="chat")
+    store.ingest(ADA, msgs, origin="chat", pack=False)
+    store.ingest(BO, [Message("bo", "Bo", "user", "b0", days[4], 1)], origin="chat")
     march = SearchFilters(date_from=datetime(2024, 3, 3), date_to=datetime(2024, 3, 5, 23, 59))
     want = [r for r in store.records(ADA) if march.accepts(r)]
     assert len(want) == 9 and all(r.date and 3 <= r.date.day <= 5 for r in want)

@@ -43,6 +43,11 @@ class ViewRecord:
     source: str = ""
     status: str = ""
 
+    def __post_init__(self) -> None:
+        # a checkpoint's msgpack gives sequences back as lists: keep the declared tuple
+        if not isinstance(self.message_ids, tuple):
+            object.__setattr__(self, "message_ids", tuple(self.message_ids))
+
     def render(self) -> str:
         """The record as a delimited block."""
         return render_block((self,))
@@ -84,6 +89,12 @@ class View:
     items: tuple[dict[str, Any], ...] = ()
     trace: dict[str, Any] = field(default_factory=dict)
     empty_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        # a checkpoint's msgpack gives sequences back as lists: keep the declared tuples
+        for name in ("records", "items"):
+            if not isinstance(getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
     def message_ids(self) -> list[str]:

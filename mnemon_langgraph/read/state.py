@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read._rules import Judgment, Need, NeedKind, NeedStatus
+from mnemon_langgraph.read._view_types import View
 from mnemon_langgraph.read.namespaces import resolve_namespace
 from mnemon_langgraph.read.settings import ReadSettings
 
@@ -314,7 +315,9 @@ class ReadState(TypedDict, total=False):
     rounds: int
     index: IndexData
     trace: Annotated[list[dict[str, Any]], operator.add]
-    view: Any
+    # typed (not Any) so that under LANGGRAPH_STRICT_MSGPACK a checkpointer's allowlist,
+    # which LangGraph builds from the state's annotations, admits the View on restore
+    view: View
     sources: dict[str, list[str]]
     fields: dict[str, str]
 
@@ -322,7 +325,7 @@ class ReadState(TypedDict, total=False):
 class ReadOutput(TypedDict, total=False):
     """Output of the read graph."""
 
-    view: Any
+    view: View
     messages: Annotated[list[AnyMessage], add_messages]
 
 

@@ -70,6 +70,21 @@ def test_a_healthy_copy_loads_without_a_rebuild(seeded: Any, tmp_path: Path) -> 
     assert (ranking, rebuilds) == (seeded[1], 0)
 
 
+def test_indexes_left_by_a_deleted_journal_are_not_served_for_a_new_one(tmp_path: Path) -> None:
+    """``rm m.db`` keeps ``m.db.indexes``: a new journal at that path has the same generation
+    and seq numbers, so only the records themselves can tell its checkpoint is not its own."""
+    db = tmp_path / "m.db"
+    for fruit in ("Plum", "Quince"):
+        if fruit == "Quince":
+            db.unlink()  # the journal goes, its index folder stays
+        with MnemonStore(db, fake_embeddings()) as store:
+            store.add_messages(NS, [("user", f"{fruit} {QUERY} {i}") for i in range(3)])
+            texts = [h.record.text for h in store.search(QUERY, namespace=NS, k=3)]
+            problem = store.index(NS).load_problem
+    assert texts and all("Quince" in t for t in texts), texts
+    assert problem and "a checkpoint of another journal" in problem
+
+
 WRONG = [None, "abc", [], {}, 1.5, -1, True, [1, "x"], "hnsw"]
 VECTOR_FIELDS = ["dim", "max_seq", "ntotal", "tombstones", "kind", "file", "sha256", "format"]
 

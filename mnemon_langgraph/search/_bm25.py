@@ -322,6 +322,14 @@ class BM25Index(MaxScore):
                 mask &= self._dates <= date_to
         return mask
 
+    def last_live(self) -> tuple[int, str] | None:
+        """``(seq, id)`` of the live document with the highest ``seq`` (``None``: none)."""
+        live = np.flatnonzero(self._alive)
+        if not len(live):
+            return None
+        p = int(live[-1])  # positions are in seq order
+        return int(self._seqs[p]), self._ids[p].decode()
+
     def ids_for(self, seqs: Sequence[int] | np.ndarray) -> list[str]:
         """Record ids of the documents with these ``seq`` numbers (unknown seqs skipped)."""
         arr = np.asarray(seqs, dtype=np.int64)

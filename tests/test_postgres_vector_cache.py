@@ -1,0 +1,147 @@
+"""Exact dense search in the client on PostgreSQL: a cached copy of a namespace's vectors.
+
+From ``client_scan_from`` records the store ranks a namespace's vectors in its own process
+(``store/postgres/_vector_cache.py``) instead of scanning them in the server. It must give the
+server's exact ranking (ids and order; distances to float precision), with and without
+filters, and stay in step with writes and deletions made by *another* store (another
+process): each search checks the namespace's live count and largest ``seq`` first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres import PostgresSettings
+from mnemon_langgraph.types import Message, SearchFilters
+
+WORDS = [f"w{i}" for i in range(40)]
+NS = ("cache",)
+QUERIES = ["w1 w2 w3", "w7 w30", "w11 w12 w13 w14", "w5"]
+CACHED = PostgresSettings(client_scan_from=0)  # every namespace copied into the client
+START = datetime(2024, 1, 1)
+
+
+class WordSumEmbeddings(Embeddings):
+    """A fixed random vector per word, summed over the text's words in sorted order: texts
+    with the same words get the very same vector (exact ties, broken by ``seq`` on both
+    paths), other texts distances that no rounding reorders (unlike bag-of-words counts,
+    whose different texts can tie exactly in value but not in float rounding)."""
+
+    model_name = "test-word-sum"
+
+    def __init__(self, dim: int = 32) -> None:
+        self.dim = dim
+
+    def _vec(self, text: str) -> list[float]:
+        v = np.zeros(self.dim)
+        for word in sorted(text.lower().replace(":", " ").split()):
+            seed = int.from_bytes(hashlib.md5(word.encode()).digest()[:4], "little")
+            v += np.random.default_rng(seed).standard_normal(self.dim)
+        return v.tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vec(text)
+
+
+def _messages(start: int, count: int, seed: int = 0) -> list[Message]:
+    rng = np.random.default_rng(seed + start)
+    return [
+        Message(
+            " ".join(rng.choice(WORDS, size=4)),
+            "A",
+            id=f"m{i}",
+            session=1 + i % 4,
+            timestamp=START + timedelta(days=i),
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def _dense(pg: PostgresStore, query: str) -> list[tuple[str, float]]:
+    return pg.dense_ranking(query, namespace=NS, k=50)
+
+
+def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [r for r, _ in got] == [r for r, _ in want]
+    assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-5)
+
+
+def test_client_scan_equals_the_server_scan_with_and_without_filters(postgres_url: str) -> None:
+    filters = [
+        None,
+        SearchFilters(session_from=2, session_to=3),
+        SearchFilters(date_from=START + timedelta(days=100), date_to=START + timedelta(days=300)),
+    ]
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED) as pg:
+        pg.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        server = pg.with_settings(client_cache_mb=0)
+        for q in QUERIES:
+            got, want = _dense(pg, q), _dense(server, q)
+            assert len(want) == 50
+            _same(got, want)
+            for f in filters:
+                hits = pg.search(q, namespace=NS, k=20, filters=f)
+                ref = server.search(q, namespace=NS, k=20, filters=f)
+                assert len(ref) == 20 and all(f is None or f.accepts(h.record) for h in hits)
+                assert [h.record.id for h in hits] == [h.record.id for h in ref]
+                assert [h.dense_rank for h in hits] == [h.dense_rank for h in ref]
+        assert list(pg.dense.cache._copies) and not list(server.dense.cache._copies)
+
+
+def test_the_copy_follows_writes_and_deletions_of_another_store(postgres_url: str) -> None:
+    """A second store (as another process would) adds and deletes records; the first one's
+    copy must show both at its next search (a stale copy would miss the new top hit)."""
+    emb = WordSumEmbeddings()
+    with (
+        PostgresStore(postgres_url, emb, settings=CACHED) as reader,
+        PostgresStore(postgres_url, emb) as writer,
+    ):
+        writer.ingest(NS, _messages(0, 300), origin="test", pack=False)
+        before = _dense(reader, "w1 w2 w3")
+        assert list(reader.dense.cache._copies)
+        copy_nsid, copy = next(iter(reader.dense.cache._copies.items()))
+        # a record made of exactly the query's words is the new nearest
+        writer.ingest(NS, [Message("w1 w2 w3", "A", id="new", session=9)], origin="test")
+        after = _dense(reader, "w1 w2 w3")
+        new_id = next(r.id for r in writer.records(NS) if r.message_ids == ("new",))
+        assert after[0][0] == new_id and after[0][1] < before[0][1] and before[0][0] != new_id
+        assert reader.dense.cache._copies.get(copy_nsid) is copy  # extended, not reloaded
+        # deletions: the nearest ten and the new one go
+        gone = [rid for rid, _ in after[:10]]
+        writer.delete_records(NS, gone, reason="test")
+        later = _dense(reader, "w1 w2 w3")
+        assert not set(gone) & {rid for rid, _ in later}
+        assert reader.dense.cache._copies.get(copy_nsid) is copy  # updated in place
+        _same(later, _dense(reader.with_settings(client_cache_mb=0), "w1 w2 w3"))
+        # an erased and rebuilt namespace is read anew
+        writer.erase_namespace(NS)
+        writer.ingest(NS, _messages(1000, 50, seed=5), origin="test", pack=False)
+        _same(_dense(reader, "w7 w30"), _dense(reader.with_settings(client_cache_mb=0), "w7 w30"))
+
+
+def test_small_namespaces_and_those_over_the_budget_scan_in_the_server(postgres_url: str) -> None:
+    with PostgresStore(postgres_url, WordSumEmbeddings()) as pg:  # the defaults
+        pg.ingest(NS, _messages(0, 200), origin="test", pack=False)
+        assert _dense(pg, "w1") and not pg.dense.cache._copies  # 200 < client_scan_from
+        tight = pg.with_settings(client_scan_from=0, client_cache_mb=0)
+        assert _dense(tight, "w1") and not tight.dense.cache._copies
+        roomy = pg.with_settings(client_scan_from=0)
+        assert _dense(roomy, "w1") == _dense(roomy, "w1") and roomy.dense.cache._copies
+
+
+def test_cache_settings_are_checked() -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigurationError):
+            PostgresSettings(client_scan_from=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError):
+            PostgresSettings(client_cache_mb=bad)  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ def _messages(start: int, count: int, seed: int = 0) -> list[Message]:
             "A",
             id=f"m{i}",
             session=1 + i % 4,
-            timestamp=START + timedelta(days=i),
+            timestamp=START + timedelta(days=i) if i % 50 else None,  # some undated
         )
         for i in range(start, start + count)
     ]
@@ -81,6 +81,8 @@ def test_client_scan_equals_the_server_scan_with_and_without_filters(postgres_ur
         None,
         SearchFilters(session_from=2, session_to=3),
         SearchFilters(date_from=START + timedelta(days=100), date_to=START + timedelta(days=300)),
+        SearchFilters(date_to=START + timedelta(days=10_000)),  # all but the undated
+        SearchFilters(session_from=1),  # every record: the unfiltered scan
     ]
     with PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED) as pg:
         pg.ingest(NS, _messages(0, 600), origin="test", pack=False)

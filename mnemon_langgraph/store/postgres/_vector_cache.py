@@ -105,7 +105,8 @@ class NamespaceVectors:
         self.ids = [rid for rid, ok in zip(self.ids, alive, strict=True) if ok]
 
     def allowed(self, filters: SearchFilters | None) -> np.ndarray | None:
-        """The ``seq`` numbers passing ``filters`` (the SQL bounds of ``filter_sql``)."""
+        """The ``seq`` numbers passing ``filters`` (the SQL bounds of ``filter_sql``);
+        ``None`` when every record passes."""
         if filters is None:
             return None
         mask = np.ones(self.count, dtype=bool)
@@ -119,7 +120,7 @@ class NamespaceVectors:
                 mask &= self.dates >= date_to_epoch(filters.date_from)
             if filters.date_to is not None:
                 mask &= self.dates <= date_to_epoch(filters.date_to)
-        return self.seqs[mask]
+        return None if mask.all() else self.seqs[mask]  # all pass: the unfiltered scan
 
     def rank(
         self, query: np.ndarray, k: int, filters: SearchFilters | None

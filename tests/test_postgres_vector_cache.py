@@ -147,3 +147,37 @@ def test_cache_settings_are_checked() -> None:
             PostgresSettings(client_scan_from=bad)  # type: ignore[arg-type]
         with pytest.raises(ConfigurationError):
             PostgresSettings(client_cache_mb=bad)  # type: ignore[arg-type]
+
+
+def test_a_selective_filter_runs_bm25_as_the_full_query(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the namespace's copy at hand, the share of records a filter keeps is known: a
+    query whose postings times that share are few runs the full query (which reads only the
+    filtered rows) instead of impact rounds over every record; the ranking is the same."""
+    from mnemon_langgraph.store.postgres._bm25 import BM25Query
+
+    rounds: list[int] = []
+    real = BM25Query._impact
+
+    async def counted(self: BM25Query, *args: object) -> object:
+        rounds.append(1)
+        return await real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BM25Query, "_impact", counted)
+    settings = PostgresSettings(client_scan_from=0, bm25_full_below=100)
+    one_session = SearchFilters(session_from=1, session_to=1)  # a quarter of the records
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=settings) as pg:
+        pg.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        pg.search("w1 w2 w3", namespace=NS, k=20)  # unfiltered: rounds; the copy is made
+        assert rounds and pg.dense.cache._copies
+        rounds.clear()
+        hits = pg.search("w1 w2 w3", namespace=NS, k=20, filters=one_session)
+        assert not rounds  # the full query
+        no_copy = pg.with_settings(client_cache_mb=0)
+        ref = no_copy.search("w1 w2 w3", namespace=NS, k=20, filters=one_session)
+        assert rounds  # without the copy: impact rounds, as before
+    assert len(hits) == 20 and all(h.record.session == 1 for h in hits)
+    assert [(h.record.id, h.score, h.bm25_rank) for h in hits] == [
+        (h.record.id, h.score, h.bm25_rank) for h in ref
+    ]

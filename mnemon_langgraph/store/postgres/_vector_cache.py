@@ -154,6 +154,15 @@ class VectorCache:
         self._locks: dict[int, asyncio.Lock] = {}
         self._refused: dict[int, tuple[int, int]] = {}
 
+    def share(self, nsid: int, filters: SearchFilters | None) -> float:
+        """The fraction of the namespace's records ``filters`` pass, by its copy as it is
+        (not brought up to date: an estimate); ``1.0`` without filters or a copy."""
+        copy = self._copies.get(nsid)
+        if filters is None or copy is None or not copy.count:
+            return 1.0
+        allowed = copy.allowed(filters)
+        return 1.0 if allowed is None else len(allowed) / copy.count
+
     def fits(self, docs: int, dim: int) -> bool:
         """Whether a namespace of ``docs`` records could be copied at all."""
         return docs * (dim * 5 + _PER_RECORD_BYTES) <= self.budget

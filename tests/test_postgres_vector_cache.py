@@ -76,7 +76,12 @@ def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
     assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-5)
 
 
-def test_client_scan_equals_the_server_scan_with_and_without_filters(postgres_url: str) -> None:
+def test_client_scan_equals_the_server_scan_with_and_without_filters(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.store.postgres import _vector_cache
+
+    monkeypatch.setattr(_vector_cache, "_BATCH", 64)  # the copy read in ten batches
     filters = [
         None,
         SearchFilters(session_from=2, session_to=3),

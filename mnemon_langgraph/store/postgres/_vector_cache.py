@@ -46,6 +46,7 @@ _ROWS_SQL = (
     "JOIN mnemon_vectors v ON v.record_id = r.id WHERE r.nsid = %s AND r.seq > %s "
     "ORDER BY r.seq"
 )
+_BATCH = 4096  # rows fetched and added at a time
 _PER_RECORD_BYTES = 200  # seq, session, date, the id and its dict entry, roughly
 
 
@@ -209,8 +210,11 @@ class VectorCache:
             docs = int(row[0])
             if copy is None or copy.index.dim != dim:
                 copy = NamespaceVectors(VectorIndex(dim, hnsw_threshold=2**62))
-            cur = await conn.execute(_ROWS_SQL, (nsid, copy.max_seq), binary=True)
-            copy.add(await cur.fetchall())
+            # a server-side cursor read in batches: the rows never sit in memory all at once
+            async with conn.cursor(name="mnemon_vector_copy", binary=True) as cur:
+                await cur.execute(_ROWS_SQL, (nsid, copy.max_seq))
+                while rows := await cur.fetchmany(_BATCH):
+                    copy.add(rows)
             if copy.count != docs:  # records were deleted: keep the live ones
                 cur = await conn.execute(
                     "SELECT seq FROM mnemon_records WHERE nsid = %s AND seq <= %s",

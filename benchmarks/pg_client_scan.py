@@ -50,6 +50,9 @@ def _growth(url: str, calls: int, rounds: int) -> None:
             for side in ("after", "before") if rnd % 2 == 0 else ("before", "after"):
                 for corpus, asked in pool.items():
                     nss = tuple((*g._NAMESPACE, corpus, str(n)) for n in (2000, 40000))
+                    for ns in nss:  # the copies load off the search path: wait for them
+                        sides[side].search("settle", namespace=ns, k=1)
+                        store.engine.run(sides[side].dense.cache.settle())
                     for kind in asked[0]:
                         qq = tuple(a[kind][slot * per : (slot + 1) * per] for a in asked)
                         out = g._time_pair(sides[side], nss, qq, server)
@@ -107,6 +110,7 @@ def _read(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], reps: int) ->
         t = time.perf_counter()
         for side in graphs:  # query vectors cached, the copy loaded
             one(side, qs[0])
+        store.engine.run(store.dense.cache.settle())
         print("warm-up s", round(time.perf_counter() - t, 1), flush=True)
         rows: dict[str, list[tuple[float, ...]]] = {"after": [], "before": []}
         for rep in range(reps):
@@ -135,6 +139,7 @@ def _hnsw(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], efs: list[int
         for q in qs:
             _ask(graph, ns, q)
         store.dense.rank = real
+        store.engine.run(store.dense.cache.settle())
         print("dense searches", len(calls), "filtered", sum(c[4] is not None for c in calls))
 
         async def rank(s: Any, c: tuple[Any, ...], exact: bool) -> Any:

@@ -71,6 +71,13 @@ def _dense(pg: PostgresStore, query: str) -> list[tuple[str, float]]:
     return pg.dense_ranking(query, namespace=NS, k=50)
 
 
+def _copied(pg: PostgresStore) -> None:
+    """A search (the server scans while the copy loads off its path), then the copy in."""
+    _dense(pg, "w0")
+    pg.engine.run(pg.dense.cache.settle())
+    assert pg.dense.cache._copies
+
+
 def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
     assert [r for r, _ in got] == [r for r, _ in want]
     assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-5)
@@ -92,6 +99,7 @@ def test_client_scan_equals_the_server_scan_with_and_without_filters(
     with PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED) as pg:
         pg.ingest(NS, _messages(0, 600), origin="test", pack=False)
         server = pg.with_settings(client_cache_mb=0)
+        _copied(pg)
         for q in QUERIES:
             got, want = _dense(pg, q), _dense(server, q)
             assert len(want) == 50
@@ -114,8 +122,8 @@ def test_the_copy_follows_writes_and_deletions_of_another_store(postgres_url: st
         PostgresStore(postgres_url, emb) as writer,
     ):
         writer.ingest(NS, _messages(0, 300), origin="test", pack=False)
+        _copied(reader)
         before = _dense(reader, "w1 w2 w3")
-        assert list(reader.dense.cache._copies)
         copy_nsid, copy = next(iter(reader.dense.cache._copies.items()))
         # a record made of exactly the query's words is the new nearest
         writer.ingest(NS, [Message("w1 w2 w3", "A", id="new", session=9)], origin="test")
@@ -133,6 +141,7 @@ def test_the_copy_follows_writes_and_deletions_of_another_store(postgres_url: st
         # an erased and rebuilt namespace is read anew
         writer.erase_namespace(NS)
         writer.ingest(NS, _messages(1000, 50, seed=5), origin="test", pack=False)
+        _copied(reader)  # the new namespace's copy
         _same(_dense(reader, "w7 w30"), _dense(reader.with_settings(client_cache_mb=0), "w7 w30"))
 
 
@@ -143,7 +152,9 @@ def test_small_namespaces_and_those_over_the_budget_scan_in_the_server(postgres_
         tight = pg.with_settings(client_scan_from=0, client_cache_mb=0)
         assert _dense(tight, "w1") and not tight.dense.cache._copies
         roomy = pg.with_settings(client_scan_from=0)
-        assert _dense(roomy, "w1") == _dense(roomy, "w1") and roomy.dense.cache._copies
+        first = _dense(roomy, "w1")  # the server's scan, the copy loading meanwhile
+        _copied(roomy)
+        _same(_dense(roomy, "w1"), first)
 
 
 def test_cache_settings_are_checked() -> None:
@@ -175,6 +186,7 @@ def test_a_selective_filter_runs_bm25_as_the_full_query(
     with PostgresStore(postgres_url, WordSumEmbeddings(), settings=settings) as pg:
         pg.ingest(NS, _messages(0, 600), origin="test", pack=False)
         pg.search("w1 w2 w3", namespace=NS, k=20)  # unfiltered: rounds; the copy is made
+        pg.engine.run(pg.dense.cache.settle())
         assert rounds and pg.dense.cache._copies
         rounds.clear()
         hits = pg.search("w1 w2 w3", namespace=NS, k=20, filters=one_session)
@@ -186,3 +198,16 @@ def test_a_selective_filter_runs_bm25_as_the_full_query(
     assert [(h.record.id, h.score, h.bm25_rank) for h in hits] == [
         (h.record.id, h.score, h.bm25_rank) for h in ref
     ]
+
+
+def test_the_first_search_does_not_wait_for_the_copy_and_close_stops_its_load(
+    postgres_url: str,
+) -> None:
+    pg = PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED)
+    try:
+        pg.ingest(NS, _messages(0, 400), origin="test", pack=False)
+        want = _dense(pg.with_settings(client_cache_mb=0), "w3 w4")
+        _same(_dense(pg, "w3 w4"), want)  # answered by the server's scan meanwhile
+    finally:
+        pg.close()  # with the load under way or done: it stops, nothing is left
+    assert pg.engine.closed and not pg.dense.cache._copies and not pg.dense.cache._loading

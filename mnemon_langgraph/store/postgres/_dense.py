@@ -12,6 +12,7 @@ rows of the namespace were found).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -72,9 +73,11 @@ def exact_dense_sql(where: str, half: bool) -> str:
 class DenseSearch:
     """The dense ranking of one namespace: ``(seq, id, cosine distance)``, nearest first."""
 
-    def __init__(self, settings: PostgresSettings) -> None:
+    def __init__(
+        self, settings: PostgresSettings, connect: Callable[[], Any] | None = None
+    ) -> None:
         self.settings = settings
-        self.cache = VectorCache(settings.client_cache_mb * 2**20)
+        self.cache = VectorCache(settings.client_cache_mb * 2**20, connect)
 
     async def rank(
         self,

@@ -19,12 +19,19 @@ the copy is brought up to date in one ``REPEATABLE READ`` snapshot: the rows abo
 largest ``seq`` are added, and when the count then differs from ``docs`` (records were
 deleted) the live ``seq`` numbers are read and the missing ones removed. A copy that still
 does not match (a record without a vector) is dropped and the server scans.
+
+A namespace's first copy (or an update of more than one batch of rows) loads on a
+connection of its own, off the search's path: the searches meanwhile scan in the server, so
+no search waits for a large namespace's vectors to arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +43,8 @@ from mnemon_langgraph.store.postgres._rows import NO_DATE
 from mnemon_langgraph.types import SearchFilters
 
 __all__ = ["NamespaceVectors", "VectorCache"]
+
+logger = logging.getLogger(__name__)
 
 _STATE_SQL = (
     "SELECT n.docs, (SELECT max(r.seq) FROM mnemon_records r WHERE r.nsid = n.nsid) "
@@ -149,11 +158,13 @@ class VectorCache:
             never copied (its searches scan in the server).
     """
 
-    def __init__(self, budget_bytes: int) -> None:
+    def __init__(self, budget_bytes: int, connect: Callable[[], Any] | None = None) -> None:
         self.budget = int(budget_bytes)
+        self._connect = connect
         self._copies: OrderedDict[int, NamespaceVectors] = OrderedDict()
         self._locks: dict[int, asyncio.Lock] = {}
         self._refused: dict[int, tuple[int, int]] = {}
+        self._loading: dict[int, asyncio.Task[None]] = {}
 
     def share(self, nsid: int, filters: SearchFilters | None) -> float:
         """The fraction of the namespace's records ``filters`` pass, by its copy as it is
@@ -183,6 +194,48 @@ class VectorCache:
         if not self.fits(docs, dim) or self._refused.get(nsid) == (docs, top):
             self._copies.pop(nsid, None)
             return None
+        if self._connect is not None and (copy is None or docs - copy.count > _BATCH):
+            self._load_later(nsid, dim, docs, top)  # the server scans until the copy is in
+            return None
+        return await self._update(conn, nsid, dim, docs, top)
+
+    def _load_later(self, nsid: int, dim: int, docs: int, top: int) -> None:
+        """Make or update the copy on a connection of its own, off the search's path: a
+        large namespace's first load reads all of its vectors."""
+        if nsid in self._loading or self._connect is None:
+            return
+        connect = self._connect
+
+        async def load() -> None:
+            try:
+                async with connect() as conn:
+                    await self._update(conn, nsid, dim, docs, top)
+            except Exception as exc:  # the searches go on scanning in the server
+                logger.warning("mnemon: copying namespace %s's vectors failed: %s", nsid, exc)
+            finally:
+                self._loading.pop(nsid, None)
+
+        # a fresh context: not the caller's (it may hold a connection in a transaction)
+        loop = asyncio.get_running_loop()
+        self._loading[nsid] = loop.create_task(load(), context=contextvars.Context())
+
+    async def settle(self) -> None:
+        """Wait for the copies being loaded (benchmarks and tests)."""
+        while self._loading:
+            await asyncio.gather(*self._loading.values(), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop the loads under way (the store is closing)."""
+        tasks = list(self._loading.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.clear()
+
+    async def _update(
+        self, conn: Any, nsid: int, dim: int, docs: int, top: int
+    ) -> NamespaceVectors | None:
+        """The copy brought up to date on ``conn`` and kept (``None``: it cannot be)."""
         lock = self._locks.setdefault(nsid, asyncio.Lock())
         async with lock:
             try:

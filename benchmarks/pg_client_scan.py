@@ -97,6 +97,8 @@ def _read(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], reps: int) ->
             "before": _reader(store.with_settings(client_cache_mb=0)),
         }
 
+        views: dict[str, list[tuple[str, ...]]] = {"after": [], "before": []}
+
         def one(side: str, q: dict[str, Any]) -> tuple[float, ...]:
             server.refresh()
             s0 = server.read()
@@ -105,6 +107,7 @@ def _read(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], reps: int) ->
             c, w = time.process_time() - c, time.perf_counter() - w
             s1 = server.read()
             srv = sum(s1[p] - s0[p] for p in s0 if p in s1) / 1e9 if s0 and s1 else np.nan
+            views[side].append(tuple(view.message_ids))
             return view_counts(view)["read_seconds"], c, srv, w
 
         t = time.perf_counter()
@@ -121,6 +124,8 @@ def _read(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], reps: int) ->
         for side, got in rows.items():
             med = {n: round(1000 * st.median(r[i] for r in got), 1) for i, n in enumerate(names)}
             print(side, med, "reads", len(got), flush=True)
+        same = sum(a == b for a, b in zip(views["after"], views["before"], strict=True))
+        print("identical Views", same, "of", len(views["after"]), flush=True)
 
 
 def _hnsw(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], efs: list[int]) -> None:

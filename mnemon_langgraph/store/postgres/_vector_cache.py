@@ -20,9 +20,9 @@ largest ``seq`` are added, and when the count then differs from ``docs`` (record
 deleted) the live ``seq`` numbers are read and the missing ones removed. A copy that still
 does not match (a record without a vector) is dropped and the server scans.
 
-A namespace's first copy (or an update of more than one batch of rows) loads on a
-connection of its own, off the search's path: the searches meanwhile scan in the server, so
-no search waits for a large namespace's vectors to arrive.
+A namespace's first copy, an update of more than one batch of new rows and one after
+deletions load on a connection of its own, off the search's path: the searches meanwhile
+scan in the server, so no search waits for a large namespace's vectors to arrive.
 """
 
 from __future__ import annotations
@@ -194,8 +194,11 @@ class VectorCache:
         if not self.fits(docs, dim) or self._refused.get(nsid) == (docs, top):
             self._copies.pop(nsid, None)
             return None
-        if self._connect is not None and (copy is None or docs - copy.count > _BATCH):
-            self._load_later(nsid, dim, docs, top)  # the server scans until the copy is in
+        added = docs - copy.count if copy is not None else -1
+        if self._connect is not None and not 0 < added <= _BATCH:
+            # a first copy, many new records, or deletions (the int8 copy is rebuilt): off
+            # the search path, the server scanning until the copy is in
+            self._load_later(nsid, dim, docs, top)
             return None
         return await self._update(conn, nsid, dim, docs, top)
 
@@ -274,6 +277,7 @@ class VectorCache:
                     (nsid, copy.max_seq),
                 )
                 copy.keep(np.array([int(r[0]) for r in await cur.fetchall()], np.int64))
+        copy.index.prepare()  # its int8 copy, else built by the next search
         return copy if copy.count == docs else None
 
     def _evict(self) -> None:

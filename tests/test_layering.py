@@ -150,7 +150,7 @@ def test_private_import_scan_finds_one(tmp_path: Path, monkeypatch: pytest.Monke
 # part reaches back into it.
 PG_PARTS: list[set[str]] = [
     {"impact", "rows", "engine"},
-    {"schema", "settings"},
+    {"schema", "settings", "vector_cache"},
     {"reads", "packs", "bm25", "dense", "stats", "kv_items"},
     {"writes", "search", "health", "items"},
     {"retention"},  # builds on writes (its deletion path, audit and VACUUM)

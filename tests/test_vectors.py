@@ -258,3 +258,20 @@ def test_quantized_scan_falls_back_when_scores_crowd_the_cut() -> None:
     assert len(got) == 10 and scores.tolist() == pytest.approx([1.0] * 10, abs=1e-5)
     expected = full.search(vecs[0], 10)
     assert got.tolist() == expected[0].tolist() and scores.tolist() == expected[1].tolist()
+
+
+def test_prepare_builds_the_int8_copy_before_the_first_search() -> None:
+    rng = np.random.default_rng(3)
+    vecs = normalize_rows(rng.standard_normal((64, 16)).astype(np.float32))
+    index = VectorIndex(16, quantized_scan_from=32)
+    index.add(range(1, 65), vecs)
+    assert index._q8 is None
+    index.prepare()
+    assert index._q8 is not None and len(index._q8_ids) == 64
+    small = VectorIndex(16, quantized_scan_from=1000)  # below the threshold: nothing built
+    small.add(range(1, 65), vecs)
+    small.prepare()
+    assert small._q8 is None
+    q = vecs[5]
+    for a, b in zip(index.search(q, 10), small.search(q, 10), strict=True):
+        assert np.array_equal(a, b)

@@ -127,9 +127,11 @@ def _tie_recall(approx: list[Any], exact: list[Any]) -> list[float]:
 
 
 def _recall(store: Any, ns: tuple[str, ...], queries: list[str]) -> dict[str, Any]:
-    """HNSW and the half-precision exact path (what search uses below ``exact_below``),
-    each against the exact scan of the float vectors, with their latencies."""
-    floats = store.with_settings(half_scan=False)  # the float vectors scanned: the truth
+    """HNSW and the exact path search uses below ``exact_below`` (the half-precision scan,
+    or the client's copy of a namespace from ``client_scan_from`` records), each against
+    the server's exact scan of the float vectors, with their latencies."""
+    # the float vectors scanned in the server: the truth
+    floats = store.with_settings(half_scan=False, client_cache_mb=0)
     exact, exact_ms = _timed(
         lambda q: floats.dense_ranking(q, namespace=ns, k=TOP, exact=True), queries
     )

@@ -124,6 +124,8 @@ def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> Non
         store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
     if is_postgres_url(target):
         analyze_tables(target)
+        store.search("settle", namespace=ns, k=1)  # a large namespace's vector copy loads
+        store.engine.run(store.dense.cache.settle())  # off the search path: wait for it
     else:
         wait_for_conversion(store.index(ns))
 

@@ -548,6 +548,13 @@ class VectorIndex:
         self._q8.add(np.ascontiguousarray(codes, dtype=np.float32))
         self._q8_ids = np.concatenate([self._q8_ids, np.asarray(ids, dtype=np.int64)])
 
+    def prepare(self) -> None:
+        """Build now what the next search would otherwise build first: the int8 copy of a
+        flat index of :attr:`quantized_scan_from` vectors or more (a caller that loads an
+        index off its search path, so no search waits for it)."""
+        if self.kind == "flat" and len(self) >= self.quantized_scan_from:
+            self._quantized()
+
     def _quantized(self) -> Any:
         """The int8 copy of the flat index, built now if missing."""
         if self._q8 is None:

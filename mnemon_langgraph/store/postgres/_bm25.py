@@ -54,13 +54,24 @@ class BM25Query:
         self.settings = settings
 
     async def top(
-        self, conn: Any, nsid: int, query: str, k: int, filters: SearchFilters | None
+        self,
+        conn: Any,
+        nsid: int,
+        query: str,
+        k: int,
+        filters: SearchFilters | None,
+        share: float = 1.0,
     ) -> list[tuple[int, str, float]]:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
         With ``settings.bm25_prune``: impact postings read score at a time (:meth:`_impact`),
-        unless the query's postings are fewer than ``settings.bm25_full_below`` (the one full
-        query is cheaper there). Statistics, postings and scores read one snapshot
+        unless the query's postings, times ``share``, are fewer than
+        ``settings.bm25_full_below`` (the one full query is cheaper there). ``share`` is the
+        fraction of the namespace's records that ``filters`` pass, when the caller knows it
+        (a namespace's cached vectors do): the full query reads only the filtered records'
+        rows, while impact rounds read the best postings of every record and drop those the
+        filters reject, round after round. Both give the same ranking, so an estimate is
+        enough. Statistics, postings and scores read one snapshot
         (``REPEATABLE READ``), so concurrent writers cannot make the bounds disagree with
         the scores.
         """
@@ -76,7 +87,7 @@ class BM25Query:
         # postings) it needs no transaction, whose BEGIN / SET / COMMIT would be most of its
         # cost (docs/results/log.md, "Figures behind the code's defaults").
         corpus = await self._term_stats(conn, nsid, terms)
-        if sum(s.df for s in corpus.stats.values()) < self.settings.bm25_full_below:
+        if sum(s.df for s in corpus.stats.values()) * share < self.settings.bm25_full_below:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

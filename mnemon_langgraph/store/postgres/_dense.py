@@ -1,13 +1,18 @@
-"""Dense search on PostgreSQL: pgvector cosine distance, exact or through the HNSW index.
+"""Dense search on PostgreSQL: cosine distance, exact or through pgvector's HNSW index.
 
-Exact (a sequential scan of the namespace's vectors, via the half-precision copy and a
-re-rank by the float vectors) below ``settings.exact_below`` records; above it the HNSW
-index with ``hnsw.iterative_scan = relaxed_order``, so a namespace filter keeps recall (the
-index scan continues until enough rows of the namespace were found).
+Below ``settings.exact_below`` records the search is exact: in the server (a sequential
+scan of the namespace's vectors, via the half-precision copy and a re-rank by the float
+vectors) below ``settings.client_scan_from`` records, and from there in this process, on a
+cached copy of the namespace's vectors kept in step with the database
+(:mod:`._vector_cache`; the server's scan reads every vector of the namespace at every
+search). From ``exact_below`` on, the HNSW index with ``hnsw.iterative_scan =
+relaxed_order``, so a namespace filter keeps recall (the index scan continues until enough
+rows of the namespace were found).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +24,7 @@ from mnemon_langgraph.store.postgres._settings import (
     PostgresSettings,
     pgvector_ef_search_for,
 )
+from mnemon_langgraph.store.postgres._vector_cache import VectorCache
 from mnemon_langgraph.types import SearchFilters
 
 __all__ = ["DenseSearch", "exact_dense_sql"]
@@ -67,8 +73,11 @@ def exact_dense_sql(where: str, half: bool) -> str:
 class DenseSearch:
     """The dense ranking of one namespace: ``(seq, id, cosine distance)``, nearest first."""
 
-    def __init__(self, settings: PostgresSettings) -> None:
+    def __init__(
+        self, settings: PostgresSettings, connect: Callable[[], Any] | None = None
+    ) -> None:
         self.settings = settings
+        self.cache = VectorCache(settings.client_cache_mb * 2**20, connect)
 
     async def rank(
         self,
@@ -81,10 +90,15 @@ class DenseSearch:
         exact: bool | None = None,
     ) -> list[tuple[int, str, float]]:
         """The ``k`` nearest vectors, exact or HNSW by the namespace's size (``docs``)."""
+        settings = self.settings
+        exact = exact if exact is not None else docs < settings.exact_below
+        if exact and docs >= settings.client_scan_from and self.cache.fits(docs, qv.size):
+            copy = await self.cache.current(conn, nsid, qv.size)
+            if copy is not None:
+                return copy.rank(qv, int(k), filters)
         params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
         where = filter_sql(filters, params)
-        settings = self.settings
-        if exact if exact is not None else docs < settings.exact_below:
+        if exact:
             if settings.half_scan:
                 params["n"] = max(HALF_RERANK, 4 * int(k))
             cur = await conn.execute(exact_dense_sql(where, settings.half_scan), params)

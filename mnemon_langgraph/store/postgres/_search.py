@@ -76,13 +76,14 @@ class HybridSearch:
                 qv = await asyncio.to_thread(self.query_vector, query)
                 return await self.dense.rank(dconn, nsid, docs, qv, depth, filters)
 
+            share = self.dense.cache.share(nsid, filters)  # what the filters keep, if known
             async with self.engine.spare_connection() as spare:
                 if spare is None:  # the pool is busy: one ranking after the other
-                    lexical = await self.bm25.top(conn, nsid, query, depth, filters)
+                    lexical = await self.bm25.top(conn, nsid, query, depth, filters, share)
                     return lexical, await dense_on(conn)
                 # both at once, in two backends (the query embedded meanwhile)
                 return await asyncio.gather(
-                    self.bm25.top(conn, nsid, query, depth, filters), dense_on(spare)
+                    self.bm25.top(conn, nsid, query, depth, filters, share), dense_on(spare)
                 )
 
     async def hybrid(

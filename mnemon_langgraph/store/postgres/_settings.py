@@ -19,6 +19,8 @@ from mnemon_langgraph.store.postgres._impact import (
 )
 
 __all__ = [
+    "CLIENT_CACHE_MB",
+    "CLIENT_SCAN_FROM",
     "EXACT_BELOW",
     "HALF_RERANK",
     "OLD_EF_SEARCH_NAMES",
@@ -44,6 +46,19 @@ EXACT_BELOW = 150_000
 scan meets the recall goal in a few hundred milliseconds at no cost to ingest, while a
 denser HNSW graph that would match it makes every insert slower (figures: docs/results and
 the README's PostgreSQL section)."""
+
+CLIENT_SCAN_FROM = 10_000
+"""Namespaces with at least this many records (and fewer than :data:`EXACT_BELOW`) are
+searched exactly in the client, on a cached copy of their vectors (:mod:`._vector_cache`):
+the server's exact scan reads every vector of the namespace at every search, so the search
+grew with the namespace and long histories' reads were slow; below this size that scan is
+cheap and no copy is worth its memory or first load (docs/results/search-scaling.md)."""
+
+CLIENT_CACHE_MB = 512
+"""Most memory (MiB) the cached copies of one store hold together, least recently searched
+dropped first: five bytes per dimension and record (the float vectors and their int8 copy)
+and the record's fields (:meth:`._vector_cache.NamespaceVectors.nbytes`; sizes per
+namespace in docs/postgres.md). A namespace that does not fit is scanned in the server."""
 
 PGVECTOR_EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
 """``(namespace records up to, hnsw.ef_search)``; larger namespaces use
@@ -87,6 +102,10 @@ class PostgresSettings:
             namespace's size (:func:`pgvector_ef_search_for`).
         half_scan: Exact search scans the half-precision copy and re-ranks its nearest by
             the float vectors (``False``: scan the float vectors).
+        client_scan_from: Namespaces from this many records (below ``exact_below``) are
+            searched exactly in this process, on a cached copy of their vectors.
+        client_cache_mb: Most MiB those copies hold together (``0``: always scan in the
+            server).
         bm25_prune: BM25 reads impact postings score at a time and stops once the top
             ``k`` is proven (``False``: the one full query, the reference ranking).
         bm25_full_below: Queries whose terms have fewer postings run the full query.
@@ -98,6 +117,8 @@ class PostgresSettings:
     exact_below: int = EXACT_BELOW
     ef_search: int | None = None
     half_scan: bool = True
+    client_scan_from: int = CLIENT_SCAN_FROM
+    client_cache_mb: int = CLIENT_CACHE_MB
     bm25_prune: bool = True
     bm25_full_below: int = FULL_BELOW_POSTINGS
     bm25_first_parts: int = FIRST_PARTS
@@ -105,7 +126,14 @@ class PostgresSettings:
     bm25_pack_min: int = PACK_MIN
 
     def __post_init__(self) -> None:
-        for name in ("exact_below", "bm25_full_below", "bm25_first_parts", "bm25_pack_min"):
+        for name in (
+            "exact_below",
+            "client_scan_from",
+            "client_cache_mb",
+            "bm25_full_below",
+            "bm25_first_parts",
+            "bm25_pack_min",
+        ):
             _check_int(name, getattr(self, name), 0)
         _check_int("bm25_pack_part", self.bm25_pack_part, 1)
         if self.ef_search is not None:

@@ -127,7 +127,7 @@ class PostgresStore(MnemonStore):
         self.writes = Writes(self.engine, self.packs, self.reads, self._records_of, self._embed)
         self.retention = Retention(self.writes)
         self.bm25 = BM25Query(settings)
-        self.dense = DenseSearch(settings)
+        self.dense = DenseSearch(settings, self.engine.connection)  # copies load off-path
         self.searches = HybridSearch(
             self.engine, self.reads, self.bm25, self.dense, self.query_vector, self.candidate_depth
         )
@@ -207,6 +207,8 @@ class PostgresStore(MnemonStore):
 
     def close(self) -> None:
         """Close the pool and stop the store's loop thread (a sibling leaves them open)."""
+        if not self.engine.closed:
+            self.engine.run(self.dense.cache.close())  # vector copies being loaded
         if self._owns_engine:
             self.engine.close()
 

@@ -1,0 +1,293 @@
+"""Exact dense search of large namespaces in the client: a cached copy of their vectors.
+
+An exact scan in the server reads every vector of the namespace at every search (pgvector
+has no exact search below linear, and its HNSW index over every namespace loses recall on
+a namespace's filtered searches: docs/results/search-scaling.md), so a read of a long
+history spent most of its time in the server. Namespaces from
+``settings.client_scan_from`` records (below ``exact_below``) are instead scanned in this
+process, by the embedded backend's own exact flat index
+(:class:`~mnemon_langgraph.search._vectors.VectorIndex`: FAISS inner product on unit
+vectors, with its int8 pre-scan and proven rounding bound), from a copy of the namespace's
+vectors kept in memory, least recently used first out, within ``settings.client_cache_mb``.
+
+Kept in step without a schema change, from what every write already maintains in the same
+transaction: ``mnemon_namespaces.docs`` (live records) and the records' ``seq`` (a
+namespace's numbers commit in increasing order: writers hold its advisory lock, and a
+record's vector, session and date never change). Each search reads ``docs`` and the largest
+``seq`` in one statement (one snapshot); a copy holding exactly those is current. Otherwise
+the copy is brought up to date in one ``REPEATABLE READ`` snapshot: the rows above its
+largest ``seq`` are added, and when the count then differs from ``docs`` (records were
+deleted) the live ``seq`` numbers are read and the missing ones removed. A copy that still
+does not match (a record without a vector) is dropped and the server scans.
+
+A namespace's first copy, an update of more than one batch of new rows and one after
+deletions load on a connection of its own, off the search's path: the searches meanwhile
+scan in the server, so no search waits for a large namespace's vectors to arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mnemon_langgraph.search._bm25 import date_to_epoch
+from mnemon_langgraph.search._vectors import VectorIndex, normalize_rows
+from mnemon_langgraph.store.postgres._rows import NO_DATE
+from mnemon_langgraph.types import SearchFilters
+
+__all__ = ["NamespaceVectors", "VectorCache"]
+
+logger = logging.getLogger(__name__)
+
+_STATE_SQL = (
+    "SELECT n.docs, (SELECT max(r.seq) FROM mnemon_records r WHERE r.nsid = n.nsid) "
+    "FROM mnemon_namespaces n WHERE n.nsid = %s"
+)
+_ROWS_SQL = (
+    "SELECT r.seq, r.id, r.session, r.date_epoch, v.embedding FROM mnemon_records r "
+    "JOIN mnemon_vectors v ON v.record_id = r.id WHERE r.nsid = %s AND r.seq > %s "
+    "ORDER BY r.seq"
+)
+_BATCH = 4096  # rows fetched and added at a time
+_PER_RECORD_BYTES = 200  # seq, session, date, the id and its dict entry, roughly
+
+
+@dataclass
+class NamespaceVectors:
+    """One namespace's vectors in the client: the exact index and each record's fields.
+
+    ``seqs`` ascending; ``ids``, ``sessions`` and ``dates`` parallel to it.
+    """
+
+    index: VectorIndex
+    seqs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ids: list[str] = field(default_factory=list)
+    sessions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dates: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    max_seq: int = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.seqs)
+
+    def holds(self, docs: int, top: int) -> bool:
+        """Whether the copy is the namespace whose snapshot has ``docs`` live records, the
+        largest ``seq`` being ``top``: a record added since would have a larger ``seq``
+        than any the copy saw, so equal counts and largest numbers mean equal sets."""
+        last = int(self.seqs[-1]) if self.count else 0
+        return self.count == docs and last == top
+
+    def nbytes(self) -> int:
+        """Memory held, about: the float vectors, their int8 copy and the fields."""
+        return self.count * (self.index.dim * 5 + _PER_RECORD_BYTES)
+
+    def add(self, rows: list[tuple[Any, ...]]) -> None:
+        """Append ``(seq, id, session, date_epoch, embedding)`` rows, ``seq`` ascending."""
+        if not rows:
+            return
+        seqs = np.fromiter((int(r[0]) for r in rows), np.int64, len(rows))
+        vecs = np.stack([np.asarray(_floats(r[4]), np.float32) for r in rows])
+        self.index.add(seqs, normalize_rows(vecs))
+        self.seqs = np.concatenate([self.seqs, seqs])
+        self.ids += [str(r[1]) for r in rows]
+        self.sessions = np.concatenate([self.sessions, np.array([r[2] for r in rows], np.int64)])
+        self.dates = np.concatenate([self.dates, np.array([r[3] for r in rows], np.int64)])
+        self.max_seq = max(self.max_seq, int(seqs[-1]))
+
+    def keep(self, live: np.ndarray) -> None:
+        """Remove every record whose ``seq`` is not in ``live``."""
+        alive = np.isin(self.seqs, live)
+        if alive.all():
+            return
+        self.index.remove(self.seqs[~alive].tolist())
+        self.seqs, self.sessions, self.dates = (
+            self.seqs[alive],
+            self.sessions[alive],
+            self.dates[alive],
+        )
+        self.ids = [rid for rid, ok in zip(self.ids, alive, strict=True) if ok]
+
+    def allowed(self, filters: SearchFilters | None) -> np.ndarray | None:
+        """The ``seq`` numbers passing ``filters`` (the SQL bounds of ``filter_sql``);
+        ``None`` when every record passes."""
+        if filters is None:
+            return None
+        mask = np.ones(self.count, dtype=bool)
+        if filters.session_from is not None:
+            mask &= self.sessions >= int(filters.session_from)
+        if filters.session_to is not None:
+            mask &= self.sessions <= int(filters.session_to)
+        if filters.date_from is not None or filters.date_to is not None:
+            mask &= self.dates != NO_DATE
+            if filters.date_from is not None:
+                mask &= self.dates >= date_to_epoch(filters.date_from)
+            if filters.date_to is not None:
+                mask &= self.dates <= date_to_epoch(filters.date_to)
+        return None if mask.all() else self.seqs[mask]  # all pass: the unfiltered scan
+
+    def rank(
+        self, query: np.ndarray, k: int, filters: SearchFilters | None
+    ) -> list[tuple[int, str, float]]:
+        """The exact top ``k``: ``(seq, id, cosine distance)``, nearest first, ties by seq."""
+        q = normalize_rows(np.asarray(query, np.float32).reshape(1, -1))[0]
+        seqs, scores = self.index.search(q, k, allowed=self.allowed(filters))
+        order = np.lexsort((seqs, -scores))
+        at = np.searchsorted(self.seqs, seqs)
+        return [(int(seqs[i]), self.ids[at[i]], float(1.0 - scores[i])) for i in order]
+
+
+def _floats(value: Any) -> Any:
+    return value.to_numpy() if hasattr(value, "to_numpy") else value
+
+
+class VectorCache:
+    """Copies of large namespaces' vectors, kept in step with the database (see the module).
+
+    Every method runs on the engine's event-loop thread; a lock per namespace keeps two
+    searches from updating one copy at once.
+
+    Args:
+        budget_bytes: Most memory the copies hold together; a namespace larger than it is
+            never copied (its searches scan in the server).
+    """
+
+    def __init__(self, budget_bytes: int, connect: Callable[[], Any] | None = None) -> None:
+        self.budget = int(budget_bytes)
+        self._connect = connect
+        self._copies: OrderedDict[int, NamespaceVectors] = OrderedDict()
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._refused: dict[int, tuple[int, int]] = {}
+        self._loading: dict[int, asyncio.Task[None]] = {}
+
+    def share(self, nsid: int, filters: SearchFilters | None) -> float:
+        """The fraction of the namespace's records ``filters`` pass, by its copy as it is
+        (not brought up to date: an estimate); ``1.0`` without filters or a copy."""
+        copy = self._copies.get(nsid)
+        if filters is None or copy is None or not copy.count:
+            return 1.0
+        allowed = copy.allowed(filters)
+        return 1.0 if allowed is None else len(allowed) / copy.count
+
+    def fits(self, docs: int, dim: int) -> bool:
+        """Whether a namespace of ``docs`` records could be copied at all."""
+        return docs * (dim * 5 + _PER_RECORD_BYTES) <= self.budget
+
+    async def current(self, conn: Any, nsid: int, dim: int) -> NamespaceVectors | None:
+        """The namespace's copy, current as of this call (``None``: scan in the server)."""
+        cur = await conn.execute(_STATE_SQL, (nsid,))
+        row = await cur.fetchone()
+        if row is None:
+            self._copies.pop(nsid, None)
+            return None
+        docs, top = int(row[0]), int(row[1] or 0)
+        copy = self._copies.get(nsid)
+        if copy is not None and copy.holds(docs, top):
+            self._copies.move_to_end(nsid)
+            return copy
+        if not self.fits(docs, dim) or self._refused.get(nsid) == (docs, top):
+            self._copies.pop(nsid, None)
+            return None
+        added = docs - copy.count if copy is not None else -1
+        if self._connect is not None and not 0 < added <= _BATCH:
+            # a first copy, many new records, or deletions (the int8 copy is rebuilt): off
+            # the search path, the server scanning until the copy is in
+            self._load_later(nsid, dim, docs, top)
+            return None
+        return await self._update(conn, nsid, dim, docs, top)
+
+    def _load_later(self, nsid: int, dim: int, docs: int, top: int) -> None:
+        """Make or update the copy on a connection of its own, off the search's path: a
+        large namespace's first load reads all of its vectors."""
+        if nsid in self._loading or self._connect is None:
+            return
+        connect = self._connect
+
+        async def load() -> None:
+            try:
+                async with connect() as conn:
+                    await self._update(conn, nsid, dim, docs, top)
+            except Exception as exc:  # the searches go on scanning in the server
+                logger.warning("mnemon: copying namespace %s's vectors failed: %s", nsid, exc)
+            finally:
+                self._loading.pop(nsid, None)
+
+        # a fresh context: not the caller's (it may hold a connection in a transaction)
+        loop = asyncio.get_running_loop()
+        self._loading[nsid] = loop.create_task(load(), context=contextvars.Context())
+
+    async def settle(self) -> None:
+        """Wait for the copies being loaded (benchmarks and tests)."""
+        while self._loading:
+            await asyncio.gather(*self._loading.values(), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop the loads under way (the store is closing)."""
+        tasks = list(self._loading.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.clear()
+
+    async def _update(
+        self, conn: Any, nsid: int, dim: int, docs: int, top: int
+    ) -> NamespaceVectors | None:
+        """The copy brought up to date on ``conn`` and kept (``None``: it cannot be)."""
+        lock = self._locks.setdefault(nsid, asyncio.Lock())
+        async with lock:
+            try:
+                copy = await self._refresh(conn, nsid, dim, self._copies.pop(nsid, None))
+            except BaseException:
+                self._copies.pop(nsid, None)  # a copy half updated is never used
+                raise
+            if copy is None:  # not every record has a vector: not copied until it changes
+                self._refused[nsid] = (docs, top)
+                return None
+            self._copies[nsid] = copy
+            self._evict()
+            return copy if nsid in self._copies else None
+
+    async def _refresh(
+        self, conn: Any, nsid: int, dim: int, copy: NamespaceVectors | None
+    ) -> NamespaceVectors | None:
+        """``copy`` brought up to date in one snapshot (a new one when ``None``)."""
+        async with conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cur = await conn.execute(_STATE_SQL, (nsid,))
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            docs = int(row[0])
+            if copy is None or copy.index.dim != dim:
+                copy = NamespaceVectors(VectorIndex(dim, hnsw_threshold=2**62))
+            # a server-side cursor read in batches: the rows never sit in memory all at once
+            async with conn.cursor(name="mnemon_vector_copy", binary=True) as cur:
+                await cur.execute(_ROWS_SQL, (nsid, copy.max_seq))
+                while rows := await cur.fetchmany(_BATCH):
+                    copy.add(rows)
+            if copy.count != docs:  # records were deleted: keep the live ones
+                cur = await conn.execute(
+                    "SELECT seq FROM mnemon_records WHERE nsid = %s AND seq <= %s",
+                    (nsid, copy.max_seq),
+                )
+                copy.keep(np.array([int(r[0]) for r in await cur.fetchall()], np.int64))
+        copy.index.prepare()  # its int8 copy, else built by the next search
+        return copy if copy.count == docs else None
+
+    def _evict(self) -> None:
+        """Drop the least recently used copies until the rest fit the budget."""
+        total = sum(c.nbytes() for c in self._copies.values())
+        while self._copies and total > self.budget:
+            _, dropped = self._copies.popitem(last=False)
+            total -= dropped.nbytes()
+
+    def clear(self) -> None:
+        """Forget every copy."""
+        self._copies.clear()
+        self._refused.clear()

@@ -1,0 +1,215 @@
+"""Exact dense search in the client on PostgreSQL: a cached copy of a namespace's vectors.
+
+From ``client_scan_from`` records the store ranks a namespace's vectors in its own process
+(``store/postgres/_vector_cache.py``) instead of scanning them in the server. It must give the
+server's exact ranking (ids and order; distances to float precision), with and without
+filters, and stay in step with writes and deletions made by *another* store (another
+process): each search checks the namespace's live count and largest ``seq`` first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres import PostgresSettings
+from mnemon_langgraph.types import Message, SearchFilters
+
+WORDS = [f"w{i}" for i in range(40)]
+NS = ("cache",)
+QUERIES = ["w1 w2 w3", "w7 w30", "w11 w12 w13 w14", "w5"]
+CACHED = PostgresSettings(client_scan_from=0)  # every namespace copied into the client
+START = datetime(2024, 1, 1)
+
+
+class WordSumEmbeddings(Embeddings):
+    """A fixed random vector per word, summed over the text's words in sorted order: texts
+    with the same words get the very same vector (exact ties, broken by ``seq`` on both
+    paths), other texts distances that no rounding reorders (unlike bag-of-words counts,
+    whose different texts can tie exactly in value but not in float rounding)."""
+
+    model_name = "test-word-sum"
+
+    def __init__(self, dim: int = 32) -> None:
+        self.dim = dim
+
+    def _vec(self, text: str) -> list[float]:
+        v = np.zeros(self.dim)
+        for word in sorted(text.lower().replace(":", " ").split()):
+            seed = int.from_bytes(hashlib.md5(word.encode()).digest()[:4], "little")
+            v += np.random.default_rng(seed).standard_normal(self.dim)
+        return v.tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vec(text)
+
+
+def _messages(start: int, count: int, seed: int = 0) -> list[Message]:
+    rng = np.random.default_rng(seed + start)
+    return [
+        Message(
+            " ".join(rng.choice(WORDS, size=4)),
+            "A",
+            id=f"m{i}",
+            session=1 + i % 4,
+            timestamp=START + timedelta(days=i) if i % 50 else None,  # some undated
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def _dense(pg: PostgresStore, query: str) -> list[tuple[str, float]]:
+    return pg.dense_ranking(query, namespace=NS, k=50)
+
+
+def _copied(pg: PostgresStore) -> None:
+    """A search (the server scans while the copy loads off its path), then the copy in."""
+    _dense(pg, "w0")
+    pg.engine.run(pg.dense.cache.settle())
+    assert pg.dense.cache._copies
+
+
+def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [r for r, _ in got] == [r for r, _ in want]
+    assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-5)
+
+
+def test_client_scan_equals_the_server_scan_with_and_without_filters(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.store.postgres import _vector_cache
+
+    monkeypatch.setattr(_vector_cache, "_BATCH", 64)  # the copy read in ten batches
+    filters = [
+        None,
+        SearchFilters(session_from=2, session_to=3),
+        SearchFilters(date_from=START + timedelta(days=100), date_to=START + timedelta(days=300)),
+        SearchFilters(date_to=START + timedelta(days=10_000)),  # all but the undated
+        SearchFilters(session_from=1),  # every record: the unfiltered scan
+    ]
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED) as pg:
+        pg.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        server = pg.with_settings(client_cache_mb=0)
+        _copied(pg)
+        for q in QUERIES:
+            got, want = _dense(pg, q), _dense(server, q)
+            assert len(want) == 50
+            _same(got, want)
+            for f in filters:
+                hits = pg.search(q, namespace=NS, k=20, filters=f)
+                ref = server.search(q, namespace=NS, k=20, filters=f)
+                assert len(ref) == 20 and all(f is None or f.accepts(h.record) for h in hits)
+                assert [h.record.id for h in hits] == [h.record.id for h in ref]
+                assert [h.dense_rank for h in hits] == [h.dense_rank for h in ref]
+        assert list(pg.dense.cache._copies) and not list(server.dense.cache._copies)
+
+
+def test_the_copy_follows_writes_and_deletions_of_another_store(postgres_url: str) -> None:
+    """A second store (as another process would) adds and deletes records; the first one's
+    copy must show both at its next search (a stale copy would miss the new top hit)."""
+    emb = WordSumEmbeddings()
+    with (
+        PostgresStore(postgres_url, emb, settings=CACHED) as reader,
+        PostgresStore(postgres_url, emb) as writer,
+    ):
+        writer.ingest(NS, _messages(0, 300), origin="test", pack=False)
+        _copied(reader)
+        before = _dense(reader, "w1 w2 w3")
+        copy_nsid, copy = next(iter(reader.dense.cache._copies.items()))
+        # a record made of exactly the query's words is the new nearest
+        writer.ingest(NS, [Message("w1 w2 w3", "A", id="new", session=9)], origin="test")
+        after = _dense(reader, "w1 w2 w3")
+        new_id = next(r.id for r in writer.records(NS) if r.message_ids == ("new",))
+        assert after[0][0] == new_id and after[0][1] < before[0][1] and before[0][0] != new_id
+        assert reader.dense.cache._copies.get(copy_nsid) is copy  # extended, not reloaded
+        # deletions: the nearest ten and the new one go
+        gone = [rid for rid, _ in after[:10]]
+        writer.delete_records(NS, gone, reason="test")
+        later = _dense(reader, "w1 w2 w3")  # the server's scan: the copy updates off-path
+        reader.engine.run(reader.dense.cache.settle())
+        assert reader.dense.cache._copies.get(copy_nsid) is copy  # updated in place
+        on_copy = _dense(reader, "w1 w2 w3")
+        assert not set(gone) & {rid for rid, _ in on_copy} and not set(gone) & dict(later).keys()
+        _same(on_copy, later)
+        # an erased and rebuilt namespace is read anew
+        writer.erase_namespace(NS)
+        writer.ingest(NS, _messages(1000, 50, seed=5), origin="test", pack=False)
+        _copied(reader)  # the new namespace's copy
+        _same(_dense(reader, "w7 w30"), _dense(reader.with_settings(client_cache_mb=0), "w7 w30"))
+
+
+def test_small_namespaces_and_those_over_the_budget_scan_in_the_server(postgres_url: str) -> None:
+    with PostgresStore(postgres_url, WordSumEmbeddings()) as pg:  # the defaults
+        pg.ingest(NS, _messages(0, 200), origin="test", pack=False)
+        assert _dense(pg, "w1") and not pg.dense.cache._copies  # 200 < client_scan_from
+        tight = pg.with_settings(client_scan_from=0, client_cache_mb=0)
+        assert _dense(tight, "w1") and not tight.dense.cache._copies
+        roomy = pg.with_settings(client_scan_from=0)
+        first = _dense(roomy, "w1")  # the server's scan, the copy loading meanwhile
+        _copied(roomy)
+        _same(_dense(roomy, "w1"), first)
+
+
+def test_cache_settings_are_checked() -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigurationError):
+            PostgresSettings(client_scan_from=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError):
+            PostgresSettings(client_cache_mb=bad)  # type: ignore[arg-type]
+
+
+def test_a_selective_filter_runs_bm25_as_the_full_query(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the namespace's copy at hand, the share of records a filter keeps is known: a
+    query whose postings times that share are few runs the full query (which reads only the
+    filtered rows) instead of impact rounds over every record; the ranking is the same."""
+    from mnemon_langgraph.store.postgres._bm25 import BM25Query
+
+    rounds: list[int] = []
+    real = BM25Query._impact
+
+    async def counted(self: BM25Query, *args: object) -> object:
+        rounds.append(1)
+        return await real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BM25Query, "_impact", counted)
+    settings = PostgresSettings(client_scan_from=0, bm25_full_below=100)
+    one_session = SearchFilters(session_from=1, session_to=1)  # a quarter of the records
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=settings) as pg:
+        pg.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        pg.search("w1 w2 w3", namespace=NS, k=20)  # unfiltered: rounds; the copy is made
+        pg.engine.run(pg.dense.cache.settle())
+        assert rounds and pg.dense.cache._copies
+        rounds.clear()
+        hits = pg.search("w1 w2 w3", namespace=NS, k=20, filters=one_session)
+        assert not rounds  # the full query
+        no_copy = pg.with_settings(client_cache_mb=0)
+        ref = no_copy.search("w1 w2 w3", namespace=NS, k=20, filters=one_session)
+        assert rounds  # without the copy: impact rounds, as before
+    assert len(hits) == 20 and all(h.record.session == 1 for h in hits)
+    assert [(h.record.id, h.score, h.bm25_rank) for h in hits] == [
+        (h.record.id, h.score, h.bm25_rank) for h in ref
+    ]
+
+
+def test_the_first_search_does_not_wait_for_the_copy_and_close_stops_its_load(
+    postgres_url: str,
+) -> None:
+    pg = PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED)
+    try:
+        pg.ingest(NS, _messages(0, 400), origin="test", pack=False)
+        want = _dense(pg.with_settings(client_cache_mb=0), "w3 w4")
+        _same(_dense(pg, "w3 w4"), want)  # answered by the server's scan meanwhile
+    finally:
+        pg.close()  # with the load under way or done: it stops, nothing is left
+    assert pg.engine.closed and not pg.dense.cache._copies and not pg.dense.cache._loading

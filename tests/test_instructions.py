@@ -3,18 +3,28 @@ the View that leads with the instruction line."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 
+from mnemon_langgraph.errors import ModelCallError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read._instructions import STANDING, instruction_query, standing_lines
+from mnemon_langgraph.read._instructions import (
+    STANDING,
+    instruction_query,
+    line_similarities,
+    standing_lines,
+    standing_texts,
+)
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.search._text import terms
 
 NS = ("users", "ada")
 INSTRUCTION = "Always give the Latin name when I ask about gardening."
@@ -125,3 +135,138 @@ def test_the_lane_leaves_the_fused_pool_as_it_was() -> None:
     off = _turn(replace(ReadSettings(), instruction_records=0), with_instruction=False)
     assert [p["id"] for p in on.trace["pool"]] == [p["id"] for p in off.trace["pool"]]
     assert on.text == off.text and on.text.count("<record") > 3
+
+
+# --- the lead instruction nearest the message (``instruction_match``) ---------------------
+
+NEAR = "Always format dates as day month year when I ask about the timelines."
+FAR = "Always give the Latin name when I ask about gardening."
+TIMELINE_QUESTION = "What is on the timelines for the shed?"
+
+
+def _bag(text: str) -> np.ndarray:
+    """A deterministic bag-of-words embedding (the package's terms, hashed into 64 slots)."""
+    vec = np.zeros(64)
+    for word in terms(text):
+        vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+    norm = np.linalg.norm(vec)
+    return (vec / norm if norm else vec).reshape(1, -1)
+
+
+class _EmbeddingSource(InMemorySearchSource):
+    """The word-overlap source with a query embedder, as a store's (a ``VectorSource``)."""
+
+    def __init__(self, records: Any, fail: bool = False) -> None:
+        super().__init__(records)
+        self.embedded: list[str] = []
+        self.fail = fail
+
+    def query_vector(self, query: str) -> np.ndarray:
+        if self.fail:
+            raise ModelCallError("embedder down")
+        self.embedded.append(query)
+        return _bag(query)
+
+    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
+        return {r.id: _bag(r.text)[0] for r in self._records if r.id in set(ids)}
+
+
+def _two_instructions() -> list[Any]:
+    out = _history(False)
+    # the record whose instruction is about another topic shares more of the question's
+    # words (its assistant line), so the instruction search ranks it first
+    out.append(
+        make_record(
+            "far",
+            f"assistant: the shed and its timelines are on the list.\nuser: {FAR}",
+            namespace=NS,
+            session=9,
+            message_ids=["fa", "fb"],
+            roles=("assistant", "user"),
+            seq=99,
+        )
+    )
+    out.append(
+        make_record(
+            "near",
+            f"user: {NEAR}",
+            namespace=NS,
+            session=10,
+            message_ids=["na"],
+            roles=("user",),
+            seq=100,
+        )
+    )
+    return out
+
+
+def _lead(settings: ReadSettings, fail: bool = False) -> tuple[Any, _EmbeddingSource]:
+    source = _EmbeddingSource(_two_instructions(), fail=fail)
+    judge = ScriptedDecisionModel(answers=lambda qid, q, state: 0.1)
+    graph = create_read_graph(source=source, judge=judge, planner=None, settings=settings)
+    question = HumanMessage(TIMELINE_QUESTION)
+    return graph.invoke({"messages": [question]}, context=ReadContext(namespace=NS))["view"], source
+
+
+def test_line_similarities_take_each_records_nearest_line() -> None:
+    sims = line_similarities(
+        TIMELINE_QUESTION, {"near": [FAR, NEAR], "far": [FAR], "none": []}, _bag
+    )
+    assert set(sims) == {"near", "far"}  # a record without lines is left out
+    assert sims["near"] > sims["far"] > -1.0
+    assert sims["near"] == pytest.approx(float(_bag(NEAR)[0] @ _bag(TIMELINE_QUESTION)[0]))
+
+
+def test_standing_texts_are_the_instruction_lines_without_the_speaker() -> None:
+    rec = make_record("r", f"assistant: hello\nuser: {NEAR}", roles=("assistant", "user"))
+    assert standing_texts(rec) == [NEAR]
+
+
+def test_the_lead_is_the_instruction_nearest_the_message() -> None:
+    by_rank, _ = _lead(replace(ReadSettings(), instruction_match=False))
+    assert by_rank.records[0].id == "far"  # the search's rank: the other topic leads
+    matched, source = _lead(replace(ReadSettings(), instruction_match=True))
+    assert matched.records[0].id == "near" and NEAR in matched.records[0].text
+    assert FAR not in matched.records[0].text
+    assert NEAR in source.embedded and FAR in source.embedded  # only the lines embedded
+    assert not any("the shed and its timelines" in t for t in source.embedded)
+
+
+def test_an_embedder_error_keeps_the_search_order_and_is_traced() -> None:
+    view, _ = _lead(replace(ReadSettings(), instruction_match=True), fail=True)
+    assert view.records[0].id == "far"
+    [event] = [d for d in view.trace["degradations"] if d["step"] == "instructions"]
+    assert "embedder down" in event["detail"]
+
+
+def test_a_deeper_instruction_search_finds_an_instruction_past_the_old_depth() -> None:
+    """Many records that share the instruction search's words push the user's one past
+    the old ten; ``instruction_depth`` reads further."""
+    records = _history(True)
+    for i in range(12):  # outrank it: they share the request's words and the query's own
+        records.append(
+            make_record(
+                f"busy{i}",
+                f"user: when I ask about the shady corner by the shed, do this {i}",
+                namespace=NS,
+                session=20 + i,
+                message_ids=[f"b{i}"],
+                roles=("user",),
+                seq=200 + i,
+            )
+        )
+    judge = ScriptedDecisionModel(answers=lambda qid, q, state: 0.1)
+
+    def lead(depth: int) -> list[str]:
+        graph = create_read_graph(
+            source=InMemorySearchSource(records),
+            judge=judge,
+            planner=None,
+            settings=replace(ReadSettings(), instruction_depth=depth),
+        )
+        question = HumanMessage("What should I put in the shady corner by the shed?")
+        view = graph.invoke({"messages": [question]}, context=ReadContext(namespace=NS))["view"]
+        return [r.id for r in view.records]
+
+    assert "instr" not in lead(10)[:1]
+    assert lead(40)[0] == "instr"

@@ -11,12 +11,14 @@ A field added to ``ReadSettings`` without a case here fails ``test_every_field_h
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from test_planner import NEED_JSON, RoutingFakeChat
@@ -33,6 +35,7 @@ from mnemon_langgraph.read.settings import (
 )
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search._fusion import RRF_K
+from mnemon_langgraph.search._text import terms
 
 NS = ("users", "ada")
 SEARCHES = '{"searches": ["garden plans with the support group", "garden tools", "support group dates"], "hypothetical_record": "Ada: our support group meets in the garden."}'  # noqa: E501
@@ -101,7 +104,34 @@ def _records(
                 seq=len(out) + 1,
             )
         )
+        # an instruction on another topic in a record the instruction search ranks first
+        # (it shares the question's words), whose own line is farther from the question
+        out.append(
+            make_record(
+                "instruction-far",
+                "Ada: the support group plan for March 2023 and my garden notes.\n"
+                "Ada: Always use metric units when I ask about the watering rota.",
+                namespace=NS,
+                session=15,
+                roles=("user", "user"),
+                seq=len(out) + 1,
+            )
+        )
     return out
+
+
+class _VectorMemory(InMemorySearchSource):
+    """The word-overlap source with a query embedder (a ``VectorSource``, as a store is):
+    a bag of the package's terms hashed into 64 slots."""
+
+    def query_vector(self, query: str) -> np.ndarray:
+        vec = np.zeros(64)
+        for word in terms(query):
+            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+        return (vec / (np.linalg.norm(vec) or 1.0)).reshape(1, -1)
+
+    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
+        return {r.id: self.query_vector(r.text)[0] for r in self._records if r.id in set(ids)}
 
 
 def _items() -> InMemoryItemSource:
@@ -243,7 +273,8 @@ def run_turn(
         # the coverage View leads with the user's mentions, so its share has some to budget
         switches = ExperimentSwitches(topic_records=6 * topic, coverage_records=12 * coverage)
         settings = replace(settings, experiments=switches)
-    source = InMemorySearchSource(_records(pieces, two_lines, instruction, replies))
+    memory = _VectorMemory if instruction else InMemorySearchSource
+    source = memory(_records(pieces, two_lines, instruction, replies))
     sources = (
         None if team_delay is None else {"memory": source, "team": _Team(team_delay, team_dense)}
     )
@@ -411,6 +442,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "instruction_records": (
         0 if ReadSettings().instruction_records else 1,
         lambda t: [r["id"] for r in t.view["records"][:2]],
+        {"instruction": True},
+    ),
+    "instruction_depth": (
+        ReadSettings().instruction_depth + 7,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {},
+    ),
+    "instruction_match": (
+        not ReadSettings().instruction_match,
+        lambda t: [r["id"] for r in t.view["records"][:1]],
         {"instruction": True},
     ),
     "assistant_rank_factor": (

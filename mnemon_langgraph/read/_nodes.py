@@ -25,7 +25,7 @@ from mnemon_langgraph.read._as_of import as_of_bound, known_at, run_as_of
 from mnemon_langgraph.read._dates import relative_date_range
 from mnemon_langgraph.read._drive import Body, Call, Gather, Step, adrive, drive, in_thread
 from mnemon_langgraph.read._evidence import EvidenceBuilder
-from mnemon_langgraph.read._instructions import INSTRUCTION_DEPTH, instruction_query
+from mnemon_langgraph.read._instructions import instruction_query
 from mnemon_langgraph.read._judging import JudgeRequest, ajudge_wave, judge_wave
 from mnemon_langgraph.read._nodes_items import ItemsNode
 from mnemon_langgraph.read._nodes_retrieve import INSTRUCTIONS, TOPIC, RetrieveNode
@@ -252,7 +252,8 @@ class Reader(RetrieveNode, ItemsNode):
         (``read.topics``)."""
         lanes: list[tuple[str, str, int]] = []
         if self.settings.instruction_records > 0:
-            lanes.append((instruction_query(latest), INSTRUCTIONS, INSTRUCTION_DEPTH))
+            depth = self.settings.instruction_depth
+            lanes.append((instruction_query(latest), INSTRUCTIONS, depth))
         if self.settings.experiments.topic_records > 0 and is_coverage(latest):
             lanes.append((topic_query(latest), TOPIC, self.settings.topic_depth))
         return [

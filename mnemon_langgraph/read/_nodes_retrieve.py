@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any, cast
 
 from mnemon_langgraph.read._as_of import as_of_bound, as_of_filters, known_at
-from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive
-from mnemon_langgraph.read._instructions import standing_lines
+from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive, in_thread
+from mnemon_langgraph.read._instructions import line_similarities, standing_lines, standing_texts
 from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read._pooling import (
     build_first_pool,
@@ -30,11 +30,11 @@ from mnemon_langgraph.read._pooling import (
 from mnemon_langgraph.read._rules import Need
 from mnemon_langgraph.read._topics import topic_lane
 from mnemon_langgraph.read._trace import degraded, timing_event
-from mnemon_langgraph.read.planner import NewSearchResult, Planner, record_query
+from mnemon_langgraph.read.planner import NewSearchResult, Planner, latest_text, record_query
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
 from mnemon_langgraph.search._fusion import rrf_fuse
-from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource
+from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource, VectorSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
 
@@ -42,9 +42,12 @@ TOPIC = "topic"
 """Origin of the search for a topic's mentions in every session (``read.topics``)."""
 
 
-def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRecord]:
+def _standing(
+    idx: int, hits: Sequence[SearchHit], round_no: int, sims: Mapping[str, float]
+) -> list[PoolRecord]:
     """The instruction search's records that hold a standing instruction of the user, as pool
-    entries marked with those lines (``standing``); the rest of its page is dropped."""
+    entries marked with those lines (``standing``) and, where ``sims`` has one, their lines'
+    nearness to the message (``standing_sim``); the rest of its page is dropped."""
     out: list[PoolRecord] = []
     for hit in hits:
         lines = standing_lines(hit.record)
@@ -57,6 +60,8 @@ def _standing(idx: int, hits: Sequence[SearchHit], round_no: int) -> list[PoolRe
                 dense_rank=hit.dense_rank,
             )
             entry["standing"] = lines
+            if hit.record.id in sims:
+                entry["standing_sim"] = sims[hit.record.id]
             out.append(entry)
     return out
 
@@ -95,7 +100,7 @@ def _with_lane(pool: list[PoolRecord], lane: Sequence[PoolRecord]) -> tuple[list
         else:
             found = [*pool[i].get("found", []), *entry.get("found", [])]
             merged = cast(PoolRecord, {**pool[i], "found": found})
-            for mark in ("standing", "topic_rank"):
+            for mark in ("standing", "standing_sim", "topic_rank"):
                 if mark in entry:
                     merged[mark] = entry[mark]  # type: ignore[literal-required]
             pool[i] = merged
@@ -262,6 +267,7 @@ class RetrieveNode(SourcesNode):
         start: float,
         model_seconds: float,
         pooled: set[str],
+        sims: Mapping[str, float],
     ) -> dict[str, Any]:
         round_no = state.get("rounds", 0) + 1
         seen = set(pooled)
@@ -280,7 +286,7 @@ class RetrieveNode(SourcesNode):
                 continue
             if s["origin"] in (INSTRUCTIONS, TOPIC):
                 kept = (
-                    _standing(idx, hits, round_no)
+                    _standing(idx, hits, round_no, sims)
                     if s["origin"] == INSTRUCTIONS
                     else _topic(idx, hits, round_no, self.settings.experiments.topic_records)
                 )
@@ -370,7 +376,46 @@ class RetrieveNode(SourcesNode):
             (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns), as_of))
             for i, o in local
         ]
-        return self._retrieve_finish(state, searches, fetched, trace, start, model_seconds, pooled)
+        sims = yield from self._instruction_sims(state, searches, fetched, recent, trace)
+        return self._retrieve_finish(
+            state, searches, fetched, trace, start, model_seconds, pooled, sims
+        )
+
+    def _instruction_sims(
+        self,
+        state: ReadState,
+        searches: Sequence[Mapping[str, Any]],
+        fetched: Sequence[tuple[int, int, list[SearchHit] | BaseException]],
+        recent: Sequence[Any],
+        trace: list[dict[str, Any]],
+    ) -> Body[dict[str, float]]:
+        """Record id → the nearness of its standing lines to the latest message, for the
+        instruction searches' records (``ReadSettings.instruction_match``; only where there
+        are two or more to order, and the search's source embeds queries). An embedder
+        error is traced and leaves the search's order."""
+        sims: dict[str, float] = {}
+        if not self.settings.instruction_match:
+            return sims
+        message = latest_text(list(recent))
+        for idx, _, hits in fetched:
+            s = searches[idx]
+            if s["origin"] != INSTRUCTIONS or isinstance(hits, BaseException) or not message:
+                continue
+            lines = {h.record.id: standing_texts(h.record) for h in hits}
+            lines = {rid: texts for rid, texts in lines.items() if texts}
+            source = self._bound(state, s.get("read_source")).capabilities()
+            if len(lines) < 2 or not isinstance(source, VectorSource):
+                continue
+            embed = source.query_vector
+            try:
+                got = yield Call(
+                    line_similarities, in_thread(line_similarities), (message, lines, embed)
+                )
+            except Exception as exc:  # the search's order stays: the lead is still shown
+                trace.append(degraded("instructions", f"{type(exc).__name__}: {exc!s:.200}"))
+                continue
+            sims.update(got)
+        return sims
 
     def _keep_candidates(
         self, search: dict[str, Any], hits: list[SearchHit] | BaseException

@@ -433,17 +433,26 @@ def _standing_first(
     """``candidates`` led by the pooled standing instructions (``read.instructions``).
 
     The records the instruction search found holding a standing instruction of the user
-    (``standing`` in the pool) enter first, best rank first (the best rank any of the turn's
-    searches gave the record, so an instruction the other searches also found near the top
-    leads), at most ``settings.instruction_records``, each shown as its instruction lines
-    only (:func:`~mnemon_langgraph.read._view_fill.fill`): an instruction says how to reply,
+    (``standing`` in the pool) enter first: with ``settings.instruction_match``, the one
+    whose instruction line is nearest the latest message first (``standing_sim``); else,
+    and among equals, best rank first (the best rank any of the turn's searches gave the
+    record, so an instruction the other searches also found near the top leads), at most
+    ``settings.instruction_records``, each shown as its instruction lines only
+    (:func:`~mnemon_langgraph.read._view_fill.fill`): an instruction says how to reply,
     which the turn's needs do not judge.
     """
     limit = settings.instruction_records
     if limit <= 0:
         return list(candidates)
     standing = [r for r in pool if r.get("standing") and r["id"] not in skip]
-    standing.sort(key=lambda r: min((rank for _, rank in r.get("found") or []), default=0))
+    # nearest to the message first (``instruction_match``: a cosine in [-1, 1]; a record
+    # without one after those), then the best rank any of the turn's searches gave it
+    standing.sort(
+        key=lambda r: (
+            -r.get("standing_sim", -2.0),
+            min((rank for _, rank in r.get("found") or []), default=0),
+        )
+    )
     lead = [(r["id"], f"{_STANDING_WHY} (the instruction search)") for r in standing[:limit]]
     marks.standing.update((r["id"], r["standing"]) for r in standing[:limit])
     ids = {rid for rid, _ in lead}

@@ -216,6 +216,15 @@ class ReadSettings:
             their instruction lines only (``read.instructions``). 0 turns the search off.
             Default 1, with the search's 10 nearest records: chosen by
             leave-one-conversation-out cross-validation on BEAM (docs/results/beam.md).
+        instruction_depth: Records the instruction search reads (``instruction_records``);
+            the ones holding a standing instruction join the pool. Default 10
+            (docs/results/ten-million.md, "Standing instructions in a long history").
+        instruction_match: Order the standing instructions the View leads with by the
+            cosine of each one's instruction line with the latest message (the source's
+            embedder, a few short lines a turn), not by the instruction search's rank of
+            the whole record (``read.instructions.line_similarities``). A source that
+            cannot embed, or an embedder error, keeps the search's order. Default off
+            (docs/results/ten-million.md, "Standing instructions in a long history").
         assistant_rank_factor: A record holding only the assistant's words competes for a
             place in the View as if System 1 had ranked it this many times lower
             (``view.demote_replies``): the memory is of what the user said, and a long reply
@@ -306,6 +315,8 @@ class ReadSettings:
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
     instruction_records: int = 1
+    instruction_depth: int = 10
+    instruction_match: bool = False
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8

@@ -151,7 +151,9 @@ class PoolRecord(TypedDict, total=False):
     (``None``: that retriever never ranked it). System 1 reads them as retrieval evidence.
     ``roles`` is parallel to the lines of ``text`` (``user``, ``assistant`` …; empty when the
     source did not say). ``standing`` (only on records the instruction search found): the
-    indices of its lines that are standing instructions of the user (``read.instructions``).
+    indices of its lines that are standing instructions of the user (``read.instructions``);
+    ``standing_sim`` (with ``ReadSettings.instruction_match``): the highest cosine of those
+    lines with the latest message, which orders the View's lead instructions.
     ``topic_rank`` (only on records the topic search found, ``read.topics``): its 0-based
     rank in that search.
     ``question`` (only set for the View, on a reply judged in depth): the id of the record
@@ -179,6 +181,7 @@ class PoolRecord(TypedDict, total=False):
     bm25_rank: int | None
     dense_rank: int | None
     standing: list[int]
+    standing_sim: float
     topic_rank: int
     question: str
     opening: str

@@ -22,7 +22,7 @@ from mnemon_langgraph.read._instructions import (
 )
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search._text import terms
 
@@ -223,9 +223,9 @@ def test_standing_texts_are_the_instruction_lines_without_the_speaker() -> None:
 
 
 def test_the_lead_is_the_instruction_nearest_the_message() -> None:
-    by_rank, _ = _lead(replace(ReadSettings(), instruction_match=False))
+    by_rank, _ = _lead(ReadSettings(experiments=ExperimentSwitches(instruction_match=False)))
     assert by_rank.records[0].id == "far"  # the search's rank: the other topic leads
-    matched, source = _lead(replace(ReadSettings(), instruction_match=True))
+    matched, source = _lead(ReadSettings(experiments=ExperimentSwitches(instruction_match=True)))
     assert matched.records[0].id == "near" and NEAR in matched.records[0].text
     assert FAR not in matched.records[0].text
     assert NEAR in source.embedded and FAR in source.embedded  # only the lines embedded
@@ -233,7 +233,7 @@ def test_the_lead_is_the_instruction_nearest_the_message() -> None:
 
 
 def test_an_embedder_error_keeps_the_search_order_and_is_traced() -> None:
-    view, _ = _lead(replace(ReadSettings(), instruction_match=True), fail=True)
+    view, _ = _lead(ReadSettings(experiments=ExperimentSwitches(instruction_match=True)), fail=True)
     assert view.records[0].id == "far"
     [event] = [d for d in view.trace["degradations"] if d["step"] == "instructions"]
     assert "embedder down" in event["detail"]

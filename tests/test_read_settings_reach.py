@@ -450,7 +450,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {},
     ),
     "instruction_match": (
-        not ReadSettings().instruction_match,
+        not ReadSettings().experiments.instruction_match,
         lambda t: [r["id"] for r in t.view["records"][:1]],
         {"instruction": True},
     ),

@@ -15,7 +15,7 @@ read path itself looks for them each turn:
 * those records join the pool outside the fused ranking (the other searches' pool is the
   same with and without them), and the View leads with their instruction lines, at most
   ``instruction_records`` of them, right after the index;
-* with ``ReadSettings.instruction_match`` (the default), the instructions are ordered for
+* with ``ReadSettings.experiments.instruction_match``, the instructions are ordered for
   that lead by how near each one's own line is to the latest message
   (:func:`line_similarities`, the source's embedder), not by the search's rank of the
   whole record: in a long history many standing instructions share the search's words

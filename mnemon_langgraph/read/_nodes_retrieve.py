@@ -390,11 +390,11 @@ class RetrieveNode(SourcesNode):
         trace: list[dict[str, Any]],
     ) -> Body[dict[str, float]]:
         """Record id → the nearness of its standing lines to the latest message, for the
-        instruction searches' records (``ReadSettings.instruction_match``; only where there
+        instruction searches' records (``experiments.instruction_match``; only where there
         are two or more to order, and the search's source embeds queries). An embedder
         error is traced and leaves the search's order."""
         sims: dict[str, float] = {}
-        if not self.settings.instruction_match:
+        if not self.settings.experiments.instruction_match:
             return sims
         message = latest_text(list(recent))
         for idx, _, hits in fetched:

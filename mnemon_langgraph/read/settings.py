@@ -76,6 +76,15 @@ class ExperimentSwitches:
             question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
             conversations it lifts event ordering but not summarization, and stays an
             experiment (docs/results/beam.md, "Coverage Views").
+        instruction_match: Experiment switch. Order the standing instructions the View
+            leads with by the cosine of each one's instruction line with the latest message
+            (the source's embedder, a few short lines a turn), not by the instruction
+            search's rank of the whole record (``read.instructions.line_similarities``). A
+            source that cannot embed, or an embedder error, keeps the search's order. Off:
+            at 10M tokens on BEAM it won back instruction questions held out, but it was not
+            run on LoCoMo or LongMemEval, where the instruction search finds look-alike lines
+            for many questions (docs/results/ten-million.md, "Standing instructions in a long
+            history").
     """
 
     fused_weight: float = 0.0
@@ -85,6 +94,7 @@ class ExperimentSwitches:
     leave_out_stale: bool = False
     topic_records: int = 0
     coverage_records: int = 0
+    instruction_match: bool = False
 
     def __post_init__(self) -> None:
         for name in ("fused_weight", "part_searches", "topic_records", "coverage_records"):
@@ -219,12 +229,6 @@ class ReadSettings:
         instruction_depth: Records the instruction search reads (``instruction_records``);
             the ones holding a standing instruction join the pool. Default 10
             (docs/results/ten-million.md, "Standing instructions in a long history").
-        instruction_match: Order the standing instructions the View leads with by the
-            cosine of each one's instruction line with the latest message (the source's
-            embedder, a few short lines a turn), not by the instruction search's rank of
-            the whole record (``read.instructions.line_similarities``). A source that
-            cannot embed, or an embedder error, keeps the search's order. Default off
-            (docs/results/ten-million.md, "Standing instructions in a long history").
         assistant_rank_factor: A record holding only the assistant's words competes for a
             place in the View as if System 1 had ranked it this many times lower
             (``view.demote_replies``): the memory is of what the user said, and a long reply
@@ -316,7 +320,6 @@ class ReadSettings:
     excerpt_after: int = 1
     instruction_records: int = 1
     instruction_depth: int = 10
-    instruction_match: bool = False
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8

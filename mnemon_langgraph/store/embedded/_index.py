@@ -276,6 +276,22 @@ class RankedSeq:
     dense_rank: int | None
 
 
+def same_journal(journal: Journal, namespace: Namespace, bm25: BM25Index) -> bool:
+    """Whether a checkpoint's newest live record is ``journal``'s record at that seq.
+
+    Generation and ``max_seq`` alone cannot tell a checkpoint of this journal from one
+    left by a journal deleted and written afresh at the same path (both start at
+    generation 0 and count seq from 1). Record ids are derived from the record, so a
+    match means the checkpoint indexes these records.
+    """
+    last = bm25.last_live()
+    if last is None:
+        return True
+    seq, record_id = last
+    found = journal.get_records(namespace, [record_id])
+    return bool(found) and found[0].seq == seq
+
+
 class NamespaceIndex:
     """The BM25 and vector indexes of one namespace, kept in step with the journal.
 
@@ -385,26 +401,11 @@ class NamespaceIndex:
                 return "stale (the journal changed since it was saved)"
         if bmeta["max_seq"] != vmeta["max_seq"] or vectors.dim != self.dim:
             return "BM25 and vector checkpoints disagree"
-        if not self._same_journal(bm25):
+        if not same_journal(self.journal, self.namespace, bm25):
             return "a checkpoint of another journal (its last record is not in this one)"
         self.bm25, self.vectors = bm25, vectors
         self.max_seq, self.generation = int(bmeta["max_seq"]), generation
         return None
-
-    def _same_journal(self, bm25: BM25Index) -> bool:
-        """Whether the checkpoint's newest live record is this journal's record at that seq.
-
-        Generation and ``max_seq`` alone cannot tell a checkpoint of this journal from one
-        left by a journal deleted and written afresh at the same path (both start at
-        generation 0 and count seq from 1). Record ids are derived from the record, so a
-        match means the checkpoint indexes these records.
-        """
-        last = bm25.last_live()
-        if last is None:
-            return True
-        seq, record_id = last
-        found = self.journal.get_records(self.namespace, [record_id])
-        return bool(found) and found[0].seq == seq
 
     def sync(self) -> None:
         """Bring the indexes up to date with the journal (load, catch up or rebuild)."""

@@ -468,6 +468,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: sum("a mention of the topic" in r["placed_by"] for r in t.view["records"]),
         {"question": TOPIC_QUESTION, "replies": True, "coverage": True},
     ),
+    "source_match": (
+        2.0,  # the source naming fewer of the turn's words: its records' probabilities fall
+        lambda t: [(j["target"][:5], round(j["p"], 6)) for j in t.trace["judgments"]],
+        {"team_delay": 0.0},
+    ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

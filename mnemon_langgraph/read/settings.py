@@ -76,6 +76,14 @@ class ExperimentSwitches:
             question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
             conversations it lifts event ordering but not summarization, and stays an
             experiment (docs/results/beam.md, "Coverage Views").
+        source_match: Experiment switch. With several read sources, System 1's
+            probabilities (``screen``, ``needed``, ``satisfies``) of each source's records
+            are multiplied by ``(coverage / best coverage) ** source_match``, where a
+            source's coverage is the share of the turn's search terms found in its
+            first-pool records (``read._source_match``): a source whose records do not
+            name what the turn names (other people's lives beside the user's journal)
+            takes fewer pool and View places. 0 (the default) turns it off; one source:
+            unused (docs/results/documents.md, "Sources on one scale").
     """
 
     fused_weight: float = 0.0
@@ -85,9 +93,16 @@ class ExperimentSwitches:
     leave_out_stale: bool = False
     topic_records: int = 0
     coverage_records: int = 0
+    source_match: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("fused_weight", "part_searches", "topic_records", "coverage_records"):
+        for name in (
+            "fused_weight",
+            "part_searches",
+            "topic_records",
+            "coverage_records",
+            "source_match",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"

@@ -1,0 +1,153 @@
+"""Several read sources on one scale (``experiments.source_match``, ``read._source_match``):
+System 1's probabilities of a source's records weighed by how much of the turn's words the
+source's first-pool records name; one source, or the switch off, changes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._rules import Judgment
+from mnemon_langgraph.read._source_match import on_one_scale, source_coverage, source_weights
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
+from mnemon_langgraph.read.state import ReadContext
+
+NS = ("users", "ada")
+QUESTION = "What did Ada plant in the allotment beside the greenhouse?"
+
+
+def _searches(*queries: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"query": q, "origin": "message", "round": 1, **extra} for q in queries]
+
+
+def _pool(source: str, *texts: str, round_no: int = 1) -> list[dict[str, Any]]:
+    return [
+        {"id": f"{source}:{source}{i}", "text": t, "round": round_no, "read_source": source}
+        for i, t in enumerate(texts)
+    ]
+
+
+def test_coverage_is_the_share_of_the_turns_terms_a_sources_first_pool_names() -> None:
+    pool = _pool("memory", "Ada: I planted beans in the allotment", "Ada: the greenhouse")
+    pool += _pool("others", "Bo: I planted leeks in my allotment")
+    pool += _pool("others", "Bo: greenhouse and Ada", round_no=2)  # later rounds do not count
+    searches = _searches(QUESTION)
+    searches += [{"query": "Ada greenhouse", "origin": "instructions", "round": 1}]
+    coverage = source_coverage(searches, pool)
+    # terms: ada, plant, allot(ment), beside, greenhous(e); memory names all but "beside"
+    assert coverage["memory"] == pytest.approx(4 / 5)
+    assert coverage["others"] == pytest.approx(2 / 5)  # plant, allotment
+    weights = source_weights(searches, pool, 2.0)
+    assert weights == pytest.approx({"memory": 1.0, "others": (2 / 4) ** 2})
+    assert source_weights(searches, pool, 0.0) == {}  # the switch off
+    assert source_weights(searches, _pool("memory", "Ada planted"), 2.0) == {}  # one source
+    # follow searches and later rounds are not the turn's wording
+    follow = _searches("Bo leeks", record_id="others:others0") + _searches("Bo", round=2)
+    assert source_coverage(follow, pool) == {}
+
+
+def test_only_matching_propositions_of_a_weighed_source_are_scaled() -> None:
+    judged = [
+        Judgment("others:a", "screen", 0.8),
+        Judgment("others:a", "needed", 0.9),
+        Judgment("others:a", "stale", 0.6),
+        Judgment("others:a", "satisfies", 0.5, need_index=0),
+        Judgment("memory:b", "needed", 0.9),
+    ]
+    source_of = {"others:a": "others", "memory:b": "memory"}
+    out = on_one_scale(judged, {"memory": 1.0, "others": 0.25}, source_of)
+    assert [j.p for j in out] == pytest.approx([0.2, 0.225, 0.6, 0.125, 0.9])
+    assert on_one_scale(judged, {}, source_of) == judged
+
+
+def _journal() -> InMemorySearchSource:
+    return InMemorySearchSource(
+        [
+            make_record(
+                f"m{i}",
+                f"Ada: I planted {crop} in the allotment beside the greenhouse, week {i}",
+                namespace=NS,
+                session=1 + i // 4,
+                date=datetime(2024, 4, 1 + i),
+                position=i % 4,
+            )
+            for i, crop in enumerate(["beans", "peas", "leeks", "onions"] * 4)
+        ]
+    )
+
+
+def _others() -> InMemorySearchSource:
+    """Another person's notes: the same kind of things, none of the turn's own words but one."""
+    return InMemorySearchSource(
+        [
+            make_record(
+                f"o{i}",
+                f"Bo: we sowed carrots on the plot near the shed, week {i}; I planted nothing",
+                namespace=NS,
+                session=1 + i // 4,
+                date=datetime(2024, 4, 1 + i),
+                position=i % 4,
+            )
+            for i in range(16)
+        ]
+    )
+
+
+def _rates_others_higher(qid: str, question: Any, state: Any) -> float:
+    """The judge rates the other person's notes a little above the user's own records."""
+    rows = {r["id"]: r for r in state["records"]}
+    return 0.95 if "Bo: " in str(rows.get(qid.partition(".")[0], {}).get("text", "")) else 0.9
+
+
+def _read(sources: Any, power: float, view_chars: int = 12_000) -> Any:
+    settings = ReadSettings(
+        view_chars=view_chars, experiments=ExperimentSwitches(source_match=power)
+    )
+    kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
+    judge = ScriptedDecisionModel(answers=_rates_others_higher)
+    graph = create_read_graph(**kind, judge=judge, settings=settings)
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
+    return out["view"]
+
+
+def test_a_source_that_names_little_of_the_turn_weighs_less_beside_one_that_does() -> None:
+    sources = {"memory": _journal(), "others": _others()}
+    off = _read(sources, 0.0, view_chars=1_500)
+    on = _read(sources, 2.0, view_chars=1_500)
+    assert "source_match" not in off.trace
+    weights = on.trace["source_match"]
+    assert weights["memory"] == 1.0 and 0 < weights["others"] < 0.5
+
+    def p_of(view: Any, source: str) -> list[float]:
+        return [j["p"] for j in view.trace["judgments"] if j["target"].startswith(f"{source}:")]
+
+    assert p_of(off, "others") and set(p_of(off, "others")) == {0.95}
+    assert max(p_of(on, "others")) == pytest.approx(0.95 * weights["others"])
+    assert set(p_of(on, "memory")) == {0.9}
+
+    def shown(view: Any, source: str) -> int:
+        return sum(1 for r in view.records if r.source == source)
+
+    # the small View: the other person's notes gave up places to the user's own
+    assert shown(off, "others") > 0 and shown(on, "others") < shown(off, "others")
+    assert shown(on, "memory") > shown(off, "memory")
+
+
+def test_with_one_source_the_switch_changes_nothing() -> None:
+    off, on = _read(_journal(), 0.0), _read(_journal(), 2.0)
+    assert "source_match" not in on.trace
+    assert on.text == off.text and [r.id for r in on.records] == [r.id for r in off.records]
+    assert on.trace["judgments"] == off.trace["judgments"]
+    assert on.trace["pool"] == off.trace["pool"]
+
+
+def test_a_negative_power_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="source_match"):
+        ExperimentSwitches(source_match=-1.0)

@@ -192,8 +192,17 @@ class DocumentSplit:
     def ingest(self, namespace: Sequence[str], messages: Iterable[Message], **kwargs: Any) -> Any:
         """Split ``messages`` and ingest the journal's part into the store."""
         ns = tuple(namespace)
+        journal = self.index_documents(ns, messages)
+        return self.store.ingest(ns, journal, **kwargs)
+
+    def index_documents(
+        self, namespace: Sequence[str], messages: Iterable[Message]
+    ) -> list[Message]:
+        """Build the history's document source (its share of ``messages``, or with
+        distractors the other histories) and return the messages that go to the journal
+        (which this does not write)."""
+        ns = tuple(namespace)
         messages = list(messages)
-        key = "/".join(ns)
         if self.distractors:
             journal = messages
             docs = [
@@ -203,11 +212,11 @@ class DocumentSplit:
                 for d in documents_of(turns, prefix=f"{DISTRACTOR_PREFIX}{other}/")
             ]
         else:
-            journal, moved = split_sessions(messages, self.share, seed=self.seed, key=key)
+            journal, moved = split_sessions(messages, self.share, seed=self.seed, key="/".join(ns))
             docs = documents_of(moved)
         vectors = vector_store_of(docs, self.embeddings, self.vector_store)
         self._histories[ns] = _History(vectors, self._source(vectors, docs), docs)
-        return self.store.ingest(ns, journal, **kwargs)
+        return journal
 
     def _source(self, vectors: VectorStore, docs: list[Document]) -> RetrieverSource:
         if self.retriever == "vector" or not docs:

@@ -4,7 +4,7 @@ source's first-pool records name; one source, or the switch off, changes nothing
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,7 +13,12 @@ from langchain_core.messages import HumanMessage
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read._rules import Judgment
-from mnemon_langgraph.read._source_match import on_one_scale, source_coverage, source_weights
+from mnemon_langgraph.read._source_match import (
+    on_one_scale,
+    pool_quotas,
+    source_coverage,
+    source_weights,
+)
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
@@ -27,30 +32,37 @@ def _searches(*queries: str, **extra: Any) -> list[dict[str, Any]]:
     return [{"query": q, "origin": "message", "round": 1, **extra} for q in queries]
 
 
-def _pool(source: str, *texts: str, round_no: int = 1) -> list[dict[str, Any]]:
-    return [
-        {"id": f"{source}:{source}{i}", "text": t, "round": round_no, "read_source": source}
-        for i, t in enumerate(texts)
-    ]
-
-
-def test_coverage_is_the_share_of_the_turns_terms_a_sources_first_pool_names() -> None:
-    pool = _pool("memory", "Ada: I planted beans in the allotment", "Ada: the greenhouse")
-    pool += _pool("others", "Bo: I planted leeks in my allotment")
-    pool += _pool("others", "Bo: greenhouse and Ada", round_no=2)  # later rounds do not count
+def test_coverage_is_the_share_of_the_turns_terms_a_sources_first_results_name() -> None:
+    texts = {
+        "memory": ["Ada: I planted beans in the allotment", "Ada: the greenhouse"],
+        "others": ["Bo: I planted leeks in my allotment"],
+    }
     searches = _searches(QUESTION)
     searches += [{"query": "Ada greenhouse", "origin": "instructions", "round": 1}]
-    coverage = source_coverage(searches, pool)
+    coverage = source_coverage(searches, texts)
     # terms: ada, plant, allot(ment), beside, greenhous(e); memory names all but "beside"
     assert coverage["memory"] == pytest.approx(4 / 5)
     assert coverage["others"] == pytest.approx(2 / 5)  # plant, allotment
-    weights = source_weights(searches, pool, 2.0)
+    weights = source_weights(searches, texts, 2.0)
     assert weights == pytest.approx({"memory": 1.0, "others": (2 / 4) ** 2})
-    assert source_weights(searches, pool, 0.0) == {}  # the switch off
-    assert source_weights(searches, _pool("memory", "Ada planted"), 2.0) == {}  # one source
+    assert source_weights(searches, texts, 0.0) == {}  # the switch off
+    assert source_weights(searches, {"memory": texts["memory"]}, 2.0) == {}  # one source
     # follow searches and later rounds are not the turn's wording
     follow = _searches("Bo leeks", record_id="others:others0") + _searches("Bo", round=2)
-    assert source_coverage(follow, pool) == {}
+    assert source_coverage(follow, texts) == {}
+
+
+def test_the_first_pools_places_follow_the_weights() -> None:
+    assert pool_quotas(48, ["memory", "others"], {"memory": 1.0, "others": 0.2}) == {
+        "memory": 40,
+        "others": 8,
+    }
+    # equal weights: the equal shares the pool gives without them
+    assert pool_quotas(48, ["memory", "others"], {"memory": 1.0, "others": 1.0}) == {
+        "memory": 24,
+        "others": 24,
+    }
+    assert pool_quotas(48, ["memory", "others"], {"memory": 1.0, "others": 0.0})["others"] == 1
 
 
 def test_only_matching_propositions_of_a_weighed_source_are_scaled() -> None:
@@ -75,16 +87,16 @@ def _journal() -> InMemorySearchSource:
                 f"Ada: I planted {crop} in the allotment beside the greenhouse, week {i}",
                 namespace=NS,
                 session=1 + i // 4,
-                date=datetime(2024, 4, 1 + i),
+                date=datetime(2024, 4, 1) + timedelta(days=i),
                 position=i % 4,
             )
-            for i, crop in enumerate(["beans", "peas", "leeks", "onions"] * 4)
+            for i, crop in enumerate(["beans", "peas", "leeks", "onions"] * 10)
         ]
     )
 
 
 def _others() -> InMemorySearchSource:
-    """Another person's notes: the same kind of things, none of the turn's own words but one."""
+    """Another person's notes: the same kind of things, of the turn's own words only one."""
     return InMemorySearchSource(
         [
             make_record(
@@ -92,10 +104,10 @@ def _others() -> InMemorySearchSource:
                 f"Bo: we sowed carrots on the plot near the shed, week {i}; I planted nothing",
                 namespace=NS,
                 session=1 + i // 4,
-                date=datetime(2024, 4, 1 + i),
+                date=datetime(2024, 4, 1) + timedelta(days=i),
                 position=i % 4,
             )
-            for i in range(16)
+            for i in range(40)
         ]
     )
 
@@ -107,8 +119,8 @@ def _rates_others_higher(qid: str, question: Any, state: Any) -> float:
 
 
 def _read(sources: Any, power: float, view_chars: int = 12_000) -> Any:
-    settings = ReadSettings(
-        view_chars=view_chars, experiments=ExperimentSwitches(source_match=power)
+    settings = ReadSettings(  # a small pool: the two sources compete for its places
+        view_chars=view_chars, pool_size=24, experiments=ExperimentSwitches(source_match=power)
     )
     kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
     judge = ScriptedDecisionModel(answers=_rates_others_higher)
@@ -123,6 +135,11 @@ def test_a_source_that_names_little_of_the_turn_weighs_less_beside_one_that_does
     on = _read(sources, 2.0, view_chars=1_500)
     assert "source_match" not in off.trace
     weights = on.trace["source_match"]
+    first = {
+        name: sum(1 for p in v.trace["pool"] if p["round"] == 1 and p["id"].startswith("others:"))
+        for name, v in (("off", off), ("on", on))
+    }
+    assert first["on"] < first["off"], "the other person's notes lost first-pool places"
     assert weights["memory"] == 1.0 and 0 < weights["others"] < 0.5
 
     def p_of(view: Any, source: str) -> list[float]:

@@ -241,6 +241,7 @@ class Reader(RetrieveNode, ItemsNode):
                 {"kind": "page", "search_index": s["index"], "offset": 0} for s in searches
             ],
             "rounds": 0,
+            "source_weights": {},
             "trace": Overwrite(trace),  # a new turn on a checkpointed thread starts afresh
             "judgments": Overwrite([]),
             "index": {},
@@ -412,8 +413,7 @@ class Reader(RetrieveNode, ItemsNode):
         evidence: dict[str, Any] = {}
         model_s = 0.0
         # several sources on one scale (experiments.source_match): the identity when off
-        power = self.settings.experiments.source_match if self.multi else 0.0
-        scale = judgment_scale(state, power, trace)
+        scale = judgment_scale(state)
         entries = self._screen_targets(state)
         memory: dict[str, Any] | None = None
         if entries:

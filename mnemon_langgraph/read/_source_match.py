@@ -9,15 +9,21 @@ judged best) and View places from a source whose records do name them.
 
 The rule, general to any sources: a source's **coverage** of the turn is the share of the
 turn's search terms (the package's tokenizer over the first round's planned searches:
-stemmed, stopwords out) that appear in at least one of the source's first-pool records.
-Its **weight** is ``(coverage / the best source's coverage) ** power``, and the
-probabilities System 1 gives its records for ``screen``, ``needed`` and ``satisfies`` are
-multiplied by it, so everything that reads them (the deep wave's targets, the next rounds'
-pages and follows, the View's order and its "needed" cut) sees the sources on one scale.
+stemmed, stopwords out) that appear in at least one of the records its first-round searches
+returned. Its **weight** is ``(coverage / the best source's coverage) ** power``. The
+weights act twice, so that the pool and the View see the sources on one scale:
+
+* the first pool's places are shared among the sources in proportion to their weights
+  (instead of equally; ``read._pooling.build_first_pool``);
+* the probabilities System 1 gives a source's records for ``screen``, ``needed`` and
+  ``satisfies`` are multiplied by its weight, so everything that reads them (the deep
+  wave's targets, the next rounds' pages and follows, the View's order and its "needed"
+  cut) weighs them so. ``stale`` judgments are left as they are (they say whether a record
+  still holds, not whether it matches).
+
 A source that names every term the best source names keeps weight 1; with one source, or
-when the first pool holds one source only, every weight is 1 and nothing changes.
-``stale`` judgments are left as they are (they say whether a record still holds, not
-whether it matches).
+when the first round found records in one source only, there are no weights and nothing
+changes.
 """
 
 from __future__ import annotations
@@ -29,7 +35,14 @@ from typing import Any
 from mnemon_langgraph.read._rules import Judgment
 from mnemon_langgraph.search._text import terms
 
-__all__ = ["SCALED", "judgment_scale", "on_one_scale", "source_coverage", "source_weights"]
+__all__ = [
+    "SCALED",
+    "judgment_scale",
+    "on_one_scale",
+    "pool_quotas",
+    "source_coverage",
+    "source_weights",
+]
 
 SCALED = frozenset({"screen", "needed", "satisfies"})
 """The propositions whose probability a source's weight scales."""
@@ -52,30 +65,30 @@ def _turn_terms(searches: Iterable[Mapping[str, Any]]) -> set[str]:
 
 
 def source_coverage(
-    searches: Iterable[Mapping[str, Any]], pool: Sequence[Mapping[str, Any]]
+    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]]
 ) -> dict[str, float]:
-    """Read source → share of the turn's terms found in its first-pool records (only
-    sources with first-pool records; empty when the turn has no terms)."""
+    """Read source → share of the turn's terms found in ``texts`` (its first round's
+    results); empty when the turn has no terms."""
     wanted = _turn_terms(searches)
     if not wanted:
         return {}
-    seen: dict[str, set[str]] = {}
-    for p in pool:
-        if p.get("round", 1) != 1 or not p.get("read_source"):
-            continue
-        found = seen.setdefault(str(p["read_source"]), set())
-        found.update(wanted.intersection(terms(str(p.get("text", "")))))
-    return {name: len(found) / len(wanted) for name, found in seen.items()}
+    out = {}
+    for name, its in texts.items():
+        found: set[str] = set()
+        for text in its:
+            found.update(wanted.intersection(terms(text)))
+        out[name] = len(found) / len(wanted)
+    return out
 
 
 def source_weights(
-    searches: Iterable[Mapping[str, Any]], pool: Sequence[Mapping[str, Any]], power: float
+    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]], power: float
 ) -> dict[str, float]:
-    """Read source → weight of its records' probabilities (see the module docstring);
-    empty (every weight 1) with fewer than two sources in the first pool or ``power`` 0."""
+    """Read source → its weight for the turn (see the module docstring); empty (every
+    weight 1) with fewer than two sources or ``power`` 0."""
     if power <= 0:
         return {}
-    coverage = source_coverage(searches, pool)
+    coverage = source_coverage(searches, texts)
     best = max(coverage.values(), default=0.0)
     if len(coverage) < 2 or best <= 0:
         return {}
@@ -94,19 +107,19 @@ def on_one_scale(
     return out
 
 
-def judgment_scale(
-    state: Mapping[str, Any], power: float, trace: list[dict[str, Any]]
-) -> Callable[[Sequence[Judgment]], list[Judgment]]:
+def judgment_scale(state: Mapping[str, Any]) -> Callable[[Sequence[Judgment]], list[Judgment]]:
     """What the judge node applies to each wave's judgments: :func:`on_one_scale` with the
-    turn's :func:`source_weights` (the first pool's, so the same every round; the first
-    round puts them in ``trace``), or ``list`` (no change) when there is nothing to weigh."""
-    if power <= 0:
-        return list
-    pool = state.get("pool", [])
-    weights = source_weights(state.get("searches", []), pool, power)
+    turn's ``source_weights`` (set by the first round's retrieve), or ``list`` (no change)
+    when there are none."""
+    weights = state.get("source_weights") or {}
     if not weights:
         return list
-    if state.get("rounds", 0) <= 1:
-        trace.append({"event": "source_match", "weights": weights})
-    source_of = {str(p["id"]): str(p.get("read_source", "")) for p in pool}
+    source_of = {str(p["id"]): str(p.get("read_source", "")) for p in state.get("pool", [])}
     return lambda judged: on_one_scale(judged, weights, source_of)
+
+
+def pool_quotas(cap: int, names: Sequence[str], weights: Mapping[str, float]) -> dict[str, int]:
+    """Each source's sure places of a first pool of ``cap``, in proportion to its weight
+    (a source without one weighs 1); every source keeps at least one place."""
+    total = sum(weights.get(n, 1.0) for n in names) or 1.0
+    return {n: max(1, int(cap * weights.get(n, 1.0) / total)) for n in names}

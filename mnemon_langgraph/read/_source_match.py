@@ -1,5 +1,5 @@
-"""Several read sources on one scale: System 1's scores weighed by how well each source's
-records match the turn (``ReadSettings.experiments.source_match``; issue 45 §4).
+"""Several read sources on one scale: the first pool and System 1's scores weighed by how well
+each source's records match the turn (``ReadSettings.experiments.source_match``).
 
 System 1 judges each pooled record alone, so a source of *other* people's lives (or any
 collection about the same things but not about this user) has records it rates as likely

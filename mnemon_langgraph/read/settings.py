@@ -76,14 +76,17 @@ class ExperimentSwitches:
             question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
             conversations it lifts event ordering but not summarization, and stays an
             experiment (docs/results/beam.md, "Coverage Views").
-        source_match: Experiment switch. With several read sources, System 1's
-            probabilities (``screen``, ``needed``, ``satisfies``) of each source's records
-            are multiplied by ``(coverage / best coverage) ** source_match``, where a
-            source's coverage is the share of the turn's search terms found in its
-            first-pool records (``read._source_match``): a source whose records do not
-            name what the turn names (other people's lives beside the user's journal)
-            takes fewer pool and View places. 0 (the default) turns it off; one source:
-            unused (docs/results/documents.md, "Sources on one scale").
+        source_match: Experiment switch. With several read sources, each source's weight
+            for the turn is ``(coverage / best coverage) ** source_match``, where a source's
+            coverage is the share of the turn's search terms found in the records its
+            first-round searches returned (``read._source_match``); the first pool's places
+            are shared in proportion to the weights, and System 1's probabilities
+            (``screen``, ``needed``, ``satisfies``) of each source's records are multiplied
+            by its weight: a source whose records do not name what the turn names (other
+            people's lives beside the user's journal) takes fewer pool and View places. 0
+            (the default) turns it off: on LoCoMo it moved evidence from a history split
+            across two stores to the distractor case rather than adding to both
+            (docs/results/documents.md, "Sources on one scale"). One source: unused.
     """
 
     fused_weight: float = 0.0

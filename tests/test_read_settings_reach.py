@@ -469,8 +469,8 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {"question": TOPIC_QUESTION, "replies": True, "coverage": True},
     ),
     "source_match": (
-        2.0,  # the source naming fewer of the turn's words: its records' probabilities fall
-        lambda t: [(j["target"][:5], round(j["p"], 6)) for j in t.trace["judgments"]],
+        0.0,  # equal shares of the first pool, whatever each source's results name
+        lambda t: sum(1 for p in t.trace["pool"] if p["round"] == 1 and p["id"][:5] == "team:"),
         {"team_delay": 0.0},
     ),
     "spread_sessions": (

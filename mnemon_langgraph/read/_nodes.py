@@ -50,7 +50,6 @@ from mnemon_langgraph.read._rules import (
     rank_by,
     should_continue,
 )
-from mnemon_langgraph.read._source_match import judgment_scale
 from mnemon_langgraph.read._topics import is_coverage, topic_query
 from mnemon_langgraph.read._trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.namespaces import legacy_namespace_hint, legacy_user_namespace
@@ -241,7 +240,6 @@ class Reader(RetrieveNode, ItemsNode):
                 {"kind": "page", "search_index": s["index"], "offset": 0} for s in searches
             ],
             "rounds": 0,
-            "source_weights": {},
             "trace": Overwrite(trace),  # a new turn on a checkpointed thread starts afresh
             "judgments": Overwrite([]),
             "index": {},
@@ -412,8 +410,6 @@ class Reader(RetrieveNode, ItemsNode):
         new: list[Judgment] = []
         evidence: dict[str, Any] = {}
         model_s = 0.0
-        # several sources on one scale (experiments.source_match): the identity when off
-        scale = judgment_scale(state)
         entries = self._screen_targets(state)
         memory: dict[str, Any] | None = None
         if entries:
@@ -421,7 +417,7 @@ class Reader(RetrieveNode, ItemsNode):
             model_s += yield from self._evidence(state, entries, evidence)
             req = self._request(state, [Proposition.SCREEN], entries, evidence, memory)
             judged, secs = yield from self._wave("screen", req, trace)
-            new.extend(scale(judged))
+            new.extend(judged)
             model_s += secs
         entries = self._deep_targets(state, new)
         if entries:
@@ -433,7 +429,7 @@ class Reader(RetrieveNode, ItemsNode):
                 props.append(Proposition.SATISFIES)
             req = self._request(state, props, entries, evidence, memory)
             judged, secs = yield from self._wave("judge", req, trace)
-            new.extend(scale(judged))
+            new.extend(judged)
             model_s += secs
         trace.append(timing_event("judge", start, model_s))
         return {"judgments": [judgment_entry(j) for j in new], "trace": trace}

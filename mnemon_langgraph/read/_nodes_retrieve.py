@@ -304,7 +304,6 @@ class RetrieveNode(SourcesNode):
             pages.append((idx, offset, page))
             trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
-        weights: dict[str, float] | None = None
         if not pool and round_no == 1:
             names = [searches[i].get("read_source") or "" for i, _, _ in pages]
             weights = self._source_weights(searches, pages, names, trace)
@@ -330,8 +329,7 @@ class RetrieveNode(SourcesNode):
         added += gained
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
         trace.append(timing_event("retrieve", start, model_seconds))
-        out = {"searches": searches, "pool": pool, "pending": [], "trace": trace}
-        return out if weights is None else out | {"source_weights": weights}
+        return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
 
     def _source_weights(
         self,
@@ -340,10 +338,10 @@ class RetrieveNode(SourcesNode):
         names: list[str],
         trace: list[dict[str, Any]],
     ) -> dict[str, float]:
-        """The turn's source weights from the first round's pages
-        (``experiments.source_match``, :mod:`~mnemon_langgraph.read._source_match`); empty
-        when off, with one source, or when there is nothing to weigh."""
-        power = self.settings.experiments.source_match
+        """The turn's source weights from the first round's pages (``source_match``,
+        :mod:`~mnemon_langgraph.read._source_match`); empty when off, with one source, or
+        when there is nothing to weigh."""
+        power = self.settings.source_match
         if not power or len(set(names)) < 2:
             return {}
         texts: dict[str, list[str]] = {}

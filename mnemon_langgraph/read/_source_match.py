@@ -1,51 +1,33 @@
-"""Several read sources on one scale: the first pool and System 1's scores weighed by how well
-each source's records match the turn (``ReadSettings.experiments.source_match``).
+"""Several read sources on one scale: the first pool's places shared by how well each
+source's results match the turn (``ReadSettings.source_match``).
 
 System 1 judges each pooled record alone, so a source of *other* people's lives (or any
 collection about the same things but not about this user) has records it rates as likely
 as the user's own: they speak of the same things, only not of the people, places and
-words the turn names. They then take pool places (later rounds page and follow the records
-judged best) and View places from a source whose records do name them.
+words the turn names. With an equal share of the first pool each, such a source halves the
+first pool of the source that does name them, and later rounds page and follow around the
+records judged best, often its own.
 
 The rule, general to any sources: a source's **coverage** of the turn is the share of the
 turn's search terms (the package's tokenizer over the first round's planned searches:
 stemmed, stopwords out) that appear in at least one of the records its first-round searches
-returned. Its **weight** is ``(coverage / the best source's coverage) ** power``. The
-weights act twice, so that the pool and the View see the sources on one scale:
-
-* the first pool's places are shared among the sources in proportion to their weights
-  (instead of equally; ``read._pooling.build_first_pool``);
-* the probabilities System 1 gives a source's records for ``screen``, ``needed`` and
-  ``satisfies`` are multiplied by its weight, so everything that reads them (the deep
-  wave's targets, the next rounds' pages and follows, the View's order and its "needed"
-  cut) weighs them so. ``stale`` judgments are left as they are (they say whether a record
-  still holds, not whether it matches).
-
-A source that names every term the best source names keeps weight 1; with one source, or
-when the first round found records in one source only, there are no weights and nothing
-changes.
+returned. Its **weight** is ``(coverage / the best source's coverage) ** power``, and the
+first pool's places are shared among the sources in proportion to the weights
+(:func:`pool_quotas`; ``read._pooling.build_first_pool``) instead of equally. A source that
+names every term the best source names keeps its equal share; with one source, or when
+the first round found records in one source only, there are no weights and nothing
+changes. System 1's scores are left as they are: weighing them too cost a history split
+across two stores (docs/results/documents.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mnemon_langgraph.read._rules import Judgment
 from mnemon_langgraph.search._text import terms
 
-__all__ = [
-    "SCALED",
-    "judgment_scale",
-    "on_one_scale",
-    "pool_quotas",
-    "source_coverage",
-    "source_weights",
-]
-
-SCALED = frozenset({"screen", "needed", "satisfies"})
-"""The propositions whose probability a source's weight scales."""
+__all__ = ["pool_quotas", "source_coverage", "source_weights"]
 
 _NOT_PLANNED = ("instructions", "topic")
 """Search origins that are not a wording of the turn (the standing-instruction and topic
@@ -93,29 +75,6 @@ def source_weights(
     if len(coverage) < 2 or best <= 0:
         return {}
     return {name: (c / best) ** power for name, c in coverage.items()}
-
-
-def on_one_scale(
-    judgments: Iterable[Judgment], weights: Mapping[str, float], source_of: Mapping[str, str]
-) -> list[Judgment]:
-    """``judgments`` with the probabilities of :data:`SCALED` propositions about a record of
-    a weighed source multiplied by its weight (``source_of``: record id → read source)."""
-    out = []
-    for j in judgments:
-        w = weights.get(source_of.get(j.target_id, ""), 1.0)
-        out.append(replace(j, p=j.p * w) if w != 1.0 and j.proposition in SCALED else j)
-    return out
-
-
-def judgment_scale(state: Mapping[str, Any]) -> Callable[[Sequence[Judgment]], list[Judgment]]:
-    """What the judge node applies to each wave's judgments: :func:`on_one_scale` with the
-    turn's ``source_weights`` (set by the first round's retrieve), or ``list`` (no change)
-    when there are none."""
-    weights = state.get("source_weights") or {}
-    if not weights:
-        return list
-    source_of = {str(p["id"]): str(p.get("read_source", "")) for p in state.get("pool", [])}
-    return lambda judged: on_one_scale(judged, weights, source_of)
 
 
 def pool_quotas(cap: int, names: Sequence[str], weights: Mapping[str, float]) -> dict[str, int]:

@@ -76,17 +76,6 @@ class ExperimentSwitches:
             question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
             conversations it lifts event ordering but not summarization, and stays an
             experiment (docs/results/beam.md, "Coverage Views").
-        source_match: Experiment switch. With several read sources, each source's weight
-            for the turn is ``(coverage / best coverage) ** source_match``, where a source's
-            coverage is the share of the turn's search terms found in the records its
-            first-round searches returned (``read._source_match``); the first pool's places
-            are shared in proportion to the weights, and System 1's probabilities
-            (``screen``, ``needed``, ``satisfies``) of each source's records are multiplied
-            by its weight: a source whose records do not name what the turn names (other
-            people's lives beside the user's journal) takes fewer pool and View places. 0
-            (the default) turns it off: on LoCoMo it moved evidence from a history split
-            across two stores to the distractor case rather than adding to both
-            (docs/results/documents.md, "Sources on one scale"). One source: unused.
     """
 
     fused_weight: float = 0.0
@@ -96,16 +85,9 @@ class ExperimentSwitches:
     leave_out_stale: bool = False
     topic_records: int = 0
     coverage_records: int = 0
-    source_match: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in (
-            "fused_weight",
-            "part_searches",
-            "topic_records",
-            "coverage_records",
-            "source_match",
-        ):
+        for name in ("fused_weight", "part_searches", "topic_records", "coverage_records"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"
@@ -262,7 +244,8 @@ class ReadSettings:
             same per-search quota and summed reciprocal rank as the whole pool), up to
             ``source_share * pool_size``; the places left go to every source's records by
             summed reciprocal rank. ``None`` (the default): an equal share,
-            ``pool_size // sources``, so one large source cannot crowd the others out.
+            ``pool_size // sources``, so one large source cannot crowd the others out, or
+            shares by the sources' weights (``source_match``).
             One source: unused.
         source_timeout_s: With several read sources, seconds one source's search may take
             before the read path stops waiting for it: its searches of the turn are marked
@@ -285,6 +268,17 @@ class ReadSettings:
             3 (the rule planner's three wordings): chosen over 1 by leave-one-conversation-out
             folds on LoCoMo's dev conversations with half of each history in documents
             (docs/results/documents.md).
+        source_match: With several read sources, the first pool's places are shared among
+            them by weight instead of equally: a source's weight is ``(coverage / best
+            coverage) ** source_match``, its coverage the share of the turn's search terms
+            found in the records its first-round searches returned
+            (``read._source_match``), so a source whose records do not name what the turn
+            names (other people's lives beside the user's journal) cannot halve the pool of
+            one whose records do. 0 turns it off (equal shares); with ``source_share`` set,
+            unused; one source: unused. Default 2: chosen over off, 1 and weighing System
+            1's scores as well by leave-one-conversation-out folds on LoCoMo's dev
+            conversations, with the other conversations as distractors and with half of
+            each history in documents (docs/results/documents.md, "Sources on one scale").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -331,6 +325,7 @@ class ReadSettings:
     source_timeout_s: float = 10.0
     dense_candidates: int | None = 100
     dense_searches: int = 3
+    source_match: float = 2.0
     topic_depth: int = 150
     coverage_share: float = 0.5
 
@@ -366,6 +361,7 @@ class ReadSettings:
                 "instruction_records",
                 "opening_turns",
                 "topic_depth",
+                "source_match",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -299,9 +299,6 @@ class ReadState(TypedDict, total=False):
             not be bound (the trace says why).
         fields: The run's fields a source's ``for_run`` sees (``plan``; only when a
             source has ``for_run``).
-        source_weights: With ``experiments.source_match`` and several sources, each
-            source's weight for the turn (``retrieve``'s first round;
-            :mod:`~mnemon_langgraph.read._source_match`); empty otherwise.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -320,7 +317,6 @@ class ReadState(TypedDict, total=False):
     view: Any
     sources: dict[str, list[str]]
     fields: dict[str, str]
-    source_weights: dict[str, float]
 
 
 class ReadOutput(TypedDict, total=False):

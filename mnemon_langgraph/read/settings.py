@@ -275,10 +275,11 @@ class ReadSettings:
             (``read._source_match``), so a source whose records do not name what the turn
             names (other people's lives beside the user's journal) cannot halve the pool of
             one whose records do. 0 turns it off (equal shares); with ``source_share`` set,
-            unused; one source: unused. Default 2: chosen over off, 1 and weighing System
-            1's scores as well by leave-one-conversation-out folds on LoCoMo's dev
-            conversations, with the other conversations as distractors and with half of
-            each history in documents (docs/results/documents.md, "Sources on one scale").
+            unused; one source: unused. Default 2: chosen over equal shares and over weighing
+            System 1's scores by the weights as well or alone, by leave-one-conversation-out
+            folds on LoCoMo's dev conversations with the other conversations as distractors
+            and with half of each history in documents (docs/results/documents.md,
+            "Sources on one scale").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a

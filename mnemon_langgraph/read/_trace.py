@@ -148,8 +148,8 @@ def _sources_trace(state: ReadState, events: list[dict[str, Any]]) -> dict[str, 
     """With bound sources: each one's namespace for the run (``sources``), every failure
     of a source (``source_errors``: source, search, error) — a source that failed or timed
     out is left out of the turn and the View is built from the others — and, with
-    ``experiments.source_match``, the weight of each source's probabilities
-    (``source_match``, ``read._source_match``)."""
+    ``ReadSettings.source_match``, each source's weight for the turn, by which the first
+    pool was shared (``source_match``, ``read._source_match``)."""
     if "sources" not in state:
         return {}
     weights = next((e["weights"] for e in events if e.get("event") == "source_match"), None)

@@ -133,6 +133,45 @@ def test_the_ensemble_retriever_finds_a_turn_by_its_words(tmp_path: Path) -> Non
         DocumentSplit(journal, EMB, share=0.5, retriever="faiss-hnsw")
 
 
+def test_a_faiss_document_store_answers_as_the_in_memory_one(tmp_path: Path) -> None:
+    """``--documents-store faiss``: LangChain community's FAISS (flat index) holds the
+    documents; with normalised vectors its L2 order is the in-memory store's cosine order,
+    so both sources return the same turns in the same order."""
+    from langchain_community.vectorstores import FAISS
+
+    from mnemon_langgraph.search.embeddings import default_embeddings
+
+    emb = default_embeddings()
+    msgs = _history(sessions=4)
+    msgs[4] = Message(
+        "we adopted a grey cat called Pepper",
+        "user",
+        role="user",
+        id=msgs[4].id,
+        timestamp=msgs[4].timestamp,
+        session=msgs[4].session,
+    )
+    with MnemonStore(tmp_path / "j.db", emb) as journal:
+        both = {}
+        for kind in ("memory", "faiss"):
+            split = DocumentSplit(journal, emb, share=1.0, vector_store=kind)
+            split.ingest(("h", kind), msgs, origin="test")
+            both[kind] = split
+        vectors = both["faiss"]._histories[("h", "faiss")].vectors
+        assert isinstance(vectors, FAISS) and vectors.index.ntotal == len(msgs)
+        hits = {
+            k: both[k].source.search("what pet did we get", namespace=("h", k), k=5) for k in both
+        }
+        ids = {k: [h.record.message_ids[0] for h in v] for k, v in hits.items()}
+        assert ids["faiss"][0] == msgs[4].id and ids["faiss"] == ids["memory"]
+        assert hits["faiss"][0].record.date == msgs[4].timestamp
+        # records(): the FAISS history's documents as the read graph pools them
+        docs = [r for r in both["faiss"].records(("h", "faiss")) if r.id.startswith("docs:")]
+        assert {m for r in docs for m in r.message_ids} == {m.id for m in msgs}
+    with pytest.raises(ConfigurationError, match="vector store"):
+        DocumentSplit(journal, emb, share=0.5, vector_store="chroma")
+
+
 # --- the command line ------------------------------------------------------------------------
 
 
@@ -169,8 +208,11 @@ def test_locomo_distractors_are_other_conversations(tmp_path: Path) -> None:
         files.append(str(tmp_path / f"{name}.json"))
     args = ["eval", "locomo", *files, "--conversations", "mira", "--limit-questions", "2"]
     args += ["--embeddings", "fake", "--no-progress", "--no-plots", "--distractors"]
+    args += ["--documents-store", "faiss"]
     assert main([*args, "--out", str(tmp_path / "d")]) == 0
     rows = _rows(tmp_path / "d")
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    assert "--distractors --documents-store faiss" in summary["metadata"]["command"]
     assert rows and all(r["conversation"] == "mira" for r in rows)
     # both files hold the same turns: the distractors are the other file's, their ids
     # prefixed so that they never count as evidence of this conversation

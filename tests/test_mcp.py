@@ -137,6 +137,42 @@ async def test_the_view_tool_takes_the_command_s_read_settings(db: Path) -> None
     assert shown == [2, 1]  # the scripted judge needs both: only the setting cut one
 
 
+TEAM_SOURCES = '{"team": {"shared": ["teams", "{team_id}"]}}'
+
+
+async def test_the_command_reads_a_team_source_by_its_fixed_field(db: Path) -> None:
+    """``mnemon mcp --sources ... --field team_id=blue``: the view and search tools read the
+    blue team's shared namespace beside the user's memory, never the red team's."""
+    store = MnemonStore(db)
+    for team, city in (("blue", "Porto"), ("red", "Oslo")):
+        store.ingest(
+            ("teams", team),
+            [Message(f"The team offsite is in {city}.", "lead", id=f"{team}-1")],
+            origin="s",
+        )
+    store.close()
+    args = _server_args(db, "--sources", TEAM_SOURCES, "--field", "team_id=blue")
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env(), cwd=str(REPO))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        view = await _call(session, "view", message="Where is the team offsite, where do I live?")
+        assert "Porto" in view and 'source="team"' in view and "Lisbon" in view
+        assert "Oslo" not in view
+        found = await _call(session, "search_memory", query="team offsite city", k=5)
+        assert "Porto" in found and "Oslo" not in found
+
+
+def test_cli_refuses_fields_that_do_not_fit_the_sources(db: Path, capsys: Any) -> None:
+    cli = ["mcp", "--db", str(db), "--user", "ada"]
+    assert main([*cli, "--field", "team_id=blue"]) == 2  # no source names it
+    assert "pass --sources too" in capsys.readouterr().err
+    assert main([*cli, "--sources", TEAM_SOURCES]) == 2  # the template's field not given
+    assert "team_id" in capsys.readouterr().err
+    assert main([*cli, "--sources", TEAM_SOURCES, "--field", "team=blue"]) == 2
+    assert main([*cli, "--sources", TEAM_SOURCES, "--field", "team_id"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+
+
 def test_cli_refuses_bad_read_settings_before_opening_the_store(
     tmp_path: Path, capsys: Any
 ) -> None:

@@ -509,6 +509,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: sum("a mention of the topic" in r["placed_by"] for r in t.view["records"]),
         {"question": TOPIC_QUESTION, "replies": True, "coverage": True},
     ),
+    "source_match": (
+        0.0,  # equal shares of the first pool, whatever each source's results name
+        lambda t: sum(1 for p in t.trace["pool"] if p["round"] == 1 and p["id"][:5] == "team:"),
+        {"team_delay": 0.0},
+    ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

@@ -79,7 +79,8 @@ def add_documents_args(parser: argparse.ArgumentParser, *, distractors: bool = F
         default=None,
         metavar="F",
         help="put a seeded share F (0..1) of each history's sessions into a document source "
-        "(a RetrieverSource over an InMemoryVectorStore, one dated document per turn) and the "
+        "(a RetrieverSource over a vector store, --documents-store, one dated document per turn) "
+        "and the "
         "rest into the journal; the View reads both",
     )
     parser.add_argument(
@@ -92,6 +93,14 @@ def add_documents_args(parser: argparse.ArgumentParser, *, distractors: bool = F
         help="the document source's retriever: vector = the InMemoryVectorStore's own (dense "
         "only; default); ensemble = LangChain's EnsembleRetriever of BM25Retriever and the "
         "vector store (the peers extra)",
+    )
+    parser.add_argument(
+        "--documents-store",
+        choices=("memory", "faiss"),
+        default="memory",
+        help="the document source's vector store: memory = LangChain's InMemoryVectorStore "
+        "(default; searches every document by brute force), faiss = LangChain community's "
+        "FAISS (a flat index; what a user with thousands of documents builds)",
     )
     if distractors:
         parser.add_argument(
@@ -112,6 +121,8 @@ def documents_flags(args: argparse.Namespace) -> list[str]:
         parts.append("--distractors")
     if parts and getattr(args, "documents_retriever", "vector") != "vector":
         parts += ["--documents-retriever", args.documents_retriever]
+    if parts and getattr(args, "documents_store", "memory") != "memory":
+        parts += ["--documents-store", args.documents_store]
     return parts
 
 
@@ -125,9 +136,14 @@ def split_store(
     from mnemon_langgraph.eval.documents import DOCS_SOURCE, DocumentSplit
 
     retriever = getattr(args, "documents_retriever", "vector")
+    vector_store = getattr(args, "documents_store", "memory")
     if getattr(args, "distractors", False):
         split = DocumentSplit(
-            store, embeddings, distractors=dict(histories or {}), retriever=retriever
+            store,
+            embeddings,
+            distractors=dict(histories or {}),
+            retriever=retriever,
+            vector_store=vector_store,
         )
         return split, {"distractors": split.source}
     if args.documents_share is None:
@@ -138,6 +154,7 @@ def split_store(
         share=args.documents_share,
         seed=args.documents_seed,
         retriever=retriever,
+        vector_store=vector_store,
     )
     return split, {DOCS_SOURCE: split.source}
 

@@ -1,8 +1,10 @@
 """One history split across two stores: the evals' ``--documents-share`` and ``--distractors``.
 
 :class:`DocumentSplit` stands in for the eval's store. When a history is ingested, a seeded
-share of its sessions goes into a LangChain ``InMemoryVectorStore`` (one ``Document`` per
-turn, dated, embedded by the run's embedder) read through
+share of its sessions goes into a LangChain vector store (one ``Document`` per turn, dated,
+embedded by the run's embedder: ``InMemoryVectorStore`` by default, or LangChain community's
+``FAISS`` with ``vector_store="faiss"``, what a user with thousands of documents builds) read
+through
 :class:`~mnemon_langgraph.read.sources.RetrieverSource`, and the rest into the journal; the
 read graph is built with both (``sources={"memory": store, "docs": split.source}``), so one
 View reads the two. With ``distractors``, the document source instead holds *other*
@@ -25,7 +27,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.read.sources.retriever import RetrieverSource
@@ -36,6 +38,7 @@ __all__ = [
     "DISTRACTOR_PREFIX",
     "DOCS_SOURCE",
     "RETRIEVERS",
+    "VECTOR_STORES",
     "DocumentSplit",
     "chars_by_source",
     "documents_of",
@@ -44,6 +47,11 @@ __all__ = [
 
 RETRIEVERS = ("vector", "ensemble")
 """The document source's retrievers (``--documents-retriever``)."""
+
+VECTOR_STORES = ("memory", "faiss")
+"""The document source's vector stores (``--documents-store``): LangChain's
+``InMemoryVectorStore`` (the issue's configuration; a brute-force search over Python lists)
+or LangChain community's ``FAISS`` (a flat index searched in C)."""
 
 ENSEMBLE_K = 40
 """Documents each of the ensemble's two retrievers returns per search."""
@@ -100,9 +108,31 @@ def documents_of(messages: Sequence[Message], *, prefix: str = "") -> list[Docum
 
 @dataclass
 class _History:
-    vectors: InMemoryVectorStore
+    vectors: VectorStore
     source: RetrieverSource
-    documents: int = 0
+    docs: list[Document] = field(default_factory=list)
+
+    @property
+    def documents(self) -> int:
+        return len(self.docs)
+
+
+def vector_store_of(docs: list[Document], embeddings: Embeddings, kind: str) -> VectorStore:
+    """The documents in a vector store of ``kind`` (:data:`VECTOR_STORES`), each built the
+    way a LangChain user builds it (``FAISS.from_documents``: a flat L2 index; an empty
+    history gets an empty ``InMemoryVectorStore``, as FAISS cannot be built from nothing)."""
+    if kind not in VECTOR_STORES:
+        raise ConfigurationError(
+            f"the documents' vector store must be one of {VECTOR_STORES}, got {kind!r}"
+        )
+    if kind == "faiss" and docs:
+        from langchain_community.vectorstores import FAISS
+
+        return FAISS.from_documents(docs, embeddings)
+    vectors = InMemoryVectorStore(embeddings)
+    if docs:
+        vectors.add_documents(docs)
+    return vectors
 
 
 @dataclass
@@ -122,6 +152,8 @@ class DocumentSplit:
             builds, an ``EnsembleRetriever`` of a ``BM25Retriever`` and the vector store
             (each :data:`ENSEMBLE_K` documents, equal weights; the ``peers`` extra), read as
             a source that already ranks by words.
+        vector_store: ``"memory"`` (the issue's configuration): LangChain's
+            ``InMemoryVectorStore``; ``"faiss"``: LangChain community's ``FAISS``.
     """
 
     store: Any
@@ -130,6 +162,7 @@ class DocumentSplit:
     seed: int = 0
     distractors: Mapping[str, Sequence[Message]] = field(default_factory=dict)
     retriever: str = "vector"
+    vector_store: str = "memory"
     _histories: dict[Namespace, _History] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -139,6 +172,11 @@ class DocumentSplit:
         if self.retriever not in RETRIEVERS:
             raise ConfigurationError(
                 f"the documents' retriever must be one of {RETRIEVERS}, got {self.retriever!r}"
+            )
+        if self.vector_store not in VECTOR_STORES:
+            raise ConfigurationError(
+                f"the documents' vector store must be one of {VECTOR_STORES}, "
+                f"got {self.vector_store!r}"
             )
 
     def __getattr__(self, name: str) -> Any:
@@ -154,8 +192,17 @@ class DocumentSplit:
     def ingest(self, namespace: Sequence[str], messages: Iterable[Message], **kwargs: Any) -> Any:
         """Split ``messages`` and ingest the journal's part into the store."""
         ns = tuple(namespace)
+        journal = self.index_documents(ns, messages)
+        return self.store.ingest(ns, journal, **kwargs)
+
+    def index_documents(
+        self, namespace: Sequence[str], messages: Iterable[Message]
+    ) -> list[Message]:
+        """Build the history's document source (its share of ``messages``, or with
+        distractors the other histories) and return the messages that go to the journal
+        (which this does not write)."""
+        ns = tuple(namespace)
         messages = list(messages)
-        key = "/".join(ns)
         if self.distractors:
             journal = messages
             docs = [
@@ -165,15 +212,13 @@ class DocumentSplit:
                 for d in documents_of(turns, prefix=f"{DISTRACTOR_PREFIX}{other}/")
             ]
         else:
-            journal, moved = split_sessions(messages, self.share, seed=self.seed, key=key)
+            journal, moved = split_sessions(messages, self.share, seed=self.seed, key="/".join(ns))
             docs = documents_of(moved)
-        vectors = InMemoryVectorStore(self.embeddings)
-        if docs:
-            vectors.add_documents(docs)
-        self._histories[ns] = _History(vectors, self._source(vectors, docs), len(docs))
-        return self.store.ingest(ns, journal, **kwargs)
+        vectors = vector_store_of(docs, self.embeddings, self.vector_store)
+        self._histories[ns] = _History(vectors, self._source(vectors, docs), docs)
+        return journal
 
-    def _source(self, vectors: InMemoryVectorStore, docs: list[Document]) -> RetrieverSource:
+    def _source(self, vectors: VectorStore, docs: list[Document]) -> RetrieverSource:
         if self.retriever == "vector" or not docs:
             return RetrieverSource(vectors.as_retriever(), position_key="position")
         # what a LangChain user who wants keywords builds (langchain-classic, -community)
@@ -203,10 +248,7 @@ class DocumentSplit:
         history = self._histories.get(ns)
         if history is None or kwargs:
             return own
-        docs = list(history.vectors.store.values())
-        records = history.source.records(
-            [Document(d["text"], id=d["id"], metadata=d["metadata"]) for d in docs]
-        )
+        records = history.source.records(history.docs)
         return own + [qualify_record(DOCS_SOURCE, r) for r in records]
 
     def documents(self, namespace: Sequence[str]) -> int:

@@ -28,6 +28,7 @@ from mnemon_langgraph.read._pooling import (
     take_page,
 )
 from mnemon_langgraph.read._rules import Need
+from mnemon_langgraph.read._source_match import pool_quotas, source_weights
 from mnemon_langgraph.read._topics import topic_lane
 from mnemon_langgraph.read._trace import degraded, timing_event
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, latest_text, record_query
@@ -310,12 +311,18 @@ class RetrieveNode(SourcesNode):
             trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
         if not pool and round_no == 1:
+            names = [searches[i].get("read_source") or "" for i, _, _ in pages]
+            weights = self._source_weights(searches, pages, names, trace)
+            quotas = None
+            if weights and self.settings.source_share is None:
+                quotas = pool_quotas(self.settings.pool_size, list(dict.fromkeys(names)), weights)
             pool = build_first_pool(
                 pages,
                 cap=self.settings.pool_size,
                 rrf_k=self.settings.rrf_k,
-                sources=[searches[i].get("read_source") or "" for i, _, _ in pages],
+                sources=names,
                 source_share=self.settings.source_share,
+                source_quotas=quotas,
             )
             added = len(pool)
         else:
@@ -329,6 +336,27 @@ class RetrieveNode(SourcesNode):
         trace.append({"event": "pool", "round": round_no, "added": added, "size": len(pool)})
         trace.append(timing_event("retrieve", start, model_seconds))
         return {"searches": searches, "pool": pool, "pending": [], "trace": trace}
+
+    def _source_weights(
+        self,
+        searches: list[dict[str, Any]],
+        pages: list[tuple[int, int, list[SearchHit]]],
+        names: list[str],
+        trace: list[dict[str, Any]],
+    ) -> dict[str, float]:
+        """The turn's source weights from the first round's pages (``source_match``,
+        :mod:`~mnemon_langgraph.read._source_match`); empty when off, with one source, or
+        when there is nothing to weigh."""
+        power = self.settings.source_match
+        if not power or len(set(names)) < 2:
+            return {}
+        texts: dict[str, list[str]] = {}
+        for name, (_, _, page) in zip(names, pages, strict=True):
+            texts.setdefault(name, []).extend(h.record.text for h in page)
+        weights = source_weights(searches, texts, power)
+        if weights:
+            trace.append({"event": "source_match", "weights": weights})
+        return weights
 
     def _retrieve(self, state: ReadState) -> Body[dict[str, Any]]:
         start = time.perf_counter()

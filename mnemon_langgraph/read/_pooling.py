@@ -237,11 +237,12 @@ def _per_source(
     sources: Sequence[str],
     found: Mapping[str, Mapping[int, int]],
     score: Mapping[str, float],
-    quota: int,
+    quota: int | Mapping[str, int],
     cap: int,
 ) -> dict[str, int]:
-    """Each source's own first pool of at most ``quota`` records (its searches' quotas, then
-    its summed reciprocal rank), in the sources' order, never past ``cap`` in all."""
+    """Each source's own first pool of at most ``quota`` records (one for all, or by source;
+    its searches' quotas, then its summed reciprocal rank), in the sources' order, never
+    past ``cap`` in all."""
     chosen: dict[str, int] = {}
     for name in dict.fromkeys(sources):
         mine = [s for s, src in enumerate(sources) if src == name]
@@ -250,7 +251,7 @@ def _per_source(
             for rid, ranks in found.items()
             if any(s in mine for s in ranks)
         }
-        take = min(quota, cap - len(chosen))
+        take = min(quota if isinstance(quota, int) else quota[name], cap - len(chosen))
         if take <= 0 or not own_found:
             continue
         # positions of the source's own pages, so its searches' quotas are its own
@@ -270,6 +271,7 @@ def build_first_pool(
     rrf_k: int = RRF_K,
     sources: Sequence[str] | None = None,
     source_share: float | None = None,
+    source_quotas: Mapping[str, int] | None = None,
 ) -> list[PoolRecord]:
     """Merge the first pages of the turn's searches into a pool of at most ``cap`` records.
 
@@ -292,6 +294,8 @@ def build_first_pool(
         rrf_k: Reciprocal rank constant (paper: 60).
         sources: The read source of each page (same order as ``pages``), or ``None``.
         source_share: Share of ``cap`` each source is sure of (``None``: an equal share).
+        source_quotas: Places each source is sure of, by name (``source_share`` then
+            unused; ``read._source_match.pool_quotas``).
 
     Returns:
         Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
@@ -307,7 +311,11 @@ def build_first_pool(
     chosen: dict[str, int] | None = None
     if sources is not None and len(set(sources)) > 1:
         n = len(set(sources))
-        quota = cap // n if source_share is None else int(source_share * cap)
+        quota: int | Mapping[str, int] = cap // n
+        if source_share is not None:
+            quota = int(source_share * cap)
+        if source_quotas is not None:
+            quota = {name: source_quotas.get(name, 0) for name in sources}
         chosen = _per_source(hits, list(sources), found, score, quota, cap)
     chosen = _quota_then_fused(hits, found, score, cap, chosen)
     first: dict[str, Record] = {}  # the record as the first page that found it holds it

@@ -145,12 +145,15 @@ def build_trace(
 
 
 def _sources_trace(state: ReadState, events: list[dict[str, Any]]) -> dict[str, Any]:
-    """With bound sources: each one's namespace for the run (``sources``) and every failure
+    """With bound sources: each one's namespace for the run (``sources``), every failure
     of a source (``source_errors``: source, search, error) — a source that failed or timed
-    out is left out of the turn and the View is built from the others."""
+    out is left out of the turn and the View is built from the others — and, with
+    ``ReadSettings.source_match``, each source's weight for the turn, by which the first
+    pool was shared (``source_match``, ``read._source_match``)."""
     if "sources" not in state:
         return {}
-    return {
+    weights = next((e["weights"] for e in events if e.get("event") == "source_match"), None)
+    return ({"source_match": weights} if weights is not None else {}) | {
         "sources": {name: list(ns) for name, ns in state["sources"].items()},
         "source_errors": [
             {k: e.get(k) for k in ("source", "search", "error")}

@@ -257,7 +257,8 @@ class ReadSettings:
             same per-search quota and summed reciprocal rank as the whole pool), up to
             ``source_share * pool_size``; the places left go to every source's records by
             summed reciprocal rank. ``None`` (the default): an equal share,
-            ``pool_size // sources``, so one large source cannot crowd the others out.
+            ``pool_size // sources``, so one large source cannot crowd the others out, or
+            shares by the sources' weights (``source_match``).
             One source: unused.
         source_timeout_s: With several read sources, seconds one source's search may take
             before the read path stops waiting for it: its searches of the turn are marked
@@ -280,6 +281,18 @@ class ReadSettings:
             3 (the rule planner's three wordings): chosen over 1 by leave-one-conversation-out
             folds on LoCoMo's dev conversations with half of each history in documents
             (docs/results/documents.md).
+        source_match: With several read sources, the first pool's places are shared among
+            them by weight instead of equally: a source's weight is ``(coverage / best
+            coverage) ** source_match``, its coverage the share of the turn's search terms
+            found in the records its first-round searches returned
+            (``read._source_match``), so a source whose records do not name what the turn
+            names (other people's lives beside the user's journal) cannot halve the pool of
+            one whose records do. 0 turns it off (equal shares); with ``source_share`` set,
+            unused; one source: unused. Default 2: chosen over equal shares and over weighing
+            System 1's scores by the weights as well or alone, by leave-one-conversation-out
+            folds on LoCoMo's dev conversations with the other conversations as distractors
+            and with half of each history in documents (docs/results/documents.md,
+            "Sources on one scale").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -327,6 +340,7 @@ class ReadSettings:
     source_timeout_s: float = 10.0
     dense_candidates: int | None = 100
     dense_searches: int = 3
+    source_match: float = 2.0
     topic_depth: int = 150
     coverage_share: float = 0.5
 
@@ -362,6 +376,7 @@ class ReadSettings:
                 "instruction_records",
                 "opening_turns",
                 "topic_depth",
+                "source_match",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -1,0 +1,84 @@
+"""Several read sources on one scale: the first pool's places shared by how well each
+source's results match the turn (``ReadSettings.source_match``).
+
+System 1 judges each pooled record alone, so a source of *other* people's lives (or any
+collection about the same things but not about this user) has records it rates as likely
+as the user's own: they speak of the same things, only not of the people, places and
+words the turn names. With an equal share of the first pool each, such a source halves the
+first pool of the source that does name them, and later rounds page and follow around the
+records judged best, often its own.
+
+The rule, general to any sources: a source's **coverage** of the turn is the share of the
+turn's search terms (the package's tokenizer over the first round's planned searches:
+stemmed, stopwords out) that appear in at least one of the records its first-round searches
+returned. Its **weight** is ``(coverage / the best source's coverage) ** power``, and the
+first pool's places are shared among the sources in proportion to the weights
+(:func:`pool_quotas`; ``read._pooling.build_first_pool``) instead of equally. A source that
+names every term the best source names keeps its equal share; with one source, or when
+the first round found records in one source only, there are no weights and nothing
+changes. System 1's scores are left as they are: weighing them too cost a history split
+across two stores (docs/results/documents.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from mnemon_langgraph.search._text import terms
+
+__all__ = ["pool_quotas", "source_coverage", "source_weights"]
+
+_NOT_PLANNED = ("instructions", "topic")
+"""Search origins that are not a wording of the turn (the standing-instruction and topic
+lanes); follow searches are left out by their ``record_id``."""
+
+
+def _turn_terms(searches: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Terms of the first round's planned searches (every source's copy is the same)."""
+    out: set[str] = set()
+    for s in searches:
+        if s.get("round", 1) != 1 or "record_id" in s:
+            continue
+        if str(s.get("origin", "")).split("+")[0] in _NOT_PLANNED:
+            continue
+        out.update(terms(str(s.get("query", ""))))
+    return out
+
+
+def source_coverage(
+    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]]
+) -> dict[str, float]:
+    """Read source → share of the turn's terms found in ``texts`` (its first round's
+    results); empty when the turn has no terms."""
+    wanted = _turn_terms(searches)
+    if not wanted:
+        return {}
+    out = {}
+    for name, its in texts.items():
+        found: set[str] = set()
+        for text in its:
+            found.update(wanted.intersection(terms(text)))
+        out[name] = len(found) / len(wanted)
+    return out
+
+
+def source_weights(
+    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]], power: float
+) -> dict[str, float]:
+    """Read source → its weight for the turn (see the module docstring); empty (every
+    weight 1) with fewer than two sources or ``power`` 0."""
+    if power <= 0:
+        return {}
+    coverage = source_coverage(searches, texts)
+    best = max(coverage.values(), default=0.0)
+    if len(coverage) < 2 or best <= 0:
+        return {}
+    return {name: (c / best) ** power for name, c in coverage.items()}
+
+
+def pool_quotas(cap: int, names: Sequence[str], weights: Mapping[str, float]) -> dict[str, int]:
+    """Each source's sure places of a first pool of ``cap``, in proportion to its weight
+    (a source without one weighs 1); every source keeps at least one place."""
+    total = sum(weights.get(n, 1.0) for n in names) or 1.0
+    return {n: max(1, int(cap * weights.get(n, 1.0) / total)) for n in names}

@@ -1,0 +1,146 @@
+"""Several read sources on one scale (``ReadSettings.source_match``, ``read._source_match``):
+the first pool's places shared by how much of the turn's words each source's first results
+name; one source, or the setting off, changes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.errors import ConfigurationError
+from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._source_match import pool_quotas, source_coverage, source_weights
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import ReadContext
+
+NS = ("users", "ada")
+QUESTION = "What did Ada plant in the allotment beside the greenhouse?"
+
+
+def _searches(*queries: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"query": q, "origin": "message", "round": 1, **extra} for q in queries]
+
+
+def test_coverage_is_the_share_of_the_turns_terms_a_sources_first_results_name() -> None:
+    texts = {
+        "memory": ["Ada: I planted beans in the allotment", "Ada: the greenhouse"],
+        "others": ["Bo: I planted leeks in my allotment"],
+    }
+    searches = _searches(QUESTION)
+    searches += [{"query": "Ada greenhouse", "origin": "instructions", "round": 1}]
+    coverage = source_coverage(searches, texts)
+    # terms: ada, plant, allot(ment), beside, greenhous(e); memory names all but "beside"
+    assert coverage["memory"] == pytest.approx(4 / 5)
+    assert coverage["others"] == pytest.approx(2 / 5)  # plant, allotment
+    weights = source_weights(searches, texts, 2.0)
+    assert weights == pytest.approx({"memory": 1.0, "others": (2 / 4) ** 2})
+    assert source_weights(searches, texts, 0.0) == {}  # the switch off
+    assert source_weights(searches, {"memory": texts["memory"]}, 2.0) == {}  # one source
+    # follow searches and later rounds are not the turn's wording
+    follow = _searches("Bo leeks", record_id="others:others0") + _searches("Bo", round=2)
+    assert source_coverage(follow, texts) == {}
+
+
+def test_the_first_pools_places_follow_the_weights() -> None:
+    assert pool_quotas(48, ["memory", "others"], {"memory": 1.0, "others": 0.2}) == {
+        "memory": 40,
+        "others": 8,
+    }
+    # equal weights: the equal shares the pool gives without them
+    assert pool_quotas(48, ["memory", "others"], {"memory": 1.0, "others": 1.0}) == {
+        "memory": 24,
+        "others": 24,
+    }
+    assert pool_quotas(48, ["memory", "others"], {"memory": 1.0, "others": 0.0})["others"] == 1
+
+
+def _journal() -> InMemorySearchSource:
+    return InMemorySearchSource(
+        [
+            make_record(
+                f"m{i}",
+                f"Ada: I planted {crop} in the allotment beside the greenhouse, week {i}",
+                namespace=NS,
+                session=1 + i // 4,
+                date=datetime(2024, 4, 1) + timedelta(days=i),
+                position=i % 4,
+            )
+            for i, crop in enumerate(["beans", "peas", "leeks", "onions"] * 10)
+        ]
+    )
+
+
+def _others() -> InMemorySearchSource:
+    """Another person's notes: the same kind of things, of the turn's own words only one."""
+    return InMemorySearchSource(
+        [
+            make_record(
+                f"o{i}",
+                f"Bo: we sowed carrots on the plot near the shed, week {i}; I planted nothing",
+                namespace=NS,
+                session=1 + i // 4,
+                date=datetime(2024, 4, 1) + timedelta(days=i),
+                position=i % 4,
+            )
+            for i in range(40)
+        ]
+    )
+
+
+def _rates_others_higher(qid: str, question: Any, state: Any) -> float:
+    """The judge rates the other person's notes a little above the user's own records."""
+    rows = {r["id"]: r for r in state["records"]}
+    return 0.95 if "Bo: " in str(rows.get(qid.partition(".")[0], {}).get("text", "")) else 0.9
+
+
+def _read(sources: Any, power: float, view_chars: int = 12_000) -> Any:
+    # a small pool: the two sources compete for its places
+    settings = ReadSettings(view_chars=view_chars, pool_size=24, source_match=power)
+    kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
+    judge = ScriptedDecisionModel(answers=_rates_others_higher)
+    graph = create_read_graph(**kind, judge=judge, settings=settings)
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
+    return out["view"]
+
+
+def test_a_source_that_names_little_of_the_turn_gets_fewer_first_pool_places() -> None:
+    sources = {"memory": _journal(), "others": _others()}
+    off = _read(sources, 0.0, view_chars=1_500)
+    on = _read(sources, 2.0, view_chars=1_500)
+    assert "source_match" not in off.trace
+    weights = on.trace["source_match"]
+    assert weights["memory"] == 1.0 and 0 < weights["others"] < 0.5
+
+    def first(view: Any, source: str) -> int:
+        return sum(1 for p in view.trace["pool"] if p["round"] == 1 and p["id"][:7] == source)
+
+    assert first(off, "others:") == first(off, "memory:") == 12  # equal shares of 24
+    assert first(on, "others:") < 12 < first(on, "memory:")
+    # System 1's scores are the judge's own
+    p_others = {j["p"] for j in on.trace["judgments"] if j["target"].startswith("others:")}
+    assert p_others == {0.95}
+
+    def shown(view: Any, source: str) -> int:
+        return sum(1 for r in view.records if r.source == source)
+
+    # the small View: the other person's notes gave up places to the user's own
+    assert shown(off, "others") > 0 and shown(on, "others") < shown(off, "others")
+
+
+def test_with_one_source_the_switch_changes_nothing() -> None:
+    off, on = _read(_journal(), 0.0), _read(_journal(), 2.0)
+    assert "source_match" not in on.trace
+    assert on.text == off.text and [r.id for r in on.records] == [r.id for r in off.records]
+    assert on.trace["judgments"] == off.trace["judgments"]
+    assert on.trace["pool"] == off.trace["pool"]
+
+
+def test_a_negative_power_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="source_match"):
+        ReadSettings(source_match=-1.0)
+    assert ReadSettings().source_match == 2.0  # on by default (docs/results/documents.md)

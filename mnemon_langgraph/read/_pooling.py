@@ -9,6 +9,7 @@ ordered by summed reciprocal rank (the *fused order* the View falls back on).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -116,10 +117,11 @@ def take_page(
 
 
 @functools.lru_cache(maxsize=8192)
-def _record_terms(text: str) -> tuple[str, ...]:
-    """A candidate's BM25 terms: one turn's candidates are re-ranked by several searches,
-    so each text is tokenized once."""
-    return tuple(terms(text))
+def _record_terms(text: str) -> tuple[dict[str, int], int]:
+    """A candidate's BM25 term counts and length: one turn's candidates are re-ranked by
+    several searches, so each text is tokenized and counted once."""
+    words = terms(text)
+    return Counter(words), len(words)
 
 
 def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) -> list[SearchHit]:
@@ -157,14 +159,14 @@ def keyword_order(
         return []
     query_terms = set(terms(query))
     docs = [_record_terms(t) for t in texts]
-    avgdl = sum(len(d) for d in docs) / n or 1.0
-    weight = {t: idf(n, sum(1 for d in docs if t in d)) for t in query_terms}
+    avgdl = sum(length for _, length in docs) / n or 1.0
+    weight = {t: idf(n, sum(1 for counts, _ in docs if t in counts)) for t in query_terms}
     scores: list[float] = []
-    for d in docs:
+    for counts, length in docs:
         score = 0.0
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avgdl)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
         for t in query_terms:
-            tf = d.count(t)
+            tf = counts.get(t, 0)
             if tf:
                 score += weight[t] * tf / (tf + norm)
         scores.append(score)

@@ -140,6 +140,29 @@ def test_the_id_key_then_the_document_id_then_a_content_hash() -> None:
     assert {r.id for r in records} == {h.record.id for h in other.search("y")}
 
 
+def test_a_document_changed_under_its_id_is_converted_again() -> None:
+    """The records of a document are kept between searches, keyed by all they are made of:
+    the same document gives the very same records, an edit or a new date gives new ones."""
+
+    class Fixed(BaseRetriever):
+        docs: list[Document]
+
+        def _get_relevant_documents(self, query, *, run_manager):
+            return self.docs
+
+    retriever = Fixed(docs=[Document("Ada paid invoice 41.", metadata={"id": "d1"})])
+    source = RetrieverSource(retriever).for_run({"user_id": "ada"})
+    first = [h.record for h in source.search("invoice")]
+    again = [h.record for h in source.search("invoice")]
+    assert first == again and first[0] is again[0]  # converted once
+    retriever.docs = [Document("Ada paid invoice 42.", metadata={"id": "d1", "date": "2024-05-01"})]
+    edited = [h.record for h in source.search("invoice")]
+    assert "42" in edited[0].text and "41" not in edited[0].text
+    assert edited[0].date is not None and first[0].date is None
+    retriever.docs = [Document("Ada paid invoice 43.", metadata={"id": "d1", "title": ["x"]})]
+    assert "43" in source.search("invoice")[0].record.text  # unhashable metadata: converted
+
+
 def _per_user_docs() -> list[Document]:
     return [
         Document(f"The secret code of this user is {n}.", metadata={"user_id": uid})

@@ -7,7 +7,9 @@ graph can search beside the user's journal (``create_read_graph(sources={...})``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from copy import copy
 from typing import Any
 
@@ -37,6 +39,9 @@ from mnemon_langgraph.types import (
 __all__ = ["RetrieverSource"]
 
 SearchKwargs = Mapping[str, Any] | Callable[[Mapping[str, str]], Mapping[str, Any]]
+
+CONVERTED_DOCUMENTS = 4096
+"""Documents whose records a :class:`RetrieverSource` keeps (least recently returned out)."""
 
 
 class RetrieverSource:
@@ -146,6 +151,12 @@ class RetrieverSource:
         self.record_chars = check_record_chars(record_chars)
         self.search_kwargs: SearchKwargs = search_kwargs or {}
         self._unbound = callable(search_kwargs) or bool(template_names(self.search_kwargs))
+        # a document's records by what they are made of: cutting, hashing and dating a
+        # document costs far more than the vector search that found it, and a turn's
+        # searches return the same documents again (shared by for_run's copies, whose
+        # search_kwargs do not change the records)
+        self._converted: OrderedDict[Hashable, tuple[Record, ...]] = OrderedDict()
+        self._converted_lock = threading.Lock()
 
     def __repr__(self) -> str:
         bound = "unbound" if self._unbound else "bound"
@@ -252,19 +263,42 @@ class RetrieverSource:
             return "c-" + stable_hash(self._meta(doc, self.title_key), doc.page_content)
         return str(given)
 
-    def _doc_records(self, doc: Document, doc_id: str) -> list[Record]:
+    def _doc_records(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
+        keys = (self.title_key, self.position_key, self.speaker_key, self.role_key, self.date_key)
+        key: Hashable = (doc_id, doc.page_content, *(self._meta(doc, k) for k in keys))
+        try:
+            hash(key)
+        except TypeError:  # a metadata value that cannot be a key (a list): not kept
+            return self._convert(doc, doc_id)
+        with self._converted_lock:
+            made = self._converted.get(key)
+            if made is not None:
+                self._converted.move_to_end(key)
+                return made
+        made = self._convert(doc, doc_id)
+        with self._converted_lock:
+            self._converted[key] = made
+            if len(self._converted) > CONVERTED_DOCUMENTS:
+                self._converted.popitem(last=False)
+        return made
+
+    def _convert(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
         title = self._meta(doc, self.title_key)
         place = self._meta(doc, self.position_key)
-        return records_of_text(
-            doc.page_content if isinstance(doc.page_content, str) else "",
-            text_id=doc_id,
-            speaker=speaker_of(self._meta(doc, self.speaker_key), speaker_of(title, "document")),
-            role=self._meta(doc, self.role_key),
-            when=as_date(self._meta(doc, self.date_key), what=f"document {doc_id!r}"),
-            group=f"t:{title}" if isinstance(title, str) and title.strip() else f"d:{doc_id}",
-            position=place
-            if isinstance(place, int) and not isinstance(place, bool) and place >= 0
-            else None,
-            origin=self.origin,
-            max_chars=self.record_chars,
+        return tuple(
+            records_of_text(
+                doc.page_content if isinstance(doc.page_content, str) else "",
+                text_id=doc_id,
+                speaker=speaker_of(
+                    self._meta(doc, self.speaker_key), speaker_of(title, "document")
+                ),
+                role=self._meta(doc, self.role_key),
+                when=as_date(self._meta(doc, self.date_key), what=f"document {doc_id!r}"),
+                group=f"t:{title}" if isinstance(title, str) and title.strip() else f"d:{doc_id}",
+                position=place
+                if isinstance(place, int) and not isinstance(place, bool) and place >= 0
+                else None,
+                origin=self.origin,
+                max_chars=self.record_chars,
+            )
         )

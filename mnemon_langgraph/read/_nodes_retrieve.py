@@ -126,6 +126,20 @@ def _search_event(
     }
 
 
+def _fused_candidates(searches: Sequence[Mapping[str, Any]], over: str) -> list[Mapping[str, Any]]:
+    """The candidates of ``over``'s asking searches, fused by reciprocal rank."""
+    lists = [
+        list(a["cache"])
+        for a in searches
+        if a.get("read_source") == over and a.get("cache") is not None
+    ]
+    if len(lists) == 1:
+        return lists[0]
+    first = {d["id"]: d for entries in lists for d in reversed(entries)}
+    fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
+    return [first[f.key] for f in fused]
+
+
 def _cached(search: Mapping[str, Any]) -> bool:
     """Whether a search is served from a dense-only source's candidates of the turn (it
     derives from the asking search, or is that search once it has asked)."""
@@ -400,8 +414,9 @@ class RetrieveNode(SourcesNode):
         fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
         fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
         ns = tuple(state["namespace"])
+        unions: dict[str, list[Mapping[str, Any]]] = {}  # one fusion per source and round
         fetched += [
-            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns), as_of))
+            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns, unions), as_of))
             for i, o in local
         ]
         sims = yield from self._instruction_sims(state, searches, fetched, recent, trace)
@@ -468,26 +483,20 @@ class RetrieveNode(SourcesNode):
         pooled: Container[str],
         as_of: datetime | None,
         namespace: tuple[str, ...],
+        unions: dict[str, list[Mapping[str, Any]]],
     ) -> list[SearchHit]:
         """One page of a search served from a dense-only source's candidates of the turn:
         the asking search's later pages in its order, another search's re-ranked by its own
-        words; its date or session bounds applied here."""
+        words; its date or session bounds applied here. ``unions``: the fused candidates
+        of each source, made once for the round's searches of it."""
         s = searches[idx]
         over = s.get("over")
         if over is None:  # the asking search's later page: its own candidates, in order
             cache: list[Mapping[str, Any]] = list(s.get("cache") or ())
         else:  # the candidates of the source's asking searches, fused by rank
-            lists = [
-                list(a["cache"])
-                for a in searches
-                if a.get("read_source") == over and a.get("cache") is not None
-            ]
-            if len(lists) == 1:
-                cache = lists[0]
-            else:
-                first = {d["id"]: d for entries in lists for d in reversed(entries)}
-                fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
-                cache = [first[f.key] for f in fused]
+            if over not in unions:
+                unions[over] = _fused_candidates(searches, over)
+            cache = unions[over]
         if over is None:
             order = [(i, d.get("dense_rank"), d.get("bm25_rank")) for i, d in enumerate(cache)]
         else:

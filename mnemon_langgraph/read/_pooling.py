@@ -28,6 +28,7 @@ __all__ = [
     "merge_page",
     "record_to_dict",
     "take_page",
+    "term_counts",
 ]
 
 
@@ -117,9 +118,10 @@ def take_page(
 
 
 @functools.lru_cache(maxsize=8192)
-def _record_terms(text: str) -> tuple[dict[str, int], int]:
+def term_counts(text: str) -> tuple[dict[str, int], int]:
     """A candidate's BM25 term counts and length: one turn's candidates are re-ranked by
-    several searches, so each text is tokenized and counted once."""
+    several searches (and their sources' coverage measured), so each text is tokenized
+    and counted once."""
     words = terms(text)
     return Counter(words), len(words)
 
@@ -158,7 +160,7 @@ def keyword_order(
     if not n:
         return []
     query_terms = set(terms(query))
-    docs = [_record_terms(t) for t in texts]
+    docs = [term_counts(t) for t in texts]
     avgdl = sum(length for _, length in docs) / n or 1.0
     weight = {t: idf(n, sum(1 for counts, _ in docs if t in counts)) for t in query_terms}
     scores: list[float] = []

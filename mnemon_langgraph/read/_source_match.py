@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mnemon_langgraph.read._pooling import term_counts
 from mnemon_langgraph.search._text import terms
 
 __all__ = ["pool_quotas", "source_coverage", "source_weights"]
@@ -58,7 +59,7 @@ def source_coverage(
     for name, its in texts.items():
         found: set[str] = set()
         for text in its:
-            found.update(wanted.intersection(terms(text)))
+            found.update(wanted.intersection(term_counts(text)[0]))
         out[name] = len(found) / len(wanted)
     return out
 

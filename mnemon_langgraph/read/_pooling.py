@@ -120,7 +120,7 @@ def take_page(
 @functools.lru_cache(maxsize=8192)
 def term_counts(text: str) -> tuple[dict[str, int], int]:
     """A candidate's BM25 term counts and length: one turn's candidates are re-ranked by
-    several searches (and their sources' coverage measured), so each text is tokenized
+    several searches (and scored for their source's coverage), so each text is tokenized
     and counted once."""
     words = terms(text)
     return Counter(words), len(words)

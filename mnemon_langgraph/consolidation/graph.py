@@ -30,7 +30,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 
+from mnemon_langgraph.backends import chat_model_from_spec
 from mnemon_langgraph.consolidation.batching import Batch, cut_batch
 from mnemon_langgraph.consolidation.fold import (
     FoldContext,
@@ -119,6 +121,12 @@ class ConsolidationReport:
     batches: tuple[BatchReport, ...] = field(default_factory=tuple)
     stop_reason: str = "caught_up"
     watermark: int = 0
+
+    def __post_init__(self) -> None:
+        # a checkpoint's msgpack gives sequences back as lists: keep the declared tuples
+        for name in ("namespace", "batches"):
+            if not isinstance(getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
     def items_added(self) -> int:
@@ -546,11 +554,12 @@ def _resolve(
 def create_consolidation_graph(
     *,
     store: MnemonStore | ItemStore | None = None,
-    model: BaseChatModel,
+    model: BaseChatModel | str,
     embeddings: Embeddings | None = None,
     settings: ConsolidationSettings | None = None,
     items: ItemStore | None = None,
     namespace: str | Sequence[str] | None = None,
+    checkpointer: Checkpointer = None,
     **removed: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the consolidation job as a compiled LangGraph graph.
@@ -567,13 +576,18 @@ def create_consolidation_graph(
         store: A :class:`~mnemon_langgraph.store.MnemonStore` of either backend (its item
             store, ``store.item_store(embeddings)``, keeps the index beside the records), or
             an :class:`~mnemon_langgraph.items.ItemStore` to use as is.
-        model: Any LangChain chat model with structured output (tool calling).
+        model: Any LangChain chat model with structured output (tool calling), or a
+            ``"provider:model"`` string for LangChain's ``init_chat_model``
+            (``"openai:gpt-4.1-mini"``), as the read graph's planner takes it.
         embeddings: Embeds the items as they are written, with a ``MnemonStore`` (default:
             the store's embedder).
         settings: Budgets and the failure policy (paper defaults).
         items: Deprecated alias of ``store=`` for an item store.
         namespace: A namespace template (``("orgs", "{org_id}", "users", "{user_id}")``) or
             the namespace of runs that name none (never used on an authenticated run).
+        checkpointer: Optional LangGraph checkpointer: each run's state (its batches and
+            report) kept per thread. Progress itself does not depend on it: the item
+            store's watermark lets a stopped job go on from the last written batch.
         **removed: ``journal_path=`` and ``journal=`` are gone; they raise
             :class:`ConfigurationError` naming the call to make instead.
 
@@ -581,11 +595,14 @@ def create_consolidation_graph(
         The compiled graph, with ``recursion_limit`` set from the settings.
 
     Raises:
-        ConfigurationError: No store (or a wrong kind of store) given, or the model has no
-            structured output.
+        ConfigurationError: No store (or a wrong kind of store) given, the model has no
+            structured output, or a model string is not ``provider:model``.
+        MissingDependencyError: A model string names a provider whose package is missing.
     """
     settings = settings or ConsolidationSettings()
     item_store = _resolve(store, items, embeddings, removed)
+    if isinstance(model, str):
+        model = chat_model_from_spec(model)
     try:
         structured = model.with_structured_output(FoldOutput, include_raw=True)
     except NotImplementedError as exc:
@@ -606,5 +623,5 @@ def create_consolidation_graph(
     graph.add_edge("fold", "write")
     graph.add_conditional_edges("write", _after_write, ["load", "finish"])
     graph.add_edge("finish", END)
-    compiled = graph.compile(name="mnemon_consolidation")
+    compiled = graph.compile(checkpointer=checkpointer, name="mnemon_consolidation")
     return compiled.with_config(recursion_limit=settings.recursion_limit)

@@ -26,33 +26,52 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemon_langgraph.read._pooling import term_counts
-from mnemon_langgraph.search._text import terms
+from mnemon_langgraph.search._text import capitalised_words, terms
 
-__all__ = ["pool_quotas", "source_coverage", "source_weights"]
+__all__ = [
+    "named_terms",
+    "pool_quotas",
+    "source_coverage",
+    "source_weights",
+    "unnamed_records",
+]
 
 _NOT_PLANNED = ("instructions", "topic")
 """Search origins that are not a wording of the turn (the standing-instruction and topic
 lanes); follow searches are left out by their ``record_id``."""
 
 
-def _turn_terms(searches: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Terms of the first round's planned searches (every source's copy is the same)."""
-    out: set[str] = set()
+def _planned(searches: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The words of the first round's planned searches (every source's copy is the same)."""
+    out: list[str] = []
     for s in searches:
         if s.get("round", 1) != 1 or "record_id" in s:
             continue
         if str(s.get("origin", "")).split("+")[0] in _NOT_PLANNED:
             continue
-        out.update(terms(str(s.get("query", ""))))
+        out.append(str(s.get("query", "")))
     return out
 
 
+def _turn_terms(searches: Iterable[Mapping[str, Any]], names: bool = False) -> set[str]:
+    """Terms of the first round's planned searches; with ``names``, the terms of the names
+    they name (:func:`named_terms`) when they name any."""
+    queries = _planned(searches)
+    if names:
+        named = named_terms(queries)
+        if named:
+            return named
+    return {t for q in queries for t in terms(q)}
+
+
 def source_coverage(
-    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]]
+    searches: Iterable[Mapping[str, Any]],
+    texts: Mapping[str, Iterable[str]],
+    names: bool = False,
 ) -> dict[str, float]:
-    """Read source → share of the turn's terms found in ``texts`` (its first round's
-    results); empty when the turn has no terms."""
-    wanted = _turn_terms(searches)
+    """Read source → share of the turn's terms (``names``: of its names, when it names
+    any) found in ``texts`` (its first round's results); empty when the turn has none."""
+    wanted = _turn_terms(searches, names)
     if not wanted:
         return {}
     out = {}
@@ -65,13 +84,16 @@ def source_coverage(
 
 
 def source_weights(
-    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]], power: float
+    searches: Iterable[Mapping[str, Any]],
+    texts: Mapping[str, Iterable[str]],
+    power: float,
+    names: bool = False,
 ) -> dict[str, float]:
     """Read source → its weight for the turn (see the module docstring); empty (every
     weight 1) with fewer than two sources or ``power`` 0."""
     if power <= 0:
         return {}
-    coverage = source_coverage(searches, texts)
+    coverage = source_coverage(searches, texts, names)
     best = max(coverage.values(), default=0.0)
     if len(coverage) < 2 or best <= 0:
         return {}
@@ -83,3 +105,42 @@ def pool_quotas(cap: int, names: Sequence[str], weights: Mapping[str, float]) ->
     (a source without one weighs 1); every source keeps at least one place."""
     total = sum(weights.get(n, 1.0) for n in names) or 1.0
     return {n: max(1, int(cap * weights.get(n, 1.0) / total)) for n in names}
+
+
+def named_terms(texts: Iterable[str]) -> set[str]:
+    """The index terms of the names ``texts`` name: their capitalised words (people,
+    places, things with a name), through the package's tokenizer."""
+    return set(terms(" ".join(w for t in texts for w in capitalised_words(t))))
+
+
+def unnamed_records(records: Iterable[Mapping[str, Any]], names: Iterable[str]) -> set[str]:
+    """The ids of the records that name none of ``names`` (index terms,
+    :func:`named_terms`) and belong to a read source whose records name fewer of them than
+    another source's records do.
+
+    Other people's lives (or any collection about the same things, not about this user)
+    speak of what the turn asks about, but not of the people and places it names, while
+    the source that holds the user's own records names them, in its records' text or
+    speakers. Such records are the look-alikes the View leaves for last
+    (``ReadSettings.source_names``). Every record of a source that names as many of the
+    names as the best source stays; with one source, or a turn that names no name,
+    nothing is returned.
+    """
+    wanted = set(names)
+    records = list(records)
+    if not wanted:
+        return set()
+    named: dict[str, set[str]] = {}
+    own: dict[str, set[str]] = {}
+    for r in records:
+        found = wanted.intersection(term_counts(str(r.get("text", "")))[0])
+        named.setdefault(str(r.get("read_source") or ""), set()).update(found)
+        own[r["id"]] = found
+    if len(named) < 2:
+        return set()
+    best = max(len(v) for v in named.values())
+    return {
+        r["id"]
+        for r in records
+        if len(named[str(r.get("read_source") or "")]) < best and not own[r["id"]]
+    }

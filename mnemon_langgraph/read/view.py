@@ -33,6 +33,7 @@ from mnemon_langgraph.read._as_of import as_of_line
 from mnemon_langgraph.read._questions import is_reply as is_reply  # imported from here before
 from mnemon_langgraph.read._replaced import replaced_marks
 from mnemon_langgraph.read._rules import Judgment, is_yes, rank_by
+from mnemon_langgraph.read._source_match import named_terms, unnamed_records
 from mnemon_langgraph.read._view_explain import explain
 from mnemon_langgraph.read._view_fill import BLOCK_RECORDS as BLOCK_RECORDS
 from mnemon_langgraph.read._view_fill import fill, index_block
@@ -47,6 +48,7 @@ from mnemon_langgraph.read._view_order import (
     seen_in_recent,
     spread_pieces,
     spread_sessions,
+    unnamed_last,
     with_openings,
     with_questions,
 )
@@ -274,6 +276,8 @@ def compose_view(
     if all_needs and switches.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
+    if settings.source_names and len(sources) > 1:
+        candidates = unnamed_last(candidates, unnamed_records(pool, named_terms(focus)))
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
     preamble = _preamble(sources, as_of)

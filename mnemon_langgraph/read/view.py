@@ -209,6 +209,20 @@ def _with_mentions(
     return coverage_first(candidates, pool, per_session, room, marks, earliest)
 
 
+def _names_first(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    focus: Sequence[str],
+    sources: Sequence[str],
+    settings: ReadSettings,
+) -> list[tuple[str, str]]:
+    """With several sources and ``source_names``, the records of a source that names fewer
+    of the turn's names (its message and needs) than another, and that name none, last."""
+    if not settings.source_names or len(sources) < 2:
+        return list(candidates)
+    return unnamed_last(candidates, unnamed_records(pool, named_terms(focus)))
+
+
 _RECORD_PROPS = frozenset({"screen", "needed", "stale", "satisfies"})
 """The propositions judged of a pooled record (the others are of index items)."""
 
@@ -276,8 +290,7 @@ def compose_view(
     if all_needs and switches.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
-    if settings.source_names and len(sources) > 1:
-        candidates = unnamed_last(candidates, unnamed_records(pool, named_terms(focus)))
+    candidates = _names_first(candidates, pool, focus, sources, settings)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
     preamble = _preamble(sources, as_of)

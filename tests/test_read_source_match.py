@@ -200,27 +200,8 @@ def test_unnamed_records_enter_the_view_last_in_their_order() -> None:
     assert unnamed_last(cands, set()) == cands
 
 
-def test_coverage_over_the_turns_names_when_it_names_any() -> None:
-    texts = {
-        "memory": ["Ada: I planted beans in the allotment"],
-        "others": ["Bo: I planted leeks in my allotment beside the greenhouse"],
-    }
-    searches = _searches(QUESTION)
-    # over every term the other source names more (plant, allotment, beside, greenhouse)
-    assert source_coverage(searches, texts)["others"] > source_coverage(searches, texts)["memory"]
-    # over the names, only the user's own records name Ada
-    assert source_coverage(searches, texts, names=True) == {"memory": 1.0, "others": 0.0}
-    weights = source_weights(searches, texts, 2.0, names=True)
-    assert weights == {"memory": 1.0, "others": 0.0}
-    # a turn that names no name: every term, as without
-    plain = _searches("what did she plant beside the greenhouse?")
-    assert source_coverage(plain, texts, names=True) == source_coverage(plain, texts)
-
-
 def _read_names(sources: Any, names: bool, view_chars: int = 1_500) -> Any:
-    settings = ReadSettings(
-        view_chars=view_chars, pool_size=24, source_names=names, source_match_names=names
-    )
+    settings = ReadSettings(view_chars=view_chars, pool_size=24, source_names=names)
     kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
     judge = ScriptedDecisionModel(answers=_rates_others_higher)
     graph = create_read_graph(**kind, judge=judge, settings=settings)
@@ -238,8 +219,6 @@ def test_a_source_that_names_none_of_the_turns_names_gives_the_view_to_the_one_t
     # the judge rates the other person's notes higher: without the rule they lead the View
     assert shown(off, "others") > 0
     assert shown(on, "others") == 0 and shown(on, "memory") > shown(off, "memory")
-    # the first pool: the other person's notes name no Ada, so they keep one sure place
-    assert on.trace["source_match"] == {"memory": 1.0, "others": 0.0}
     placed = on.trace["placement"]
     assert any("names none of the names" in placed[p["id"]] for p in on.trace["pool"])
     # System 1's scores are the judge's own

@@ -367,7 +367,7 @@ class RetrieveNode(SourcesNode):
         texts: dict[str, list[str]] = {}
         for name, (_, _, page) in zip(names, pages, strict=True):
             texts.setdefault(name, []).extend(h.record.text for h in page)
-        weights = source_weights(searches, texts, power, self.settings.source_match_names)
+        weights = source_weights(searches, texts, power)
         if weights:
             trace.append({"event": "source_match", "weights": weights})
         return weights

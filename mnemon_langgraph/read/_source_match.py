@@ -41,37 +41,24 @@ _NOT_PLANNED = ("instructions", "topic")
 lanes); follow searches are left out by their ``record_id``."""
 
 
-def _planned(searches: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The words of the first round's planned searches (every source's copy is the same)."""
-    out: list[str] = []
+def _turn_terms(searches: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Terms of the first round's planned searches (every source's copy is the same)."""
+    out: set[str] = set()
     for s in searches:
         if s.get("round", 1) != 1 or "record_id" in s:
             continue
         if str(s.get("origin", "")).split("+")[0] in _NOT_PLANNED:
             continue
-        out.append(str(s.get("query", "")))
+        out.update(terms(str(s.get("query", ""))))
     return out
 
 
-def _turn_terms(searches: Iterable[Mapping[str, Any]], names: bool = False) -> set[str]:
-    """Terms of the first round's planned searches; with ``names``, the terms of the names
-    they name (:func:`named_terms`) when they name any."""
-    queries = _planned(searches)
-    if names:
-        named = named_terms(queries)
-        if named:
-            return named
-    return {t for q in queries for t in terms(q)}
-
-
 def source_coverage(
-    searches: Iterable[Mapping[str, Any]],
-    texts: Mapping[str, Iterable[str]],
-    names: bool = False,
+    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]]
 ) -> dict[str, float]:
-    """Read source → share of the turn's terms (``names``: of its names, when it names
-    any) found in ``texts`` (its first round's results); empty when the turn has none."""
-    wanted = _turn_terms(searches, names)
+    """Read source → share of the turn's terms found in ``texts`` (its first round's
+    results); empty when the turn has no terms."""
+    wanted = _turn_terms(searches)
     if not wanted:
         return {}
     out = {}
@@ -84,16 +71,13 @@ def source_coverage(
 
 
 def source_weights(
-    searches: Iterable[Mapping[str, Any]],
-    texts: Mapping[str, Iterable[str]],
-    power: float,
-    names: bool = False,
+    searches: Iterable[Mapping[str, Any]], texts: Mapping[str, Iterable[str]], power: float
 ) -> dict[str, float]:
     """Read source → its weight for the turn (see the module docstring); empty (every
     weight 1) with fewer than two sources or ``power`` 0."""
     if power <= 0:
         return {}
-    coverage = source_coverage(searches, texts, names)
+    coverage = source_coverage(searches, texts)
     best = max(coverage.values(), default=0.0)
     if len(coverage) < 2 or best <= 0:
         return {}

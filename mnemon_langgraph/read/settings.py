@@ -341,7 +341,6 @@ class ReadSettings:
     dense_candidates: int | None = 100
     dense_searches: int = 3
     source_match: float = 2.0
-    source_match_names: bool = False
     source_names: bool = False
     topic_depth: int = 150
     coverage_share: float = 0.5

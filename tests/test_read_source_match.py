@@ -219,6 +219,14 @@ def test_a_source_that_names_none_of_the_turns_names_gives_the_view_to_the_one_t
     # the judge rates the other person's notes higher: without the rule they lead the View
     assert shown(off, "others") > 0
     assert shown(on, "others") == 0 and shown(on, "memory") > shown(off, "memory")
+
+    # the rounds follow the records of the source that names Ada, not the look-alikes
+    def followed(view: Any) -> set[str]:
+        return {a["record_id"][:7] for a in view.trace["actions"] if a["kind"] == "follow"}
+
+    assert followed(off) == {"others:"} and followed(on) == {"memory:"}
+    (need,) = on.trace["needs"]
+    assert need["positives"] and all(p.startswith("memory:") for p in need["positives"])
     placed = on.trace["placement"]
     assert any("names none of the names" in placed[p["id"]] for p in on.trace["pool"])
     # System 1's scores are the judge's own

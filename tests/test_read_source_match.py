@@ -107,7 +107,10 @@ def _rates_others_higher(qid: str, question: Any, state: Any) -> float:
 
 def _read(sources: Any, power: float, view_chars: int = 12_000) -> Any:
     # a small pool: the two sources compete for its places
-    settings = ReadSettings(view_chars=view_chars, pool_size=24, source_match=power)
+    # the View's names rule off: this measures the first pool's shares alone
+    settings = ReadSettings(
+        view_chars=view_chars, pool_size=24, source_match=power, source_names=False
+    )
     kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
     judge = ScriptedDecisionModel(answers=_rates_others_higher)
     graph = create_read_graph(**kind, judge=judge, settings=settings)
@@ -151,6 +154,7 @@ def test_a_negative_power_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="source_match"):
         ReadSettings(source_match=-1.0)
     assert ReadSettings().source_match == 2.0  # on by default (docs/results/documents.md)
+    assert ReadSettings().source_names is True
 
 
 # --- the names the turn names (``source_names``, ``source_match_names``) ----------------
@@ -220,13 +224,6 @@ def test_a_source_that_names_none_of_the_turns_names_gives_the_view_to_the_one_t
     assert shown(off, "others") > 0
     assert shown(on, "others") == 0 and shown(on, "memory") > shown(off, "memory")
 
-    # the rounds follow the records of the source that names Ada, not the look-alikes
-    def followed(view: Any) -> set[str]:
-        return {a["record_id"][:7] for a in view.trace["actions"] if a["kind"] == "follow"}
-
-    assert followed(off) == {"others:"} and followed(on) == {"memory:"}
-    (need,) = on.trace["needs"]
-    assert need["positives"] and all(p.startswith("memory:") for p in need["positives"])
     placed = on.trace["placement"]
     assert any("names none of the names" in placed[p["id"]] for p in on.trace["pool"])
     # System 1's scores are the judge's own

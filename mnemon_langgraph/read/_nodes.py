@@ -50,7 +50,6 @@ from mnemon_langgraph.read._rules import (
     rank_by,
     should_continue,
 )
-from mnemon_langgraph.read._source_match import named_terms, unnamed_records
 from mnemon_langgraph.read._topics import is_coverage, topic_query
 from mnemon_langgraph.read._trace import build_trace, degraded, timing_event, wave_events
 from mnemon_langgraph.read.namespaces import legacy_namespace_hint, legacy_user_namespace
@@ -445,21 +444,6 @@ class Reader(RetrieveNode, ItemsNode):
         return await adrive(self._judge(state))
 
     # --- act (pure) ---------------------------------------------------------------------
-    def _steering(self, state: ReadState) -> list[Judgment]:
-        """The judgments the rules act on. With several sources and
-        ``ReadSettings.source_names``, none of the look-alike records'
-        (:func:`~mnemon_langgraph.read._source_match.unnamed_records`): a record that names
-        none of the turn's names, from a source that names fewer of them than another,
-        neither meets a need nor leads or is followed, so its source's pages do not take
-        the rounds from the source that names them."""
-        judged = judgments_of(state)
-        if not (self.settings.source_names and self.multi):
-            return judged
-        recent = recent_messages(state, self.settings)
-        focus = [message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)]
-        unnamed = unnamed_records(state.get("pool", []), named_terms(focus))
-        return [j for j in judged if j.target_id not in unnamed]
-
     def act(self, state: ReadState) -> dict[str, Any]:
         start = time.perf_counter()
         round_no = state.get("rounds", 0) + 1
@@ -472,7 +456,7 @@ class Reader(RetrieveNode, ItemsNode):
         actions, statuses = decide(
             needs_of(state),
             statuses_of(state),
-            self._steering(state),
+            judgments_of(state),
             found=found,
             next_offset={s["index"]: s["next_offset"] for s in searches},
             exhausted=[s["index"] for s in searches if s["exhausted"]],

@@ -18,6 +18,13 @@ names every term the best source names keeps its equal share; with one source, o
 the first round found records in one source only, there are no weights and nothing
 changes. System 1's scores are left as they are: weighing them too cost a history split
 across two stores (docs/results/documents.md).
+
+The View's side (``ReadSettings.source_names``, :func:`unnamed_records`): what the turn
+names (its capitalised words) sets the user's records apart from look-alikes better than
+its words at large. A record of a source that names fewer of those names than another
+source, and that names none of them itself, enters the View after every other candidate.
+With one source, with sources that name the names alike (one person's history split
+across two stores), or with a turn that names no name, nothing changes.
 """
 
 from __future__ import annotations

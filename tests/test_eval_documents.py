@@ -192,7 +192,9 @@ def test_longmemeval_documents_share_reads_both_stores(tmp_path: Path) -> None:
     assert main([*args, "--out", str(tmp_path / "split")]) == 0
     rows = _rows(tmp_path / "split")
     by_source = [r["view_chars_by_source"] for r in rows if "view_chars_by_source" in r]
-    assert by_source and all(set(s) == {"memory", "docs"} for s in by_source)
+    assert by_source and all(set(s) <= {"memory", "docs"} for s in by_source)
+    assert any(set(s) == {"memory", "docs"} for s in by_source)
+    assert len(by_source) == len(rows)  # every View of a read of both stores says its shares
     summary = json.loads((tmp_path / "split" / "summary.json").read_text())
     assert "--documents-share 0.5 --documents-seed 0" in summary["metadata"]["command"]
 

@@ -514,6 +514,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: sum(1 for p in t.trace["pool"] if p["round"] == 1 and p["id"][:5] == "team:"),
         {"team_delay": 0.0},
     ),
+    "source_names": (
+        False,  # the team's notes name no Ada nor March: with the rule they enter last
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"team_delay": 0.0},
+    ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

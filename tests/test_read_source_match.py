@@ -12,7 +12,14 @@ from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read._source_match import pool_quotas, source_coverage, source_weights
+from mnemon_langgraph.read._source_match import (
+    named_terms,
+    pool_quotas,
+    source_coverage,
+    source_weights,
+    unnamed_records,
+)
+from mnemon_langgraph.read._view_order import unnamed_last
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
@@ -100,7 +107,10 @@ def _rates_others_higher(qid: str, question: Any, state: Any) -> float:
 
 def _read(sources: Any, power: float, view_chars: int = 12_000) -> Any:
     # a small pool: the two sources compete for its places
-    settings = ReadSettings(view_chars=view_chars, pool_size=24, source_match=power)
+    # the View's names rule off: this measures the first pool's shares alone
+    settings = ReadSettings(
+        view_chars=view_chars, pool_size=24, source_match=power, source_names=False
+    )
     kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
     judge = ScriptedDecisionModel(answers=_rates_others_higher)
     graph = create_read_graph(**kind, judge=judge, settings=settings)
@@ -144,3 +154,87 @@ def test_a_negative_power_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="source_match"):
         ReadSettings(source_match=-1.0)
     assert ReadSettings().source_match == 2.0  # on by default (docs/results/documents.md)
+    assert ReadSettings().source_names is True
+
+
+# --- the names the turn names (``source_names``, ``source_match_names``) ----------------
+
+
+def _rec(rid: str, source: str, text: str) -> dict[str, Any]:
+    return {"id": f"{source}:{rid}", "read_source": source, "text": text}
+
+
+def test_the_turns_names_are_its_capitalised_words_as_index_terms() -> None:
+    assert named_terms([QUESTION]) == {"ada"}
+    assert named_terms(["where did Ada and Bo go in Lisbon?", "the plan"]) == {
+        "ada",
+        "bo",
+        "lisbon",
+    }
+    assert named_terms(["what did she plant?"]) == set()
+
+
+def test_unnamed_records_are_a_lesser_naming_sources_records_that_name_none() -> None:
+    pool = [
+        _rec("m1", "memory", "Ada: I planted beans in the allotment"),
+        _rec("m2", "memory", "Bo: the greenhouse needs a new pane"),
+        _rec("m3", "memory", "Ada: the weather was fine"),  # of the best source: kept
+        _rec("o1", "others", "Cy: I planted leeks in my allotment"),
+        _rec("o2", "others", "Cy: the greenhouse at the club"),
+        _rec("o3", "others", "Cy: Ada lent me her spade"),  # names Ada: kept
+    ]
+    names = named_terms(["What did Ada and Bo plant in the allotment?"])
+    assert names == {"ada", "bo"}
+    assert unnamed_records(pool, names) == {"others:o1", "others:o2"}
+    # a source that names as many of the names as the best one keeps every record
+    even = [*pool, _rec("o4", "others", "Di: Bo came by")]
+    assert unnamed_records(even, names) == set()
+    # one source, or a turn that names no name: nothing
+    assert unnamed_records(pool[:3], names) == set()
+    untagged = [{k: v for k, v in r.items() if k != "read_source"} for r in pool]
+    assert unnamed_records(untagged, names) == set()
+    assert unnamed_records(pool, set()) == set()
+
+
+def test_unnamed_records_enter_the_view_last_in_their_order() -> None:
+    cands = [("o1", "needed"), ("m1", "needed"), ("o2", "rank"), ("m2", "rank")]
+    out = unnamed_last(cands, {"o1", "o2"})
+    assert [rid for rid, _ in out] == ["m1", "m2", "o1", "o2"]
+    assert out[0] == ("m1", "needed") and "names none of the names" in out[2][1]
+    assert unnamed_last(cands, set()) == cands
+
+
+def _read_names(sources: Any, names: bool, view_chars: int = 1_500) -> Any:
+    settings = ReadSettings(view_chars=view_chars, pool_size=24, source_names=names)
+    kind = {"sources": sources} if isinstance(sources, dict) else {"source": sources}
+    judge = ScriptedDecisionModel(answers=_rates_others_higher)
+    graph = create_read_graph(**kind, judge=judge, settings=settings)
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
+    return out["view"]
+
+
+def test_a_source_that_names_none_of_the_turns_names_gives_the_view_to_the_one_that_does() -> None:
+    sources = {"memory": _journal(), "others": _others()}
+    off, on = _read_names(sources, False), _read_names(sources, True)
+
+    def shown(view: Any, source: str) -> int:
+        return sum(1 for r in view.records if r.source == source)
+
+    # the judge rates the other person's notes higher: without the rule they lead the View
+    assert shown(off, "others") > 0
+    assert shown(on, "others") == 0 and shown(on, "memory") > shown(off, "memory")
+
+    placed = on.trace["placement"]
+    assert any("names none of the names" in placed[p["id"]] for p in on.trace["pool"])
+    # System 1's scores are the judge's own
+    p_others = {j["p"] for j in on.trace["judgments"] if j["target"].startswith("others:")}
+    assert p_others == {0.95}
+
+
+def test_with_one_source_the_names_rules_change_nothing() -> None:
+    off, on = _read_names(_journal(), False, 12_000), _read_names(_journal(), True, 12_000)
+    assert "source_match" not in on.trace
+    assert on.text == off.text and [r.id for r in on.records] == [r.id for r in off.records]
+    assert on.trace["judgments"] == off.trace["judgments"]
+    assert on.trace["pool"] == off.trace["pool"]
+    assert on.trace["placement"] == off.trace["placement"]

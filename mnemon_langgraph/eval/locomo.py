@@ -184,11 +184,14 @@ def view_counts(view: Any) -> dict[str, Any]:
 
 
 def _chars_by_source(view: Any) -> dict[str, Any]:
-    """``view_chars_by_source`` of a View read from several sources (none from one)."""
+    """``view_chars_by_source`` of a View read from several sources (none from one), also
+    when its records all came from one of them: leaving those Views out would overstate the
+    share of the source that lost its places."""
     from mnemon_langgraph.eval.documents import chars_by_source
 
     chars = chars_by_source(view)
-    return {"view_chars_by_source": chars} if len(chars) > 1 else {}
+    several = len((getattr(view, "trace", None) or {}).get("sources") or {}) > 1
+    return {"view_chars_by_source": chars} if several or len(chars) > 1 else {}
 
 
 def judge_scores(

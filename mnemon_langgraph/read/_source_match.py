@@ -18,6 +18,13 @@ names every term the best source names keeps its equal share; with one source, o
 the first round found records in one source only, there are no weights and nothing
 changes. System 1's scores are left as they are: weighing them too cost a history split
 across two stores (docs/results/documents.md).
+
+The View's side (``ReadSettings.source_names``, :func:`unnamed_records`): what the turn
+names (its capitalised words) sets the user's records apart from look-alikes better than
+its words at large. A record of a source that names fewer of those names than another
+source, and that names none of them itself, enters the View after every other candidate.
+With one source, with sources that name the names alike (one person's history split
+across two stores), or with a turn that names no name, nothing changes.
 """
 
 from __future__ import annotations
@@ -26,9 +33,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemon_langgraph.read._pooling import term_counts
-from mnemon_langgraph.search._text import terms
+from mnemon_langgraph.search._text import capitalised_words, terms
 
-__all__ = ["pool_quotas", "source_coverage", "source_weights"]
+__all__ = [
+    "named_terms",
+    "pool_quotas",
+    "source_coverage",
+    "source_weights",
+    "unnamed_records",
+]
 
 _NOT_PLANNED = ("instructions", "topic")
 """Search origins that are not a wording of the turn (the standing-instruction and topic
@@ -83,3 +96,42 @@ def pool_quotas(cap: int, names: Sequence[str], weights: Mapping[str, float]) ->
     (a source without one weighs 1); every source keeps at least one place."""
     total = sum(weights.get(n, 1.0) for n in names) or 1.0
     return {n: max(1, int(cap * weights.get(n, 1.0) / total)) for n in names}
+
+
+def named_terms(texts: Iterable[str]) -> set[str]:
+    """The index terms of the names ``texts`` name: their capitalised words (people,
+    places, things with a name), through the package's tokenizer."""
+    return set(terms(" ".join(w for t in texts for w in capitalised_words(t))))
+
+
+def unnamed_records(records: Iterable[Mapping[str, Any]], names: Iterable[str]) -> set[str]:
+    """The ids of the records that name none of ``names`` (index terms,
+    :func:`named_terms`) and belong to a read source whose records name fewer of them than
+    another source's records do.
+
+    Other people's lives (or any collection about the same things, not about this user)
+    speak of what the turn asks about, but not of the people and places it names, while
+    the source that holds the user's own records names them, in its records' text or
+    speakers. Such records are the look-alikes the View leaves for last
+    (``ReadSettings.source_names``). Every record of a source that names as many of the
+    names as the best source stays; with one source, or a turn that names no name,
+    nothing is returned.
+    """
+    wanted = set(names)
+    records = list(records)
+    if not wanted:
+        return set()
+    named: dict[str, set[str]] = {}
+    own: dict[str, set[str]] = {}
+    for r in records:
+        found = wanted.intersection(term_counts(str(r.get("text", "")))[0])
+        named.setdefault(str(r.get("read_source") or ""), set()).update(found)
+        own[r["id"]] = found
+    if len(named) < 2:
+        return set()
+    best = max(len(v) for v in named.values())
+    return {
+        r["id"]
+        for r in records
+        if len(named[str(r.get("read_source") or "")]) < best and not own[r["id"]]
+    }

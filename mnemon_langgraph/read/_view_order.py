@@ -39,6 +39,7 @@ __all__ = [
     "seen_in_recent",
     "spread_pieces",
     "spread_sessions",
+    "unnamed_last",
     "with_openings",
     "with_questions",
 ]
@@ -279,6 +280,31 @@ def demote_replies(
         (rid, f"{why}; {note}" if rid in reply else why)
         for rid, why in (candidates[i] for i in placed)
     ]
+
+
+_UNNAMED = (
+    "placed after every other candidate: it names none of the names the turn names, and "
+    "its source's pooled records name fewer of them than another source's"
+)
+
+
+def unnamed_last(candidates: Sequence[tuple[str, str]], unnamed: set[str]) -> list[tuple[str, str]]:
+    """``candidates`` with the records of ``unnamed`` after every other, in their order.
+
+    With several read sources, a source about the same things as the user's records but
+    not about the user (other people's lives, documents about other people and places)
+    has records System 1 rates as likely as the user's own: they speak of what the turn
+    asks, only not of whom. ``unnamed`` holds the records that name none of the turn's
+    names, from a source whose records name fewer of them than another source's
+    (:func:`~mnemon_langgraph.read._source_match.unnamed_records`); they still fill what
+    budget the others leave. Order only: calibration invariance holds. Empty ``unnamed``:
+    unchanged.
+    """
+    if not unnamed:
+        return list(candidates)
+    first = [(rid, why) for rid, why in candidates if rid not in unnamed]
+    last = [(rid, f"{why}; {_UNNAMED}") for rid, why in candidates if rid in unnamed]
+    return first + last
 
 
 def _placed_before(

@@ -293,6 +293,17 @@ class ReadSettings:
             folds on LoCoMo's dev conversations with the other conversations as distractors
             and with half of each history in documents (docs/results/documents.md,
             "Sources on one scale").
+        source_names: With several read sources, the records of a source whose pooled
+            records name fewer of the turn's names (the capitalised words of its message
+            and needs: people, places) than another source's, and that name none of them
+            themselves, enter the View after every other candidate
+            (``read._source_match.unnamed_records``, ``view.unnamed_last``): other people's
+            lives beside a user's journal speak of the same things, and System 1 rates
+            them as likely, but they do not name whom the turn asks about. Order only;
+            they still fill what budget is left. ``False`` turns it off; one source, or a
+            turn that names no name: unused. Chosen on by leave-one-conversation-out folds
+            on LoCoMo's dev conversations, the distractor and the split runs together
+            (docs/results/documents.md, "Fifth pass").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -341,6 +352,7 @@ class ReadSettings:
     dense_candidates: int | None = 100
     dense_searches: int = 3
     source_match: float = 2.0
+    source_names: bool = True
     topic_depth: int = 150
     coverage_share: float = 0.5
 

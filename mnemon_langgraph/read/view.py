@@ -33,6 +33,7 @@ from mnemon_langgraph.read._as_of import as_of_line
 from mnemon_langgraph.read._questions import is_reply as is_reply  # imported from here before
 from mnemon_langgraph.read._replaced import replaced_marks
 from mnemon_langgraph.read._rules import Judgment, is_yes, rank_by
+from mnemon_langgraph.read._source_match import named_terms, unnamed_records
 from mnemon_langgraph.read._view_explain import explain
 from mnemon_langgraph.read._view_fill import BLOCK_RECORDS as BLOCK_RECORDS
 from mnemon_langgraph.read._view_fill import fill, index_block
@@ -47,6 +48,7 @@ from mnemon_langgraph.read._view_order import (
     seen_in_recent,
     spread_pieces,
     spread_sessions,
+    unnamed_last,
     with_openings,
     with_questions,
 )
@@ -207,6 +209,20 @@ def _with_mentions(
     return coverage_first(candidates, pool, per_session, room, marks, earliest)
 
 
+def _names_first(
+    candidates: Sequence[tuple[str, str]],
+    pool: Sequence[Mapping[str, Any]],
+    focus: Sequence[str],
+    sources: Sequence[str],
+    settings: ReadSettings,
+) -> list[tuple[str, str]]:
+    """With several sources and ``source_names``, the records of a source that names fewer
+    of the turn's names (its message and needs) than another, and that name none, last."""
+    if not settings.source_names or len(sources) < 2:
+        return list(candidates)
+    return unnamed_last(candidates, unnamed_records(pool, named_terms(focus)))
+
+
 _RECORD_PROPS = frozenset({"screen", "needed", "stale", "satisfies"})
 """The propositions judged of a pooled record (the others are of index items)."""
 
@@ -274,6 +290,7 @@ def compose_view(
     if all_needs and switches.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
+    candidates = _names_first(candidates, pool, focus, sources, settings)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
     preamble = _preamble(sources, as_of)

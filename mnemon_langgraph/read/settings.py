@@ -81,10 +81,11 @@ class ExperimentSwitches:
             (the source's embedder, a few short lines a turn), not by the instruction
             search's rank of the whole record (``read.instructions.line_similarities``). A
             source that cannot embed, or an embedder error, keeps the search's order. Off:
-            at 10M tokens on BEAM it won back instruction questions held out, but it was not
-            run on LoCoMo or LongMemEval, where the instruction search finds look-alike lines
-            for many questions (docs/results/ten-million.md, "Standing instructions in a long
-            history").
+            at 10M tokens on BEAM it won back instruction questions held out, but with a
+            deeper instruction search it led LoCoMo's small Views with look-alike lines
+            ("Always good to hear!") in place of evidence, and held out by conversation
+            folds the change lost more than it won (docs/results/ten-million.md, "LoCoMo
+            and LongMemEval with the instruction settings").
     """
 
     fused_weight: float = 0.0
@@ -227,8 +228,10 @@ class ReadSettings:
             Default 1, with the search's 10 nearest records: chosen by
             leave-one-conversation-out cross-validation on BEAM (docs/results/beam.md).
         instruction_depth: Records the instruction search reads (``instruction_records``);
-            the ones holding a standing instruction join the pool. Default 10
-            (docs/results/ten-million.md, "Standing instructions in a long history").
+            the ones holding a standing instruction join the pool. Default 10: deeper
+            searches won instruction questions in a long history but cost LoCoMo's small
+            Views, held out (docs/results/ten-million.md, "Standing instructions in a long
+            history").
         assistant_rank_factor: A record holding only the assistant's words competes for a
             place in the View as if System 1 had ranked it this many times lower
             (``view.demote_replies``): the memory is of what the user said, and a long reply

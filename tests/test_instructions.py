@@ -22,7 +22,7 @@ from mnemon_langgraph.read._instructions import (
 )
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
+from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search._text import terms
 
@@ -223,17 +223,38 @@ def test_standing_texts_are_the_instruction_lines_without_the_speaker() -> None:
 
 
 def test_the_lead_is_the_instruction_nearest_the_message() -> None:
-    by_rank, _ = _lead(ReadSettings(experiments=ExperimentSwitches(instruction_match=False)))
+    by_rank, _ = _lead(replace(ReadSettings(), instruction_match=False))
     assert by_rank.records[0].id == "far"  # the search's rank: the other topic leads
-    matched, source = _lead(ReadSettings(experiments=ExperimentSwitches(instruction_match=True)))
+    matched, source = _lead(replace(ReadSettings(), instruction_match=True))
     assert matched.records[0].id == "near" and NEAR in matched.records[0].text
     assert FAR not in matched.records[0].text
     assert NEAR in source.embedded and FAR in source.embedded  # only the lines embedded
     assert not any("the shed and its timelines" in t for t in source.embedded)
 
 
+def test_the_defaults_lead_with_the_nearest_instruction_and_drop_one_far_from_it() -> None:
+    """By default the View leads with the instruction whose own line is nearest the
+    message (two at most); one whose line is below the floor is not about the request and
+    is no standing instruction here."""
+    defaults = ReadSettings()
+    assert defaults.instruction_match and defaults.instruction_records == 2
+    assert float(_bag(FAR)[0] @ _bag(TIMELINE_QUESTION)[0]) < defaults.instruction_floor
+    assert float(_bag(NEAR)[0] @ _bag(TIMELINE_QUESTION)[0]) >= defaults.instruction_floor
+    view, _ = _lead(defaults)
+    assert view.records[0].id == "near" and NEAR in view.records[0].text
+    assert not any(p.get("standing") for p in view.trace["pool"] if p["id"] == "far")
+    assert "standing instruction" not in view.trace["placement"].get("far", "")
+    both, _ = _lead(replace(defaults, instruction_floor=0.0))  # no floor: both lead
+    assert [r.id for r in both.records[:2]] == ["near", "far"]
+    assert FAR in both.records[1].text
+    assert "the shed and its timelines" not in both.records[1].text  # the line only
+    one, _ = _lead(replace(defaults, instruction_floor=0.0, instruction_records=1))
+    assert one.records[0].id == "near"
+    assert "the shed and its timelines" in one.records[1].text  # a record, not a lead
+
+
 def test_an_embedder_error_keeps_the_search_order_and_is_traced() -> None:
-    view, _ = _lead(ReadSettings(experiments=ExperimentSwitches(instruction_match=True)), fail=True)
+    view, _ = _lead(replace(ReadSettings(), instruction_match=True), fail=True)
     assert view.records[0].id == "far"
     [event] = [d for d in view.trace["degradations"] if d["step"] == "instructions"]
     assert "embedder down" in event["detail"]

@@ -25,6 +25,7 @@ from test_planner import NEED_JSON, RoutingFakeChat
 
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import (
@@ -105,15 +106,16 @@ def _records(
             )
         )
         # an instruction on another topic in a record the instruction search ranks first
-        # (it shares the question's words), whose own line is farther from the question
+        # (it shares the question's words), whose own line is farther from the question;
+        # its assistant's line makes the history one with an assistant (read.instructions)
         out.append(
             make_record(
                 "instruction-far",
-                "Ada: the support group plan for March 2023 and my garden notes.\n"
+                "assistant: the support group plan for March 2023 and your garden notes.\n"
                 "Ada: Always use metric units when I ask about the watering rota.",
                 namespace=NS,
                 session=15,
-                roles=("user", "user"),
+                roles=("assistant", "user"),
                 seq=len(out) + 1,
             )
         )
@@ -321,7 +323,10 @@ def default() -> Turn:
 
 
 def _round1_page(t: Turn) -> int:
-    return max(c["returned"] for c in t.trace["search_calls"] if c["round"] == 1)
+    """The largest page of the first round's paged searches (the instruction search reads
+    ``instruction_depth`` records, not a page)."""
+    calls = t.trace["search_calls"]
+    return max(c["returned"] for c in calls if c["round"] == 1 and c["origin"] != INSTRUCTIONS)
 
 
 def _first_wave_calls(t: Turn) -> int:
@@ -450,8 +455,13 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {},
     ),
     "instruction_match": (
-        not ReadSettings().experiments.instruction_match,
+        not ReadSettings().instruction_match,
         lambda t: [r["id"] for r in t.view["records"][:1]],
+        {"instruction": True},
+    ),
+    "instruction_floor": (
+        0.9,  # neither instruction's line is that near the question: none leads
+        lambda t: [r["id"] for r in t.view["records"][:2]],
         {"instruction": True},
     ),
     "assistant_rank_factor": (

@@ -15,13 +15,16 @@ read path itself looks for them each turn:
 * those records join the pool outside the fused ranking (the other searches' pool is the
   same with and without them), and the View leads with their instruction lines, at most
   ``instruction_records`` of them, right after the index;
-* with ``ReadSettings.experiments.instruction_match``, the instructions are ordered for
+* with ``ReadSettings.instruction_match`` (the default), the instructions are ordered for
   that lead by how near each one's own line is to the latest message
   (:func:`line_similarities`, the source's embedder), not by the search's rank of the
   whole record: in a long history many standing instructions share the search's words
   ("always", "when I ask about") and a record's other lines, and the one whose condition
   matches the request ("… when I ask about draft revisions" for "how should I edit my
-  draft?") can rank below them.
+  draft?") can rank below them; a record whose lines are all farther from the message
+  than ``ReadSettings.instruction_floor`` is dropped from the lane (in a conversation
+  between people, "Always good to hear!" opens like an instruction and is about nothing
+  asked).
 
 Nothing is decided when a record is written: the pattern reads raw records at read time,
 and a record whose text merely contains "always" is not an instruction.

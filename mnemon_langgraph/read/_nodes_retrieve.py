@@ -44,15 +44,20 @@ TOPIC = "topic"
 
 
 def _standing(
-    idx: int, hits: Sequence[SearchHit], round_no: int, sims: Mapping[str, float]
+    idx: int,
+    hits: Sequence[SearchHit],
+    round_no: int,
+    sims: Mapping[str, float],
+    floor: float = 0.0,
 ) -> list[PoolRecord]:
     """The instruction search's records that hold a standing instruction of the user, as pool
     entries marked with those lines (``standing``) and, where ``sims`` has one, their lines'
-    nearness to the message (``standing_sim``); the rest of its page is dropped."""
+    nearness to the message (``standing_sim``); the rest of its page is dropped, and so is a
+    record whose nearness is below ``floor`` (``ReadSettings.instruction_floor``)."""
     out: list[PoolRecord] = []
     for hit in hits:
         lines = standing_lines(hit.record)
-        if lines:
+        if lines and sims.get(hit.record.id, floor) >= floor:
             entry = PoolRecord(
                 **record_to_dict(hit.record),
                 found=[[idx, hit.rank]],
@@ -301,7 +306,7 @@ class RetrieveNode(SourcesNode):
                 continue
             if s["origin"] in (INSTRUCTIONS, TOPIC):
                 kept = (
-                    _standing(idx, hits, round_no, sims)
+                    _standing(idx, hits, round_no, sims, self.settings.instruction_floor)
                     if s["origin"] == INSTRUCTIONS
                     else _topic(idx, hits, round_no, self.settings.experiments.topic_records)
                 )
@@ -433,11 +438,11 @@ class RetrieveNode(SourcesNode):
         trace: list[dict[str, Any]],
     ) -> Body[dict[str, float]]:
         """Record id → the nearness of its standing lines to the latest message, for the
-        instruction searches' records (``experiments.instruction_match``; only where there
-        are two or more to order, and the search's source embeds queries). An embedder
-        error is traced and leaves the search's order."""
+        instruction searches' records (``ReadSettings.instruction_match``; only where there
+        are two or more to order or a floor to check, and the search's source embeds
+        queries). An embedder error is traced and leaves the search's order, unfloored."""
         sims: dict[str, float] = {}
-        if not self.settings.experiments.instruction_match:
+        if not self.settings.instruction_match:
             return sims
         message = latest_text(list(recent))
         for idx, _, hits in fetched:
@@ -447,7 +452,9 @@ class RetrieveNode(SourcesNode):
             lines = {h.record.id: standing_texts(h.record) for h in hits}
             lines = {rid: texts for rid, texts in lines.items() if texts}
             source = self._bound(state, s.get("read_source")).capabilities()
-            if len(lines) < 2 or not isinstance(source, VectorSource):
+            # one line needs no order, only the floor's check
+            few = 1 if self.settings.instruction_floor > 0 else 2
+            if len(lines) < few or not isinstance(source, VectorSource):
                 continue
             embed = source.query_vector
             try:

@@ -459,7 +459,7 @@ def _standing_first(
     """``candidates`` led by the pooled standing instructions (``read.instructions``).
 
     The records the instruction search found holding a standing instruction of the user
-    (``standing`` in the pool) enter first: with ``experiments.instruction_match``, the one
+    (``standing`` in the pool) enter first: with ``ReadSettings.instruction_match``, the one
     whose instruction line is nearest the latest message first (``standing_sim``); else,
     and among equals, best rank first (the best rank any of the turn's searches gave the
     record, so an instruction the other searches also found near the top leads), at most
@@ -471,8 +471,8 @@ def _standing_first(
     if limit <= 0:
         return list(candidates)
     standing = [r for r in pool if r.get("standing") and r["id"] not in skip]
-    # nearest to the message first (``experiments.instruction_match``: a cosine in [-1, 1]; a record
-    # without one after those), then the best rank any of the turn's searches gave it
+    # nearest to the message first (``ReadSettings.instruction_match``: a cosine in [-1, 1];
+    # a record without one after those), then the best rank any of the turn's searches gave it
     standing.sort(
         key=lambda r: (
             -r.get("standing_sim", -2.0),

@@ -76,15 +76,6 @@ class ExperimentSwitches:
             question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
             conversations it lifts event ordering but not summarization, and stays an
             experiment (docs/results/beam.md, "Coverage Views").
-        instruction_match: Experiment switch. Order the standing instructions the View
-            leads with by the cosine of each one's instruction line with the latest message
-            (the source's embedder, a few short lines a turn), not by the instruction
-            search's rank of the whole record (``read.instructions.line_similarities``). A
-            source that cannot embed, or an embedder error, keeps the search's order. Off:
-            at 10M tokens on BEAM it won back instruction questions held out, but it was not
-            run on LoCoMo or LongMemEval, where the instruction search finds look-alike lines
-            for many questions (docs/results/ten-million.md, "Standing instructions in a long
-            history").
     """
 
     fused_weight: float = 0.0
@@ -94,7 +85,6 @@ class ExperimentSwitches:
     leave_out_stale: bool = False
     topic_records: int = 0
     coverage_records: int = 0
-    instruction_match: bool = False
 
     def __post_init__(self) -> None:
         for name in ("fused_weight", "part_searches", "topic_records", "coverage_records"):
@@ -224,11 +214,26 @@ class ReadSettings:
             about …") the View leads with, found each turn by one more search worded as
             such an instruction about the message, outside the fused pool, and shown as
             their instruction lines only (``read.instructions``). 0 turns the search off.
-            Default 1, with the search's 10 nearest records: chosen by
-            leave-one-conversation-out cross-validation on BEAM (docs/results/beam.md).
+            Default 2, with ``instruction_depth`` 40, ``instruction_match`` and
+            ``instruction_floor``: in a long history other standing instructions on the
+            same request compete with the user's own, and two lines hold both. Chosen by
+            leave-one-conversation-out folds on BEAM (at 100K and 10M tokens) and LoCoMo,
+            with LongMemEval's Views kept (docs/results/ten-million.md, "A floor for the
+            instruction lines").
         instruction_depth: Records the instruction search reads (``instruction_records``);
-            the ones holding a standing instruction join the pool. Default 10
-            (docs/results/ten-million.md, "Standing instructions in a long history").
+            the ones holding a standing instruction join the pool. Default 40, chosen with
+            ``instruction_records`` (its old fixed value was 10).
+        instruction_match: Order the standing instructions the View leads with by the
+            cosine of each one's instruction line with the latest message (the source's
+            embedder, a few short lines a turn), not by the instruction search's rank of
+            the whole record (``read.instructions.line_similarities``). A source that
+            cannot embed, or an embedder error, keeps the search's order. ``False``: the
+            search's order. Chosen with ``instruction_records``.
+        instruction_floor: With ``instruction_match``, a standing instruction whose line's
+            cosine with the latest message is below this is not about the request: it
+            neither joins the pool nor leads the View (a line between people that opens
+            like an instruction, "Always good to hear!", is far from any question). 0 turns
+            it off. Chosen with ``instruction_records``.
         assistant_rank_factor: A record holding only the assistant's words competes for a
             place in the View as if System 1 had ranked it this many times lower
             (``view.demote_replies``): the memory is of what the user said, and a long reply
@@ -342,8 +347,10 @@ class ReadSettings:
     message_pieces: int | None = 1
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
-    instruction_records: int = 1
-    instruction_depth: int = 10
+    instruction_records: int = 2
+    instruction_depth: int = 40
+    instruction_match: bool = True
+    instruction_floor: float = 0.2
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8
@@ -386,6 +393,7 @@ class ReadSettings:
                 "neighbours_after",
                 "excerpt_after",
                 "instruction_records",
+                "instruction_floor",
                 "opening_turns",
                 "topic_depth",
                 "source_match",

@@ -152,7 +152,7 @@ class PoolRecord(TypedDict, total=False):
     ``roles`` is parallel to the lines of ``text`` (``user``, ``assistant`` …; empty when the
     source did not say). ``standing`` (only on records the instruction search found): the
     indices of its lines that are standing instructions of the user (``read.instructions``);
-    ``standing_sim`` (with ``experiments.instruction_match``): the highest cosine of those
+    ``standing_sim`` (with ``ReadSettings.instruction_match``): the highest cosine of those
     lines with the latest message, which orders the View's lead instructions.
     ``topic_rank`` (only on records the topic search found, ``read.topics``): its 0-based
     rank in that search.

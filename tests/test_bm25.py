@@ -155,6 +155,8 @@ def test_mask_filters_inside_ranking() -> None:
     assert index.search("dog cat", 10, mask=mask)[0].tolist() == [4, 2]
     assert index.seqs_for(mask).tolist() == [2, 4]
     assert index.ids_for([4, 99, 2]) == ["d", "b"]
+    assert index.ids_for([0, 3, 99, 1, 3]) == ["c", "a", "c"]  # unknown skipped, order kept
+    assert index.ids_for([]) == []
 
 
 def test_add_rejects_out_of_order_seqs() -> None:

@@ -77,12 +77,13 @@ __getattr__ = deprecated_names(
 HNSW_THRESHOLD = 50_000
 """Live vectors from which the exact flat index is replaced by an approximate one."""
 
-QUANTIZED_SCAN_FROM = 16_384
+QUANTIZED_SCAN_FROM = 8_192
 """Live vectors from which an unfiltered search of the exact flat index scans int8 codes first.
 
-A flat scan reads every stored float; past a few tens of thousands of vectors that no longer
-fits the processor's caches and the scan's cost grows faster than the index. From this size
-an int8 copy of the vectors (a quarter of the bytes; FAISS's ``QT_8bit_direct_signed``
+A flat scan reads every stored float; past several thousand vectors that no longer fits the
+processor's fastest caches and the scan's cost grows faster than the index (a namespace of a
+million tokens, about ten thousand records, is past it: docs/results/ten-million.md). From
+this size an int8 copy of the vectors (a quarter of the bytes; FAISS's ``QT_8bit_direct_signed``
 codes of the vectors times one scale, and of the query times its own) is scanned first, its
 best candidates are scored again in float32 by the same FAISS kernel as the full scan, and
 the result is returned only when no record outside the candidates can reach the ``k``-th

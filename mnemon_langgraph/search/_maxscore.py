@@ -131,6 +131,10 @@ class MaxScore:
         terms = [t for t in found if t is not None]
         if not terms:
             return empty
+        if mask is not None and prune:
+            few = self._few_allowed(terms, mask, k, avgdl)
+            if few is not None:
+                return few
         live = self._alive if mask is None else mask
         with self._partial_scores() as partial:
             acc = _Touched(
@@ -144,6 +148,28 @@ class MaxScore:
                 acc.clear()  # the scratch array goes back all zeros
         cand = np.sort(cand)
         scores = self._exact_scores(terms, cand, avgdl)
+        order = np.lexsort((cand, -scores))[:k]
+        return self._seqs[cand[order]].copy(), scores[order].copy()
+
+    def _few_allowed(
+        self, terms: list[_Term], mask: np.ndarray, k: int, avgdl: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The top ``k`` of a filter that allows few documents (one session of a long
+        history), scored directly: every allowed document's exact score, each term looked up
+        by binary search, instead of reading every posting of the query's terms to keep the
+        allowed ones. ``None`` when reading the postings costs less.
+
+        The same scores (:meth:`_exact_scores`) and the same order of ties as the pruned
+        search: documents without a query term score 0 and are left out.
+        """
+        postings = sum(t.size for t in terms)
+        if int(np.count_nonzero(mask)) * len(terms) * _LOOKUP_COST >= postings:
+            return None
+        allowed = np.flatnonzero(mask)
+        scores = self._exact_scores(terms, allowed, avgdl)
+        self.last_postings = len(allowed) * len(terms)
+        held = scores > 0
+        cand, scores = allowed[held], scores[held]
         order = np.lexsort((cand, -scores))[:k]
         return self._seqs[cand[order]].copy(), scores[order].copy()
 

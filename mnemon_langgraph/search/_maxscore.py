@@ -326,12 +326,17 @@ class MaxScore:
         scores = np.zeros(len(cand), dtype=np.float32)
         norm = self._norm_of(cand, avgdl)
         for term in sorted(terms, key=lambda t: t.tid):
-            tf = np.zeros(len(cand), dtype=np.float32)
-            for docs, tfs in term.parts:
+            if len(term.parts) == 1:  # one sorted piece: a term's usual case
+                docs, tfs = term.parts[0]
                 hit, pos = _find(docs, cand)
-                tf[hit] = tfs[pos[hit]]
-            has = tf > 0
-            scores[has] += np.float32(term.idf) * tf[has] / (tf[has] + norm[has])
+                tf = np.where(hit, tfs[pos], np.float32(0))
+            else:
+                tf = np.zeros(len(cand), dtype=np.float32)
+                for docs, tfs in term.parts:
+                    hit, pos = _find(docs, cand)
+                    tf[hit] = tfs[pos[hit]]
+            # documents without the term add 0.0, which leaves a float32 sum unchanged
+            scores += np.float32(term.idf) * tf / (tf + norm)
         return scores
 
 

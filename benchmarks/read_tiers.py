@@ -18,7 +18,7 @@ an exact speed-up leaves unchanged. ``--parts`` adds the thread CPU of the searc
         100K=runs/hist-100k/journal.sqlite:beam/100K-hist/100K-7 \\
         1M=runs/hist-1m/journal.sqlite:beam/1M-hist/100K-7 \\
         10M=runs/hist-10m/journal.sqlite:beam/10M-hist/100K-7 \\
-        --questions runs/hist-10m/results.jsonl --reps 2 --out read-tiers.json
+        --questions runs/hist-10m/results.jsonl --conversation 100K/7 --reps 2
 """
 
 from __future__ import annotations
@@ -169,6 +169,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("tiers", nargs="+", help="NAME=JOURNAL:NAMESPACE (namespace parts split by /)")
     ap.add_argument("--questions", required=True, help="an eval run's results.jsonl")
+    ap.add_argument("--conversation", help="only this conversation's questions (e.g. 100K/7)")
     ap.add_argument("--all-questions", action="store_true", help="abstention questions too")
     ap.add_argument("--reps", type=int, default=2, help="warm reads of each question per tier")
     ap.add_argument("--parts", action="store_true", help="thread CPU of the read's parts")
@@ -176,7 +177,12 @@ def main() -> None:
     args = ap.parse_args()
     with open(args.questions, encoding="utf-8") as fh:
         rows_in = [json.loads(line) for line in fh if line.strip()]
-    questions = [q for q in rows_in if args.all_questions or q.get("scored", True)]
+    asked: dict[tuple[Any, Any], dict[str, Any]] = {}  # a run of several tiers lists each once
+    for q in rows_in:
+        mine = args.conversation is None or q.get("origin") == args.conversation
+        if mine and (args.all_questions or q.get("scored", True)):
+            asked.setdefault((q.get("origin"), q["question"]), q)
+    questions = list(asked.values())
     _count_model_cpu()
     if args.parts:
         _time_parts()

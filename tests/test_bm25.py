@@ -155,6 +155,8 @@ def test_mask_filters_inside_ranking() -> None:
     assert index.search("dog cat", 10, mask=mask)[0].tolist() == [4, 2]
     assert index.seqs_for(mask).tolist() == [2, 4]
     assert index.ids_for([4, 99, 2]) == ["d", "b"]
+    assert index.ids_for([0, 3, 99, 1, 3]) == ["c", "a", "c"]  # unknown skipped, order kept
+    assert index.ids_for([]) == []
 
 
 def test_add_rejects_out_of_order_seqs() -> None:
@@ -429,3 +431,47 @@ def test_dense_common_terms_equal_bm25s(monkeypatch: pytest.MonkeyPatch) -> None
         got = np.zeros(len(texts))
         got[seqs - 1] = scores
         np.testing.assert_allclose(got, ref.get_scores(sorted(set(tokenize(query)))), rtol=1e-4)
+
+
+def test_a_filter_of_few_documents_ranks_like_reading_every_posting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A filter that keeps one session of many (a read's look around one record) scores the
+    allowed documents directly; rankings and scores equal reading every posting, bit for bit,
+    with deletions and an unmerged tail, and documents without a query term stay out."""
+    texts = _zipf_corpus(6000, seed=11)
+    index = BM25Index()
+    index.add(
+        list(range(1, 6001)),
+        [f"r{i}" for i in range(1, 6001)],
+        texts,
+        [1 + i // 60 for i in range(6000)],  # 100 sessions of 60 records
+        [NO_DATE] * 6000,
+    )
+    index.remove(range(1, 6001, 9))
+    index.add([7000, 7001], ["x1", "x2"], [texts[3], texts[4]], [42, 42], [NO_DATE] * 2)
+    assert index._tail
+    queries = _zipf_queries(7, 40)
+    direct = 0
+    original = BM25Index._few_allowed
+
+    def spy(self: BM25Index, *args: object) -> object:
+        nonlocal direct
+        found = original(self, *args)  # type: ignore[arg-type]
+        direct += found is not None
+        return found
+
+    monkeypatch.setattr(BM25Index, "_few_allowed", spy)
+    for session in (1, 42, 99):
+        mask = index.allowed_mask(session_from=session, session_to=session)
+        for k in (1, 10, 100):
+            for query in queries:
+                full_seqs, full_scores = index.search(query, k, mask=mask, prune=False)
+                seqs, scores = index.search(query, k, mask=mask)
+                assert seqs.tolist() == full_seqs.tolist(), (session, k, query)
+                assert scores.tobytes() == full_scores.tobytes(), (session, k, query)
+                assert set(seqs.tolist()) <= set(index.seqs_for(mask).tolist())
+    assert direct > len(queries)  # the direct scoring really ran
+    assert index.search("w0x", 100, mask=index.allowed_mask(session_from=42, session_to=42))[
+        0
+    ].size  # a common word is found in the session

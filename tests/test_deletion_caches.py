@@ -20,6 +20,7 @@ from langchain_core.messages import HumanMessage
 
 import mnemon_langgraph.judges._features as features
 import mnemon_langgraph.judges._staleness as staleness
+import mnemon_langgraph.store.embedded._schema as embedded_rows
 from mnemon_langgraph.integrations._common import ViewCache
 from mnemon_langgraph.judges.local import LocalDecisionModel
 from mnemon_langgraph.read.graph import create_read_graph
@@ -49,12 +50,16 @@ def _turn_and_delete(store: Any, delete: Callable[[], object], *, survivors: boo
     assert len(store._query_vectors) > 0
     assert features._text_facts.cache_info().currsize > 0
     assert views._cached(next(iter(views._cache))) is not None
+    if not isinstance(store, PostgresStore):  # the journal's parsed speakers and roles
+        assert embedded_rows._names.cache_info().currsize > 0
 
     delete()
 
     assert len(store._query_vectors) == 0
     assert features._text_facts.cache_info().currsize == 0
     assert staleness.clauses.cache_info().currsize == 0
+    assert embedded_rows._names.cache_info().currsize == 0
+    assert embedded_rows._namespace.cache_info().currsize == 0
     assert not judge._cache and not views._cache
     after = views.get(NS, QUESTION).content  # the same turn, asked again
     assert "4471" not in str(after)

@@ -275,3 +275,29 @@ def test_prepare_builds_the_int8_copy_before_the_first_search() -> None:
     q = vecs[5]
     for a, b in zip(index.search(q, 10), small.search(q, 10), strict=True):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("ann", ["ivf", "hnsw"])
+def test_small_filters_on_an_approximate_index_follow_its_ids(ann: str) -> None:
+    """A small filter on an approximate index scores exactly the allowed ids it holds: ids
+    it never held are left out, ids added after an earlier filtered search are found, and a
+    rebuilt (compacted) index is read afresh."""
+    vecs = _data(700, seed=8)
+    seqs = np.arange(1, 701, dtype=np.int64)
+    index = VectorIndex(DIM, hnsw_threshold=300, ann=ann)
+    index.add(seqs[:600], vecs[:600])
+    assert index.kind == ann
+    allowed = np.array([5, 40, 41, 650, 651, 9_999], dtype=np.int64)
+    got, _ = index.search(vecs[40], 10, allowed=allowed)
+    assert sorted(got.tolist()) == [5, 40, 41]  # 650, 651 and 9,999 are not held
+    first = np.isin(seqs[:600], allowed)
+    assert got.tolist() == _exact(vecs[:600][first], seqs[:600][first], vecs[40], 5)
+    index.add(seqs[600:], vecs[600:])
+    got, _ = index.search(vecs[650], 10, allowed=allowed)
+    assert sorted(got.tolist()) == [5, 40, 41, 650, 651]
+    held = np.isin(seqs, allowed)
+    assert got.tolist() == _exact(vecs[held], seqs[held], vecs[650], 5)
+    index.remove(range(100, 300))  # more than a tenth: compacted into a new index
+    assert not index._tombstones and index.kind == ann
+    got, _ = index.search(vecs[651], 10, allowed=np.array([150, 651, 41], dtype=np.int64))
+    assert sorted(got.tolist()) == [41, 651]

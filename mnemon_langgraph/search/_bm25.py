@@ -333,12 +333,13 @@ class BM25Index(MaxScore):
     def ids_for(self, seqs: Sequence[int] | np.ndarray) -> list[str]:
         """Record ids of the documents with these ``seq`` numbers (unknown seqs skipped)."""
         arr = np.asarray(seqs, dtype=np.int64)
+        if not len(arr) or not len(self._seqs):
+            return []
         pos = np.searchsorted(self._seqs, arr)
-        out = []
-        for p, seq in zip(pos.tolist(), arr.tolist(), strict=True):
-            if p < len(self._seqs) and self._seqs[p] == seq:
-                out.append(self._ids[p].decode())
-        return out
+        inside = pos < len(self._seqs)
+        hit = np.zeros(len(arr), dtype=bool)
+        hit[inside] = self._seqs[pos[inside]] == arr[inside]
+        return [raw.decode() for raw in self._ids[pos[hit]].tolist()]
 
     def seqs_of_ids(self, ids: Sequence[str]) -> list[int]:
         """``seq`` of the live documents with these record ids."""

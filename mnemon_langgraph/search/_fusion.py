@@ -11,9 +11,9 @@ Ranks are 0-based everywhere, so the reciprocal rank of the top hit is ``1 / 60`
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["CANDIDATE_DEPTH", "RRF_K", "Fused", "reciprocal_rank", "rrf_fuse"]
 
@@ -50,6 +50,8 @@ def rrf_fuse(
     rankings: Sequence[Sequence[K]],
     k: int = RRF_K,
     weights: Sequence[float] | None = None,
+    *,
+    limit: int | None = None,
 ) -> list[Fused[K]]:
     """Fuse rankings by reciprocal rank fusion (Cormack et al. 2009).
 
@@ -62,6 +64,8 @@ def rrf_fuse(
         rankings: Each a sequence of distinct hashable keys, best first.
         k: The RRF constant (60 in the paper and in Cormack et al.).
         weights: One non-negative weight per ranking (default: all 1).
+        limit: Return only the first ``limit`` items of the fused ranking (the same as
+            slicing the whole of it; a page's caller builds no items it drops).
 
     Returns:
         Every key of every ranking, by score descending; ties by best single rank, then by
@@ -71,24 +75,35 @@ def rrf_fuse(
         weights = [1.0] * len(rankings)
     if len(weights) != len(rankings) or any(not w >= 0 for w in weights):
         raise ValueError(f"rrf_fuse: one non-negative weight per ranking, got {weights!r}")
+    # Written for speed (the store fuses two rankings of a hundred or more on every search):
+    # one dict whose insertion order is the order of first appearance, and one tuple sort
+    # key per item. The scores are the formula's terms added in ranking order, as
+    # ``sum(w * reciprocal_rank(x, k) ...)`` adds them.
+    n = len(rankings)
     ranks: dict[K, list[int | None]] = {}
-    first_seen: dict[K, int] = {}
     for r, ranking in enumerate(rankings):
         for pos, key in enumerate(ranking):
-            slot = ranks.setdefault(key, [None] * len(rankings))
-            first_seen.setdefault(key, len(first_seen))
+            slot = ranks.get(key)
+            if slot is None:
+                slot = ranks[key] = [None] * n
             if slot[r] is None:
                 slot[r] = pos
-    fused = [
-        Fused(key, sum(w * reciprocal_rank(x, k) for x, w in _present(rs, weights)), tuple(rs))
-        for key, rs in ranks.items()
-    ]
-    fused.sort(
-        key=lambda f: (-f.score, min(x for x in f.ranks if x is not None), first_seen[f.key])
-    )
-    return fused
+    keyed = []
+    for seen, (key, rs) in enumerate(ranks.items()):
+        score: float = 0
+        best = None
+        for x, w in zip(rs, weights, strict=True):
+            if x is not None:
+                score += w * (1.0 / (k + x))
+                if best is None or x < best:
+                    best = x
+        keyed.append((-score, best, seen, key, rs))
+    keyed.sort(key=_sort_key)
+    if limit is not None:
+        keyed = keyed[: max(0, limit)]
+    return [Fused(key, -neg, tuple(rs)) for neg, _, _, key, rs in keyed]
 
 
-def _present(ranks: Sequence[int | None], weights: Sequence[float]) -> Iterator[tuple[int, float]]:
-    """Each rank an item has, with its ranking's weight."""
-    return ((x, w) for x, w in zip(ranks, weights, strict=True) if x is not None)
+def _sort_key(entry: tuple[float, int | None, int, Any, Any]) -> tuple[float, int | None, int]:
+    """Score descending, then best single rank, then first appearance (never the key)."""
+    return entry[0], entry[1], entry[2]

@@ -131,6 +131,10 @@ class MaxScore:
         terms = [t for t in found if t is not None]
         if not terms:
             return empty
+        if mask is not None and prune:
+            few = self._few_allowed(terms, mask, k, avgdl)
+            if few is not None:
+                return few
         live = self._alive if mask is None else mask
         with self._partial_scores() as partial:
             acc = _Touched(
@@ -144,6 +148,28 @@ class MaxScore:
                 acc.clear()  # the scratch array goes back all zeros
         cand = np.sort(cand)
         scores = self._exact_scores(terms, cand, avgdl)
+        order = np.lexsort((cand, -scores))[:k]
+        return self._seqs[cand[order]].copy(), scores[order].copy()
+
+    def _few_allowed(
+        self, terms: list[_Term], mask: np.ndarray, k: int, avgdl: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The top ``k`` of a filter that allows few documents (one session of a long
+        history), scored directly: every allowed document's exact score, each term looked up
+        by binary search, instead of reading every posting of the query's terms to keep the
+        allowed ones. ``None`` when reading the postings costs less.
+
+        The same scores (:meth:`_exact_scores`) and the same order of ties as the pruned
+        search: documents without a query term score 0 and are left out.
+        """
+        postings = sum(t.size for t in terms)
+        if int(np.count_nonzero(mask)) * len(terms) * _LOOKUP_COST >= postings:
+            return None
+        allowed = np.flatnonzero(mask)
+        scores = self._exact_scores(terms, allowed, avgdl)
+        self.last_postings = len(allowed) * len(terms)
+        held = scores > 0
+        cand, scores = allowed[held], scores[held]
         order = np.lexsort((cand, -scores))[:k]
         return self._seqs[cand[order]].copy(), scores[order].copy()
 
@@ -300,12 +326,17 @@ class MaxScore:
         scores = np.zeros(len(cand), dtype=np.float32)
         norm = self._norm_of(cand, avgdl)
         for term in sorted(terms, key=lambda t: t.tid):
-            tf = np.zeros(len(cand), dtype=np.float32)
-            for docs, tfs in term.parts:
+            if len(term.parts) == 1:  # one sorted piece: a term's usual case
+                docs, tfs = term.parts[0]
                 hit, pos = _find(docs, cand)
-                tf[hit] = tfs[pos[hit]]
-            has = tf > 0
-            scores[has] += np.float32(term.idf) * tf[has] / (tf[has] + norm[has])
+                tf = np.where(hit, tfs[pos], np.float32(0))
+            else:
+                tf = np.zeros(len(cand), dtype=np.float32)
+                for docs, tfs in term.parts:
+                    hit, pos = _find(docs, cand)
+                    tf[hit] = tfs[pos[hit]]
+            # documents without the term add 0.0, which leaves a float32 sum unchanged
+            scores += np.float32(term.idf) * tf / (tf + norm)
         return scores
 
 

@@ -77,12 +77,13 @@ __getattr__ = deprecated_names(
 HNSW_THRESHOLD = 50_000
 """Live vectors from which the exact flat index is replaced by an approximate one."""
 
-QUANTIZED_SCAN_FROM = 16_384
+QUANTIZED_SCAN_FROM = 8_192
 """Live vectors from which an unfiltered search of the exact flat index scans int8 codes first.
 
-A flat scan reads every stored float; past a few tens of thousands of vectors that no longer
-fits the processor's caches and the scan's cost grows faster than the index. From this size
-an int8 copy of the vectors (a quarter of the bytes; FAISS's ``QT_8bit_direct_signed``
+A flat scan reads every stored float; past several thousand vectors that no longer fits the
+processor's fastest caches and the scan's cost grows faster than the index (a namespace of a
+million tokens, about ten thousand records, is past it: docs/results/ten-million.md). From
+this size an int8 copy of the vectors (a quarter of the bytes; FAISS's ``QT_8bit_direct_signed``
 codes of the vectors times one scale, and of the query times its own) is scanned first, its
 best candidates are scored again in float32 by the same FAISS kernel as the full scan, and
 the result is returned only when no record outside the candidates can reach the ``k``-th
@@ -269,7 +270,8 @@ class VectorIndex:
         self.nprobe = nprobe
         self.quantized_scan_from = quantized_scan_from
         self.kind = "flat"
-        self._index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        self._stored: tuple[int, np.ndarray] | None = None  # see _stored_ids
+        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
         # int8 copy of a large flat index, position for position (built when searched), the
         # ids of those positions, the codes' scale and the largest rounding error of a vector
         self._q8: Any = None
@@ -279,6 +281,26 @@ class VectorIndex:
         self._q8_built_error = 0.0
         self._tombstones: set[int] = set()
         self._max_seq = 0
+
+    @property
+    def _index(self) -> Any:
+        """The FAISS index (an ``IndexIDMap2`` around the flat, IVF or HNSW index)."""
+        return self._faiss_index
+
+    @_index.setter
+    def _index(self, index: Any) -> None:
+        self._faiss_index = index
+        self._stored = None  # another index: its ids are read again
+
+    def _stored_ids(self) -> np.ndarray:
+        """The ids the index holds, sorted; kept while the index and its size stay the same
+        (an approximate index's id map only grows: deletions are tombstones), so a filtered
+        search of a large namespace does not copy and sort every id each time."""
+        total = int(self._index.ntotal)
+        if self._stored is None or self._stored[0] != total:
+            ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
+            self._stored = (total, np.sort(ids))
+        return self._stored[1]
 
     # -- size ------------------------------------------------------------------------------
 
@@ -450,6 +472,7 @@ class VectorIndex:
         present = wanted[np.isin(wanted, stored)]
         if self.kind == "flat":
             self._q8 = None  # positions shift: rebuilt at the next search
+            self._stored = None
             return int(self._index.remove_ids(present)) if len(present) else 0
         new = {int(s) for s in present} - self._tombstones
         self._tombstones |= new
@@ -495,8 +518,9 @@ class VectorIndex:
             ids = np.asarray(allowed, dtype=np.int64)
             if self._tombstones:
                 ids = ids[~np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))]
-            stored = faiss.vector_to_array(self._index.id_map)
-            ids = ids[np.isin(ids, stored)]
+            stored = self._stored_ids()
+            at = np.minimum(np.searchsorted(stored, ids), max(len(stored) - 1, 0))
+            ids = ids[stored[at] == ids] if len(stored) else ids[:0]
             if not len(ids):
                 return empty
             scores = self._index.reconstruct_batch(ids) @ q[0]

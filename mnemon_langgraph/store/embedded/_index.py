@@ -771,7 +771,7 @@ class NamespaceIndex:
     ) -> list[RankedSeq]:
         """Hits ``offset .. offset + k`` of ``rankings`` (seqs, BM25's first, the dense
         list's second) fused by :func:`rrf_fuse`. Call under :attr:`lock`."""
-        page = rrf_fuse(rankings, k=RRF_K, weights=weights)[offset : offset + k]
+        page = rrf_fuse(rankings, k=RRF_K, weights=weights, limit=offset + k)[offset:]
         ids = self.bm25.ids_for([f.key for f in page])
         if len(ids) != len(page):  # cannot happen: both indexes hold the same seqs
             known = set(self.bm25.seqs().tolist())

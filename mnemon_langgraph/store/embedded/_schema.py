@@ -7,12 +7,14 @@ PostgreSQL backend stores the same way is in :mod:`mnemon_langgraph.records.sche
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from mnemon_langgraph.records._content_caches import register_content_cache
 from mnemon_langgraph.records.schema import ns_from_key
 from mnemon_langgraph.types import Record
 
@@ -235,17 +237,34 @@ def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> Record:
     (rid, seq, ns, origin, session, date, position, speakers, mids, roles, text) = tuple(row)[:11]
     return Record(
         id=rid,
-        namespace=ns_from_key(ns),
+        namespace=_namespace(ns),
         session=session,
         date=datetime.fromisoformat(date) if date else None,
         position=position,
-        speakers=tuple(json.loads(speakers)),
+        speakers=_names(speakers),
         message_ids=tuple(json.loads(mids)),
         text=text,
         origin=origin,
         seq=seq,
-        roles=tuple(json.loads(roles)),
+        roles=_names(roles),
     )
+
+
+# A search reads hundreds of records whose namespace, speakers and roles repeat a few values:
+# each stored form is parsed once (the results are tuples, shared safely).
+@functools.lru_cache(maxsize=256)
+def _namespace(key: str) -> tuple[str, ...]:
+    return ns_from_key(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(stored: str) -> tuple[Any, ...]:
+    return tuple(json.loads(stored))
+
+
+# speaker names are the records' words: a deletion forgets them (and the namespaces) too
+register_content_cache(_namespace.cache_clear)
+register_content_cache(_names.cache_clear)
 
 
 RECORD_COLUMNS = (

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
-from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank, rrf_fuse
+from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank
 from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
@@ -50,20 +50,53 @@ def record_to_dict(record: Record) -> PoolRecord:
 
 
 def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
-    """Rebuild a :class:`Record` from :func:`record_to_dict` output."""
-    date = data.get("date")
+    """Rebuild a :class:`Record` from :func:`record_to_dict` output.
+
+    The same entry is rebuilt many times in a turn (every page served from a dense-only
+    source's candidates, every wave's targets), so records are kept by everything they are
+    built from (a record is immutable: a kept one is the one a rebuild would give)."""
+    return _record(
+        tuple(namespace),
+        data["id"],
+        data.get("session"),
+        data.get("date"),
+        data.get("position"),
+        tuple(data.get("speakers") or ()),
+        tuple(data.get("message_ids") or ()),
+        tuple(data.get("roles") or ()),
+        data.get("text", ""),
+        data.get("source", ""),
+        data.get("seq"),
+    )
+
+
+@functools.lru_cache(maxsize=8192)
+def _record(
+    namespace: Namespace,
+    rid: str,
+    session: Any,
+    date: str | None,
+    position: Any,
+    speakers: tuple[str, ...],
+    message_ids: tuple[str, ...],
+    roles: tuple[str, ...],
+    text: str,
+    origin: str,
+    seq: Any,
+) -> Record:
+    """:func:`dict_to_record`'s record from the entry's fields."""
     return Record(
-        id=data["id"],
+        id=rid,
         namespace=namespace,
-        session=int(data.get("session") or 0),
+        session=int(session or 0),
         date=datetime.fromisoformat(date) if date else None,
-        position=int(data.get("position") or 0),
-        speakers=tuple(data.get("speakers") or ()),
-        message_ids=tuple(data.get("message_ids") or ()),
-        roles=cast(tuple[Role, ...], tuple(data.get("roles") or ())),
-        text=data.get("text", ""),
-        origin=data.get("source", ""),
-        seq=int(data.get("seq") or 0),
+        position=int(position or 0),
+        speakers=speakers,
+        message_ids=message_ids,
+        roles=cast(tuple[Role, ...], roles),
+        text=text,
+        origin=origin,
+        seq=int(seq or 0),
     )
 
 
@@ -173,9 +206,30 @@ def keyword_order(
                 score += weight[t] * tf / (tf + norm)
         scores.append(score)
     keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
-    # the retriever's order first: rrf_fuse breaks ties by best single rank, then by it
-    fused = rrf_fuse([range(n), keyword], rrf_k)
-    return [(f.key, f.score, f.ranks[1]) for f in fused]
+    return _fuse_with_order(n, keyword, rrf_k)
+
+
+def _fuse_with_order(
+    n: int, keyword: Sequence[int], rrf_k: int
+) -> list[tuple[int, float, int | None]]:
+    """``rrf_fuse([range(n), keyword], rrf_k)`` as ``(index, score, keyword rank)``: the same
+    scores (the same float sums, in the same order) and the same ties (best single rank,
+    then the retriever's order, which is every index's first appearance). Written out
+    because the general fusion's bookkeeping (a rank slot per ranking and item, a
+    first-appearance map) cost more than the BM25 scoring on every re-ranking of a
+    dense-only source's candidates."""
+    rank_of: list[int | None] = [None] * n
+    for r, i in enumerate(keyword):
+        rank_of[i] = r
+    rows: list[tuple[float, int, int, int | None]] = []
+    for i, r in enumerate(rank_of):
+        if r is None:
+            rows.append((-reciprocal_rank(i, rrf_k), i, i, None))
+        else:
+            score = reciprocal_rank(i, rrf_k) + reciprocal_rank(r, rrf_k)
+            rows.append((-score, r if r < i else i, i, r))
+    rows.sort()  # score descending, best rank, first seen: never past the (unique) index
+    return [(i, -neg, r) for neg, _, i, r in rows]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

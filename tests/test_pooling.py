@@ -11,6 +11,7 @@ from mnemon_langgraph.read._pooling import (
     dict_to_record,
     keyword_order,
     merge_page,
+    merge_pages,
     record_to_dict,
     take_page,
 )
@@ -188,3 +189,15 @@ def test_record_headers_follow_session_and_date() -> None:
     b = Record("b", ("t",), 2, datetime(2024, 1, 1, 9, 30), 0, ("a",), ("b",), "x")
     assert b.header == "Session 2 — 2024-01-01 09:30"
     assert Record("c", ("t",), 3, None, 0, ("a",), ("c",), "x").header == "Session 3"
+
+
+def test_a_rounds_pages_merged_at_once_as_one_after_another() -> None:
+    pool = build_first_pool(_pages(_hits(["a", "b"])), cap=5)
+    pages = [(1, 0, _hits(["b", "c"])), (2, 3, _hits(["c", "d", "a"])), (1, 2, _hits(["e"]))]
+    step, added = list(pool), 0
+    for search, offset, hits in pages:
+        step, new = merge_page(step, search, offset, hits, 2)
+        added += new
+    assert merge_pages(pool, pages, 2) == (step, added)
+    assert added == 3 and [p["id"] for p in step] == ["a", "b", "c", "d", "e"]
+    assert pool[0]["found"] == [[0, 0]]  # the input pool is not changed

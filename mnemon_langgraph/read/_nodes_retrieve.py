@@ -23,7 +23,7 @@ from mnemon_langgraph.read._pooling import (
     dict_to_record,
     keyword_order,
     keyword_rerank,
-    merge_page,
+    merge_pages,
     record_to_dict,
     take_page,
 )
@@ -340,10 +340,7 @@ class RetrieveNode(SourcesNode):
             )
             added = len(pool)
         else:
-            added = 0
-            for idx, offset, page in pages:
-                pool, gained = merge_page(pool, idx, offset, page, round_no)
-                added += gained
+            pool, added = merge_pages(pool, pages, round_no)
         pool, gained = _with_lane(pool, lane)
         pool = self._tag(pool)
         added += gained

@@ -26,6 +26,7 @@ __all__ = [
     "keyword_order",
     "keyword_rerank",
     "merge_page",
+    "merge_pages",
     "record_to_dict",
     "take_page",
     "term_counts",
@@ -195,14 +196,22 @@ def keyword_order(
     query_terms = set(terms(query))
     docs = [term_counts(t) for t in texts]
     avgdl = sum(length for _, length in docs) / n or 1.0
-    weight = {t: idf(n, sum(1 for counts, _ in docs if t in counts)) for t in query_terms}
+    # most candidates share no query word: each one's shared words by one set intersection,
+    # then summed in the query words' own order (the same floats as term by term)
+    place = {t: j for j, t in enumerate(query_terms)}
+    shared = [sorted(counts.keys() & query_terms, key=place.__getitem__) for counts, _ in docs]
+    df = dict.fromkeys(query_terms, 0)
+    for words in shared:
+        for t in words:
+            df[t] += 1
+    weight = {t: idf(n, df[t]) for t in query_terms}
     scores: list[float] = []
-    for counts, length in docs:
+    for (counts, length), words in zip(docs, shared, strict=True):
         score = 0.0
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
-        for t in query_terms:
-            tf = counts.get(t, 0)
-            if tf:
+        if words:
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+            for t in words:
+                tf = counts[t]
                 score += weight[t] * tf / (tf + norm)
         scores.append(score)
     keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
@@ -407,30 +416,45 @@ def merge_page(
     Returns:
         The new pool and how many records were new.
     """
+    return merge_pages(pool, [(search, offset, hits)], round_no)
+
+
+def merge_pages(
+    pool: Sequence[PoolRecord],
+    pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
+    round_no: int,
+) -> tuple[list[PoolRecord], int]:
+    """Add a round's later pages (``(search, offset, hits)``, in order) to the pool, as
+    :func:`merge_page` one after another would, copying the pool once for the round.
+
+    Returns:
+        The new pool (the input pool is not changed) and how many records were new.
+    """
     out: list[PoolRecord] = [
         cast(PoolRecord, {**p, "found": [list(f) for f in p.get("found", [])]}) for p in pool
     ]
     index = {p["id"]: i for i, p in enumerate(out)}
     new = 0
-    for i, hit in enumerate(hits):
-        rid = hit.record.id
-        pair = [search, offset + i]
-        if rid in index:
-            entry = out[index[rid]]
-            if pair not in entry["found"]:
-                entry["found"].append(pair)
-            entry["bm25_rank"] = _best(entry.get("bm25_rank"), hit.bm25_rank)
-            entry["dense_rank"] = _best(entry.get("dense_rank"), hit.dense_rank)
-            continue
-        index[rid] = len(out)
-        out.append(
-            PoolRecord(
-                **record_to_dict(hit.record),
-                found=[pair],
-                round=round_no,
-                bm25_rank=hit.bm25_rank,
-                dense_rank=hit.dense_rank,
+    for search, offset, hits in pages:
+        for i, hit in enumerate(hits):
+            rid = hit.record.id
+            pair = [search, offset + i]
+            if rid in index:
+                entry = out[index[rid]]
+                if pair not in entry["found"]:
+                    entry["found"].append(pair)
+                entry["bm25_rank"] = _best(entry.get("bm25_rank"), hit.bm25_rank)
+                entry["dense_rank"] = _best(entry.get("dense_rank"), hit.dense_rank)
+                continue
+            index[rid] = len(out)
+            out.append(
+                PoolRecord(
+                    **record_to_dict(hit.record),
+                    found=[pair],
+                    round=round_no,
+                    bm25_rank=hit.bm25_rank,
+                    dense_rank=hit.dense_rank,
+                )
             )
-        )
-        new += 1
+            new += 1
     return out, new

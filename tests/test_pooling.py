@@ -9,6 +9,7 @@ from mnemon_langgraph.read._pooling import (
     _fuse_with_order,
     build_first_pool,
     dict_to_record,
+    fused_keys,
     keyword_order,
     merge_page,
     merge_pages,
@@ -201,3 +202,16 @@ def test_a_rounds_pages_merged_at_once_as_one_after_another() -> None:
     assert merge_pages(pool, pages, 2) == (step, added)
     assert added == 3 and [p["id"] for p in step] == ["a", "b", "c", "d", "e"]
     assert pool[0]["found"] == [[0, 0]]  # the input pool is not changed
+
+
+def test_fused_keys_is_rrf_fuses_order() -> None:
+    """The union's fusion gives ``rrf_fuse``'s order on random rankings, repeats within a
+    ranking included (counted at their first position)."""
+    rng = random.Random(11)
+    for _ in range(400):
+        items = list(range(rng.randint(1, 50)))
+        rankings = [
+            [rng.choice(items) for _ in range(rng.randint(0, 40))] for _ in range(rng.randint(0, 4))
+        ]
+        k = rng.choice([1, 5, 60])
+        assert fused_keys(rankings, k) == [f.key for f in rrf_fuse(rankings, k)]

@@ -21,6 +21,7 @@ from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read._pooling import (
     build_first_pool,
     dict_to_record,
+    fused_keys,
     keyword_order,
     keyword_rerank,
     merge_pages,
@@ -34,7 +35,6 @@ from mnemon_langgraph.read._trace import degraded, timing_event
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, latest_text, record_query
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
-from mnemon_langgraph.search._fusion import rrf_fuse
 from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource, VectorSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
@@ -136,8 +136,7 @@ def _fused_candidates(searches: Sequence[Mapping[str, Any]], over: str) -> list[
     if len(lists) == 1:
         return lists[0]
     first = {d["id"]: d for entries in lists for d in reversed(entries)}
-    fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
-    return [first[f.key] for f in fused]
+    return [first[key] for key in fused_keys([[d["id"] for d in entries] for entries in lists])]
 
 
 def _cached(search: Mapping[str, Any]) -> bool:
@@ -503,10 +502,16 @@ class RetrieveNode(SourcesNode):
         kwargs = self._search_kwargs(s, offset, pooled, as_of)
         bounds: SearchFilters | None = kwargs.get("filters")
         want = offset + kwargs["k"]
+        if bounds is None:  # the page's own records only: the ones before it are not rebuilt
+            return [
+                SearchHit(dict_to_record(cache[i], namespace), rank, 0.0, kr, dense)
+                for rank, (i, dense, kr) in enumerate(order[:want])
+                if rank >= offset
+            ]
         hits: list[SearchHit] = []
         for rank, (i, dense, kr) in enumerate(order):  # rebuilt as far as the page reaches
             record = dict_to_record(cache[i], namespace)
-            if bounds is None or bounds.accepts(record):
+            if bounds.accepts(record):
                 hit = SearchHit(record, rank, 0.0, bm25_rank=kr, dense_rank=dense)
                 hits.append(hit)
                 if len(hits) >= want:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -23,6 +23,7 @@ from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 __all__ = [
     "build_first_pool",
     "dict_to_record",
+    "fused_keys",
     "keyword_order",
     "keyword_rerank",
     "merge_page",
@@ -239,6 +240,31 @@ def _fuse_with_order(
             rows.append((-score, r if r < i else i, i, r))
     rows.sort()  # score descending, best rank, first seen: never past the (unique) index
     return [(i, -neg, r) for neg, _, i, r in rows]
+
+
+def fused_keys(rankings: Sequence[Sequence[Hashable]], rrf_k: int = RRF_K) -> list[Hashable]:
+    """The keys of ``rrf_fuse(rankings, rrf_k)`` in its order (the same sums, added in the
+    same order, and the same ties: best single rank, then first appearance). Written out
+    for the union of a dense-only source's candidates, fused once per round: the general
+    fusion keeps every item's rank in every ranking, which this order never reads."""
+    score: dict[Hashable, float] = {}
+    best: dict[Hashable, int] = {}
+    last: dict[Hashable, int] = {}  # the ranking an item was last counted in
+    for r, ranking in enumerate(rankings):
+        for pos, key in enumerate(ranking):
+            if last.get(key) == r:
+                continue  # repeated within one ranking: its first position counts
+            last[key] = r
+            if key in score:
+                score[key] += reciprocal_rank(pos, rrf_k)
+                if pos < best[key]:
+                    best[key] = pos
+            else:
+                score[key] = 0 + reciprocal_rank(pos, rrf_k)
+                best[key] = pos
+    rows = [(-s, best[key], n, key) for n, (key, s) in enumerate(score.items())]
+    rows.sort()  # never past the (unique) first appearance: keys are not compared
+    return [row[3] for row in rows]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

@@ -19,6 +19,7 @@ from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive, in_t
 from mnemon_langgraph.read._instructions import line_similarities, standing_lines, standing_texts
 from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read._pooling import (
+    Candidates,
     build_first_pool,
     dict_to_record,
     fused_keys,
@@ -410,7 +411,7 @@ class RetrieveNode(SourcesNode):
         fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
         fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
         ns = tuple(state["namespace"])
-        unions: dict[str, list[Mapping[str, Any]]] = {}  # one fusion per source and round
+        unions: dict[str, tuple[list[Mapping[str, Any]], Candidates]] = {}  # one per round
         fetched += [
             (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns, unions), as_of))
             for i, o in local
@@ -479,25 +480,26 @@ class RetrieveNode(SourcesNode):
         pooled: Container[str],
         as_of: datetime | None,
         namespace: tuple[str, ...],
-        unions: dict[str, list[Mapping[str, Any]]],
+        unions: dict[str, tuple[list[Mapping[str, Any]], Candidates]],
     ) -> list[SearchHit]:
         """One page of a search served from a dense-only source's candidates of the turn:
         the asking search's later pages in its order, another search's re-ranked by its own
         words; its date or session bounds applied here. ``unions``: the fused candidates
-        of each source, made once for the round's searches of it."""
+        of each source (and their BM25 collection), made once for the round's searches of
+        it."""
         s = searches[idx]
         over = s.get("over")
         if over is None:  # the asking search's later page: its own candidates, in order
             cache: list[Mapping[str, Any]] = list(s.get("cache") or ())
         else:  # the candidates of the source's asking searches, fused by rank
             if over not in unions:
-                unions[over] = _fused_candidates(searches, over)
-            cache = unions[over]
+                union = _fused_candidates(searches, over)
+                unions[over] = union, Candidates([str(d.get("text", "")) for d in union])
+            cache, collection = unions[over]
         if over is None:
             order = [(i, d.get("dense_rank"), d.get("bm25_rank")) for i, d in enumerate(cache)]
         else:
-            texts = [str(d.get("text", "")) for d in cache]
-            ranked = keyword_order(texts, s["rerank"], self.settings.rrf_k)
+            ranked = keyword_order(collection, s["rerank"], self.settings.rrf_k)
             order = [(i, i, kr) for i, _, kr in ranked]
         kwargs = self._search_kwargs(s, offset, pooled, as_of)
         bounds: SearchFilters | None = kwargs.get("filters")

@@ -21,6 +21,7 @@ from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
 __all__ = [
+    "Candidates",
     "build_first_pool",
     "dict_to_record",
     "fused_keys",
@@ -184,27 +185,46 @@ def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) ->
     ]
 
 
+class Candidates:
+    """Candidates' texts as a BM25 collection: each one's term counts and length, and their
+    mean length. Made once for candidates that several queries re-rank (the union of a
+    dense-only source's candidates, re-ranked by each search served from it)."""
+
+    __slots__ = ("avgdl", "docs")
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.docs = [term_counts(t) for t in texts]
+        n = len(self.docs)
+        self.avgdl = (sum(length for _, length in self.docs) / n or 1.0) if n else 1.0
+
+
 def keyword_order(
-    texts: Sequence[str], query: str, rrf_k: int = RRF_K
+    texts: Sequence[str] | Candidates, query: str, rrf_k: int = RRF_K
 ) -> list[tuple[int, float, int | None]]:
-    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order):
-    ``(index, fused score, keyword rank or None)``, best first; ties as
-    :func:`~mnemon_langgraph.search._fusion.rrf_fuse` breaks them (best single rank, then
+    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order, or as
+    :class:`Candidates`): ``(index, fused score, keyword rank or None)``, best first; ties
+    as :func:`~mnemon_langgraph.search._fusion.rrf_fuse` breaks them (best single rank, then
     the retriever's order)."""
-    n = len(texts)
+    collection = texts if isinstance(texts, Candidates) else Candidates(texts)
+    docs, avgdl = collection.docs, collection.avgdl
+    n = len(docs)
     if not n:
         return []
     query_terms = set(terms(query))
-    docs = [term_counts(t) for t in texts]
-    avgdl = sum(length for _, length in docs) / n or 1.0
     # most candidates share no query word: each one's shared words by one set intersection,
     # then summed in the query words' own order (the same floats as term by term)
     place = {t: j for j, t in enumerate(query_terms)}
-    shared = [sorted(counts.keys() & query_terms, key=place.__getitem__) for counts, _ in docs]
+    shared: list[list[str]] = []
     df = dict.fromkeys(query_terms, 0)
-    for words in shared:
-        for t in words:
-            df[t] += 1
+    for counts, _ in docs:
+        common = counts.keys() & query_terms
+        if common:
+            words = sorted(common, key=place.__getitem__)
+            for t in words:
+                df[t] += 1
+            shared.append(words)
+        else:
+            shared.append(_NONE)
     weight = {t: idf(n, df[t]) for t in query_terms}
     scores: list[float] = []
     for (counts, length), words in zip(docs, shared, strict=True):
@@ -217,6 +237,10 @@ def keyword_order(
         scores.append(score)
     keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
     return _fuse_with_order(n, keyword, rrf_k)
+
+
+_NONE: list[str] = []
+"""A candidate's shared query words when it shares none (never changed)."""
 
 
 def _fuse_with_order(

@@ -215,3 +215,24 @@ def test_fused_keys_is_rrf_fuses_order() -> None:
         ]
         k = rng.choice([1, 5, 60])
         assert fused_keys(rankings, k) == [f.key for f in rrf_fuse(rankings, k)]
+
+
+def test_record_data_is_new_on_every_call_and_follows_the_record() -> None:
+    """The parts kept per record never leak between calls: each call's dict and lists are
+    its own, and an edited record (same id) gives its own data."""
+    rec = _rec("r9", "ada: hi")
+    first = record_to_dict(rec)
+    first["speakers"].append("mallory")
+    first["text"] = "changed"
+    again = record_to_dict(rec)
+    assert again["speakers"] == ["a"] and again["text"] == "ada: hi"
+    assert again["speakers"] is not record_to_dict(rec)["speakers"]
+    later = Record("r9", ("t",), 2, datetime(2024, 2, 1, 8, 5), 0, ("b",), ("r9",), "ada: bye")
+    got = record_to_dict(later)
+    assert (got["session"], got["date"], got["header"], got["text"]) == (
+        2,
+        "2024-02-01T08:05:00",
+        "Session 2 — 2024-02-01 08:05",
+        "ada: bye",
+    )
+    assert list(record_to_dict(rec)) == list(first)  # the same keys, in the same order

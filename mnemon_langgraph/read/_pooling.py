@@ -36,15 +36,34 @@ __all__ = [
 
 
 def record_to_dict(record: Record) -> PoolRecord:
-    """A record as state data (dates as ISO strings)."""
+    """A record as state data (dates as ISO strings).
+
+    A turn turns the same records into state data many times (every dense-only candidate
+    of each asking search, pool entries, pages), so the parts made from the record's
+    fields (its date as text, its header) are kept by the record's value; every call
+    returns new data (its own dict and lists)."""
+    try:
+        data = dict(_record_data(record))
+    except TypeError:  # a field that cannot be hashed (a list a source put there)
+        data = _record_data.__wrapped__(record)
+    data["speakers"] = list(record.speakers)
+    data["roles"] = list(record.roles)
+    data["message_ids"] = list(record.message_ids)
+    return cast(PoolRecord, data)
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _record_data(record: Record) -> dict[str, Any]:
+    """:func:`record_to_dict`'s data of one record, its lists left to the caller (kept:
+    never changed, every caller copies it)."""
     return {
         "id": record.id,
         "session": record.session,
         "date": record.date.isoformat() if record.date else None,
         "position": record.position,
-        "speakers": list(record.speakers),
-        "roles": list(record.roles),
-        "message_ids": list(record.message_ids),
+        "speakers": None,
+        "roles": None,
+        "message_ids": None,
         "text": record.text,
         "source": record.origin,
         "seq": record.seq,

@@ -182,7 +182,7 @@ def test_a_page_served_from_the_candidates_is_the_same_with_bounds_that_hold_eve
     """A later page of the asking search and a page of another search, served from the
     candidates: without bounds only the page's own records are rebuilt; the page is the
     one the bounded walk (every record inside the bounds) gives, ranks and all."""
-    from mnemon_langgraph.read._nodes_retrieve import RetrieveNode
+    from mnemon_langgraph.read._nodes_retrieve import RetrieveNode, _Served
     from mnemon_langgraph.read._pooling import record_to_dict
     from mnemon_langgraph.types import SearchFilters
 
@@ -222,9 +222,9 @@ def test_a_page_served_from_the_candidates_is_the_same_with_bounds_that_hold_eve
     ]
     everything = SearchFilters(session_from=1, session_to=99)
     for idx, offset in ((0, 20), (0, 0), (1, 0), (1, 5)):
-        plain = _Node(None)._from_candidates(searches, idx, offset, (), None, NS, {})
-        bounded = _Node(everything)._from_candidates(searches, idx, offset, (), None, NS, {})
+        plain = _Node(None)._from_candidates(searches, idx, offset, (), None, _Served(NS))
+        bounded = _Node(everything)._from_candidates(searches, idx, offset, (), None, _Served(NS))
         assert plain == bounded and plain
         assert [h.rank for h in plain] == list(range(offset, offset + len(plain)))
-    first = _Node(None)._from_candidates(searches, 1, 0, (), None, NS, {})
+    first = _Node(None)._from_candidates(searches, 1, 0, (), None, _Served(NS))
     assert "Zanzibar" in first[0].record.text  # the other search's own words lead

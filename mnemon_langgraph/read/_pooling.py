@@ -236,14 +236,13 @@ def keyword_order(
     shared: list[list[str]] = []
     df = dict.fromkeys(query_terms, 0)
     for counts, _ in docs:
-        common = counts.keys() & query_terms
-        if common:
-            words = sorted(common, key=place.__getitem__)
-            for t in words:
-                df[t] += 1
-            shared.append(words)
-        else:
+        if query_terms.isdisjoint(counts):
             shared.append(_NONE)
+            continue
+        words = sorted(counts.keys() & query_terms, key=place.__getitem__)
+        for t in words:
+            df[t] += 1
+        shared.append(words)
     weight = {t: idf(n, df[t]) for t in query_terms}
     scores: list[float] = []
     for (counts, length), words in zip(docs, shared, strict=True):
@@ -274,15 +273,25 @@ def _fuse_with_order(
     rank_of: list[int | None] = [None] * n
     for r, i in enumerate(keyword):
         rank_of[i] = r
-    rows: list[tuple[float, int, int, int | None]] = []
-    for i, r in enumerate(rank_of):
-        if r is None:
-            rows.append((-reciprocal_rank(i, rrf_k), i, i, None))
-        else:
-            score = reciprocal_rank(i, rrf_k) + reciprocal_rank(r, rrf_k)
-            rows.append((-score, r if r < i else i, i, r))
-    rows.sort()  # score descending, best rank, first seen: never past the (unique) index
-    return [(i, -neg, r) for neg, _, i, r in rows]
+    # the keyword-ranked candidates in order (score descending, best rank, first seen) ...
+    lead = sorted(
+        (-(1.0 / (rrf_k + i) + 1.0 / (rrf_k + r)), r if r < i else i, i, r)
+        for r, i in enumerate(keyword)
+    )
+    # ... merged into the others, already in that order: (-1 / (k + i), i, i) rises with i
+    out: list[tuple[int, float, int | None]] = []
+    j, m = 0, len(lead)
+    for i in range(n):
+        if rank_of[i] is not None:
+            continue
+        score = 1.0 / (rrf_k + i)  # reciprocal_rank(i, rrf_k)
+        while j < m and lead[j] < (-score, i, i):
+            neg, _, at, r = lead[j]
+            out.append((at, -neg, r))
+            j += 1
+        out.append((i, score, None))
+    out.extend((at, -neg, r) for neg, _, at, r in lead[j:])
+    return out
 
 
 def fused_keys(rankings: Sequence[Sequence[Hashable]], rrf_k: int = RRF_K) -> list[Hashable]:

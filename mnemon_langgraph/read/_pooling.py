@@ -229,7 +229,7 @@ def keyword_order(
     n = len(docs)
     if not n:
         return []
-    query_terms = set(terms(query))
+    query_terms = _query_terms(query)
     # most candidates share no query word: each one's shared words by one set intersection,
     # then summed in the query words' own order (the same floats as term by term)
     place = {t: j for j, t in enumerate(query_terms)}
@@ -255,6 +255,13 @@ def keyword_order(
         scores.append(score)
     keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
     return _fuse_with_order(n, keyword, rrf_k)
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_terms(query: str) -> set[str]:
+    """A re-ranking query's set of terms (read only: the same set, so the same order, as
+    ``set(terms(query))`` gives); a turn re-ranks by the same searches' words each round."""
+    return set(terms(query))
 
 
 _NONE: list[str] = []

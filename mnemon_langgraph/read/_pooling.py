@@ -233,27 +233,27 @@ def keyword_order(
     # most candidates share no query word: each one's shared words by one set intersection,
     # then summed in the query words' own order (the same floats as term by term)
     place = {t: j for j, t in enumerate(query_terms)}
-    shared: list[list[str]] = []
     df = dict.fromkeys(query_terms, 0)
-    for counts, _ in docs:
-        if query_terms.isdisjoint(counts):
-            shared.append(_NONE)
+    sharing: list[tuple[int, list[str]]] = []  # the candidates that share a query word
+    disjoint = query_terms.isdisjoint
+    for i, (counts, _) in enumerate(docs):
+        if disjoint(counts):
             continue
         words = sorted(counts.keys() & query_terms, key=place.__getitem__)
         for t in words:
             df[t] += 1
-        shared.append(words)
+        sharing.append((i, words))
     weight = {t: idf(n, df[t]) for t in query_terms}
-    scores: list[float] = []
-    for (counts, length), words in zip(docs, shared, strict=True):
+    scores: dict[int, float] = {}  # the others score 0: never keyword-ranked
+    for i, words in sharing:
+        counts, length = docs[i]
         score = 0.0
-        if words:
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
-            for t in words:
-                tf = counts[t]
-                score += weight[t] * tf / (tf + norm)
-        scores.append(score)
-    keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+        for t in words:
+            tf = counts[t]
+            score += weight[t] * tf / (tf + norm)
+        scores[i] = score
+    keyword = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
     return _fuse_with_order(n, keyword, rrf_k)
 
 
@@ -262,10 +262,6 @@ def _query_terms(query: str) -> set[str]:
     """A re-ranking query's set of terms (read only: the same set, so the same order, as
     ``set(terms(query))`` gives); a turn re-ranks by the same searches' words each round."""
     return set(terms(query))
-
-
-_NONE: list[str] = []
-"""A candidate's shared query words when it shares none (never changed)."""
 
 
 def _fuse_with_order(

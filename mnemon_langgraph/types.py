@@ -11,6 +11,7 @@ feed the same View.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -321,18 +322,23 @@ class Record:
     @property
     def header(self) -> str:
         """``Session N — YYYY-MM-DD HH:MM`` (date omitted when unknown)."""
-        if self.date is None:
-            return f"Session {self.session}"
-        stamp = (
-            self.date.strftime("%Y-%m-%d %H:%M")
-            if (self.date.hour or self.date.minute)
-            else self.date.strftime("%Y-%m-%d")
-        )
-        return f"Session {self.session} — {stamp}"
+        return _header(self.session, self.date)
 
     def render(self) -> str:
         """The record as indexed and shown: its header line, then its text."""
         return f"[{self.header}]\n{self.text}"
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _header(session: int, date: datetime | None) -> str:
+    """:attr:`Record.header`, kept per session and date: a turn renders the same records'
+    headers many times (pages, pool entries, the View), and ``strftime`` is slow."""
+    if date is None:
+        return f"Session {session}"
+    stamp = (
+        date.strftime("%Y-%m-%d %H:%M") if (date.hour or date.minute) else date.strftime("%Y-%m-%d")
+    )
+    return f"Session {session} — {stamp}"
 
 
 @dataclass(frozen=True, slots=True)

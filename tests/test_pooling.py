@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime
 
 from mnemon_langgraph.read._pooling import (
+    _fuse_with_order,
     build_first_pool,
     dict_to_record,
+    fused_keys,
+    keyword_order,
     merge_page,
+    merge_pages,
     record_to_dict,
     take_page,
 )
+from mnemon_langgraph.search._fusion import rrf_fuse
 from mnemon_langgraph.types import Record, SearchHit
 
 
@@ -140,3 +146,93 @@ def test_take_page_skips_pooled_records_without_counting_them() -> None:
     assert [h.record.id for h in take_page(hits, max_records=3)] == ["r0", "r1", "r2"]
     # trailing pooled hits are passed over too; a fully pooled list is returned whole
     assert len(take_page(hits, max_records=3, pooled={f"r{i}" for i in range(10)})) == 10
+
+
+def test_keyword_order_fuses_exactly_as_rrf_fuse() -> None:
+    """The written-out fusion of a dense-only source's order with its keyword order gives
+    ``rrf_fuse``'s scores (the same floats) and ties, on random rankings and constants."""
+    rng = random.Random(7)
+    for _ in range(400):
+        n = rng.randint(0, 120)
+        keyword = rng.sample(range(n), rng.randint(0, n))
+        k = rng.choice([1, 2, 60])
+        want = [(f.key, f.score, f.ranks[1]) for f in rrf_fuse([range(n), keyword], k)]
+        assert _fuse_with_order(n, keyword, k) == want
+
+
+def test_keyword_order_puts_the_shared_word_first_and_keeps_the_rest_in_order() -> None:
+    texts = ["the weather", "a long walk", "paris in spring", "more weather"]
+    order = keyword_order(texts, "paris trip", 60)
+    assert [i for i, _, _ in order] == [2, 0, 1, 3]
+    assert [kr for _, _, kr in order] == [0, None, None, None]
+
+
+def test_rebuilt_records_follow_every_field_of_the_entry() -> None:
+    """Rebuilt records are kept by what they are made of: an entry that differs in any
+    field (its text, date, session, namespace) gives its own record, never a kept one."""
+    entry = record_to_dict(_rec("r1", "ada: hello"))
+    first = dict_to_record(entry, ("t",))
+    assert dict_to_record(dict(entry), ("t",)) == first
+    edited = dict_to_record({**entry, "text": "ada: bye"}, ("t",))
+    assert edited.text == "ada: bye" and first.text == "ada: hello"
+    assert dict_to_record({**entry, "date": "2025-02-03T04:05:00"}, ("t",)).date == datetime(
+        2025, 2, 3, 4, 5
+    )
+    assert dict_to_record({**entry, "session": 4}, ("t",)).session == 4
+    assert dict_to_record(entry, ("u",)).namespace == ("u",)
+    assert dict_to_record(entry, ["t"]).namespace == ("t",)  # type: ignore[arg-type]
+
+
+def test_record_headers_follow_session_and_date() -> None:
+    """Headers are kept per session and date; each record shows its own."""
+    a = _rec("a")
+    assert a.header == "Session 1 — 2024-01-01"
+    b = Record("b", ("t",), 2, datetime(2024, 1, 1, 9, 30), 0, ("a",), ("b",), "x")
+    assert b.header == "Session 2 — 2024-01-01 09:30"
+    assert Record("c", ("t",), 3, None, 0, ("a",), ("c",), "x").header == "Session 3"
+
+
+def test_a_rounds_pages_merged_at_once_as_one_after_another() -> None:
+    pool = build_first_pool(_pages(_hits(["a", "b"])), cap=5)
+    pages = [(1, 0, _hits(["b", "c"])), (2, 3, _hits(["c", "d", "a"])), (1, 2, _hits(["e"]))]
+    step, added = list(pool), 0
+    for search, offset, hits in pages:
+        step, new = merge_page(step, search, offset, hits, 2)
+        added += new
+    assert merge_pages(pool, pages, 2) == (step, added)
+    assert added == 3 and [p["id"] for p in step] == ["a", "b", "c", "d", "e"]
+    assert pool[0]["found"] == [[0, 0]]  # the input pool is not changed
+
+
+def test_fused_keys_is_rrf_fuses_order() -> None:
+    """The union's fusion gives ``rrf_fuse``'s order on random rankings, repeats within a
+    ranking included (counted at their first position)."""
+    rng = random.Random(11)
+    for _ in range(400):
+        items = list(range(rng.randint(1, 50)))
+        rankings = [
+            [rng.choice(items) for _ in range(rng.randint(0, 40))] for _ in range(rng.randint(0, 4))
+        ]
+        k = rng.choice([1, 5, 60])
+        assert fused_keys(rankings, k) == [f.key for f in rrf_fuse(rankings, k)]
+
+
+def test_record_data_is_new_on_every_call_and_follows_the_record() -> None:
+    """The parts kept per record never leak between calls: each call's dict and lists are
+    its own, and an edited record (same id) gives its own data."""
+    rec = _rec("r9", "ada: hi")
+    first = record_to_dict(rec)
+    first["speakers"].append("mallory")
+    first["text"] = "changed"
+    again = record_to_dict(rec)
+    assert again["speakers"] == ["a"] and again["text"] == "ada: hi"
+    assert again["speakers"] is not record_to_dict(rec)["speakers"]
+    later = Record("r9", ("t",), 2, datetime(2024, 2, 1, 8, 5), 0, ("b",), ("r9",), "ada: bye")
+    got = record_to_dict(later)
+    assert (got["session"], got["date"], got["header"], got["text"]) == (
+        2,
+        "2024-02-01T08:05:00",
+        "Session 2 — 2024-02-01 08:05",
+        "ada: bye",
+    )
+    assert list(record_to_dict(rec)) == list(first)  # the same keys, in the same order

@@ -176,3 +176,55 @@ def test_dense_candidates_must_be_positive() -> None:
 
     with pytest.raises(ConfigurationError):
         ReadSettings(dense_candidates=0)
+
+
+def test_a_page_served_from_the_candidates_is_the_same_with_bounds_that_hold_every_record() -> None:
+    """A later page of the asking search and a page of another search, served from the
+    candidates: without bounds only the page's own records are rebuilt; the page is the
+    one the bounded walk (every record inside the bounds) gives, ranks and all."""
+    from mnemon_langgraph.read._nodes_retrieve import RetrieveNode, _Served
+    from mnemon_langgraph.read._pooling import record_to_dict
+    from mnemon_langgraph.types import SearchFilters
+
+    class _Node(RetrieveNode):
+        def __init__(self, bounds: SearchFilters | None) -> None:
+            self.settings = ReadSettings()
+            self.sources = {}
+            self.bounds = bounds
+
+        def _search_kwargs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            got = super()._search_kwargs(*args, **kwargs)
+            return got if self.bounds is None else {**got, "filters": self.bounds}
+
+    records = [
+        make_record(
+            f"d{i}",
+            f"Ada: note {i} about {'Zanzibar' if i % 7 == 0 else 'home'}",
+            namespace=NS,
+            session=1 + i // 10,
+            date=datetime(2024, 1, 1 + i),
+            position=i,
+        )
+        for i in range(30)
+    ]
+    cache = [
+        {**record_to_dict(r), "dense_rank": i, "bm25_rank": None} for i, r in enumerate(records)
+    ]
+    searches = [
+        {"index": 0, "query": "home", "read_source": "docs", "cache": cache, "rerank": "home"},
+        {
+            "index": 1,
+            "query": "Zanzibar",
+            "read_source": "docs",
+            "over": "docs",
+            "rerank": "Zanzibar",
+        },
+    ]
+    everything = SearchFilters(session_from=1, session_to=99)
+    for idx, offset in ((0, 20), (0, 0), (1, 0), (1, 5)):
+        plain = _Node(None)._from_candidates(searches, idx, offset, (), None, _Served(NS))
+        bounded = _Node(everything)._from_candidates(searches, idx, offset, (), None, _Served(NS))
+        assert plain == bounded and plain
+        assert [h.rank for h in plain] == list(range(offset, offset + len(plain)))
+    first = _Node(None)._from_candidates(searches, 1, 0, (), None, _Served(NS))
+    assert "Zanzibar" in first[0].record.text  # the other search's own words lead

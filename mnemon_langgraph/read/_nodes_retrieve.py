@@ -19,11 +19,13 @@ from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive, in_t
 from mnemon_langgraph.read._instructions import line_similarities, standing_lines, standing_texts
 from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
 from mnemon_langgraph.read._pooling import (
+    Candidates,
     build_first_pool,
     dict_to_record,
+    fused_keys,
     keyword_order,
     keyword_rerank,
-    merge_page,
+    merge_pages,
     record_to_dict,
     take_page,
 )
@@ -34,8 +36,7 @@ from mnemon_langgraph.read._trace import degraded, timing_event
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, latest_text, record_query
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
-from mnemon_langgraph.search._fusion import rrf_fuse
-from mnemon_langgraph.types import SearchFilters, SearchHit, SearchSource, VectorSource
+from mnemon_langgraph.types import Record, SearchFilters, SearchHit, SearchSource, VectorSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
 
@@ -141,8 +142,35 @@ def _fused_candidates(searches: Sequence[Mapping[str, Any]], over: str) -> list[
     if len(lists) == 1:
         return lists[0]
     first = {d["id"]: d for entries in lists for d in reversed(entries)}
-    fused = rrf_fuse([[d["id"] for d in entries] for entries in lists])
-    return [first[f.key] for f in fused]
+    return [first[key] for key in fused_keys([[d["id"] for d in entries] for entries in lists])]
+
+
+def _entry(hit: SearchHit) -> dict[str, Any]:
+    """A dense-only candidate as kept in its asking search: the record's state data and
+    its two ranks."""
+    entry: dict[str, Any] = record_to_dict(hit.record)  # type: ignore[assignment]
+    entry["dense_rank"] = hit.dense_rank
+    entry["bm25_rank"] = hit.bm25_rank
+    return entry
+
+
+class _Served:
+    """What a round's searches served from dense-only sources' candidates share: each
+    source's fused candidates with their BM25 collection (``unions``), and the records
+    rebuilt from candidate entries, by entry (the entries stay in the searches, unchanged,
+    for the whole round, so an entry's identity names it there)."""
+
+    def __init__(self, namespace: tuple[str, ...]) -> None:
+        self.namespace = namespace
+        self.unions: dict[str, tuple[list[Mapping[str, Any]], Candidates]] = {}
+        self._records: dict[int, Record] = {}
+
+    def record(self, entry: Mapping[str, Any]) -> Record:
+        """The record of a candidate entry (:func:`dict_to_record`), once per round."""
+        made = self._records.get(id(entry))
+        if made is None:
+            made = self._records[id(entry)] = dict_to_record(entry, self.namespace)
+        return made
 
 
 def _cached(search: Mapping[str, Any]) -> bool:
@@ -345,10 +373,7 @@ class RetrieveNode(SourcesNode):
             )
             added = len(pool)
         else:
-            added = 0
-            for idx, offset, page in pages:
-                pool, gained = merge_page(pool, idx, offset, page, round_no)
-                added += gained
+            pool, added = merge_pages(pool, pages, round_no)
         pool, gained = _with_lane(pool, lane)
         pool = self._tag(pool)
         added += gained
@@ -418,10 +443,9 @@ class RetrieveNode(SourcesNode):
         )
         fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
         fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
-        ns = tuple(state["namespace"])
-        unions: dict[str, list[Mapping[str, Any]]] = {}  # one fusion per source and round
+        served = _Served(tuple(state["namespace"]))  # shared by the round's local searches
         fetched += [
-            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, ns, unions), as_of))
+            (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, served), as_of))
             for i, o in local
         ]
         sims = yield from self._instruction_sims(state, searches, fetched, recent, trace)
@@ -476,10 +500,7 @@ class RetrieveNode(SourcesNode):
         if search.get("candidates") is None or isinstance(hits, BaseException):
             return hits
         ranked = keyword_rerank(hits, search["rerank"], self.settings.rrf_k)
-        search["cache"] = [
-            {**record_to_dict(h.record), "dense_rank": h.dense_rank, "bm25_rank": h.bm25_rank}
-            for h in ranked
-        ]
+        search["cache"] = [_entry(h) for h in ranked]
         return ranked
 
     def _from_candidates(
@@ -489,34 +510,39 @@ class RetrieveNode(SourcesNode):
         offset: int,
         pooled: Container[str],
         as_of: datetime | None,
-        namespace: tuple[str, ...],
-        unions: dict[str, list[Mapping[str, Any]]],
+        served: _Served,
     ) -> list[SearchHit]:
         """One page of a search served from a dense-only source's candidates of the turn:
         the asking search's later pages in its order, another search's re-ranked by its own
-        words; its date or session bounds applied here. ``unions``: the fused candidates
-        of each source, made once for the round's searches of it."""
+        words; its date or session bounds applied here. ``served``: what the round's
+        searches served so share (each source's fused candidates, rebuilt records)."""
         s = searches[idx]
         over = s.get("over")
         if over is None:  # the asking search's later page: its own candidates, in order
             cache: list[Mapping[str, Any]] = list(s.get("cache") or ())
         else:  # the candidates of the source's asking searches, fused by rank
-            if over not in unions:
-                unions[over] = _fused_candidates(searches, over)
-            cache = unions[over]
+            if over not in served.unions:
+                union = _fused_candidates(searches, over)
+                served.unions[over] = union, Candidates([str(d.get("text", "")) for d in union])
+            cache, collection = served.unions[over]
         if over is None:
             order = [(i, d.get("dense_rank"), d.get("bm25_rank")) for i, d in enumerate(cache)]
         else:
-            texts = [str(d.get("text", "")) for d in cache]
-            ranked = keyword_order(texts, s["rerank"], self.settings.rrf_k)
+            ranked = keyword_order(collection, s["rerank"], self.settings.rrf_k)
             order = [(i, i, kr) for i, _, kr in ranked]
         kwargs = self._search_kwargs(s, offset, pooled, as_of)
         bounds: SearchFilters | None = kwargs.get("filters")
         want = offset + kwargs["k"]
+        if bounds is None:  # the page's own records only: the ones before it are not rebuilt
+            return [
+                SearchHit(served.record(cache[i]), rank, 0.0, kr, dense)
+                for rank, (i, dense, kr) in enumerate(order[:want])
+                if rank >= offset
+            ]
         hits: list[SearchHit] = []
         for rank, (i, dense, kr) in enumerate(order):  # rebuilt as far as the page reaches
-            record = dict_to_record(cache[i], namespace)
-            if bounds is None or bounds.accepts(record):
+            record = served.record(cache[i])
+            if bounds.accepts(record):
                 hit = SearchHit(record, rank, 0.0, bm25_rank=kr, dense_rank=dense)
                 hits.append(hit)
                 if len(hits) >= want:

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
-from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank, rrf_fuse
+from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank
 from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
 __all__ = [
+    "Candidates",
     "build_first_pool",
     "dict_to_record",
+    "fused_keys",
     "keyword_order",
     "keyword_rerank",
     "merge_page",
+    "merge_pages",
     "record_to_dict",
     "take_page",
     "term_counts",
@@ -33,15 +36,34 @@ __all__ = [
 
 
 def record_to_dict(record: Record) -> PoolRecord:
-    """A record as state data (dates as ISO strings)."""
+    """A record as state data (dates as ISO strings).
+
+    A turn turns the same records into state data many times (every dense-only candidate
+    of each asking search, pool entries, pages), so the parts made from the record's
+    fields (its date as text, its header) are kept by the record's value; every call
+    returns new data (its own dict and lists)."""
+    try:
+        data = dict(_record_data(record))
+    except TypeError:  # a field that cannot be hashed (a list a source put there)
+        data = _record_data.__wrapped__(record)
+    data["speakers"] = list(record.speakers)
+    data["roles"] = list(record.roles)
+    data["message_ids"] = list(record.message_ids)
+    return cast(PoolRecord, data)
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _record_data(record: Record) -> dict[str, Any]:
+    """:func:`record_to_dict`'s data of one record, its lists left to the caller (kept:
+    never changed, every caller copies it)."""
     return {
         "id": record.id,
         "session": record.session,
         "date": record.date.isoformat() if record.date else None,
         "position": record.position,
-        "speakers": list(record.speakers),
-        "roles": list(record.roles),
-        "message_ids": list(record.message_ids),
+        "speakers": None,
+        "roles": None,
+        "message_ids": None,
         "text": record.text,
         "source": record.origin,
         "seq": record.seq,
@@ -50,20 +72,53 @@ def record_to_dict(record: Record) -> PoolRecord:
 
 
 def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
-    """Rebuild a :class:`Record` from :func:`record_to_dict` output."""
-    date = data.get("date")
+    """Rebuild a :class:`Record` from :func:`record_to_dict` output.
+
+    The same entry is rebuilt many times in a turn (every page served from a dense-only
+    source's candidates, every wave's targets), so records are kept by everything they are
+    built from (a record is immutable: a kept one is the one a rebuild would give)."""
+    return _record(
+        tuple(namespace),
+        data["id"],
+        data.get("session"),
+        data.get("date"),
+        data.get("position"),
+        tuple(data.get("speakers") or ()),
+        tuple(data.get("message_ids") or ()),
+        tuple(data.get("roles") or ()),
+        data.get("text", ""),
+        data.get("source", ""),
+        data.get("seq"),
+    )
+
+
+@functools.lru_cache(maxsize=8192)
+def _record(
+    namespace: Namespace,
+    rid: str,
+    session: Any,
+    date: str | None,
+    position: Any,
+    speakers: tuple[str, ...],
+    message_ids: tuple[str, ...],
+    roles: tuple[str, ...],
+    text: str,
+    origin: str,
+    seq: Any,
+) -> Record:
+    """:func:`dict_to_record`'s record from the entry's fields."""
     return Record(
-        id=data["id"],
+        id=rid,
         namespace=namespace,
-        session=int(data.get("session") or 0),
+        session=int(session or 0),
         date=datetime.fromisoformat(date) if date else None,
-        position=int(data.get("position") or 0),
-        speakers=tuple(data.get("speakers") or ()),
-        message_ids=tuple(data.get("message_ids") or ()),
-        roles=cast(tuple[Role, ...], tuple(data.get("roles") or ())),
-        text=data.get("text", ""),
-        origin=data.get("source", ""),
-        seq=int(data.get("seq") or 0),
+        position=int(position or 0),
+        speakers=speakers,
+        message_ids=message_ids,
+        roles=cast(tuple[Role, ...], roles),
+        text=text,
+        origin=origin,
+        seq=int(seq or 0),
     )
 
 
@@ -149,33 +204,122 @@ def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) ->
     ]
 
 
+class Candidates:
+    """Candidates' texts as a BM25 collection: each one's term counts and length, and their
+    mean length. Made once for candidates that several queries re-rank (the union of a
+    dense-only source's candidates, re-ranked by each search served from it)."""
+
+    __slots__ = ("avgdl", "docs")
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.docs = [term_counts(t) for t in texts]
+        n = len(self.docs)
+        self.avgdl = (sum(length for _, length in self.docs) / n or 1.0) if n else 1.0
+
+
 def keyword_order(
-    texts: Sequence[str], query: str, rrf_k: int = RRF_K
+    texts: Sequence[str] | Candidates, query: str, rrf_k: int = RRF_K
 ) -> list[tuple[int, float, int | None]]:
-    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order):
-    ``(index, fused score, keyword rank or None)``, best first; ties as
-    :func:`~mnemon_langgraph.search._fusion.rrf_fuse` breaks them (best single rank, then
+    """:func:`keyword_rerank`'s order of ``texts`` (given in the retriever's order, or as
+    :class:`Candidates`): ``(index, fused score, keyword rank or None)``, best first; ties
+    as :func:`~mnemon_langgraph.search._fusion.rrf_fuse` breaks them (best single rank, then
     the retriever's order)."""
-    n = len(texts)
+    collection = texts if isinstance(texts, Candidates) else Candidates(texts)
+    docs, avgdl = collection.docs, collection.avgdl
+    n = len(docs)
     if not n:
         return []
-    query_terms = set(terms(query))
-    docs = [term_counts(t) for t in texts]
-    avgdl = sum(length for _, length in docs) / n or 1.0
-    weight = {t: idf(n, sum(1 for counts, _ in docs if t in counts)) for t in query_terms}
-    scores: list[float] = []
-    for counts, length in docs:
+    query_terms = _query_terms(query)
+    # most candidates share no query word: each one's shared words by one set intersection,
+    # then summed in the query words' own order (the same floats as term by term)
+    place = {t: j for j, t in enumerate(query_terms)}
+    df = dict.fromkeys(query_terms, 0)
+    sharing: list[tuple[int, list[str]]] = []  # the candidates that share a query word
+    disjoint = query_terms.isdisjoint
+    for i, (counts, _) in enumerate(docs):
+        if disjoint(counts):
+            continue
+        words = sorted(counts.keys() & query_terms, key=place.__getitem__)
+        for t in words:
+            df[t] += 1
+        sharing.append((i, words))
+    weight = {t: idf(n, df[t]) for t in query_terms}
+    scores: dict[int, float] = {}  # the others score 0: never keyword-ranked
+    for i, words in sharing:
+        counts, length = docs[i]
         score = 0.0
         norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
-        for t in query_terms:
-            tf = counts.get(t, 0)
-            if tf:
-                score += weight[t] * tf / (tf + norm)
-        scores.append(score)
-    keyword = sorted((i for i in range(n) if scores[i] > 0), key=lambda i: (-scores[i], i))
-    # the retriever's order first: rrf_fuse breaks ties by best single rank, then by it
-    fused = rrf_fuse([range(n), keyword], rrf_k)
-    return [(f.key, f.score, f.ranks[1]) for f in fused]
+        for t in words:
+            tf = counts[t]
+            score += weight[t] * tf / (tf + norm)
+        scores[i] = score
+    keyword = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
+    return _fuse_with_order(n, keyword, rrf_k)
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_terms(query: str) -> set[str]:
+    """A re-ranking query's set of terms (read only: the same set, so the same order, as
+    ``set(terms(query))`` gives); a turn re-ranks by the same searches' words each round."""
+    return set(terms(query))
+
+
+def _fuse_with_order(
+    n: int, keyword: Sequence[int], rrf_k: int
+) -> list[tuple[int, float, int | None]]:
+    """``rrf_fuse([range(n), keyword], rrf_k)`` as ``(index, score, keyword rank)``: the same
+    scores (the same float sums, in the same order) and the same ties (best single rank,
+    then the retriever's order, which is every index's first appearance). Written out
+    because the general fusion's bookkeeping (a rank slot per ranking and item, a
+    first-appearance map) cost more than the BM25 scoring on every re-ranking of a
+    dense-only source's candidates."""
+    rank_of: list[int | None] = [None] * n
+    for r, i in enumerate(keyword):
+        rank_of[i] = r
+    # the keyword-ranked candidates in order (score descending, best rank, first seen) ...
+    lead = sorted(
+        (-(1.0 / (rrf_k + i) + 1.0 / (rrf_k + r)), r if r < i else i, i, r)
+        for r, i in enumerate(keyword)
+    )
+    # ... merged into the others, already in that order: (-1 / (k + i), i, i) rises with i
+    out: list[tuple[int, float, int | None]] = []
+    j, m = 0, len(lead)
+    for i in range(n):
+        if rank_of[i] is not None:
+            continue
+        score = 1.0 / (rrf_k + i)  # reciprocal_rank(i, rrf_k)
+        while j < m and lead[j] < (-score, i, i):
+            neg, _, at, r = lead[j]
+            out.append((at, -neg, r))
+            j += 1
+        out.append((i, score, None))
+    out.extend((at, -neg, r) for neg, _, at, r in lead[j:])
+    return out
+
+
+def fused_keys(rankings: Sequence[Sequence[Hashable]], rrf_k: int = RRF_K) -> list[Hashable]:
+    """The keys of ``rrf_fuse(rankings, rrf_k)`` in its order (the same sums, added in the
+    same order, and the same ties: best single rank, then first appearance). Written out
+    for the union of a dense-only source's candidates, fused once per round: the general
+    fusion keeps every item's rank in every ranking, which this order never reads."""
+    score: dict[Hashable, float] = {}
+    best: dict[Hashable, int] = {}
+    last: dict[Hashable, int] = {}  # the ranking an item was last counted in
+    for r, ranking in enumerate(rankings):
+        for pos, key in enumerate(ranking):
+            if last.get(key) == r:
+                continue  # repeated within one ranking: its first position counts
+            last[key] = r
+            if key in score:
+                score[key] += reciprocal_rank(pos, rrf_k)
+                if pos < best[key]:
+                    best[key] = pos
+            else:
+                score[key] = 0 + reciprocal_rank(pos, rrf_k)
+                best[key] = pos
+    rows = [(-s, best[key], n, key) for n, (key, s) in enumerate(score.items())]
+    rows.sort()  # never past the (unique) first appearance: keys are not compared
+    return [row[3] for row in rows]
 
 
 def _best(a: int | None, b: int | None) -> int | None:
@@ -353,30 +497,45 @@ def merge_page(
     Returns:
         The new pool and how many records were new.
     """
+    return merge_pages(pool, [(search, offset, hits)], round_no)
+
+
+def merge_pages(
+    pool: Sequence[PoolRecord],
+    pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
+    round_no: int,
+) -> tuple[list[PoolRecord], int]:
+    """Add a round's later pages (``(search, offset, hits)``, in order) to the pool, as
+    :func:`merge_page` one after another would, copying the pool once for the round.
+
+    Returns:
+        The new pool (the input pool is not changed) and how many records were new.
+    """
     out: list[PoolRecord] = [
         cast(PoolRecord, {**p, "found": [list(f) for f in p.get("found", [])]}) for p in pool
     ]
     index = {p["id"]: i for i, p in enumerate(out)}
     new = 0
-    for i, hit in enumerate(hits):
-        rid = hit.record.id
-        pair = [search, offset + i]
-        if rid in index:
-            entry = out[index[rid]]
-            if pair not in entry["found"]:
-                entry["found"].append(pair)
-            entry["bm25_rank"] = _best(entry.get("bm25_rank"), hit.bm25_rank)
-            entry["dense_rank"] = _best(entry.get("dense_rank"), hit.dense_rank)
-            continue
-        index[rid] = len(out)
-        out.append(
-            PoolRecord(
-                **record_to_dict(hit.record),
-                found=[pair],
-                round=round_no,
-                bm25_rank=hit.bm25_rank,
-                dense_rank=hit.dense_rank,
+    for search, offset, hits in pages:
+        for i, hit in enumerate(hits):
+            rid = hit.record.id
+            pair = [search, offset + i]
+            if rid in index:
+                entry = out[index[rid]]
+                if pair not in entry["found"]:
+                    entry["found"].append(pair)
+                entry["bm25_rank"] = _best(entry.get("bm25_rank"), hit.bm25_rank)
+                entry["dense_rank"] = _best(entry.get("dense_rank"), hit.dense_rank)
+                continue
+            index[rid] = len(out)
+            out.append(
+                PoolRecord(
+                    **record_to_dict(hit.record),
+                    found=[pair],
+                    round=round_no,
+                    bm25_rank=hit.bm25_rank,
+                    dense_rank=hit.dense_rank,
+                )
             )
-        )
-        new += 1
+            new += 1
     return out, new

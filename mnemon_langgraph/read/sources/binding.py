@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -268,7 +269,31 @@ def split_id(qualified: str) -> tuple[str, str]:
 
 def qualify_record(name: str, record: Record) -> Record:
     """``record`` with its id qualified by ``name``."""
+    try:
+        return _qualified(name, record)
+    except TypeError:  # a field that cannot be hashed (a list a source put there)
+        return dataclasses.replace(record, id=qualify_id(name, record.id))
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _qualified(name: str, record: Record) -> Record:
+    """:func:`qualify_record`, kept by the record's value: a document source returns the
+    same records turn after turn (and a record is immutable, so a kept copy is the one
+    ``replace`` would make)."""
     return dataclasses.replace(record, id=qualify_id(name, record.id))
+
+
+def _qualified_hit(name: str, hit: SearchHit) -> SearchHit:
+    """``hit`` with its record's id qualified by ``name`` (every field of the hit kept;
+    built directly: ``dataclasses.replace`` costs more than the rest of a search's
+    bookkeeping)."""
+    return SearchHit(
+        qualify_record(name, hit.record),
+        hit.rank,
+        hit.score,
+        bm25_rank=hit.bm25_rank,
+        dense_rank=hit.dense_rank,
+    )
 
 
 @dataclass(frozen=True)
@@ -334,7 +359,7 @@ class BoundSource:
             out = [h for h in out if filters.accepts(h.record)]
         out = out[drop : drop + k] if drop or filters is not None else out
         if self.qualify:
-            out = [dataclasses.replace(h, record=qualify_record(self.name, h.record)) for h in out]
+            out = [_qualified_hit(self.name, h) for h in out]
         return out
 
     def _timed_out(self) -> TimeoutError:

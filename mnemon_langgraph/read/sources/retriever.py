@@ -265,7 +265,10 @@ class RetrieverSource:
 
     def _doc_records(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
         keys = (self.title_key, self.position_key, self.speaker_key, self.role_key, self.date_key)
-        key: Hashable = (doc_id, doc.page_content, *(self._meta(doc, k) for k in keys))
+        meta = doc.metadata
+        # as _meta for each key, without a call per key (every returned document, every turn)
+        values = [meta.get(k) if k is not None else None for k in keys] if meta else [None] * 5
+        key: Hashable = (doc_id, doc.page_content, *values)
         try:
             hash(key)
         except TypeError:  # a metadata value that cannot be a key (a list): not kept

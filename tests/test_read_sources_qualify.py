@@ -1,0 +1,52 @@
+"""Qualified records and hits of a read graph of several sources (``read.sources.binding``):
+kept by the record's value, every field of the hit carried over."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from mnemon_langgraph.read.sources.binding import _qualified_hit, qualify_record
+from mnemon_langgraph.types import Record, SearchHit
+
+
+def _rec(rid: str, text: str = "ada: hello", session: int = 1) -> Record:
+    return Record(rid, ("u",), session, datetime(2024, 1, 2), 0, ("ada",), (rid,), text)
+
+
+def test_a_qualified_record_is_the_record_under_its_qualified_id() -> None:
+    rec = _rec("r1")
+    got = qualify_record("docs", rec)
+    assert got == dataclasses.replace(rec, id="docs:r1")
+    assert qualify_record("docs", _rec("r1")) == got  # an equal record: the same answer
+    assert qualify_record("memory", rec).id == "memory:r1"
+
+
+def test_records_that_differ_in_any_field_are_qualified_each_as_itself() -> None:
+    """Kept by value: an edited text or another session is never answered with a kept
+    record of the same id."""
+    assert qualify_record("docs", _rec("r1")).text == "ada: hello"
+    edited = qualify_record("docs", _rec("r1", text="ada: changed"))
+    assert (edited.id, edited.text) == ("docs:r1", "ada: changed")
+    assert qualify_record("docs", _rec("r1", session=5)).session == 5
+
+
+def test_a_record_with_an_unhashable_field_is_still_qualified() -> None:
+    rec = dataclasses.replace(_rec("r2"), speakers=["ada"])  # type: ignore[arg-type]
+    got = qualify_record("docs", rec)
+    assert got.id == "docs:r2" and got.speakers == ["ada"]
+
+
+def test_a_qualified_hit_keeps_every_field_of_the_hit() -> None:
+    """Built field by field: this fails if ``SearchHit`` gains a field it does not carry."""
+    hit = SearchHit(_rec("r3"), 4, 0.25, bm25_rank=2, dense_rank=7)
+    assert _qualified_hit("docs", hit) == dataclasses.replace(
+        hit, record=qualify_record("docs", hit.record)
+    )
+    assert [f.name for f in dataclasses.fields(SearchHit)] == [
+        "record",
+        "rank",
+        "score",
+        "bm25_rank",
+        "dense_rank",
+    ]

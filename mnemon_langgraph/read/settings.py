@@ -232,8 +232,11 @@ class ReadSettings:
         instruction_floor: With ``instruction_match``, a standing instruction whose line's
             cosine with the latest message is below this is not about the request: it
             neither joins the pool nor leads the View (a line between people that opens
-            like an instruction, "Always good to hear!", is far from any question). 0 turns
-            it off. Chosen with ``instruction_records``.
+            like an instruction, "Always good to hear!", is far from any question). At 0
+            only a line with a negative cosine leaves (a lone line is not checked). Default
+            0.1: chosen by leave-one-conversation-out folds over a grid of floors on BEAM
+            and LoCoMo, with LongMemEval's Views kept (docs/results/ten-million.md, "The
+            floor's value by folds").
         assistant_rank_factor: A record holding only the assistant's words competes for a
             place in the View as if System 1 had ranked it this many times lower
             (``view.demote_replies``): the memory is of what the user said, and a long reply
@@ -350,7 +353,7 @@ class ReadSettings:
     instruction_records: int = 2
     instruction_depth: int = 40
     instruction_match: bool = True
-    instruction_floor: float = 0.2
+    instruction_floor: float = 0.1
     assistant_rank_factor: float = 6.0
     reply_questions: bool = True
     opening_turns: int = 8

@@ -36,6 +36,9 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import functools
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -335,7 +338,7 @@ class BoundSource:
 
     def is_journal(self) -> bool:
         """Whether the source reads a session's records by position."""
-        return isinstance(self.source, JournalSource)
+        return capability_flags(self.source)[2]
 
     def _request(
         self, k: int, offset: int, filters: SearchFilters | None
@@ -458,12 +461,41 @@ class _Capabilities:
 
     def __init__(self, bound: BoundSource) -> None:
         self._bound = bound
-        src = bound.source
-        if isinstance(src, VectorSource):
+        vectors, term_stats, journal = capability_flags(bound.source)
+        if vectors:
             self.query_vector = bound.query_vector
             self.stored_vectors = bound.stored_vectors
-        if isinstance(src, TermStatsSource):
+        if term_stats:
             self.term_statistics = bound.term_statistics
-        if isinstance(src, JournalSource):
+        if journal:
             self.session_records = bound.session_records
             self.asession_records = bound.asession_records
+
+
+_FLAGS: OrderedDict[int, tuple[weakref.ref[Any], tuple[bool, bool, bool]]] = OrderedDict()
+_FLAGS_LOCK = threading.Lock()
+
+
+def capability_flags(source: Any) -> tuple[bool, bool, bool]:
+    """Whether ``source`` is a :class:`VectorSource`, a :class:`TermStatsSource` and a
+    :class:`JournalSource`, found once per source object (while it lives): a turn binds each
+    source many times, and ``typing``'s runtime protocol checks walk every member of the
+    protocol on each call. A source is taken to keep the methods it offers while it lives."""
+    key = id(source)
+    got = _FLAGS.get(key)
+    if got is not None and got[0]() is source:
+        return got[1]
+    flags = (
+        isinstance(source, VectorSource),
+        isinstance(source, TermStatsSource),
+        isinstance(source, JournalSource),
+    )
+    try:
+        ref = weakref.ref(source)
+    except TypeError:  # not weakly referable: checked on every call
+        return flags
+    with _FLAGS_LOCK:
+        _FLAGS[key] = (ref, flags)
+        while len(_FLAGS) > 256:
+            _FLAGS.popitem(last=False)
+    return flags

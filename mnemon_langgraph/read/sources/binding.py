@@ -37,9 +37,10 @@ import concurrent.futures
 import dataclasses
 import functools
 import threading
+import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -372,19 +373,34 @@ class BoundSource:
         self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
         """One page of the source's ranking for ``query`` (sync)."""
+        if self.timeout_s is not None:
+            return self.start_search(query, k=k, offset=offset, filters=filters)()
+        kwargs, drop, ours = self._request(k, offset, filters)
+        hits = self.source.search(query, namespace=self.namespace, **kwargs)
+        return self._finish(hits, k, drop, filters if ours else None)
+
+    def start_search(
+        self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
+    ) -> Callable[[], list[SearchHit]]:
+        """:meth:`search` of a source with a timeout, started: the call runs in the
+        process's timed-search pool (a sync call cannot be cancelled: it is no longer waited
+        for past the timeout, read/_workers.py); the returned wait gives its page, or raises
+        ``TimeoutError`` once ``timeout_s`` has passed since the start."""
+        if self.timeout_s is None:
+            raise ConfigurationError("start_search needs a source with a timeout")
         kwargs, drop, ours = self._request(k, offset, filters)
         call = {"namespace": self.namespace, **kwargs}
-        if self.timeout_s is None:
-            hits = self.source.search(query, **call)
-        else:
-            # A sync call cannot be cancelled: it runs in the process's timed-search pool
-            # and is no longer waited for past the timeout (read/_workers.py).
-            future = source_pool().submit(self.source.search, query, **call)
+        future = source_pool().submit(self.source.search, query, **call)
+        deadline = time.monotonic() + self.timeout_s
+
+        def wait() -> list[SearchHit]:
             try:
-                hits = future.result(timeout=self.timeout_s)
+                hits = future.result(timeout=max(0.0, deadline - time.monotonic()))
             except concurrent.futures.TimeoutError:
                 raise self._timed_out() from None
-        return self._finish(hits, k, drop, filters if ours else None)
+            return self._finish(hits, k, drop, filters if ours else None)
+
+        return wait
 
     async def asearch(
         self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None

@@ -272,11 +272,28 @@ def split_id(qualified: str) -> tuple[str, str]:
 
 
 def qualify_record(name: str, record: Record) -> Record:
-    """``record`` with its id qualified by ``name``."""
+    """``record`` with its id qualified by ``name``.
+
+    Kept by the record object first (a source that keeps its records, like a document
+    source's converted documents, returns the same objects turn after turn: found without
+    hashing every field), then by the record's value."""
+    key = (name, id(record))
+    got = _BY_OBJECT.get(key)
+    if got is not None and got[0] is record:
+        return got[1]
     try:
-        return _qualified(name, record)
+        made = _qualified(name, record)
     except TypeError:  # a field that cannot be hashed (a list a source put there)
         return dataclasses.replace(record, id=qualify_id(name, record.id))
+    if len(_BY_OBJECT) >= _KEPT_OBJECTS:
+        _BY_OBJECT.clear()  # bounded; the records' values stay kept by _qualified
+    # the entry holds the record itself, so its id names no other object while kept
+    _BY_OBJECT[key] = (record, made)
+    return made
+
+
+_KEPT_OBJECTS = 8192
+_BY_OBJECT: dict[tuple[str, int], tuple[Record, Record]] = {}
 
 
 @functools.lru_cache(maxsize=8192, typed=True)

@@ -114,3 +114,44 @@ def test_a_forked_child_gets_its_own_pool() -> None:
         child.kill()
     assert not alive, "the forked child hung on the parent's pool"
     assert child.exitcode == 0 and queue.get(timeout=5) == [1, 2]
+
+
+def test_started_calls_run_in_their_own_pool_from_the_driving_thread() -> None:
+    """``Call.start``: begun from the driving thread (no side-by-side worker waits for them),
+    mixed with plain calls, results in the calls' order, errors of either half captured."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    own = ThreadPoolExecutor(max_workers=4, thread_name_prefix="own")
+    barrier = threading.Barrier(2, timeout=10)  # the two started calls run at once
+    starters: list[str] = []
+
+    def start(x: int) -> Any:
+        starters.append(threading.current_thread().name)
+        if x < 0:
+            raise ValueError("bad start")
+
+        def run() -> tuple[int, str]:
+            if x == 0:
+                raise KeyError("lost")
+            barrier.wait()
+            return x, threading.current_thread().name
+
+        future = own.submit(run)
+        return future.result
+
+    def plain(x: int) -> tuple[int, str]:
+        return x, threading.current_thread().name
+
+    def timed(x: int) -> Call:
+        return Call(_never, _never, (x,), start=start)
+
+    try:
+        calls = [timed(1), _call(plain, 2), timed(3), timed(0), timed(-1), _call(plain, 4)]
+        out = drive(_gather_body(calls))
+    finally:
+        own.shutdown()
+    assert [r[0] for r in (out[0], out[1], out[2], out[5])] == [1, 2, 3, 4]
+    assert out[0][1].startswith("own") and out[2][1].startswith("own")
+    assert out[1][1].startswith("mnemon-gather") and out[5][1].startswith("mnemon-gather")
+    assert isinstance(out[3], KeyError) and isinstance(out[4], ValueError)
+    assert set(starters) == {threading.current_thread().name}

@@ -294,6 +294,39 @@ def test_a_failing_or_slow_source_leaves_the_view_to_the_others(face: str, kind:
     assert all(s["exhausted"] for s in view.trace["searches"] if s["read_source"] == "team")
 
 
+def test_timed_searches_gathered_are_started_together_each_with_its_own_deadline() -> None:
+    """A sync ``Gather`` of timed searches starts them from the driving thread: hanging ones
+    all give ``TimeoutError`` after about one timeout (not one after another), a live one
+    its page, in the calls' order; without a timeout a search is a plain call."""
+    import time
+
+    from mnemon_langgraph.read._drive import Gather, drive
+    from mnemon_langgraph.read._nodes_retrieve import _search_call
+    from mnemon_langgraph.read.sources.binding import BoundSource
+
+    hanging = _Hanging()
+    live = BoundSource("memory", InMemorySearchSource(_records("tin", "Ada")), NS, True, 0.4)
+    slow = BoundSource("team", hanging, NS, True, 0.4)
+    calls = [_search_call(b, "tin roof", {"k": 5}) for b in (slow, live, slow, slow)]
+    assert all(c.start is not None for c in calls)
+    assert _search_call(dataclasses.replace(live, timeout_s=None), "tin", {"k": 5}).start is None
+
+    def body() -> Any:
+        return (yield Gather(tuple(calls)))
+
+    began = time.monotonic()
+    try:
+        out = drive(body())
+    finally:
+        hanging.release.set()
+    took = time.monotonic() - began
+    kinds = [type(r).__name__ for r in out]
+    assert kinds == ["TimeoutError", "list", "TimeoutError", "TimeoutError"]
+    assert "no answer within 0.4 s" in str(out[0])
+    assert out[1] and all(h.record.id.startswith("memory:") for h in out[1])
+    assert 0.35 < took < 1.1  # three timeouts one after another would take 1.2 s
+
+
 # --- shared namespaces: filled from the run ----------------------------------------------
 
 

@@ -50,3 +50,14 @@ def test_a_qualified_hit_keeps_every_field_of_the_hit() -> None:
         "bm25_rank",
         "dense_rank",
     ]
+
+
+def test_a_record_object_kept_gives_its_qualified_record_and_no_other_object_does() -> None:
+    rec = _rec("r1")
+    first = qualify_record("docs", rec)
+    assert qualify_record("docs", rec) is first  # the same object: the kept answer
+    assert qualify_record("memory", rec).id == "memory:r1"  # kept per source name
+    for i in range(3):  # other objects: each its own answer
+        other = _rec(f"x{i}", text=f"bo: {i}")
+        assert qualify_record("docs", other) == dataclasses.replace(other, id=f"docs:x{i}")
+    assert qualify_record("docs", rec) == dataclasses.replace(rec, id="docs:r1")

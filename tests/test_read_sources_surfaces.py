@@ -405,3 +405,37 @@ def test_capabilities_pass_only_where_the_source_offers_them(store: MnemonStore)
 
     bare = BoundSource("docs", _Bare(), ADA, qualify=True).capabilities()
     assert not isinstance(bare, VectorSource | JournalSource | TermStatsSource)
+
+
+def test_capability_flags_are_the_protocol_checks_per_source_object(store: MnemonStore) -> None:
+    from mnemon_langgraph.read.sources.binding import capability_flags
+    from mnemon_langgraph.types import JournalSource, TermStatsSource, VectorSource
+
+    class _Bare:
+        def search(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+    class _Slots:  # not weakly referable: checked on every call
+        __slots__ = ()
+
+        def search(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+        def query_vector(self, query: str) -> Any:
+            return [0.0]
+
+        def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, Any]:
+            return {}
+
+    team = SharedNamespace(store, BLUE)
+    for source in (store, team, _Bare(), _Slots(), store, team):
+        expected = tuple(
+            isinstance(source, p) for p in (VectorSource, TermStatsSource, JournalSource)
+        )
+        assert capability_flags(source) == expected
+        assert capability_flags(source) == expected  # the kept answer
+    assert capability_flags(_Slots())[0] and not any(capability_flags(_Bare()))
+    # an object made where a dead one lived is checked again, not taken for it
+    for _ in range(3):
+        assert capability_flags(_Bare()) == (False, False, False)
+        assert capability_flags(_Slots()) == (True, False, False)

@@ -30,12 +30,19 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One backend call, with its sync and async faces and the arguments for both."""
+    """One backend call, with its sync and async faces and the arguments for both.
+
+    ``start`` (optional): the sync face split in two, for a call that runs in a pool of its
+    own and is waited for with a timeout (a timed search of a read source): it starts the
+    call and returns the wait. A sync ``Gather`` starts such calls from the driving thread,
+    so that no side-by-side worker is taken only to wait for another pool's worker.
+    """
 
     sync: Callable[..., Any]
     async_: Callable[..., Awaitable[Any]]
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    start: Callable[..., Callable[[], Any]] | None = None
 
     def run(self) -> Any:
         """Make the call synchronously."""
@@ -73,14 +80,37 @@ def _captured(call: Call) -> Any:
         return exc
 
 
+def _started(call: Call) -> Callable[[], Any]:
+    """``call`` started by its ``start`` face; the wait returns its value or exception."""
+    assert call.start is not None
+    try:
+        wait = call.start(*call.args, **call.kwargs)
+    except Exception as exc:
+        failed = exc
+        return lambda: failed
+
+    def result() -> Any:
+        try:
+            return wait()
+        except Exception as exc:
+            return exc
+
+    return result
+
+
 def _run(step: Step) -> Any:
     if isinstance(step, Call):
         return step.run()
-    if len(step.calls) <= 1 or in_gather_worker():
-        return [_captured(c) for c in step.calls]
-    # The process's one pool (workers.py says why): ``map`` waits for every call, and the
-    # results come back in the calls' order.
-    return list(gather_pool().map(_captured, step.calls))
+    waits = {i: _started(c) for i, c in enumerate(step.calls) if c.start is not None}
+    rest = [c for i, c in enumerate(step.calls) if i not in waits]
+    if len(rest) <= 1 or in_gather_worker():
+        done = [_captured(c) for c in rest]
+    else:
+        # The process's one pool (workers.py says why): ``map`` waits for every call, and
+        # the results come back in the calls' order.
+        done = list(gather_pool().map(_captured, rest))
+    it = iter(done)
+    return [waits[i]() if i in waits else next(it) for i in range(len(step.calls))]
 
 
 async def _acaptured(call: Call) -> Any:

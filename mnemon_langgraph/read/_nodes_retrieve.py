@@ -35,6 +35,7 @@ from mnemon_langgraph.read._topics import topic_lane
 from mnemon_langgraph.read._trace import degraded, timing_event
 from mnemon_langgraph.read.planner import NewSearchResult, Planner, latest_text, record_query
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
+from mnemon_langgraph.read.sources.binding import BoundSource
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
 from mnemon_langgraph.types import Record, SearchFilters, SearchHit, SearchSource, VectorSource
 
@@ -171,6 +172,13 @@ class _Served:
         if made is None:
             made = self._records[id(entry)] = dict_to_record(entry, self.namespace)
         return made
+
+
+def _search_call(bound: BoundSource, query: str, kwargs: Mapping[str, Any]) -> Call:
+    """One search of a bound source as a driver's call; a timed one (several sources) is
+    started from the driving thread (``Call.start``): it runs in the timed-search pool."""
+    start = bound.start_search if bound.timeout_s is not None else None
+    return Call(bound.search, bound.asearch, (query,), kwargs, start=start)
 
 
 def _cached(search: Mapping[str, Any]) -> bool:
@@ -432,10 +440,9 @@ class RetrieveNode(SourcesNode):
         }
         results = yield Gather(
             tuple(
-                Call(
-                    bound[searches[i].get("read_source")].search,
-                    bound[searches[i].get("read_source")].asearch,
-                    (searches[i]["query"],),
+                _search_call(
+                    bound[searches[i].get("read_source")],
+                    searches[i]["query"],
                     self._search_kwargs(searches[i], o, pooled, as_of),
                 )
                 for i, o in asked

@@ -13,7 +13,8 @@ timed searches of read sources.
   PostgreSQL, whose searches mostly wait on the database, must not queue behind a few.
 * :func:`source_pool` runs the timed sync searches of a read graph of several sources
   (``read.sources.binding``): a source that hangs keeps its worker past the timeout, so these
-  get their own 32 workers rather than taking the model calls'.
+  get their own 32 workers rather than taking the model calls'. A ``Gather`` starts such
+  searches here directly (``Call.start``), not through :func:`gather_pool`.
 
 Why pools that live for the process rather than one per call: a pool per call started a
 thread per call (about a dozen per turn), and on a two-core machine starting and tearing

@@ -36,7 +36,11 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,11 +272,28 @@ def split_id(qualified: str) -> tuple[str, str]:
 
 
 def qualify_record(name: str, record: Record) -> Record:
-    """``record`` with its id qualified by ``name``."""
+    """``record`` with its id qualified by ``name``.
+
+    Kept by the record object first (a source that keeps its records, like a document
+    source's converted documents, returns the same objects turn after turn: found without
+    hashing every field), then by the record's value."""
+    key = (name, id(record))
+    got = _BY_OBJECT.get(key)
+    if got is not None and got[0] is record:
+        return got[1]
     try:
-        return _qualified(name, record)
+        made = _qualified(name, record)
     except TypeError:  # a field that cannot be hashed (a list a source put there)
         return dataclasses.replace(record, id=qualify_id(name, record.id))
+    if len(_BY_OBJECT) >= _KEPT_OBJECTS:
+        _BY_OBJECT.clear()  # bounded; the records' values stay kept by _qualified
+    # the entry holds the record itself, so its id names no other object while kept
+    _BY_OBJECT[key] = (record, made)
+    return made
+
+
+_KEPT_OBJECTS = 8192
+_BY_OBJECT: dict[tuple[str, int], tuple[Record, Record]] = {}
 
 
 @functools.lru_cache(maxsize=8192, typed=True)
@@ -335,7 +356,7 @@ class BoundSource:
 
     def is_journal(self) -> bool:
         """Whether the source reads a session's records by position."""
-        return isinstance(self.source, JournalSource)
+        return capability_flags(self.source)[2]
 
     def _request(
         self, k: int, offset: int, filters: SearchFilters | None
@@ -369,19 +390,34 @@ class BoundSource:
         self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
         """One page of the source's ranking for ``query`` (sync)."""
+        if self.timeout_s is not None:
+            return self.start_search(query, k=k, offset=offset, filters=filters)()
+        kwargs, drop, ours = self._request(k, offset, filters)
+        hits = self.source.search(query, namespace=self.namespace, **kwargs)
+        return self._finish(hits, k, drop, filters if ours else None)
+
+    def start_search(
+        self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
+    ) -> Callable[[], list[SearchHit]]:
+        """:meth:`search` of a source with a timeout, started: the call runs in the
+        process's timed-search pool (a sync call cannot be cancelled: it is no longer waited
+        for past the timeout, read/_workers.py); the returned wait gives its page, or raises
+        ``TimeoutError`` once ``timeout_s`` has passed since the start."""
+        if self.timeout_s is None:
+            raise ConfigurationError("start_search needs a source with a timeout")
         kwargs, drop, ours = self._request(k, offset, filters)
         call = {"namespace": self.namespace, **kwargs}
-        if self.timeout_s is None:
-            hits = self.source.search(query, **call)
-        else:
-            # A sync call cannot be cancelled: it runs in the process's timed-search pool
-            # and is no longer waited for past the timeout (read/_workers.py).
-            future = source_pool().submit(self.source.search, query, **call)
+        future = source_pool().submit(self.source.search, query, **call)
+        deadline = time.monotonic() + self.timeout_s
+
+        def wait() -> list[SearchHit]:
             try:
-                hits = future.result(timeout=self.timeout_s)
+                hits = future.result(timeout=max(0.0, deadline - time.monotonic()))
             except concurrent.futures.TimeoutError:
                 raise self._timed_out() from None
-        return self._finish(hits, k, drop, filters if ours else None)
+            return self._finish(hits, k, drop, filters if ours else None)
+
+        return wait
 
     async def asearch(
         self, query: str, *, k: int, offset: int = 0, filters: SearchFilters | None = None
@@ -458,12 +494,41 @@ class _Capabilities:
 
     def __init__(self, bound: BoundSource) -> None:
         self._bound = bound
-        src = bound.source
-        if isinstance(src, VectorSource):
+        vectors, term_stats, journal = capability_flags(bound.source)
+        if vectors:
             self.query_vector = bound.query_vector
             self.stored_vectors = bound.stored_vectors
-        if isinstance(src, TermStatsSource):
+        if term_stats:
             self.term_statistics = bound.term_statistics
-        if isinstance(src, JournalSource):
+        if journal:
             self.session_records = bound.session_records
             self.asession_records = bound.asession_records
+
+
+_FLAGS: OrderedDict[int, tuple[weakref.ref[Any], tuple[bool, bool, bool]]] = OrderedDict()
+_FLAGS_LOCK = threading.Lock()
+
+
+def capability_flags(source: Any) -> tuple[bool, bool, bool]:
+    """Whether ``source`` is a :class:`VectorSource`, a :class:`TermStatsSource` and a
+    :class:`JournalSource`, found once per source object (while it lives): a turn binds each
+    source many times, and ``typing``'s runtime protocol checks walk every member of the
+    protocol on each call. A source is taken to keep the methods it offers while it lives."""
+    key = id(source)
+    got = _FLAGS.get(key)
+    if got is not None and got[0]() is source:
+        return got[1]
+    flags = (
+        isinstance(source, VectorSource),
+        isinstance(source, TermStatsSource),
+        isinstance(source, JournalSource),
+    )
+    try:
+        ref = weakref.ref(source)
+    except TypeError:  # not weakly referable: checked on every call
+        return flags
+    with _FLAGS_LOCK:
+        _FLAGS[key] = (ref, flags)
+        while len(_FLAGS) > 256:
+            _FLAGS.popitem(last=False)
+    return flags

@@ -236,7 +236,9 @@ class ReadSettings:
             only a line with a negative cosine leaves (a lone line is not checked). Default
             0.1: chosen by leave-one-conversation-out folds over a grid of floors on BEAM
             and LoCoMo, with LongMemEval's Views kept (docs/results/ten-million.md, "The
-            floor's value by folds").
+            floor's value by folds"). A cosine's scale is the embedder's: the value was
+            chosen with the bundled MiniLM; an embedder whose unrelated texts sit at higher
+            cosines (the E5 family) needs a higher floor for the same effect.
         assistant_rank_factor: A record holding only the assistant's words competes for a
             place in the View as if System 1 had ranked it this many times lower
             (``view.demote_replies``): the memory is of what the user said, and a long reply

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
-from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank
+from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank, rrf_fuse
 from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Namespace, Record, Role, SearchHit
 
@@ -298,28 +298,9 @@ def _fuse_with_order(
 
 
 def fused_keys(rankings: Sequence[Sequence[Hashable]], rrf_k: int = RRF_K) -> list[Hashable]:
-    """The keys of ``rrf_fuse(rankings, rrf_k)`` in its order (the same sums, added in the
-    same order, and the same ties: best single rank, then first appearance). Written out
-    for the union of a dense-only source's candidates, fused once per round: the general
-    fusion keeps every item's rank in every ranking, which this order never reads."""
-    score: dict[Hashable, float] = {}
-    best: dict[Hashable, int] = {}
-    last: dict[Hashable, int] = {}  # the ranking an item was last counted in
-    for r, ranking in enumerate(rankings):
-        for pos, key in enumerate(ranking):
-            if last.get(key) == r:
-                continue  # repeated within one ranking: its first position counts
-            last[key] = r
-            if key in score:
-                score[key] += reciprocal_rank(pos, rrf_k)
-                if pos < best[key]:
-                    best[key] = pos
-            else:
-                score[key] = 0 + reciprocal_rank(pos, rrf_k)
-                best[key] = pos
-    rows = [(-s, best[key], n, key) for n, (key, s) in enumerate(score.items())]
-    rows.sort()  # never past the (unique) first appearance: keys are not compared
-    return [row[3] for row in rows]
+    """The keys of ``rrf_fuse(rankings, rrf_k)`` in its order (the union of a dense-only
+    source's candidates, fused once per round)."""
+    return [f.key for f in rrf_fuse(rankings, rrf_k)]
 
 
 def _best(a: int | None, b: int | None) -> int | None:

@@ -488,6 +488,14 @@ def _add_beam_backends(beam: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="System 2: rules (offline, default) or PROVIDER:MODEL",
     )
+    beam.add_argument(
+        "--consolidation-model",
+        default=None,
+        metavar="PROVIDER:MODEL",
+        help="consolidate each namespace with this chat model before its questions (the "
+        "batch job of mnemon consolidate) and read the View with its index (default: no "
+        "index, the offline read path)",
+    )
     add_documents_args(beam)
     beam.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     beam.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -534,6 +542,7 @@ def _run_beam(args: argparse.Namespace) -> int:
         baseline_ks=ks,
         keep_namespaces=args.keep_namespaces,
         plots=not args.no_plots,
+        consolidation_model=args.consolidation_model,
         **_history_config(args),
     )
     embeddings, _cache = cached_embeddings(args)
@@ -543,7 +552,10 @@ def _run_beam(args: argparse.Namespace) -> int:
     try:
         with eval_store(args, embeddings) as journal, quiet_read_path(args.verbose):
             store, others = split_store(args, journal, embeddings)
-            graph = read_graph(journal, others, judge=judge, planner=planner, settings=settings)
+            items = journal.item_store() if args.consolidation_model else None
+            graph = read_graph(
+                journal, others, judge=judge, planner=planner, settings=settings, items=items
+            )
             summary = run_beam_eval(
                 args.dir,
                 args.out,
@@ -554,6 +566,7 @@ def _run_beam(args: argparse.Namespace) -> int:
                 command=_beam_command(args),
                 progress=not args.no_progress,
                 cold_read=cold_reader(args, journal),
+                consolidate=_consolidate(args.consolidation_model, items),
             )
     finally:
         close = getattr(embeddings, "close", None)
@@ -567,6 +580,16 @@ def _run_beam(args: argparse.Namespace) -> int:
         f"wrote {args.out}/summary.md"
     )
     return report_failures(summary)
+
+
+def _consolidate(spec: str | None, items: Any) -> Any:
+    """``--consolidation-model``: the run's ``consolidate`` (``None`` without it)."""
+    if spec is None:
+        return None
+    from mnemon_langgraph.cli._common import chat_model
+    from mnemon_langgraph.eval.beam_eval import consolidator
+
+    return consolidator(chat_model(spec, "--consolidation-model"), items)
 
 
 def _beam_command(args: argparse.Namespace) -> str:
@@ -584,6 +607,7 @@ def _beam_command(args: argparse.Namespace) -> str:
         "embedding_cache",
         "judge",
         "planner",
+        "consolidation_model",
         "history_tokens",
         "filler_seed",
         "tokens_per_day",

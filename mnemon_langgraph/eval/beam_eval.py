@@ -20,12 +20,13 @@ the per-question work, so the cost of a longer conversation reads off directly.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
@@ -68,8 +69,15 @@ from mnemon_langgraph.eval.report import (
 )
 from mnemon_langgraph.eval.runlog import RunLog, read_jsonl
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from mnemon_langgraph.consolidation.settings import ConsolidationSettings
+    from mnemon_langgraph.items import ItemStore
+
 __all__ = [
     "BeamEvalConfig",
+    "consolidator",
     "is_beam_run",
     "render_beam_markdown",
     "run_beam_eval",
@@ -121,6 +129,9 @@ class BeamEvalConfig:
         tokens_per_day: The simulated life's pace, which dates the filler.
         resume: Keep the rows an earlier run of the same settings wrote to the output
             folder and ask only the missing questions.
+        consolidation_model: The chat model that consolidated each namespace before its
+            questions (recorded; the consolidation itself is the caller's ``consolidate``
+            of :func:`run_beam_eval`); ``None``: no consolidated index.
     """
 
     budget_chars: int | None = None
@@ -138,6 +149,7 @@ class BeamEvalConfig:
     filler_seed: int = 0
     tokens_per_day: int = DEFAULT_TOKENS_PER_DAY
     resume: bool = False
+    consolidation_model: str | None = None
 
 
 @dataclass
@@ -228,6 +240,7 @@ def _ask_row(
         "view_chars": len(view.text),
         "view_tokens": tokens.count(view.text),
         "view_records": len(view.records),
+        "view_index_items": len(view.items),
         **view_counts(view),
         "wall_seconds": wall,
         "cpu_seconds": cpu,
@@ -345,6 +358,7 @@ def run_beam_eval(
     command: Sequence[str] | str | None = None,
     progress: bool = False,
     cold_read: Callable[[Sequence[str], str], Mapping[str, Any]] | None = None,
+    consolidate: Callable[[Sequence[str]], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the evaluation; write ``results.jsonl``, ``builds.jsonl``, ``summary.json`` and
     ``summary.md`` (rows and builds appended as they finish, so a stopped run can resume).
@@ -352,6 +366,10 @@ def run_beam_eval(
     ``cold_read(namespace, question)``, when given, is called once per built namespace after
     its questions (e.g. a read in a fresh process: the cold open); what it returns goes into
     that build's record.
+
+    ``consolidate(namespace)``, when given, runs once per built namespace before its
+    questions (the batch job of the paper's consolidation: :func:`consolidator`, with a
+    ``graph`` that reads the same item store); what it returns goes into that build's record.
 
     Raises:
         InputError: No conversation, a bad file, evidence naming no message, a filler
@@ -372,6 +390,7 @@ def run_beam_eval(
         tokens=TokenCounter(),
         log=RunLog(out, _run_settings(cfg, root), resume=cfg.resume),
         cold_read=cold_read,
+        consolidate=consolidate,
     )
     started = time.perf_counter()
     # smallest history first for every conversation, then the next size: a stopped run has
@@ -390,6 +409,7 @@ def run_beam_eval(
         run.log.close()
     summary = summarize_beam(run.log.rows, names=baseline_names(cfg.baseline_ks))
     summary["builds"] = build_summary(run.log.builds)
+    summary["index"] = index_summary(run.log.rows, run.log.builds)
     summary["config"] = {
         k: (list(v) if isinstance(v, tuple | list) else v) for k, v in asdict(cfg).items()
     }
@@ -409,6 +429,39 @@ def run_beam_eval(
     return summary
 
 
+def consolidator(
+    model: BaseChatModel | str, items: ItemStore, *, settings: ConsolidationSettings | None = None
+) -> Callable[[Sequence[str]], dict[str, Any]]:
+    """A ``consolidate`` for :func:`run_beam_eval`: the consolidation graph over ``items``
+    (the store's own, ``store.item_store()``), run on a namespace until it has caught up.
+
+    What it returns goes into the build's record: the job's time and CPU, its batches, the
+    items it wrote, its model calls and tokens, failed batches and why it stopped. A failed
+    batch does not stop the evaluation (the questions are then asked of a partial index,
+    and the record says so).
+    """
+    from mnemon_langgraph.consolidation import create_consolidation_graph
+
+    graph = create_consolidation_graph(model=model, store=items, settings=settings)
+
+    def consolidate(namespace: Sequence[str]) -> dict[str, Any]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        report = graph.invoke({"namespace": tuple(namespace)})["report"]
+        return {
+            "consolidation_seconds": time.perf_counter() - t0,
+            "consolidation_cpu_seconds": time.process_time() - c0,
+            "consolidation_batches": len(report.batches),
+            "consolidation_items": report.items_added,
+            "consolidation_model_calls": report.model_calls,
+            "consolidation_input_tokens": sum(b.input_tokens for b in report.batches),
+            "consolidation_output_tokens": sum(b.output_tokens for b in report.batches),
+            "consolidation_failed_batches": len(report.failures),
+            "consolidation_stop": report.stop_reason,
+        }
+
+    return consolidate
+
+
 @dataclass
 class _Run:
     cfg: BeamEvalConfig
@@ -418,6 +471,7 @@ class _Run:
     tokens: TokenCounter
     log: RunLog
     cold_read: Callable[[Sequence[str], str], Mapping[str, Any]] | None = None
+    consolidate: Callable[[Sequence[str]], Mapping[str, Any]] | None = None
     pool: FillerPool | None = None
 
 
@@ -432,6 +486,8 @@ def _history_tiers(cfg: BeamEvalConfig) -> list[HistoryTier]:
 def _run_settings(cfg: BeamEvalConfig, root: str | Path) -> dict[str, Any]:
     """What a resumed run must share with the run it continues."""
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("resume", "plots")}
+    if settings.get("consolidation_model") is None:  # runs written before the field resume
+        settings.pop("consolidation_model", None)
     return {"root": str(Path(root).resolve()), **settings}
 
 
@@ -461,6 +517,8 @@ def _run_unit(run: _Run, conv: BeamConversation, tier: HistoryTier | None) -> No
     build["messages_written"] = prep.messages_written
     build.update(info)
     try:
+        if run.consolidate is not None:
+            build.update(run.consolidate(prep.namespace))
         for i, q in enumerate(todo):
             row, view = _ask_row(run.graph, prep, q, i == 0, run.tokens)
             row.update(info)
@@ -535,6 +593,52 @@ def summarize_beam(
     }
 
 
+def index_summary(
+    rows: Sequence[Mapping[str, Any]], builds: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """What the consolidated index did in a run with ``consolidate`` (``None`` without one):
+    the job's batches, items, model calls and failed batches summed over the builds, its
+    median time per build, and how many Views showed index items."""
+    done = [b for b in builds if b.get("consolidation_batches") is not None]
+    if not done:
+        return None
+    shown = [int(r.get("view_index_items") or 0) for r in rows]
+    return {
+        "builds": len(done),
+        "batches": sum(int(b["consolidation_batches"]) for b in done),
+        "items": sum(int(b.get("consolidation_items") or 0) for b in done),
+        "model_calls": sum(int(b.get("consolidation_model_calls") or 0) for b in done),
+        "failed_batches": sum(int(b.get("consolidation_failed_batches") or 0) for b in done),
+        "seconds_median": _median_of([b.get("consolidation_seconds") for b in done]),
+        "questions": len(rows),
+        "views_with_items": sum(1 for n in shown if n > 0),
+        "items_shown_median": _median_of(shown),
+    }
+
+
+def _median_of(values: Sequence[Any]) -> float | None:
+    nums = [float(v) for v in values if v is not None]
+    return statistics.median(nums) if nums else None
+
+
+def _index_lines(summary: Mapping[str, Any]) -> list[str]:
+    idx = summary.get("index")
+    if not idx:
+        return []
+    fmt = format_value
+    return [
+        "",
+        "## The consolidated index",
+        "",
+        f"Model: {(summary.get('config') or {}).get('consolidation_model') or '(given in code)'}; "
+        f"{idx['builds']} namespaces consolidated in {idx['batches']} batches "
+        f"({idx['failed_batches']} failed, {idx['model_calls']} model calls), "
+        f"{idx['items']} items written, median {fmt(idx['seconds_median'])} s per namespace; "
+        f"{idx['views_with_items']} of {idx['questions']} Views showed index items "
+        f"(median {fmt(idx['items_shown_median'])} per View).",
+    ]
+
+
 def render_beam_markdown(summary: Mapping[str, Any]) -> str:
     """Render a BEAM ``summary.json`` as Markdown."""
     out = header_lines(summary)
@@ -581,6 +685,7 @@ def render_beam_markdown(summary: Mapping[str, Any]) -> str:
     )
     out += tier_lines(summary)
     out += build_lines(summary)
+    out += _index_lines(summary)
     judge = summary.get("judge_auc") or {}
     out += [
         "",
@@ -609,7 +714,9 @@ def summarize_beam_results(
     path, rows = read_results(out_dir)
     out = path.parent
     summary = summarize_beam(rows)
-    summary["builds"] = build_summary(read_jsonl(out / "builds.jsonl"))
+    builds = read_jsonl(out / "builds.jsonl")
+    summary["builds"] = build_summary(builds)
+    summary["index"] = index_summary(rows, builds)
     summary["metadata"] = {**run_metadata(command), "source": f"rebuilt from {path}"}
     _write(summary, out, plots=plots)
     return summary

@@ -499,6 +499,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
         {"team_delay": 0.0, "team_dense": True},
     ),
+    "document_record_chars": (
+        None,  # the dense-only team source's notes of a week stay one record each
+        lambda t: sorted(p["id"] for p in t.trace["pool"] if p["id"][:5] == "team:"),
+        {"team_delay": 0.0, "team_dense": True},
+    ),
     "topic_records": (
         0 if ReadSettings().experiments.topic_records else 6,
         lambda t: [(s["query"], s["origin"]) for s in t.trace["searches"]],

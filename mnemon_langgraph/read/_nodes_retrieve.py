@@ -18,6 +18,7 @@ from mnemon_langgraph.read._as_of import as_of_bound, as_of_filters, known_at
 from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive, in_thread
 from mnemon_langgraph.read._instructions import line_similarities, standing_lines, standing_texts
 from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
+from mnemon_langgraph.read._packing import pack_hits, pack_records
 from mnemon_langgraph.read._pooling import (
     Candidates,
     build_first_pool,
@@ -449,6 +450,7 @@ class RetrieveNode(SourcesNode):
             )
         )
         fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
+        fetched = self._packed_documents(searches, fetched)
         fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
         served = _Served(tuple(state["namespace"]))  # shared by the round's local searches
         fetched += [
@@ -497,6 +499,33 @@ class RetrieveNode(SourcesNode):
                 continue
             sims.update(got)
         return sims
+
+    def _packed_documents(
+        self,
+        searches: Sequence[Mapping[str, Any]],
+        fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
+    ) -> list[tuple[int, int, list[SearchHit] | BaseException]]:
+        """The round's hits with a dense-only source's records packed
+        (``ReadSettings.document_record_chars``, :mod:`~mnemon_langgraph.read._packing`):
+        one packing over every record the source returned to the round's searches (its
+        asking searches: the turn's candidates), so each of its searches sees the same
+        records. Other sources' hits, and everything when the setting is off, unchanged."""
+        limit = self.settings.document_record_chars
+        if limit is None:
+            return fetched
+        got = [(i, o, r) for i, o, r in fetched if not isinstance(r, BaseException)]
+        names = {searches[i].get("read_source") for i, _, _ in got if searches[i].get("candidates")}
+        names.discard(None)
+        if not names:
+            return fetched
+        mine = [r for i, _, r in got if searches[i].get("read_source") in names]
+        packed = pack_records((h.record for hits in mine for h in hits), limit)
+        return [
+            (i, o, pack_hits(r, packed))
+            if not isinstance(r, BaseException) and searches[i].get("read_source") in names
+            else (i, o, r)
+            for i, o, r in fetched
+        ]
 
     def _keep_candidates(
         self, search: dict[str, Any], hits: list[SearchHit] | BaseException

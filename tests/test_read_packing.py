@@ -20,7 +20,14 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from mnemon_langgraph.errors import ConfigurationError
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
-from mnemon_langgraph.read._packing import PACKED_PREFIX, pack_hits, pack_records, packed_span
+from mnemon_langgraph.read._packing import (
+    PACKED_PREFIX,
+    pack_hits,
+    pack_records,
+    packed_span,
+    sources_naming,
+)
+from mnemon_langgraph.read._source_match import named_terms
 from mnemon_langgraph.read._view_order import Marks, _with_neighbours
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
@@ -213,3 +220,40 @@ def test_with_one_source_packing_changes_nothing() -> None:
         views.append(out["view"])
     assert views[0].text == views[1].text and views[0].records
     assert all(len(r.message_ids) == 1 for r in views[0].records)  # one turn each, unpacked
+
+
+def test_sources_naming_are_those_whose_results_name_as_many_of_the_turns_names() -> None:
+    names = named_terms(["What got Jon into dancing in Paris?"])
+    texts = {
+        "memory": ["Jon: I was in Paris", "Gina: nice"],
+        "docs": ["Jon: dancing all day"],
+        "others": ["Bo: dancing in a club"],
+    }
+    assert sources_naming(texts, names) == {"memory"}
+    assert sources_naming({**texts, "docs": ["Jon: Paris!"]}, names) == {"memory", "docs"}
+    assert sources_naming(texts, named_terms(["what got you into dancing?"])) == set(texts)
+
+
+def test_a_source_that_names_none_of_the_turns_names_is_not_packed() -> None:
+    def others() -> list[Document]:  # the same turns, by other people
+        docs = _documents()
+        for d in docs:
+            d.page_content = d.page_content.replace("Jon", "Al")
+            d.metadata["speaker"] = d.metadata["speaker"].replace("Jon", "Al")
+        return docs
+
+    vectors = InMemoryVectorStore(_Near())
+    vectors.add_documents(others())
+    journal = InMemorySearchSource(
+        [_rec(f"j{i}", f"Jon: the garden needs water, day {i}", position=i) for i in range(4)]
+    )
+    graph = create_read_graph(
+        sources={
+            "memory": journal,
+            "docs": RetrieverSource(vectors.as_retriever(), position_key="position"),
+        },
+        judge=ScriptedDecisionModel(answers=_judge),
+    )
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
+    docs = [p for p in out["view"].trace["pool"] if p["id"].startswith("docs:")]
+    assert docs and all(PACKED_PREFIX not in p["id"] for p in docs)

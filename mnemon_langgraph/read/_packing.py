@@ -23,18 +23,23 @@ other source.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from mnemon_langgraph.read._pooling import term_counts
 from mnemon_langgraph.read.sources.binding import SOURCE_ID_SEPARATOR, split_id
 from mnemon_langgraph.records._chunking import stable_hash
 from mnemon_langgraph.types import Record, SearchHit
 
-__all__ = ["PACKED_PREFIX", "pack_hits", "pack_records", "packed_span"]
+__all__ = ["PACKED_PREFIX", "pack_hits", "pack_records", "packed_span", "sources_naming"]
 
 PACKED_PREFIX = "packed-"
 """Prefix of a packed record's own id, followed by a hash of its records' ids."""
+
+_UNDATED = datetime(1, 1, 1)
 
 _PACKED_ID = re.compile(re.escape(PACKED_PREFIX) + "[0-9a-f]{32}")
 
@@ -51,17 +56,16 @@ def packed_span(entry: Mapping[str, Any]) -> int:
 def _runs(records: Iterable[Record]) -> list[list[Record]]:
     """The records of each session, date and origin in runs of consecutive positions (only
     records of one message each: a document or a piece of one)."""
-    by_place: dict[tuple[str, int, str, int], Record] = {}
+    by_place: dict[tuple[str, int, bool, datetime, int], Record] = {}
     for r in records:
         if len(r.message_ids) != 1:
             continue
-        by_place.setdefault(
-            (r.origin, r.session, r.date.isoformat() if r.date else "", r.position), r
-        )
+        day = r.date or _UNDATED
+        by_place.setdefault((r.origin, r.session, r.date is None, day, r.position), r)
     runs: list[list[Record]] = []
-    last: tuple[str, int, str, int] | None = None
+    last: tuple[str, int, bool, datetime, int] | None = None
     for key in sorted(by_place):
-        if last is not None and key[:3] == last[:3] and key[3] == last[3] + 1:
+        if last is not None and key[:4] == last[:4] and key[4] == last[4] + 1:
             runs[-1].append(by_place[key])
         else:
             runs.append([by_place[key]])
@@ -69,8 +73,10 @@ def _runs(records: Iterable[Record]) -> list[list[Record]]:
     return runs
 
 
-def _packed(members: Sequence[Record]) -> Record:
-    """One record of ``members`` (consecutive records of one session), as the journal's."""
+@functools.lru_cache(maxsize=8192)
+def _packed(members: tuple[Record, ...]) -> Record:
+    """One record of ``members`` (consecutive records of one session), as the journal's;
+    kept by its members (a source returns the same documents turn after turn)."""
     if len(members) == 1:
         return members[0]
     first = members[0]
@@ -112,11 +118,33 @@ def pack_records(records: Iterable[Record], max_chars: int) -> dict[str, Record]
                 size += 1 + len(r.text)
                 continue
             if group:
-                packed = _packed(group)
+                try:
+                    packed = _packed(tuple(group))
+                except TypeError:  # a field that cannot be hashed (a list a source put there)
+                    packed = _packed.__wrapped__(tuple(group))
                 out.update((m.id, packed) for m in group)
             if r is not None:
                 group, size = [r], len(r.text)
     return out
+
+
+def sources_naming(texts: Mapping[str, Iterable[str]], names: Iterable[str]) -> set[str]:
+    """The read sources whose ``texts`` (what each returned to the turn) name as many of
+    the turn's ``names`` (index terms, :func:`~mnemon_langgraph.read._source_match.named_terms`)
+    as any source's do: every source when the turn names no name.
+
+    A source that names fewer of them than another (other people's lives beside the user's
+    own records) holds look-alikes the View takes last (``ReadSettings.source_names``);
+    packing its records would only give each more of the View, so it is left as it is."""
+    wanted = set(names)
+    if not wanted:
+        return set(texts)
+    named = {
+        name: {n for text in its for n in wanted.intersection(term_counts(text)[0])}
+        for name, its in texts.items()
+    }
+    best = max((len(v) for v in named.values()), default=0)
+    return {name for name, found in named.items() if len(found) == best}
 
 
 def pack_hits(hits: Sequence[SearchHit], packed: Mapping[str, Record]) -> list[SearchHit]:

@@ -322,9 +322,15 @@ class ReadSettings:
             turn per document) are joined in order into records of at most this many
             characters (``read._packing``), so a reply is searched, judged and shown with
             the turn it answers, as in the journal. Documents without positions, or
-            returned without their neighbours, stay as they are. ``None`` turns it off;
-            unused with one source or with ``dense_candidates=None``. Default 600, the
-            journal's own record size (``records.chunking.DEFAULT_MAX_CHARS``), not tuned.
+            returned without their neighbours, stay as they are, and so do the records of a
+            source whose results name fewer of the turn's names than another source's
+            (look-alikes: see ``source_names``). ``None`` turns it off;
+            unused with one source or with ``dense_candidates=None``. Default 300 (about a
+            turn and its reply; the journal's own records are up to 600): chosen over off
+            and 600 by leave-one-conversation-out folds on LoCoMo's dev conversations, the
+            split and the distractor runs together, among the values that keep the
+            distractor runs within a point of one journal (docs/results/documents.md,
+            "Sixth pass").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -376,7 +382,7 @@ class ReadSettings:
     dense_searches: int = 3
     source_match: float = 2.0
     source_names: bool = True
-    document_record_chars: int | None = 600
+    document_record_chars: int | None = 300
     topic_depth: int = 150
     coverage_share: float = 0.5
 

@@ -533,7 +533,7 @@ class RetrieveNode(SourcesNode):
             texts.setdefault(str(searches[i].get("read_source")), []).extend(
                 h.record.text for h in hits
             )
-        names &= sources_naming(texts, named_terms(focus))  # type: ignore[arg-type]
+        names &= sources_naming(texts, named_terms(focus))
         mine = [r for i, _, r in got if searches[i].get("read_source") in names]
         packed = pack_records((h.record for hits in mine for h in hits), limit)
         return [

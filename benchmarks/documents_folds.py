@@ -12,7 +12,10 @@ up. Also prints every label's figures per conversation, so nothing chosen is hid
 Several runs per label (``LABEL=SPLIT_RUN,DISTRACTOR_RUN``: one per question kind, in the
 same order for every label, each against the same one-journal run) choose the label with
 the most such questions over all its runs on the other conversations, and report each
-kind's held-out figure.
+kind's held-out figure. ``--within J:POINTS`` chooses only among the labels whose run J
+(1-based: e.g. 2 for the distractor runs) stays within POINTS of one journal on the other
+conversations, or falls no further below it there than the first label's run J (a target
+the setting must keep; the first label, the setting of before, is always a candidate).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("one")
     parser.add_argument("runs", nargs="+", metavar="LABEL=RUN[,RUN...]")
+    parser.add_argument("--within", default=None, metavar="J:POINTS")
     args = parser.parse_args()
     one = _by_conversation(args.one)
     runs: dict[str, list[dict[str, dict[tuple[str, ...], dict[str, Any]]]]] = {}
@@ -70,7 +74,9 @@ def main() -> None:
             lb: sum(_hits(rs[j][o], keys[j][o]) for j in range(n_kinds) for o in rest)
             for lb, rs in runs.items()
         }
-        chosen = max(runs, key=lambda lb: (score[lb], -list(runs).index(lb)))
+        first = runs[next(iter(runs))]
+        ok = [lb for lb in runs if _keeps(args.within, one, runs[lb], first, keys, rest)]
+        chosen = max(ok, key=lambda lb: (score[lb], -list(runs).index(lb)))
         cells = []
         for j in range(n_kinds):
             n = len(keys[j][c])
@@ -89,6 +95,30 @@ def main() -> None:
             f"turns+RRF@view {rrf:.1f}%; lead {view - rrf:.1f} against one journal's "
             f"{base - rrf:.1f}"
         )
+
+
+def _keeps(
+    within: str | None,
+    one: dict[str, dict[tuple[str, ...], dict[str, Any]]],
+    runs: list[dict[str, dict[tuple[str, ...], dict[str, Any]]]],
+    first: list[dict[str, dict[tuple[str, ...], dict[str, Any]]]],
+    keys: list[dict[str, set[tuple[str, ...]]]],
+    rest: list[str],
+) -> bool:
+    """Whether a label's run J is within POINTS of one journal on the ``rest``, or no
+    further below it than the first label's run J."""
+    if within is None:
+        return True
+    j_text, _, points = within.partition(":")
+    j = int(j_text) - 1
+
+    def below(label_runs: list[dict[str, dict[tuple[str, ...], dict[str, Any]]]]) -> float:
+        total = sum(len(keys[j][o]) for o in rest)
+        got = sum(_hits(label_runs[j][o], keys[j][o]) for o in rest)
+        base = sum(_hits(one[o], keys[j][o]) for o in rest)
+        return 100 * (base - got) / total
+
+    return below(runs) <= max(float(points), below(first)) + 1e-9
 
 
 def _table(

@@ -46,6 +46,7 @@ QUESTION = (
 )
 EARLY = "Ada: I keep my garden notes in a blue notebook."
 RELATIVE_QUESTION = "What did the support group plan in the garden last month, and the garden club?"
+UNNAMED_QUESTION = "when does the support group meet in the garden, and what did it plan?"
 TOPIC_QUESTION = "Summarize how the garden plans of the support group progressed."
 LONG_INSTRUCTION = "Always answer with the garden's plant names first. " * 12
 
@@ -498,6 +499,12 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         1,  # only the message's search asks the team source
         lambda t: [s["origin"] for s in t.trace["searches"] if s.get("read_source") == "team"],
         {"team_delay": 0.0, "team_dense": True},
+    ),
+    "document_record_chars": (
+        None,  # the dense-only team source's notes of a week stay one record each
+        lambda t: sorted(p["id"] for p in t.trace["pool"] if p["id"][:5] == "team:"),
+        # a question naming no name: the team's notes (Bo's, not Ada's) are packed too
+        {"team_delay": 0.0, "team_dense": True, "question": UNNAMED_QUESTION},
     ),
     "topic_records": (
         0 if ReadSettings().experiments.topic_records else 6,

@@ -18,6 +18,7 @@ from mnemon_langgraph.read._as_of import as_of_bound, as_of_filters, known_at
 from mnemon_langgraph.read._drive import Body, Call, Gather, adrive, drive, in_thread
 from mnemon_langgraph.read._instructions import line_similarities, standing_lines, standing_texts
 from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS, SourcesNode
+from mnemon_langgraph.read._packing import pack_hits, pack_records, sources_naming
 from mnemon_langgraph.read._pooling import (
     Candidates,
     build_first_pool,
@@ -30,10 +31,16 @@ from mnemon_langgraph.read._pooling import (
     take_page,
 )
 from mnemon_langgraph.read._rules import Need
-from mnemon_langgraph.read._source_match import pool_quotas, source_weights
+from mnemon_langgraph.read._source_match import named_terms, pool_quotas, source_weights
 from mnemon_langgraph.read._topics import topic_lane
 from mnemon_langgraph.read._trace import degraded, timing_event
-from mnemon_langgraph.read.planner import NewSearchResult, Planner, latest_text, record_query
+from mnemon_langgraph.read.planner import (
+    NewSearchResult,
+    Planner,
+    latest_text,
+    message_text,
+    record_query,
+)
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
 from mnemon_langgraph.read.sources.binding import BoundSource
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
@@ -449,6 +456,8 @@ class RetrieveNode(SourcesNode):
             )
         )
         fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
+        focus = [message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)]
+        fetched = self._packed_documents(searches, fetched, focus)
         fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
         served = _Served(tuple(state["namespace"]))  # shared by the round's local searches
         fetched += [
@@ -497,6 +506,42 @@ class RetrieveNode(SourcesNode):
                 continue
             sims.update(got)
         return sims
+
+    def _packed_documents(
+        self,
+        searches: Sequence[Mapping[str, Any]],
+        fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
+        focus: Sequence[str],
+    ) -> list[tuple[int, int, list[SearchHit] | BaseException]]:
+        """The round's hits with a dense-only source's records packed
+        (``ReadSettings.document_record_chars``, :mod:`~mnemon_langgraph.read._packing`):
+        one packing over every record the source returned to the round's searches (its
+        asking searches: the turn's candidates), so each of its searches sees the same
+        records; only a source whose results name as many of the turn's names (``focus``:
+        the latest message and the needs) as any source's. Other sources' hits, and
+        everything when the setting is off, unchanged."""
+        limit = self.settings.document_record_chars
+        if limit is None:
+            return fetched
+        got = [(i, o, r) for i, o, r in fetched if not isinstance(r, BaseException)]
+        names = {searches[i].get("read_source") for i, _, _ in got if searches[i].get("candidates")}
+        names.discard(None)
+        if not names:
+            return fetched
+        texts: dict[str, list[str]] = {}
+        for i, _, hits in got:
+            texts.setdefault(str(searches[i].get("read_source")), []).extend(
+                h.record.text for h in hits
+            )
+        names &= sources_naming(texts, named_terms(focus))
+        mine = [r for i, _, r in got if searches[i].get("read_source") in names]
+        packed = pack_records((h.record for hits in mine for h in hits), limit)
+        return [
+            (i, o, pack_hits(r, packed))
+            if not isinstance(r, BaseException) and searches[i].get("read_source") in names
+            else (i, o, r)
+            for i, o, r in fetched
+        ]
 
     def _keep_candidates(
         self, search: dict[str, Any], hits: list[SearchHit] | BaseException

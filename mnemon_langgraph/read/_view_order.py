@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from mnemon_langgraph.read._excerpts import Lead
+from mnemon_langgraph.read._packing import packed_span
 from mnemon_langgraph.read._questions import is_reply
 from mnemon_langgraph.read._rules import Judgment, is_yes
 from mnemon_langgraph.read.planner import message_text
@@ -420,21 +421,29 @@ def _with_neighbours(
         if isinstance(r.get("position"), int)
     }
     where = {rid: key for key, rid in at.items()}
+    # a packed record (read._packing) spans several positions: it ends at its last one
+    last = {r["id"]: r["position"] + packed_span(r) - 1 for r in pool if r["id"] in where}
+    ends = {(*key[:2], last[rid]): rid for key, rid in at.items()}
     lone = {r["id"]: _lone_message(r) for r in pool}
     head = list(candidates[:head_n])
     taken = {rid for rid, _ in head} | skip
     moved: list[tuple[str, str]] = []
+
+    def beside(rid: str, step: int) -> str | None:
+        source, session, first = where[rid]
+        if step < 0:
+            return ends.get((source, session, first - 1))
+        return at.get((source, session, last[rid] + 1))
+
     for rank, (rid, _) in enumerate(candidates[:top_n], start=1):
         if rid not in where:
             continue
-        source, session, position = where[rid]
         for step, side in ((-1, "before"), (1, "after")):
-            other = at.get((source, session, position + step))
+            other = beside(rid, step)
             if settings.message_pieces is not None:
                 # past the record's own message: the turn next to it, not its next piece
                 while other is not None and lone[other] and lone[other] == lone[rid]:
-                    position_of = where[other][2]
-                    other = at.get((source, session, position_of + step))
+                    other = beside(other, step)
             if other is None or other in taken:
                 continue
             taken.add(other)

@@ -314,6 +314,23 @@ class ReadSettings:
             turn that names no name: unused. Chosen on by leave-one-conversation-out folds
             on LoCoMo's dev conversations, the distractor and the split runs together
             (docs/results/documents.md, "Fifth pass").
+        document_record_chars: With several read sources, the records a dense-only source
+            returns to the turn's asking searches (``dense_candidates``) are packed as the
+            journal packs short turns: records of one session and date at consecutive
+            positions (a :class:`~mnemon_langgraph.read.sources.RetrieverSource` whose
+            documents carry ``title_key`` and ``position_key``, e.g. a conversation kept one
+            turn per document) are joined in order into records of at most this many
+            characters (``read._packing``), so a reply is searched, judged and shown with
+            the turn it answers, as in the journal. Documents without positions, or
+            returned without their neighbours, stay as they are, and so do the records of a
+            source whose results name fewer of the turn's names than another source's
+            (look-alikes: see ``source_names``). ``None`` turns it off;
+            unused with one source or with ``dense_candidates=None``. Default 300 (about a
+            turn and its reply; the journal's own records are up to 600): chosen over off
+            and 600 by leave-one-conversation-out folds on LoCoMo's dev conversations, the
+            split and the distractor runs together, among the values that keep the
+            distractor runs within a point of one journal (docs/results/documents.md,
+            "Sixth pass").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -365,6 +382,7 @@ class ReadSettings:
     dense_searches: int = 3
     source_match: float = 2.0
     source_names: bool = True
+    document_record_chars: int | None = 300
     topic_depth: int = 150
     coverage_share: float = 0.5
 

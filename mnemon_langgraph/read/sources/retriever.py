@@ -70,7 +70,9 @@ class RetrieverSource:
       its own. ``position_key`` names the metadata holding a document's place in its group
       (consecutive integers, e.g. the turns of a conversation): then neighbouring documents
       are neighbours in the View too (a document cut into several records takes the
-      positions after its own, so count positions in records when documents are long).
+      positions after its own, so count positions in records when documents are long), and
+      beside other sources the short ones the retriever returns together are read as one
+      record, as the journal packs short turns (``ReadSettings.document_record_chars``).
 
     A retriever cannot page or filter by date: ``pages`` and ``filters_dates`` are ``False``.
     ``offset`` is served by asking for ``offset + k`` documents (through the retriever's

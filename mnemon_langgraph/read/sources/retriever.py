@@ -11,11 +11,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from copy import copy
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.callbacks import CallbackManager
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import VectorStore
+from langchain_core.runnables.config import ensure_config
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.sources._adapt import (
@@ -28,6 +31,7 @@ from mnemon_langgraph.read.sources._adapt import (
     template_names,
 )
 from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
+from mnemon_langgraph.store._internal.query_vectors import query_embedding, query_embeddings_of
 from mnemon_langgraph.types import (
     Namespace,
     Record,
@@ -201,7 +205,9 @@ class RetrieverSource:
             InputError: ``k`` or ``offset`` is not a usable count.
         """
         kwargs = self._kwargs(query, k, offset)
-        docs = self.retriever.invoke(query, **kwargs)
+        docs = _by_vector(self.retriever, query, kwargs)
+        if docs is None:
+            docs = self.retriever.invoke(query, **kwargs)
         return self._hits(docs, k, offset, filters)
 
     async def asearch(
@@ -215,7 +221,9 @@ class RetrieverSource:
     ) -> list[SearchHit]:
         """Async :meth:`search` (the retriever's ``ainvoke``)."""
         kwargs = self._kwargs(query, k, offset)
-        docs = await self.retriever.ainvoke(query, **kwargs)
+        docs = await _aby_vector(self.retriever, query, kwargs)
+        if docs is None:
+            docs = await self.retriever.ainvoke(query, **kwargs)
         return self._hits(docs, k, offset, filters)
 
     def _kwargs(self, query: str, k: int, offset: int) -> dict[str, Any]:
@@ -305,3 +313,99 @@ class RetrieverSource:
                 max_chars=self.record_chars,
             )
         )
+
+
+# --- a vector store's search by a query vector already made -----------------------------
+#
+# A journal and a LangChain vector store built with the same embedder object embed each of
+# a turn's query texts: once each, on every search of the store (LangChain's retriever
+# embeds inside its call). Where the retriever is a plain similarity ``VectorStoreRetriever``
+# over a vector store whose ``similarity_search`` is exactly "embed the query, then
+# ``similarity_search_by_vector``" (LangChain's ``InMemoryVectorStore``, community's
+# ``FAISS``), the source asks ``similarity_search_by_vector`` with the query's vector kept by
+# embedder (``query_embedding``: what ``embed_query`` returned, so the same documents in the
+# same order). Any other retriever, vector store or search type, and any run whose callbacks
+# would see the retriever's run (tracing), goes through ``retriever.invoke`` as before.
+
+_BY_VECTOR_METHODS = {
+    ("langchain_core.vectorstores.in_memory", "InMemoryVectorStore"): (
+        ("similarity_search", "similarity_search_with_score", "similarity_search_by_vector"),
+        "embedding",
+    ),
+    ("langchain_community.vectorstores.faiss", "FAISS"): (
+        (
+            "similarity_search",
+            "similarity_search_with_score",
+            "similarity_search_by_vector",
+            "_embed_query",
+        ),
+        "embedding_function",
+    ),
+}
+_INVOKE_KEYS = frozenset({"run_id", "verbose", "callbacks", "config"})
+
+
+def _vector_plan(retriever: BaseRetriever, kwargs: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """``(vector store, embedder)`` when ``retriever.invoke(query, **kwargs)`` is exactly the
+    store's ``similarity_search_by_vector`` of the embedder's query vector, else ``None``."""
+    if not isinstance(retriever, VectorStoreRetriever) or _INVOKE_KEYS & kwargs.keys():
+        return None
+    kind = type(retriever)
+    if (
+        kind.invoke is not BaseRetriever.invoke
+        or kind._get_relevant_documents is not VectorStoreRetriever._get_relevant_documents
+        or retriever.search_type != "similarity"
+    ):
+        return None
+    store = retriever.vectorstore
+    for cls in type(store).__mro__:
+        known = _BY_VECTOR_METHODS.get((cls.__module__, cls.__name__))
+        if known is None:
+            continue
+        methods, attribute = known
+        if any(getattr(type(store), m, None) is not cls.__dict__.get(m) for m in methods):
+            return None  # a subclass changed how it searches
+        embedder = getattr(store, attribute, None)
+        return (store, embedder) if isinstance(embedder, Embeddings) else None
+    return None
+
+
+def _traced(retriever: BaseRetriever) -> bool:
+    """Whether a callback of this run (a tracer, a handler passed to the graph, debug
+    output) would see the retriever's run: then the retriever is invoked, as always."""
+    config = ensure_config(None)
+    manager = CallbackManager.configure(
+        config.get("callbacks"), None, inheritable_tags=config.get("tags")
+    )
+    return any(not h.ignore_retriever for h in manager.handlers)
+
+
+def _by_vector(
+    retriever: BaseRetriever, query: str, kwargs: Mapping[str, Any]
+) -> list[Document] | None:
+    """The retriever's documents for ``query`` searched by the kept query vector (``None``:
+    not such a retriever, or a traced run: invoke it)."""
+    plan = _vector_plan(retriever, kwargs)
+    if plan is None or _traced(retriever):
+        return None
+    store, embedder = plan
+    vector = query_embedding(embedder, query)
+    search = cast(VectorStoreRetriever, retriever).search_kwargs | dict(kwargs)
+    return list(store.similarity_search_by_vector(list(vector), **search))
+
+
+async def _aby_vector(
+    retriever: BaseRetriever, query: str, kwargs: Mapping[str, Any]
+) -> list[Document] | None:
+    """Async :func:`_by_vector`: only a vector already kept is used (else the retriever's
+    own ``ainvoke`` embeds, as the embedder's async face does)."""
+    plan = _vector_plan(retriever, kwargs)
+    if plan is None or _traced(retriever):
+        return None
+    store, embedder = plan
+    kept = query_embeddings_of(embedder)
+    vector = None if kept is None else kept.peek(query)
+    if vector is None:
+        return None
+    search = cast(VectorStoreRetriever, retriever).search_kwargs | dict(kwargs)
+    return list(await store.asimilarity_search_by_vector(list(vector), **search))

@@ -248,50 +248,67 @@ class RetrieverSource:
 
     def records(self, docs: Sequence[Document]) -> list[Record]:
         """The records of ``docs``, in their order (a document seen twice counts once)."""
-        out: list[Record] = []
+        # each document's metadata read once, and the kept conversions looked up under one
+        # lock for the whole list (every returned document, every search of every turn)
+        names = (
+            self.id_key,
+            self.title_key,
+            self.position_key,
+            self.speaker_key,
+            self.role_key,
+            self.date_key,
+        )
+        todo: list[tuple[Document, str, Hashable | None]] = []
         seen: set[str] = set()
         for doc in docs:
             if not isinstance(doc, Document):
                 raise InputError(f"the retriever returned a {type(doc).__name__}, not a Document")
-            doc_id = self._doc_id(doc)
+            meta = doc.metadata
+            values = [meta.get(n) if n is not None else None for n in names] if meta else [None] * 6
+            doc_id = self._doc_id(doc, values[0], values[1])
             if doc_id in seen:
                 continue
             seen.add(doc_id)
-            out.extend(self._doc_records(doc, doc_id))
-        return out
+            key: Hashable | None = (doc_id, doc.page_content, *values[1:])
+            try:
+                hash(key)
+            except TypeError:  # a metadata value that cannot be a key (a list): not kept
+                key = None
+            todo.append((doc, doc_id, key))
+        made: dict[int, tuple[Record, ...]] = {}
+        converted = self._converted
+        with self._converted_lock:
+            for n, (_, _, key) in enumerate(todo):
+                got = converted.get(key) if key is not None else None
+                if got is not None:
+                    converted.move_to_end(key)
+                    made[n] = got
+        fresh = {
+            n: self._convert(doc, doc_id)
+            for n, (doc, doc_id, _) in enumerate(todo)
+            if n not in made
+        }
+        if fresh:
+            with self._converted_lock:
+                for n, records in fresh.items():
+                    key = todo[n][2]
+                    if key is not None:
+                        converted[key] = records
+                        if len(converted) > CONVERTED_DOCUMENTS:
+                            converted.popitem(last=False)
+            made.update(fresh)
+        return [r for n in range(len(todo)) for r in made[n]]
 
     def _meta(self, doc: Document, key: str | None) -> Any:
         return doc.metadata.get(key) if key is not None and doc.metadata else None
 
-    def _doc_id(self, doc: Document) -> str:
-        given = self._meta(doc, self.id_key)
+    def _doc_id(self, doc: Document, given: Any, title: Any) -> str:
+        """A document's stable id from its ``id_key`` and ``title_key`` metadata values."""
         if given is None or given == "":
             given = doc.id
         if given is None or given == "":
-            return "c-" + stable_hash(self._meta(doc, self.title_key), doc.page_content)
+            return "c-" + stable_hash(title, doc.page_content)
         return str(given)
-
-    def _doc_records(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
-        keys = (self.title_key, self.position_key, self.speaker_key, self.role_key, self.date_key)
-        meta = doc.metadata
-        # as _meta for each key, without a call per key (every returned document, every turn)
-        values = [meta.get(k) if k is not None else None for k in keys] if meta else [None] * 5
-        key: Hashable = (doc_id, doc.page_content, *values)
-        try:
-            hash(key)
-        except TypeError:  # a metadata value that cannot be a key (a list): not kept
-            return self._convert(doc, doc_id)
-        with self._converted_lock:
-            made = self._converted.get(key)
-            if made is not None:
-                self._converted.move_to_end(key)
-                return made
-        made = self._convert(doc, doc_id)
-        with self._converted_lock:
-            self._converted[key] = made
-            if len(self._converted) > CONVERTED_DOCUMENTS:
-                self._converted.popitem(last=False)
-        return made
 
     def _convert(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
         title = self._meta(doc, self.title_key)

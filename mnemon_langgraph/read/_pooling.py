@@ -41,15 +41,31 @@ def record_to_dict(record: Record) -> PoolRecord:
     A turn turns the same records into state data many times (every dense-only candidate
     of each asking search, pool entries, pages), so the parts made from the record's
     fields (its date as text, its header) are kept by the record's value; every call
-    returns new data (its own dict and lists)."""
-    try:
-        data = dict(_record_data(record))
-    except TypeError:  # a field that cannot be hashed (a list a source put there)
-        data = _record_data.__wrapped__(record)
+    returns new data (its own dict and lists). Kept by the record object first: a source
+    that keeps its records (a document source) hands the same objects to every turn, found
+    without hashing and comparing every field."""
+    got = _DATA_BY_OBJECT.get(id(record))
+    if got is not None and got[0] is record:
+        data = dict(got[1])
+    else:
+        try:
+            kept = _record_data(record)
+        except TypeError:  # a field that cannot be hashed (a list a source put there)
+            data = _record_data.__wrapped__(record)
+        else:
+            if len(_DATA_BY_OBJECT) >= _KEPT_OBJECTS:
+                _DATA_BY_OBJECT.clear()  # bounded; the data stays kept by the record's value
+            # the entry holds the record itself, so its id names no other object while kept
+            _DATA_BY_OBJECT[id(record)] = (record, kept)
+            data = dict(kept)
     data["speakers"] = list(record.speakers)
     data["roles"] = list(record.roles)
     data["message_ids"] = list(record.message_ids)
     return cast(PoolRecord, data)
+
+
+_KEPT_OBJECTS = 8192
+_DATA_BY_OBJECT: dict[int, tuple[Record, dict[str, Any]]] = {}
 
 
 @functools.lru_cache(maxsize=8192, typed=True)

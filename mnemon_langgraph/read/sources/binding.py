@@ -304,6 +304,21 @@ def _qualified(name: str, record: Record) -> Record:
     return dataclasses.replace(record, id=qualify_id(name, record.id))
 
 
+def _qualified_hits(name: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """``hits`` with their records' ids qualified by ``name``: :func:`_qualified_hit` of
+    each, written out (every hit of every search of a graph of several sources), the
+    records kept by object looked up here first."""
+    out = []
+    append = out.append
+    kept = _BY_OBJECT.get
+    for hit in hits:
+        record = hit.record
+        got = kept((name, id(record)))
+        made = got[1] if got is not None and got[0] is record else qualify_record(name, record)
+        append(SearchHit(made, hit.rank, hit.score, hit.bm25_rank, hit.dense_rank))
+    return out
+
+
 def _qualified_hit(name: str, hit: SearchHit) -> SearchHit:
     """``hit`` with its record's id qualified by ``name`` (every field of the hit kept;
     built directly: ``dataclasses.replace`` costs more than the rest of a search's
@@ -380,7 +395,7 @@ class BoundSource:
             out = [h for h in out if filters.accepts(h.record)]
         out = out[drop : drop + k] if drop or filters is not None else out
         if self.qualify:
-            out = [_qualified_hit(self.name, h) for h in out]
+            out = _qualified_hits(self.name, out)
         return out
 
     def _timed_out(self) -> TimeoutError:

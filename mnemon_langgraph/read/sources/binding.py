@@ -68,6 +68,7 @@ __all__ = [
     "dense_only",
     "is_own",
     "named_sources",
+    "offered",
     "qualify_id",
     "qualify_record",
     "search_sources",
@@ -509,7 +510,7 @@ class _Capabilities:
 
     def __init__(self, bound: BoundSource) -> None:
         self._bound = bound
-        vectors, term_stats, journal = capability_flags(bound.source)
+        vectors, term_stats, journal = self.offers = capability_flags(bound.source)
         if vectors:
             self.query_vector = bound.query_vector
             self.stored_vectors = bound.stored_vectors
@@ -518,6 +519,15 @@ class _Capabilities:
         if journal:
             self.session_records = bound.session_records
             self.asession_records = bound.asession_records
+
+
+def offered(source: Any) -> tuple[bool, bool, bool]:
+    """:func:`capability_flags` of ``source``; of a bound source's capabilities
+    (:meth:`BoundSource.capabilities`, a new object each time) its source's, without
+    ``typing``'s runtime protocol checks, which walk every member of the protocol."""
+    if type(source) is _Capabilities:
+        return source.offers
+    return capability_flags(source)
 
 
 _FLAGS: OrderedDict[int, tuple[weakref.ref[Any], tuple[bool, bool, bool]]] = OrderedDict()

@@ -294,3 +294,34 @@ def test_record_data_is_the_plain_formula_for_random_records_kept_or_not(
         got["speakers"].append("x")  # the caller's own lists
         assert record_to_dict(rec) == _plain_record_dict(rec)
     assert len(_pooling._DATA_BY_OBJECT) <= 5
+
+
+def test_keyword_order_is_the_plain_bm25_fused_with_the_order_on_random_texts() -> None:
+    """The BM25 scores summed term by term over every candidate (the package's formula,
+    the candidates as the collection), fused with the retriever's order by ``rrf_fuse``:
+    the same order, scores and keyword ranks on random texts and queries."""
+    from collections import Counter
+
+    from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
+    from mnemon_langgraph.search._text import terms
+
+    words = ["paris", "walk", "spring", "weather", "garden", "rain", "the", "beagle", "tea"]
+    rng = random.Random(12)
+    for _ in range(150):
+        texts = [" ".join(rng.choices(words, k=rng.randint(0, 8))) for _ in range(60)]
+        query = " ".join(rng.choices([*words, "zebra"], k=rng.randint(1, 4)))
+        docs = [(Counter(terms(t)), len(terms(t))) for t in texts]
+        n, q = len(docs), set(terms(query))
+        avgdl = (sum(length for _, length in docs) / n or 1.0) if n else 1.0
+        weight = {t: idf(n, sum(1 for c, _ in docs if t in c)) for t in q}
+        scores = {}
+        for i, (counts, length) in enumerate(docs):
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+            score = 0.0
+            for t in q:  # the query's words in their set order, as the page sums them
+                if t in counts:
+                    score += weight[t] * counts[t] / (counts[t] + norm)
+            scores[i] = score
+        keyword = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
+        want = [(f.key, f.score, f.ranks[1]) for f in rrf_fuse([range(n), keyword], 60)]
+        assert keyword_order(texts, query, 60) == want

@@ -213,7 +213,7 @@ def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) ->
         the retriever's order and ``bm25_rank`` the keyword rank (``None``: no word shared).
     """
     return [
-        SearchHit(hits[i].record, rank, score, bm25_rank=kr, dense_rank=i)
+        SearchHit(hits[i].record, rank, score, kr, i)  # bm25_rank, dense_rank
         for rank, (i, score, kr) in enumerate(
             keyword_order([h.record.text for h in hits], query, rrf_k)
         )
@@ -251,9 +251,10 @@ def keyword_order(
     place = {t: j for j, t in enumerate(query_terms)}
     df = dict.fromkeys(query_terms, 0)
     sharing: list[tuple[int, list[str]]] = []  # the candidates that share a query word
-    disjoint = query_terms.isdisjoint
     for i, (counts, _) in enumerate(docs):
-        if disjoint(counts):
+        # a keys view checks the fewer query words against the candidate's counts (a set's
+        # isdisjoint would walk every word of the candidate)
+        if counts.keys().isdisjoint(query_terms):
             continue
         words = sorted(counts.keys() & query_terms, key=place.__getitem__)
         for t in words:

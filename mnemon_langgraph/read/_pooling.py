@@ -93,18 +93,19 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
     The same entry is rebuilt many times in a turn (every page served from a dense-only
     source's candidates, every wave's targets), so records are kept by everything they are
     built from (a record is immutable: a kept one is the one a rebuild would give)."""
+    get = data.get
     return _record(
         tuple(namespace),
         data["id"],
-        data.get("session"),
-        data.get("date"),
-        data.get("position"),
-        tuple(data.get("speakers") or ()),
-        tuple(data.get("message_ids") or ()),
-        tuple(data.get("roles") or ()),
-        data.get("text", ""),
-        data.get("source", ""),
-        data.get("seq"),
+        get("session"),
+        get("date"),
+        get("position"),
+        tuple(get("speakers") or ()),
+        tuple(get("message_ids") or ()),
+        tuple(get("roles") or ()),
+        get("text", ""),
+        get("source", ""),
+        get("seq"),
     )
 
 

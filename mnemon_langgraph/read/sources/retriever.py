@@ -44,6 +44,15 @@ __all__ = ["RetrieverSource"]
 
 SearchKwargs = Mapping[str, Any] | Callable[[Mapping[str, str]], Mapping[str, Any]]
 
+_NO_KEY = object()
+"""A metadata key no document holds (a key the source was not given reads as ``None``)."""
+
+
+def _nothing(key: object) -> None:
+    """The value of any key of empty metadata."""
+    return None
+
+
 CONVERTED_DOCUMENTS = 4096
 """Documents whose records a :class:`RetrieverSource` keeps (least recently returned out)."""
 
@@ -250,13 +259,17 @@ class RetrieverSource:
         """The records of ``docs``, in their order (a document seen twice counts once)."""
         # each document's metadata read once, and the kept conversions looked up under one
         # lock for the whole list (every returned document, every search of every turn)
-        names = (
-            self.id_key,
-            self.title_key,
-            self.position_key,
-            self.speaker_key,
-            self.role_key,
-            self.date_key,
+        # a key absent from every metadata stands for a key not given (None)
+        id_key, title_key, position_key, speaker_key, role_key, date_key = (
+            _NO_KEY if k is None else k
+            for k in (
+                self.id_key,
+                self.title_key,
+                self.position_key,
+                self.speaker_key,
+                self.role_key,
+                self.date_key,
+            )
         )
         todo: list[tuple[Document, str, Hashable | None]] = []
         seen: set[str] = set()
@@ -264,7 +277,15 @@ class RetrieverSource:
             if not isinstance(doc, Document):
                 raise InputError(f"the retriever returned a {type(doc).__name__}, not a Document")
             meta = doc.metadata
-            values = [meta.get(n) if n is not None else None for n in names] if meta else [None] * 6
+            get = meta.get if meta else _nothing
+            values = (
+                get(id_key),
+                get(title_key),
+                get(position_key),
+                get(speaker_key),
+                get(role_key),
+                get(date_key),
+            )
             doc_id = self._doc_id(doc, values[0], values[1])
             if doc_id in seen:
                 continue

@@ -203,3 +203,71 @@ def test_property_text_preserved_and_records_within_limit(
     for i, text in enumerate(texts):
         assert _rejoins(normalize_text(text), pieces[f"m{i}"])
     assert len({r.id for r in recs}) == len(recs)
+
+
+def test_one_message_is_chunked_as_the_general_path_chunks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A single message that fits one piece is written out (``_one_record``); on random
+    messages around every limit it gives the general path's records, or its error."""
+    import random
+    from datetime import UTC, timedelta, timezone
+
+    from mnemon_langgraph.records import _chunking
+
+    rng = random.Random(45)
+    words = ["hi", "a", "longer-word", "Zanzibar.", "ok!", "\t", "  ", "\n", "étude", "日本"]
+
+    def message() -> Message:
+        n = rng.choice([0, 1, 3, 20, 120, 400, 700])
+        text = " ".join(rng.choices(words, k=n))
+        when = rng.choice(
+            [
+                None,
+                datetime(2024, 5, 1, 9, 30),
+                datetime(2024, 5, 1, 9, 30, tzinfo=UTC),
+                datetime(2024, 5, 1, 9, 30, tzinfo=timezone(timedelta(hours=5))),
+            ]
+        )
+        return Message(
+            text,
+            rng.choice(["Ada", "  Ada  Lovelace ", "", "x" * 100]),
+            role=rng.choice(["user", "assistant"]),
+            id=rng.choice(["m1", "D1:3", "  ", None, "d" * 30]),
+            timestamp=when,
+            session=rng.choice([None, 1, 7]),
+        )
+
+    def outcome(msgs: list[Message], **kwargs: object) -> object:
+        try:
+            return chunk_messages(msgs, **kwargs)  # type: ignore[arg-type]
+        except Exception as exc:  # the same error, or the same records
+            return (type(exc), str(exc))
+
+    made = 0
+    for _ in range(600):
+        msg = message()
+        kwargs = {
+            "namespace": rng.choice([("docs",), ("u", "ada")]),
+            "origin": rng.choice(["docs", "chat"]),
+            "max_chars": rng.choice([80, 120, 600]),
+            "pack": rng.random() < 0.5,
+            "first_positions": rng.choice([None, {1: 5}, {7: 0, 1: 2}]),
+        }
+        fast = outcome([msg], **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(_chunking, "_one_record", lambda *a: None)
+            general = outcome([msg], **kwargs)
+        assert fast == general, (msg, kwargs)
+        made += isinstance(fast, list) and len(fast) == 1
+    assert made > 100  # the written-out path was taken, not only refused or cut
+    for max_chars in (80, 120, 600):  # a text of the piece budget's length, and one more
+        budget = max_chars - len("Ada: ")
+        for size in (budget - 1, budget, budget + 1):
+            for text in ("a" * size, ("ab " * size)[:size].strip() + "x" * (size % 2)):
+                msg = Message(text, "Ada", id="m1", session=1)
+                fast = outcome([msg], namespace=("d",), origin="d", max_chars=max_chars)
+                with monkeypatch.context() as m:
+                    m.setattr(_chunking, "_one_record", lambda *a: None)
+                    general = outcome([msg], namespace=("d",), origin="d", max_chars=max_chars)
+                assert fast == general, (max_chars, size)

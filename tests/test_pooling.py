@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import datetime
+
+import pytest
 
 from mnemon_langgraph.read._pooling import (
     _fuse_with_order,
@@ -236,3 +239,89 @@ def test_record_data_is_new_on_every_call_and_follows_the_record() -> None:
         "ada: bye",
     )
     assert list(record_to_dict(rec)) == list(first)  # the same keys, in the same order
+
+
+def _plain_record_dict(record: Record) -> dict[str, object]:
+    return {
+        "id": record.id,
+        "session": record.session,
+        "date": record.date.isoformat() if record.date else None,
+        "position": record.position,
+        "speakers": list(record.speakers),
+        "roles": list(record.roles),
+        "message_ids": list(record.message_ids),
+        "text": record.text,
+        "source": record.origin,
+        "seq": record.seq,
+        "header": record.header,
+    }
+
+
+def test_record_data_is_the_plain_formula_for_random_records_kept_or_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kept by the record object, then by its value: every call gives the plain formula's
+    data, for the same object again, an equal object, and a record with an unhashable
+    field, while the kept objects are dropped and kept again."""
+    from mnemon_langgraph.read import _pooling
+
+    monkeypatch.setattr(_pooling, "_KEPT_OBJECTS", 5)  # dropped and refilled often
+    rng = random.Random(45)
+    records: list[Record] = []
+    for n in range(300):
+        if records and rng.random() < 0.4:
+            rec = rng.choice(records)  # the same object again
+        else:
+            rid = f"r{rng.randint(0, 20)}"
+            rec = Record(
+                rid,
+                ("t",),
+                rng.randint(1, 4),
+                rng.choice([None, datetime(2024, 1, rng.randint(1, 28), rng.randint(0, 23))]),
+                rng.randint(0, 9),
+                tuple(rng.sample(["a", "b", "c"], rng.randint(0, 3))),
+                (rid,),
+                rng.choice(["ada: hi", "bo: bye", "ada: hi\nbo: bye"]),
+                origin=rng.choice(["", "docs", "chat"]),
+                seq=rng.randint(0, 5),
+                roles=tuple(rng.choice(["user", "assistant"]) for _ in range(rng.randint(0, 2))),
+            )
+            if rng.random() < 0.05:
+                rec = dataclasses.replace(rec, speakers=["a"])  # type: ignore[arg-type]
+            records.append(rec)
+        got = record_to_dict(rec)
+        assert got == _plain_record_dict(rec), n
+        got["speakers"].append("x")  # the caller's own lists
+        assert record_to_dict(rec) == _plain_record_dict(rec)
+    assert len(_pooling._DATA_BY_OBJECT) <= 5
+
+
+def test_keyword_order_is_the_plain_bm25_fused_with_the_order_on_random_texts() -> None:
+    """The BM25 scores summed term by term over every candidate (the package's formula,
+    the candidates as the collection), fused with the retriever's order by ``rrf_fuse``:
+    the same order, scores and keyword ranks on random texts and queries."""
+    from collections import Counter
+
+    from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
+    from mnemon_langgraph.search._text import terms
+
+    words = ["paris", "walk", "spring", "weather", "garden", "rain", "the", "beagle", "tea"]
+    rng = random.Random(12)
+    for _ in range(150):
+        texts = [" ".join(rng.choices(words, k=rng.randint(0, 8))) for _ in range(60)]
+        query = " ".join(rng.choices([*words, "zebra"], k=rng.randint(1, 4)))
+        docs = [(Counter(terms(t)), len(terms(t))) for t in texts]
+        n, q = len(docs), set(terms(query))
+        avgdl = (sum(length for _, length in docs) / n or 1.0) if n else 1.0
+        weight = {t: idf(n, sum(1 for c, _ in docs if t in c)) for t in q}
+        scores = {}
+        for i, (counts, length) in enumerate(docs):
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+            score = 0.0
+            for t in q:  # the query's words in their set order, as the page sums them
+                if t in counts:
+                    score += weight[t] * counts[t] / (counts[t] + norm)
+            scores[i] = score
+        keyword = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
+        want = [(f.key, f.score, f.ranks[1]) for f in rrf_fuse([range(n), keyword], 60)]
+        assert keyword_order(texts, query, 60) == want

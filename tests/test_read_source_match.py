@@ -238,3 +238,42 @@ def test_with_one_source_the_names_rules_change_nothing() -> None:
     assert on.trace["judgments"] == off.trace["judgments"]
     assert on.trace["pool"] == off.trace["pool"]
     assert on.trace["placement"] == off.trace["placement"]
+
+
+def test_coverage_and_unnamed_records_are_the_plain_set_formulas_on_random_texts() -> None:
+    """Each text's terms met with the turn's terms (or names): the plain intersections."""
+    import random
+
+    from mnemon_langgraph.search._text import terms
+
+    words = ["Ada", "Leeds", "garden", "rain", "Bo", "Paris", "tea", "walk", "the"]
+    rng = random.Random(13)
+    for _ in range(150):
+        texts = {
+            name: [" ".join(rng.choices(words, k=rng.randint(0, 6))) for _ in range(8)]
+            for name in ("memory", "docs")
+        }
+        query = " ".join(rng.choices(words, k=rng.randint(1, 4)))
+        searches = [{"query": query, "origin": "message", "round": 1}]
+        wanted = set(terms(query))
+        plain = {
+            name: len({t for x in its for t in wanted.intersection(terms(x))}) / max(1, len(wanted))
+            for name, its in texts.items()
+        }
+        assert source_coverage(searches, texts) == (plain if wanted else {})
+        names = named_terms([query])
+        records = [
+            {"id": f"{name}{i}", "text": x, "read_source": name}
+            for name, its in texts.items()
+            for i, x in enumerate(its)
+        ]
+        own = {r["id"]: names.intersection(terms(r["text"])) for r in records}
+        named = {
+            name: {t for r in records if r["read_source"] == name for t in own[r["id"]]}
+            for name in texts
+        }
+        best = max(len(v) for v in named.values())
+        want = {
+            r["id"] for r in records if len(named[r["read_source"]]) < best and not own[r["id"]]
+        }
+        assert unnamed_records(records, names) == (want if names else set())

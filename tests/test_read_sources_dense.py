@@ -35,10 +35,13 @@ RARE = "Zanzibar"
 class _Gist(Embeddings):
     """Every query points one way; a filler document close to it (each a little further
     than the one before), the document holding the rare word away from it: its dense rank
-    is last, whatever the query. Counts the queries it embeds (one per search)."""
+    is last, whatever the query. Counts the queries it embeds, and (``searches``) the
+    searches of the vector store built with it (:class:`_Counted`): a query text searched
+    again is searched by its kept vector, not embedded again."""
 
     def __init__(self) -> None:
         self.queries = 0
+        self.searches = 0
 
     def _vector(self, text: str) -> list[float]:
         if RARE in text:
@@ -52,6 +55,16 @@ class _Gist(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         self.queries += 1
         return [1.0, 0.0]
+
+
+class _Counted(InMemoryVectorStore):
+    """LangChain's ``InMemoryVectorStore``, counting its searches in its embedder."""
+
+    def similarity_search_with_score_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        self.embedding.searches += 1  # type: ignore[attr-defined]
+        return super().similarity_search_with_score_by_vector(embedding, k, **kwargs)
 
 
 def _documents(fillers: int = 80) -> list[Document]:
@@ -72,7 +85,7 @@ def _documents(fillers: int = 80) -> list[Document]:
 
 
 def _graph(embedder: _Gist, **settings: Any) -> Any:
-    vectors = InMemoryVectorStore(embedder)
+    vectors = _Counted(embedder)
     vectors.add_documents(_documents())
     journal = InMemorySearchSource(
         [
@@ -129,9 +142,9 @@ def test_a_dense_only_sources_candidates_are_reranked_by_words() -> None:
     assert any(RARE in r.text for r in docs), "the rare word's document reached the View"
     docs_searches = [s for s in view.trace["searches"] if s.get("read_source") == "docs"]
     assert docs_searches[0]["origin"] == "message+once" and len(docs_searches) > 1
-    # one call to the document source for the turn: the vector store embedded one query;
+    # one call to the document source for the turn: the vector store searched once;
     # its other searches (keywords, entities, later rounds) re-ranked its candidates
-    assert embedder.queries == 1
+    assert embedder.searches == 1 and embedder.queries == 1
 
 
 def test_dense_searches_ask_the_source_once_per_planned_search_and_no_more() -> None:
@@ -139,7 +152,7 @@ def test_dense_searches_ask_the_source_once_per_planned_search_and_no_more() -> 
     view = _view(_graph(embedder, dense_searches=3))
     docs_searches = [s for s in view.trace["searches"] if s.get("read_source") == "docs"]
     asking = [s for s in docs_searches if s["origin"].endswith("+once")]
-    assert len(asking) == 3 and embedder.queries == 3
+    assert len(asking) == 3 and embedder.searches == 3
     assert len(docs_searches) > 3  # later rounds were served from the candidates
     assert any(RARE in r.text for r in view.records)
 
@@ -151,7 +164,7 @@ def test_the_date_search_of_a_dense_only_source_is_served_within_its_dates() -> 
     )
     dated = [s for s in view.trace["searches"] if s["origin"] == "date"]
     assert {s["read_source"] for s in dated} == {"memory", "docs"}
-    assert embedder.queries == 1  # the date search asked nothing more of the vector store
+    assert embedder.searches == 1  # the date search asked nothing more of the vector store
     docs = [r for r in view.records if r.source == "docs"]
     assert docs and any(RARE in r.text for r in docs)
 
@@ -161,7 +174,9 @@ def test_without_dense_candidates_every_search_goes_and_the_rare_document_is_mis
     view = _view(_graph(embedder, dense_candidates=None))
     assert not any(RARE in r.text for r in view.records)
     docs = [s for s in view.trace["searches"] if s.get("read_source") == "docs"]
-    assert embedder.queries >= len(docs) > 1  # every search (and page) embeds a query
+    assert embedder.searches >= len(docs) > 1  # every search (and page) searches the store
+    texts = {s["query"] for s in docs}
+    assert embedder.queries == len(texts) < len(docs)  # a text searched again: its kept vector
 
 
 def test_a_retriever_that_ranks_by_words_is_not_reranked() -> None:

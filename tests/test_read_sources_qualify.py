@@ -61,3 +61,31 @@ def test_a_record_object_kept_gives_its_qualified_record_and_no_other_object_doe
         other = _rec(f"x{i}", text=f"bo: {i}")
         assert qualify_record("docs", other) == dataclasses.replace(other, id=f"docs:x{i}")
     assert qualify_record("docs", rec) == dataclasses.replace(rec, id="docs:r1")
+
+
+def test_qualified_hits_are_each_hit_qualified_on_random_hits() -> None:
+    """The written-out loop of a search's hits against :func:`_qualified_hit` of each: the
+    same objects again, equal ones, other sources' names, every field of the hit."""
+    import random
+
+    from mnemon_langgraph.read.sources.binding import _qualified_hits
+
+    rng = random.Random(46)
+    records = [_rec(f"r{i % 7}", text=f"ada: {i % 3}", session=1 + i % 2) for i in range(20)]
+    for _ in range(100):
+        hits = [
+            SearchHit(
+                rng.choice(records),
+                rng.randint(0, 50),
+                rng.random(),
+                bm25_rank=rng.choice([None, rng.randint(0, 9)]),
+                dense_rank=rng.choice([None, rng.randint(0, 9)]),
+            )
+            for _ in range(rng.randint(0, 12))
+        ]
+        name = rng.choice(["docs", "memory", "team"])
+        plain = [
+            dataclasses.replace(h, record=dataclasses.replace(h.record, id=f"{name}:{h.record.id}"))
+            for h in hits
+        ]
+        assert _qualified_hits(name, hits) == plain == [_qualified_hit(name, h) for h in hits]

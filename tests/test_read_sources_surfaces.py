@@ -439,3 +439,28 @@ def test_capability_flags_are_the_protocol_checks_per_source_object(store: Mnemo
     for _ in range(3):
         assert capability_flags(_Bare()) == (False, False, False)
         assert capability_flags(_Slots()) == (True, False, False)
+
+
+def test_offered_is_the_protocol_checks_of_a_bound_sources_capabilities(
+    store: MnemonStore,
+) -> None:
+    """``offered`` answers a capabilities object from its source's kept flags: the same as
+    ``isinstance`` against each protocol, for every kind of source."""
+    from mnemon_langgraph.read.sources import BoundSource
+    from mnemon_langgraph.read.sources.binding import offered
+    from mnemon_langgraph.types import JournalSource, TermStatsSource, VectorSource
+
+    class _Bare:
+        def search(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+        async def asearch(self, query: str, **kw: Any) -> list[Any]:
+            return []
+
+    team = SharedNamespace(store, BLUE)
+    kinds = (VectorSource, TermStatsSource, JournalSource)
+    for source in (store, team, _Bare(), store):
+        caps = BoundSource("x", source, ADA, qualify=True).capabilities()
+        assert offered(caps) == tuple(isinstance(caps, p) for p in kinds)
+        assert offered(source) == tuple(isinstance(source, p) for p in kinds)
+    assert offered(BoundSource("m", store, ADA).capabilities())[0]  # not all False

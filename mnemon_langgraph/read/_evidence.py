@@ -33,9 +33,10 @@ import numpy as np
 
 from mnemon_langgraph.judges._features import split_queries, terms
 from mnemon_langgraph.read._judging import message_json
+from mnemon_langgraph.read.sources.binding import offered
 from mnemon_langgraph.read.state import PoolRecord, RecordEvidence
 from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank
-from mnemon_langgraph.types import Namespace, TermStatsSource, VectorSource
+from mnemon_langgraph.types import Namespace
 
 __all__ = ["EvidenceBuilder", "query_texts", "rank_evidence"]
 
@@ -82,7 +83,7 @@ class EvidenceBuilder:
 
     def __init__(self, source: Any, rrf_k: int = RRF_K) -> None:
         self._source = source
-        vectors = isinstance(source, VectorSource)
+        vectors = offered(source)[0]  # isinstance(source, VectorSource), found once
         self._lookup = source.stored_vectors if vectors else None
         self._query_vector = source.query_vector if vectors else None
         self._rrf_k = rrf_k
@@ -98,7 +99,7 @@ class EvidenceBuilder:
         :class:`~mnemon_langgraph.types.TermStatsSource`) or the count fails (logged: like
         the rest of the evidence it is optional, and the judge keeps the pool's counts).
         """
-        if not isinstance(self._source, TermStatsSource):
+        if not offered(self._source)[1]:  # not a TermStatsSource
             return None
         words = list(
             dict.fromkeys(t for q in query_texts(messages, needs).values() for t in terms(q))

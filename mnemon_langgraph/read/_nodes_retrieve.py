@@ -42,9 +42,9 @@ from mnemon_langgraph.read.planner import (
     record_query,
 )
 from mnemon_langgraph.read.settings import LOOKAHEAD, ReadSettings
-from mnemon_langgraph.read.sources.binding import BoundSource
+from mnemon_langgraph.read.sources.binding import BoundSource, offered
 from mnemon_langgraph.read.state import PoolRecord, ReadState, needs_of, recent_messages
-from mnemon_langgraph.types import Record, SearchFilters, SearchHit, SearchSource, VectorSource
+from mnemon_langgraph.types import Record, SearchFilters, SearchHit, SearchSource
 
 __all__ = ["INSTRUCTIONS", "RetrieveNode"]
 
@@ -494,7 +494,7 @@ class RetrieveNode(SourcesNode):
             source = self._bound(state, s.get("read_source")).capabilities()
             # one line needs no order, only the floor's check
             few = 1 if self.settings.instruction_floor > 0 else 2
-            if len(lines) < few or not isinstance(source, VectorSource):
+            if len(lines) < few or not offered(source)[0]:  # not a VectorSource
                 continue
             embed = source.query_vector
             try:

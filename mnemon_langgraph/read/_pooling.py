@@ -41,15 +41,31 @@ def record_to_dict(record: Record) -> PoolRecord:
     A turn turns the same records into state data many times (every dense-only candidate
     of each asking search, pool entries, pages), so the parts made from the record's
     fields (its date as text, its header) are kept by the record's value; every call
-    returns new data (its own dict and lists)."""
-    try:
-        data = dict(_record_data(record))
-    except TypeError:  # a field that cannot be hashed (a list a source put there)
-        data = _record_data.__wrapped__(record)
+    returns new data (its own dict and lists). Kept by the record object first: a source
+    that keeps its records (a document source) hands the same objects to every turn, found
+    without hashing and comparing every field."""
+    got = _DATA_BY_OBJECT.get(id(record))
+    if got is not None and got[0] is record:
+        data = dict(got[1])
+    else:
+        try:
+            kept = _record_data(record)
+        except TypeError:  # a field that cannot be hashed (a list a source put there)
+            data = _record_data.__wrapped__(record)
+        else:
+            if len(_DATA_BY_OBJECT) >= _KEPT_OBJECTS:
+                _DATA_BY_OBJECT.clear()  # bounded; the data stays kept by the record's value
+            # the entry holds the record itself, so its id names no other object while kept
+            _DATA_BY_OBJECT[id(record)] = (record, kept)
+            data = dict(kept)
     data["speakers"] = list(record.speakers)
     data["roles"] = list(record.roles)
     data["message_ids"] = list(record.message_ids)
     return cast(PoolRecord, data)
+
+
+_KEPT_OBJECTS = 8192
+_DATA_BY_OBJECT: dict[int, tuple[Record, dict[str, Any]]] = {}
 
 
 @functools.lru_cache(maxsize=8192, typed=True)
@@ -77,18 +93,19 @@ def dict_to_record(data: Mapping[str, Any], namespace: Namespace) -> Record:
     The same entry is rebuilt many times in a turn (every page served from a dense-only
     source's candidates, every wave's targets), so records are kept by everything they are
     built from (a record is immutable: a kept one is the one a rebuild would give)."""
+    get = data.get
     return _record(
         tuple(namespace),
         data["id"],
-        data.get("session"),
-        data.get("date"),
-        data.get("position"),
-        tuple(data.get("speakers") or ()),
-        tuple(data.get("message_ids") or ()),
-        tuple(data.get("roles") or ()),
-        data.get("text", ""),
-        data.get("source", ""),
-        data.get("seq"),
+        get("session"),
+        get("date"),
+        get("position"),
+        tuple(get("speakers") or ()),
+        tuple(get("message_ids") or ()),
+        tuple(get("roles") or ()),
+        get("text", ""),
+        get("source", ""),
+        get("seq"),
     )
 
 
@@ -197,7 +214,7 @@ def keyword_rerank(hits: Sequence[SearchHit], query: str, rrf_k: int = RRF_K) ->
         the retriever's order and ``bm25_rank`` the keyword rank (``None``: no word shared).
     """
     return [
-        SearchHit(hits[i].record, rank, score, bm25_rank=kr, dense_rank=i)
+        SearchHit(hits[i].record, rank, score, kr, i)  # bm25_rank, dense_rank
         for rank, (i, score, kr) in enumerate(
             keyword_order([h.record.text for h in hits], query, rrf_k)
         )
@@ -235,9 +252,10 @@ def keyword_order(
     place = {t: j for j, t in enumerate(query_terms)}
     df = dict.fromkeys(query_terms, 0)
     sharing: list[tuple[int, list[str]]] = []  # the candidates that share a query word
-    disjoint = query_terms.isdisjoint
     for i, (counts, _) in enumerate(docs):
-        if disjoint(counts):
+        # a keys view checks the fewer query words against the candidate's counts (a set's
+        # isdisjoint would walk every word of the candidate)
+        if counts.keys().isdisjoint(query_terms):
             continue
         words = sorted(counts.keys() & query_terms, key=place.__getitem__)
         for t in words:

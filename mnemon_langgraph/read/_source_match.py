@@ -71,8 +71,8 @@ def source_coverage(
     out = {}
     for name, its in texts.items():
         found: set[str] = set()
-        for text in its:
-            found.update(wanted.intersection(term_counts(text)[0]))
+        for text in its:  # the keys view walks the fewer turn terms, not the text's words
+            found.update(term_counts(text)[0].keys() & wanted)
         out[name] = len(found) / len(wanted)
     return out
 
@@ -123,8 +123,8 @@ def unnamed_records(records: Iterable[Mapping[str, Any]], names: Iterable[str]) 
         return set()
     named: dict[str, set[str]] = {}
     own: dict[str, set[str]] = {}
-    for r in records:
-        found = wanted.intersection(term_counts(str(r.get("text", "")))[0])
+    for r in records:  # the keys view walks the fewer names, not the text's words
+        found = term_counts(str(r.get("text", "")))[0].keys() & wanted
         named.setdefault(str(r.get("read_source") or ""), set()).update(found)
         own[r["id"]] = found
     if len(named) < 2:

@@ -230,6 +230,10 @@ def chunk_messages(
     ns: Namespace = normalize_namespace(namespace)
     if max_chars < 2 * _MIN_PIECE:
         raise InputError(f"max_chars must be at least {2 * _MIN_PIECE}, got {max_chars}")
+    if isinstance(messages, list | tuple) and len(messages) == 1:
+        one = _one_record(messages[0], ns, source, max_chars, max_message_chars, first_positions)
+        if one is not None:
+            return [one]
     chunker = _Chunker(ns, source, max_chars=max_chars, pack=pack, positions=first_positions)
     seen_ids: set[str] = set()
     for index, msg in enumerate(messages):
@@ -240,6 +244,47 @@ def chunk_messages(
         chunker.add(mid, speaker, text, msg.role, session, msg.timestamp)
     chunker.flush()
     return chunker.records
+
+
+def _one_record(
+    msg: Message,
+    ns: Namespace,
+    source: str,
+    max_chars: int,
+    max_message_chars: int,
+    first_positions: Mapping[int, int] | None,
+) -> Record | None:
+    """The record of one message that fits one piece, as :class:`_Chunker` makes it (packing
+    changes nothing for a single piece); ``None`` for anything else, which the general path
+    handles (and refuses, where it is bad input). Written out because a read source converts
+    documents one at a time, on every search that returns one not seen before, and the
+    chunker's bookkeeping cost several times the record itself."""
+    mid, text, session = msg.id, msg.text, msg.session
+    if (
+        not isinstance(mid, str)
+        or not mid.strip()
+        or not isinstance(text, str)
+        or len(text) > max_message_chars
+        or session is None
+    ):
+        return None
+    text = normalize_text(text)
+    speaker = normalize_text(msg.speaker or "") or msg.role
+    prefix = f"{speaker}: "
+    if not text or len(text) > max(max_chars - len(prefix), _MIN_PIECE):
+        return None  # empty (refused) or cut into pieces
+    return Record(
+        id="r-" + stable_hash(list(ns), source, [[mid, 0]]),
+        namespace=ns,
+        session=session,
+        date=msg.timestamp,
+        position=(first_positions or {}).get(session, 0),
+        speakers=(speaker,),
+        message_ids=(mid,),
+        text=prefix + text,
+        origin=source,
+        roles=(msg.role,),
+    )
 
 
 def _checked_id(msg: Message, index: int, *, source: str, seen: set[str]) -> str:

@@ -9,6 +9,7 @@ document or item, ``pack=False``), so a document reads in the View like a long m
 
 from __future__ import annotations
 
+import functools
 import logging
 import string
 from collections.abc import Mapping, Sequence
@@ -79,9 +80,12 @@ def as_date(value: object, *, what: str) -> datetime | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def session_of(group: str) -> int:
     """A session number for a group of texts (a title, a document, a store item): the same
-    group always gets the same number, different groups almost surely different ones."""
+    group always gets the same number, different groups almost surely different ones.
+    Kept per group: a collection's documents share few titles, and the hash is most of
+    what cutting a short document costs."""
     return 1 + int(stable_hash("session", group), 16) % MAX_SESSION
 
 
@@ -154,18 +158,15 @@ def hits_of(
     filters: SearchFilters | None,
     dense: bool,
 ) -> list[SearchHit]:
-    """Hits ``offset .. offset + k`` of records already in their source's order."""
-    kept = [r for r in records if filters is None or filters.accepts(r)]
+    """Hits ``offset .. offset + k`` of records already in their source's order (only the
+    page's hits are made)."""
+    kept = records if filters is None else [r for r in records if filters.accepts(r)]
     return [
-        SearchHit(
-            record,
-            rank,
-            reciprocal_rank(rank),
-            bm25_rank=None if dense else rank,
-            dense_rank=rank if dense else None,
-        )
-        for rank, record in enumerate(kept)
-    ][offset : offset + k]
+        SearchHit(record, rank, reciprocal_rank(rank), None, rank)
+        if dense
+        else SearchHit(record, rank, reciprocal_rank(rank), rank, None)
+        for rank, record in enumerate(kept[offset : offset + k], start=offset)
+    ]
 
 
 def template_names(value: object) -> set[str]:

@@ -68,6 +68,7 @@ __all__ = [
     "dense_only",
     "is_own",
     "named_sources",
+    "offered",
     "qualify_id",
     "qualify_record",
     "search_sources",
@@ -304,6 +305,21 @@ def _qualified(name: str, record: Record) -> Record:
     return dataclasses.replace(record, id=qualify_id(name, record.id))
 
 
+def _qualified_hits(name: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """``hits`` with their records' ids qualified by ``name``: :func:`_qualified_hit` of
+    each, written out (every hit of every search of a graph of several sources), the
+    records kept by object looked up here first."""
+    out = []
+    append = out.append
+    kept = _BY_OBJECT.get
+    for hit in hits:
+        record = hit.record
+        got = kept((name, id(record)))
+        made = got[1] if got is not None and got[0] is record else qualify_record(name, record)
+        append(SearchHit(made, hit.rank, hit.score, hit.bm25_rank, hit.dense_rank))
+    return out
+
+
 def _qualified_hit(name: str, hit: SearchHit) -> SearchHit:
     """``hit`` with its record's id qualified by ``name`` (every field of the hit kept;
     built directly: ``dataclasses.replace`` costs more than the rest of a search's
@@ -380,7 +396,7 @@ class BoundSource:
             out = [h for h in out if filters.accepts(h.record)]
         out = out[drop : drop + k] if drop or filters is not None else out
         if self.qualify:
-            out = [_qualified_hit(self.name, h) for h in out]
+            out = _qualified_hits(self.name, out)
         return out
 
     def _timed_out(self) -> TimeoutError:
@@ -494,7 +510,7 @@ class _Capabilities:
 
     def __init__(self, bound: BoundSource) -> None:
         self._bound = bound
-        vectors, term_stats, journal = capability_flags(bound.source)
+        vectors, term_stats, journal = self.offers = capability_flags(bound.source)
         if vectors:
             self.query_vector = bound.query_vector
             self.stored_vectors = bound.stored_vectors
@@ -503,6 +519,15 @@ class _Capabilities:
         if journal:
             self.session_records = bound.session_records
             self.asession_records = bound.asession_records
+
+
+def offered(source: Any) -> tuple[bool, bool, bool]:
+    """:func:`capability_flags` of ``source``; of a bound source's capabilities
+    (:meth:`BoundSource.capabilities`, a new object each time) its source's, without
+    ``typing``'s runtime protocol checks, which walk every member of the protocol."""
+    if type(source) is _Capabilities:
+        return source.offers
+    return capability_flags(source)
 
 
 _FLAGS: OrderedDict[int, tuple[weakref.ref[Any], tuple[bool, bool, bool]]] = OrderedDict()

@@ -11,11 +11,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from copy import copy
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.callbacks import CallbackManager
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import VectorStore
+from langchain_core.runnables.config import ensure_config
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from mnemon_langgraph.errors import ConfigurationError, InputError
 from mnemon_langgraph.read.sources._adapt import (
@@ -28,6 +31,7 @@ from mnemon_langgraph.read.sources._adapt import (
     template_names,
 )
 from mnemon_langgraph.records._chunking import DEFAULT_MAX_CHARS, check_record_chars, stable_hash
+from mnemon_langgraph.store._internal.query_vectors import query_embedding, query_embeddings_of
 from mnemon_langgraph.types import (
     Namespace,
     Record,
@@ -39,6 +43,15 @@ from mnemon_langgraph.types import (
 __all__ = ["RetrieverSource"]
 
 SearchKwargs = Mapping[str, Any] | Callable[[Mapping[str, str]], Mapping[str, Any]]
+
+_NO_KEY = object()
+"""A metadata key no document holds (a key the source was not given reads as ``None``)."""
+
+
+def _nothing(key: object) -> None:
+    """The value of any key of empty metadata."""
+    return None
+
 
 CONVERTED_DOCUMENTS = 4096
 """Documents whose records a :class:`RetrieverSource` keeps (least recently returned out)."""
@@ -203,7 +216,9 @@ class RetrieverSource:
             InputError: ``k`` or ``offset`` is not a usable count.
         """
         kwargs = self._kwargs(query, k, offset)
-        docs = self.retriever.invoke(query, **kwargs)
+        docs = _by_vector(self.retriever, query, kwargs)
+        if docs is None:
+            docs = self.retriever.invoke(query, **kwargs)
         return self._hits(docs, k, offset, filters)
 
     async def asearch(
@@ -217,7 +232,9 @@ class RetrieverSource:
     ) -> list[SearchHit]:
         """Async :meth:`search` (the retriever's ``ainvoke``)."""
         kwargs = self._kwargs(query, k, offset)
-        docs = await self.retriever.ainvoke(query, **kwargs)
+        docs = await _aby_vector(self.retriever, query, kwargs)
+        if docs is None:
+            docs = await self.retriever.ainvoke(query, **kwargs)
         return self._hits(docs, k, offset, filters)
 
     def _kwargs(self, query: str, k: int, offset: int) -> dict[str, Any]:
@@ -242,50 +259,79 @@ class RetrieverSource:
 
     def records(self, docs: Sequence[Document]) -> list[Record]:
         """The records of ``docs``, in their order (a document seen twice counts once)."""
-        out: list[Record] = []
+        # each document's metadata read once, and the kept conversions looked up under one
+        # lock for the whole list (every returned document, every search of every turn)
+        # a key absent from every metadata stands for a key not given (None)
+        id_key, title_key, position_key, speaker_key, role_key, date_key = (
+            _NO_KEY if k is None else k
+            for k in (
+                self.id_key,
+                self.title_key,
+                self.position_key,
+                self.speaker_key,
+                self.role_key,
+                self.date_key,
+            )
+        )
+        todo: list[tuple[Document, str, Hashable | None]] = []
         seen: set[str] = set()
         for doc in docs:
             if not isinstance(doc, Document):
                 raise InputError(f"the retriever returned a {type(doc).__name__}, not a Document")
-            doc_id = self._doc_id(doc)
+            meta = doc.metadata
+            get = meta.get if meta else _nothing
+            values = (
+                get(id_key),
+                get(title_key),
+                get(position_key),
+                get(speaker_key),
+                get(role_key),
+                get(date_key),
+            )
+            doc_id = self._doc_id(doc, values[0], values[1])
             if doc_id in seen:
                 continue
             seen.add(doc_id)
-            out.extend(self._doc_records(doc, doc_id))
-        return out
+            key: Hashable | None = (doc_id, doc.page_content, *values[1:])
+            try:
+                hash(key)
+            except TypeError:  # a metadata value that cannot be a key (a list): not kept
+                key = None
+            todo.append((doc, doc_id, key))
+        made: dict[int, tuple[Record, ...]] = {}
+        converted = self._converted
+        with self._converted_lock:
+            for n, (_, _, key) in enumerate(todo):
+                got = converted.get(key) if key is not None else None
+                if got is not None:
+                    converted.move_to_end(key)
+                    made[n] = got
+        fresh = {
+            n: self._convert(doc, doc_id)
+            for n, (doc, doc_id, _) in enumerate(todo)
+            if n not in made
+        }
+        if fresh:
+            with self._converted_lock:
+                for n, records in fresh.items():
+                    key = todo[n][2]
+                    if key is not None:
+                        converted[key] = records
+                        if len(converted) > CONVERTED_DOCUMENTS:
+                            converted.popitem(last=False)
+            made.update(fresh)
+        return [r for n in range(len(todo)) for r in made[n]]
 
     def _meta(self, doc: Document, key: str | None) -> Any:
         return doc.metadata.get(key) if key is not None and doc.metadata else None
 
-    def _doc_id(self, doc: Document) -> str:
-        given = self._meta(doc, self.id_key)
+    def _doc_id(self, doc: Document, given: Any, title: Any) -> str:
+        """A document's stable id from its ``id_key`` and ``title_key`` metadata values."""
         if given is None or given == "":
             given = doc.id
         if given is None or given == "":
-            return "c-" + stable_hash(self._meta(doc, self.title_key), doc.page_content)
+            return "c-" + stable_hash(title, doc.page_content)
         return str(given)
-
-    def _doc_records(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
-        keys = (self.title_key, self.position_key, self.speaker_key, self.role_key, self.date_key)
-        meta = doc.metadata
-        # as _meta for each key, without a call per key (every returned document, every turn)
-        values = [meta.get(k) if k is not None else None for k in keys] if meta else [None] * 5
-        key: Hashable = (doc_id, doc.page_content, *values)
-        try:
-            hash(key)
-        except TypeError:  # a metadata value that cannot be a key (a list): not kept
-            return self._convert(doc, doc_id)
-        with self._converted_lock:
-            made = self._converted.get(key)
-            if made is not None:
-                self._converted.move_to_end(key)
-                return made
-        made = self._convert(doc, doc_id)
-        with self._converted_lock:
-            self._converted[key] = made
-            if len(self._converted) > CONVERTED_DOCUMENTS:
-                self._converted.popitem(last=False)
-        return made
 
     def _convert(self, doc: Document, doc_id: str) -> tuple[Record, ...]:
         title = self._meta(doc, self.title_key)
@@ -307,3 +353,99 @@ class RetrieverSource:
                 max_chars=self.record_chars,
             )
         )
+
+
+# --- a vector store's search by a query vector already made -----------------------------
+#
+# A journal and a LangChain vector store built with the same embedder object embed each of
+# a turn's query texts: once each, on every search of the store (LangChain's retriever
+# embeds inside its call). Where the retriever is a plain similarity ``VectorStoreRetriever``
+# over a vector store whose ``similarity_search`` is exactly "embed the query, then
+# ``similarity_search_by_vector``" (LangChain's ``InMemoryVectorStore``, community's
+# ``FAISS``), the source asks ``similarity_search_by_vector`` with the query's vector kept by
+# embedder (``query_embedding``: what ``embed_query`` returned, so the same documents in the
+# same order). Any other retriever, vector store or search type, and any run whose callbacks
+# would see the retriever's run (tracing), goes through ``retriever.invoke`` as before.
+
+_BY_VECTOR_METHODS = {
+    ("langchain_core.vectorstores.in_memory", "InMemoryVectorStore"): (
+        ("similarity_search", "similarity_search_with_score", "similarity_search_by_vector"),
+        "embedding",
+    ),
+    ("langchain_community.vectorstores.faiss", "FAISS"): (
+        (
+            "similarity_search",
+            "similarity_search_with_score",
+            "similarity_search_by_vector",
+            "_embed_query",
+        ),
+        "embedding_function",
+    ),
+}
+_INVOKE_KEYS = frozenset({"run_id", "verbose", "callbacks", "config"})
+
+
+def _vector_plan(retriever: BaseRetriever, kwargs: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """``(vector store, embedder)`` when ``retriever.invoke(query, **kwargs)`` is exactly the
+    store's ``similarity_search_by_vector`` of the embedder's query vector, else ``None``."""
+    if not isinstance(retriever, VectorStoreRetriever) or _INVOKE_KEYS & kwargs.keys():
+        return None
+    kind = type(retriever)
+    if (
+        kind.invoke is not BaseRetriever.invoke
+        or kind._get_relevant_documents is not VectorStoreRetriever._get_relevant_documents
+        or retriever.search_type != "similarity"
+    ):
+        return None
+    store = retriever.vectorstore
+    for cls in type(store).__mro__:
+        known = _BY_VECTOR_METHODS.get((cls.__module__, cls.__name__))
+        if known is None:
+            continue
+        methods, attribute = known
+        if any(getattr(type(store), m, None) is not cls.__dict__.get(m) for m in methods):
+            return None  # a subclass changed how it searches
+        embedder = getattr(store, attribute, None)
+        return (store, embedder) if isinstance(embedder, Embeddings) else None
+    return None
+
+
+def _traced(retriever: BaseRetriever) -> bool:
+    """Whether a callback of this run (a tracer, a handler passed to the graph, debug
+    output) would see the retriever's run: then the retriever is invoked, as always."""
+    config = ensure_config(None)
+    manager = CallbackManager.configure(
+        config.get("callbacks"), None, inheritable_tags=config.get("tags")
+    )
+    return any(not h.ignore_retriever for h in manager.handlers)
+
+
+def _by_vector(
+    retriever: BaseRetriever, query: str, kwargs: Mapping[str, Any]
+) -> list[Document] | None:
+    """The retriever's documents for ``query`` searched by the kept query vector (``None``:
+    not such a retriever, or a traced run: invoke it)."""
+    plan = _vector_plan(retriever, kwargs)
+    if plan is None or _traced(retriever):
+        return None
+    store, embedder = plan
+    vector = query_embedding(embedder, query)
+    search = cast(VectorStoreRetriever, retriever).search_kwargs | dict(kwargs)
+    return list(store.similarity_search_by_vector(list(vector), **search))
+
+
+async def _aby_vector(
+    retriever: BaseRetriever, query: str, kwargs: Mapping[str, Any]
+) -> list[Document] | None:
+    """Async :func:`_by_vector`: only a vector already kept is used (else the retriever's
+    own ``ainvoke`` embeds, as the embedder's async face does)."""
+    plan = _vector_plan(retriever, kwargs)
+    if plan is None or _traced(retriever):
+        return None
+    store, embedder = plan
+    kept = query_embeddings_of(embedder)
+    vector = None if kept is None else kept.peek(query)
+    if vector is None:
+        return None
+    search = cast(VectorStoreRetriever, retriever).search_kwargs | dict(kwargs)
+    return list(await store.asimilarity_search_by_vector(list(vector), **search))

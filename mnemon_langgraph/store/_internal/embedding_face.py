@@ -13,7 +13,7 @@ import numpy as np
 from mnemon_langgraph.errors import ModelCallError
 from mnemon_langgraph.records._content_caches import register_content_cache
 from mnemon_langgraph.search._vectors import normalize_rows
-from mnemon_langgraph.store._internal.query_vectors import SingleFlightCache
+from mnemon_langgraph.store._internal.query_vectors import SingleFlightCache, query_embedding
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -82,7 +82,9 @@ class EmbeddingFace:
 
     def _embed_query_uncached(self, query: str) -> np.ndarray:
         try:
-            vec = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
+            # shared with whatever else embeds queries with this embedder (a vector store
+            # read beside the journal): each text is embedded once for all of them
+            vec = np.asarray(query_embedding(self.embeddings, query), dtype=np.float32)
         except Exception as exc:
             raise ModelCallError(f"embedding model failed on the query: {exc}") from exc
         if vec.shape != (self.dimension,) or not np.isfinite(vec).all():

@@ -5,17 +5,25 @@ share a computation in flight. A read-path turn's ``Gather`` starts a planned se
 same text's session-bounded search side by side, so both missed the cache and both called
 the embedding model (docs/results/log.md, "Read path: one pool, one embedding per text in
 flight"). Here the second caller waits for the first one's vector instead.
+
+:func:`query_embedding` keeps what an embedder object returned for a query text, shared by
+everything that embeds queries with that object: the store's own query vectors are made
+from it, and a read source over a LangChain vector store built with the same embedder
+(``RetrieverSource``) searches by it instead of embedding the same text again.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["SingleFlightCache"]
+from mnemon_langgraph.records._content_caches import register_content_cache
+
+__all__ = ["SingleFlightCache", "query_embedding", "query_embeddings_of"]
 
 V = TypeVar("V")
 
@@ -81,3 +89,68 @@ class SingleFlightCache(Generic[V]):
                     self._done.popitem(last=False)
         future.set_result(value)
         return value
+
+    def peek(self, key: str) -> V | None:
+        """The kept value of ``key`` without computing it (``None``: not kept)."""
+        with self._lock:
+            return self._done.get(key)
+
+
+QUERY_EMBEDDINGS_KEPT = 256
+"""Query texts whose embedding :func:`query_embedding` keeps per embedder."""
+
+_BY_EMBEDDER: dict[int, tuple[weakref.ref[Any], SingleFlightCache[tuple[float, ...]]]] = {}
+_BY_EMBEDDER_LOCK = threading.Lock()
+
+
+def _forget_query_embeddings() -> None:
+    with _BY_EMBEDDER_LOCK:
+        caches = [cache for _, cache in _BY_EMBEDDER.values()]
+    for cache in caches:
+        cache.clear()
+
+
+register_content_cache(_forget_query_embeddings)  # a query may quote deleted text
+
+
+def query_embeddings_of(embeddings: Any) -> SingleFlightCache[tuple[float, ...]] | None:
+    """The kept query embeddings of one embedder object (``None``: it cannot be referred to
+    weakly, so nothing is kept for it).
+
+    Everything that embeds a query with the same embedder object shares these: a journal
+    and a vector store built with one embedder embed each query text of a turn once, not
+    once each. The value is ``embeddings.embed_query(text)`` as a tuple (what the model
+    returned, unconverted, so a caller gets exactly what its own call would have)."""
+    key = id(embeddings)
+    got = _BY_EMBEDDER.get(key)
+    if got is not None and got[0]() is embeddings:
+        return got[1]
+    try:
+        ref = weakref.ref(embeddings)
+    except TypeError:
+        return None
+
+    def compute(text: str) -> tuple[float, ...]:
+        model = ref()  # weakly: the kept vectors never keep an embedder alive
+        if model is None:
+            raise ReferenceError("the embedder is gone")
+        return tuple(model.embed_query(text))
+
+    with _BY_EMBEDDER_LOCK:
+        got = _BY_EMBEDDER.get(key)
+        if got is not None and got[0]() is embeddings:
+            return got[1]
+        for dead in [k for k, (r, _) in _BY_EMBEDDER.items() if r() is None]:
+            del _BY_EMBEDDER[dead]
+        cache: SingleFlightCache[tuple[float, ...]] = SingleFlightCache(
+            compute, QUERY_EMBEDDINGS_KEPT
+        )
+        _BY_EMBEDDER[key] = (ref, cache)
+    return cache
+
+
+def query_embedding(embeddings: Any, text: str) -> tuple[float, ...]:
+    """``tuple(embeddings.embed_query(text))``, computed once for every caller while kept
+    (:func:`query_embeddings_of`; an embedder that cannot be kept is called every time)."""
+    cache = query_embeddings_of(embeddings)
+    return tuple(embeddings.embed_query(text)) if cache is None else cache(text)

@@ -405,7 +405,7 @@ def test_dense_common_terms_rank_exactly_like_reading_every_posting(
         _pruned_equals_full(index, queries, k)
     assert bounded >= 3 * len(queries)  # the bounded path was taken
     assert len(index._dense) > 0
-    kept = {tid: codes for tid, (codes, _, _) in index._dense.items()}
+    kept = {tid: codes for tid, (codes, *_) in index._dense.items()}
     index.remove(range(1, 3001, 5))
     index.add([5000, 5001], ["x1", "x2"], [texts[3], texts[4]], [2, 2], [5_000, 6_000])
     assert index._tail

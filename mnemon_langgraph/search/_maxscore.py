@@ -156,7 +156,7 @@ class MaxScore:
             finally:
                 acc.clear()  # the scratch array goes back all zeros
         cand = np.sort(cand)
-        scores = self._exact_scores(terms, cand, avgdl)
+        scores = self._exact_scores(terms, cand, avgdl, self._kept_tfs(terms) if bounded else {})
         order = np.lexsort((cand, -scores))[:k]
         return self._seqs[cand[order]].copy(), scores[order].copy()
 
@@ -282,7 +282,7 @@ class MaxScore:
         codes, per_code = [], []
         for term in rest:
             main, tail = term.parts[0], term.parts[1:]
-            code, top, ref = self._codes(term.tid, *main, avgdl, n_main)
+            code, top, ref, _ = self._codes(term.tid, *main, avgdl, n_main)
             codes.append(code)
             per_code.append(term.idf * top * max(1.0, avgdl / ref) / CODE_MAX)
             self.last_postings += len(main[0])
@@ -296,14 +296,16 @@ class MaxScore:
         best = acc.reaching(max(level, np.finfo(np.float32).tiny))
         if len(best) < k:  # the sample guessed too high: the exact k-th bound of the live
             best = acc.reaching(max(_kth(bound[acc.reaching(0.0)], k), np.finfo(np.float32).tiny))
-        theta = _kth(self._exact_scores(terms, best, avgdl), k)
+        theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
         return acc.reaching(max(theta * (1 - _SLACK), np.finfo(np.float32).tiny))
 
     def _codes(
         self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int
-    ) -> tuple[np.ndarray, float, float]:
+    ) -> tuple[np.ndarray, float, float, np.ndarray | None]:
         """A term's main postings as bytes (:func:`~._bounds.impact_codes`): ``(codes, top,
-        avgdl they were taken at)``, kept until the next merge.
+        avgdl they were taken at, tf per main document)``, kept until the next merge. The
+        tfs (``uint8``; ``None`` unless every tf is a whole number below 256) let
+        :meth:`_exact_scores` read a candidate's tf directly instead of searching for it.
 
         Kept across writes: at a larger ``avgdl`` ``A`` every impact grows by at most
         ``A / A_ref`` (:meth:`_main_bound`), which the caller multiplies in; at a smaller one
@@ -311,15 +313,20 @@ class MaxScore:
         ago goes first.
         """
         with self._dense_lock:
-            kept = self._dense.get(tid)
-        if kept is None or len(kept[0]) != n_main:
-            code, top = impact_codes(docs, self._impacts(docs, tfs, avgdl), n_main)
-            kept = (code, top, avgdl)
+            kept = self._dense.pop(tid, None)
+            if kept is not None and len(kept[0]) == n_main:
+                self._dense[tid] = kept  # last used goes last
+                return kept
+        code, top = impact_codes(docs, self._impacts(docs, tfs, avgdl), n_main)
+        tf_bytes = None
+        if float(tfs.max()) < 256 and bool(np.all(tfs == np.floor(tfs))):
+            tf_bytes = np.zeros(n_main, dtype=np.uint8)
+            tf_bytes[docs] = tfs
+        kept = (code, top, avgdl, tf_bytes)
         with self._dense_lock:
-            self._dense.pop(tid, None)
-            self._dense[tid] = kept  # last used goes last
+            self._dense[tid] = kept
             while (
-                sum(len(v[0]) for v in self._dense.values()) > _DENSE_BUDGET
+                sum(2 * len(v[0]) for v in self._dense.values()) > _DENSE_BUDGET
                 and len(self._dense) > 1
             ):
                 del self._dense[next(iter(self._dense))]
@@ -370,16 +377,33 @@ class MaxScore:
             theta = max(theta, _kth(partial[cand], k))  # partial scores only grow
         return cand
 
-    def _exact_scores(self, terms: list[_Term], cand: np.ndarray, avgdl: float) -> np.ndarray:
+    def _kept_tfs(self, terms: list[_Term]) -> dict[int, np.ndarray]:
+        """The tf per main document that :meth:`_codes` keeps, of those of ``terms`` it has."""
+        with self._dense_lock:
+            kept = {t.tid: self._dense.get(t.tid) for t in terms}
+        return {tid: v[3] for tid, v in kept.items() if v is not None and v[3] is not None}
+
+    def _exact_scores(
+        self,
+        terms: list[_Term],
+        cand: np.ndarray,
+        avgdl: float,
+        tf_of: dict[int, np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Full BM25 scores of ``cand`` (sorted positions), summed in term-id order.
 
         One fixed order of float32 additions, whichever terms MaxScore pruned: a pruned
         and an unpruned search give bit-identical scores and hence identical ties.
+        ``tf_of`` holds terms' tfs per main document (:meth:`_kept_tfs`): the same values
+        as their main postings, read without a binary search.
         """
         scores = np.zeros(len(cand), dtype=np.float32)
         norm = self._norm_of(cand, avgdl)
         for term in sorted(terms, key=lambda t: t.tid):
-            if len(term.parts) == 1:  # one sorted piece: a term's usual case
+            direct = (tf_of or {}).get(term.tid)
+            if direct is not None:
+                tf = _direct_tf(direct, term.parts[1:], cand)
+            elif len(term.parts) == 1:  # one sorted piece: a term's usual case
                 docs, tfs = term.parts[0]
                 hit, pos = _find(docs, cand)
                 tf = np.where(hit, tfs[pos], np.float32(0))
@@ -496,10 +520,27 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
+def _direct_tf(
+    main: np.ndarray, tails: list[tuple[np.ndarray, np.ndarray]], cand: np.ndarray
+) -> np.ndarray:
+    """The tf of each of ``cand`` (sorted): read from ``main`` (one per main document) below
+    its length, searched for in the ``tails`` above it; float32 as in the postings."""
+    inside = np.searchsorted(cand, len(main))  # cand is sorted: main documents come first
+    tf = np.zeros(len(cand), dtype=np.float32)
+    tf[:inside] = main[cand[:inside]]
+    for docs, tfs in tails:
+        hit, pos = _find(docs, cand[inside:])
+        tf[inside:][hit] = tfs[pos[hit]]
+    return tf
+
+
 def _find(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Which of ``cand`` are in the sorted ``docs``, and where: ``(found mask, positions)``.
 
     A binary search per candidate: ``O(c · log p)`` instead of reading all ``p`` postings.
+    The candidates take the postings' integer type first: given another one, numpy converts
+    the whole of ``docs`` at every call.
     """
+    cand = cand.astype(docs.dtype, copy=False)
     pos = np.minimum(np.searchsorted(docs, cand), len(docs) - 1)
     return docs[pos] == cand, pos

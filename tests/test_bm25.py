@@ -8,6 +8,7 @@ import sys
 import types
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -273,16 +274,21 @@ def _zipf_queries(seed: int, count: int) -> list[str]:
 
 def _pruned_equals_full(index: BM25Index, queries: list[str], k: int, **kw: object) -> int:
     """Assert MaxScore's ranking equals scoring every posting; returns how many searches
-    reached MaxScore's second phase (common terms looked up for candidates only)."""
+    pruned: reached MaxScore's second phase (common terms looked up for candidates only) or
+    bounded common terms from bytes (``_bounded``)."""
     refined = 0
-    original = index._refine
+    spied = {name: getattr(index, name) for name in ("_refine", "_bounded")}
 
-    def spy(*args: object) -> np.ndarray:
-        nonlocal refined
-        refined += 1
-        return original(*args)  # type: ignore[arg-type]
+    def spy(original: Any) -> Any:
+        def counted(*args: object) -> np.ndarray:
+            nonlocal refined
+            refined += 1
+            return original(*args)
 
-    index._refine = spy  # type: ignore[method-assign,assignment]
+        return counted
+
+    for name, original in spied.items():
+        setattr(index, name, spy(original))
     try:
         for query in queries:
             full_seqs, full_scores = index.search(query, k, prune=False, **kw)  # type: ignore[arg-type]
@@ -291,7 +297,8 @@ def _pruned_equals_full(index: BM25Index, queries: list[str], k: int, **kw: obje
             assert seqs.tolist() == full_seqs.tolist(), query
             assert scores.tobytes() == full_scores.tobytes(), query  # bit-identical
     finally:
-        del index._refine
+        for name in spied:
+            delattr(index, name)
     return refined
 
 

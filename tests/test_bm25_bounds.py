@@ -143,7 +143,7 @@ def test_bounded_bm25_equals_the_formula_on_random_corpora(
     )
     index.merge()
     top_df = Counter(w for t in texts for w in set(tokenize(t))).most_common(1)[0][1]
-    dense = top_df * maxscore._DENSE_SHARE >= len(texts)  # a word in a quarter of the texts
+    dense = top_df * maxscore._DENSE_SHARE >= len(texts)  # a word common enough to be read as bytes
     live = [True] * len(texts)
     if seed % 3 == 0:  # deletions: live df, dead documents skipped
         for s in range(1, len(texts) + 1, rng.randint(2, 9)):

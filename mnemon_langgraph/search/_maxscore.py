@@ -10,7 +10,7 @@ only for the candidates (a binary search in their sorted postings) and candidate
 cannot reach the ``k``-th score are dropped. The survivors are then scored again in one
 fixed term order, so scores and ties do not depend on which terms were pruned. Exact: the
 ranking equals scoring every posting (``prune=False``). When every term left is found
-in at least a quarter of the documents, nothing can be pruned term by term; those terms are
+in at least one document in 16, nothing can be pruned term by term; those terms are
 then read as one byte per document (each term's impacts quantised upward, cached per term)
 to bound every document's score, and only the documents whose bound reaches the ``k``-th
 exact score of the best-bounded ones are scored (:meth:`MaxScore._bounded`, :mod:`._bounds`:
@@ -216,10 +216,11 @@ class MaxScore:
         looked up, :meth:`_full_kth`), and ``k`` real documents reaching it make it a lower
         bound of the final ``k``-th score — far above the ``k``-th *partial* score — so the
         common terms go to the second phase (:meth:`_refine`) as soon as the bounds of the
-        terms left sum below it. When every term left is in most documents
-        (:meth:`_is_dense`) and that did not prune them (or the candidates are so many that
-        looking them up would cost more than reading the terms left), the rest is bounded
-        from bytes (:meth:`_bounded`): queries whose every word is in most documents.
+        terms left sum below it. When every term left is common (:meth:`_is_dense`) and
+        no check is made before the next one (its postings are too few for one, or the
+        candidates so many that looking them up would cost more than reading the terms
+        left), the rest is bounded from bytes (:meth:`_bounded`): queries whose every word
+        is in most documents.
         Without ``prune`` every posting is added one by one (the reference the tests
         compare with).
         """
@@ -230,14 +231,16 @@ class MaxScore:
         while dense_from and self._is_dense(order[dense_from - 1], n_main):
             dense_from -= 1
         for j, term in enumerate(order):
+            checked = False
             if prune and j and term.size >= _CHECK_POSTINGS:
                 cand = acc.candidates()
-                if not (j >= dense_from and len(cand) * _LOOKUP_COST >= n_main):
+                checked = not (j >= dense_from and len(cand) * _LOOKUP_COST >= n_main)
+                if checked:
                     theta = self._full_kth(terms, cand, acc.partial, k, avgdl)
                     if left[j] < theta * (1 - _SLACK):
                         cand = self._refine(order[j:], left[j:], cand, acc.partial, theta, k, avgdl)
                         return cand, False
-            if prune and j >= dense_from:
+            if prune and j >= dense_from and not checked:  # checked: the next check may prune
                 return self._bounded(terms, order[j:], k, avgdl, acc, n_main), True
             for docs, tfs in term.parts:
                 acc.add_postings(docs, np.float32(term.idf) * self._impacts(docs, tfs, avgdl))
@@ -432,10 +435,13 @@ _LOOKUP_COST = 4
 (4, 8 and 16 were about as fast at 1M and 4 reads the fewest: docs/results/log.md)."""
 _THETA_SAMPLE = 2
 """How many candidates, per result wanted, are scored in full to raise the threshold."""
-_DENSE_SHARE = 4
+_DENSE_SHARE = 16
 """A term whose main-segment postings cover at least one main document in this many is read
 as one byte per document (:meth:`MaxScore._bounded`) when every term after it in MaxScore's
-order is too."""
+order is too: adding a byte per document costs less than scattering that many postings
+(a quarter was the share before; the growth benchmark's common-word questions, whose
+filler words are in fewer records than that, gain from this one:
+docs/results/search-scaling.md)."""
 _DENSE_MIN_DOCS = 4096
 """Main segments smaller than this score every term from its postings."""
 _DENSE_BUDGET = 64 << 20

@@ -445,7 +445,8 @@ docs/results/search-scaling.md)."""
 _DENSE_MIN_DOCS = 4096
 """Main segments smaller than this score every term from its postings."""
 _DENSE_BUDGET = 64 << 20
-"""Bytes of impact codes kept per index (64 terms at a million documents)."""
+"""Bytes of impact codes and tfs kept per index (two per document and term: 32 terms at a
+million documents)."""
 _LEVEL_SAMPLE = 4
 """:meth:`MaxScore._bounded` scores exactly about this many documents per result wanted
 (those of the best bounds) to find its threshold."""

@@ -190,18 +190,31 @@ def test_all_common_word_corpus_at_scale_takes_the_bounded_path(
     )
     index.merge()
     monkeypatch.setattr(maxscore, "_SAMPLE_SIZE", 2048)  # strided guesses, as at 1M
-    calls = []
-    original = BM25Index._bounded
-    monkeypatch.setattr(
-        BM25Index, "_bounded", lambda self, *a: calls.append(1) or original(self, *a)
-    )
+    calls: list[str] = []
+    for name in ("_bounded", "_bounded_codes"):
+        original = getattr(BM25Index, name)
+        monkeypatch.setattr(
+            BM25Index,
+            name,
+            lambda self, *a, _f=original, _n=name: calls.append(_n) or _f(self, *a),
+        )
     live = [True] * len(texts)
-    for _ in range(6):
-        query = " ".join(rng.sample(words, rng.randint(3, 8)))
+    queries = [" ".join(rng.sample(words, rng.randint(3, 8))) for _ in range(6)]
+    for query in queries:
         plain = _plain_scores(texts, live, query)
         for k in (20, 100):
             _check(index, plain, query, k)
-    assert len(calls) == 12
+    # no other term and no tail: the bound stays in integers
+    assert calls.count("_bounded") == calls.count("_bounded_codes") == 12
+    extra = [" ".join(rng.choice(words) for _ in range(70)) for _ in range(300)]
+    index.add(
+        list(range(20_001, 20_301)), [f"x{i}" for i in range(300)], extra, [1] * 300, [0] * 300
+    )
+    assert index._tail
+    texts, live, calls[:] = texts + extra, live + [True] * 300, []
+    for query in queries:  # tail postings: the float bound
+        _check(index, _plain_scores(texts, live, query), query, 100)
+    assert calls.count("_bounded") == 6 and "_bounded_codes" not in calls
 
 
 def test_bounds_rounded_down_lose_documents(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ which holds the postings (adding, deleting, merging, saving) and inherits it.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -293,7 +294,10 @@ class MaxScore:
                 acc.add_postings(docs, np.float32(term.idf) * self._impacts(docs, tfs, avgdl))
                 self.last_postings += len(docs)
         weights, unit = code_weights(per_code)
-        acc.add_dense(np.float32(unit) * sum_codes(codes, weights, n_main))
+        total = sum_codes(codes, weights, n_main)
+        if not acc.dense and not any(len(p) for p in acc.pieces):  # no other term scored
+            return self._bounded_codes(terms, rest, total, unit, k, avgdl, acc)
+        acc.add_dense(np.float32(unit) * total)
         bound = acc.partial
         level = sample_level(bound, _LEVEL_SAMPLE * k, _SAMPLE_SIZE)
         best = acc.reaching(max(level, np.finfo(np.float32).tiny))
@@ -301,6 +305,32 @@ class MaxScore:
             best = acc.reaching(max(_kth(bound[acc.reaching(0.0)], k), np.finfo(np.float32).tiny))
         theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
         return acc.reaching(max(theta * (1 - _SLACK), np.finfo(np.float32).tiny))
+
+    def _bounded_codes(
+        self,
+        terms: list[_Term],
+        rest: list[_Term],
+        total: np.ndarray,
+        unit: float,
+        k: int,
+        avgdl: float,
+        acc: _Touched,
+    ) -> np.ndarray:
+        """:meth:`_bounded` when the codes are the whole bound (every query term common, no
+        tail posting): the same steps on the integer sums ``total`` (the bound is ``unit ·
+        total``), without a float array of every document."""
+
+        def live(cand: np.ndarray) -> np.ndarray:
+            return cand[acc.live[cand]] if acc.filtered else cand
+
+        level = sample_level(total, _LEVEL_SAMPLE * k, _SAMPLE_SIZE)
+        best = live(np.flatnonzero(total >= max(level, 1)))
+        if len(best) < k:  # the sample guessed too high: the exact k-th bound of the live
+            every = live(np.flatnonzero(total))
+            best = live(np.flatnonzero(total >= max(_kth(total[every], k), 1)))
+        theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
+        # unit · total >= theta · (1 - slack)  ⇐  total >= floor(theta · (1 - slack) / unit)
+        return live(np.flatnonzero(total >= max(1, math.floor(theta * (1 - _SLACK) / unit))))
 
     def _codes(
         self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int

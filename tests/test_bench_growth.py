@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemon_langgraph.bench.growth import GOALS, narrow_texts, parse_pairs, render
+from mnemon_langgraph.bench.growth import GOALS, narrow_texts, parse_corpora, parse_pairs, render
 from mnemon_langgraph.errors import ConfigurationError
 
 
@@ -93,3 +93,31 @@ def test_growth_pairs_are_checked() -> None:
             parse_pairs(bad)
     texts = narrow_texts(3, random.Random(0))
     assert all(len(t.split(": ", 1)[1].split()) == 70 for t in texts)
+
+
+@pytest.mark.integration  # writes two namespaces and times a few dozen calls
+def test_growth_corpora_writes_and_asks_only_the_named_corpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemon_langgraph.bench.backend import WordMixEmbeddings
+    from mnemon_langgraph.cli import main
+    from mnemon_langgraph.store import MnemonStore
+
+    argv = ["bench", "search", "--growth", "120:360", "--queries", "2", "--db", str(tmp_path)]
+    assert main([*argv, "--growth-corpora", "narrow", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["pairs"][0]["kinds"]) == {"narrow"}
+    with MnemonStore(str(tmp_path / "growth.db"), WordMixEmbeddings(384)) as store:
+        held = {ns: store.count(ns) for ns in store.namespaces()}
+    assert held == {
+        ("bench", "growth", "narrow", "120"): 120,
+        ("bench", "growth", "narrow", "360"): 360,
+    }
+
+
+def test_growth_corpora_are_checked() -> None:
+    assert parse_corpora("narrow") == ("narrow",)
+    assert parse_corpora("zipf, narrow,zipf") == ("zipf", "narrow")
+    for bad in ("", "zipf,wiki", " , "):
+        with pytest.raises(ConfigurationError, match="--growth-corpora"):
+            parse_corpora(bad)

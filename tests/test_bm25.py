@@ -8,6 +8,7 @@ import sys
 import types
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -273,16 +274,21 @@ def _zipf_queries(seed: int, count: int) -> list[str]:
 
 def _pruned_equals_full(index: BM25Index, queries: list[str], k: int, **kw: object) -> int:
     """Assert MaxScore's ranking equals scoring every posting; returns how many searches
-    reached MaxScore's second phase (common terms looked up for candidates only)."""
+    pruned: reached MaxScore's second phase (common terms looked up for candidates only) or
+    bounded common terms from bytes (``_bounded``)."""
     refined = 0
-    original = index._refine
+    spied = {name: getattr(index, name) for name in ("_refine", "_bounded")}
 
-    def spy(*args: object) -> np.ndarray:
-        nonlocal refined
-        refined += 1
-        return original(*args)  # type: ignore[arg-type]
+    def spy(original: Any) -> Any:
+        def counted(*args: object) -> np.ndarray:
+            nonlocal refined
+            refined += 1
+            return original(*args)
 
-    index._refine = spy  # type: ignore[method-assign,assignment]
+        return counted
+
+    for name, original in spied.items():
+        setattr(index, name, spy(original))
     try:
         for query in queries:
             full_seqs, full_scores = index.search(query, k, prune=False, **kw)  # type: ignore[arg-type]
@@ -291,7 +297,8 @@ def _pruned_equals_full(index: BM25Index, queries: list[str], k: int, **kw: obje
             assert seqs.tolist() == full_seqs.tolist(), query
             assert scores.tobytes() == full_scores.tobytes(), query  # bit-identical
     finally:
-        del index._refine
+        for name in spied:
+            delattr(index, name)
     return refined
 
 
@@ -380,39 +387,43 @@ def _common_word_corpus(n: int, seed: int) -> list[str]:
 def test_dense_common_terms_rank_exactly_like_reading_every_posting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Terms in most documents are added as dense impact vectors (not posting by posting);
-    the ranking and scores stay those of reading every posting, also after deletions,
-    under a filter, with an unmerged tail and once ``avgdl`` changed (vectors recomputed)."""
+    """Terms in most documents are bounded from one byte per document (not read posting by
+    posting); the ranking and scores stay those of reading every posting, also after
+    deletions, under a filter, with an unmerged tail and once ``avgdl`` changed (the codes
+    kept, their bound scaled), and after a merge (the codes taken again)."""
     monkeypatch.setattr(bm25_module, "_DENSE_MIN_DOCS", 100)
     monkeypatch.setattr(bm25_module, "_CHECK_POSTINGS", 100)
     texts = _common_word_corpus(3000, seed=11)
     index = _index(texts)
-    built = 0
-    original = BM25Index._dense_impact
+    index.merge()
+    bounded = 0
+    original = BM25Index._bounded
 
     def spy(self: BM25Index, *args: object) -> np.ndarray:
-        nonlocal built
-        built += 1
+        nonlocal bounded
+        bounded += 1
         return original(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(BM25Index, "_dense_impact", spy)
+    monkeypatch.setattr(BM25Index, "_bounded", spy)
     rng = random.Random(3)
     queries = [" ".join(rng.sample(_WORDS[:23], rng.randint(3, 8))) for _ in range(40)]
     queries += ["beagle", "sock lake tea"]
     for k in (1, 20, 100):
         _pruned_equals_full(index, queries, k)
-    assert built >= len(queries)  # the dense path was taken
+    assert bounded >= 3 * len(queries)  # the bounded path was taken
     assert len(index._dense) > 0
+    kept = {tid: codes for tid, (codes, *_) in index._dense.items()}
     index.remove(range(1, 3001, 5))
     index.add([5000, 5001], ["x1", "x2"], [texts[3], texts[4]], [2, 2], [5_000, 6_000])
     assert index._tail
     _pruned_equals_full(index, queries, 20)
+    assert any(index._dense[tid][0] is codes for tid, codes in kept.items() if tid in index._dense)
     mask = index.allowed_mask(date_from=1_000)
     for query in queries[:10]:
         seqs, _ = index.search(query, 20, mask=mask)
         assert set(seqs.tolist()) == {5000, 5001}
     index.merge()
-    assert not index._dense  # a merge forgets the vectors of the old main segment
+    assert not index._dense  # a merge forgets the codes of the old main segment
     _pruned_equals_full(index, queries, 20)
 
 

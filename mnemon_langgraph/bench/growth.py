@@ -41,11 +41,13 @@ from typing import Any
 from mnemon_langgraph.errors import ConfigurationError
 
 __all__ = [
+    "CORPORA",
     "DEFAULT_PAIRS",
     "GOALS",
     "NARROW_VOCABULARY",
     "narrow_queries",
     "narrow_texts",
+    "parse_corpora",
     "parse_pairs",
     "render",
     "run_growth",
@@ -96,6 +98,20 @@ def parse_pairs(text: str) -> list[tuple[int, int]]:
     if not pairs:
         raise ConfigurationError("--growth needs at least one SMALL:LARGE pair")
     return pairs
+
+
+CORPORA = ("zipf", "narrow")
+
+
+def parse_corpora(text: str) -> tuple[str, ...]:
+    """``"narrow"`` → ``("narrow",)``; every name one of :data:`CORPORA`, at least one."""
+    names = tuple(dict.fromkeys(x.strip() for x in str(text).split(",") if x.strip()))
+    unknown = [x for x in names if x not in CORPORA]
+    if unknown or not names:
+        raise ConfigurationError(
+            f"--growth-corpora takes {', '.join(CORPORA)} (comma-separated), got {text!r}"
+        )
+    return names
 
 
 def _workload(corpus: str, n: int, seed: int, calls: int) -> tuple[list[str], dict[str, Any]]:

@@ -285,6 +285,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "query embedded at every call (default pair 2000:40000; 10000:1000000 is the long run)",
     )
     parser.add_argument(
+        "--growth-corpora",
+        default="zipf,narrow",
+        metavar="zipf,narrow",
+        help="--growth: which corpora to write and ask (default both; zipf: topical and "
+        "common-word questions, narrow: the 23-word vocabulary)",
+    )
+    parser.add_argument(
         "--db",
         default=None,
         metavar="URL|DIR",

@@ -25,11 +25,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not getattr(args, "growth", None):
         return search.run(args)
     pairs = growth.parse_pairs(args.growth)
+    corpora = growth.parse_corpora(getattr(args, "growth_corpora", "zipf,narrow"))
     calls = 3 * args.queries
     if args.db:
-        return growth.run_growth(pairs, args.db, calls=calls, seed=args.seed)
+        return growth.run_growth(pairs, args.db, calls=calls, seed=args.seed, corpora=corpora)
     with tempfile.TemporaryDirectory(prefix="mnemon-bench-growth-") as folder:
-        return growth.run_growth(pairs, folder, calls=calls, seed=args.seed)
+        return growth.run_growth(pairs, folder, calls=calls, seed=args.seed, corpora=corpora)
 
 
 def render(result: dict[str, Any]) -> str:

@@ -122,8 +122,8 @@ class BM25Index(MaxScore):
         self._len_live = 0
         # per term: (largest tf / (tf + norm) of its main postings, the avgdl it was taken at)
         self._main_bounds: dict[int, tuple[float, float]] = {}
-        # per common term: (avgdl, tf / (tf + norm) per main document), see MaxScore
-        self._dense: dict[int, tuple[float, np.ndarray]] = {}
+        # per common term: (one byte per main document, its largest impact, avgdl), see MaxScore
+        self._dense: dict[int, tuple[np.ndarray, float, float]] = {}
         self._dense_lock = threading.Lock()  # concurrent searches share the cache
         self._tail_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dead_postings: dict[int, int] = {}  # per term, cleared on remove / merge

@@ -9,10 +9,12 @@ candidates can reach the top ``k`` any more, so the remaining (common) terms are
 only for the candidates (a binary search in their sorted postings) and candidates that
 cannot reach the ``k``-th score are dropped. The survivors are then scored again in one
 fixed term order, so scores and ties do not depend on which terms were pruned. Exact: the
-ranking equals scoring every posting (``prune=False``). A term found in at least a quarter of
-the documents is added as a dense vector of its impacts, cached per term
-(:meth:`MaxScore._dense_impact`): for a query of such words nothing can be pruned, and one
-vectorised add over every document costs less than scattering as many postings.
+ranking equals scoring every posting (``prune=False``). When every term left is found
+in at least one document in 16, nothing can be pruned term by term; those terms are
+then read as one byte per document (each term's impacts quantised upward, cached per term)
+to bound every document's score, and only the documents whose bound reaches the ``k``-th
+exact score of the best-bounded ones are scored (:meth:`MaxScore._bounded`, :mod:`._bounds`:
+WAND's two-level evaluation, Broder et al. 2003).
 
 :class:`MaxScore` is the query half of :class:`~mnemon_langgraph.search._bm25.BM25Index`,
 which holds the postings (adding, deleting, merging, saving) and inherits it.
@@ -20,6 +22,7 @@ which holds the postings (adding, deleting, merging, saving) and inherits it.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +30,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mnemon_langgraph.search._bounds import (
+    CODE_MAX,
+    code_weights,
+    impact_codes,
+    sample_level,
+    sum_codes,
+)
 from mnemon_langgraph.search._formula import idf as bm25_idf
 from mnemon_langgraph.search._text import terms as tokenize
 
@@ -51,7 +61,7 @@ class MaxScore:
     _len_live: int
     _main_bounds: dict[int, tuple[float, float]]
     _tail_docs: int
-    _dense: dict[int, tuple[float, np.ndarray]]
+    _dense: dict[int, tuple[np.ndarray, float, float]]
     _dense_lock: threading.Lock
     _scratch: np.ndarray
     _scratch_lock: threading.Lock
@@ -141,13 +151,13 @@ class MaxScore:
                 partial, live, filtered=live is not self._alive or self._n_live < len(self._seqs)
             )
             try:
-                cand = self._candidates(terms, k, avgdl, prune, acc)
-                if len(cand) > k:  # only near-ties of the k-th partial score need exact scores
+                cand, bounded = self._candidates(terms, k, avgdl, prune, acc)
+                if len(cand) > k and not bounded:  # near-ties of the k-th partial score
                     cand = cand[partial[cand] >= _kth(partial[cand], k) * (1 - _SLACK)]
             finally:
                 acc.clear()  # the scratch array goes back all zeros
         cand = np.sort(cand)
-        scores = self._exact_scores(terms, cand, avgdl)
+        scores = self._exact_scores(terms, cand, avgdl, self._kept_tfs(terms) if bounded else {})
         order = np.lexsort((cand, -scores))[:k]
         return self._seqs[cand[order]].copy(), scores[order].copy()
 
@@ -198,49 +208,54 @@ class MaxScore:
 
     def _candidates(
         self, terms: list[_Term], k: int, avgdl: float, prune: bool, acc: _Touched
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, bool]:
         """MaxScore's first phase: every posting of the terms with the largest bounds.
 
-        Adds partial scores into ``acc.partial`` and returns the candidates. Before a term
-        with many postings, ``theta`` is raised: the best candidates so far are scored in
-        full (every query term looked up, :meth:`_full_kth`), and ``k`` real documents
-        reaching it make it a lower bound of the final ``k``-th score — far above the
-        ``k``-th *partial* score — so the common terms go to the second phase
-        (:meth:`_refine`) as soon as the bounds of the terms left sum below it. That check
-        is skipped when the candidates are so many that looking them up would cost more
-        than reading the terms left, which are then added as dense vectors
-        (:meth:`_dense_impact`): queries whose every word is in most documents. Without
-        ``prune`` every posting is added one by one (the reference the tests compare with).
+        Adds partial scores into ``acc.partial`` and returns the candidates, and whether
+        they are final already (:meth:`_bounded`'s). Before a term with many postings,
+        ``theta`` is raised: the best candidates so far are scored in full (every query term
+        looked up, :meth:`_full_kth`), and ``k`` real documents reaching it make it a lower
+        bound of the final ``k``-th score — far above the ``k``-th *partial* score — so the
+        common terms go to the second phase (:meth:`_refine`) as soon as the bounds of the
+        terms left sum below it. When every term left is common (:meth:`_is_dense`) and
+        no check is made before the next one (its postings are too few for one, or the
+        candidates so many that looking them up would cost more than reading the terms
+        left), the rest is bounded from bytes (:meth:`_bounded`): queries whose every word
+        is in most documents.
+        Without ``prune`` every posting is added one by one (the reference the tests
+        compare with).
         """
         order = sorted(terms, key=lambda t: (-t.bound, t.tid))
         left = [sum(t.bound for t in order[j:]) for j in range(len(order))]
         n_main = len(self._seqs) - self._tail_docs
+        dense_from = len(order)
+        while dense_from and self._is_dense(order[dense_from - 1], n_main):
+            dense_from -= 1
         for j, term in enumerate(order):
+            checked = False
             if prune and j and term.size >= _CHECK_POSTINGS:
                 cand = acc.candidates()
-                rest_dense = all(self._is_dense(t, n_main) for t in order[j:])
-                if not (rest_dense and len(cand) * _LOOKUP_COST >= n_main):
+                checked = not (j >= dense_from and len(cand) * _LOOKUP_COST >= n_main)
+                if checked:
                     theta = self._full_kth(terms, cand, acc.partial, k, avgdl)
                     if left[j] < theta * (1 - _SLACK):
-                        return self._refine(order[j:], left[j:], cand, acc.partial, theta, k, avgdl)
-            for i, (docs, tfs) in enumerate(term.parts):
-                if i == 0 and prune and self._is_dense(term, n_main):
-                    acc.add_dense(
-                        np.float32(term.idf)
-                        * self._dense_impact(term.tid, docs, tfs, avgdl, n_main)
-                    )
-                    self.last_postings += len(docs)
-                    continue
-                if acc.filtered:  # dead documents or a filter: skip them
-                    keep = acc.live[docs]
-                    docs, tfs = docs[keep], tfs[keep]
+                        cand = self._refine(order[j:], left[j:], cand, acc.partial, theta, k, avgdl)
+                        return cand, False
+            if prune and j >= dense_from and not checked:  # checked: the next check may prune
+                return self._bounded(terms, order[j:], k, avgdl, acc, n_main), True
+            for docs, tfs in term.parts:
+                acc.add_postings(docs, np.float32(term.idf) * self._impacts(docs, tfs, avgdl))
                 self.last_postings += len(docs)
-                acc.add(docs, np.float32(term.idf) * (tfs / (tfs + self._norm_of(docs, avgdl))))
-        return acc.candidates()
+        return acc.candidates(), False
+
+    def _impacts(self, docs: np.ndarray, tfs: np.ndarray, avgdl: float) -> np.ndarray:
+        """``tf / (tf + norm)`` of these postings (float32: the very values of
+        :meth:`_exact_scores`)."""
+        return tfs / (tfs + self._norm_of(docs, avgdl))
 
     def _is_dense(self, term: _Term, n_main: int) -> bool:
-        """Whether the term's main postings are added as a dense vector (see
-        :data:`_DENSE_SHARE`)."""
+        """Whether the term's main postings cover at least one main document in
+        :data:`_DENSE_SHARE` (then :meth:`_bounded` reads them as bytes)."""
         if n_main < _DENSE_MIN_DOCS or not term.parts:
             return False
         in_main = (
@@ -248,29 +263,107 @@ class MaxScore:
         )
         return bool(in_main) and len(term.parts[0][0]) * _DENSE_SHARE >= n_main
 
-    def _dense_impact(
-        self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int
+    def _bounded(
+        self,
+        terms: list[_Term],
+        rest: list[_Term],
+        k: int,
+        avgdl: float,
+        acc: _Touched,
+        n_main: int,
     ) -> np.ndarray:
-        """``tf / (tf + norm)`` of a term's main postings, as one value per main document
-        (0 where absent), kept for the term until ``avgdl`` changes or the next merge.
+        """The documents that may reach the top ``k``, when every term of ``rest`` is in most
+        documents (:mod:`._bounds`: WAND's two levels on byte-quantised impacts).
 
-        At most :data:`_DENSE_BUDGET` bytes are kept; the term used longest ago goes first.
+        ``acc.partial`` holds the other terms' partial scores; the ``rest``'s unmerged tail
+        postings are added to it, and their main postings as an upper bound read from each
+        term's cached codes (:meth:`_codes`), so ``partial`` bounds every document's score
+        from above. The documents whose bound reaches a sampled level (at least ``k`` of
+        them) are scored exactly; the ``k``-th of those scores, ``theta``, is a lower bound of
+        the final ``k``-th score, and every document whose bound reaches ``theta`` (with
+        float slack) is returned: the top ``k`` and all its ties are among them.
+        """
+        codes, per_code = [], []
+        for term in rest:
+            main, tail = term.parts[0], term.parts[1:]
+            code, top, ref, _ = self._codes(term.tid, *main, avgdl, n_main)
+            codes.append(code)
+            per_code.append(term.idf * top * max(1.0, avgdl / ref) / CODE_MAX)
+            self.last_postings += len(main[0])
+            for docs, tfs in tail:
+                acc.add_postings(docs, np.float32(term.idf) * self._impacts(docs, tfs, avgdl))
+                self.last_postings += len(docs)
+        weights, unit = code_weights(per_code)
+        total = sum_codes(codes, weights, n_main)
+        if not acc.dense and not any(len(p) for p in acc.pieces):  # no other term scored
+            return self._bounded_codes(terms, rest, total, unit, k, avgdl, acc)
+        acc.add_dense(np.float32(unit) * total)
+        bound = acc.partial
+        level = sample_level(bound, _LEVEL_SAMPLE * k, _SAMPLE_SIZE)
+        best = acc.reaching(max(level, np.finfo(np.float32).tiny))
+        if len(best) < k:  # the sample guessed too high: the exact k-th bound of the live
+            best = acc.reaching(max(_kth(bound[acc.reaching(0.0)], k), np.finfo(np.float32).tiny))
+        theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
+        return acc.reaching(max(theta * (1 - _SLACK), np.finfo(np.float32).tiny))
+
+    def _bounded_codes(
+        self,
+        terms: list[_Term],
+        rest: list[_Term],
+        total: np.ndarray,
+        unit: float,
+        k: int,
+        avgdl: float,
+        acc: _Touched,
+    ) -> np.ndarray:
+        """:meth:`_bounded` when the codes are the whole bound (every query term common, no
+        tail posting): the same steps on the integer sums ``total`` (the bound is ``unit ·
+        total``), without a float array of every document."""
+
+        def live(cand: np.ndarray) -> np.ndarray:
+            return cand[acc.live[cand]] if acc.filtered else cand
+
+        level = sample_level(total, _LEVEL_SAMPLE * k, _SAMPLE_SIZE)
+        best = live(np.flatnonzero(total >= max(level, 1)))
+        if len(best) < k:  # the sample guessed too high: the exact k-th bound of the live
+            every = live(np.flatnonzero(total))
+            best = live(np.flatnonzero(total >= max(_kth(total[every], k), 1)))
+        theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
+        # unit · total >= theta · (1 - slack)  ⇐  total >= floor(theta · (1 - slack) / unit)
+        return live(np.flatnonzero(total >= max(1, math.floor(theta * (1 - _SLACK) / unit))))
+
+    def _codes(
+        self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int
+    ) -> tuple[np.ndarray, float, float, np.ndarray | None]:
+        """A term's main postings as bytes (:func:`~._bounds.impact_codes`): ``(codes, top,
+        avgdl they were taken at, tf per main document)``, kept until the next merge. The
+        tfs (``uint8``; ``None`` unless every tf is a whole number below 256) let
+        :meth:`_exact_scores` read a candidate's tf directly instead of searching for it.
+
+        Kept across writes: at a larger ``avgdl`` ``A`` every impact grows by at most
+        ``A / A_ref`` (:meth:`_main_bound`), which the caller multiplies in; at a smaller one
+        they only shrink. At most :data:`_DENSE_BUDGET` bytes are kept; the term used longest
+        ago goes first.
         """
         with self._dense_lock:
-            kept = self._dense.get(tid)
-        if kept is None or kept[0] != avgdl or len(kept[1]) != n_main:
-            vector = np.zeros(n_main, dtype=np.float32)
-            vector[docs] = tfs / (tfs + self._norm_of(docs, avgdl))
-            kept = (avgdl, vector)
+            kept = self._dense.pop(tid, None)
+            if kept is not None and len(kept[0]) == n_main:
+                self._dense[tid] = kept  # last used goes last
+                return kept
+        code, top = impact_codes(docs, self._impacts(docs, tfs, avgdl), n_main)
+        tf_bytes = None
+        if float(tfs.max()) < 256 and bool(np.all(tfs == np.floor(tfs))):
+            tf_bytes = np.zeros(n_main, dtype=np.uint8)
+            tf_bytes[docs] = tfs
+        kept = (code, top, avgdl, tf_bytes)
         with self._dense_lock:
-            self._dense.pop(tid, None)
-            self._dense[tid] = kept  # last used goes last
+            self._dense[tid] = kept
             while (
-                sum(len(v) for _, v in self._dense.values()) * 4 > _DENSE_BUDGET
+                sum(2 * len(v[0]) for v in self._dense.values()) > _DENSE_BUDGET
                 and len(self._dense) > 1
             ):
                 del self._dense[next(iter(self._dense))]
-        return kept[1]
+        return kept
 
     def _full_kth(
         self, terms: list[_Term], cand: np.ndarray, partial: np.ndarray, k: int, avgdl: float
@@ -317,16 +410,33 @@ class MaxScore:
             theta = max(theta, _kth(partial[cand], k))  # partial scores only grow
         return cand
 
-    def _exact_scores(self, terms: list[_Term], cand: np.ndarray, avgdl: float) -> np.ndarray:
+    def _kept_tfs(self, terms: list[_Term]) -> dict[int, np.ndarray]:
+        """The tf per main document that :meth:`_codes` keeps, of those of ``terms`` it has."""
+        with self._dense_lock:
+            kept = {t.tid: self._dense.get(t.tid) for t in terms}
+        return {tid: v[3] for tid, v in kept.items() if v is not None and v[3] is not None}
+
+    def _exact_scores(
+        self,
+        terms: list[_Term],
+        cand: np.ndarray,
+        avgdl: float,
+        tf_of: dict[int, np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Full BM25 scores of ``cand`` (sorted positions), summed in term-id order.
 
         One fixed order of float32 additions, whichever terms MaxScore pruned: a pruned
         and an unpruned search give bit-identical scores and hence identical ties.
+        ``tf_of`` holds terms' tfs per main document (:meth:`_kept_tfs`): the same values
+        as their main postings, read without a binary search.
         """
         scores = np.zeros(len(cand), dtype=np.float32)
         norm = self._norm_of(cand, avgdl)
         for term in sorted(terms, key=lambda t: t.tid):
-            if len(term.parts) == 1:  # one sorted piece: a term's usual case
+            direct = (tf_of or {}).get(term.tid)
+            if direct is not None:
+                tf = _direct_tf(direct, term.parts[1:], cand)
+            elif len(term.parts) == 1:  # one sorted piece: a term's usual case
                 docs, tfs = term.parts[0]
                 hit, pos = _find(docs, cand)
                 tf = np.where(hit, tfs[pos], np.float32(0))
@@ -355,14 +465,23 @@ _LOOKUP_COST = 4
 (4, 8 and 16 were about as fast at 1M and 4 reads the fewest: docs/results/log.md)."""
 _THETA_SAMPLE = 2
 """How many candidates, per result wanted, are scored in full to raise the threshold."""
-_DENSE_SHARE = 4
-"""A term whose main-segment postings cover at least one main document in this many is
-added as a dense vector of impacts (a vectorised add over every document) instead of
-scattering its postings one by one; :meth:`MaxScore._dense_impact`."""
+_DENSE_SHARE = 16
+"""A term whose main-segment postings cover at least one main document in this many is read
+as one byte per document (:meth:`MaxScore._bounded`) when every term after it in MaxScore's
+order is too: adding a byte per document costs less than scattering that many postings
+(a quarter was the share before; the growth benchmark's common-word questions, whose
+filler words are in fewer records than that, gain from this one:
+docs/results/search-scaling.md)."""
 _DENSE_MIN_DOCS = 4096
 """Main segments smaller than this score every term from its postings."""
 _DENSE_BUDGET = 64 << 20
-"""Bytes of dense impact vectors kept per index (16 terms at a million documents)."""
+"""Bytes of impact codes and tfs kept per index (two per document and term: 32 terms at a
+million documents)."""
+_LEVEL_SAMPLE = 4
+""":meth:`MaxScore._bounded` scores exactly about this many documents per result wanted
+(those of the best bounds) to find its threshold."""
+_SAMPLE_SIZE = 32_768
+"""How many documents' bounds :func:`~._bounds.sample_level` reads to place that level."""
 
 
 class _Touched:
@@ -384,6 +503,19 @@ class _Touched:
         if not self.dense:
             self.pieces.append(docs[before == 0])
         self.partial[docs] = before + values
+
+    def add_postings(self, docs: np.ndarray, values: np.ndarray) -> None:
+        """:meth:`add` for the live ones of ``docs`` (dead documents or a filter skip the
+        others)."""
+        if self.filtered:
+            keep = self.live[docs]
+            docs, values = docs[keep], values[keep]
+        self.add(docs, values)
+
+    def reaching(self, level: float) -> np.ndarray:
+        """Live documents whose score is at least ``level`` (ascending)."""
+        cand = np.flatnonzero(self.partial >= level)
+        return cand[self.live[cand]] if self.filtered else cand
 
     def add_dense(self, values: np.ndarray) -> None:
         """Add ``values`` (one per main document, ≥ 0) to the first ``len(values)`` scores."""
@@ -425,10 +557,27 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
+def _direct_tf(
+    main: np.ndarray, tails: list[tuple[np.ndarray, np.ndarray]], cand: np.ndarray
+) -> np.ndarray:
+    """The tf of each of ``cand`` (sorted): read from ``main`` (one per main document) below
+    its length, searched for in the ``tails`` above it; float32 as in the postings."""
+    inside = np.searchsorted(cand, len(main))  # cand is sorted: main documents come first
+    tf = np.zeros(len(cand), dtype=np.float32)
+    tf[:inside] = main[cand[:inside]]
+    for docs, tfs in tails:
+        hit, pos = _find(docs, cand[inside:])
+        tf[inside:][hit] = tfs[pos[hit]]
+    return tf
+
+
 def _find(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Which of ``cand`` are in the sorted ``docs``, and where: ``(found mask, positions)``.
 
     A binary search per candidate: ``O(c · log p)`` instead of reading all ``p`` postings.
+    The candidates take the postings' integer type first: given another one, numpy converts
+    the whole of ``docs`` at every call.
     """
+    cand = cand.astype(docs.dtype, copy=False)
     pos = np.minimum(np.searchsorted(docs, cand), len(docs) - 1)
     return docs[pos] == cand, pos

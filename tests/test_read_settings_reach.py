@@ -268,7 +268,10 @@ def run_turn(
     topic: bool = False,
     coverage: bool = False,
     team_dense: bool = False,
+    sessions: bool = False,
 ) -> Turn:
+    if sessions and not settings.session_searches:  # dense sessions searched: a size to budget
+        settings = replace(settings, session_searches=3)
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
     if topic or coverage:  # the topic search runs, so its depth has something to budget;
@@ -528,6 +531,16 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         False,  # the team's notes name no Ada nor March: with the rule they enter last
         lambda t: [r["id"] for r in t.view["records"]],
         {"team_delay": 0.0},
+    ),
+    "session_searches": (
+        0 if ReadSettings().session_searches else 3,
+        lambda t: [(s["origin"], s.get("session")) for s in t.trace["searches"]],
+        {},
+    ),
+    "session_records": (
+        ReadSettings().session_records + 3,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {"sessions": True},
     ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,

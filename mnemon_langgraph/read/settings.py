@@ -314,6 +314,17 @@ class ReadSettings:
             turn that names no name: unused. Chosen on by leave-one-conversation-out folds
             on LoCoMo's dev conversations, the distractor and the split runs together
             (docs/results/documents.md, "Fifth pass").
+        session_searches: The first round's dense sessions searched again inside: the
+            sessions holding the most distinct records of the planned searches' first
+            pages (at least two) are each searched once more with the latest message, kept
+            to the session, ``session_records`` records each, and those records fill the
+            first pool's places the planned searches left, never past ``pool_size``
+            (``read._sessions``): in a long history other people's turns share the
+            question's words and push the ones that answer it off the first pages, and
+            inside the session they come back to the message ranks its turns among few
+            others. 0 (the default) turns it off.
+        session_records: Records each dense session's search returns
+            (``session_searches``).
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -367,6 +378,8 @@ class ReadSettings:
     source_names: bool = True
     topic_depth: int = 150
     coverage_share: float = 0.5
+    session_searches: int = 0
+    session_records: int = 6
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -402,6 +415,7 @@ class ReadSettings:
                 "opening_turns",
                 "topic_depth",
                 "source_match",
+                "session_searches",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

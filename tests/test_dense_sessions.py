@@ -70,11 +70,13 @@ def test_fill_takes_only_the_places_the_pages_leave() -> None:
     assert [p["id"] for p in full] == [p["id"] for p in build_first_pool(pages, cap=3)]
 
 
-def _history() -> list[Any]:
+def _history(own_last: bool = False) -> list[Any]:
     """Session 1 is the user's kayak trip: two turns on the paddle's colour and paint, and
     the answer ("painted it bright orange"), which shares one word with the question. Ten
     other sessions each hold one record sharing four of its words, so the answer ranks
-    twelfth in the whole history and first-but-two inside its session."""
+    twelfth in the whole history and first-but-two inside its session. ``own_last``: the
+    session's records are stored after the others, so the others win the ties and the
+    session's two turns rank eleventh and twelfth."""
     out = [
         make_record("own-1", "user: the kayak paddle colour and paint were wrong", namespace=NS),
         make_record("own-2", "user: kayak paddle colour and paint, again", namespace=NS),
@@ -84,17 +86,17 @@ def _history() -> list[Any]:
     for s in range(2, 12):
         text = f"user: which colour of paint suits a kayak paddle, day {s}"
         out.append(make_record(f"other-{s}", text, namespace=NS, session=s))
-    return out
+    return out[4:] + out[:4] if own_last else out
 
 
-def _turn(settings: ReadSettings) -> dict[str, Any]:
+def _turn(settings: ReadSettings, own_last: bool = False) -> dict[str, Any]:
     def answer(qid: str, question: Any, state: Any) -> float:
         rows = {r["id"]: r for r in state["records"]}
         local = qid.partition(".")[0]
         return 0.9 if "orange" in str(rows.get(local, {}).get("text", "")) else 0.2
 
     graph = create_read_graph(
-        source=InMemorySearchSource(_history()),
+        source=InMemorySearchSource(_history(own_last)),
         judge=ScriptedDecisionModel(answers=answer),
         settings=settings,
     )
@@ -120,3 +122,21 @@ def test_the_answer_pushed_off_the_first_pages_comes_back_from_its_dense_session
     assert "own-3" not in [r["id"] for r in without["records"]]
     # the first pool never passes its cap
     assert len(with_it["trace"]["pool"]) <= base.pool_size
+
+
+def test_the_dense_sessions_are_counted_over_session_depth_hits() -> None:
+    """The session's two turns rank eleventh and twelfth: a page of eight shows none of
+    them, twelve hits show both."""
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=2
+    )
+    shallow = _turn(replace(base, session_depth=8), own_last=True)
+    deep = _turn(replace(base, session_depth=12), own_last=True)
+    assert not [s for s in shallow["trace"]["searches"] if s["origin"] == SESSION]
+    assert "own-3" not in {p["id"] for p in shallow["trace"]["pool"]}
+    assert [s["session"] for s in deep["trace"]["searches"] if s["origin"] == SESSION] == [1]
+    assert "own-3" in {p["id"] for p in deep["trace"]["pool"]}
+    # the planned searches' pages are still pages: the deeper read only counts sessions
+    planned = [c for c in deep["trace"]["search_calls"] if c["origin"] != SESSION]
+    assert planned and all(c["returned"] <= 8 for c in planned)
+    assert max(c["returned"] for c in planned) == 8

@@ -542,6 +542,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: sorted(k for _, k, _ in t.calls),
         {"sessions": True},
     ),
+    "session_depth": (
+        ReadSettings().session_depth + 30,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {"sessions": True},
+    ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

@@ -479,18 +479,17 @@ class RetrieveNode(SourcesNode):
     ) -> Body[list[tuple[int, int, list[SearchHit] | BaseException]]]:
         """The first round's searches of its dense sessions (``session_searches``,
         :mod:`~mnemon_langgraph.read._sessions`): the latest message kept to each of the
-        sessions the planned searches' first pages come back to most, in the source that
-        returned them (a dense-only source's candidates are not counted)."""
+        sessions the planned searches' first ``session_depth`` hits (at least a page) come
+        back to most, in the source that returned them (a dense-only source's candidates
+        are not counted)."""
         most = self.settings.session_searches
         if not most:
             return []
-        page = self.settings.page_records
+        depth = max(self.settings.page_records, self.settings.session_depth)
         counted = [
-            (searches[i].get("read_source"), hits[:page])
+            (searches[i].get("read_source"), hits[:depth])
             for i, _, hits in fetched
-            if not isinstance(hits, BaseException)
-            and searches[i]["origin"] not in _UNPLANNED
-            and not _cached(searches[i])
+            if not isinstance(hits, BaseException) and self._counts_sessions(searches[i])
         ]
         chosen = dense_sessions(counted, most)
         if not chosen:
@@ -626,7 +625,20 @@ class RetrieveNode(SourcesNode):
         if search.get("candidates"):
             return int(search["candidates"])
         k = int(search.get("k") or self.settings.page_records)
+        if not pooled and self._counts_sessions(search):  # its page is cut from these
+            return max(k, self.settings.session_depth)
         return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
+
+    def _counts_sessions(self, search: Mapping[str, Any]) -> bool:
+        """Whether a first-round search's hits count toward the dense sessions
+        (``session_searches``): a planned search of the whole memory, asked of its source."""
+        return (
+            self.settings.session_searches > 0
+            and search["origin"] not in _UNPLANNED
+            and search.get("session") is None
+            and "record_id" not in search
+            and not _cached(search)
+        )
 
     def _search_kwargs(
         self,

@@ -6,7 +6,8 @@ question's words and gist, and the turns that answer it fall below the first pag
 turn's searches. The sessions those pages come back to most often are what the question is
 about; inside one such session the message's own search ranks its turns among far fewer
 competitors, as it would in that session alone. So the first round counts, for each
-session, the distinct records of the planned searches' first pages that fall in it; the
+session, the distinct records of the planned searches' first hits (their pages, or
+``ReadSettings.session_depth`` hits when that is more) that fall in it; the
 sessions with the most (at least :data:`MIN_HITS`) are each searched once more with the
 latest message, kept to the session, and those records fill the first pool's places the
 planned searches left (never past ``pool_size``: the judge sees no more records than

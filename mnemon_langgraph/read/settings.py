@@ -316,7 +316,7 @@ class ReadSettings:
             (docs/results/documents.md, "Fifth pass").
         session_searches: The first round's dense sessions searched again inside: the
             sessions holding the most distinct records of the planned searches' first
-            pages (at least two) are each searched once more with the latest message, kept
+            ``session_depth`` hits (at least two) are each searched once more with the latest message, kept
             to the session, ``session_records`` records each, and those records fill the
             first pool's places the planned searches left, never past ``pool_size``
             (``read._sessions``): in a long history other people's turns share the
@@ -325,6 +325,10 @@ class ReadSettings:
             others. 0 (the default) turns it off.
         session_records: Records each dense session's search returns
             (``session_searches``).
+        session_depth: With ``session_searches``, the planned first-round searches read
+            this many hits (at least their page; the page is cut from them as before) and
+            the dense sessions are counted over all of them: in a long history the first
+            pages are too few to show which sessions a question keeps coming back to.
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -380,6 +384,7 @@ class ReadSettings:
     coverage_share: float = 0.5
     session_searches: int = 0
     session_records: int = 6
+    session_depth: int = 20
 
     def __post_init__(self) -> None:
         for f in fields(self):

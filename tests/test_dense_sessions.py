@@ -108,7 +108,9 @@ def _turn(settings: ReadSettings, own_last: bool = False) -> dict[str, Any]:
 
 
 def test_the_answer_pushed_off_the_first_pages_comes_back_from_its_dense_session() -> None:
-    base = replace(ReadSettings(), max_rounds=1, page_records=8, instruction_records=0)
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=0
+    )
     without = _turn(base)
     with_it = _turn(replace(base, session_searches=2))
     pooled = {p["id"] for p in without["trace"]["pool"]}

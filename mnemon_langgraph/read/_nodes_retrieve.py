@@ -634,7 +634,7 @@ class RetrieveNode(SourcesNode):
         (``session_searches``): a planned search of the whole memory, asked of its source."""
         return (
             self.settings.session_searches > 0
-            and search["origin"] not in _UNPLANNED
+            and search.get("origin") not in _UNPLANNED
             and search.get("session") is None
             and "record_id" not in search
             and not _cached(search)

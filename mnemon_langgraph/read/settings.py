@@ -316,13 +316,13 @@ class ReadSettings:
             (docs/results/documents.md, "Fifth pass").
         session_searches: The first round's dense sessions searched again inside: the
             sessions holding the most distinct records of the planned searches' first
-            ``session_depth`` hits (at least two) are each searched once more with the latest message, kept
-            to the session, ``session_records`` records each, and those records fill the
-            first pool's places the planned searches left, never past ``pool_size``
-            (``read._sessions``): in a long history other people's turns share the
-            question's words and push the ones that answer it off the first pages, and
-            inside the session they come back to the message ranks its turns among few
-            others. 0 (the default) turns it off.
+            ``session_depth`` hits (at least two) are each searched once more with the
+            latest message, kept to the session, ``session_records`` records each, and
+            those records fill the first pool's places the planned searches left, never
+            past ``pool_size`` (``read._sessions``): in a long history other people's turns
+            share the question's words and push the ones that answer it off the first
+            pages, and inside the session they come back to the message ranks its turns
+            among few others. 0 (the default) turns it off.
         session_records: Records each dense session's search returns
             (``session_searches``).
         session_depth: With ``session_searches``, the planned first-round searches read

@@ -4,6 +4,7 @@ answer is pushed off the first pages by other sessions' records and comes back t
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -142,3 +143,23 @@ def test_the_dense_sessions_are_counted_over_session_depth_hits() -> None:
     planned = [c for c in deep["trace"]["search_calls"] if c["origin"] != SESSION]
     assert planned and all(c["returned"] <= 8 for c in planned)
     assert max(c["returned"] for c in planned) == 8
+
+
+def test_ainvoke_searches_the_same_dense_sessions_as_invoke() -> None:
+    settings = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=2
+    )
+    graph = create_read_graph(
+        source=InMemorySearchSource(_history()),
+        judge=ScriptedDecisionModel(answers=lambda qid, question, state: 0.5),
+        settings=settings,
+    )
+    args = (
+        {"messages": [HumanMessage("What colour did I paint my kayak paddle?")]},
+        ReadContext(namespace=NS),
+    )
+    sync = graph.invoke(args[0], context=args[1])["view"]
+    asyn = asyncio.run(graph.ainvoke(args[0], context=args[1]))["view"]
+    sessions = [s for s in sync.trace["searches"] if s["origin"] == SESSION]
+    assert sessions and sessions == [s for s in asyn.trace["searches"] if s["origin"] == SESSION]
+    assert "own-3" in sync.record_ids and sync.record_ids == asyn.record_ids

@@ -25,6 +25,7 @@ from test_planner import NEED_JSON, RoutingFakeChat
 
 from mnemon_langgraph.items import IndexItem
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._instructions import instruction_query
 from mnemon_langgraph.read._nodes_sources import INSTRUCTIONS
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemoryItemSource, InMemorySearchSource, make_record
@@ -269,7 +270,10 @@ def run_turn(
     topic: bool = False,
     coverage: bool = False,
     team_dense: bool = False,
+    sessions: bool = False,
 ) -> Turn:
+    if sessions and not settings.session_searches:  # dense sessions searched: a size to budget
+        settings = replace(settings, session_searches=3)
     if view_chars is not None:
         settings = replace(settings, view_chars=view_chars)
     if topic or coverage:  # the topic search runs, so its depth has something to budget;
@@ -379,6 +383,13 @@ def _lines_shown(t: Turn) -> list[int]:
     return [len(r["message_ids"]) for r in t.view["records"]]
 
 
+def _later_page_k(t: Turn) -> int:
+    """The most hits a later page (or a deeper first read) asked for, the instruction
+    search (which reads ``instruction_depth`` records) left out."""
+    lane = instruction_query("")
+    return max(k for q, k, off in t.calls if (off > 0 or k > 20) and not q.startswith(lane))
+
+
 # field -> (changed value, observable, extra run options). The observable must differ
 # between the default run (with the same options) and the changed one.
 CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
@@ -410,7 +421,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
     "follow_scope": ("session", lambda t: sorted({s["origin"] for s in t.searches("follow")}), {}),
     "follow_records": (2, _follow_returned, {}),
     "follow_words": (2, _follow_words, {}),
-    "skip_pooled": (False, lambda t: max(k for _, k, off in t.calls if off > 0 or k > 20), {}),
+    "skip_pooled": (False, _later_page_k, {}),
     "view_neighbours": (0, _neighbours, {}),
     "neighbours_after": (0, _neighbours, {}),
     "date_search": (False, lambda t: len(t.searches("date")), {}),
@@ -535,6 +546,21 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         False,  # the team's notes name no Ada nor March: with the rule they enter last
         lambda t: [r["id"] for r in t.view["records"]],
         {"team_delay": 0.0},
+    ),
+    "session_searches": (
+        0 if ReadSettings().session_searches else 3,
+        lambda t: [(s["origin"], s.get("session")) for s in t.trace["searches"]],
+        {},
+    ),
+    "session_records": (
+        ReadSettings().session_records + 3,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {"sessions": True},
+    ),
+    "session_depth": (
+        ReadSettings().session_depth + 30,
+        lambda t: sorted(k for _, k, _ in t.calls),
+        {"sessions": True},
     ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,

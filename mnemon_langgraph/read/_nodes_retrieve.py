@@ -31,6 +31,7 @@ from mnemon_langgraph.read._pooling import (
     take_page,
 )
 from mnemon_langgraph.read._rules import Need
+from mnemon_langgraph.read._sessions import SESSION, dense_sessions
 from mnemon_langgraph.read._source_match import named_terms, pool_quotas, source_weights
 from mnemon_langgraph.read._topics import topic_lane
 from mnemon_langgraph.read._trace import degraded, timing_event
@@ -50,6 +51,10 @@ __all__ = ["INSTRUCTIONS", "RetrieveNode"]
 
 TOPIC = "topic"
 """Origin of the search for a topic's mentions in every session (``read.topics``)."""
+
+_UNPLANNED = (INSTRUCTIONS, TOPIC, "date")
+"""First-round searches whose hits do not count toward a dense session: the lanes (their
+own records) and the date search (kept to a window)."""
 
 
 def _standing(
@@ -335,6 +340,7 @@ class RetrieveNode(SourcesNode):
         round_no = state.get("rounds", 0) + 1
         seen = set(pooled)
         pages: list[tuple[int, int, list[SearchHit]]] = []
+        fill: list[tuple[int, int, list[SearchHit]]] = []  # the dense sessions' searches
         lane: list[PoolRecord] = []
         for idx, offset, hits in fetched:
             s = searches[idx]
@@ -368,8 +374,8 @@ class RetrieveNode(SourcesNode):
             s["next_offset"] = offset + len(page)
             # a follow search is a look around one record, never paged
             s["exhausted"] = len(page) == len(hits) < self._fetch_k(s, pooled)
-            s["exhausted"] |= "record_id" in s
-            pages.append((idx, offset, page))
+            s["exhausted"] |= "record_id" in s or s["origin"] == SESSION
+            (fill if s["origin"] == SESSION else pages).append((idx, offset, page))
             trace.append(_search_event(s, idx, offset, len(page), len(fresh), round_no))
         pool = list(state.get("pool", []))
         if not pool and round_no == 1:
@@ -385,10 +391,11 @@ class RetrieveNode(SourcesNode):
                 sources=names,
                 source_share=self.settings.source_share,
                 source_quotas=quotas,
+                fill=fill,
             )
             added = len(pool)
         else:
-            pool, added = merge_pages(pool, pages, round_no)
+            pool, added = merge_pages(pool, [*pages, *fill], round_no)
         pool, gained = _with_lane(pool, lane)
         pool = self._tag(pool)
         added += gained
@@ -464,10 +471,66 @@ class RetrieveNode(SourcesNode):
             (i, o, _known(self._from_candidates(searches, i, o, pooled, as_of, served), as_of))
             for i, o in local
         ]
+        if round_no == 1 and not pooled:
+            fetched += yield from self._session_pages(state, searches, fetched, recent, as_of)
         sims = yield from self._instruction_sims(state, searches, fetched, recent, trace)
         return self._retrieve_finish(
             state, searches, fetched, trace, start, model_seconds, pooled, sims
         )
+
+    def _session_pages(
+        self,
+        state: ReadState,
+        searches: list[dict[str, Any]],
+        fetched: Sequence[tuple[int, int, list[SearchHit] | BaseException]],
+        recent: Sequence[Any],
+        as_of: datetime | None,
+    ) -> Body[list[tuple[int, int, list[SearchHit] | BaseException]]]:
+        """The first round's searches of its dense sessions (``session_searches``,
+        :mod:`~mnemon_langgraph.read._sessions`): the latest message kept to each of the
+        sessions the planned searches' first ``session_depth`` hits (at least a page) come
+        back to most, in the source that returned them (a dense-only source's candidates
+        are not counted)."""
+        most = self.settings.session_searches
+        if not most:
+            return []
+        depth = max(self.settings.page_records, self.settings.session_depth)
+        counted = [
+            (searches[i].get("read_source"), hits[:depth])
+            for i, _, hits in fetched
+            if not isinstance(hits, BaseException) and self._counts_sessions(searches[i])
+        ]
+        chosen = dense_sessions(counted, most)
+        if not chosen:
+            return []
+        message = latest_text(list(recent))
+        new: list[int] = []
+        for name, session in chosen:
+            new.append(len(searches))
+            searches.append(
+                {
+                    "index": len(searches),
+                    "query": message,
+                    "origin": SESSION,
+                    "next_offset": 0,
+                    "exhausted": True,
+                    "round": 1,
+                    "session": session,
+                    "k": self.settings.session_records,
+                    **({"read_source": name} if name is not None else {}),
+                }
+            )
+        results = yield Gather(
+            tuple(
+                _search_call(
+                    self._bound(state, searches[i].get("read_source")),
+                    message,
+                    self._search_kwargs(searches[i], 0, (), as_of),
+                )
+                for i in new
+            )
+        )
+        return [(i, 0, _known(r, as_of)) for i, r in zip(new, results, strict=True)]
 
     def _instruction_sims(
         self,
@@ -607,7 +670,20 @@ class RetrieveNode(SourcesNode):
         if search.get("candidates"):
             return int(search["candidates"])
         k = int(search.get("k") or self.settings.page_records)
+        if not pooled and self._counts_sessions(search):  # its page is cut from these
+            return max(k, self.settings.session_depth)
         return k * LOOKAHEAD if self.settings.skip_pooled and pooled else k
+
+    def _counts_sessions(self, search: Mapping[str, Any]) -> bool:
+        """Whether a first-round search's hits count toward the dense sessions
+        (``session_searches``): a planned search of the whole memory, asked of its source."""
+        return (
+            self.settings.session_searches > 0
+            and search.get("origin") not in _UNPLANNED
+            and search.get("session") is None
+            and "record_id" not in search
+            and not _cached(search)
+        )
 
     def _search_kwargs(
         self,

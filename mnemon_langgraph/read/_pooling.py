@@ -14,6 +14,7 @@ from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
+from mnemon_langgraph.read._sessions import interleave
 from mnemon_langgraph.read.state import PoolRecord
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1, idf
 from mnemon_langgraph.search._fusion import RRF_K, reciprocal_rank, rrf_fuse
@@ -419,6 +420,7 @@ def build_first_pool(
     sources: Sequence[str] | None = None,
     source_share: float | None = None,
     source_quotas: Mapping[str, int] | None = None,
+    fill: Sequence[tuple[int, int, Sequence[SearchHit]]] = (),
 ) -> list[PoolRecord]:
     """Merge the first pages of the turn's searches into a pool of at most ``cap`` records.
 
@@ -443,6 +445,10 @@ def build_first_pool(
         source_share: Share of ``cap`` each source is sure of (``None``: an equal share).
         source_quotas: Places each source is sure of, by name (``source_share`` then
             unused; ``read._source_match.pool_quotas``).
+        fill: Pages that only fill the places ``pages`` leave (``read._sessions``: the
+            dense sessions' searches): their records, each page's first, then each one's
+            second …, up to ``cap``; the choice from ``pages`` is the same with and without
+            them. A record they find joins the pool's order and provenance like any other.
 
     Returns:
         Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
@@ -450,11 +456,9 @@ def build_first_pool(
     """
     hits = [list(page) for _, _, page in pages]
     found = _found_by(hits)
-    if cap <= 0 or not found:
+    if cap <= 0 or not (found or any(page for _, _, page in fill)):
         return []
-    score = {
-        rid: sum(reciprocal_rank(r, rrf_k) for r in ranks.values()) for rid, ranks in found.items()
-    }
+    score = _summed(found, rrf_k)
     chosen: dict[str, int] | None = None
     if sources is not None and len(set(sources)) > 1:
         n = len(set(sources))
@@ -464,7 +468,11 @@ def build_first_pool(
         if source_quotas is not None:
             quota = {name: source_quotas.get(name, 0) for name in sources}
         chosen = _per_source(hits, list(sources), found, score, quota, cap)
-    chosen = _quota_then_fused(hits, found, score, cap, chosen)
+    chosen = _quota_then_fused(hits, found, score, cap, chosen) if found else {}
+    if fill:
+        hits, pages = _filled(chosen, hits, pages, fill, cap)
+        found = _found_by(hits)
+        score = _summed(found, rrf_k)
     first: dict[str, Record] = {}  # the record as the first page that found it holds it
     for page in hits:
         for hit in page:
@@ -482,6 +490,28 @@ def build_first_pool(
         )
         for rid in ordered
     ]
+
+
+def _filled(
+    chosen: dict[str, int],
+    hits: list[list[SearchHit]],
+    pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
+    fill: Sequence[tuple[int, int, Sequence[SearchHit]]],
+    cap: int,
+) -> tuple[list[list[SearchHit]], list[tuple[int, int, Sequence[SearchHit]]]]:
+    """:func:`build_first_pool`'s ``fill``: its records take the places left in ``chosen``
+    (updated); the hits and pages with the fill's after them."""
+    extra = [list(page) for _, _, page in fill]
+    for rid in interleave(extra, set(chosen), cap - len(chosen)):
+        chosen[rid] = len(chosen)
+    return hits + extra, [*pages, *fill]
+
+
+def _summed(found: Mapping[str, Mapping[int, int]], rrf_k: int) -> dict[str, float]:
+    """Record id → its summed reciprocal rank over the searches that found it."""
+    return {
+        rid: sum(reciprocal_rank(r, rrf_k) for r in ranks.values()) for rid, ranks in found.items()
+    }
 
 
 def merge_page(

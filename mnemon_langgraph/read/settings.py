@@ -221,8 +221,9 @@ class ReadSettings:
             with LongMemEval's Views kept (docs/results/ten-million.md, "A floor for the
             instruction lines").
         instruction_depth: Records the instruction search reads (``instruction_records``);
-            the ones holding a standing instruction join the pool. Default 40, chosen with
-            ``instruction_records`` (its old fixed value was 10).
+            the ones holding a standing instruction join the pool. Default 80 (40 before the
+            dense sessions' folds, which chose it with ``session_searches``; its old fixed
+            value was 10).
         instruction_match: Order the standing instructions the View leads with by the
             cosine of each one's instruction line with the latest message (the source's
             embedder, a few short lines a turn), not by the instruction search's rank of
@@ -331,6 +332,26 @@ class ReadSettings:
             split and the distractor runs together, among the values that keep the
             distractor runs within a point of one journal (docs/results/documents.md,
             "Sixth pass").
+        session_searches: The first round's dense sessions searched again inside: the
+            sessions holding the most distinct records of the planned searches' first
+            ``session_depth`` hits (at least two) are each searched once more with the
+            latest message, kept to the session, ``session_records`` records each, and
+            those records fill the first pool's places the planned searches left, never
+            past ``pool_size`` (``read._sessions``): in a long history other people's turns
+            share the question's words and push the ones that answer it off the first
+            pages, and inside the session they come back to the message ranks its turns
+            among few others. 0 turns it off. Default 5, with ``session_records`` 10,
+            ``session_depth`` 50 and ``instruction_depth`` 80: chosen by
+            leave-one-conversation-out folds on BEAM at 100K and 10M tokens, with LoCoMo's
+            and LongMemEval's evidence kept (docs/results/ten-million.md, "Dense sessions
+            searched again inside").
+        session_records: Records each dense session's search returns
+            (``session_searches``). Default 10, chosen with it.
+        session_depth: With ``session_searches``, the planned first-round searches read
+            this many hits (at least their page; the page is cut from them as before) and
+            the dense sessions are counted over all of them: in a long history the first
+            pages are too few to show which sessions a question keeps coming back to.
+            Default 50, chosen with ``session_searches``.
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -370,7 +391,7 @@ class ReadSettings:
     excerpt_slots: int | None = 6
     excerpt_after: int = 1
     instruction_records: int = 2
-    instruction_depth: int = 40
+    instruction_depth: int = 80
     instruction_match: bool = True
     instruction_floor: float = 0.1
     assistant_rank_factor: float = 6.0
@@ -385,6 +406,9 @@ class ReadSettings:
     document_record_chars: int | None = 300
     topic_depth: int = 150
     coverage_share: float = 0.5
+    session_searches: int = 5
+    session_records: int = 10
+    session_depth: int = 50
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -420,6 +444,7 @@ class ReadSettings:
                 "opening_turns",
                 "topic_depth",
                 "source_match",
+                "session_searches",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

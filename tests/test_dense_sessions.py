@@ -1,0 +1,165 @@
+"""The first round's dense sessions searched again inside (``ReadSettings.session_searches``):
+which sessions count as dense, how their records fill the first pool, and a history where the
+answer is pushed off the first pages by other sessions' records and comes back this way."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from mnemon_langgraph.judges.fake import ScriptedDecisionModel
+from mnemon_langgraph.read._pooling import build_first_pool
+from mnemon_langgraph.read._sessions import SESSION, dense_sessions, interleave
+from mnemon_langgraph.read.graph import create_read_graph
+from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
+from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.types import SearchHit
+
+NS = ("users", "ada")
+
+
+def _hits(*ids_sessions: tuple[str, int]) -> list[SearchHit]:
+    return [
+        SearchHit(make_record(rid, f"text of {rid}", namespace=NS, session=s), rank, 1.0)
+        for rank, (rid, s) in enumerate(ids_sessions)
+    ]
+
+
+def test_dense_sessions_count_distinct_records_and_need_two() -> None:
+    first = _hits(("a", 1), ("b", 2), ("c", 2), ("d", 3))
+    second = _hits(("a", 1), ("e", 3), ("b", 2), ("f", 4))
+    # session 2: b, c; session 3: d, e; session 1: a twice (one record); session 4: one
+    assert dense_sessions([(None, first), (None, second)], most=5) == [(None, 2), (None, 3)]
+    assert dense_sessions([(None, first), (None, second)], most=1) == [(None, 2)]
+    assert dense_sessions([(None, first)], most=5) == [(None, 2)]
+    assert dense_sessions([(None, first), (None, second)], most=0) == []
+
+
+def test_dense_sessions_break_ties_by_rank_and_keep_sources_apart() -> None:
+    # sessions 5 and 6 hold two records each; 6's are ranked higher
+    hits = _hits(("x", 6), ("y", 6), ("z", 5), ("w", 5))
+    assert dense_sessions([(None, hits)], most=2) == [(None, 6), (None, 5)]
+    # the same session number in two sources is two sessions, one record each
+    one, two = _hits(("p", 7)), _hits(("q", 7))
+    assert dense_sessions([("mine", one), ("team", two)], most=3) == []
+    assert dense_sessions([("mine", one + _hits(("r", 7)))], most=3) == [("mine", 7)]
+
+
+def test_interleave_takes_each_pages_first_then_seconds_within_room() -> None:
+    a, b = _hits(("a1", 1), ("a2", 1), ("a3", 1)), _hits(("b1", 2), ("b2", 2))
+    assert interleave([a, b], set(), 10) == ["a1", "b1", "a2", "b2", "a3"]
+    assert interleave([a, b], {"b1"}, 3) == ["a1", "a2", "b2"]
+    assert interleave([a, b], set(), 0) == []
+
+
+def test_fill_takes_only_the_places_the_pages_leave() -> None:
+    pages = [(0, 0, _hits(("a", 1), ("b", 2), ("c", 3))), (1, 0, _hits(("b", 2), ("d", 4)))]
+    fill = [(2, 0, _hits(("b", 2), ("s1", 2), ("s2", 2))), (3, 0, _hits(("t1", 9)))]
+    without = build_first_pool(pages, cap=6)
+    with_fill = build_first_pool(pages, cap=6, fill=fill)
+    assert {p["id"] for p in without} == {"a", "b", "c", "d"}
+    assert {p["id"] for p in with_fill} == {"a", "b", "c", "d", "s1", "t1"}
+    # a record the fill found too keeps that provenance
+    found_b = next(p["found"] for p in with_fill if p["id"] == "b")
+    assert [2, 0] in found_b
+    # a full pool takes nothing from the fill, and its choice is the same
+    full = build_first_pool(pages, cap=3, fill=fill)
+    assert [p["id"] for p in full] == [p["id"] for p in build_first_pool(pages, cap=3)]
+
+
+def _history(own_last: bool = False) -> list[Any]:
+    """Session 1 is the user's kayak trip: two turns on the paddle's colour and paint, and
+    the answer ("painted it bright orange"), which shares one word with the question. Ten
+    other sessions each hold one record sharing four of its words, so the answer ranks
+    twelfth in the whole history and first-but-two inside its session. ``own_last``: the
+    session's records are stored after the others, so the others win the ties and the
+    session's two turns rank eleventh and twelfth."""
+    out = [
+        make_record("own-1", "user: the kayak paddle colour and paint were wrong", namespace=NS),
+        make_record("own-2", "user: kayak paddle colour and paint, again", namespace=NS),
+        make_record("own-3", "user: I painted it bright orange", namespace=NS),
+        make_record("own-4", "user: the lake was calm all week", namespace=NS),
+    ]
+    for s in range(2, 12):
+        text = f"user: which colour of paint suits a kayak paddle, day {s}"
+        out.append(make_record(f"other-{s}", text, namespace=NS, session=s))
+    return out[4:] + out[:4] if own_last else out
+
+
+def _turn(settings: ReadSettings, own_last: bool = False) -> dict[str, Any]:
+    def answer(qid: str, question: Any, state: Any) -> float:
+        rows = {r["id"]: r for r in state["records"]}
+        local = qid.partition(".")[0]
+        return 0.9 if "orange" in str(rows.get(local, {}).get("text", "")) else 0.2
+
+    graph = create_read_graph(
+        source=InMemorySearchSource(_history(own_last)),
+        judge=ScriptedDecisionModel(answers=answer),
+        settings=settings,
+    )
+    out = graph.invoke(
+        {"messages": [HumanMessage("What colour did I paint my kayak paddle?")]},
+        context=ReadContext(namespace=NS),
+    )
+    return out["view"].to_dict()
+
+
+def test_the_answer_pushed_off_the_first_pages_comes_back_from_its_dense_session() -> None:
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=0
+    )
+    without = _turn(base)
+    with_it = _turn(replace(base, session_searches=2))
+    pooled = {p["id"] for p in without["trace"]["pool"]}
+    assert "own-3" not in pooled, "the history must push the answer off the first pages"
+    assert {"own-1", "own-2"} <= pooled  # its session is the dense one
+    sessions = [s for s in with_it["trace"]["searches"] if s["origin"] == SESSION]
+    assert [s["session"] for s in sessions] == [1]  # no other session holds two hits
+    assert sessions[0]["query"] == "What colour did I paint my kayak paddle?"
+    assert "own-3" in {p["id"] for p in with_it["trace"]["pool"]}
+    assert "own-3" in [r["id"] for r in with_it["records"]]
+    assert "own-3" not in [r["id"] for r in without["records"]]
+    # the first pool never passes its cap
+    assert len(with_it["trace"]["pool"]) <= base.pool_size
+
+
+def test_the_dense_sessions_are_counted_over_session_depth_hits() -> None:
+    """The session's two turns rank eleventh and twelfth: a page of eight shows none of
+    them, twelve hits show both."""
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=2
+    )
+    shallow = _turn(replace(base, session_depth=8), own_last=True)
+    deep = _turn(replace(base, session_depth=12), own_last=True)
+    assert not [s for s in shallow["trace"]["searches"] if s["origin"] == SESSION]
+    assert "own-3" not in {p["id"] for p in shallow["trace"]["pool"]}
+    assert [s["session"] for s in deep["trace"]["searches"] if s["origin"] == SESSION] == [1]
+    assert "own-3" in {p["id"] for p in deep["trace"]["pool"]}
+    # the planned searches' pages are still pages: the deeper read only counts sessions
+    planned = [c for c in deep["trace"]["search_calls"] if c["origin"] != SESSION]
+    assert planned and all(c["returned"] <= 8 for c in planned)
+    assert max(c["returned"] for c in planned) == 8
+
+
+def test_ainvoke_searches_the_same_dense_sessions_as_invoke() -> None:
+    settings = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=2
+    )
+    graph = create_read_graph(
+        source=InMemorySearchSource(_history()),
+        judge=ScriptedDecisionModel(answers=lambda qid, question, state: 0.5),
+        settings=settings,
+    )
+    args = (
+        {"messages": [HumanMessage("What colour did I paint my kayak paddle?")]},
+        ReadContext(namespace=NS),
+    )
+    sync = graph.invoke(args[0], context=args[1])["view"]
+    asyn = asyncio.run(graph.ainvoke(args[0], context=args[1]))["view"]
+    sessions = [s for s in sync.trace["searches"] if s["origin"] == SESSION]
+    assert sessions and sessions == [s for s in asyn.trace["searches"] if s["origin"] == SESSION]
+    assert "own-3" in sync.record_ids and sync.record_ids == asyn.record_ids

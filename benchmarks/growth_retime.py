@@ -1,0 +1,61 @@
+"""Time a ``bench search --growth`` pair again on the store the command wrote, writing nothing.
+
+Writing a 1M-record namespace takes tens of minutes; this reopens the embedded store the
+command left in DIR and times the pair with the command's own questions (the same seed and
+random stream as ``growth._workload``, ``calls`` + 5 warm) and its own timing loop
+(``growth._time_pair``: calls alternating between the sizes). Run it with one code version
+and then another (``PYTHONPATH``) to compare them on one store. Prints one JSON line, with
+the load average before and after.
+
+    python benchmarks/growth_retime.py /tmp/growth narrow 10000:1000000 --calls 150
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+from pathlib import Path
+
+import mnemon_langgraph
+from mnemon_langgraph.bench import growth
+from mnemon_langgraph.bench.backend import WordMixEmbeddings
+from mnemon_langgraph.bench.search import common_word_queries, make_corpus, topic_queries
+from mnemon_langgraph.store import MnemonStore
+
+
+def questions(corpus: str, n: int, seed: int, calls: int) -> dict[str, list[str]]:
+    """The questions ``growth._workload`` asks of that namespace (without keeping its texts)."""
+    if corpus == "narrow":
+        rng = random.Random(seed * 1_000_003 + n)
+        growth.narrow_texts(n, rng)  # advances the stream as the command did
+        return {"narrow": growth.narrow_queries(calls, rng)}
+    data = make_corpus(n, seed=seed)
+    topical = [q for q, _ in topic_queries(data, calls, data["rng"])]
+    return {"topical": topical, "common": common_word_queries(data, calls, data["rng"])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder")
+    parser.add_argument("corpus", choices=growth.CORPORA)
+    parser.add_argument("pair", help="SMALL:LARGE, as given to --growth")
+    parser.add_argument("--calls", type=int, default=150)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    (pair,) = growth.parse_pairs(args.pair)
+    asked = [questions(args.corpus, n, args.seed, args.calls + 5) for n in pair]
+    namespaces = tuple(("bench", "growth", args.corpus, str(n)) for n in pair)
+    load = [os.getloadavg()]
+    out: dict[str, object] = {"code": mnemon_langgraph.__file__, "pair": list(pair)}
+    with MnemonStore(str(Path(args.folder) / "growth.db"), WordMixEmbeddings(384)) as store:
+        for kind in asked[0]:
+            out[kind] = growth._time_pair(store, namespaces, (asked[0][kind], asked[1][kind]))
+    load.append(os.getloadavg())
+    out["load"] = load
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -212,9 +212,21 @@ def test_all_common_word_corpus_at_scale_takes_the_bounded_path(
     )
     assert index._tail
     texts, live, calls[:] = texts + extra, live + [True] * 300, []
-    for query in queries:  # tail postings: the float bound
+    for query in queries:  # tail postings: bytes of their own, still in integers
         _check(index, _plain_scores(texts, live, query), query, 100)
-    assert calls.count("_bounded") == 6 and "_bounded_codes" not in calls
+    assert calls.count("_bounded") == calls.count("_bounded_codes") == 6
+    assert index._tail_dense  # kept, and extended as the tail grows
+    more = [" ".join(rng.choice(words) for _ in range(70)) for _ in range(50)]
+    index.add(list(range(20_301, 20_351)), [f"y{i}" for i in range(50)], more, [1] * 50, [0] * 50)
+    texts, live = texts + more, live + [True] * 50
+    for query in queries:
+        _check(index, _plain_scores(texts, live, query), query, 100)
+    rare = "w400q " + queries[0]  # a term outside the codes first: the float bound
+    index.add([20_351], ["z"], ["w400q w400q"], [1], [0])
+    texts, live = [*texts, "w400q w400q"], [*live, True]
+    calls[:] = []
+    _check(index, _plain_scores(texts, live, rare), rare, 100)
+    assert calls.count("_bounded") == 1 and "_bounded_codes" not in calls
 
 
 def test_bounds_rounded_down_lose_documents(monkeypatch: pytest.MonkeyPatch) -> None:

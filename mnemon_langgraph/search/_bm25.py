@@ -125,6 +125,8 @@ class BM25Index(MaxScore):
         # per common term: (one byte per main document, its largest impact, avgdl), see MaxScore
         self._dense: dict[int, tuple[np.ndarray, float, float]] = {}
         self._dense_lock = threading.Lock()  # concurrent searches share the cache
+        # per common term: (tail postings coded, one byte per tail document, avgdl)
+        self._tail_dense: dict[int, tuple[int, np.ndarray, float]] = {}
         self._tail_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._dead_postings: dict[int, int] = {}  # per term, cleared on remove / merge
         self._scratch = np.zeros(0, dtype=np.float32)
@@ -251,7 +253,7 @@ class BM25Index(MaxScore):
         self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._tail, self._tail_docs = {}, 0
         self._tail_arrays, self._dead_postings, self._main_bounds = {}, {}, {}
-        self._dense = {}
+        self._dense, self._tail_dense = {}, {}
 
     def _term_ids_main(self) -> np.ndarray:
         counts = np.diff(self._indptr)

@@ -63,6 +63,7 @@ class MaxScore:
     _tail_docs: int
     _dense: dict[int, tuple[np.ndarray, float, float]]
     _dense_lock: threading.Lock
+    _tail_dense: dict[int, tuple[int, np.ndarray, float]]
     _scratch: np.ndarray
     _scratch_lock: threading.Lock
     last_postings: int
@@ -283,18 +284,23 @@ class MaxScore:
         the final ``k``-th score, and every document whose bound reaches ``theta`` (with
         float slack) is returned: the top ``k`` and all its ties are among them.
         """
-        codes, per_code = [], []
+        codes, per_code, tails, tail_per_code = [], [], [], []
         for term in rest:
             main, tail = term.parts[0], term.parts[1:]
             code, top, ref, _ = self._codes(term.tid, *main, avgdl, n_main)
             codes.append(code)
             per_code.append(term.idf * top * max(1.0, avgdl / ref) / CODE_MAX)
             self.last_postings += len(main[0])
-            for docs, tfs in tail:
-                acc.add_postings(docs, np.float32(term.idf) * self._impacts(docs, tfs, avgdl))
+            for docs, tfs in tail:  # the unmerged tail: its own codes, over the tail's records
+                tail_code, tail_ref = self._tail_codes(term.tid, docs, tfs, avgdl, n_main)
+                tails.append(tail_code)
+                tail_per_code.append(term.idf * max(1.0, avgdl / tail_ref) / CODE_MAX)
                 self.last_postings += len(docs)
-        weights, unit = code_weights(per_code)
-        total = sum_codes(codes, weights, n_main)
+        weights, unit = code_weights(per_code + tail_per_code)
+        total = sum_codes(codes, weights[: len(codes)], n_main)
+        if self._tail_docs:
+            tail_total = sum_codes(tails, weights[len(codes) :], self._tail_docs)
+            total = np.concatenate([total, tail_total])
         if not acc.dense and not any(len(p) for p in acc.pieces):  # no other term scored
             return self._bounded_codes(terms, rest, total, unit, k, avgdl, acc)
         acc.add_dense(np.float32(unit) * total)
@@ -331,6 +337,30 @@ class MaxScore:
         theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
         # unit · total >= theta · (1 - slack)  ⇐  total >= floor(theta · (1 - slack) / unit)
         return live(np.flatnonzero(total >= max(1, math.floor(theta * (1 - _SLACK) / unit))))
+
+    def _tail_codes(
+        self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int
+    ) -> tuple[np.ndarray, float]:
+        """A term's unmerged tail postings as one byte per tail record, ``ceil(255 ·
+        impact)`` (impacts are below 1), and the ``avgdl`` they were taken at.
+
+        The tail only grows between merges (documents appended, each term's postings in
+        document order), so the kept bytes are extended by the postings added since, at the
+        same ``avgdl`` (the caller scales the bound like the main segment's codes), and
+        dropped at the next merge.
+        """
+        size = self._tail_docs
+        with self._dense_lock:
+            done, code, ref = self._tail_dense.get(tid, (0, np.zeros(0, dtype=np.uint8), avgdl))
+        if len(code) < size:
+            code = np.concatenate([code, np.zeros(size - len(code), dtype=np.uint8)])
+        if done < len(docs):
+            new, new_tfs = docs[done:], tfs[done:]
+            impacts = self._impacts(new, new_tfs, ref).astype(np.float64)
+            code[new - n_main] = np.clip(np.ceil(impacts * CODE_MAX), 1, CODE_MAX)
+        with self._dense_lock:
+            self._tail_dense[tid] = (len(docs), code, ref)
+        return code, ref
 
     def _codes(
         self, tid: int, docs: np.ndarray, tfs: np.ndarray, avgdl: float, n_main: int

@@ -224,7 +224,9 @@ def test_both_stores_are_journals_that_give_the_opening_turn(
     messages = [Message(text, role, role, f"m{i}", day, 1) for i, (role, text) in enumerate(turns)]
     note = "Garden note {} of the week: the beans want water and the hedge wants a trim."
     messages += [Message(note.format(i) * 6, "user", "user", f"g{i}", day, 2) for i in range(60)]
-    one_page = replace(TIGHT, view_chars=1400, max_rounds=1)
+    # the dense sessions' searches (``session_searches``) search session 1 again with the
+    # message and may pool the opening turn themselves: off, so no search pools it
+    one_page = replace(TIGHT, view_chars=1400, max_rounds=1, session_searches=0)
     with MnemonStore(journal_target, fake_embeddings()) as store:
         ingest_turn_by_turn(store, NS, messages[:4], others)
         store.ingest(NS, messages[4:], origin="chat")

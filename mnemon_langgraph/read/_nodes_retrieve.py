@@ -209,6 +209,42 @@ def _known(
     return [h for h in hits if known_at(h.record, as_of)]
 
 
+def _packed_documents(
+    limit: int | None,
+    searches: Sequence[Mapping[str, Any]],
+    fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
+    focus: Sequence[str],
+) -> list[tuple[int, int, list[SearchHit] | BaseException]]:
+    """The round's hits with a dense-only source's records packed
+    (``ReadSettings.document_record_chars``, :mod:`~mnemon_langgraph.read._packing`):
+    one packing over every record the source returned to the round's searches (its
+    asking searches: the turn's candidates), so each of its searches sees the same
+    records; only a source whose results name as many of the turn's names (``focus``:
+    the latest message and the needs) as any source's. Other sources' hits, and
+    everything when the setting is off (``limit`` ``None``), unchanged."""
+    if limit is None:
+        return fetched
+    got = [(i, o, r) for i, o, r in fetched if not isinstance(r, BaseException)]
+    names = {searches[i].get("read_source") for i, _, _ in got if searches[i].get("candidates")}
+    names.discard(None)
+    if not names:
+        return fetched
+    texts: dict[str, list[str]] = {}
+    for i, _, hits in got:
+        texts.setdefault(str(searches[i].get("read_source")), []).extend(
+            h.record.text for h in hits
+        )
+    names &= sources_naming(texts, named_terms(focus))
+    mine = [r for i, _, r in got if searches[i].get("read_source") in names]
+    packed = pack_records((h.record for hits in mine for h in hits), limit)
+    return [
+        (i, o, pack_hits(r, packed))
+        if not isinstance(r, BaseException) and searches[i].get("read_source") in names
+        else (i, o, r)
+        for i, o, r in fetched
+    ]
+
+
 class RetrieveNode(SourcesNode):
     """Mixin: the ``retrieve`` node. Needs ``sources``, ``planner``, ``settings``."""
 
@@ -464,7 +500,7 @@ class RetrieveNode(SourcesNode):
         )
         fetched = [(i, o, _known(r, as_of)) for (i, o), r in zip(asked, results, strict=True)]
         focus = [message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)]
-        fetched = self._packed_documents(searches, fetched, focus)
+        fetched = _packed_documents(self.settings.document_record_chars, searches, fetched, focus)
         fetched = [(i, o, self._keep_candidates(searches[i], r)) for i, o, r in fetched]
         served = _Served(tuple(state["namespace"]))  # shared by the round's local searches
         fetched += [
@@ -569,42 +605,6 @@ class RetrieveNode(SourcesNode):
                 continue
             sims.update(got)
         return sims
-
-    def _packed_documents(
-        self,
-        searches: Sequence[Mapping[str, Any]],
-        fetched: list[tuple[int, int, list[SearchHit] | BaseException]],
-        focus: Sequence[str],
-    ) -> list[tuple[int, int, list[SearchHit] | BaseException]]:
-        """The round's hits with a dense-only source's records packed
-        (``ReadSettings.document_record_chars``, :mod:`~mnemon_langgraph.read._packing`):
-        one packing over every record the source returned to the round's searches (its
-        asking searches: the turn's candidates), so each of its searches sees the same
-        records; only a source whose results name as many of the turn's names (``focus``:
-        the latest message and the needs) as any source's. Other sources' hits, and
-        everything when the setting is off, unchanged."""
-        limit = self.settings.document_record_chars
-        if limit is None:
-            return fetched
-        got = [(i, o, r) for i, o, r in fetched if not isinstance(r, BaseException)]
-        names = {searches[i].get("read_source") for i, _, _ in got if searches[i].get("candidates")}
-        names.discard(None)
-        if not names:
-            return fetched
-        texts: dict[str, list[str]] = {}
-        for i, _, hits in got:
-            texts.setdefault(str(searches[i].get("read_source")), []).extend(
-                h.record.text for h in hits
-            )
-        names &= sources_naming(texts, named_terms(focus))
-        mine = [r for i, _, r in got if searches[i].get("read_source") in names]
-        packed = pack_records((h.record for hits in mine for h in hits), limit)
-        return [
-            (i, o, pack_hits(r, packed))
-            if not isinstance(r, BaseException) and searches[i].get("read_source") in names
-            else (i, o, r)
-            for i, o, r in fetched
-        ]
 
     def _keep_candidates(
         self, search: dict[str, Any], hits: list[SearchHit] | BaseException

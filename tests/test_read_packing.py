@@ -132,9 +132,10 @@ def _judge(qid: str, question: Any, state: Any) -> float:
     return 0.9 if "into dancing" in text else (0.4 if "danc" in text else 0.05)
 
 
-def _view(**settings: Any) -> Any:
+def _read(documents: list[Document], settings: ReadSettings) -> Any:
+    """The View of QUESTION over a four-record journal and ``documents`` in a vector store."""
     vectors = InMemoryVectorStore(_Near())
-    vectors.add_documents(_documents())
+    vectors.add_documents(documents)
     journal = InMemorySearchSource(
         [_rec(f"j{i}", f"Jon: the garden needs water, day {i}", position=i) for i in range(4)]
     )
@@ -144,10 +145,14 @@ def _view(**settings: Any) -> Any:
             "docs": RetrieverSource(vectors.as_retriever(), position_key="position"),
         },
         judge=ScriptedDecisionModel(answers=_judge),
-        settings=ReadSettings(view_chars=1_500, **settings),
+        settings=settings,
     )
     out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
     return out["view"]
+
+
+def _view(**settings: Any) -> Any:
+    return _read(_documents(), ReadSettings(view_chars=1_500, **settings))
 
 
 def _record_of(view: Any, message_id: str) -> Any:
@@ -242,18 +247,6 @@ def test_a_source_that_names_none_of_the_turns_names_is_not_packed() -> None:
             d.metadata["speaker"] = d.metadata["speaker"].replace("Jon", "Al")
         return docs
 
-    vectors = InMemoryVectorStore(_Near())
-    vectors.add_documents(others())
-    journal = InMemorySearchSource(
-        [_rec(f"j{i}", f"Jon: the garden needs water, day {i}", position=i) for i in range(4)]
-    )
-    graph = create_read_graph(
-        sources={
-            "memory": journal,
-            "docs": RetrieverSource(vectors.as_retriever(), position_key="position"),
-        },
-        judge=ScriptedDecisionModel(answers=_judge),
-    )
-    out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, context=ReadContext(namespace=NS))
-    docs = [p for p in out["view"].trace["pool"] if p["id"].startswith("docs:")]
+    view = _read(others(), ReadSettings())
+    docs = [p for p in view.trace["pool"] if p["id"].startswith("docs:")]
     assert docs and all(PACKED_PREFIX not in p["id"] for p in docs)

@@ -123,7 +123,7 @@ class BM25Index(MaxScore):
         # per term: (largest tf / (tf + norm) of its main postings, the avgdl it was taken at)
         self._main_bounds: dict[int, tuple[float, float]] = {}
         # per common term: (one byte per main document, its largest impact, avgdl), see MaxScore
-        self._dense: dict[int, tuple[np.ndarray, float, float]] = {}
+        self._dense: dict[int, tuple[np.ndarray, float, float, np.ndarray | None]] = {}
         self._dense_lock = threading.Lock()  # concurrent searches share the cache
         # per common term: (tail postings coded, one byte per tail document, avgdl)
         self._tail_dense: dict[int, tuple[int, np.ndarray, float]] = {}

@@ -61,7 +61,7 @@ class MaxScore:
     _len_live: int
     _main_bounds: dict[int, tuple[float, float]]
     _tail_docs: int
-    _dense: dict[int, tuple[np.ndarray, float, float]]
+    _dense: dict[int, tuple[np.ndarray, float, float, np.ndarray | None]]
     _dense_lock: threading.Lock
     _tail_dense: dict[int, tuple[int, np.ndarray, float]]
     _scratch: np.ndarray
@@ -306,11 +306,11 @@ class MaxScore:
         acc.add_dense(np.float32(unit) * total)
         bound = acc.partial
         level = sample_level(bound, _LEVEL_SAMPLE * k, _SAMPLE_SIZE)
-        best = acc.reaching(max(level, np.finfo(np.float32).tiny))
+        best = acc.reaching(max(float(level), _TINY))
         if len(best) < k:  # the sample guessed too high: the exact k-th bound of the live
-            best = acc.reaching(max(_kth(bound[acc.reaching(0.0)], k), np.finfo(np.float32).tiny))
+            best = acc.reaching(max(float(_kth(bound[acc.reaching(0.0)], k)), _TINY))
         theta = _kth(self._exact_scores(terms, best, avgdl, self._kept_tfs(rest)), k)
-        return acc.reaching(max(theta * (1 - _SLACK), np.finfo(np.float32).tiny))
+        return acc.reaching(max(float(theta * (1 - _SLACK)), _TINY))
 
     def _bounded_codes(
         self,
@@ -512,6 +512,9 @@ _LEVEL_SAMPLE = 4
 (those of the best bounds) to find its threshold."""
 _SAMPLE_SIZE = 32_768
 """How many documents' bounds :func:`~._bounds.sample_level` reads to place that level."""
+_TINY = float(np.finfo(np.float32).tiny)
+"""The least threshold :meth:`MaxScore._bounded` asks for: a document whose bound is zero
+(no query word) never reaches it."""
 
 
 class _Touched:

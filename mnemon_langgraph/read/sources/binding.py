@@ -309,7 +309,7 @@ def _qualified_hits(name: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     """``hits`` with their records' ids qualified by ``name``: :func:`_qualified_hit` of
     each, written out (every hit of every search of a graph of several sources), the
     records kept by object looked up here first."""
-    out = []
+    out: list[SearchHit] = []
     append = out.append
     kept = _BY_OBJECT.get
     for hit in hits:

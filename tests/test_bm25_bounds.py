@@ -229,6 +229,40 @@ def test_all_common_word_corpus_at_scale_takes_the_bounded_path(
     assert calls.count("_bounded") == 1 and "_bounded_codes" not in calls
 
 
+def test_a_rare_word_beside_common_ones_bounds_the_common_ones_from_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The growth benchmark's common-word questions: one rare word and words each in about
+    one text in ten. The check before the first common word cannot prune (the common words
+    together outscore the rare one), so the common words are read as bytes instead of
+    being added posting by posting and looked up for every candidate; the same ranking."""
+    monkeypatch.setattr(maxscore, "_CHECK_POSTINGS", 100)  # a check before each common word
+    rng = random.Random(11)
+    common, filler = _VOCAB[:5], _VOCAB[5:300]
+    texts = []
+    for i in range(8_000):
+        words = rng.choices(filler, k=30) + [w for w in common if rng.random() < 0.1]
+        texts.append(" ".join(words + (["w399q"] if i % 97 == 0 else [])))
+    index = BM25Index()
+    index.add(
+        list(range(1, 8_001)), [f"r{i}" for i in range(8_000)], texts, [1] * 8_000, [0] * 8_000
+    )
+    index.merge()
+    calls: list[str] = []
+    for name in ("_bounded", "_refine"):
+        original = getattr(BM25Index, name)
+        monkeypatch.setattr(
+            BM25Index,
+            name,
+            lambda self, *a, _f=original, _n=name: calls.append(_n) or _f(self, *a),
+        )
+    live = [True] * len(texts)
+    for query in ("w399q " + " ".join(common), "w399q w0q w2q w4q"):
+        for k in (5, 20, 100):
+            _check(index, _plain_scores(texts, live, query), query, k)
+    assert calls == ["_bounded"] * 6
+
+
 def test_bounds_rounded_down_lose_documents(monkeypatch: pytest.MonkeyPatch) -> None:
     """Negative control: codes rounded down (no longer upper bounds) make the bounded
     search miss documents, and the comparison above fails."""

@@ -218,11 +218,12 @@ class MaxScore:
         looked up, :meth:`_full_kth`), and ``k`` real documents reaching it make it a lower
         bound of the final ``k``-th score — far above the ``k``-th *partial* score — so the
         common terms go to the second phase (:meth:`_refine`) as soon as the bounds of the
-        terms left sum below it. When every term left is common (:meth:`_is_dense`) and
-        no check is made before the next one (its postings are too few for one, or the
-        candidates so many that looking them up would cost more than reading the terms
-        left), the rest is bounded from bytes (:meth:`_bounded`): queries whose every word
-        is in most documents.
+        terms left sum below it. When every term left is common (:meth:`_is_dense`), the
+        rest is bounded from bytes (:meth:`_bounded`) unless a check made before the next
+        one prunes: queries whose every word is in most documents, and a rare word beside
+        common ones (reading a byte per document for the common ones costs less than
+        adding their postings one by one and looking each up for the candidates of the
+        rare word: the candidates grow with the namespace).
         Without ``prune`` every posting is added one by one (the reference the tests
         compare with).
         """
@@ -233,16 +234,15 @@ class MaxScore:
         while dense_from and self._is_dense(order[dense_from - 1], n_main):
             dense_from -= 1
         for j, term in enumerate(order):
-            checked = False
             if prune and j and term.size >= _CHECK_POSTINGS:
                 cand = acc.candidates()
-                checked = not (j >= dense_from and len(cand) * _LOOKUP_COST >= n_main)
-                if checked:
+                # a check costs a lookup per candidate: not made when reading the rest costs less
+                if not (j >= dense_from and len(cand) * _LOOKUP_COST >= n_main):
                     theta = self._full_kth(terms, cand, acc.partial, k, avgdl)
                     if left[j] < theta * (1 - _SLACK):
                         cand = self._refine(order[j:], left[j:], cand, acc.partial, theta, k, avgdl)
                         return cand, False
-            if prune and j >= dense_from and not checked:  # checked: the next check may prune
+            if prune and j >= dense_from:
                 return self._bounded(terms, order[j:], k, avgdl, acc, n_main), True
             for docs, tfs in term.parts:
                 acc.add_postings(docs, np.float32(term.idf) * self._impacts(docs, tfs, avgdl))

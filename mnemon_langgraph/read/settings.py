@@ -354,10 +354,10 @@ class ReadSettings:
             Default 50, chosen with ``session_searches``.
         session_places: With ``session_searches``, places of the first pool the dense
             sessions' records are sure of: the planned searches' last-chosen records give
-            way to them, up to this many (the pool's size unchanged). In a long history the
-            planned searches' pages hold fewer records in common and leave the sessions few
-            places, so only each session's first record or two joins. 0 (the default): the
-            sessions take only the places left.
+            way to them, up to this many (the pool's size unchanged). 0 (the default): the
+            sessions take only the places the planned searches leave. Larger values were
+            tried on long histories by folds and not chosen (docs/results/ten-million.md,
+            "The last questions at 10M").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a

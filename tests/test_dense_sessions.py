@@ -163,3 +163,39 @@ def test_ainvoke_searches_the_same_dense_sessions_as_invoke() -> None:
     sessions = [s for s in sync.trace["searches"] if s["origin"] == SESSION]
     assert sessions and sessions == [s for s in asyn.trace["searches"] if s["origin"] == SESSION]
     assert "own-3" in sync.record_ids and sync.record_ids == asyn.record_ids
+
+
+def test_fill_places_give_the_fill_room_in_a_full_pool() -> None:
+    pages = [(0, 0, _hits(("a", 1), ("b", 2), ("c", 3))), (1, 0, _hits(("b", 2), ("d", 4)))]
+    fill = [(2, 0, _hits(("b", 2), ("s1", 2), ("s2", 2))), (3, 0, _hits(("t1", 9)))]
+    planned = [p["id"] for p in build_first_pool(pages, cap=3)]
+    assert len(planned) == 3
+    sure = build_first_pool(pages, cap=3, fill=fill, fill_places=2)
+    ids = {p["id"] for p in sure}
+    assert len(sure) == 3  # the pool's size is unchanged
+    # each dense session's first new record, in place of the last-chosen planned one(s)
+    assert {"s1", "t1"} <= ids
+    assert ids - {"s1", "t1"} == {"a"}  # the first page's first, chosen first
+    # places the fill cannot use go back to the planned searches' records
+    empty = [(2, 0, _hits(("a", 1), ("b", 2)))]
+    assert [p["id"] for p in build_first_pool(pages, cap=3, fill=empty, fill_places=2)] == planned
+    # 0 places: the fill takes only what is left, as before
+    assert [p["id"] for p in build_first_pool(pages, cap=3, fill=fill, fill_places=0)] == planned
+
+
+def test_session_places_bring_back_the_answer_when_the_planned_pages_fill_the_pool() -> None:
+    base = replace(
+        ReadSettings(),
+        max_rounds=1,
+        page_records=8,
+        pool_size=8,
+        instruction_records=0,
+        session_searches=2,
+    )
+    without = _turn(base)
+    with_it = _turn(replace(base, session_places=2))
+    assert SESSION in {s["origin"] for s in without["trace"]["searches"]}
+    assert len(without["trace"]["pool"]) == 8  # the planned pages leave the session no place
+    assert "own-3" not in {p["id"] for p in without["trace"]["pool"]}
+    assert "own-3" in {p["id"] for p in with_it["trace"]["pool"]}
+    assert len(with_it["trace"]["pool"]) <= 8

@@ -562,6 +562,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: sorted(k for _, k, _ in t.calls),
         {"sessions": True},
     ),
+    "session_places": (
+        ReadSettings().session_places + 10,
+        lambda t: sorted(p["id"] for p in t.trace["pool"] if p["round"] == 1),
+        {"sessions": True},
+    ),
     "spread_sessions": (
         not ReadSettings().experiments.spread_sessions,
         lambda t: [r["id"] for r in t.view["records"]],

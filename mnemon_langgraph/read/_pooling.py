@@ -421,6 +421,7 @@ def build_first_pool(
     source_share: float | None = None,
     source_quotas: Mapping[str, int] | None = None,
     fill: Sequence[tuple[int, int, Sequence[SearchHit]]] = (),
+    fill_places: int = 0,
 ) -> list[PoolRecord]:
     """Merge the first pages of the turn's searches into a pool of at most ``cap`` records.
 
@@ -445,10 +446,11 @@ def build_first_pool(
         source_share: Share of ``cap`` each source is sure of (``None``: an equal share).
         source_quotas: Places each source is sure of, by name (``source_share`` then
             unused; ``read._source_match.pool_quotas``).
-        fill: Pages that only fill the places ``pages`` leave (``read._sessions``: the
-            dense sessions' searches): their records, each page's first, then each one's
-            second …, up to ``cap``; the choice from ``pages`` is the same with and without
-            them. A record they find joins the pool's order and provenance like any other.
+        fill: Pages that fill the places ``pages`` leave (``read._sessions``: the dense
+            sessions' searches): each page's first record, then each one's second …, up to
+            ``cap``; a record they find joins the pool's order and provenance as any other.
+        fill_places: Places ``fill`` is sure of (``ReadSettings.session_places``): the
+            last-chosen records of ``pages`` give way to its first ones, up to this many.
 
     Returns:
         Pool entries (record dicts plus ``found``: ``[[search, rank], ...]`` and
@@ -470,7 +472,7 @@ def build_first_pool(
         chosen = _per_source(hits, list(sources), found, score, quota, cap)
     chosen = _quota_then_fused(hits, found, score, cap, chosen) if found else {}
     if fill:
-        hits, pages = _filled(chosen, hits, pages, fill, cap)
+        hits, pages = _filled(chosen, hits, pages, fill, cap, fill_places)
         found = _found_by(hits)
         score = _summed(found, rrf_k)
     first: dict[str, Record] = {}  # the record as the first page that found it holds it
@@ -498,12 +500,24 @@ def _filled(
     pages: Sequence[tuple[int, int, Sequence[SearchHit]]],
     fill: Sequence[tuple[int, int, Sequence[SearchHit]]],
     cap: int,
+    places: int = 0,
 ) -> tuple[list[list[SearchHit]], list[tuple[int, int, Sequence[SearchHit]]]]:
     """:func:`build_first_pool`'s ``fill``: its records take the places left in ``chosen``
-    (updated); the hits and pages with the fill's after them."""
+    (updated), and at least ``places`` of them (those ``chosen`` holds last give way, and
+    take back what the fill leaves); the hits and pages with the fill's after them."""
     extra = [list(page) for _, _, page in fill]
+    order = list(chosen)
+    sure = interleave(extra, set(order), min(max(0, places), cap))  # new to the pool
+    keep = order[: max(0, min(len(order), cap - len(sure)))]
+    chosen.clear()
+    for rid in [*keep, *sure]:
+        chosen[rid] = len(chosen)
     for rid in interleave(extra, set(chosen), cap - len(chosen)):
         chosen[rid] = len(chosen)
+    for rid in order[len(keep) :]:  # given way, where the fill could not use the place
+        if len(chosen) >= cap:
+            break
+        chosen.setdefault(rid, len(chosen))
     return hits + extra, [*pages, *fill]
 
 

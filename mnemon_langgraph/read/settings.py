@@ -352,6 +352,12 @@ class ReadSettings:
             the dense sessions are counted over all of them: in a long history the first
             pages are too few to show which sessions a question keeps coming back to.
             Default 50, chosen with ``session_searches``.
+        session_places: With ``session_searches``, places of the first pool the dense
+            sessions' records are sure of: the planned searches' last-chosen records give
+            way to them, up to this many (the pool's size unchanged). 0 (the default): the
+            sessions take only the places the planned searches leave. Larger values were
+            tried on long histories by folds and not chosen (docs/results/ten-million.md,
+            "The last questions at 10M").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -409,6 +415,7 @@ class ReadSettings:
     session_searches: int = 5
     session_records: int = 10
     session_depth: int = 50
+    session_places: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -445,6 +452,7 @@ class ReadSettings:
                 "topic_depth",
                 "source_match",
                 "session_searches",
+                "session_places",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -15,7 +15,7 @@ from mnemon_langgraph.read._pooling import build_first_pool
 from mnemon_langgraph.read._sessions import SESSION, dense_sessions, interleave
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
-from mnemon_langgraph.read.settings import ReadSettings
+from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.types import SearchHit
 
@@ -193,7 +193,7 @@ def test_session_places_bring_back_the_answer_when_the_planned_pages_fill_the_po
         session_searches=2,
     )
     without = _turn(base)
-    with_it = _turn(replace(base, session_places=2))
+    with_it = _turn(replace(base, experiments=ExperimentSwitches(session_places=2)))
     assert SESSION in {s["origin"] for s in without["trace"]["searches"]}
     assert len(without["trace"]["pool"]) == 8  # the planned pages leave the session no place
     assert "own-3" not in {p["id"] for p in without["trace"]["pool"]}

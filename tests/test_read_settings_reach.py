@@ -563,7 +563,7 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {"sessions": True},
     ),
     "session_places": (
-        ReadSettings().session_places + 10,
+        ReadSettings().experiments.session_places + 10,
         lambda t: sorted(p["id"] for p in t.trace["pool"] if p["round"] == 1),
         {"sessions": True},
     ),

@@ -428,7 +428,7 @@ class RetrieveNode(SourcesNode):
                 source_share=self.settings.source_share,
                 source_quotas=quotas,
                 fill=fill,
-                fill_places=self.settings.session_places,
+                fill_places=self.settings.experiments.session_places,
             )
             added = len(pool)
         else:

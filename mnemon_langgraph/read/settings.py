@@ -76,6 +76,13 @@ class ExperimentSwitches:
             question's need ``ALL``. 0 (the default) turns it off: on BEAM's dev
             conversations it lifts event ordering but not summarization, and stays an
             experiment (docs/results/beam.md, "Coverage Views").
+        session_places: Experiment switch. With ``ReadSettings.session_searches``, places
+            of the first pool the dense sessions' records are sure of: the planned
+            searches' last-chosen records give way to them, up to this many (the pool's
+            size unchanged). 0 (the default): the sessions take only the places the
+            planned searches leave. Larger values were tried on the 10M-token histories by
+            conversation folds and not chosen (docs/results/ten-million.md, "The last
+            questions at 10M").
     """
 
     fused_weight: float = 0.0
@@ -85,9 +92,11 @@ class ExperimentSwitches:
     leave_out_stale: bool = False
     topic_records: int = 0
     coverage_records: int = 0
+    session_places: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("fused_weight", "part_searches", "topic_records", "coverage_records"):
+        names = ("fused_weight", "part_searches", "topic_records", "coverage_records")
+        for name in (*names, "session_places"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"
@@ -352,12 +361,6 @@ class ReadSettings:
             the dense sessions are counted over all of them: in a long history the first
             pages are too few to show which sessions a question keeps coming back to.
             Default 50, chosen with ``session_searches``.
-        session_places: With ``session_searches``, places of the first pool the dense
-            sessions' records are sure of: the planned searches' last-chosen records give
-            way to them, up to this many (the pool's size unchanged). 0 (the default): the
-            sessions take only the places the planned searches leave. Larger values were
-            tried on long histories by folds and not chosen (docs/results/ten-million.md,
-            "The last questions at 10M").
         topic_depth: Records the topic search reads before its user records are taken per
             session (``experiments.topic_records``).
         coverage_share: Share of the records' budget the user's mentions that lead a
@@ -415,7 +418,6 @@ class ReadSettings:
     session_searches: int = 5
     session_records: int = 10
     session_depth: int = 50
-    session_places: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -452,7 +454,6 @@ class ReadSettings:
                 "topic_depth",
                 "source_match",
                 "session_searches",
-                "session_places",
             ):
                 if value < 0:
                     raise ConfigurationError(f"ReadSettings.{f.name} must be >= 0, got {value}")

@@ -233,6 +233,19 @@ class _Team(InMemorySearchSource):
         return super().search(query, **kwargs)
 
 
+class _PlainTeam:
+    """The team's notes behind a plain search source (no session reads: not a journal)."""
+
+    def __init__(self, team: _Team) -> None:
+        self._team = team
+
+    def search(self, query: str, **kwargs: Any) -> Any:
+        return self._team.search(query, **kwargs)
+
+    async def asearch(self, query: str, **kwargs: Any) -> Any:
+        return self._team.search(query, **kwargs)
+
+
 @dataclass
 class Turn:
     """What one turn did: its View as a dict, the source's calls and the planner's prompts."""
@@ -271,6 +284,7 @@ def run_turn(
     coverage: bool = False,
     team_dense: bool = False,
     sessions: bool = False,
+    team_plain: bool = False,
 ) -> Turn:
     if sessions and not settings.session_searches:  # dense sessions searched: a size to budget
         settings = replace(settings, session_searches=3)
@@ -282,8 +296,11 @@ def run_turn(
         settings = replace(settings, experiments=switches)
     memory = _VectorMemory if instruction else InMemorySearchSource
     source = memory(_records(pieces, two_lines, instruction, replies))
+    team: Any = None if team_delay is None else _Team(team_delay, team_dense)
     sources = (
-        None if team_delay is None else {"memory": source, "team": _Team(team_delay, team_dense)}
+        None
+        if team is None
+        else {"memory": source, "team": _PlainTeam(team) if team_plain else team}
     )
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
@@ -546,6 +563,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         False,  # the team's notes name no Ada nor March: with the rule they enter last
         lambda t: [r["id"] for r in t.view["records"]],
         {"team_delay": 0.0},
+    ),
+    "source_speakers": (
+        not ReadSettings().source_speakers,  # Bo speaks in the team's notes, never in Ada's
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"team_delay": 0.0, "team_plain": True, "question": UNNAMED_QUESTION},
     ),
     "session_searches": (
         0 if ReadSettings().session_searches else 3,

@@ -315,6 +315,13 @@ class ReadSettings:
             turn that names no name: unused. Chosen on by leave-one-conversation-out folds
             on LoCoMo's dev conversations, the distractor and the split runs together
             (docs/results/documents.md, "Fifth pass").
+        source_speakers: With several read sources, a conversation of a source that is not
+            a journal (its records of one session) in which someone speaks whom none of the
+            journal's pooled records has speaking is another party's: its records enter the
+            View after every other candidate, look-alikes included
+            (``read._source_match.stranger_records``). Names do not tell two people of one
+            name apart; who else takes part in the conversation does. Order only; records
+            without speakers, one source, or no journal among the sources: unused.
         document_record_chars: With several read sources, the records a dense-only source
             returns to the turn's asking searches (``dense_candidates``) are packed as the
             journal packs short turns: records of one session and date at consecutive
@@ -403,6 +410,7 @@ class ReadSettings:
     dense_searches: int = 3
     source_match: float = 2.0
     source_names: bool = True
+    source_speakers: bool = False
     document_record_chars: int | None = 300
     topic_depth: int = 150
     coverage_share: float = 0.5

@@ -234,16 +234,28 @@ class _Team(InMemorySearchSource):
 
 
 class _PlainTeam:
-    """The team's notes behind a plain search source (no session reads: not a journal)."""
+    """A team's conversations behind a plain search source (no session reads: not a
+    journal): Bo and Cy, and Cy never speaks in Ada's records."""
 
-    def __init__(self, team: _Team) -> None:
-        self._team = team
+    def __init__(self) -> None:
+        self._notes = InMemorySearchSource(
+            make_record(
+                f"s{s}p{p}",
+                f"{'Bo' if p % 2 else 'Cy'}: the support group met in the garden, week {s}.",
+                namespace=NS,
+                session=s,
+                date=datetime(2023, 3, s),
+                position=p,
+            )
+            for s in range(1, 7)
+            for p in range(8)
+        )
 
     def search(self, query: str, **kwargs: Any) -> Any:
-        return self._team.search(query, **kwargs)
+        return self._notes.search(query, **kwargs)
 
     async def asearch(self, query: str, **kwargs: Any) -> Any:
-        return self._team.search(query, **kwargs)
+        return self._notes.search(query, **kwargs)
 
 
 @dataclass
@@ -297,11 +309,8 @@ def run_turn(
     memory = _VectorMemory if instruction else InMemorySearchSource
     source = memory(_records(pieces, two_lines, instruction, replies))
     team: Any = None if team_delay is None else _Team(team_delay, team_dense)
-    sources = (
-        None
-        if team is None
-        else {"memory": source, "team": _PlainTeam(team) if team_plain else team}
-    )
+    team = _PlainTeam() if team_plain else team
+    sources = None if team is None else {"memory": source, "team": team}
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -565,9 +574,9 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         {"team_delay": 0.0},
     ),
     "source_speakers": (
-        not ReadSettings().source_speakers,  # Bo speaks in the team's notes, never in Ada's
+        not ReadSettings().source_speakers,  # Cy speaks in the team's, never in Ada's
         lambda t: [r["id"] for r in t.view["records"]],
-        {"team_delay": 0.0, "team_plain": True, "question": UNNAMED_QUESTION},
+        {"team_delay": 0.0, "team_plain": True, "question": UNNAMED_QUESTION, "two_lines": True},
     ),
     "session_searches": (
         0 if ReadSettings().session_searches else 3,

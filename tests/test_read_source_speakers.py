@@ -38,6 +38,8 @@ def test_a_session_of_another_source_where_a_stranger_speaks_is_another_partys()
         _rec("o2", "others", 1, "Cy"),
         _rec("o3", "others", 2, "Ada", "Bo"),  # a session of the journal's people: kept
         _rec("o4", "others", 3),  # no speakers: kept
+        _rec("o5", "others", 4, "Handbook"),  # one speaker: a document, not a conversation
+        _rec("o6", "others", 4, "Handbook"),
     ]
     assert stranger_records(pool, ["memory"]) == {"others:o1", "others:o2"}
     # the journal's own records are never another party's, whoever speaks in them
@@ -45,6 +47,9 @@ def test_a_session_of_another_source_where_a_stranger_speaks_is_another_partys()
     # no journal among the sources, or no journal record with a speaker: nothing
     assert stranger_records(pool, []) == set()
     assert stranger_records(pool[2:], ["memory"]) == set()
+    # a journal that shows one speaker shows no conversation: whom the user talks with is
+    # not known (a partner of the user's own kept only in documents is not a stranger)
+    assert stranger_records([r for r in pool if r["id"] != "memory:m2"], ["memory"]) == set()
     # one history split across two sources: the same people on both sides
     split = [_rec("m1", "memory", 1, "Ada", "Bo"), _rec("d1", "docs", 4, "Bo")]
     assert stranger_records(split, ["memory"]) == set()

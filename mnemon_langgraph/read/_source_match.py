@@ -30,9 +30,9 @@ Who speaks (``ReadSettings.source_speakers``, :func:`stranger_records`): names d
 two people of one name apart (another history's John beside the user's), but a
 conversation is also known by who takes part in it. A journal records the user's own
 conversations turn by turn, each with its speaker; a conversation kept in another source
-(its records of one session) in which someone speaks whom none of the journal's pooled
-records has speaking is another party's conversation, and its records enter the View after
-every other candidate, look-alikes included.
+(its records of one session, two speakers or more) in which someone speaks whom none of
+the journal's pooled records has speaking is another party's conversation, and its
+records enter the View after every other candidate, look-alikes included.
 """
 
 from __future__ import annotations
@@ -149,12 +149,16 @@ def unnamed_records(records: Iterable[Mapping[str, Any]], names: Iterable[str]) 
 def stranger_records(records: Iterable[Mapping[str, Any]], journals: Iterable[str]) -> set[str]:
     """The ids of the records of another party's conversations: records of a read source
     that is not one of ``journals`` (the sources that keep the user's conversations turn
-    by turn), in a session of theirs (one source's records of one session) where a speaker
-    speaks whom no pooled record of a journal has speaking.
+    by turn), in a conversation of theirs (one source's records of one session, in which
+    at least two speakers speak) where someone speaks whom no pooled record of a journal
+    has speaking.
 
-    Nothing is returned without a journal's pooled record with a speaker, or for records
-    without speakers (documents that say nothing of who wrote them); one person's history
-    split across two stores has the same speakers on both sides and keeps every record.
+    A session of one speaker is a document, not a conversation (a retriever's document is
+    spoken by its ``speaker_key``, its title or ``"document"``): kept, as are records
+    without speakers. Nothing is returned unless the journals' pooled records show a
+    conversation too (two speakers or more: who takes part in the user's conversations is
+    known only then); one person's history split across two stores has the same speakers
+    on both sides and keeps every record.
     """
     journal_names = set(journals)
     records = list(records)
@@ -162,16 +166,20 @@ def stranger_records(records: Iterable[Mapping[str, Any]], journals: Iterable[st
     for r in records:
         if str(r.get("read_source") or "") in journal_names:
             known.update(str(s) for s in r.get("speakers") or ())
-    if not known:
+    if len(known) < 2:
         return set()
     sessions: dict[tuple[str, Any], list[str]] = {}
-    strangers: set[tuple[str, Any]] = set()
+    speakers: dict[tuple[str, Any], set[str]] = {}
     for r in records:
         source = str(r.get("read_source") or "")
         if source in journal_names:
             continue
         place = (source, r.get("session"))
         sessions.setdefault(place, []).append(r["id"])
-        if any(str(s) not in known for s in r.get("speakers") or ()):
-            strangers.add(place)
-    return {rid for place in strangers for rid in sessions[place]}
+        speakers.setdefault(place, set()).update(str(s) for s in r.get("speakers") or ())
+    return {
+        rid
+        for place, ids in sessions.items()
+        if len(speakers[place]) >= 2 and speakers[place] - known
+        for rid in ids
+    }

@@ -316,12 +316,14 @@ class ReadSettings:
             on LoCoMo's dev conversations, the distractor and the split runs together
             (docs/results/documents.md, "Fifth pass").
         source_speakers: With several read sources, a conversation of a source that is not
-            a journal (its records of one session) in which someone speaks whom none of the
+            a journal (its records of one session, two speakers or more; a session of one
+            speaker is a document) in which someone speaks whom none of the
             journal's pooled records has speaking is another party's: its records enter the
             View after every other candidate, look-alikes included
             (``read._source_match.stranger_records``). Names do not tell two people of one
             name apart; who else takes part in the conversation does. Order only; records
-            without speakers, one source, or no journal among the sources: unused.
+            without speakers, one source, no journal among the sources, or a journal whose
+            pooled records show fewer than two speakers: unused.
         document_record_chars: With several read sources, the records a dense-only source
             returns to the turn's asking searches (``dense_candidates``) are packed as the
             journal packs short turns: records of one session and date at consecutive

@@ -233,6 +233,31 @@ class _Team(InMemorySearchSource):
         return super().search(query, **kwargs)
 
 
+class _PlainTeam:
+    """A team's conversations behind a plain search source (no session reads: not a
+    journal): Bo and Cy, and Cy never speaks in Ada's records."""
+
+    def __init__(self) -> None:
+        self._notes = InMemorySearchSource(
+            make_record(
+                f"s{s}p{p}",
+                f"{'Bo' if p % 2 else 'Cy'}: the support group met in the garden, week {s}.",
+                namespace=NS,
+                session=s,
+                date=datetime(2023, 3, s),
+                position=p,
+            )
+            for s in range(1, 7)
+            for p in range(8)
+        )
+
+    def search(self, query: str, **kwargs: Any) -> Any:
+        return self._notes.search(query, **kwargs)
+
+    async def asearch(self, query: str, **kwargs: Any) -> Any:
+        return self._notes.search(query, **kwargs)
+
+
 @dataclass
 class Turn:
     """What one turn did: its View as a dict, the source's calls and the planner's prompts."""
@@ -271,6 +296,7 @@ def run_turn(
     coverage: bool = False,
     team_dense: bool = False,
     sessions: bool = False,
+    team_plain: bool = False,
 ) -> Turn:
     if sessions and not settings.session_searches:  # dense sessions searched: a size to budget
         settings = replace(settings, session_searches=3)
@@ -282,9 +308,9 @@ def run_turn(
         settings = replace(settings, experiments=switches)
     memory = _VectorMemory if instruction else InMemorySearchSource
     source = memory(_records(pieces, two_lines, instruction, replies))
-    sources = (
-        None if team_delay is None else {"memory": source, "team": _Team(team_delay, team_dense)}
-    )
+    team: Any = None if team_delay is None else _Team(team_delay, team_dense)
+    team = _PlainTeam() if team_plain else team
+    sources = None if team is None else {"memory": source, "team": team}
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)
     seen_rrf: list[float] = []
@@ -546,6 +572,11 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         False,  # the team's notes name no Ada nor March: with the rule they enter last
         lambda t: [r["id"] for r in t.view["records"]],
         {"team_delay": 0.0},
+    ),
+    "source_speakers": (
+        not ReadSettings().source_speakers,  # Cy speaks in the team's, never in Ada's
+        lambda t: [r["id"] for r in t.view["records"]],
+        {"team_delay": 0.0, "team_plain": True, "question": UNNAMED_QUESTION, "two_lines": True},
     ),
     "session_searches": (
         0 if ReadSettings().session_searches else 3,

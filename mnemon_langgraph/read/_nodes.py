@@ -61,7 +61,7 @@ from mnemon_langgraph.read.planner import (
     message_text,
 )
 from mnemon_langgraph.read.settings import ReadSettings
-from mnemon_langgraph.read.sources.binding import BoundSource, is_own
+from mnemon_langgraph.read.sources.binding import BoundSource, capability_flags, is_own
 from mnemon_langgraph.read.state import (
     PoolRecord,
     ReadState,
@@ -597,6 +597,7 @@ class Reader(RetrieveNode, ItemsNode):
             all_needs=[n.index for n in needs_of(state) if n.kind == "ALL"],
             focus=[message_text(m) for m in recent[-1:]] + [n.text for n in needs_of(state)],
             sources=list(self.sources) if self.multi else (),
+            journals=[n for n, s in self.sources.items() if self.multi and capability_flags(s)[2]],
             as_of=state.get("as_of", ""),
             dated=state.get("as_of") or state.get("now") or "",
             coverage=any(is_coverage(message_text(m)) for m in recent[-1:]),

@@ -25,6 +25,14 @@ its words at large. A record of a source that names fewer of those names than an
 source, and that names none of them itself, enters the View after every other candidate.
 With one source, with sources that name the names alike (one person's history split
 across two stores), or with a turn that names no name, nothing changes.
+
+Who speaks (``ReadSettings.source_speakers``, :func:`stranger_records`): names do not tell
+two people of one name apart (another history's John beside the user's), but a
+conversation is also known by who takes part in it. A journal records the user's own
+conversations turn by turn, each with its speaker; a conversation kept in another source
+(its records of one session, two speakers or more) in which someone speaks whom none of
+the journal's pooled records has speaking is another party's conversation, and its
+records enter the View after every other candidate, look-alikes included.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ __all__ = [
     "pool_quotas",
     "source_coverage",
     "source_weights",
+    "stranger_records",
     "unnamed_records",
 ]
 
@@ -134,4 +143,43 @@ def unnamed_records(records: Iterable[Mapping[str, Any]], names: Iterable[str]) 
         r["id"]
         for r in records
         if len(named[str(r.get("read_source") or "")]) < best and not own[r["id"]]
+    }
+
+
+def stranger_records(records: Iterable[Mapping[str, Any]], journals: Iterable[str]) -> set[str]:
+    """The ids of the records of another party's conversations: records of a read source
+    that is not one of ``journals`` (the sources that keep the user's conversations turn
+    by turn), in a conversation of theirs (one source's records of one session, in which
+    at least two speakers speak) where someone speaks whom no pooled record of a journal
+    has speaking.
+
+    A session of one speaker is a document, not a conversation (a retriever's document is
+    spoken by its ``speaker_key``, its title or ``"document"``): kept, as are records
+    without speakers. Nothing is returned unless the journals' pooled records show a
+    conversation too (two speakers or more: who takes part in the user's conversations is
+    known only then); one person's history split across two stores has the same speakers
+    on both sides and keeps every record.
+    """
+    journal_names = set(journals)
+    records = list(records)
+    known: set[str] = set()
+    for r in records:
+        if str(r.get("read_source") or "") in journal_names:
+            known.update(str(s) for s in r.get("speakers") or ())
+    if len(known) < 2:
+        return set()
+    sessions: dict[tuple[str, Any], list[str]] = {}
+    speakers: dict[tuple[str, Any], set[str]] = {}
+    for r in records:
+        source = str(r.get("read_source") or "")
+        if source in journal_names:
+            continue
+        place = (source, r.get("session"))
+        sessions.setdefault(place, []).append(r["id"])
+        speakers.setdefault(place, set()).update(str(s) for s in r.get("speakers") or ())
+    return {
+        rid
+        for place, ids in sessions.items()
+        if len(speakers[place]) >= 2 and speakers[place] - known
+        for rid in ids
     }

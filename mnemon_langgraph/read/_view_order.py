@@ -29,6 +29,7 @@ from mnemon_langgraph.read.planner import message_text
 from mnemon_langgraph.read.settings import ReadSettings
 
 __all__ = [
+    "STRANGER_NOTE",
     "Marks",
     "arranged",
     "blend_with_fused",
@@ -289,7 +290,16 @@ _UNNAMED = (
 )
 
 
-def unnamed_last(candidates: Sequence[tuple[str, str]], unnamed: set[str]) -> list[tuple[str, str]]:
+STRANGER_NOTE = (
+    "placed after every other candidate: a conversation of another source in which someone "
+    "speaks whom the journal's pooled records never have speaking"
+)
+"""Why a record of another party's conversation comes last (``source_speakers``)."""
+
+
+def unnamed_last(
+    candidates: Sequence[tuple[str, str]], unnamed: set[str], note: str = _UNNAMED
+) -> list[tuple[str, str]]:
     """``candidates`` with the records of ``unnamed`` after every other, in their order.
 
     With several read sources, a source about the same things as the user's records but
@@ -299,12 +309,12 @@ def unnamed_last(candidates: Sequence[tuple[str, str]], unnamed: set[str]) -> li
     names, from a source whose records name fewer of them than another source's
     (:func:`~mnemon_langgraph.read._source_match.unnamed_records`); they still fill what
     budget the others leave. Order only: calibration invariance holds. Empty ``unnamed``:
-    unchanged.
+    unchanged. ``note`` says why in each moved record's placement.
     """
     if not unnamed:
         return list(candidates)
     first = [(rid, why) for rid, why in candidates if rid not in unnamed]
-    last = [(rid, f"{why}; {_UNNAMED}") for rid, why in candidates if rid in unnamed]
+    last = [(rid, f"{why}; {note}") for rid, why in candidates if rid in unnamed]
     return first + last
 
 

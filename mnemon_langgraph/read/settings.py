@@ -324,6 +324,18 @@ class ReadSettings:
             turn that names no name: unused. Chosen on by leave-one-conversation-out folds
             on LoCoMo's dev conversations, the distractor and the split runs together
             (docs/results/documents.md, "Fifth pass").
+        source_speakers: With several read sources, a conversation of a source that is not
+            a journal (its records of one session, two speakers or more; a session of one
+            speaker is a document) in which someone speaks whom none of the
+            journal's pooled records has speaking is another party's: its records enter the
+            View after every other candidate, look-alikes included
+            (``read._source_match.stranger_records``). Names do not tell two people of one
+            name apart; who else takes part in the conversation does. Order only; records
+            without speakers, one source, no journal among the sources, or a journal whose
+            pooled records show fewer than two speakers: unused. Chosen on, with
+            ``document_record_chars``, by leave-one-conversation-out folds on LoCoMo's dev
+            conversations, the split and the distractor runs together
+            (docs/results/documents.md, "Seventh pass").
         document_record_chars: With several read sources, the records a dense-only source
             returns to the turn's asking searches (``dense_candidates``) are packed as the
             journal packs short turns: records of one session and date at consecutive
@@ -335,12 +347,12 @@ class ReadSettings:
             returned without their neighbours, stay as they are, and so do the records of a
             source whose results name fewer of the turn's names than another source's
             (look-alikes: see ``source_names``). ``None`` turns it off;
-            unused with one source or with ``dense_candidates=None``. Default 300 (about a
-            turn and its reply; the journal's own records are up to 600): chosen over off
-            and 600 by leave-one-conversation-out folds on LoCoMo's dev conversations, the
-            split and the distractor runs together, among the values that keep the
-            distractor runs within a point of one journal (docs/results/documents.md,
-            "Sixth pass").
+            unused with one source or with ``dense_candidates=None``. Default 600 (the
+            journal's own records' limit): chosen over off and 300, each with and without
+            ``source_speakers``, by leave-one-conversation-out folds on LoCoMo's dev
+            conversations, the split and the distractor runs together, among the values
+            that keep the distractor runs within a point of one journal
+            (docs/results/documents.md, "Seventh pass").
         session_searches: The first round's dense sessions searched again inside: the
             sessions holding the most distinct records of the planned searches' first
             ``session_depth`` hits (at least two) are each searched once more with the
@@ -412,7 +424,8 @@ class ReadSettings:
     dense_searches: int = 3
     source_match: float = 2.0
     source_names: bool = True
-    document_record_chars: int | None = 300
+    source_speakers: bool = True
+    document_record_chars: int | None = 600
     topic_depth: int = 150
     coverage_share: float = 0.5
     session_searches: int = 5

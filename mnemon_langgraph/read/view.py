@@ -33,11 +33,12 @@ from mnemon_langgraph.read._as_of import as_of_line
 from mnemon_langgraph.read._questions import is_reply as is_reply  # imported from here before
 from mnemon_langgraph.read._replaced import replaced_marks
 from mnemon_langgraph.read._rules import Judgment, is_yes, rank_by
-from mnemon_langgraph.read._source_match import named_terms, unnamed_records
+from mnemon_langgraph.read._source_match import named_terms, stranger_records, unnamed_records
 from mnemon_langgraph.read._view_explain import explain
 from mnemon_langgraph.read._view_fill import BLOCK_RECORDS as BLOCK_RECORDS
 from mnemon_langgraph.read._view_fill import fill, index_block
 from mnemon_langgraph.read._view_order import (
+    STRANGER_NOTE,
     arranged,
     blend_with_fused,
     coverage_first,
@@ -215,12 +216,20 @@ def _names_first(
     focus: Sequence[str],
     sources: Sequence[str],
     settings: ReadSettings,
+    journals: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """With several sources and ``source_names``, the records of a source that names fewer
-    of the turn's names (its message and needs) than another, and that name none, last."""
-    if not settings.source_names or len(sources) < 2:
+    of the turn's names (its message and needs) than another, and that name none, last;
+    with ``source_speakers``, another party's conversations (:func:`stranger_records`)
+    after them."""
+    if len(sources) < 2:
         return list(candidates)
-    return unnamed_last(candidates, unnamed_records(pool, named_terms(focus)))
+    if settings.source_names:
+        candidates = unnamed_last(candidates, unnamed_records(pool, named_terms(focus)))
+    if settings.source_speakers and journals:
+        strangers = stranger_records(pool, journals)
+        candidates = unnamed_last(candidates, strangers, STRANGER_NOTE)
+    return list(candidates)
 
 
 _RECORD_PROPS = frozenset({"screen", "needed", "stale", "satisfies"})
@@ -246,6 +255,7 @@ def compose_view(
     all_needs: Sequence[int] = (),
     focus: Sequence[str] = (),
     sources: Sequence[str] = (),
+    journals: Sequence[str] = (),
     as_of: str = "",
     dated: str = "",
     coverage: bool = False,
@@ -261,14 +271,13 @@ def compose_view(
         trace: Trace dict to attach (``placement`` is added to it).
         empty_reason: Reason to report when no record enters.
         seen: Records the agent already sees (:func:`seen_in_recent`): left out.
-        all_needs: Indices of the ``ALL`` needs: their records enter one per session (of one
-            read source) first.
+        all_needs: The ``ALL`` needs' indices: their records enter one per session first.
         focus: The turn's message and needs, which pick an excerpt's lines.
         sources: The source names of a graph of several (:data:`._view_text.PREAMBLE_SOURCES`).
+        journals: Those of them that are journals (``ReadSettings.source_speakers``).
         as_of: The ISO bound of an as-of View (``read.as_of``): the preamble says it.
         dated: The date of the no-longer-current marks (:mod:`._replaced`); ``""``: unknown.
-        coverage: The turn asks about a topic across the whole history (``read.topics``):
-            with ``experiments.coverage_records``, :func:`coverage_first`, earliest first.
+        coverage: The turn asks about a topic across the history (:func:`coverage_first`).
 
     Returns:
         The View.
@@ -290,7 +299,7 @@ def compose_view(
     if all_needs and switches.spread_sessions:
         lead = sum(1 for _, why in candidates if why.endswith("one per session first"))
         candidates = spread_sessions(candidates, session_of, lead)
-    candidates = _names_first(candidates, pool, focus, sources, settings)
+    candidates = _names_first(candidates, pool, focus, sources, settings, journals)
     candidates, marks = arranged(candidates, pool, skip, settings)
     index_text, shown_items = index_block(index or {}, settings)
     preamble = _preamble(sources, as_of)

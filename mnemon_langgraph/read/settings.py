@@ -347,11 +347,12 @@ class ReadSettings:
             returned without their neighbours, stay as they are, and so do the records of a
             source whose results name fewer of the turn's names than another source's
             (look-alikes: see ``source_names``). ``None`` turns it off;
-            unused with one source or with ``dense_candidates=None``. Default 600 (the
-            journal's own records' limit): chosen over off and 300, each with and without
-            ``source_speakers``, by leave-one-conversation-out folds on LoCoMo's dev
-            conversations, the split and the distractor runs together, among the values
-            that keep the distractor runs within a point of one journal
+            unused with one source or with ``dense_candidates=None``. Default 300 (about a
+            turn and its reply; the journal's own records are up to 600): chosen over off,
+            each with and without ``source_speakers``, by leave-one-conversation-out folds
+            on LoCoMo's dev conversations, the split and the distractor runs together,
+            among the values that keep the distractor runs within a point of one journal;
+            600, which those folds preferred, was left out for what it costs BEAM's split
             (docs/results/documents.md, "Seventh pass").
         session_searches: The first round's dense sessions searched again inside: the
             sessions holding the most distinct records of the planned searches' first
@@ -425,7 +426,7 @@ class ReadSettings:
     source_match: float = 2.0
     source_names: bool = True
     source_speakers: bool = True
-    document_record_chars: int | None = 600
+    document_record_chars: int | None = 300
     topic_depth: int = 150
     coverage_share: float = 0.5
     session_searches: int = 5

@@ -62,9 +62,11 @@ ROSTER_PART = 4_096
 """Record ``seq`` values per row of ``mnemon_frame_seqs``: a delete reads the parts
 holding its records, a query looks positions up by ``substring``."""
 
-LEVEL_SAMPLE = 4
-"""Records scored exactly per result wanted to find the threshold (the embedded
-``_LEVEL_SAMPLE``)."""
+LEVEL_SAMPLE = 2
+"""Records scored exactly per result wanted to find the threshold (the embedded index scores
+4, cheaply in memory; here each is a record row read by the scoring statement, and the
+threshold of 2 per result left few records to score after it on the narrow corpus:
+docs/results/search-scaling.md)."""
 
 SAMPLE_SIZE = 32_768
 """Bounds read to place that level (:func:`~._bounds.sample_level`)."""
@@ -105,7 +107,7 @@ def best_positions(
     ``LEVEL_SAMPLE · k`` of the frame's reach (at least ``k`` bounds in all, unless fewer
     are above zero). ``total``: the integer code sums (bound ``unit · total``); ``tail``:
     the float bounds of the records written since the frame."""
-    want = LEVEL_SAMPLE * k
+    want = int(LEVEL_SAMPLE * k)
     level = max(1.0, sample_level(total, want, SAMPLE_SIZE))
     pos = np.flatnonzero(total >= level)
     idx = np.flatnonzero(tail >= level * unit)

@@ -4,7 +4,10 @@ The statistics, postings and packs it reads are written by the store's writes an
 (:mod:`._writes`, :mod:`._packs`); the scoring rule and the bounds are the pure functions of
 :mod:`._impact`. A query either runs the one full statement (:func:`~._impact.bm25_sql`:
 every matching record scored, the reference ranking) or reads impact postings in rounds
-until the exact top ``k`` is proven (:meth:`BM25Query.top`).
+until the exact top ``k`` is proven (:meth:`BM25Query.top`), or, when every query word has a
+code row in the namespace's frame (:mod:`._frames`), bounds every record from one byte per
+word and scores only those whose bound reaches the ``k``-th exact score
+(:meth:`BM25Query._framed`). All three score with the same SQL, so the same floats and ties.
 """
 
 from __future__ import annotations

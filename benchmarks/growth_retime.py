@@ -1,5 +1,9 @@
 """Time a ``bench search --growth`` pair again on the store the command wrote, writing nothing.
 
+FOLDER is the command's ``--db``: a folder (embedded) or a ``postgresql://`` URL (then the
+server's CPU per call is measured too, as the command does; opening the store with a newer
+package migrates its schema first).
+
 Writing a 1M-record namespace takes tens of minutes; this reopens the embedded store the
 command left in DIR and times the pair with the command's own questions (the same seed and
 random stream as ``growth._workload``, ``calls`` + 5 warm) and its own timing loop
@@ -22,7 +26,7 @@ import mnemon_langgraph
 from mnemon_langgraph.bench import growth
 from mnemon_langgraph.bench.backend import WordMixEmbeddings
 from mnemon_langgraph.bench.search import common_word_queries, make_corpus, topic_queries
-from mnemon_langgraph.store import MnemonStore
+from mnemon_langgraph.store import MnemonStore, is_postgres_url
 
 
 def questions(corpus: str, n: int, seed: int, calls: int) -> dict[str, list[str]]:
@@ -49,9 +53,15 @@ def main() -> None:
     namespaces = tuple(("bench", "growth", args.corpus, str(n)) for n in pair)
     load = [os.getloadavg()]
     out: dict[str, object] = {"code": mnemon_langgraph.__file__, "pair": list(pair)}
-    with MnemonStore(str(Path(args.folder) / "growth.db"), WordMixEmbeddings(384)) as store:
+    postgres = is_postgres_url(args.folder)
+    target = args.folder if postgres else str(Path(args.folder) / "growth.db")
+    server = growth.ServerCPU(target) if postgres else None  # the server's CPU too
+    with MnemonStore(target, WordMixEmbeddings(384)) as store:
         for kind in asked[0]:
-            out[kind] = growth._time_pair(store, namespaces, (asked[0][kind], asked[1][kind]))
+            pair_questions = (asked[0][kind], asked[1][kind])
+            out[kind] = growth._time_pair(store, namespaces, pair_questions, server)
+    if server is not None:
+        server.close()
     load.append(os.getloadavg())
     out["load"] = load
     print(json.dumps(out))

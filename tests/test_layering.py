@@ -151,6 +151,7 @@ def test_private_import_scan_finds_one(tmp_path: Path, monkeypatch: pytest.Monke
 PG_PARTS: list[set[str]] = [
     {"impact", "rows", "engine"},
     {"schema", "settings", "vector_cache"},
+    {"frames"},  # BM25 frames: built by packs, read by bm25
     {"reads", "packs", "bm25", "dense", "stats", "kv_items"},
     {"writes", "search", "health", "items"},
     {"retention"},  # builds on writes (its deletion path, audit and VACUUM)

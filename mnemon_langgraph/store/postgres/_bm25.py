@@ -4,7 +4,10 @@ The statistics, postings and packs it reads are written by the store's writes an
 (:mod:`._writes`, :mod:`._packs`); the scoring rule and the bounds are the pure functions of
 :mod:`._impact`. A query either runs the one full statement (:func:`~._impact.bm25_sql`:
 every matching record scored, the reference ranking) or reads impact postings in rounds
-until the exact top ``k`` is proven (:meth:`BM25Query.top`).
+until the exact top ``k`` is proven (:meth:`BM25Query.top`), or, when every query word has a
+code row in the namespace's frame (:mod:`._frames`), bounds every record from one byte per
+word and scores only those whose bound reaches the ``k``-th exact score
+(:meth:`BM25Query._framed`). All three score with the same SQL, so the same floats and ties.
 """
 
 from __future__ import annotations
@@ -15,8 +18,16 @@ from typing import Any
 
 import numpy as np
 
+from mnemon_langgraph.search._bounds import CODE_MAX, code_weights, sum_codes
 from mnemon_langgraph.search._formula import idf
+from mnemon_langgraph.store.postgres._frames import (
+    CODES_SQL,
+    POSITIONS_SQL,
+    best_positions,
+    reaching_codes,
+)
 from mnemon_langgraph.store.postgres._impact import (
+    COLUMN_TERMS_MAX,
     DEEPEN_MARGIN,
     DELTA_SQL,
     IMPACT_SLACK,
@@ -46,12 +57,18 @@ from mnemon_langgraph.types import SearchFilters
 
 __all__ = ["BM25Query"]
 
+_TINY = float(np.finfo(np.float32).tiny)
+"""The least threshold a record written since the frame must reach: a zero bound never
+does."""
+
 
 class BM25Query:
     """The BM25 ranking of one namespace: ``(seq, id, score)``, best first (ties: older)."""
 
     def __init__(self, settings: PostgresSettings) -> None:
         self.settings = settings
+        self.last_route = ""
+        """How the last query was answered: ``"full"``, ``"rounds"`` or ``"frame"``."""
 
     async def top(
         self,
@@ -81,6 +98,7 @@ class BM25Query:
         params: dict[str, Any] = {"terms": terms, "cand": terms, "nsid": nsid, "k": int(k)}
         params.update(bm25_params(terms))  # per-term parameters of the column form
         where = filter_sql(filters, params)
+        self.last_route = "full"
         if not self.settings.bm25_prune:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         # Decide on the autocommit connection first: when the full query is cheap (few
@@ -92,6 +110,12 @@ class BM25Query:
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             corpus = await self._term_stats(conn, nsid, terms)  # the transaction's snapshot
+            if not where:  # the frame bounds every record; filters are the rounds' work
+                framed = await self._framed(conn, corpus, params)
+                if framed is not None:
+                    self.last_route = "frame"
+                    return framed
+            self.last_route = "rounds"
             return await self._impact(conn, corpus, where, params)
 
     async def _impact(
@@ -131,6 +155,96 @@ class BM25Query:
             reads |= await self._read_parts(conn, depth, reads)
         found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]
         return sorted(found, key=lambda r: (-r[2], r[0]))[:k]
+
+    async def _framed(
+        self, conn: Any, corpus: CorpusStats, params: dict[str, Any]
+    ) -> list[tuple[int, str, float]] | None:
+        """The exact top ``k`` bounded from the namespace's frame (:mod:`._frames`), or
+        ``None`` when some query term has no code row (then the impact rounds answer).
+
+        Each record of the frame is bounded by ``unit · Σ W · code`` (the query's weights
+        :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf · top · scale /
+        255``), each record written since by its exact postings (:meth:`_frame_tail`). The
+        records above a level about four per result wanted reach are scored exactly
+        (:func:`~._frames.best_positions`); the ``k``-th of those scores, ``theta``, is a
+        lower bound of the final one, and every record whose bound reaches ``theta`` is
+        scored too: the top ``k`` and all its ties are among them, scored by the same SQL
+        as the full query.
+        """
+        live = {t: s for t, s in corpus.stats.items() if s.df > 0}
+        frame = corpus.frame
+        if frame is None or not live or len(live) > COLUMN_TERMS_MAX:
+            return None
+        if not all(s.coded for s in live.values()):
+            return None
+        terms = sorted(live)
+        cur = await conn.execute(CODES_SQL, (terms,), binary=True)
+        rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
+        if sorted(rows) != terms or any(len(r[1]) != frame[0] for r in rows.values()):
+            return None
+        scale = impact_scale(corpus.avgdl, corpus.ref_avgdl) * (1 + IMPACT_SLACK)
+        weight = {t: idf(corpus.docs, s.df) * scale for t, s in live.items()}
+        codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in terms]
+        weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in terms])
+        total = sum_codes(codes, weights, frame[0])
+        tail_seqs, tail = await self._frame_tail(conn, terms, frame[1], weight)
+        k = int(params["k"])
+        exact: dict[int, tuple[str, float] | None] = {}
+        pos, idx = best_positions(total, tail, unit, k)
+        await self._score_framed(conn, pos, tail_seqs[idx], exact, params)
+        scores = sorted((hit[1] for hit in exact.values() if hit is not None), reverse=True)
+        theta = scores[k - 1] if len(scores) >= k else 0.0
+        scored = np.zeros(len(total), dtype=bool)
+        scored[pos] = True
+        more = reaching_codes(total, unit, theta)
+        idx = np.flatnonzero(reaching(tail, max(theta, _TINY)))
+        await self._score_framed(conn, more[~scored[more]], tail_seqs[idx], exact, params)
+        found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]
+        return sorted(found, key=lambda r: (-r[2], r[0]))[:k]
+
+    @staticmethod
+    async def _frame_tail(
+        conn: Any, terms: list[str], upto: int, weight: dict[str, float]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(seqs, bounds)`` of the records written since the frame (``seq > upto``), from
+        all their postings of the query's terms (:data:`~._impact.DELTA_SQL`)."""
+        cur = await conn.execute(
+            DELTA_SQL, {"dterms": terms, "dupto": [upto] * len(terms)}, binary=True
+        )
+        reads = {
+            str(term): TermRead(
+                depth=0,
+                seqs=decode_array(seqs, ">i8").astype(np.int64),
+                impacts=decode_array(imps, ">f4").astype(np.float32),
+                full=True,
+            )
+            for term, seqs, imps in await cur.fetchall()
+        }
+        seqs, bounds, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
+        return seqs, bounds
+
+    async def _score_framed(
+        self,
+        conn: Any,
+        positions: np.ndarray,
+        tail_seqs: np.ndarray,
+        exact: dict[int, tuple[str, float] | None],
+        params: dict[str, Any],
+    ) -> None:
+        """Exact scores of these frame positions (their seqs: :data:`~._frames.POSITIONS_SQL`)
+        and records written since, into ``exact`` (:meth:`_score_rows`)."""
+        seqs = tail_seqs.astype(np.int64)
+        if len(positions):
+            cur = await conn.execute(
+                POSITIONS_SQL,
+                {"pos": int_array(positions), "nsid": params["nsid"]},
+                binary=True,
+            )
+            row = await cur.fetchone()
+            found = decode_array(row[0] if row else None, ">i8").astype(np.int64)
+            seqs = np.concatenate([found, seqs])
+        fresh = [s for s in seqs.tolist() if s not in exact]
+        await self._score_rows(conn, fresh, exact, "", params)
 
     async def _read_first(self, conn: Any, live: dict[str, TermStats]) -> dict[str, TermRead]:
         """The first round: each term's postings above its pack's ``upto`` (all of a term
@@ -291,18 +405,21 @@ class BM25Query:
     async def _term_stats(conn: Any, nsid: int, terms: list[str]) -> CorpusStats:
         """The namespace's records, average and reference lengths, per-term statistics."""
         cur = await conn.execute(
-            "SELECT n.docs, n.total_len, n.ref_avgdl, t.term, t.df, t.max_tf, t.min_len, "
-            "t.packed, t.upto FROM mnemon_namespaces n "
-            "LEFT JOIN mnemon_terms t ON t.term = ANY(%s) WHERE n.nsid = %s",
+            "SELECT n.docs, n.total_len, n.ref_avgdl, f.n, f.upto, t.term, t.df, t.max_tf, "
+            "t.min_len, t.packed, t.upto, c.term IS NOT NULL FROM mnemon_namespaces n "
+            "LEFT JOIN mnemon_frames f ON f.nsid = n.nsid "
+            "LEFT JOIN mnemon_terms t ON t.term = ANY(%s) "
+            "LEFT JOIN mnemon_codes c ON c.term = t.term WHERE n.nsid = %s",
             (terms, nsid),
         )
         rows = await cur.fetchall()
         docs, total = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
         avgdl = total / docs if total > 0 and docs > 0 else 1.0
         ref = float(rows[0][2]) if rows and rows[0][2] is not None else avgdl
+        frame = (int(rows[0][3]), int(rows[0][4])) if rows and rows[0][3] is not None else None
         stats = {
-            str(t): TermStats(int(df), float(mt), int(ml), int(pk), int(up))
-            for _, _, _, t, df, mt, ml, pk, up in rows
+            str(t): TermStats(int(df), float(mt), int(ml), int(pk), int(up), bool(coded))
+            for *_, t, df, mt, ml, pk, up, coded in rows
             if t is not None
         }
-        return CorpusStats(docs, avgdl, ref, stats)
+        return CorpusStats(docs, avgdl, ref, stats, frame)

@@ -69,6 +69,7 @@ __all__ = [
     "DEEPEN_MARGIN",
     "DELTA_SQL",
     "FIRST_PARTS",
+    "FRAME_MIN",
     "FULL_BELOW_POSTINGS",
     "IMPACT_SLACK",
     "LOOKUP_SQL",
@@ -109,13 +110,15 @@ class TermStats:
     held it, the largest term frequency and the shortest length (the column defaults,
     ``1e30`` and ``0``, are the loosest bounds: "unknown"); ``packed``, how many of its
     postings its pack holds (0: none), and ``upto``, the pack's last ``seq``: the term's
-    postings above it were written since and are read from the index."""
+    postings above it were written since and are read from the index. ``coded``: the
+    term has a code row in its namespace's frame (:mod:`._frames`)."""
 
     df: int
     max_tf: float
     min_len: int
     packed: int = 0
     upto: int = 0
+    coded: bool = False
 
 
 def term_bound(n_docs: int, avgdl: float, stats: TermStats) -> float:
@@ -147,12 +150,14 @@ def reaching(bounds: np.ndarray, threshold: float) -> np.ndarray:
 @dataclass(frozen=True)
 class CorpusStats:
     """A namespace's BM25 statistics for one query: live records, current and reference
-    average length (:func:`impact`), and each query term's :class:`TermStats`."""
+    average length (:func:`impact`), each query term's :class:`TermStats`, and the
+    namespace's frame as ``(records it covers, their last seq)`` (``None``: no frame)."""
 
     docs: int
     avgdl: float
     ref_avgdl: float
     stats: dict[str, TermStats]
+    frame: tuple[int, int] | None = None
 
 
 IMPACT_SLACK = 1e-6
@@ -211,6 +216,11 @@ two costs pull apart: each posting of a common term is rewritten about ``PACK_GR
 over its life (a small share of an ingest: docs/results/postgres-history.md), and a
 query reads up to ``packed / PACK_GROWTH`` postings of such a term from the index besides
 its parts (half that on average)."""
+
+FRAME_MIN = 4_096
+"""Namespaces with fewer live records get no BM25 frame (:mod:`._frames`; the embedded
+index's least main segment read as bytes, ``_DENSE_MIN_DOCS``): the impact rounds are cheap
+there."""
 
 FIRST_PARTS = 1
 """Parts of each packed term read in the first round (:data:`PACK_PART` postings each).

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from mnemon_langgraph.store.postgres._engine import PostgresEngine
+from mnemon_langgraph.store.postgres._frames import Frames
 from mnemon_langgraph.store.postgres._impact import (
     PACK_GROWTH,
     PackPart,
@@ -36,6 +37,7 @@ class Packs:
     def __init__(self, engine: PostgresEngine, settings: PostgresSettings) -> None:
         self.engine = engine
         self.settings = settings
+        self.frames = Frames(engine, settings)
 
     @classmethod
     async def unpack(cls, conn: Any, term: str, seqs: np.ndarray, impacts: np.ndarray) -> None:
@@ -114,7 +116,7 @@ class Packs:
         """:meth:`refresh` on an autocommit connection: each due term in a
         transaction of its own under the namespace's write lock, so no writer of the
         namespace holds an uncommitted ``seq`` below the pack's ``upto`` and no delete
-        runs meanwhile."""
+        runs meanwhile; then the namespace's frame, if due (:meth:`~._frames.Frames.refresh_on`)."""
         where = "term = ANY(%(terms)s)" if terms is not None else "nsid = %(nsid)s"
         # needs_pack as a filter (integer division on both sides), so only the due terms'
         # rows come back; each is checked again by needs_pack itself once the lock is held
@@ -134,6 +136,7 @@ class Packs:
                     int(row[0]), int(row[1]), self.settings.bm25_pack_min
                 ):
                     await self.pack(conn, nsid, term)
+        await self.frames.refresh_on(conn, ns, nsid)
 
     async def pack(self, conn: Any, nsid: int, term: str) -> None:
         """Rewrite ``term``'s pack from all its postings (caller's transaction, locked; the

@@ -25,6 +25,9 @@ Why these shapes:
   ``seq``), like the vectors. ``mnemon_packs`` (version 5) holds each common term's postings
   sorted by impact in parts of a few thousand, so a query reads a term's best postings as a
   few rows (``impact``); ``mnemon_terms.packed`` / ``upto`` say what a pack covers.
+* ``mnemon_frames``, ``mnemon_frame_seqs`` and ``mnemon_codes`` (version 8) hold, per
+  namespace, its records' ``seq`` values in order and, per common term, one byte per record
+  (its impact quantised upward): the bound of common-word queries (``_frames.py``).
 
 Migrations only add (``CREATE … IF NOT EXISTS``, new columns) or rebuild derived indexes;
 they never drop rows. The version and the embedding model identity are rows of
@@ -33,7 +36,7 @@ one transaction under an advisory lock: version 1 → 2 fills per-term bounds fr
 records, 3 → 4 the impact postings (the lock makes other processes' setup wait; a failure
 rolls all of it back). A store that migrated to version 4 or 5 then packs the common terms
 and runs ``VACUUM (ANALYZE) mnemon_postings`` (outside the transaction), so index-only scans
-need no heap visits.
+need no heap visits; one that migrated from before version 8 builds its BM25 frames.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 TABLES = (
     "mnemon_meta",
@@ -67,6 +70,9 @@ TABLES = (
     "mnemon_halfvecs",
     "mnemon_postings",
     "mnemon_packs",
+    "mnemon_frames",
+    "mnemon_frame_seqs",
+    "mnemon_codes",
     "mnemon_audit",
     "mnemon_kv_items",
     "mnemon_kv_audit",
@@ -311,7 +317,35 @@ _V7 = [*_retention_holds_v7(), *_V7_KV_TTL]
 """Version 7: the legal holds of retention and the key-value items' TTL; each part is its own
 function or list."""
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+_V8 = [
+    # Frames (store/postgres/_frames.py): one byte per record and common term, the bound of
+    # common-word queries. Derived data, built by the store's setup after this migration and
+    # by later writes; empty here.
+    """CREATE TABLE IF NOT EXISTS mnemon_frames (
+        nsid bigint PRIMARY KEY,
+        n integer NOT NULL,
+        upto bigint NOT NULL,
+        docs bigint NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS mnemon_frame_seqs (
+        nsid bigint NOT NULL,
+        part integer NOT NULL,
+        lo bigint NOT NULL,
+        hi bigint NOT NULL,
+        seqs bytea NOT NULL,
+        PRIMARY KEY (nsid, part))""",
+    """CREATE TABLE IF NOT EXISTS mnemon_codes (
+        term text PRIMARY KEY,
+        nsid bigint NOT NULL,
+        top float8 NOT NULL,
+        codes bytea NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS mnemon_codes_ns ON mnemon_codes (nsid)",
+    # Uncompressed out of line: a query reads every byte of its terms' codes, and positions'
+    # seqs by substring, which reads only the chunks holding them when uncompressed.
+    "ALTER TABLE mnemon_codes ALTER COLUMN codes SET STORAGE EXTERNAL",
+    "ALTER TABLE mnemon_frame_seqs ALTER COLUMN seqs SET STORAGE EXTERNAL",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
@@ -323,7 +357,9 @@ postings; version 6 renames ``mnemon_records.source`` to ``origin`` (the ingest 
 and adds the key-value items' two tables (``mnemon_kv_items``, ``mnemon_kv_audit``),
 kept as they are where the BaseStore had already created them; version 7 adds the legal
 holds of retention (``mnemon_retention_holds``) and the key-value items' TTL columns
-(``expires_at``, ``ttl_minutes``: ``NULL`` for every stored item)."""
+(``expires_at``, ``ttl_minutes``: ``NULL`` for every stored item); version 8 adds the BM25
+frames (``mnemon_frames``, ``mnemon_frame_seqs``, ``mnemon_codes``), empty, which the store's
+setup then builds from the records and postings."""
 
 
 APPEND_ONLY_AUDIT = [

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mnemon_langgraph.errors import ConfigurationError, deprecated_names
 from mnemon_langgraph.store.postgres._impact import (
     FIRST_PARTS,
+    FRAME_MIN,
     FULL_BELOW_POSTINGS,
     PACK_MIN,
     PACK_PART,
@@ -112,6 +113,8 @@ class PostgresSettings:
         bm25_first_parts: Pack parts of each term the first round reads.
         bm25_pack_part: Postings per part of the packs this store writes.
         bm25_pack_min: Terms with more postings get a pack.
+        bm25_frame_min: Namespaces with at least this many records get a BM25 frame (one
+            byte per record and common term: the bound of common-word queries).
     """
 
     exact_below: int = EXACT_BELOW
@@ -124,6 +127,7 @@ class PostgresSettings:
     bm25_first_parts: int = FIRST_PARTS
     bm25_pack_part: int = PACK_PART
     bm25_pack_min: int = PACK_MIN
+    bm25_frame_min: int = FRAME_MIN
 
     def __post_init__(self) -> None:
         for name in (
@@ -133,6 +137,7 @@ class PostgresSettings:
             "bm25_full_below",
             "bm25_first_parts",
             "bm25_pack_min",
+            "bm25_frame_min",
         ):
             _check_int(name, getattr(self, name), 0)
         _check_int("bm25_pack_part", self.bm25_pack_part, 1)

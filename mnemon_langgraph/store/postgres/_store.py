@@ -193,14 +193,15 @@ class PostgresStore(MnemonStore):
             before = await stored_version(conn)
             await conn.rollback()  # the read above opened a transaction
             version = await setup_schema(conn, self.model_name, self.dimension)
-            if 0 < before < 5:  # postings filled or re-indexed: pack them, mark pages visible
+            if 0 < before < 8:  # packs (before 5) and frames (before 8) from the postings
                 await conn.set_autocommit(True)
                 cur = await conn.execute(
                     "SELECT nsid, namespace FROM mnemon_namespaces ORDER BY nsid"
                 )
                 for nsid, key in await cur.fetchall():
                     await self.packs.refresh_on(conn, ns_from_key(key), int(nsid), None)
-                await conn.execute("VACUUM (ANALYZE) mnemon_postings")
+                if before < 5:  # postings filled or re-indexed: mark pages visible
+                    await conn.execute("VACUUM (ANALYZE) mnemon_postings")
             return version
         finally:
             await conn.close()

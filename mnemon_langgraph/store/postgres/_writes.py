@@ -297,7 +297,8 @@ class Writes:
 
     async def delete_ids(self, conn: Any, nsid: int, ids: Sequence[str]) -> list[str]:
         """Delete records by id (caller's transaction, namespace locked): their rows, the
-        rows that cascade, their BM25 statistics and their postings in the packs."""
+        rows that cascade, their BM25 statistics, their postings in the packs and their
+        bytes in the frame's codes."""
         unique = list(ids)  # distinct: checked at the boundary, or from a set
         cur = await conn.execute(  # before the cascade takes the postings: what packs hold
             "SELECT p.term, array_agg(p.seq), array_agg(p.impact) FROM mnemon_records r "
@@ -319,6 +320,7 @@ class Writes:
                 df[term] = df.get(term, 0) - 1
         for term, seqs, impacts in packed:
             await self.packs.unpack(conn, term, np.array(seqs, np.int64), np.array(impacts))
+        await self.packs.frames.forget(conn, nsid, rows)
         if rows:
             await self.adjust_stats(conn, nsid, df, -len(rows), -sum(r[3] for r in rows))
             await conn.execute(  # a term no record holds any more keeps no pack either

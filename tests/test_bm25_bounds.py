@@ -172,6 +172,19 @@ def test_bounded_bm25_equals_the_formula_on_random_corpora(
     assert bounded > 0 or not dense
 
 
+def _spied(monkeypatch: pytest.MonkeyPatch, *names: str) -> list[str]:
+    """The names of these ``BM25Index`` methods, in the order a search calls them."""
+    calls: list[str] = []
+    for name in names:
+        original = getattr(BM25Index, name)
+        monkeypatch.setattr(
+            BM25Index,
+            name,
+            lambda self, *a, _f=original, _n=name: calls.append(_n) or _f(self, *a),
+        )
+    return calls
+
+
 def test_all_common_word_corpus_at_scale_takes_the_bounded_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -190,14 +203,7 @@ def test_all_common_word_corpus_at_scale_takes_the_bounded_path(
     )
     index.merge()
     monkeypatch.setattr(maxscore, "_SAMPLE_SIZE", 2048)  # strided guesses, as at 1M
-    calls: list[str] = []
-    for name in ("_bounded", "_bounded_codes"):
-        original = getattr(BM25Index, name)
-        monkeypatch.setattr(
-            BM25Index,
-            name,
-            lambda self, *a, _f=original, _n=name: calls.append(_n) or _f(self, *a),
-        )
+    calls = _spied(monkeypatch, "_bounded", "_bounded_codes")
     live = [True] * len(texts)
     queries = [" ".join(rng.sample(words, rng.randint(3, 8))) for _ in range(6)]
     for query in queries:
@@ -248,14 +254,7 @@ def test_a_rare_word_beside_common_ones_bounds_the_common_ones_from_bytes(
         list(range(1, 8_001)), [f"r{i}" for i in range(8_000)], texts, [1] * 8_000, [0] * 8_000
     )
     index.merge()
-    calls: list[str] = []
-    for name in ("_bounded", "_refine"):
-        original = getattr(BM25Index, name)
-        monkeypatch.setattr(
-            BM25Index,
-            name,
-            lambda self, *a, _f=original, _n=name: calls.append(_n) or _f(self, *a),
-        )
+    calls = _spied(monkeypatch, "_bounded", "_refine")
     live = [True] * len(texts)
     for query in ("w399q " + " ".join(common), "w399q w0q w2q w4q"):
         for k in (5, 20, 100):

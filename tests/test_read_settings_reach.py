@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _chat_records import PlainSource
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from test_planner import NEED_JSON, RoutingFakeChat
 
@@ -233,12 +234,11 @@ class _Team(InMemorySearchSource):
         return super().search(query, **kwargs)
 
 
-class _PlainTeam:
+def _plain_team() -> PlainSource:
     """A team's conversations behind a plain search source (no session reads: not a
     journal): Bo and Cy, and Cy never speaks in Ada's records."""
-
-    def __init__(self) -> None:
-        self._notes = InMemorySearchSource(
+    return PlainSource(
+        InMemorySearchSource(
             make_record(
                 f"s{s}p{p}",
                 f"{'Bo' if p % 2 else 'Cy'}: the support group met in the garden, week {s}.",
@@ -250,12 +250,7 @@ class _PlainTeam:
             for s in range(1, 7)
             for p in range(8)
         )
-
-    def search(self, query: str, **kwargs: Any) -> Any:
-        return self._notes.search(query, **kwargs)
-
-    async def asearch(self, query: str, **kwargs: Any) -> Any:
-        return self._notes.search(query, **kwargs)
+    )
 
 
 @dataclass
@@ -309,7 +304,7 @@ def run_turn(
     memory = _VectorMemory if instruction else InMemorySearchSource
     source = memory(_records(pieces, two_lines, instruction, replies))
     team: Any = None if team_delay is None else _Team(team_delay, team_dense)
-    team = _PlainTeam() if team_plain else team
+    team = _plain_team() if team_plain else team
     sources = None if team is None else {"memory": source, "team": team}
     rule = _judge_rule(low_judge, parity_judge, stale_judge)
     slow = SlowFirstCall(judge_delay)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from _chat_records import PlainSource
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
@@ -15,7 +16,6 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.types import Namespace, SearchFilters, SearchHit
 
 NS = ("users", "ada")
 QUESTION = "What did Ada plant in the allotment beside the greenhouse?"
@@ -79,12 +79,11 @@ def _journal() -> InMemorySearchSource:
     )
 
 
-class _Documents:
+def _documents(speakers: tuple[str, str]) -> PlainSource:
     """A plain search source (no session reads: not a journal) over ``speakers``' turns
     about the same things, naming the same Ada."""
-
-    def __init__(self, speakers: tuple[str, str]) -> None:
-        self._inner = InMemorySearchSource(
+    return PlainSource(
+        InMemorySearchSource(
             [
                 make_record(
                     f"o{i}",
@@ -98,28 +97,7 @@ class _Documents:
                 for i in range(20)
             ]
         )
-
-    def search(
-        self,
-        query: str,
-        *,
-        namespace: Namespace,
-        k: int = 20,
-        offset: int = 0,
-        filters: SearchFilters | None = None,
-    ) -> list[SearchHit]:
-        return self._inner.search(query, namespace=namespace, k=k, offset=offset, filters=filters)
-
-    async def asearch(
-        self,
-        query: str,
-        *,
-        namespace: Namespace,
-        k: int = 20,
-        offset: int = 0,
-        filters: SearchFilters | None = None,
-    ) -> list[SearchHit]:
-        return self.search(query, namespace=namespace, k=k, offset=offset, filters=filters)
+    )
 
 
 def _rates_documents_higher(qid: str, question: Any, state: Any) -> float:
@@ -141,7 +119,7 @@ def _shown(view: Any, source: str) -> int:
 
 
 def test_another_partys_conversation_gives_the_view_to_the_users_journal() -> None:
-    sources = {"memory": _journal(), "docs": _Documents(("Ada", "Cy"))}
+    sources = {"memory": _journal(), "docs": _documents(("Ada", "Cy"))}
     off, on = _read(sources, False), _read(sources, True)
     # both sources name Ada, and the judge rates the documents higher: they lead the View
     assert _shown(off, "docs") > 0
@@ -152,7 +130,7 @@ def test_another_partys_conversation_gives_the_view_to_the_users_journal() -> No
 
 
 def test_documents_of_the_journals_own_people_keep_their_places() -> None:
-    sources = {"memory": _journal(), "docs": _Documents(("Ada", "Bo"))}
+    sources = {"memory": _journal(), "docs": _documents(("Ada", "Bo"))}
     off, on = _read(sources, False), _read(sources, True)
     assert _shown(on, "docs") > 0
     assert on.text == off.text and on.trace["placement"] == off.trace["placement"]

@@ -165,7 +165,7 @@ class BM25Query:
         Each record of the frame is bounded by ``unit · Σ W · code`` (the query's weights
         :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf · top · scale /
         255``), each record written since by its exact postings (:meth:`_frame_tail`). The
-        records above a level about four per result wanted reach are scored exactly
+        records above a level about ``LEVEL_SAMPLE`` per result wanted reach are scored exactly
         (:func:`~._frames.best_positions`); the ``k``-th of those scores, ``theta``, is a
         lower bound of the final one, and every record whose bound reaches ``theta`` is
         scored too: the top ``k`` and all its ties are among them, scored by the same SQL

@@ -39,6 +39,7 @@ from mnemon_langgraph.read.settings import (
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search._fusion import RRF_K
 from mnemon_langgraph.search._text import terms
+from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
 SEARCHES = '{"searches": ["garden plans with the support group", "garden tools", "support group dates"], "hypothetical_record": "Ada: our support group meets in the garden."}'  # noqa: E501
@@ -208,6 +209,22 @@ class SlowPlannerChat(RoutingFakeChat):
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
 
 
+def _team_notes(line: Callable[[int, int], str]) -> list[Record]:
+    """A team's notes: six weekly sessions of eight, ``line(session, position)`` each."""
+    return [
+        make_record(
+            f"s{s}p{p}",
+            line(s, p),
+            namespace=NS,
+            session=s,
+            date=datetime(2023, 3, s),
+            position=p,
+        )
+        for s in range(1, 7)
+        for p in range(8)
+    ]
+
+
 class _Team(InMemorySearchSource):
     """A second source (a team's notes, ids and sessions as the user's), each search
     ``delay`` seconds slow."""
@@ -216,16 +233,11 @@ class _Team(InMemorySearchSource):
         if dense:  # ranks by embeddings only, as a vector store's retriever does
             self.ranks_keywords = False
         super().__init__(
-            make_record(
-                f"s{s}p{p}",
-                f"Bo: the support group of the team met in the garden, week {s}, note {p}.",
-                namespace=NS,
-                session=s,
-                date=datetime(2023, 3, s),
-                position=p,
+            _team_notes(
+                lambda s, p: (
+                    f"Bo: the support group of the team met in the garden, week {s}, note {p}."
+                )
             )
-            for s in range(1, 7)
-            for p in range(8)
         )
         self.delay = delay
 
@@ -239,16 +251,11 @@ def _plain_team() -> PlainSource:
     journal): Bo and Cy, and Cy never speaks in Ada's records."""
     return PlainSource(
         InMemorySearchSource(
-            make_record(
-                f"s{s}p{p}",
-                f"{'Bo' if p % 2 else 'Cy'}: the support group met in the garden, week {s}.",
-                namespace=NS,
-                session=s,
-                date=datetime(2023, 3, s),
-                position=p,
+            _team_notes(
+                lambda s, p: (
+                    f"{'Bo' if p % 2 else 'Cy'}: the support group met in the garden, week {s}."
+                )
             )
-            for s in range(1, 7)
-            for p in range(8)
         )
     )
 

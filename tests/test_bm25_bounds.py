@@ -254,6 +254,41 @@ def test_a_rare_word_beside_common_ones_bounds_the_common_ones_from_bytes(
     assert calls == ["_bounded"] * 6
 
 
+def test_words_in_one_record_in_twenty_are_bytes_only_when_their_postings_are_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Words each in about one text in 24 (below ``_DENSE_SHARE``, above
+    ``_DENSE_SHARE_MANY``) beside a rare one: read as bytes once their postings reach
+    ``_DENSE_MANY_POSTINGS`` (lowered here from its million-record size), added posting by
+    posting below it; the same ranking both ways."""
+    rng = random.Random(13)
+    common, filler = _VOCAB[:4], _VOCAB[4:300]
+    texts = []
+    for i in range(12_000):
+        words = rng.choices(filler, k=30) + [w for w in common if rng.random() < 1 / 24]
+        texts.append(" ".join(words + (["w399q"] if i % 211 == 0 else [])))
+    index = BM25Index()
+    index.add(
+        list(range(1, 12_001)), [f"r{i}" for i in range(12_000)], texts, [1] * 12_000, [0] * 12_000
+    )
+    index.merge()
+    sizes = [index._live_df(index._vocab[w], index._parts(index._vocab[w])) for w in common]
+    assert all(
+        12_000 / maxscore._DENSE_SHARE > n >= 12_000 / maxscore._DENSE_SHARE_MANY for n in sizes
+    )
+    calls = _spied(monkeypatch, "_bounded")
+    live = [True] * len(texts)
+    query = "w399q " + " ".join(common)
+    plain = _plain_scores(texts, live, query)
+    for k in (5, 100):
+        _check(index, plain, query, k)
+    assert calls == []  # few postings: added one by one
+    monkeypatch.setattr(maxscore, "_DENSE_MANY_POSTINGS", min(sizes))
+    for k in (5, 100):
+        _check(index, plain, query, k)
+    assert calls == ["_bounded"] * 2
+
+
 def test_bounds_rounded_down_lose_documents(monkeypatch: pytest.MonkeyPatch) -> None:
     """Negative control: codes rounded down (no longer upper bounds) make the bounded
     search miss documents, and the comparison above fails."""

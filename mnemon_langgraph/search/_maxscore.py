@@ -256,13 +256,16 @@ class MaxScore:
 
     def _is_dense(self, term: _Term, n_main: int) -> bool:
         """Whether the term's main postings cover at least one main document in
-        :data:`_DENSE_SHARE` (then :meth:`_bounded` reads them as bytes)."""
+        :data:`_DENSE_SHARE`, or in :data:`_DENSE_SHARE_MANY` when they are at least
+        :data:`_DENSE_MANY_POSTINGS` (then :meth:`_bounded` reads them as bytes)."""
         if n_main < _DENSE_MIN_DOCS or not term.parts:
             return False
         in_main = (
             term.tid + 1 < len(self._indptr) and self._indptr[term.tid + 1] > self._indptr[term.tid]
         )
-        return bool(in_main) and len(term.parts[0][0]) * _DENSE_SHARE >= n_main
+        size = len(term.parts[0][0])
+        share = _DENSE_SHARE_MANY if size >= _DENSE_MANY_POSTINGS else _DENSE_SHARE
+        return bool(in_main) and size * share >= n_main
 
     def _bounded(
         self,
@@ -502,6 +505,15 @@ order is too: adding a byte per document costs less than scattering that many po
 (a quarter was the share before; the growth benchmark's common-word questions, whose
 filler words are in fewer records than that, gain from this one:
 docs/results/search-scaling.md)."""
+_DENSE_SHARE_MANY = 32
+_DENSE_MANY_POSTINGS = 32_768
+"""A term with at least this many main postings is read as bytes from a share of
+:data:`_DENSE_SHARE_MANY` instead. Reading bytes costs a byte per document and a fixed pass
+(:meth:`MaxScore._bounded` scores :data:`_LEVEL_SAMPLE` documents per result wanted in
+full); adding postings costs per posting. A term in one document in 17 to 32 pays for that
+pass only when its postings are many (a million-record namespace), not in a namespace of
+tens of thousands, where it would cost more than the postings it replaces
+(docs/results/search-scaling.md)."""
 _DENSE_MIN_DOCS = 4096
 """Main segments smaller than this score every term from its postings."""
 _DENSE_BUDGET = 64 << 20

@@ -10,7 +10,8 @@ only for the candidates (a binary search in their sorted postings) and candidate
 cannot reach the ``k``-th score are dropped. The survivors are then scored again in one
 fixed term order, so scores and ties do not depend on which terms were pruned. Exact: the
 ranking equals scoring every posting (``prune=False``). When every term left is found
-in at least one document in 16, nothing can be pruned term by term; those terms are
+in at least one document in 16 (in 32 for a term with very many postings), nothing can be
+pruned term by term; those terms are
 then read as one byte per document (each term's impacts quantised upward, cached per term)
 to bound every document's score, and only the documents whose bound reaches the ``k``-th
 exact score of the best-bounded ones are scored (:meth:`MaxScore._bounded`, :mod:`._bounds`:

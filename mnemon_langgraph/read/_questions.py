@@ -116,15 +116,15 @@ def question_of(
     reply: Mapping[str, Any], records: Iterable[Mapping[str, Any]]
 ) -> Mapping[str, Any] | None:
     """The record holding the user's turn just before ``reply``'s message, or ``None``."""
+    return _question_in(reply, _sessions(records))
+
+
+def _question_in(reply: Mapping[str, Any], sessions: _Sessions) -> Mapping[str, Any] | None:
+    """:func:`question_of` among records indexed by :func:`_sessions`."""
     position = reply.get("position")
     if not isinstance(position, int) or isinstance(position, bool):
         return None
-    where = _where(reply)
-    at = {
-        r["position"]: r
-        for r in records
-        if _where(r) == where and isinstance(r.get("position"), int)
-    }
+    at = sessions.get(_where(reply), {})
     step = position - 1
     while step in at:
         rec = at[step]
@@ -136,7 +136,23 @@ def question_of(
     return None
 
 
-_Finder = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Mapping[str, Any] | None]
+_Sessions = dict[tuple[Any, Any, Any], dict[int, Mapping[str, Any]]]
+"""Records by session (:func:`_where`) and position."""
+
+
+def _sessions(records: Iterable[Mapping[str, Any]]) -> _Sessions:
+    """Index records by session and position once, so that finding a turn for each of many
+    records does not scan every record each time (a later record at a taken position wins,
+    as a dict built in order would have it)."""
+    out: _Sessions = {}
+    for r in records:
+        position = r.get("position")
+        if isinstance(position, int):
+            out.setdefault(_where(r), {})[position] = r
+    return out
+
+
+_Finder = Callable[[Mapping[str, Any], _Sessions], Mapping[str, Any] | None]
 
 
 Window = tuple[int, int, int]
@@ -147,7 +163,7 @@ at positions ``start .. stop - 1``."""
 def windows(pool: Sequence[Mapping[str, Any]], replies: Sequence[str]) -> list[Window]:
     """For each reply whose question the pool does not hold, the part of its session that
     would hold it: the :data:`SPAN` positions before the reply."""
-    return _unpooled(pool, replies, question_of, lambda at: (max(0, at - SPAN), at))
+    return _unpooled(pool, replies, _question_in, lambda at: (max(0, at - SPAN), at))
 
 
 def _unpooled(
@@ -159,11 +175,12 @@ def _unpooled(
     """For each of ``ids`` (placed in a session, past its start) for which ``find`` gives
     nothing in the pool, its session and the positions ``part(position)``."""
     by_id = {r["id"]: r for r in pool}
+    sessions = _sessions(pool)
     out = []
     for rid in ids:
         rec = by_id[rid]
         session, position = _placed(rec)
-        if session >= 0 and position > 0 and find(rec, pool) is None:
+        if session >= 0 and position > 0 and find(rec, sessions) is None:
             out.append((session, *part(position)))
     return sorted(set(out))
 
@@ -201,7 +218,7 @@ def questions(
         Reply id → question id, and the questions that were not pooled (to add to the
         pool the View is composed from).
     """
-    return _brought(pool, replies, read, question_of)
+    return _brought(pool, replies, read, _question_in)
 
 
 def _brought(
@@ -213,7 +230,7 @@ def _brought(
     """For each of ``ids``, the record ``find`` gives among the pool and the records
     ``read``: id → its id, and those of them that were not pooled."""
     by_id = {r["id"]: r for r in pool}
-    known = [*pool, *(r for r in read if r["id"] not in by_id)]
+    known = _sessions([*pool, *(r for r in read if r["id"] not in by_id)])
     found: dict[str, str] = {}
     added: dict[str, Mapping[str, Any]] = {}
     for rid in ids:
@@ -261,14 +278,15 @@ def opening_of(
     """The record holding the first user line of ``rec``'s session, or ``None``: walked up
     from position 0 over the assistant's records, at most :data:`OPENING_SPAN`, with no gap
     and not past ``rec`` itself."""
+    return _opening_in(rec, _sessions(records))
+
+
+def _opening_in(rec: Mapping[str, Any], sessions: _Sessions) -> Mapping[str, Any] | None:
+    """:func:`opening_of` among records indexed by :func:`_sessions`."""
     position = rec.get("position")
     if not isinstance(position, int) or isinstance(position, bool):
         return None
-    at = {
-        r["position"]: r
-        for r in records
-        if _where(r) == _where(rec) and isinstance(r.get("position"), int)
-    }
+    at = sessions.get(_where(rec), {})
     for step in range(min(OPENING_SPAN, position)):
         first = at.get(step)
         if first is None:
@@ -284,7 +302,7 @@ def opening_windows(pool: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> li
     """For each of ``ids`` whose session's opening turn the pool does not hold, the part
     of its session that would hold it: its first :data:`OPENING_SPAN` positions (before
     the record's own)."""
-    return _unpooled(pool, ids, opening_of, lambda at: (0, min(OPENING_SPAN, at)))
+    return _unpooled(pool, ids, _opening_in, lambda at: (0, min(OPENING_SPAN, at)))
 
 
 def openings(
@@ -302,7 +320,7 @@ def openings(
     read = list(read)
     talk = {_where(r) for r in [*pool, *read] if "assistant" in (r.get("roles") or ())}
 
-    def find(rec: Mapping[str, Any], known: Sequence[Mapping[str, Any]]) -> Any:
-        return opening_of(rec, known) if _where(rec) in talk else None
+    def find(rec: Mapping[str, Any], known: _Sessions) -> Any:
+        return _opening_in(rec, known) if _where(rec) in talk else None
 
     return _brought(pool, ids, read, find)

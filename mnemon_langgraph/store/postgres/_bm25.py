@@ -20,12 +20,7 @@ import numpy as np
 
 from mnemon_langgraph.search._bounds import CODE_MAX, code_weights, sum_codes
 from mnemon_langgraph.search._formula import idf
-from mnemon_langgraph.store.postgres._frames import (
-    CODES_SQL,
-    POSITIONS_SQL,
-    best_positions,
-    reaching_codes,
-)
+from mnemon_langgraph.store.postgres._frames import CODES_SQL, Rosters, best_positions
 from mnemon_langgraph.store.postgres._impact import (
     COLUMN_TERMS_MAX,
     DEEPEN_MARGIN,
@@ -58,8 +53,12 @@ from mnemon_langgraph.types import SearchFilters
 __all__ = ["BM25Query"]
 
 _TINY = float(np.finfo(np.float32).tiny)
-"""The least threshold a record written since the frame must reach: a zero bound never
-does."""
+"""The least threshold a framed query's records must reach (fewer than ``k`` matches scored
+yet: every record with a query word)."""
+
+
+_ALL = 2**31 - 1
+"""A depth past every part of a pack (:meth:`BM25Query._read_parts` reads it whole)."""
 
 
 class BM25Query:
@@ -67,6 +66,7 @@ class BM25Query:
 
     def __init__(self, settings: PostgresSettings) -> None:
         self.settings = settings
+        self.rosters = Rosters()
         self.last_route = ""
         """How the last query was answered: ``"full"``, ``"rounds"`` or ``"frame"``."""
 
@@ -160,91 +160,119 @@ class BM25Query:
         self, conn: Any, corpus: CorpusStats, params: dict[str, Any]
     ) -> list[tuple[int, str, float]] | None:
         """The exact top ``k`` bounded from the namespace's frame (:mod:`._frames`), or
-        ``None`` when some query term has no code row (then the impact rounds answer).
+        ``None`` when no query term has a code row (then the impact rounds answer).
 
-        Each record of the frame is bounded by ``unit · Σ W · code`` (the query's weights
-        :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf · top · scale /
-        255``), each record written since by its exact postings (:meth:`_frame_tail`). The
-        records above a level about ``LEVEL_SAMPLE`` per result wanted reach are scored exactly
+        Each record of the frame is bounded by its coded words' ``unit · Σ W · code`` (the
+        query's weights :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf ·
+        top · scale / 255``) plus its other words' exact ``idf · impact · scale``, their
+        postings read whole and placed at their records' positions (:meth:`_frame_bounds`);
+        each record written since, by its exact postings. The records above a level about
+        ``LEVEL_SAMPLE`` per result wanted reach are scored exactly
         (:func:`~._frames.best_positions`); the ``k``-th of those scores, ``theta``, is a
         lower bound of the final one, and every record whose bound reaches ``theta`` is
         scored too: the top ``k`` and all its ties are among them, scored by the same SQL
         as the full query.
         """
-        live = {t: s for t, s in corpus.stats.items() if s.df > 0}
-        frame = corpus.frame
-        if frame is None or not live or len(live) > COLUMN_TERMS_MAX:
+        bounded = await self._frame_bounds(conn, corpus, int(params["nsid"]))
+        if bounded is None:
             return None
-        if not all(s.coded for s in live.values()):
-            return None
-        terms = sorted(live)
-        cur = await conn.execute(CODES_SQL, (terms,), binary=True)
-        rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
-        if sorted(rows) != terms or any(len(r[1]) != frame[0] for r in rows.values()):
-            return None
-        scale = impact_scale(corpus.avgdl, corpus.ref_avgdl) * (1 + IMPACT_SLACK)
-        weight = {t: idf(corpus.docs, s.df) * scale for t, s in live.items()}
-        codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in terms]
-        weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in terms])
-        total = sum_codes(codes, weights, frame[0])
-        tail_seqs, tail = await self._frame_tail(conn, terms, frame[1], weight)
+        roster, bounds, tail_seqs, tail = bounded
         k = int(params["k"])
         exact: dict[int, tuple[str, float] | None] = {}
-        pos, idx = best_positions(total, tail, unit, k)
-        await self._score_framed(conn, pos, tail_seqs[idx], exact, params)
+        pos, idx = best_positions(bounds, tail, k)
+        await self._score_rows(
+            conn, self._fresh(roster[pos], tail_seqs[idx], exact), exact, "", params
+        )
         scores = sorted((hit[1] for hit in exact.values() if hit is not None), reverse=True)
-        theta = scores[k - 1] if len(scores) >= k else 0.0
-        scored = np.zeros(len(total), dtype=bool)
-        scored[pos] = True
-        more = reaching_codes(total, unit, theta)
-        idx = np.flatnonzero(reaching(tail, max(theta, _TINY)))
-        await self._score_framed(conn, more[~scored[more]], tail_seqs[idx], exact, params)
+        theta = max(scores[k - 1] if len(scores) >= k else 0.0, _TINY)
+        more = np.flatnonzero((bounds > 0) & reaching(bounds, theta))  # 0: no query word
+        idx = np.flatnonzero(reaching(tail, theta))
+        await self._score_rows(
+            conn, self._fresh(roster[more], tail_seqs[idx], exact), exact, "", params
+        )
         found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]
         return sorted(found, key=lambda r: (-r[2], r[0]))[:k]
 
     @staticmethod
-    async def _frame_tail(
-        conn: Any, terms: list[str], upto: int, weight: dict[str, float]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(seqs, bounds)`` of the records written since the frame (``seq > upto``), from
-        all their postings of the query's terms (:data:`~._impact.DELTA_SQL`)."""
-        cur = await conn.execute(
-            DELTA_SQL, {"dterms": terms, "dupto": [upto] * len(terms)}, binary=True
-        )
+    def _fresh(
+        seqs: np.ndarray, tail_seqs: np.ndarray, exact: dict[int, tuple[str, float] | None]
+    ) -> list[int]:
+        """These frame records and records written since that are not scored yet."""
+        return [s for s in np.concatenate([seqs, tail_seqs]).tolist() if s not in exact]
+
+    async def _frame_bounds(
+        self, conn: Any, corpus: CorpusStats, nsid: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(roster, bounds, tail seqs, tail bounds)``: each frame position's upper bound
+        and each record written since the frame's (``seq > upto``), or ``None`` when the
+        frame cannot bound the query (no frame, no coded term, a code row or roster not
+        the frame's, a posting outside it).
+
+        Coded terms: their code rows, and their postings above ``upto``
+        (:data:`~._impact.DELTA_SQL`). The other terms (in fewer than one record of
+        :data:`~._frames.CODE_SHARE`, or too few postings for a code row) are read whole,
+        their packs' parts and their postings since (:meth:`_read_whole`), and each posting
+        adds ``weight · impact`` at its record's position in the roster
+        (:class:`~._frames.Rosters`) or to the record's tail bound.
+        """
+        live = {t: s for t, s in corpus.stats.items() if s.df > 0}
+        frame = corpus.frame
+        coded = sorted(t for t, s in live.items() if s.coded)
+        if frame is None or not coded or len(live) > COLUMN_TERMS_MAX:
+            return None
+        cur = await conn.execute(CODES_SQL, (coded,), binary=True)
+        rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
+        if sorted(rows) != coded or any(len(r[1]) != frame[0] for r in rows.values()):
+            return None
+        roster = await self.rosters.get(conn, nsid, frame)
+        if roster is None:
+            return None
+        scale = impact_scale(corpus.avgdl, corpus.ref_avgdl) * (1 + IMPACT_SLACK)
+        weight = {t: idf(corpus.docs, s.df) * scale for t, s in live.items()}
+        codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in coded]
+        weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in coded])
+        bounds = unit * sum_codes(codes, weights, frame[0]).astype(np.float64)
+        reads = await self._read_whole(conn, live, frame[1])
+        if reads is None:
+            return None
+        upto = frame[1]
+        for term, read in list(reads.items()):
+            if live[term].coded:
+                continue
+            inside = read.seqs <= upto
+            at = np.minimum(np.searchsorted(roster, read.seqs[inside]), len(roster) - 1)
+            if np.any(roster[at] != read.seqs[inside]):  # cannot happen: the frame's lock
+                return None
+            gains = weight[term] * read.impacts[inside].astype(np.float64)
+            bounds += np.bincount(at, weights=gains, minlength=len(roster))
+            reads[term] = dataclasses.replace(
+                read, seqs=read.seqs[~inside], impacts=read.impacts[~inside]
+            )
+        tail_seqs, tail, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
+        return roster, bounds, tail_seqs.astype(np.int64), tail
+
+    async def _read_whole(
+        self, conn: Any, live: dict[str, TermStats], upto: int
+    ) -> dict[str, TermRead] | None:
+        """The coded terms' postings above the frame's ``upto`` and every posting of the
+        others (above their pack's ``upto`` from the index, the rest from every part of
+        their pack); ``None`` if a pack ends short of its last part."""
+        terms = sorted(live)
+        whole = {t: s.packed > 0 and not s.coded for t, s in live.items()}
+        since = [upto if live[t].coded else (live[t].upto if whole[t] else 0) for t in terms]
+        cur = await conn.execute(DELTA_SQL, {"dterms": terms, "dupto": since}, binary=True)
         reads = {
             str(term): TermRead(
                 depth=0,
                 seqs=decode_array(seqs, ">i8").astype(np.int64),
                 impacts=decode_array(imps, ">f4").astype(np.float32),
-                full=True,
+                full=not whole[str(term)],
+                low=math.inf,
             )
             for term, seqs, imps in await cur.fetchall()
         }
-        seqs, bounds, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
-        return seqs, bounds
-
-    async def _score_framed(
-        self,
-        conn: Any,
-        positions: np.ndarray,
-        tail_seqs: np.ndarray,
-        exact: dict[int, tuple[str, float] | None],
-        params: dict[str, Any],
-    ) -> None:
-        """Exact scores of these frame positions (their seqs: :data:`~._frames.POSITIONS_SQL`)
-        and records written since, into ``exact`` (:meth:`_score_rows`)."""
-        seqs = tail_seqs.astype(np.int64)
-        if len(positions):
-            cur = await conn.execute(
-                POSITIONS_SQL,
-                {"pos": int_array(positions), "nsid": params["nsid"]},
-                binary=True,
-            )
-            row = await cur.fetchone()
-            found = decode_array(row[0] if row else None, ">i8").astype(np.int64)
-            seqs = np.concatenate([found, seqs])
-        fresh = [s for s in seqs.tolist() if s not in exact]
-        await self._score_rows(conn, fresh, exact, "", params)
+        reads |= await self._read_parts(conn, dict.fromkeys(filter(whole.get, terms), _ALL), reads)
+        return reads if all(r.full for r in reads.values()) else None
 
     async def _read_first(self, conn: Any, live: dict[str, TermStats]) -> dict[str, TermRead]:
         """The first round: each term's postings above its pack's ``upto`` (all of a term

@@ -180,6 +180,29 @@ def test_mixed_queries_from_the_frame_equal_the_full_query(postgres_url: str, se
         assert mixed >= 16  # most mixed answers came from the frame
 
 
+def test_rarer_words_alone_and_below_the_full_query_line(postgres_url: str) -> None:
+    """Queries of rarer words only (no code row: every posting read whole and placed), and,
+    with the full-query shortcut at its default, unfiltered queries with at least
+    ``FRAME_FROM`` postings per result wanted: bounded from the frame, ranked as the full
+    query ranks them. A filtered query takes the full query."""
+    from mnemon_langgraph.types import SearchFilters
+
+    rng = random.Random(17)
+    ns = ("rare",)
+    with PostgresStore(postgres_url, fake_embeddings()) as base:
+        pg = base.with_settings(bm25_pack_min=4, bm25_pack_part=4, bm25_frame_min=16)
+        pg.ingest(ns, _mixed_corpus(rng, 200, "a"), origin="t", pack=False)
+        pg.ingest(ns, _mixed_corpus(rng, 3, "b"), origin="t", pack=False)
+        coded = {t.split(":", 1)[1] for t in _frame_rows(pg, ns)[1]}
+        rare = [f"r{i}" for i in range(24) if f"r{i}" not in coded]
+        queries = [" ".join(rng.sample(rare, rng.randint(1, 3))) for _ in range(8)]
+        assert _compare(pg, ns, queries, [1, 2]) >= 12  # rare words alone, from the frame
+        assert _compare(pg, ns, _mixed_queries(rng, 6), [1, 3]) >= 10
+        assert _compare(pg, ns, ["c0 c1 c2"], [200]) == 0  # too few postings per result
+        pg.lexical_ranking("c0 r1", namespace=ns, k=3, filters=SearchFilters(session_to=10**6))
+        assert pg.bm25.last_route == "full"
+
+
 def test_rarer_postings_left_out_give_another_ranking(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

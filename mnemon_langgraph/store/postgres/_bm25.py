@@ -20,7 +20,12 @@ import numpy as np
 
 from mnemon_langgraph.search._bounds import CODE_MAX, code_weights, sum_codes
 from mnemon_langgraph.search._formula import idf
-from mnemon_langgraph.store.postgres._frames import CODES_SQL, Rosters, best_positions
+from mnemon_langgraph.store.postgres._frames import (
+    CODES_SQL,
+    FRAME_FROM,
+    Rosters,
+    best_positions,
+)
 from mnemon_langgraph.store.postgres._impact import (
     COLUMN_TERMS_MAX,
     DEEPEN_MARGIN,
@@ -61,6 +66,17 @@ _ALL = 2**31 - 1
 """A depth past every part of a pack (:meth:`BM25Query._read_parts` reads it whole)."""
 
 
+def _frame_fits(corpus: CorpusStats) -> bool:
+    """Whether the namespace's frame may bound the query: there is one, the query has a
+    word in it and at most :data:`~._impact.COLUMN_TERMS_MAX` words, and the postings of
+    its uncoded words, read whole, are no more than the frame's records (else the impact
+    rounds, which read them by parts, are the cheaper)."""
+    live = [s for s in corpus.stats.values() if s.df > 0]
+    whole = sum(s.df for s in live if not s.coded)
+    frame = corpus.frame
+    return frame is not None and 0 < len(live) <= COLUMN_TERMS_MAX and whole <= frame[0]
+
+
 class BM25Query:
     """The BM25 ranking of one namespace: ``(seq, id, score)``, best first (ties: older)."""
 
@@ -82,13 +98,16 @@ class BM25Query:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
         With ``settings.bm25_prune``: impact postings read score at a time (:meth:`_impact`),
-        unless the query's postings, times ``share``, are fewer than
-        ``settings.bm25_full_below`` (the one full query is cheaper there). ``share`` is the
-        fraction of the namespace's records that ``filters`` pass, when the caller knows it
-        (a namespace's cached vectors do): the full query reads only the filtered records'
-        rows, while impact rounds read the best postings of every record and drop those the
-        filters reject, round after round. Both give the same ranking, so an estimate is
-        enough. Statistics, postings and scores read one snapshot
+        or the namespace's frame bounds every record (:meth:`_framed`, unfiltered queries
+        only), unless the query's postings, times ``share``, are fewer than
+        ``settings.bm25_full_below`` (the one full query is cheaper there) and, with a frame,
+        fewer than :data:`~._frames.FRAME_FROM` per result wanted (the full query reads a
+        record row per posting, the frame about ``LEVEL_SAMPLE`` per result wanted).
+        ``share`` is the fraction of the namespace's records that ``filters`` pass, when the
+        caller knows it (a namespace's cached vectors do): the full query reads only the
+        filtered records' rows, while impact rounds read the best postings of every record
+        and drop those the filters reject, round after round. Every route gives the same
+        ranking, so an estimate is enough. Statistics, postings and scores read one snapshot
         (``REPEATABLE READ``), so concurrent writers cannot make the bounds disagree with
         the scores.
         """
@@ -105,7 +124,9 @@ class BM25Query:
         # postings) it needs no transaction, whose BEGIN / SET / COMMIT would be most of its
         # cost (docs/results/log.md, "Figures behind the code's defaults").
         corpus = await self._term_stats(conn, nsid, terms)
-        if sum(s.df for s in corpus.stats.values()) * share < self.settings.bm25_full_below:
+        postings = sum(s.df for s in corpus.stats.values())
+        framed = not where and postings >= FRAME_FROM * k and _frame_fits(corpus)
+        if postings * share < self.settings.bm25_full_below and not framed:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -160,7 +181,7 @@ class BM25Query:
         self, conn: Any, corpus: CorpusStats, params: dict[str, Any]
     ) -> list[tuple[int, str, float]] | None:
         """The exact top ``k`` bounded from the namespace's frame (:mod:`._frames`), or
-        ``None`` when no query term has a code row (then the impact rounds answer).
+        ``None`` when the frame cannot bound it (then the impact rounds answer).
 
         Each record of the frame is bounded by its coded words' ``unit · Σ W · code`` (the
         query's weights :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf ·
@@ -205,8 +226,8 @@ class BM25Query:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """``(roster, bounds, tail seqs, tail bounds)``: each frame position's upper bound
         and each record written since the frame's (``seq > upto``), or ``None`` when the
-        frame cannot bound the query (no frame, no coded term, a code row or roster not
-        the frame's, a posting outside it).
+        frame cannot bound the query (no frame, a code row or roster not the frame's, a
+        posting outside it, or more postings to read whole than the frame has records).
 
         Coded terms: their code rows, and their postings above ``upto``
         (:data:`~._impact.DELTA_SQL`). The other terms (in fewer than one record of
@@ -217,39 +238,59 @@ class BM25Query:
         """
         live = {t: s for t, s in corpus.stats.items() if s.df > 0}
         frame = corpus.frame
+        if frame is None or not _frame_fits(corpus):
+            return None
         coded = sorted(t for t, s in live.items() if s.coded)
-        if frame is None or not coded or len(live) > COLUMN_TERMS_MAX:
-            return None
-        cur = await conn.execute(CODES_SQL, (coded,), binary=True)
-        rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
-        if sorted(rows) != coded or any(len(r[1]) != frame[0] for r in rows.values()):
-            return None
         roster = await self.rosters.get(conn, nsid, frame)
         if roster is None:
             return None
         scale = impact_scale(corpus.avgdl, corpus.ref_avgdl) * (1 + IMPACT_SLACK)
         weight = {t: idf(corpus.docs, s.df) * scale for t, s in live.items()}
-        codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in coded]
-        weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in coded])
-        bounds = unit * sum_codes(codes, weights, frame[0]).astype(np.float64)
+        bounds = np.zeros(len(roster))
+        if coded:
+            cur = await conn.execute(CODES_SQL, (coded,), binary=True)
+            rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
+            if sorted(rows) != coded or any(len(r[1]) != frame[0] for r in rows.values()):
+                return None
+            codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in coded]
+            weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in coded])
+            bounds = unit * sum_codes(codes, weights, frame[0]).astype(np.float64)
         reads = await self._read_whole(conn, live, frame[1])
-        if reads is None:
+        if reads is None or not self._place(reads, live, roster, frame[1], weight, bounds):
             return None
-        upto = frame[1]
+        tail_seqs, tail, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
+        return roster, bounds, tail_seqs.astype(np.int64), tail
+
+    @staticmethod
+    def _place(
+        reads: dict[str, TermRead],
+        live: dict[str, TermStats],
+        roster: np.ndarray,
+        upto: int,
+        weight: dict[str, float],
+        bounds: np.ndarray,
+    ) -> bool:
+        """Add the uncoded terms' postings inside the frame (``seq <= upto``) to ``bounds``
+        at their records' positions (``weight · impact``), leaving in ``reads`` only their
+        postings written since; ``False`` if a posting's record is not in the roster."""
+        seqs, gains = [], []
         for term, read in list(reads.items()):
             if live[term].coded:
                 continue
             inside = read.seqs <= upto
-            at = np.minimum(np.searchsorted(roster, read.seqs[inside]), len(roster) - 1)
-            if np.any(roster[at] != read.seqs[inside]):  # cannot happen: the frame's lock
-                return None
-            gains = weight[term] * read.impacts[inside].astype(np.float64)
-            bounds += np.bincount(at, weights=gains, minlength=len(roster))
+            seqs.append(read.seqs[inside])
+            gains.append(weight[term] * read.impacts[inside].astype(np.float64))
             reads[term] = dataclasses.replace(
                 read, seqs=read.seqs[~inside], impacts=read.impacts[~inside]
             )
-        tail_seqs, tail, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
-        return roster, bounds, tail_seqs.astype(np.int64), tail
+        if not seqs:
+            return True
+        every = np.concatenate(seqs)
+        at = np.minimum(np.searchsorted(roster, every), len(roster) - 1)
+        if np.any(roster[at] != every):  # cannot happen: the frame is built under the lock
+            return False
+        bounds += np.bincount(at, weights=np.concatenate(gains), minlength=len(roster))
+        return True
 
     async def _read_whole(
         self, conn: Any, live: dict[str, TermStats], upto: int

@@ -45,6 +45,7 @@ from mnemon_langgraph.types import Namespace
 __all__ = [
     "CODES_SQL",
     "CODE_SHARE",
+    "FRAME_FROM",
     "ROSTER_CACHE_MB",
     "ROSTER_PART",
     "ROSTER_SQL",
@@ -68,6 +69,13 @@ LEVEL_SAMPLE = 2
 4, cheaply in memory; here each is a record row read by the scoring statement, and the
 threshold of 2 per result left few records to score after it on the narrow corpus:
 docs/results/search-scaling.md)."""
+
+FRAME_FROM = 4 * LEVEL_SAMPLE
+"""Postings per result wanted from which an unfiltered query of a namespace with a frame is
+bounded from the frame even below ``bm25_full_below``: the full query reads the record row of
+every posting (scattered rows of a large namespace, each with its terms array), the frame
+about ``LEVEL_SAMPLE`` rows per result wanted and then those whose bound reaches the
+threshold."""
 
 SAMPLE_SIZE = 32_768
 """Bounds read to place that level (:func:`~._bounds.sample_level`)."""

@@ -1,5 +1,5 @@
 """BM25 frames on PostgreSQL: one byte per record and common term, the bound of
-common-word queries (schema version 8).
+unfiltered queries in large namespaces (schema version 8).
 
 When every word of a query is in most of the namespace's records, the impact rounds of
 :mod:`._bm25` cannot prove the top ``k`` early: the bound of a record whose postings were not
@@ -27,6 +27,12 @@ rounds read a pack's newer postings. A delete zeroes the deleted records' bytes 
 of their terms (:meth:`Frames.forget`: no code row remembers a deleted record's words); its
 position stays, naming no record. Derived data: a frame missing or not yet rebuilt only sends
 queries to the impact rounds or leaves a looser bound, never a wrong ranking.
+
+A query's words without a code row (rarer ones) are read whole, their packs' parts and their
+postings since, and each posting is added to its record's bound at its position: a ``seq`` →
+position search in the frame's roster, which :class:`Rosters` keeps in the store's process
+(the positions a query scores turn back into ``seq`` values there too). So a real question,
+common words mixed with rarer ones, is bounded from the frame as a query of common words is.
 """
 
 from __future__ import annotations

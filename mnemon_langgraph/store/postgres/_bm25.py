@@ -125,8 +125,8 @@ class BM25Query:
         # cost (docs/results/log.md, "Figures behind the code's defaults").
         corpus = await self._term_stats(conn, nsid, terms)
         postings = sum(s.df for s in corpus.stats.values())
-        framed = not where and postings >= FRAME_FROM * k and _frame_fits(corpus)
-        if postings * share < self.settings.bm25_full_below and not framed:
+        frame_first = not where and postings >= FRAME_FROM * k and _frame_fits(corpus)
+        if postings * share < self.settings.bm25_full_below and not frame_first:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

@@ -10,15 +10,21 @@ call), then ``--reps`` times more: the warm reads measured.
 Printed per tier (medians over the warm reads): the read path's wall time excluding model
 calls (the View's trace, ``read_path_s``), the process CPU of the whole read, the same less
 the process CPU while the local judge's model runs, the nodes' own wall time, and the ratios
-to the first tier; then one SHA-256 per tier over every View's text, pool and judgments, which
-an exact speed-up leaves unchanged. ``--parts`` adds the thread CPU of the search's parts
-(BM25, vectors, fusion, record fetch …) and of the read's other steps.
+to the first tier; with a PostgreSQL database (``postgresql://…`` as the journal, the server
+on this machine) also the CPU of its backends during the read (``/proc``) and the client's
+CPU less the model's plus that; then one SHA-256 per tier over every View's text, pool and
+judgments, which an exact speed-up leaves unchanged. ``--parts`` adds the thread CPU of the
+search's parts (BM25, vectors, fusion, record fetch …; embedded journals) and of the read's
+other steps.
 
     python benchmarks/read_tiers.py \\
         100K=runs/hist-100k/journal.sqlite:beam/100K-hist/100K-7 \\
         1M=runs/hist-1m/journal.sqlite:beam/1M-hist/100K-7 \\
         10M=runs/hist-10m/journal.sqlite:beam/10M-hist/100K-7 \\
         --questions runs/hist-10m/results.jsonl --conversation 100K/7 --reps 2
+    # PostgreSQL (tiers of one database share one store):
+    python benchmarks/read_tiers.py "100K=$URL:beam/100K-hist/100K-2" \\
+        "10M=$URL:beam/10M-hist/100K-2" --questions runs/pg10m/results.jsonl
 """
 
 from __future__ import annotations
@@ -118,13 +124,28 @@ def _time_parts() -> None:
         _time_part(nodes.Reader, node, f"node {node}, caller's thread")
 
 
-def _ask(graph: Any, namespace: tuple[str, ...], q: dict[str, Any]) -> dict[str, Any]:
+def _server_cpu(server: Any) -> float:
+    """Seconds of CPU the database's backends have used (0 without a PostgreSQL server on
+    this machine)."""
+    if server is None:
+        return 0.0
+    used = server.read()
+    return sum(used.values()) / 1e9 if used else 0.0
+
+
+def _ask(
+    graph: Any, namespace: tuple[str, ...], q: dict[str, Any], server: Any = None
+) -> dict[str, Any]:
     _parts.clear()
+    if server is not None:
+        server.refresh()  # the pool may have opened more backends
+    server0 = _server_cpu(server)
     model0, cpu0 = _model_cpu[2], time.process_time()
     now = datetime.fromisoformat(q["asked_at"]) if q.get("asked_at") else None
     ctx = ReadContext(namespace=namespace, now=now)
     view = graph.invoke({"messages": [HumanMessage(q["question"])]}, context=ctx)["view"]
     cpu, model = time.process_time() - cpu0, _model_cpu[2] - model0
+    server_cpu = _server_cpu(server) - server0
     nodes: dict[str, float] = defaultdict(float)
     for t in view.trace["timings"]["by_node"]:
         nodes[t["node"]] += t["seconds"] - t["model_seconds"]
@@ -136,6 +157,8 @@ def _ask(graph: Any, namespace: tuple[str, ...], q: dict[str, Any]) -> dict[str,
         "read": trace["timings"]["read_path_s"],
         "cpu": cpu,
         "cpu_less_model": cpu - model,
+        "server_cpu": server_cpu,
+        "client_server_cpu": cpu - model + server_cpu,
         "nodes": dict(nodes),
         "parts": dict(_parts),
         "hash": hashlib.sha256(same.encode()).hexdigest(),
@@ -149,7 +172,8 @@ def _report(rows: list[dict[str, Any]], tiers: list[str]) -> None:
     base: dict[str, float] = {}
     for tier in tiers:
         warm = [r for r in rows if r["tier"] == tier and r["rep"] > 0]
-        line = {k: med([r[k] for r in warm]) for k in ("read", "cpu", "cpu_less_model")}
+        keys = ("read", "cpu", "cpu_less_model", "server_cpu", "client_server_cpu")
+        line = {k: med([r.get(k, 0.0) for r in warm]) for k in keys}
         for node in ("retrieve", "judge", "compose"):
             line[node] = med([r["nodes"].get(node, 0.0) for r in warm])
         base = base or line
@@ -163,6 +187,17 @@ def _report(rows: list[dict[str, Any]], tiers: list[str]) -> None:
         ordered = sorted((r for r in rows if r["tier"] == tier), key=lambda r: (r["rep"], r["q"]))
         digest = hashlib.sha256("".join(r["hash"] for r in ordered).encode()).hexdigest()
         print(f"         Views, pools and judgments: sha256 {digest[:16]}")
+
+
+def _server(db: str, stack: contextlib.ExitStack) -> Any:
+    """The CPU counter of a PostgreSQL database's backends (``None`` for a journal file)."""
+    if "://" not in db:
+        return None
+    from mnemon_langgraph.bench.growth import ServerCPU
+
+    server = ServerCPU(db)
+    stack.callback(server.close)
+    return server
 
 
 def main() -> None:
@@ -191,23 +226,28 @@ def main() -> None:
     loads = [os.getloadavg()[0]]
     with contextlib.ExitStack() as stack:
         graphs = {}
+        stores: dict[str, Any] = {}  # tiers in one database share its store
+        servers: dict[str, Any] = {}
         for spec in args.tiers:
             name, rest = spec.split("=", 1)
             db, ns = rest.rsplit(":", 1)
-            store = stack.enter_context(open_store(db))
+            if db not in stores:
+                stores[db] = stack.enter_context(open_store(db))
+                servers[db] = _server(db, stack)
+            store, server = stores[db], servers[db]
             graph = create_read_graph(
                 source=store,
                 judge=judge("local", store.embeddings),
                 planner=planner("rules"),
                 settings=ReadSettings(view_chars=12000),
             )
-            graphs[name] = (graph, tuple(ns.split("/")))
+            graphs[name] = (graph, tuple(ns.split("/")), server)
         for rep in range(args.reps + 1):
             for i, q in enumerate(questions):
                 turn = (i + rep) % len(names)
                 for name in names[turn:] + names[:turn]:
-                    graph, ns = graphs[name]
-                    rows.append({"tier": name, "rep": rep, "q": i, **_ask(graph, ns, q)})
+                    graph, ns, server = graphs[name]
+                    rows.append({"tier": name, "rep": rep, "q": i, **_ask(graph, ns, q, server)})
             loads.append(os.getloadavg()[0])
     print(f"load average (1 min) during the run: {min(loads):.1f}–{max(loads):.1f}")
     _report(rows, names)

@@ -9,6 +9,7 @@ full query (``bm25_prune=False``): the same records, scores and order, bit for b
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sys
 from pathlib import Path
@@ -121,6 +122,141 @@ def test_frame_ranking_equals_the_full_query_on_random_corpora(
         count = len(list(pg.records(ns)))
         framed = _compare(pg, ns, _queries(rng, words, 6), [1, 3, 10, count + 5])
         assert framed >= 12  # most answers came from the frame, not the rounds
+
+
+def _mixed_corpus(rng: random.Random, count: int, prefix: str) -> list[Message]:
+    """Records of a few common words (``c0`` …) and now and then rarer ones (``r0`` …, each
+    in a few records: no code row); every fifth repeats an earlier text (exact ties)."""
+    common, rare = [f"c{i}" for i in range(6)], [f"r{i}" for i in range(24)]
+    texts: list[str] = []
+    for _ in range(count):
+        if texts and rng.random() < 0.2:
+            texts.append(rng.choice(texts))
+            continue
+        words = rng.choices(common, k=rng.randint(1, 20))
+        for word in rng.sample(rare, rng.choice([0, 0, 1, 2, 3])):
+            words += [word] * rng.randint(1, 3)
+        rng.shuffle(words)
+        texts.append(" ".join(words))
+    return [Message(t, "A", id=f"{prefix}{i}") for i, t in enumerate(texts)]
+
+
+def _mixed_queries(rng: random.Random, count: int) -> list[str]:
+    """Common words with rarer ones (``r30`` is in no record)."""
+    common, rare = [f"c{i}" for i in range(6)], [f"r{i}" for i in range(24)] + ["r30"]
+    return [
+        " ".join(rng.sample(common, rng.randint(1, 4)) + rng.sample(rare, rng.randint(1, 3)))
+        for _ in range(count)
+    ]
+
+
+def _mixed(pg: PostgresStore, ns: tuple[str, ...], queries: list[str], ks: list[int]) -> int:
+    """:func:`_compare`, counting the framed answers whose query holds a word with no code
+    row (the rarer words read whole and placed in the frame)."""
+    coded = {t.split(":", 1)[1] for t in _frame_rows(pg, ns)[1]}
+    mixed = 0
+    for query in queries:
+        before = _compare(pg, ns, [query], ks)
+        mixed += before * any(w not in coded for w in query.split())
+    return mixed
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mixed_queries_from_the_frame_equal_the_full_query(postgres_url: str, seed: int) -> None:
+    """Common words with rarer ones (read whole: their packs' parts and postings since),
+    records written after the frame, deletes, ties, ``k`` from 1 to every record: the
+    frame's ranking is the full query's."""
+    rng = random.Random(200 + seed)
+    ns = ("mixed", str(seed))
+    with PostgresStore(postgres_url, fake_embeddings()) as base:
+        pg = _small(base).with_settings(bm25_pack_part=4)  # rarer words' packs of parts
+        pg.ingest(ns, _mixed_corpus(rng, rng.randint(120, 200), "a"), origin="t", pack=False)
+        pg.ingest(ns, _mixed_corpus(rng, rng.randint(1, 4), "b"), origin="t", pack=False)
+        victims = [r.id for r in pg.records(ns)][:: rng.randint(3, 9)]
+        pg.delete_records(ns, victims)
+        _check_codes(pg, ns)
+        count = len(list(pg.records(ns)))
+        mixed = _mixed(pg, ns, _mixed_queries(rng, 8), [1, 3, 10, count + 5])
+        assert mixed >= 16  # most mixed answers came from the frame
+
+
+def test_rarer_words_alone_and_below_the_full_query_line(postgres_url: str) -> None:
+    """Queries of rarer words only (no code row: every posting read whole and placed), and,
+    with the full-query shortcut at its default, unfiltered queries with at least
+    ``FRAME_FROM`` postings per result wanted: bounded from the frame, ranked as the full
+    query ranks them. A filtered query takes the full query."""
+    from mnemon_langgraph.types import SearchFilters
+
+    rng = random.Random(17)
+    ns = ("rare",)
+    with PostgresStore(postgres_url, fake_embeddings()) as base:
+        pg = base.with_settings(bm25_pack_min=4, bm25_pack_part=4, bm25_frame_min=16)
+        pg.ingest(ns, _mixed_corpus(rng, 200, "a"), origin="t", pack=False)
+        pg.ingest(ns, _mixed_corpus(rng, 3, "b"), origin="t", pack=False)
+        coded = {t.split(":", 1)[1] for t in _frame_rows(pg, ns)[1]}
+        rare = [f"r{i}" for i in range(24) if f"r{i}" not in coded]
+        queries = [" ".join(rng.sample(rare, rng.randint(1, 3))) for _ in range(8)]
+        assert _compare(pg, ns, queries, [1, 2]) >= 12  # rare words alone, from the frame
+        assert _compare(pg, ns, _mixed_queries(rng, 6), [1, 3]) >= 10
+        assert _compare(pg, ns, ["c0 c1 c2"], [200]) == 0  # too few postings per result
+        pg.lexical_ranking("c0 r1", namespace=ns, k=3, filters=SearchFilters(session_to=10**6))
+        assert pg.bm25.last_route == "full"
+
+
+def test_rarer_postings_left_out_give_another_ranking(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Negative control: with every other posting of the rarer words left out of the
+    frame's bounds, some records' bounds fall below their scores and the comparison fails."""
+    from mnemon_langgraph.store.postgres._bm25 import BM25Query
+
+    real = BM25Query._read_whole
+
+    async def halved(self: Any, conn: Any, live: Any, upto: int) -> Any:
+        reads = await real(self, conn, live, upto)
+        for term, read in (reads or {}).items():
+            if not live[term].coded:
+                keep = np.arange(len(read.seqs)) % 2 == 0
+                reads[term] = dataclasses.replace(
+                    read, seqs=read.seqs[keep], impacts=read.impacts[keep]
+                )
+        return reads
+
+    monkeypatch.setattr(BM25Query, "_read_whole", halved)
+    failures = framed = 0
+    with PostgresStore(postgres_url, fake_embeddings()) as base:
+        pg = _small(base)
+        full = pg.with_settings(bm25_prune=False)
+        for seed in range(3):
+            rng = random.Random(300 + seed)
+            ns = ("halved", str(seed))
+            pg.ingest(ns, _mixed_corpus(rng, 160, "a"), origin="t", pack=False)
+            for query in _mixed_queries(rng, 8):
+                for k in (1, 5, 20):
+                    got = pg.lexical_ranking(query, namespace=ns, k=k)
+                    framed += pg.bm25.last_route == "frame"
+                    failures += got != full.lexical_ranking(query, namespace=ns, k=k)
+    assert framed >= 48 and failures >= 1
+
+
+def test_the_roster_is_read_once_per_frame(postgres_url: str) -> None:
+    """A frame's roster is read from the database once and kept (the same array at every
+    query), and read again once the frame is rebuilt (another ``(n, upto)``)."""
+    rng = random.Random(5)
+    ns = ("roster",)
+    with PostgresStore(postgres_url, fake_embeddings()) as base:
+        pg = _small(base)
+        pg.ingest(ns, _mixed_corpus(rng, 120, "a"), origin="t", pack=False)
+        queries = _mixed_queries(rng, 4)
+        held = pg.bm25.rosters._held
+        assert _mixed(pg, ns, queries[:2], [1, 10]) >= 2 and len(held) == 1
+        ((key, first),) = held.items()
+        assert _mixed(pg, ns, queries[2:], [1, 10]) >= 2
+        assert list(held) == [key] and held[key] is first
+        pg.ingest(ns, _mixed_corpus(rng, 60, "c"), origin="t", pack=False)  # rebuilt
+        assert _mixed(pg, ns, queries, [1, 10]) >= 4
+        assert len(held) == 1 and list(held) != [key]
+        assert np.array_equal(next(iter(held.values())), _frame_rows(pg, ns)[0])
 
 
 def test_codes_rounded_down_give_another_ranking(

@@ -22,9 +22,9 @@ from mnemon_langgraph.search._bounds import CODE_MAX, code_weights, sum_codes
 from mnemon_langgraph.search._formula import idf
 from mnemon_langgraph.store.postgres._frames import (
     CODES_SQL,
-    POSITIONS_SQL,
+    FRAME_FROM,
+    Rosters,
     best_positions,
-    reaching_codes,
 )
 from mnemon_langgraph.store.postgres._impact import (
     COLUMN_TERMS_MAX,
@@ -58,8 +58,23 @@ from mnemon_langgraph.types import SearchFilters
 __all__ = ["BM25Query"]
 
 _TINY = float(np.finfo(np.float32).tiny)
-"""The least threshold a record written since the frame must reach: a zero bound never
-does."""
+"""The least threshold a framed query's records must reach (fewer than ``k`` matches scored
+yet: every record with a query word)."""
+
+
+_ALL = 2**31 - 1
+"""A depth past every part of a pack (:meth:`BM25Query._read_parts` reads it whole)."""
+
+
+def _frame_fits(corpus: CorpusStats) -> bool:
+    """Whether the namespace's frame may bound the query: there is one, the query has a
+    word in it and at most :data:`~._impact.COLUMN_TERMS_MAX` words, and the postings of
+    its uncoded words, read whole, are no more than the frame's records (else the impact
+    rounds, which read them by parts, are the cheaper)."""
+    live = [s for s in corpus.stats.values() if s.df > 0]
+    whole = sum(s.df for s in live if not s.coded)
+    frame = corpus.frame
+    return frame is not None and 0 < len(live) <= COLUMN_TERMS_MAX and whole <= frame[0]
 
 
 class BM25Query:
@@ -67,6 +82,7 @@ class BM25Query:
 
     def __init__(self, settings: PostgresSettings) -> None:
         self.settings = settings
+        self.rosters = Rosters()
         self.last_route = ""
         """How the last query was answered: ``"full"``, ``"rounds"`` or ``"frame"``."""
 
@@ -82,13 +98,16 @@ class BM25Query:
         """``(seq, id, score)`` of the top ``k`` BM25 matches, best first (ties: older).
 
         With ``settings.bm25_prune``: impact postings read score at a time (:meth:`_impact`),
-        unless the query's postings, times ``share``, are fewer than
-        ``settings.bm25_full_below`` (the one full query is cheaper there). ``share`` is the
-        fraction of the namespace's records that ``filters`` pass, when the caller knows it
-        (a namespace's cached vectors do): the full query reads only the filtered records'
-        rows, while impact rounds read the best postings of every record and drop those the
-        filters reject, round after round. Both give the same ranking, so an estimate is
-        enough. Statistics, postings and scores read one snapshot
+        or the namespace's frame bounds every record (:meth:`_framed`, unfiltered queries
+        only), unless the query's postings, times ``share``, are fewer than
+        ``settings.bm25_full_below`` (the one full query is cheaper there) and, with a frame,
+        fewer than :data:`~._frames.FRAME_FROM` per result wanted (the full query reads a
+        record row per posting, the frame about ``LEVEL_SAMPLE`` per result wanted).
+        ``share`` is the fraction of the namespace's records that ``filters`` pass, when the
+        caller knows it (a namespace's cached vectors do): the full query reads only the
+        filtered records' rows, while impact rounds read the best postings of every record
+        and drop those the filters reject, round after round. Every route gives the same
+        ranking, so an estimate is enough. Statistics, postings and scores read one snapshot
         (``REPEATABLE READ``), so concurrent writers cannot make the bounds disagree with
         the scores.
         """
@@ -105,7 +124,9 @@ class BM25Query:
         # postings) it needs no transaction, whose BEGIN / SET / COMMIT would be most of its
         # cost (docs/results/log.md, "Figures behind the code's defaults").
         corpus = await self._term_stats(conn, nsid, terms)
-        if sum(s.df for s in corpus.stats.values()) * share < self.settings.bm25_full_below:
+        postings = sum(s.df for s in corpus.stats.values())
+        frame_first = not where and postings >= FRAME_FROM * k and _frame_fits(corpus)
+        if postings * share < self.settings.bm25_full_below and not frame_first:
             return await self._bm25_rows(conn, bm25_sql(len(terms), where), params)
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -160,91 +181,139 @@ class BM25Query:
         self, conn: Any, corpus: CorpusStats, params: dict[str, Any]
     ) -> list[tuple[int, str, float]] | None:
         """The exact top ``k`` bounded from the namespace's frame (:mod:`._frames`), or
-        ``None`` when some query term has no code row (then the impact rounds answer).
+        ``None`` when the frame cannot bound it (then the impact rounds answer).
 
-        Each record of the frame is bounded by ``unit · Σ W · code`` (the query's weights
-        :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf · top · scale /
-        255``), each record written since by its exact postings (:meth:`_frame_tail`). The
-        records above a level about ``LEVEL_SAMPLE`` per result wanted reach are scored exactly
+        Each record of the frame is bounded by its coded words' ``unit · Σ W · code`` (the
+        query's weights :func:`~mnemon_langgraph.search._bounds.code_weights` of ``idf ·
+        top · scale / 255``) plus its other words' exact ``idf · impact · scale``, their
+        postings read whole and placed at their records' positions (:meth:`_frame_bounds`);
+        each record written since, by its exact postings. The records above a level about
+        ``LEVEL_SAMPLE`` per result wanted reach are scored exactly
         (:func:`~._frames.best_positions`); the ``k``-th of those scores, ``theta``, is a
         lower bound of the final one, and every record whose bound reaches ``theta`` is
         scored too: the top ``k`` and all its ties are among them, scored by the same SQL
         as the full query.
         """
-        live = {t: s for t, s in corpus.stats.items() if s.df > 0}
-        frame = corpus.frame
-        if frame is None or not live or len(live) > COLUMN_TERMS_MAX:
+        bounded = await self._frame_bounds(conn, corpus, int(params["nsid"]))
+        if bounded is None:
             return None
-        if not all(s.coded for s in live.values()):
-            return None
-        terms = sorted(live)
-        cur = await conn.execute(CODES_SQL, (terms,), binary=True)
-        rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
-        if sorted(rows) != terms or any(len(r[1]) != frame[0] for r in rows.values()):
-            return None
-        scale = impact_scale(corpus.avgdl, corpus.ref_avgdl) * (1 + IMPACT_SLACK)
-        weight = {t: idf(corpus.docs, s.df) * scale for t, s in live.items()}
-        codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in terms]
-        weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in terms])
-        total = sum_codes(codes, weights, frame[0])
-        tail_seqs, tail = await self._frame_tail(conn, terms, frame[1], weight)
+        roster, bounds, tail_seqs, tail = bounded
         k = int(params["k"])
         exact: dict[int, tuple[str, float] | None] = {}
-        pos, idx = best_positions(total, tail, unit, k)
-        await self._score_framed(conn, pos, tail_seqs[idx], exact, params)
+        pos, idx = best_positions(bounds, tail, k)
+        await self._score_rows(
+            conn, self._fresh(roster[pos], tail_seqs[idx], exact), exact, "", params
+        )
         scores = sorted((hit[1] for hit in exact.values() if hit is not None), reverse=True)
-        theta = scores[k - 1] if len(scores) >= k else 0.0
-        scored = np.zeros(len(total), dtype=bool)
-        scored[pos] = True
-        more = reaching_codes(total, unit, theta)
-        idx = np.flatnonzero(reaching(tail, max(theta, _TINY)))
-        await self._score_framed(conn, more[~scored[more]], tail_seqs[idx], exact, params)
+        theta = max(scores[k - 1] if len(scores) >= k else 0.0, _TINY)
+        more = np.flatnonzero((bounds > 0) & reaching(bounds, theta))  # 0: no query word
+        idx = np.flatnonzero(reaching(tail, theta))
+        await self._score_rows(
+            conn, self._fresh(roster[more], tail_seqs[idx], exact), exact, "", params
+        )
         found = [(s, hit[0], hit[1]) for s, hit in exact.items() if hit is not None]
         return sorted(found, key=lambda r: (-r[2], r[0]))[:k]
 
     @staticmethod
-    async def _frame_tail(
-        conn: Any, terms: list[str], upto: int, weight: dict[str, float]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(seqs, bounds)`` of the records written since the frame (``seq > upto``), from
-        all their postings of the query's terms (:data:`~._impact.DELTA_SQL`)."""
-        cur = await conn.execute(
-            DELTA_SQL, {"dterms": terms, "dupto": [upto] * len(terms)}, binary=True
-        )
+    def _fresh(
+        seqs: np.ndarray, tail_seqs: np.ndarray, exact: dict[int, tuple[str, float] | None]
+    ) -> list[int]:
+        """These frame records and records written since that are not scored yet."""
+        return [s for s in np.concatenate([seqs, tail_seqs]).tolist() if s not in exact]
+
+    async def _frame_bounds(
+        self, conn: Any, corpus: CorpusStats, nsid: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(roster, bounds, tail seqs, tail bounds)``: each frame position's upper bound
+        and each record written since the frame's (``seq > upto``), or ``None`` when the
+        frame cannot bound the query (no frame, a code row or roster not the frame's, a
+        posting outside it, or more postings to read whole than the frame has records).
+
+        Coded terms: their code rows, and their postings above ``upto``
+        (:data:`~._impact.DELTA_SQL`). The other terms (in fewer than one record of
+        :data:`~._frames.CODE_SHARE`, or too few postings for a code row) are read whole,
+        their packs' parts and their postings since (:meth:`_read_whole`), and each posting
+        adds ``weight · impact`` at its record's position in the roster
+        (:class:`~._frames.Rosters`) or to the record's tail bound.
+        """
+        live = {t: s for t, s in corpus.stats.items() if s.df > 0}
+        frame = corpus.frame
+        if frame is None or not _frame_fits(corpus):
+            return None
+        coded = sorted(t for t, s in live.items() if s.coded)
+        roster = await self.rosters.get(conn, nsid, frame)
+        if roster is None:
+            return None
+        scale = impact_scale(corpus.avgdl, corpus.ref_avgdl) * (1 + IMPACT_SLACK)
+        weight = {t: idf(corpus.docs, s.df) * scale for t, s in live.items()}
+        bounds = np.zeros(len(roster))
+        if coded:
+            cur = await conn.execute(CODES_SQL, (coded,), binary=True)
+            rows = {str(t): (float(top), bytes(raw)) for t, top, raw in await cur.fetchall()}
+            if sorted(rows) != coded or any(len(r[1]) != frame[0] for r in rows.values()):
+                return None
+            codes = [np.frombuffer(rows[t][1], dtype=np.uint8) for t in coded]
+            weights, unit = code_weights([weight[t] * rows[t][0] / CODE_MAX for t in coded])
+            bounds = unit * sum_codes(codes, weights, frame[0]).astype(np.float64)
+        reads = await self._read_whole(conn, live, frame[1])
+        if reads is None or not self._place(reads, live, roster, frame[1], weight, bounds):
+            return None
+        tail_seqs, tail, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
+        return roster, bounds, tail_seqs.astype(np.int64), tail
+
+    @staticmethod
+    def _place(
+        reads: dict[str, TermRead],
+        live: dict[str, TermStats],
+        roster: np.ndarray,
+        upto: int,
+        weight: dict[str, float],
+        bounds: np.ndarray,
+    ) -> bool:
+        """Add the uncoded terms' postings inside the frame (``seq <= upto``) to ``bounds``
+        at their records' positions (``weight · impact``), leaving in ``reads`` only their
+        postings written since; ``False`` if a posting's record is not in the roster."""
+        seqs, gains = [], []
+        for term, read in list(reads.items()):
+            if live[term].coded:
+                continue
+            inside = read.seqs <= upto
+            seqs.append(read.seqs[inside])
+            gains.append(weight[term] * read.impacts[inside].astype(np.float64))
+            reads[term] = dataclasses.replace(
+                read, seqs=read.seqs[~inside], impacts=read.impacts[~inside]
+            )
+        if not seqs:
+            return True
+        every = np.concatenate(seqs)
+        at = np.minimum(np.searchsorted(roster, every), len(roster) - 1)
+        if np.any(roster[at] != every):  # cannot happen: the frame is built under the lock
+            return False
+        bounds += np.bincount(at, weights=np.concatenate(gains), minlength=len(roster))
+        return True
+
+    async def _read_whole(
+        self, conn: Any, live: dict[str, TermStats], upto: int
+    ) -> dict[str, TermRead] | None:
+        """The coded terms' postings above the frame's ``upto`` and every posting of the
+        others (above their pack's ``upto`` from the index, the rest from every part of
+        their pack); ``None`` if a pack ends short of its last part."""
+        terms = sorted(live)
+        whole = {t: s.packed > 0 and not s.coded for t, s in live.items()}
+        since = [upto if live[t].coded else (live[t].upto if whole[t] else 0) for t in terms]
+        cur = await conn.execute(DELTA_SQL, {"dterms": terms, "dupto": since}, binary=True)
         reads = {
             str(term): TermRead(
                 depth=0,
                 seqs=decode_array(seqs, ">i8").astype(np.int64),
                 impacts=decode_array(imps, ">f4").astype(np.float32),
-                full=True,
+                full=not whole[str(term)],
+                low=math.inf,
             )
             for term, seqs, imps in await cur.fetchall()
         }
-        seqs, bounds, _ = candidate_bounds(reads, dict.fromkeys(reads, 0.0), weight)
-        return seqs, bounds
-
-    async def _score_framed(
-        self,
-        conn: Any,
-        positions: np.ndarray,
-        tail_seqs: np.ndarray,
-        exact: dict[int, tuple[str, float] | None],
-        params: dict[str, Any],
-    ) -> None:
-        """Exact scores of these frame positions (their seqs: :data:`~._frames.POSITIONS_SQL`)
-        and records written since, into ``exact`` (:meth:`_score_rows`)."""
-        seqs = tail_seqs.astype(np.int64)
-        if len(positions):
-            cur = await conn.execute(
-                POSITIONS_SQL,
-                {"pos": int_array(positions), "nsid": params["nsid"]},
-                binary=True,
-            )
-            row = await cur.fetchone()
-            found = decode_array(row[0] if row else None, ">i8").astype(np.int64)
-            seqs = np.concatenate([found, seqs])
-        fresh = [s for s in seqs.tolist() if s not in exact]
-        await self._score_rows(conn, fresh, exact, "", params)
+        reads |= await self._read_parts(conn, dict.fromkeys(filter(whole.get, terms), _ALL), reads)
+        return reads if all(r.full for r in reads.values()) else None
 
     async def _read_first(self, conn: Any, live: dict[str, TermStats]) -> dict[str, TermRead]:
         """The first round: each term's postings above its pack's ``upto`` (all of a term

@@ -1,5 +1,5 @@
 """BM25 frames on PostgreSQL: one byte per record and common term, the bound of
-common-word queries (schema version 8).
+unfiltered queries in large namespaces (schema version 8).
 
 When every word of a query is in most of the namespace's records, the impact rounds of
 :mod:`._bm25` cannot prove the top ``k`` early: the bound of a record whose postings were not
@@ -27,11 +27,17 @@ rounds read a pack's newer postings. A delete zeroes the deleted records' bytes 
 of their terms (:meth:`Frames.forget`: no code row remembers a deleted record's words); its
 position stays, naming no record. Derived data: a frame missing or not yet rebuilt only sends
 queries to the impact rounds or leaves a looser bound, never a wrong ranking.
+
+A query's words without a code row (rarer ones) are read whole, their packs' parts and their
+postings since, and each posting is added to its record's bound at its position: a ``seq`` →
+position search in the frame's roster, which :class:`Rosters` keeps in the store's process
+(the positions a query scores turn back into ``seq`` values there too). So a real question,
+common words mixed with rarer ones, is bounded from the frame as a query of common words is.
 """
 
 from __future__ import annotations
 
-import math
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -45,12 +51,14 @@ from mnemon_langgraph.types import Namespace
 __all__ = [
     "CODES_SQL",
     "CODE_SHARE",
-    "POSITIONS_SQL",
+    "FRAME_FROM",
+    "ROSTER_CACHE_MB",
     "ROSTER_PART",
+    "ROSTER_SQL",
     "Frames",
+    "Rosters",
     "best_positions",
     "frame_due",
-    "reaching_codes",
 ]
 
 
@@ -60,7 +68,7 @@ index's ``_DENSE_SHARE``)."""
 
 ROSTER_PART = 4_096
 """Record ``seq`` values per row of ``mnemon_frame_seqs``: a delete reads the parts
-holding its records, a query looks positions up by ``substring``."""
+holding its records."""
 
 LEVEL_SAMPLE = 2
 """Records scored exactly per result wanted to find the threshold (the embedded index scores
@@ -68,25 +76,25 @@ LEVEL_SAMPLE = 2
 threshold of 2 per result left few records to score after it on the narrow corpus:
 docs/results/search-scaling.md)."""
 
+FRAME_FROM = 4 * LEVEL_SAMPLE
+"""Postings per result wanted from which an unfiltered query of a namespace with a frame is
+bounded from the frame even below ``bm25_full_below``: the full query reads the record row of
+every posting (scattered rows of a large namespace, each with its terms array), the frame
+about ``LEVEL_SAMPLE`` rows per result wanted and then those whose bound reaches the
+threshold."""
+
 SAMPLE_SIZE = 32_768
 """Bounds read to place that level (:func:`~._bounds.sample_level`)."""
-
-CODE_SLACK = 1e-6
-"""Relative slack when a threshold becomes an integer level of the code sums: on the side of
-keeping records (float rounding of the unit and of ``theta``)."""
 
 CODES_SQL = "SELECT term, top, codes FROM mnemon_codes WHERE term = ANY(%s)"
 """The query terms' code rows (read in binary: the ``bytea`` as bytes)."""
 
-POSITIONS_SQL = f"""
-SELECT array_send(array_agg(
-    ('x' || encode(substring(f.seqs FROM (c.pos %% {ROSTER_PART}) * 8 + 1 FOR 8), 'hex'))
-    ::bit(64)::bigint))
-FROM unnest(%(pos)s::int[]) AS c(pos)
-JOIN mnemon_frame_seqs f ON f.nsid = %(nsid)s AND f.part = c.pos / {ROSTER_PART}
-"""
-"""The ``seq`` of each frame position (eight bytes each, ``substring`` of an uncompressed
-out-of-line ``bytea`` reads only the chunks holding them)."""
+ROSTER_SQL = "SELECT seqs FROM mnemon_frame_seqs WHERE nsid = %s ORDER BY part"
+"""A frame's roster, part by part (read in binary: the ``bytea`` as bytes)."""
+
+ROSTER_CACHE_MB = 64
+"""Most memory (MiB) the rosters a store keeps in its process hold together (eight bytes a
+record), least recently used dropped first; a frame larger than that is read at each query."""
 
 
 def frame_due(docs: int, frame_docs: int | None, pack_min: int, frame_min: int) -> bool:
@@ -100,30 +108,62 @@ def frame_due(docs: int, frame_docs: int | None, pack_min: int, frame_min: int) 
     return abs(docs - frame_docs) > max(pack_min, frame_docs // PACK_GROWTH)
 
 
-def best_positions(
-    total: np.ndarray, tail: np.ndarray, unit: float, k: int
-) -> tuple[np.ndarray, np.ndarray]:
+def best_positions(bounds: np.ndarray, tail: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The frame positions and tail indexes whose bounds lie above a level that about
     ``LEVEL_SAMPLE · k`` of the frame's reach (at least ``k`` bounds in all, unless fewer
-    are above zero). ``total``: the integer code sums (bound ``unit · total``); ``tail``:
-    the float bounds of the records written since the frame."""
+    are above zero). ``bounds``: each frame position's upper bound; ``tail``: those of the
+    records written since the frame. A zero bound (no query word) is never picked."""
     want = int(LEVEL_SAMPLE * k)
-    level = max(1.0, sample_level(total, want, SAMPLE_SIZE))
-    pos = np.flatnonzero(total >= level)
-    idx = np.flatnonzero(tail >= level * unit)
+    level = max(_LEAST, sample_level(bounds, want, SAMPLE_SIZE))
+    pos = np.flatnonzero(bounds >= level)
+    idx = np.flatnonzero(tail >= level)
     if len(pos) + len(idx) < k:  # the sample guessed too high: the exact level
-        rank = min(len(total), want)
-        exact = float(np.partition(total, len(total) - rank)[len(total) - rank]) if rank else 1.0
-        pos = np.flatnonzero(total >= max(1.0, exact))
+        rank = min(len(bounds), want)
+        exact = float(np.partition(bounds, len(bounds) - rank)[len(bounds) - rank]) if rank else 0
+        pos = np.flatnonzero(bounds >= max(_LEAST, exact))
         idx = np.flatnonzero(tail > 0)
     return pos, idx
 
 
-def reaching_codes(total: np.ndarray, unit: float, theta: float) -> np.ndarray:
-    """The positions whose bound ``unit · total`` may reach ``theta`` (never a zero sum: no
-    query word)."""
-    level = max(1, math.floor(theta * (1 - CODE_SLACK) / unit)) if unit > 0 else 1
-    return np.flatnonzero(total >= level)
+_LEAST = float(np.finfo(np.float64).tiny)
+"""The least level :func:`best_positions` picks at: above a zero bound."""
+
+
+class Rosters:
+    """The frames' rosters (every position's ``seq``), kept in the store's process.
+
+    A query bounding its rarer words from the frame places their postings at their records'
+    positions (a ``seq`` → position search) and turns the positions it scores back into
+    ``seq`` values; both need the roster. One is read once per frame: ``(nsid, n, upto)``
+    names a frame's roster, since ``seq`` values only grow and are never reused (a frame
+    rebuilt with the same ``upto`` after deletes alone covers fewer records). At most
+    :data:`ROSTER_CACHE_MB` are kept, least recently used dropped first.
+    """
+
+    def __init__(self, budget_mb: int = ROSTER_CACHE_MB) -> None:
+        self.budget = budget_mb << 20
+        self._held: OrderedDict[tuple[int, int, int], np.ndarray] = OrderedDict()
+
+    async def get(self, conn: Any, nsid: int, frame: tuple[int, int]) -> np.ndarray | None:
+        """The roster of the namespace's frame ``(n, upto)``, read with ``conn`` (the
+        query's snapshot) when not kept; ``None`` if the rows read are not that frame's."""
+        key = (nsid, *frame)
+        held = self._held.get(key)
+        if held is not None:
+            self._held.move_to_end(key)
+            return held
+        cur = await conn.execute(ROSTER_SQL, (nsid,), binary=True)
+        raw = b"".join(bytes(row[0]) for row in await cur.fetchall())
+        roster = np.frombuffer(raw, dtype=">i8").astype(np.int64)
+        if len(roster) != frame[0] or not len(roster) or int(roster[-1]) != frame[1]:
+            return None
+        for old in [k for k in self._held if k[0] == nsid]:  # the namespace's older frames
+            del self._held[old]
+        if roster.nbytes <= self.budget:
+            self._held[key] = roster
+            while sum(r.nbytes for r in self._held.values()) > self.budget:
+                self._held.popitem(last=False)
+        return roster
 
 
 class Frames:

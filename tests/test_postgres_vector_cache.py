@@ -213,3 +213,57 @@ def test_the_first_search_does_not_wait_for_the_copy_and_close_stops_its_load(
     finally:
         pg.close()  # with the load under way or done: it stops, nothing is left
     assert pg.engine.closed and not pg.dense.cache._copies and not pg.dense.cache._loading
+
+
+def test_past_exact_below_the_copy_is_the_approximate_index(postgres_url: str) -> None:
+    """From ``exact_below`` records the copy is the embedded backend's approximate index
+    (FAISS HNSW): it answers the searches (pgvector's HNSW only while it loads or when
+    ``client_ann`` is off), finds the exact scan's neighbours at their exact distances,
+    follows another store's writes and deletions, and a selective filter is exact."""
+    emb = WordSumEmbeddings()
+    settings = PostgresSettings(client_scan_from=0, exact_below=300)
+    with (
+        PostgresStore(postgres_url, emb, settings=settings) as pg,
+        PostgresStore(postgres_url, emb) as writer,
+    ):
+        writer.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        server = pg.with_settings(client_ann=False)
+        exact = pg.with_settings(exact_below=10**9, client_cache_mb=0)  # the server's scan
+        _copied(pg)
+        nsid, copy = next(iter(pg.dense.cache._copies.items()))
+        assert copy.approximate and copy.index.kind == "hnsw" and copy.count == 600
+        ranked: list[int] = []
+        real_rank = copy.rank
+        copy.rank = lambda *a: ranked.append(1) or real_rank(*a)  # type: ignore[method-assign]
+        for q in QUERIES:
+            got, want = _dense(pg, q), _dense(exact, q)
+            assert len(got) == 50 and len(set(dict(got)) & set(dict(want))) >= 45
+            same = [rid for rid, _ in got if rid in dict(want)]
+            assert np.allclose([dict(got)[r] for r in same], [dict(want)[r] for r in same])
+        assert len(ranked) == len(QUERIES)
+        assert _dense(server, "w1") and not server.dense.cache._copies  # pgvector's HNSW
+        # a selective filter: the allowed records are scored exactly
+        f = SearchFilters(session_from=2, session_to=3)
+        hits = pg.search("w1 w2 w3", namespace=NS, k=20, filters=f)
+        ref = exact.search("w1 w2 w3", namespace=NS, k=20, filters=f)
+        assert len(hits) == 20 and [h.dense_rank for h in hits] == [h.dense_rank for h in ref]
+        # another store writes a few records (added on the search path), then many (off it)
+        writer.ingest(NS, [Message("w1 w2 w3", "A", id="new", session=9)], origin="test")
+        new_id = next(r.id for r in writer.records(NS) if r.message_ids == ("new",))
+        assert _dense(pg, "w1 w2 w3")[0][0] == new_id
+        assert pg.dense.cache._copies.get(nsid) is copy and copy.count == 601
+        writer.ingest(NS, _messages(2000, 100, seed=3), origin="test", pack=False)
+        _dense(pg, "w5")  # pgvector's HNSW while the copy catches up
+        pg.engine.run(pg.dense.cache.settle())
+        assert pg.dense.cache._copies[nsid].count == 701
+        writer.delete_records(NS, [new_id], reason="test")
+        _dense(pg, "w5")
+        pg.engine.run(pg.dense.cache.settle())
+        after = _dense(pg, "w1 w2 w3")
+        assert pg.dense.cache._copies[nsid].count == 700 and new_id not in dict(after)
+        assert len(set(dict(after)) & set(dict(_dense(exact, "w1 w2 w3")))) >= 45
+
+
+def test_the_client_ann_setting_is_checked() -> None:
+    with pytest.raises(ConfigurationError):
+        PostgresSettings(client_ann=1)  # type: ignore[arg-type]

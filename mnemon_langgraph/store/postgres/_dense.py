@@ -7,7 +7,9 @@ cached copy of the namespace's vectors kept in step with the database
 (:mod:`._vector_cache`; the server's scan reads every vector of the namespace at every
 search). From ``exact_below`` on, the HNSW index with ``hnsw.iterative_scan =
 relaxed_order``, so a namespace filter keeps recall (the index scan continues until enough
-rows of the namespace were found).
+rows of the namespace were found) — unless ``settings.client_ann``: then the client's copy
+is the embedded backend's approximate index (FAISS HNSW) and pgvector's serves only
+namespaces too large for ``client_cache_mb`` (and searches while a copy loads).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ class DenseSearch:
         self, settings: PostgresSettings, connect: Callable[[], Any] | None = None
     ) -> None:
         self.settings = settings
-        self.cache = VectorCache(settings.client_cache_mb * 2**20, connect)
+        ann_from = settings.exact_below if settings.client_ann else None
+        self.cache = VectorCache(settings.client_cache_mb * 2**20, connect, ann_from)
 
     async def rank(
         self,
@@ -92,9 +95,10 @@ class DenseSearch:
         """The ``k`` nearest vectors, exact or HNSW by the namespace's size (``docs``)."""
         settings = self.settings
         exact = exact if exact is not None else docs < settings.exact_below
-        if exact and docs >= settings.client_scan_from and self.cache.fits(docs, qv.size):
+        copied = exact or self.cache.approximates(docs)  # else pgvector's HNSW
+        if copied and docs >= settings.client_scan_from and self.cache.fits(docs, qv.size):
             copy = await self.cache.current(conn, nsid, qv.size)
-            if copy is not None:
+            if copy is not None and copy.approximate != exact:  # exact only when asked
                 return copy.rank(qv, int(k), filters)
         params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
         where = filter_sql(filters, params)

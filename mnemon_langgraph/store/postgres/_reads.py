@@ -6,7 +6,7 @@ one namespace by its ``nsid`` so no read returns a row of another namespace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC
 from typing import Any
 
@@ -49,18 +49,27 @@ class Reads:
 
     async def next_position(self, ns: Namespace, session: int, conn: Any = None) -> int:
         """The position after the last record of ``session`` (on ``conn``: its transaction)."""
+        return (await self.next_positions(ns, [session], conn))[int(session)]
+
+    async def next_positions(
+        self, ns: Namespace, sessions: Iterable[int], conn: Any = None
+    ) -> dict[int, int]:
+        """:meth:`next_position` of each of ``sessions``, in one statement (a bulk ingest
+        holds thousands of sessions)."""
+        wanted = sorted({int(s) for s in sessions})
         sql = (
-            "SELECT max(r.position) FROM mnemon_records r JOIN mnemon_namespaces n "
-            "ON n.nsid = r.nsid WHERE n.namespace = %s AND r.session = %s"
+            "SELECT x.s, (SELECT max(r.position) FROM mnemon_records r WHERE r.nsid = n.nsid "
+            "AND r.session = x.s) FROM mnemon_namespaces n, unnest(%s::bigint[]) AS x(s) "
+            "WHERE n.namespace = %s"
         )
-        params = (ns_to_key(ns), int(session))
+        params = (wanted, ns_to_key(ns))
         if conn is not None:
             cur = await conn.execute(sql, params)
-            rows = [await cur.fetchone()]
+            rows = await cur.fetchall()
         else:
             rows = await self.engine.read(sql, params)
-        value = rows[0][0] if rows and rows[0] else None
-        return 0 if value is None else int(value) + 1
+        found = {int(s): int(p) + 1 for s, p in rows if p is not None}
+        return {s: found.get(s, 0) for s in wanted}
 
     async def holds(self, ns: Namespace) -> bool:
         """A row of ``ns`` in any table but the audit (what an erase removes)."""

@@ -107,6 +107,9 @@ class PostgresSettings:
             searched exactly in this process, on a cached copy of their vectors.
         client_cache_mb: Most MiB those copies hold together (``0``: always scan in the
             server).
+        client_ann: Namespaces from ``exact_below`` records are searched in this process
+            too, on an approximate copy (the embedded backend's FAISS HNSW) when it fits
+            ``client_cache_mb`` (``False``: pgvector's HNSW in the server).
         bm25_prune: BM25 reads impact postings score at a time and stops once the top
             ``k`` is proven (``False``: the one full query, the reference ranking).
         bm25_full_below: Queries whose terms have fewer postings run the full query.
@@ -122,6 +125,7 @@ class PostgresSettings:
     half_scan: bool = True
     client_scan_from: int = CLIENT_SCAN_FROM
     client_cache_mb: int = CLIENT_CACHE_MB
+    client_ann: bool = True
     bm25_prune: bool = True
     bm25_full_below: int = FULL_BELOW_POSTINGS
     bm25_first_parts: int = FIRST_PARTS
@@ -143,7 +147,7 @@ class PostgresSettings:
         _check_int("bm25_pack_part", self.bm25_pack_part, 1)
         if self.ef_search is not None:
             _check_int("ef_search", self.ef_search, 1)
-        for name in ("half_scan", "bm25_prune"):
+        for name in ("half_scan", "client_ann", "bm25_prune"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigurationError(f"{name} must be True or False")
 

@@ -1,4 +1,4 @@
-"""Exact dense search of large namespaces in the client: a cached copy of their vectors.
+"""Dense search of large namespaces in the client: a cached copy of their vectors.
 
 An exact scan in the server reads every vector of the namespace at every search (pgvector
 has no exact search below linear, and its HNSW index over every namespace loses recall on
@@ -9,6 +9,14 @@ process, by the embedded backend's own exact flat index
 (:class:`~mnemon_langgraph.search._vectors.VectorIndex`: FAISS inner product on unit
 vectors, with its int8 pre-scan and proven rounding bound), from a copy of the namespace's
 vectors kept in memory, least recently used first out, within ``settings.client_cache_mb``.
+
+From ``exact_below`` records (with ``settings.client_ann``) the same copy is that index's
+approximate kind, as in the embedded backend past its ``hnsw_threshold`` (FAISS HNSW over
+the float vectors, ``efSearch`` by size): pgvector's HNSW in the server cost many times
+more per search for the same recall (docs/results/search-scaling.md). The copy then holds
+the float vectors and the graph's links instead of the int8 codes (:func:`bytes_per_record`),
+so its namespace must fit ``client_cache_mb``; one that does not is searched by pgvector's
+HNSW as before, and so are the searches made while its copy is built.
 
 Kept in step without a schema change, from what every write already maintains in the same
 transaction: ``mnemon_namespaces.docs`` (live records) and the records' ``seq`` (a
@@ -56,7 +64,17 @@ _ROWS_SQL = (
     "ORDER BY r.seq"
 )
 _BATCH = 4096  # rows fetched and added at a time
+_ANN_INLINE = 64  # new rows an approximate copy adds on the search path (a graph insert
+# costs far more than a flat one); more are added off it
 _PER_RECORD_BYTES = 200  # seq, session, date, the id and its dict entry, roughly
+
+
+def bytes_per_record(dim: int, approximate: bool, hnsw_m: int = 32) -> int:
+    """Client memory per record of a copy, about: the float vectors and their int8 copy
+    (exact), or the float vectors and the HNSW graph's links (``2 × hnsw_m`` neighbours
+    on the base layer, a little more above it), and the record's fields."""
+    graph = hnsw_m * 2 * 4 + 16 if approximate else dim
+    return dim * 4 + graph + _PER_RECORD_BYTES
 
 
 @dataclass
@@ -84,21 +102,33 @@ class NamespaceVectors:
         last = int(self.seqs[-1]) if self.count else 0
         return self.count == docs and last == top
 
+    @property
+    def approximate(self) -> bool:
+        """Whether the index is the approximate kind (past its ``hnsw_threshold``)."""
+        return self.index.kind != "flat"
+
     def nbytes(self) -> int:
-        """Memory held, about: the float vectors, their int8 copy and the fields."""
-        return self.count * (self.index.dim * 5 + _PER_RECORD_BYTES)
+        """Memory held, about (:func:`bytes_per_record`)."""
+        per = bytes_per_record(self.index.dim, self.approximate, self.index.hnsw_m)
+        return self.count * per
 
     def add(self, rows: list[tuple[Any, ...]]) -> None:
         """Append ``(seq, id, session, date_epoch, embedding)`` rows, ``seq`` ascending."""
-        if not rows:
+        self.extend([columns(rows)])
+
+    def extend(self, parts: list[Columns]) -> None:
+        """Append rows given as :func:`columns`, in order, to the index at once: an
+        approximate index is built or grown in one bulk addition (every core), not batch by
+        batch."""
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
             return
-        seqs = np.fromiter((int(r[0]) for r in rows), np.int64, len(rows))
-        vecs = np.stack([np.asarray(_floats(r[4]), np.float32) for r in rows])
-        self.index.add(seqs, normalize_rows(vecs))
+        seqs = np.concatenate([p[0] for p in parts])
+        self.index.add(seqs, np.concatenate([p[4] for p in parts]))
         self.seqs = np.concatenate([self.seqs, seqs])
-        self.ids += [str(r[1]) for r in rows]
-        self.sessions = np.concatenate([self.sessions, np.array([r[2] for r in rows], np.int64)])
-        self.dates = np.concatenate([self.dates, np.array([r[3] for r in rows], np.int64)])
+        self.ids += [rid for p in parts for rid in p[1]]
+        self.sessions = np.concatenate([self.sessions, *(p[2] for p in parts)])
+        self.dates = np.concatenate([self.dates, *(p[3] for p in parts)])
         self.max_seq = max(self.max_seq, int(seqs[-1]))
 
     def keep(self, live: np.ndarray) -> None:
@@ -143,6 +173,22 @@ class NamespaceVectors:
         return [(int(seqs[i]), self.ids[at[i]], float(1.0 - scores[i])) for i in order]
 
 
+Columns = tuple[np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]
+"""``(seqs, ids, sessions, dates, unit vectors)`` of some rows."""
+
+
+def columns(rows: list[tuple[Any, ...]]) -> Columns:
+    """``(seq, id, session, date_epoch, embedding)`` rows as arrays (:data:`Columns`)."""
+    if not rows:
+        empty = np.zeros(0, np.int64)
+        return empty, [], empty, empty, np.zeros((0, 0), np.float32)
+    seqs = np.fromiter((int(r[0]) for r in rows), np.int64, len(rows))
+    vecs = np.stack([np.asarray(_floats(r[4]), np.float32) for r in rows])
+    sessions = np.array([r[2] for r in rows], np.int64)
+    dates = np.array([r[3] for r in rows], np.int64)
+    return seqs, [str(r[1]) for r in rows], sessions, dates, normalize_rows(vecs)
+
+
 def _floats(value: Any) -> Any:
     return value.to_numpy() if hasattr(value, "to_numpy") else value
 
@@ -156,11 +202,20 @@ class VectorCache:
     Args:
         budget_bytes: Most memory the copies hold together; a namespace larger than it is
             never copied (its searches scan in the server).
+        connect: Opens a connection of its own (copies then load off the search path).
+        approximate_from: Records from which a copy is the approximate index (``None``:
+            always exact).
     """
 
-    def __init__(self, budget_bytes: int, connect: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        budget_bytes: int,
+        connect: Callable[[], Any] | None = None,
+        approximate_from: int | None = None,
+    ) -> None:
         self.budget = int(budget_bytes)
         self._connect = connect
+        self.approximate_from = approximate_from
         self._copies: OrderedDict[int, NamespaceVectors] = OrderedDict()
         self._locks: dict[int, asyncio.Lock] = {}
         self._refused: dict[int, tuple[int, int]] = {}
@@ -177,7 +232,11 @@ class VectorCache:
 
     def fits(self, docs: int, dim: int) -> bool:
         """Whether a namespace of ``docs`` records could be copied at all."""
-        return docs * (dim * 5 + _PER_RECORD_BYTES) <= self.budget
+        return docs * bytes_per_record(dim, self.approximates(docs)) <= self.budget
+
+    def approximates(self, docs: int) -> bool:
+        """Whether a copy of a namespace of ``docs`` records is the approximate index."""
+        return self.approximate_from is not None and docs >= self.approximate_from
 
     async def current(self, conn: Any, nsid: int, dim: int) -> NamespaceVectors | None:
         """The namespace's copy, current as of this call (``None``: scan in the server)."""
@@ -195,9 +254,10 @@ class VectorCache:
             self._copies.pop(nsid, None)
             return None
         added = docs - copy.count if copy is not None else -1
-        if self._connect is not None and not 0 < added <= _BATCH:
+        inline = _ANN_INLINE if self.approximates(docs) else _BATCH
+        if self._connect is not None and not 0 < added <= inline:
             # a first copy, many new records, or deletions (the int8 copy is rebuilt): off
-            # the search path, the server scanning until the copy is in
+            # the search path, the server searching until the copy is in
             self._load_later(nsid, dim, docs, top)
             return None
         return await self._update(conn, nsid, dim, docs, top)
@@ -265,19 +325,34 @@ class VectorCache:
                 return None
             docs = int(row[0])
             if copy is None or copy.index.dim != dim:
-                copy = NamespaceVectors(VectorIndex(dim, hnsw_threshold=2**62))
-            # a server-side cursor read in batches: the rows never sit in memory all at once
+                ann_from = self.approximate_from
+                copy = NamespaceVectors(VectorIndex(dim, hnsw_threshold=ann_from or 2**62))
+            # a server-side cursor read in batches; an exact copy adds them one by one (the
+            # rows never sit in memory all at once), an approximate one (or one about to
+            # become it) at once in a worker thread: a graph is built on every core, not
+            # batch by batch on the engine's loop
+            bulk = self.approximates(docs)
+            pending: list[Columns] = []
             async with conn.cursor(name="mnemon_vector_copy", binary=True) as cur:
                 await cur.execute(_ROWS_SQL, (nsid, copy.max_seq))
                 while rows := await cur.fetchmany(_BATCH):
-                    copy.add(rows)
+                    if bulk:
+                        pending.append(columns(rows))
+                    else:
+                        copy.add(rows)
+            if pending:
+                await asyncio.to_thread(copy.extend, pending)
             if copy.count != docs:  # records were deleted: keep the live ones
                 cur = await conn.execute(
                     "SELECT seq FROM mnemon_records WHERE nsid = %s AND seq <= %s",
                     (nsid, copy.max_seq),
                 )
-                copy.keep(np.array([int(r[0]) for r in await cur.fetchall()], np.int64))
-        copy.index.prepare()  # its int8 copy, else built by the next search
+                live = np.array([int(r[0]) for r in await cur.fetchall()], np.int64)
+                if copy.approximate:  # tombstones, or the graph rebuilt without them
+                    await asyncio.to_thread(copy.keep, live)
+                else:
+                    copy.keep(live)
+        copy.index.prepare()  # an exact copy's int8 copy, else built by the next search
         return copy if copy.count == docs else None
 
     def _evict(self) -> None:

@@ -87,16 +87,16 @@ class ExperimentSwitches:
             dense session is searched with every distinct query of the first round's
             planned searches (the message, its keywords, its names), not the latest
             message alone; the pages fill the first pool session by session, as before.
-            ``False`` (the default): the message alone (docs/results/ten-million.md,
-            "Dense sessions searched with the planned queries").
+            ``False`` (the default): the message alone. Tried on the 10M-token histories by
+            conversation folds and not chosen (docs/results/ten-million.md, "Dense
+            sessions searched with the planned queries, and ordered by nearness").
         session_nearness: Experiment switch. With ``ReadSettings.session_searches``, this
             many sessions are taken by the count of the planned searches' hits (densest
             first) and ordered by the mean cosine of their three records nearest to the
             message (the vectors the source stored; ``read._sessions.session_nearness``)
             before the first ``session_searches`` are searched. 0 (the default, or any
-            value not above ``session_searches``): the count's order alone
-            (docs/results/ten-million.md, "Dense sessions searched with the planned
-            queries").
+            value not above ``session_searches``): the count's order alone. Tried with
+            ``session_queries`` and not chosen (the same section).
     """
 
     fused_weight: float = 0.0

@@ -5,9 +5,11 @@ answer is pushed off the first pages by other sessions' records and comes back t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -24,6 +26,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import SearchHit
 
 NS = ("users", "ada")
@@ -271,3 +274,58 @@ def test_session_nearness_keeps_the_counts_order_without_stored_vectors() -> Non
     got = [s for s in _turn(near)["trace"]["searches"] if s["origin"] == SESSION]
     # the in-memory source stores no vectors: the count's order stays
     assert [s["session"] for s in got] == [s["session"] for s in count] == [1]
+
+
+class _WordVectors(InMemorySearchSource):
+    """The word-overlap source with stored vectors (a ``VectorSource``, as a store is): a
+    bag of the package's terms hashed into 64 slots."""
+
+    def query_vector(self, query: str) -> np.ndarray:
+        vec = np.zeros(64)
+        for word in terms(query):
+            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+        return (vec / (np.linalg.norm(vec) or 1.0)).reshape(1, -1)
+
+    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
+        return {r.id: self.query_vector(r.text)[0] for r in self._records if r.id in set(ids)}
+
+
+def _near_and_dense() -> list[Any]:
+    """Session 1 holds three records sharing the question's words among many others (the
+    densest); session 2 two records that say little else (the nearest)."""
+    filler = "with the harbour crew and the long list of ropes, tides, sails and buoys"
+    dense = [
+        make_record(f"d{i}", f"user: kayak paddle colour {filler} {i}", namespace=NS, session=1)
+        for i in range(3)
+    ]
+    near = [
+        make_record(f"n{i}", "user: the colour I paint my kayak paddle", namespace=NS, session=2)
+        for i in range(2)
+    ]
+    return dense + near
+
+
+def test_session_nearness_searches_the_nearest_of_the_densest_sessions() -> None:
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=1
+    )
+    near = replace(base, experiments=ExperimentSwitches(session_nearness=2))
+    views = []
+    message: Any = {"messages": [HumanMessage("What colour did I paint my kayak paddle?")]}
+    for i, settings in enumerate((base, base, near, near)):
+        graph = create_read_graph(
+            source=_WordVectors(_near_and_dense()),
+            judge=ScriptedDecisionModel(answers=lambda qid, question, state: 0.5),
+            settings=settings,
+        )
+        context = ReadContext(namespace=NS)
+        if i % 2 == 0:
+            views.append(graph.invoke(message, context=context)["view"])
+        else:
+            views.append(asyncio.run(graph.ainvoke(message, context=context))["view"])
+    sessions = [
+        [s["session"] for s in v.trace["searches"] if s["origin"] == SESSION] for v in views
+    ]
+    # by the count the densest session is searched; by nearness the nearer of the two,
+    # the same under invoke and ainvoke
+    assert sessions == [[1], [1], [2], [2]]

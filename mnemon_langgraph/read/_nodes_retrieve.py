@@ -10,7 +10,7 @@ the first pool by reciprocal rank fusion).
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -733,7 +733,7 @@ class RetrieveNode(SourcesNode):
 
 
 def _nearest_sessions(
-    chosen: list[tuple[str | None, int]], message: str, capabilities: Any
+    chosen: list[tuple[str | None, int]], message: str, capabilities: Callable[[str | None], Any]
 ) -> Body[list[tuple[str | None, int]]]:
     """``chosen`` (the densest sessions, densest first) ordered by their records' nearness
     to the message (``_sessions.session_nearness``; ``capabilities``: a source name → its
@@ -763,7 +763,7 @@ def _session_queries(
     fetched: Sequence[tuple[int, int, list[SearchHit] | BaseException]],
     name: str | None,
     message: str,
-    counts: Any,
+    counts: Callable[[Mapping[str, Any]], bool],
     also_planned: bool,
 ) -> list[str]:
     """The queries a dense session of source ``name`` is searched with: the latest message,

@@ -5,18 +5,28 @@ answer is pushed off the first pages by other sessions' records and comes back t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+import pytest
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
 from mnemon_langgraph.read._pooling import build_first_pool
-from mnemon_langgraph.read._sessions import SESSION, dense_sessions, interleave
+from mnemon_langgraph.read._sessions import (
+    NEAREST,
+    SESSION,
+    dense_sessions,
+    interleave,
+    session_nearness,
+)
 from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import SearchHit
 
 NS = ("users", "ada")
@@ -199,3 +209,123 @@ def test_session_places_bring_back_the_answer_when_the_planned_pages_fill_the_po
     assert "own-3" not in {p["id"] for p in without["trace"]["pool"]}
     assert "own-3" in {p["id"] for p in with_it["trace"]["pool"]}
     assert len(with_it["trace"]["pool"]) <= 8
+
+
+def test_session_queries_search_each_dense_session_with_every_planned_query() -> None:
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=2
+    )
+    switched = replace(base, experiments=ExperimentSwitches(session_queries=True))
+    one = [s for s in _turn(base)["trace"]["searches"] if s["origin"] == SESSION]
+    every = _turn(switched)["trace"]["searches"]
+    planned = [s["query"] for s in every if s["round"] == 1 and s["origin"] != SESSION]
+    in_session = [s for s in every if s["origin"] == SESSION]
+    assert [s["query"] for s in one] == ["What colour did I paint my kayak paddle?"]
+    assert len(set(planned)) >= 2, "the planner must word more than the message"
+    assert {s["session"] for s in in_session} == {s["session"] for s in one}
+    # the message first, then each other distinct planned query, once
+    queries = [s["query"] for s in in_session]
+    assert queries[0] == one[0]["query"] and len(queries) == len(set(queries)) >= 2
+    assert set(queries) <= {*planned, one[0]["query"]}
+
+
+class _SessionVectors:
+    """Sessions of records with stored vectors (two dimensions): a vector and journal
+    source for ``session_nearness``."""
+
+    def __init__(self, vectors: dict[int, list[list[float]]]) -> None:
+        self.records = {
+            s: [make_record(f"s{s}r{i}", "x", namespace=NS, session=s) for i in range(len(v))]
+            for s, v in vectors.items()
+        }
+        self.vectors = {f"s{s}r{i}": vec for s, v in vectors.items() for i, vec in enumerate(v)}
+
+    def query_vector(self, query: str) -> list[list[float]]:
+        return [[1.0, 0.0]]
+
+    def session_records(self, namespace: Any, session: int) -> list[Any]:
+        return self.records.get(session, [])
+
+    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, Any]:
+        return {i: self.vectors[i] for i in ids if i in self.vectors}
+
+
+def test_session_nearness_is_the_mean_of_a_sessions_nearest_records() -> None:
+    source = _SessionVectors(
+        {
+            1: [[0.0, 1.0]] * 5 + [[1.0, 0.0]],  # one near record among many far ones
+            2: [[0.8, 0.6]] * 3 + [[0.0, 1.0]],  # three fairly near ones
+            3: [],
+        }
+    )
+    near = session_nearness(source, [1, 2, 3, 4], "paddle")
+    assert near[2] > near[1] > near[3]
+    assert near[1] == pytest.approx((1.0 + 0.0 + 0.0) / NEAREST)
+    assert near[2] == pytest.approx(0.8)
+    assert near[3] == near[4] == -1.0
+
+
+def test_session_nearness_keeps_the_counts_order_without_stored_vectors() -> None:
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=1
+    )
+    count = [s for s in _turn(base)["trace"]["searches"] if s["origin"] == SESSION]
+    near = replace(base, experiments=ExperimentSwitches(session_nearness=3))
+    got = [s for s in _turn(near)["trace"]["searches"] if s["origin"] == SESSION]
+    # the in-memory source stores no vectors: the count's order stays
+    assert [s["session"] for s in got] == [s["session"] for s in count] == [1]
+
+
+class _WordVectors(InMemorySearchSource):
+    """The word-overlap source with stored vectors (a ``VectorSource``, as a store is): a
+    bag of the package's terms hashed into 64 slots."""
+
+    def query_vector(self, query: str) -> np.ndarray:
+        vec = np.zeros(64)
+        for word in terms(query):
+            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+        return (vec / (np.linalg.norm(vec) or 1.0)).reshape(1, -1)
+
+    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
+        return {r.id: self.query_vector(r.text)[0] for r in self._records if r.id in set(ids)}
+
+
+def _near_and_dense() -> list[Any]:
+    """Session 1 holds three records sharing the question's words among many others (the
+    densest); session 2 two records that say little else (the nearest)."""
+    filler = "with the harbour crew and the long list of ropes, tides, sails and buoys"
+    dense = [
+        make_record(f"d{i}", f"user: kayak paddle colour {filler} {i}", namespace=NS, session=1)
+        for i in range(3)
+    ]
+    near = [
+        make_record(f"n{i}", "user: the colour I paint my kayak paddle", namespace=NS, session=2)
+        for i in range(2)
+    ]
+    return dense + near
+
+
+def test_session_nearness_searches_the_nearest_of_the_densest_sessions() -> None:
+    base = replace(
+        ReadSettings(), max_rounds=1, page_records=8, instruction_records=0, session_searches=1
+    )
+    near = replace(base, experiments=ExperimentSwitches(session_nearness=2))
+    views = []
+    message: Any = {"messages": [HumanMessage("What colour did I paint my kayak paddle?")]}
+    for i, settings in enumerate((base, base, near, near)):
+        graph = create_read_graph(
+            source=_WordVectors(_near_and_dense()),
+            judge=ScriptedDecisionModel(answers=lambda qid, question, state: 0.5),
+            settings=settings,
+        )
+        context = ReadContext(namespace=NS)
+        if i % 2 == 0:
+            views.append(graph.invoke(message, context=context)["view"])
+        else:
+            views.append(asyncio.run(graph.ainvoke(message, context=context))["view"])
+    sessions = [
+        [s["session"] for s in v.trace["searches"] if s["origin"] == SESSION] for v in views
+    ]
+    # by the count the densest session is searched; by nearness the nearer of the two,
+    # the same under invoke and ainvoke
+    assert sessions == [[1], [1], [2], [2]]

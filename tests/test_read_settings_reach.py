@@ -595,9 +595,19 @@ CASES: dict[str, tuple[Any, Callable[[Turn], Any], dict[str, Any]]] = {
         lambda t: sorted(k for _, k, _ in t.calls),
         {"sessions": True},
     ),
+    "session_nearness": (
+        ReadSettings().session_searches + 3,  # the densest eight, the nearest five searched
+        lambda t: [s.get("session") for s in t.trace["searches"] if s["origin"] == "session"],
+        {"sessions": True, "instruction": True},
+    ),
     "session_places": (
         ReadSettings().experiments.session_places + 10,
         lambda t: sorted(p["id"] for p in t.trace["pool"] if p["round"] == 1),
+        {"sessions": True},
+    ),
+    "session_queries": (
+        not ReadSettings().experiments.session_queries,
+        lambda t: sorted((s["query"], s.get("session") or 0) for s in t.trace["searches"]),
         {"sessions": True},
     ),
     "spread_sessions": (

@@ -10,7 +10,7 @@ the first pool by reciprocal rank fusion).
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -31,7 +31,7 @@ from mnemon_langgraph.read._pooling import (
     take_page,
 )
 from mnemon_langgraph.read._rules import Need
-from mnemon_langgraph.read._sessions import SESSION, dense_sessions
+from mnemon_langgraph.read._sessions import SESSION, dense_sessions, session_nearness
 from mnemon_langgraph.read._source_match import named_terms, pool_quotas, source_weights
 from mnemon_langgraph.read._topics import topic_lane
 from mnemon_langgraph.read._trace import degraded, timing_event
@@ -537,31 +537,40 @@ class RetrieveNode(SourcesNode):
             for i, _, hits in fetched
             if not isinstance(hits, BaseException) and self._counts_sessions(searches[i])
         ]
-        chosen = dense_sessions(counted, most)
+        near = self.settings.experiments.session_nearness
+        chosen = dense_sessions(counted, max(most, near))
         if not chosen:
             return []
         message = latest_text(list(recent))
+        if near > most:
+            chosen = yield from _nearest_sessions(
+                chosen, message, lambda name: self._bound(state, name).capabilities()
+            )
+        chosen = chosen[:most]
         new: list[int] = []
         for name, session in chosen:
-            new.append(len(searches))
-            searches.append(
-                {
-                    "index": len(searches),
-                    "query": message,
-                    "origin": SESSION,
-                    "next_offset": 0,
-                    "exhausted": True,
-                    "round": 1,
-                    "session": session,
-                    "k": self.settings.session_records,
-                    **({"read_source": name} if name is not None else {}),
-                }
-            )
+            counts = self._counts_sessions
+            also = self.settings.experiments.session_queries
+            for query in _session_queries(searches, fetched, name, message, counts, also):
+                new.append(len(searches))
+                searches.append(
+                    {
+                        "index": len(searches),
+                        "query": query,
+                        "origin": SESSION,
+                        "next_offset": 0,
+                        "exhausted": True,
+                        "round": 1,
+                        "session": session,
+                        "k": self.settings.session_records,
+                        **({"read_source": name} if name is not None else {}),
+                    }
+                )
         results = yield Gather(
             tuple(
                 _search_call(
                     self._bound(state, searches[i].get("read_source")),
-                    message,
+                    searches[i]["query"],
                     self._search_kwargs(searches[i], 0, (), as_of),
                 )
                 for i in new
@@ -721,3 +730,52 @@ class RetrieveNode(SourcesNode):
     async def aretrieve(self, state: ReadState) -> dict[str, Any]:
         """Node ``retrieve`` under ``ainvoke``."""
         return await adrive(self._retrieve(state))
+
+
+def _nearest_sessions(
+    chosen: list[tuple[str | None, int]], message: str, capabilities: Callable[[str | None], Any]
+) -> Body[list[tuple[str | None, int]]]:
+    """``chosen`` (the densest sessions, densest first) ordered by their records' nearness
+    to the message (``_sessions.session_nearness``; ``capabilities``: a source name → its
+    bound source's capabilities); a source that stores no vectors or reads no sessions, or
+    fails, keeps the count's order."""
+    score: dict[tuple[str | None, int], float] = {}
+    for name in dict.fromkeys(n for n, _ in chosen):
+        source = capabilities(name)
+        vectors, _, journal = offered(source)
+        if not (vectors and journal):
+            continue
+        sessions = [s for n, s in chosen if n == name]
+        fn = session_nearness
+        try:
+            got = yield Call(fn, in_thread(fn), (source, sessions, message))
+        except Exception:  # the count's order stays
+            continue
+        score.update({(name, s): v for s, v in got.items()})
+    if not score:
+        return chosen
+    order = {key: i for i, key in enumerate(chosen)}
+    return sorted(chosen, key=lambda key: (-score.get(key, -2.0), order[key]))
+
+
+def _session_queries(
+    searches: Sequence[Mapping[str, Any]],
+    fetched: Sequence[tuple[int, int, list[SearchHit] | BaseException]],
+    name: str | None,
+    message: str,
+    counts: Callable[[Mapping[str, Any]], bool],
+    also_planned: bool,
+) -> list[str]:
+    """The queries a dense session of source ``name`` is searched with: the latest message,
+    then (``also_planned``: ``experiments.session_queries``) each other distinct query of
+    the round's planned searches of that source (``counts``: whether a search's hits count
+    toward the dense sessions)."""
+    queries = [message]
+    if also_planned:
+        for i, _, hits in fetched:
+            s = searches[i]
+            if isinstance(hits, BaseException) or not counts(s):
+                continue
+            if s.get("read_source") == name and s["query"] not in queries:
+                queries.append(s["query"])
+    return queries

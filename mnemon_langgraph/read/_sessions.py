@@ -20,11 +20,14 @@ Nothing here reads dates or knows where a record came from: a session is the sto
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from mnemon_langgraph.search._fusion import reciprocal_rank
 from mnemon_langgraph.types import SearchHit
 
-__all__ = ["MIN_HITS", "SESSION", "dense_sessions", "interleave"]
+__all__ = ["MIN_HITS", "NEAREST", "SESSION", "dense_sessions", "interleave", "session_nearness"]
 
 SESSION = "session"
 """Origin of a search kept to one dense session."""
@@ -53,6 +56,34 @@ def dense_sessions(
     seen = {key: i for i, key in enumerate(records)}
     ranked = sorted(records, key=lambda key: (-len(records[key]), -weight[key], seen[key]))
     return [key for key in ranked if len(records[key]) >= max(1, least)][: max(0, most)]
+
+
+NEAREST = 3
+"""A session's nearness to the message is the mean of its this many nearest records'."""
+
+
+def session_nearness(source: Any, sessions: Sequence[int], message: str) -> dict[int, float]:
+    """Session → the mean cosine of its :data:`NEAREST` records nearest to ``message``,
+    from the vectors ``source`` stored for them (a :class:`~mnemon_langgraph.types.VectorSource`
+    that is also a :class:`~mnemon_langgraph.types.JournalSource`; a record stored as several
+    vectors counts its nearest). A session without stored vectors gets -1. A source error
+    propagates (the caller keeps the count's order)."""
+    query = np.asarray(source.query_vector(message), dtype=np.float64).ravel()
+    norm = float(np.linalg.norm(query))
+    query = query / norm if norm > 0 else query
+    out: dict[int, float] = {}
+    for session in sessions:
+        ids = [r.id for r in source.session_records(None, session)]
+        vectors = source.stored_vectors(None, ids).values()
+        sims = sorted(
+            (
+                float((np.atleast_2d(np.asarray(v, dtype=np.float64)) @ query).max())
+                for v in vectors
+            ),
+            reverse=True,
+        )
+        out[session] = float(np.mean(sims[:NEAREST])) if sims else -1.0
+    return out
 
 
 def interleave(pages: Sequence[Sequence[SearchHit]], taken: set[str], room: int) -> list[str]:

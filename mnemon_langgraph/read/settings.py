@@ -83,6 +83,20 @@ class ExperimentSwitches:
             planned searches leave. Larger values were tried on the 10M-token histories by
             conversation folds and not chosen (docs/results/ten-million.md, "The last
             questions at 10M").
+        session_queries: Experiment switch. With ``ReadSettings.session_searches``, each
+            dense session is searched with every distinct query of the first round's
+            planned searches (the message, its keywords, its names), not the latest
+            message alone; the pages fill the first pool session by session, as before.
+            ``False`` (the default): the message alone. Tried on the 10M-token histories by
+            conversation folds and not chosen (docs/results/ten-million.md, "Dense
+            sessions searched with the planned queries, and ordered by nearness").
+        session_nearness: Experiment switch. With ``ReadSettings.session_searches``, this
+            many sessions are taken by the count of the planned searches' hits (densest
+            first) and ordered by the mean cosine of their three records nearest to the
+            message (the vectors the source stored; ``read._sessions.session_nearness``)
+            before the first ``session_searches`` are searched. 0 (the default, or any
+            value not above ``session_searches``): the count's order alone. Tried with
+            ``session_queries`` and not chosen (the same section).
     """
 
     fused_weight: float = 0.0
@@ -93,10 +107,12 @@ class ExperimentSwitches:
     topic_records: int = 0
     coverage_records: int = 0
     session_places: int = 0
+    session_queries: bool = False
+    session_nearness: int = 0
 
     def __post_init__(self) -> None:
         names = ("fused_weight", "part_searches", "topic_records", "coverage_records")
-        for name in (*names, "session_places"):
+        for name in (*names, "session_places", "session_nearness"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"ReadSettings.experiments.{name} must be >= 0, got {getattr(self, name)}"

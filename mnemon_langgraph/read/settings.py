@@ -96,7 +96,8 @@ class ExperimentSwitches:
             message (the vectors the source stored; ``read._sessions.session_nearness``)
             before the first ``session_searches`` are searched. 0 (the default, or any
             value not above ``session_searches``): the count's order alone. Tried with
-            ``session_queries`` and not chosen (the same section).
+            ``session_queries`` and not chosen (docs/results/ten-million.md, the same
+            section).
     """
 
     fused_weight: float = 0.0

@@ -134,13 +134,11 @@ class Writes:
         df: dict[str, int] = {}
         bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
-        msg_ids, msg_records, vec_rows = [], [], []
+        msg_rows, vec_rows = [], []
         for j, seq in inserted:
             rec = records[order[j]]
             written.append(dataclasses.replace(rec, seq=seq))
-            for mid in dict.fromkeys(rec.message_ids):
-                msg_ids.append(mid)
-                msg_records.append(rec.id)
+            msg_rows += [(nsid, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)]
             vec_rows.append((rec.id, nsid, vectors[order[j]]))
             terms, tfs, length = lexical[j]
             for term, tf in zip(terms, tfs, strict=True):
@@ -148,15 +146,11 @@ class Writes:
                 high, low = bounds.get(term, (tf, length))
                 bounds[term] = (max(high, tf), min(low, length))
             total_len += length
-        # one statement, the rows as arrays: a statement per row cost a parse and an
-        # execution each (docs/results/search-scaling.md)
-        await conn.execute(
-            "INSERT INTO mnemon_messages(nsid, message_id, record_id) SELECT %s, m, r FROM "
-            "unnest(%s::text[], %s::text[]) AS x(m, r) ON CONFLICT DO NOTHING",
-            (nsid, msg_ids, msg_records),
+        await cur.executemany(
+            "INSERT INTO mnemon_messages(nsid, message_id, record_id) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            msg_rows,
         )
-        # a row at a time: each costs the server its HNSW insertion, which one statement
-        # over arrays did not make cheaper (docs/results/search-scaling.md)
         await cur.executemany(  # + the half-precision copy the exact search scans (v3)
             "WITH v AS (INSERT INTO mnemon_vectors(record_id, nsid, embedding) VALUES "
             "(%s, %s, %s) RETURNING record_id, nsid, embedding) INSERT INTO mnemon_halfvecs"

@@ -57,6 +57,10 @@ def main() -> None:
     target = args.folder if postgres else str(Path(args.folder) / "growth.db")
     server = growth.ServerCPU(target) if postgres else None  # the server's CPU too
     with MnemonStore(target, WordMixEmbeddings(384)) as store:
+        if postgres:  # the namespaces' vector copies load off the search path: wait for them
+            for ns in namespaces:
+                store.search("settle", namespace=ns, k=1)
+            store.engine.run(store.dense.cache.settle())
         for kind in asked[0]:
             pair_questions = (asked[0][kind], asked[1][kind])
             out[kind] = growth._time_pair(store, namespaces, pair_questions, server)

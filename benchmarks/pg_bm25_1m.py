@@ -78,7 +78,7 @@ def parts(url: str, n: int, corpus: str) -> dict[str, Any]:
             _, h = B._timed(lambda q: store.search(q, namespace=big, k=20), qs)
             _, b = B._timed(lambda q: store.lexical_ranking(q, namespace=big, k=100), qs)
             _, d = B._timed(lambda q: store.dense_ranking(q, namespace=big, k=100), qs)
-            ef200 = store.with_settings(ef_search=200)
+            ef200 = store.with_settings(ef_search=200, client_ann=False)  # pgvector's
             _, d2 = B._timed(lambda q, s=ef200: s.dense_ranking(q, namespace=big, k=100), qs)
             out[f"round{rnd}"] = {
                 "hybrid": _p(h),

@@ -152,7 +152,7 @@ def _hnsw(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], efs: list[int
                 return await s.dense.rank(conn, *c, exact)
 
         for ef in efs:
-            approx = store.with_settings(ef_search=ef)
+            approx = store.with_settings(ef_search=ef, client_ann=False)  # pgvector's HNSW
             for kind in ("unfiltered", "filtered"):
                 _recall(
                     store,

@@ -1,10 +1,9 @@
 """Batched writes on PostgreSQL store what the per-record path stores.
 
-An ingest writes its records' message ids and vectors in one statement per table (the rows
-as arrays) and reads its sessions' next positions in one statement. A namespace written in
-two batches must hold the very rows (texts, places, message ids, float and half-precision
-vectors) of the same messages written one ingest per message, and rank them the same.
-"""
+An ingest reads its sessions' next positions in one statement and writes its records in
+batches. A namespace written in two batches must hold the very rows (texts, places, message
+ids, float and half-precision vectors, postings) of the same messages written one ingest
+per message, and rank them the same."""
 
 from __future__ import annotations
 

@@ -224,7 +224,7 @@ def _ef_tradeoff(store: Any, big: Any, small: Any, probes: list[str]) -> dict[st
     """Recall and latency of HNSW per ``ef_search``; the smallest meeting the goal on both."""
     table: list[dict[str, Any]] = []
     for ef in EF_CHOICES:
-        tuned = store.with_settings(ef_search=ef)  # same pool, this ef_search
+        tuned = store.with_settings(ef_search=ef, client_ann=False)  # pgvector, this ef
         table.append(
             {
                 "ef_search": ef,

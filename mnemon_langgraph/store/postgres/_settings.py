@@ -57,9 +57,10 @@ cheap and no copy is worth its memory or first load (docs/results/search-scaling
 
 CLIENT_CACHE_MB = 512
 """Most memory (MiB) the cached copies of one store hold together, least recently searched
-dropped first: five bytes per dimension and record (the float vectors and their int8 copy)
-and the record's fields (:meth:`._vector_cache.NamespaceVectors.nbytes`; sizes per
-namespace in docs/postgres.md). A namespace that does not fit is scanned in the server."""
+dropped first: five bytes per dimension and record below ``exact_below`` (the float vectors
+and their int8 copy), the float vectors and the HNSW graph's links from there, and the
+record's fields (:func:`._vector_cache.bytes_per_record`; sizes per namespace in
+docs/postgres.md). A namespace that does not fit is searched in the server."""
 
 PGVECTOR_EF_SEARCH_BY_SIZE: tuple[tuple[int, int], ...] = ((10_000, 400),)
 """``(namespace records up to, hnsw.ef_search)``; larger namespaces use

@@ -134,34 +134,28 @@ class Writes:
         df: dict[str, int] = {}
         bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
-        msg_ids, msg_records, vec_ids, vec_rows = [], [], [], []
+        msg_rows, vec_rows = [], []
         for j, seq in inserted:
             rec = records[order[j]]
             written.append(dataclasses.replace(rec, seq=seq))
-            for mid in dict.fromkeys(rec.message_ids):
-                msg_ids.append(mid)
-                msg_records.append(rec.id)
-            vec_ids.append(rec.id)
-            vec_rows.append(np.asarray(vectors[order[j]], np.float32))
+            msg_rows += [(nsid, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)]
+            vec_rows.append((rec.id, nsid, vectors[order[j]]))
             terms, tfs, length = lexical[j]
             for term, tf in zip(terms, tfs, strict=True):
                 df[term] = df.get(term, 0) + 1
                 high, low = bounds.get(term, (tf, length))
                 bounds[term] = (max(high, tf), min(low, length))
             total_len += length
-        # one statement per table, the rows as arrays (in order): a statement per row cost
-        # the server a parse and an execution each (docs/results/search-scaling.md)
-        await conn.execute(
-            "INSERT INTO mnemon_messages(nsid, message_id, record_id) SELECT %s, m, r FROM "
-            "unnest(%s::text[], %s::text[]) AS x(m, r) ON CONFLICT DO NOTHING",
-            (nsid, msg_ids, msg_records),
+        await cur.executemany(
+            "INSERT INTO mnemon_messages(nsid, message_id, record_id) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            msg_rows,
         )
-        await conn.execute(  # + the half-precision copy the exact search scans (v3)
-            "WITH v AS (INSERT INTO mnemon_vectors(record_id, nsid, embedding) SELECT r, %s, e "
-            "FROM unnest(%s::text[], %s::vector[]) AS x(r, e) RETURNING record_id, nsid, "
-            "embedding) INSERT INTO mnemon_halfvecs(record_id, nsid, embedding) "
-            "SELECT record_id, nsid, embedding::halfvec FROM v",
-            (nsid, vec_ids, vec_rows),
+        await cur.executemany(  # + the half-precision copy the exact search scans (v3)
+            "WITH v AS (INSERT INTO mnemon_vectors(record_id, nsid, embedding) VALUES "
+            "(%s, %s, %s) RETURNING record_id, nsid, embedding) INSERT INTO mnemon_halfvecs"
+            "(record_id, nsid, embedding) SELECT record_id, nsid, embedding::halfvec FROM v",
+            vec_rows,
         )
         await self.adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         await self.write_postings(conn, nsid, [(seq, lexical[j]) for j, seq in inserted])

@@ -6,9 +6,11 @@ a time among another user's, and the View a real read graph composes for one mes
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
@@ -16,6 +18,7 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ReadSettings
 from mnemon_langgraph.read.state import ReadContext
+from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Message, Namespace, Record, Role, SearchHit
 
 
@@ -34,6 +37,20 @@ def chat_records(namespace: Namespace, turns: Sequence[tuple[str, Role, str, str
         )
         for i, (rid, role, text, mid) in enumerate(turns)
     ]
+
+
+class WordVectors(InMemorySearchSource):
+    """The word-overlap source with a query embedder and stored vectors (a
+    ``VectorSource``, as a store is): a bag of the package's terms hashed into 64 slots."""
+
+    def query_vector(self, query: str) -> np.ndarray:
+        vec = np.zeros(64)
+        for word in terms(query):
+            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+        return (vec / (np.linalg.norm(vec) or 1.0)).reshape(1, -1)
+
+    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
+        return {r.id: self.query_vector(r.text)[0] for r in self._records if r.id in set(ids)}
 
 
 class PlainSource:

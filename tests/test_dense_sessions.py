@@ -5,12 +5,11 @@ answer is pushed off the first pages by other sessions' records and comes back t
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import pytest
+from _chat_records import WordVectors
 from langchain_core.messages import HumanMessage
 
 from mnemon_langgraph.judges.fake import ScriptedDecisionModel
@@ -26,7 +25,6 @@ from mnemon_langgraph.read.graph import create_read_graph
 from mnemon_langgraph.read.memory import InMemorySearchSource, make_record
 from mnemon_langgraph.read.settings import ExperimentSwitches, ReadSettings
 from mnemon_langgraph.read.state import ReadContext
-from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import SearchHit
 
 NS = ("users", "ada")
@@ -276,20 +274,6 @@ def test_session_nearness_keeps_the_counts_order_without_stored_vectors() -> Non
     assert [s["session"] for s in got] == [s["session"] for s in count] == [1]
 
 
-class _WordVectors(InMemorySearchSource):
-    """The word-overlap source with stored vectors (a ``VectorSource``, as a store is): a
-    bag of the package's terms hashed into 64 slots."""
-
-    def query_vector(self, query: str) -> np.ndarray:
-        vec = np.zeros(64)
-        for word in terms(query):
-            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
-        return (vec / (np.linalg.norm(vec) or 1.0)).reshape(1, -1)
-
-    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
-        return {r.id: self.query_vector(r.text)[0] for r in self._records if r.id in set(ids)}
-
-
 def _near_and_dense() -> list[Any]:
     """Session 1 holds three records sharing the question's words among many others (the
     densest); session 2 two records that say little else (the nearest)."""
@@ -314,7 +298,7 @@ def test_session_nearness_searches_the_nearest_of_the_densest_sessions() -> None
     message: Any = {"messages": [HumanMessage("What colour did I paint my kayak paddle?")]}
     for i, settings in enumerate((base, base, near, near)):
         graph = create_read_graph(
-            source=_WordVectors(_near_and_dense()),
+            source=WordVectors(_near_and_dense()),
             judge=ScriptedDecisionModel(answers=lambda qid, question, state: 0.5),
             settings=settings,
         )

@@ -11,16 +11,14 @@ A field added to ``ReadSettings`` without a case here fails ``test_every_field_h
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 import pytest
-from _chat_records import PlainSource
+from _chat_records import PlainSource, WordVectors
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from test_planner import NEED_JSON, RoutingFakeChat
 
@@ -38,7 +36,6 @@ from mnemon_langgraph.read.settings import (
 )
 from mnemon_langgraph.read.state import ReadContext
 from mnemon_langgraph.search._fusion import RRF_K
-from mnemon_langgraph.search._text import terms
 from mnemon_langgraph.types import Record
 
 NS = ("users", "ada")
@@ -124,20 +121,6 @@ def _records(
             )
         )
     return out
-
-
-class _VectorMemory(InMemorySearchSource):
-    """The word-overlap source with a query embedder (a ``VectorSource``, as a store is):
-    a bag of the package's terms hashed into 64 slots."""
-
-    def query_vector(self, query: str) -> np.ndarray:
-        vec = np.zeros(64)
-        for word in terms(query):
-            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
-        return (vec / (np.linalg.norm(vec) or 1.0)).reshape(1, -1)
-
-    def stored_vectors(self, namespace: Any, ids: Any) -> dict[str, np.ndarray]:
-        return {r.id: self.query_vector(r.text)[0] for r in self._records if r.id in set(ids)}
 
 
 def _items() -> InMemoryItemSource:
@@ -308,7 +291,7 @@ def run_turn(
         # the coverage View leads with the user's mentions, so its share has some to budget
         switches = ExperimentSwitches(topic_records=6 * topic, coverage_records=12 * coverage)
         settings = replace(settings, experiments=switches)
-    memory = _VectorMemory if instruction else InMemorySearchSource
+    memory = WordVectors if instruction else InMemorySearchSource
     source = memory(_records(pieces, two_lines, instruction, replies))
     team: Any = None if team_delay is None else _Team(team_delay, team_dense)
     team = _plain_team() if team_plain else team

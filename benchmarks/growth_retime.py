@@ -47,6 +47,12 @@ def main() -> None:
     parser.add_argument("pair", help="SMALL:LARGE, as given to --growth")
     parser.add_argument("--calls", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--client-cache-mb",
+        type=int,
+        help="PostgreSQL: PostgresSettings.client_cache_mb (a namespace whose vector copy "
+        "does not fit it is searched by pgvector's HNSW)",
+    )
     args = parser.parse_args()
     (pair,) = growth.parse_pairs(args.pair)
     asked = [questions(args.corpus, n, args.seed, args.calls + 5) for n in pair]
@@ -56,7 +62,12 @@ def main() -> None:
     postgres = is_postgres_url(args.folder)
     target = args.folder if postgres else str(Path(args.folder) / "growth.db")
     server = growth.ServerCPU(target) if postgres else None  # the server's CPU too
-    with MnemonStore(target, WordMixEmbeddings(384)) as store:
+    options: dict[str, object] = {}
+    if postgres and args.client_cache_mb is not None:
+        from mnemon_langgraph.store.postgres import PostgresSettings
+
+        options["settings"] = PostgresSettings(client_cache_mb=args.client_cache_mb)
+    with MnemonStore(target, WordMixEmbeddings(384), **options) as store:  # type: ignore[arg-type]
         if postgres:  # the namespaces' vector copies load off the search path: wait for them
             for ns in namespaces:
                 store.search("settle", namespace=ns, k=1)

@@ -338,10 +338,12 @@ class PostgresEngine:
         finally:
             await self.pool.putconn(conn)
 
-    async def read(self, sql: str, params: Any = None) -> list[Any]:
-        """All rows of one read query on a pooled connection (or the held one)."""
+    async def read(self, sql: str, params: Any = None, *, binary: bool = False) -> list[Any]:
+        """All rows of one read query on a pooled connection (or the held one); ``binary``
+        asks for the result in PostgreSQL's binary format (vectors arrive as bytes that
+        pgvector's loader wraps without parsing text)."""
         async with self.connection() as conn:
-            cur = await conn.execute(sql, params)
+            cur = await conn.execute(sql, params, binary=binary)
             return list(await cur.fetchall())
 
     async def scalar(self, sql: str, params: Any = None) -> Any:

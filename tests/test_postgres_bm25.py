@@ -93,22 +93,31 @@ def test_sql_bm25_equals_embedded_bm25_on_locomo_dev(tmp_path: Path, postgres_ur
 
 
 @pytest.mark.slow
-def test_hybrid_search_equals_embedded_on_locomo_dev(tmp_path: Path, postgres_url: str) -> None:
+@pytest.mark.parametrize("where", ["server", "client"])
+def test_hybrid_search_equals_embedded_on_locomo_dev(
+    tmp_path: Path, postgres_url: str, where: str
+) -> None:
     """Same fused ranking on both backends, so the read graph (and ``mnemon eval``) sees the
-    same records: BM25 is equal (above) and dense search is exact on both at LoCoMo size."""
+    same records: BM25 is equal (above) and dense search is exact on both at LoCoMo size —
+    with both rankings in the server (no client copy) and on the namespace's client copy
+    (its vectors and BM25 index, loaded before the questions)."""
     files = sorted(LOCOMO_DEV.glob("*.json"))
     if not files:
         pytest.skip(f"LoCoMo dev conversations not found in {LOCOMO_DEV}")
     compared = 0
+    settings = PostgresSettings(client_cache_mb=0 if where == "server" else 512)
     with (
         MnemonStore(tmp_path / "m.db", fake_embeddings()) as emb,
-        MnemonStore(postgres_url, fake_embeddings()) as pg,
+        MnemonStore(postgres_url, fake_embeddings(), settings=settings) as pg,
     ):
         for path in files[:2]:
             conv = load_locomo(path)[0]
             ns = ("locomo", path.stem)
             emb.ingest(ns, conv.messages, origin=path.name)
             pg.ingest(ns, conv.messages, origin=path.name)
+            pg.search("warm up", namespace=ns, k=1)  # the copy loads off the search path
+            pg._run(pg.dense.cache.settle())
+            assert len(pg.dense.cache._copies) == (0 if where == "server" else compared // 40 + 1)
             for qa in conv.qa[:40]:
                 query = str(qa["question"])
                 a = [

@@ -1,7 +1,8 @@
 """The hybrid search on PostgreSQL takes a second connection only when the pool has one
 free: with a pool of one connection, many threads searching at once all get the same
 answers as one search alone (no deadlock, no error); on an idle larger pool the two
-rankings do run on two connections."""
+rankings do run on two connections. (Both rankings in the server, as for a namespace not
+copied into the client: a copied one runs neither there.)"""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _reliability_common import fake_embeddings
 
 from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres import PostgresSettings
 from mnemon_langgraph.store.postgres._engine import PostgresEngine
 from mnemon_langgraph.types import Message
 
 QUERIES = ["alpha beta", "gamma note3", "beta", "alpha note7 filler"]
+SERVER = PostgresSettings(client_cache_mb=0)  # both rankings in the server at every search
 
 
 def _messages() -> list[Message]:
@@ -63,7 +66,7 @@ def test_a_one_connection_pool_serves_concurrent_searches_one_ranking_after_the_
     got = _spy(monkeypatch)
     results: list[tuple[str, list[str]]] = []
     errors: list[BaseException] = []
-    with PostgresStore(postgres_url, fake_embeddings(), pool_size=1) as pg:
+    with PostgresStore(postgres_url, fake_embeddings(), pool_size=1, settings=SERVER) as pg:
 
         def work(i: int) -> None:
             try:
@@ -87,7 +90,7 @@ def test_a_one_connection_pool_serves_concurrent_searches_one_ranking_after_the_
 def test_an_idle_pool_runs_the_two_rankings_on_two_connections(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with PostgresStore(postgres_url, fake_embeddings(), pool_size=4) as pg:
+    with PostgresStore(postgres_url, fake_embeddings(), pool_size=4, settings=SERVER) as pg:
         pg.ingest(("s",), _messages(), origin="test", pack=False)
 
         async def two_ready() -> None:  # the pool opens one connection; have two idle

@@ -147,8 +147,79 @@ def test_the_copy_follows_writes_and_deletions_of_another_store(postgres_url: st
         _same(_dense(reader, "w7 w30"), _dense(reader.with_settings(client_cache_mb=0), "w7 w30"))
 
 
-def test_small_namespaces_and_those_over_the_budget_scan_in_the_server(postgres_url: str) -> None:
-    with PostgresStore(postgres_url, WordSumEmbeddings()) as pg:  # the defaults
+def test_a_copied_namespace_is_ranked_in_the_client_alike_and_never_by_the_server(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its copy in (vectors and BM25 index), a search of the namespace runs no ranking
+    query in the server and gives the server's hybrid ranking (ids, BM25 and dense ranks),
+    with and without filters, also after another store's writes and deletions."""
+    from mnemon_langgraph.store.postgres import _dense as dense_module
+    from mnemon_langgraph.store.postgres._bm25 import BM25Query
+
+    server_rankings: list[str] = []
+    real_top, real_sql = BM25Query.top, dense_module.exact_dense_sql
+
+    async def top(self: BM25Query, *args: object, **kwargs: object) -> object:
+        server_rankings.append("bm25")
+        return await real_top(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def dense_sql(where: str, half: bool) -> str:
+        server_rankings.append("dense")
+        return real_sql(where, half)
+
+    monkeypatch.setattr(BM25Query, "top", top)
+    monkeypatch.setattr(dense_module, "exact_dense_sql", dense_sql)
+    filters = [
+        None,
+        SearchFilters(session_from=2, session_to=3),
+        SearchFilters(date_from=START + timedelta(days=100), date_to=START + timedelta(days=300)),
+    ]
+
+    def compare(pg: PostgresStore, server: PostgresStore) -> int:
+        compared = 0
+        for q in [*QUERIES, "w9 w9 w21 nothing-like-it"]:
+            for f in filters:
+                server_rankings.clear()
+                hits = pg.search(q, namespace=NS, k=20, filters=f)
+                assert server_rankings == []  # both rankings on the copy
+                ref = server.search(q, namespace=NS, k=20, filters=f)
+                assert sorted(set(server_rankings)) == ["bm25", "dense"]  # the reference
+                assert len(ref) == 20
+                assert [(h.record.id, h.bm25_rank, h.dense_rank) for h in hits] == [
+                    (h.record.id, h.bm25_rank, h.dense_rank) for h in ref
+                ]
+                compared += 1
+        return compared
+
+    emb = WordSumEmbeddings()
+    with (
+        PostgresStore(postgres_url, emb, settings=CACHED) as pg,
+        PostgresStore(postgres_url, emb) as writer,
+    ):
+        writer.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        server = pg.with_settings(client_cache_mb=0)
+        _copied(pg)
+        copy = next(iter(pg.dense.cache._copies.values()))
+        assert copy.lexical is not None and len(copy.lexical) == 600
+        assert compare(pg, server) == 15
+        # another store adds a record made of a query's words and deletes others
+        writer.ingest(NS, [Message("w7 w30 w7", "A", id="new", session=2)], origin="test")
+        top_ids = [h.record.id for h in server.search("w1 w2 w3", namespace=NS, k=5)]
+        writer.delete_records(NS, top_ids, reason="test")
+        pg.search("w5", namespace=NS, k=1)  # deletions: the copy updates off the search path
+        pg.engine.run(pg.dense.cache.settle())
+        assert next(iter(pg.dense.cache._copies.values())) is copy and len(copy.lexical) == 596
+        assert compare(pg, server) == 15
+        first = pg.search("w7 w30", namespace=NS, k=3)[0]
+        assert first.record.message_ids == ("new",) and first.bm25_rank == 0
+        assert not {h.record.id for h in pg.search("w1 w2 w3", namespace=NS, k=50)} & set(top_ids)
+
+
+def test_namespaces_below_client_scan_from_and_over_the_budget_scan_in_the_server(
+    postgres_url: str,
+) -> None:
+    small = PostgresSettings(client_scan_from=1_000)
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=small) as pg:
         pg.ingest(NS, _messages(0, 200), origin="test", pack=False)
         assert _dense(pg, "w1") and not pg.dense.cache._copies  # 200 < client_scan_from
         tight = pg.with_settings(client_scan_from=0, client_cache_mb=0)
@@ -183,7 +254,8 @@ def test_a_selective_filter_runs_bm25_as_the_full_query(
         return await real(self, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(BM25Query, "_impact", counted)
-    settings = PostgresSettings(client_scan_from=0, bm25_full_below=100)
+    # BM25 in the server (the copy's own BM25 index would answer the search in the client)
+    settings = PostgresSettings(client_scan_from=0, bm25_full_below=100, client_bm25=False)
     one_session = SearchFilters(session_from=1, session_to=1)  # a quarter of the records
     with PostgresStore(postgres_url, WordSumEmbeddings(), settings=settings) as pg:
         pg.ingest(NS, _messages(0, 600), origin="test", pack=False)

@@ -14,7 +14,8 @@ namespaces too large for ``client_cache_mb`` (and searches while a copy loads).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from mnemon_langgraph.store.postgres._settings import (
     PostgresSettings,
     pgvector_ef_search_for,
 )
-from mnemon_langgraph.store.postgres._vector_cache import VectorCache
+from mnemon_langgraph.store.postgres._vector_cache import NamespaceVectors, VectorCache
 from mnemon_langgraph.types import SearchFilters
 
 __all__ = ["DenseSearch", "exact_dense_sql"]
@@ -76,11 +77,31 @@ class DenseSearch:
     """The dense ranking of one namespace: ``(seq, id, cosine distance)``, nearest first."""
 
     def __init__(
-        self, settings: PostgresSettings, connect: Callable[[], Any] | None = None
+        self,
+        settings: PostgresSettings,
+        connect: Callable[[], Any] | None = None,
+        spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]] | None = None,
     ) -> None:
         self.settings = settings
         ann_from = settings.exact_below if settings.client_ann else None
-        self.cache = VectorCache(settings.client_cache_mb * 2**20, connect, ann_from)
+        self.cache = VectorCache(
+            settings.client_cache_mb * 2**20, connect, ann_from, settings.client_bm25, spawn
+        )
+
+    def _copied(self, docs: int, dim: int, exact: bool) -> bool:
+        """Whether a namespace of ``docs`` records is searched on a client copy."""
+        settings = self.settings
+        copied = exact or self.cache.approximates(docs)  # else pgvector's HNSW
+        return copied and docs >= settings.client_scan_from and self.cache.fits(docs, dim)
+
+    async def held_copy(self, conn: Any, nsid: int, docs: int, dim: int) -> NamespaceVectors | None:
+        """The namespace's client copy, current, when one is already held and of the kind
+        its size asks for (``None``: search as :meth:`rank` does, which loads one)."""
+        exact = docs < self.settings.exact_below
+        if not self.cache.holds(nsid) or not self._copied(docs, dim, exact):
+            return None
+        copy = await self.cache.current(conn, nsid, dim)
+        return copy if copy is not None and copy.approximate != exact else None
 
     async def rank(
         self,
@@ -95,8 +116,7 @@ class DenseSearch:
         """The ``k`` nearest vectors, exact or HNSW by the namespace's size (``docs``)."""
         settings = self.settings
         exact = exact if exact is not None else docs < settings.exact_below
-        copied = exact or self.cache.approximates(docs)  # else pgvector's HNSW
-        if copied and docs >= settings.client_scan_from and self.cache.fits(docs, qv.size):
+        if self._copied(docs, qv.size, exact):
             copy = await self.cache.current(conn, nsid, qv.size)
             if copy is not None and copy.approximate != exact:  # exact only when asked
                 return copy.rank(qv, int(k), filters)

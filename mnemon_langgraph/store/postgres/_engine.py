@@ -108,10 +108,21 @@ async def _borrowed(conn: Any) -> AsyncIterator[Any]:
 
 
 class _PoolState:
-    """What the exit hook closes: the pool, once :meth:`PostgresEngine.open_pool` made it."""
+    """What the exit hook closes: the pool, once :meth:`PostgresEngine.open_pool` made it,
+    and the background tasks :meth:`PostgresEngine.spawn` started and that still run."""
 
     def __init__(self) -> None:
         self.pool: Any = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
+    """Cancel the background tasks still running and wait for them to unwind (their
+    connections go back to the pool before it closes)."""
+    running = list(tasks)
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
 
 
 _CLOSE_TIMEOUT_S = 10.0  # the longest closing waits for the pool's connections and workers
@@ -126,17 +137,22 @@ def _shutdown(loop: LoopThread, state: _PoolState) -> None:
     the loop, so it schedules the close and the stop there instead.
     """
     pool, state.pool = state.pool, None
+
+    async def close() -> None:
+        await _cancel(state.tasks)
+        if pool is not None:
+            await pool.close(timeout=_CLOSE_TIMEOUT_S)
+
     if threading.current_thread() is loop.thread:
 
         async def close_then_stop() -> None:
-            if pool is not None:
-                await pool.close(timeout=_CLOSE_TIMEOUT_S)
+            await close()
             loop.loop.stop()
 
         loop.loop.create_task(close_then_stop())
         return
-    if pool is not None and loop.thread.is_alive():
-        future = asyncio.run_coroutine_threadsafe(pool.close(timeout=_CLOSE_TIMEOUT_S), loop.loop)
+    if (pool is not None or state.tasks) and loop.thread.is_alive():
+        future = asyncio.run_coroutine_threadsafe(close(), loop.loop)
         try:
             future.result(timeout=2 * _CLOSE_TIMEOUT_S)
         except Exception:  # closing is best effort: the server may be gone already
@@ -194,6 +210,18 @@ class PostgresEngine:
     async def submit(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the engine's loop without blocking the caller's loop."""
         return await self._loop.submit(coro)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Start ``coro`` as a background task on the engine's loop (call on that loop), in
+        a fresh context (not the caller's, which may hold a connection in a transaction).
+        Closing the engine, by :meth:`close`, the collector or the interpreter's exit,
+        cancels it first, so no task is left pending when the loop stops."""
+        tasks = self._state.tasks
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, context=contextvars.Context())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        return task
 
     # -- lifecycle ----------------------------------------------------------------------
 

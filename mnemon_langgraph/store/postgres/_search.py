@@ -71,9 +71,20 @@ class HybridSearch:
             if found is None:
                 return [], []
             nsid, docs = found
+            known: list[np.ndarray] = []
+            if self.dense.cache.lexical and self.dense.cache.holds(nsid):
+                # a copy with its BM25 index is held: both rankings in this process, no
+                # ranking query in the server (the query embedded first: nothing may
+                # await between taking the current copy and ranking on it)
+                known.append(await asyncio.to_thread(self.query_vector, query))
+                copy = await self.dense.held_copy(conn, nsid, docs, known[0].size)
+                if copy is not None and copy.lexical is not None:
+                    return copy.lexical_rank(query, depth, filters), copy.rank(
+                        known[0], depth, filters
+                    )
 
             async def dense_on(dconn: Any) -> Ranking:
-                qv = await asyncio.to_thread(self.query_vector, query)
+                qv = known[0] if known else await asyncio.to_thread(self.query_vector, query)
                 return await self.dense.rank(dconn, nsid, docs, qv, depth, filters)
 
             share = self.dense.cache.share(nsid, filters)  # what the filters keep, if known

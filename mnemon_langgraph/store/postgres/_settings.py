@@ -48,12 +48,15 @@ scan meets the recall goal in a few hundred milliseconds at no cost to ingest, w
 denser HNSW graph that would match it makes every insert slower (figures: docs/results and
 the README's PostgreSQL section)."""
 
-CLIENT_SCAN_FROM = 10_000
-"""Namespaces with at least this many records (and fewer than :data:`EXACT_BELOW`) are
-searched exactly in the client, on a cached copy of their vectors (:mod:`._vector_cache`):
-the server's exact scan reads every vector of the namespace at every search, so the search
-grew with the namespace and long histories' reads were slow; below this size that scan is
-cheap and no copy is worth its memory or first load (docs/results/search-scaling.md)."""
+CLIENT_SCAN_FROM = 1
+"""Namespaces with at least this many records are searched in the client, on a cached copy
+of their vectors and (``client_bm25``) their BM25 index (:mod:`._vector_cache`), exactly
+below :data:`EXACT_BELOW`: the server's exact scan reads every vector of the namespace at
+every search, so the search grew with the namespace; and its BM25 query scores every record
+holding a query word, so even a thousand-record namespace cost the server over 100 ms of CPU
+a read (docs/results/search-scaling.md). With both rankings in the copy a copy pays at any
+size (its first load is off the search path); set a larger value to keep small namespaces'
+searches in the server (``client_cache_mb=0``: every search)."""
 
 CLIENT_CACHE_MB = 512
 """Most memory (MiB) the cached copies of one store hold together, least recently searched
@@ -111,6 +114,9 @@ class PostgresSettings:
         client_ann: Namespaces from ``exact_below`` records are searched in this process
             too, on an approximate copy (the embedded backend's FAISS HNSW) when it fits
             ``client_cache_mb`` (``False``: pgvector's HNSW in the server).
+        client_bm25: Those copies also hold the namespace's BM25 index, so a search of a
+            copied namespace ranks both sides in this process (``False``: BM25 in the
+            server at every search).
         bm25_prune: BM25 reads impact postings score at a time and stops once the top
             ``k`` is proven (``False``: the one full query, the reference ranking).
         bm25_full_below: Queries whose terms have fewer postings run the full query.
@@ -127,6 +133,7 @@ class PostgresSettings:
     client_scan_from: int = CLIENT_SCAN_FROM
     client_cache_mb: int = CLIENT_CACHE_MB
     client_ann: bool = True
+    client_bm25: bool = True
     bm25_prune: bool = True
     bm25_full_below: int = FULL_BELOW_POSTINGS
     bm25_first_parts: int = FIRST_PARTS
@@ -148,7 +155,7 @@ class PostgresSettings:
         _check_int("bm25_pack_part", self.bm25_pack_part, 1)
         if self.ef_search is not None:
             _check_int("ef_search", self.ef_search, 1)
-        for name in ("half_scan", "client_ann", "bm25_prune"):
+        for name in ("half_scan", "client_ann", "client_bm25", "bm25_prune"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigurationError(f"{name} must be True or False")
 

@@ -127,7 +127,8 @@ class PostgresStore(MnemonStore):
         self.writes = Writes(self.engine, self.packs, self.reads, self._records_of, self._embed)
         self.retention = Retention(self.writes)
         self.bm25 = BM25Query(settings)
-        self.dense = DenseSearch(settings, self.engine.connection)  # copies load off-path
+        # copies load off the search path, as tasks the engine cancels when it closes
+        self.dense = DenseSearch(settings, self.engine.connection, self.engine.spawn)
         self.searches = HybridSearch(
             self.engine, self.reads, self.bm25, self.dense, self.query_vector, self.candidate_depth
         )

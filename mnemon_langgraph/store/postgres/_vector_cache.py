@@ -31,6 +31,13 @@ does not match (a record without a vector) is dropped and the server scans.
 A namespace's first copy, an update of more than one batch of new rows and one after
 deletions load on a connection of its own, off the search's path: the searches meanwhile
 scan in the server, so no search waits for a large namespace's vectors to arrive.
+
+With ``lexical`` (``settings.client_bm25``) a copy also holds the namespace's BM25 index,
+the embedded backend's own (:class:`~mnemon_langgraph.search._bm25.BM25Index`, built from
+the records' text as they arrive with their vectors, the same tokenizer and formula as the
+server's query), so a search of a copied namespace ranks both sides in this process: the
+server's BM25 query scored every record holding a query word, a few milliseconds of server
+CPU each even at a thousand records, twenty-odd times a read (docs/results/search-scaling.md).
 """
 
 from __future__ import annotations
@@ -39,13 +46,13 @@ import asyncio
 import contextvars
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from mnemon_langgraph.search._bm25 import date_to_epoch
+from mnemon_langgraph.search._bm25 import BM25Index, date_to_epoch
 from mnemon_langgraph.search._vectors import VectorIndex, normalize_rows
 from mnemon_langgraph.store.postgres._rows import NO_DATE
 from mnemon_langgraph.types import SearchFilters
@@ -59,7 +66,7 @@ _STATE_SQL = (
     "FROM mnemon_namespaces n WHERE n.nsid = %s"
 )
 _ROWS_SQL = (
-    "SELECT r.seq, r.id, r.session, r.date_epoch, v.embedding FROM mnemon_records r "
+    "SELECT r.seq, r.id, r.session, r.date_epoch, v.embedding{text} FROM mnemon_records r "
     "JOIN mnemon_vectors v ON v.record_id = r.id WHERE r.nsid = %s AND r.seq > %s "
     "ORDER BY r.seq"
 )
@@ -67,24 +74,31 @@ _BATCH = 4096  # rows fetched and added at a time
 _ANN_INLINE = 64  # new rows an approximate copy adds on the search path (a graph insert
 # costs far more than a flat one); more are added off it
 _PER_RECORD_BYTES = 200  # seq, session, date, the id and its dict entry, roughly
+LEXICAL_BYTES = 700
+"""Client memory per record of a copy's BM25 index, about: its postings (8 bytes each, some
+60 distinct words a 600-character record), the one-byte rows of common words and the
+record's own fields."""
 
 
-def bytes_per_record(dim: int, approximate: bool, hnsw_m: int = 32) -> int:
+def bytes_per_record(dim: int, approximate: bool, hnsw_m: int = 32, lexical: bool = False) -> int:
     """Client memory per record of a copy, about: the float vectors and their int8 copy
     (exact), or the float vectors and the HNSW graph's links (``2 × hnsw_m`` neighbours
-    on the base layer, a little more above it), and the record's fields."""
+    on the base layer, a little more above it), the record's fields, and with ``lexical``
+    its share of the BM25 index (:data:`LEXICAL_BYTES`)."""
     graph = hnsw_m * 2 * 4 + 16 if approximate else dim
-    return dim * 4 + graph + _PER_RECORD_BYTES
+    return dim * 4 + graph + _PER_RECORD_BYTES + (LEXICAL_BYTES if lexical else 0)
 
 
 @dataclass
 class NamespaceVectors:
-    """One namespace's vectors in the client: the exact index and each record's fields.
+    """One namespace's vectors in the client: the exact index and each record's fields,
+    and with ``lexical`` its BM25 index over the same records.
 
     ``seqs`` ascending; ``ids``, ``sessions`` and ``dates`` parallel to it.
     """
 
     index: VectorIndex
+    lexical: BM25Index | None = None
     seqs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     ids: list[str] = field(default_factory=list)
     sessions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -109,11 +123,13 @@ class NamespaceVectors:
 
     def nbytes(self) -> int:
         """Memory held, about (:func:`bytes_per_record`)."""
-        per = bytes_per_record(self.index.dim, self.approximate, self.index.hnsw_m)
+        lexical = self.lexical is not None
+        per = bytes_per_record(self.index.dim, self.approximate, self.index.hnsw_m, lexical)
         return self.count * per
 
     def add(self, rows: list[tuple[Any, ...]]) -> None:
-        """Append ``(seq, id, session, date_epoch, embedding)`` rows, ``seq`` ascending."""
+        """Append ``(seq, id, session, date_epoch, embedding[, text])`` rows, ``seq``
+        ascending (the text when the copy has a BM25 index)."""
         self.extend([columns(rows)])
 
     def extend(self, parts: list[Columns]) -> None:
@@ -125,6 +141,9 @@ class NamespaceVectors:
             return
         seqs = np.concatenate([p[0] for p in parts])
         self.index.add(seqs, np.concatenate([p[4] for p in parts]))
+        if self.lexical is not None:
+            for p in parts:
+                self.lexical.add(p[0].tolist(), p[1], p[5], p[2].tolist(), p[3].tolist())
         self.seqs = np.concatenate([self.seqs, seqs])
         self.ids += [rid for p in parts for rid in p[1]]
         self.sessions = np.concatenate([self.sessions, *(p[2] for p in parts)])
@@ -137,6 +156,8 @@ class NamespaceVectors:
         if alive.all():
             return
         self.index.remove(self.seqs[~alive].tolist())
+        if self.lexical is not None:
+            self.lexical.remove(self.seqs[~alive].tolist())
         self.seqs, self.sessions, self.dates = (
             self.seqs[alive],
             self.sessions[alive],
@@ -172,21 +193,43 @@ class NamespaceVectors:
         at = np.searchsorted(self.seqs, seqs)
         return [(int(seqs[i]), self.ids[at[i]], float(1.0 - scores[i])) for i in order]
 
+    def lexical_rank(
+        self, query: str, k: int, filters: SearchFilters | None
+    ) -> list[tuple[int, str, float]]:
+        """The BM25 top ``k`` (the copy has a BM25 index): ``(seq, id, score)``, best first,
+        ties by seq, records holding no query word left out: the server query's ranking."""
+        assert self.lexical is not None  # callers check
+        mask = None
+        if filters is not None and filters != SearchFilters():
+            low, high = filters.date_from, filters.date_to
+            mask = self.lexical.allowed_mask(
+                session_from=filters.session_from,
+                session_to=filters.session_to,
+                date_from=None if low is None else date_to_epoch(low),
+                date_to=None if high is None else date_to_epoch(high),
+            )
+        seqs, scores = self.lexical.search(query, int(k), mask=mask)
+        at = np.searchsorted(self.seqs, seqs)
+        return [(int(s), self.ids[a], float(v)) for s, a, v in zip(seqs, at, scores, strict=True)]
 
-Columns = tuple[np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]
-"""``(seqs, ids, sessions, dates, unit vectors)`` of some rows."""
+
+Columns = tuple[np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray, list[str]]
+"""``(seqs, ids, sessions, dates, unit vectors, texts)`` of some rows (``texts`` empty when
+the rows came without them)."""
 
 
 def columns(rows: list[tuple[Any, ...]]) -> Columns:
-    """``(seq, id, session, date_epoch, embedding)`` rows as arrays (:data:`Columns`)."""
+    """``(seq, id, session, date_epoch, embedding[, text])`` rows as arrays
+    (:data:`Columns`)."""
     if not rows:
         empty = np.zeros(0, np.int64)
-        return empty, [], empty, empty, np.zeros((0, 0), np.float32)
+        return empty, [], empty, empty, np.zeros((0, 0), np.float32), []
     seqs = np.fromiter((int(r[0]) for r in rows), np.int64, len(rows))
     vecs = np.stack([np.asarray(_floats(r[4]), np.float32) for r in rows])
     sessions = np.array([r[2] for r in rows], np.int64)
     dates = np.array([r[3] for r in rows], np.int64)
-    return seqs, [str(r[1]) for r in rows], sessions, dates, normalize_rows(vecs)
+    texts = [str(r[5]) for r in rows] if len(rows[0]) > 5 else []
+    return seqs, [str(r[1]) for r in rows], sessions, dates, normalize_rows(vecs), texts
 
 
 def _floats(value: Any) -> Any:
@@ -205,6 +248,9 @@ class VectorCache:
         connect: Opens a connection of its own (copies then load off the search path).
         approximate_from: Records from which a copy is the approximate index (``None``:
             always exact).
+        lexical: Copies also hold the namespace's BM25 index (see the module).
+        spawn: Starts a load as a background task (the engine's :meth:`spawn`, which
+            cancels it when the engine closes); default a task of the running loop.
     """
 
     def __init__(
@@ -212,10 +258,14 @@ class VectorCache:
         budget_bytes: int,
         connect: Callable[[], Any] | None = None,
         approximate_from: int | None = None,
+        lexical: bool = False,
+        spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]] | None = None,
     ) -> None:
+        self._spawn = spawn
         self.budget = int(budget_bytes)
         self._connect = connect
         self.approximate_from = approximate_from
+        self.lexical = lexical
         self._copies: OrderedDict[int, NamespaceVectors] = OrderedDict()
         self._locks: dict[int, asyncio.Lock] = {}
         self._refused: dict[int, tuple[int, int]] = {}
@@ -230,9 +280,14 @@ class VectorCache:
         allowed = copy.allowed(filters)
         return 1.0 if allowed is None else len(allowed) / copy.count
 
+    def holds(self, nsid: int) -> bool:
+        """Whether a copy of the namespace is held (as it is: maybe not current)."""
+        return nsid in self._copies
+
     def fits(self, docs: int, dim: int) -> bool:
         """Whether a namespace of ``docs`` records could be copied at all."""
-        return docs * bytes_per_record(dim, self.approximates(docs)) <= self.budget
+        per = bytes_per_record(dim, self.approximates(docs), lexical=self.lexical)
+        return docs * per <= self.budget
 
     def approximates(self, docs: int) -> bool:
         """Whether a copy of a namespace of ``docs`` records is the approximate index."""
@@ -278,6 +333,9 @@ class VectorCache:
             finally:
                 self._loading.pop(nsid, None)
 
+        if self._spawn is not None:
+            self._loading[nsid] = self._spawn(load())
+            return
         # a fresh context: not the caller's (it may hold a connection in a transaction)
         loop = asyncio.get_running_loop()
         self._loading[nsid] = loop.create_task(load(), context=contextvars.Context())
@@ -326,7 +384,10 @@ class VectorCache:
             docs = int(row[0])
             if copy is None or copy.index.dim != dim:
                 ann_from = self.approximate_from
-                copy = NamespaceVectors(VectorIndex(dim, hnsw_threshold=ann_from or 2**62))
+                copy = NamespaceVectors(
+                    VectorIndex(dim, hnsw_threshold=ann_from or 2**62),
+                    BM25Index() if self.lexical else None,
+                )
             # a server-side cursor read in batches; an exact copy adds them one by one (the
             # rows never sit in memory all at once), an approximate one (or one about to
             # become it) at once in a worker thread: a graph is built on every core, not
@@ -334,10 +395,15 @@ class VectorCache:
             bulk = self.approximates(docs)
             pending: list[Columns] = []
             async with conn.cursor(name="mnemon_vector_copy", binary=True) as cur:
-                await cur.execute(_ROWS_SQL, (nsid, copy.max_seq))
+                text = ", r.text" if copy.lexical is not None else ""
+                await cur.execute(_ROWS_SQL.format(text=text), (nsid, copy.max_seq))
                 while rows := await cur.fetchmany(_BATCH):
                     if bulk:
                         pending.append(columns(rows))
+                    elif copy.lexical is not None and len(rows) > _ANN_INLINE:
+                        # tokenizing a batch's texts would hold the loop for a while; no
+                        # search holds this copy meanwhile (taken out of the cache)
+                        await asyncio.to_thread(copy.add, rows)
                     else:
                         copy.add(rows)
             if pending:

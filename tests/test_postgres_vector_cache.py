@@ -215,6 +215,34 @@ def test_a_copied_namespace_is_ranked_in_the_client_alike_and_never_by_the_serve
         assert not {h.record.id for h in pg.search("w1 w2 w3", namespace=NS, k=50)} & set(top_ids)
 
 
+def test_a_namespace_the_budget_holds_only_without_bm25_is_copied_with_its_vectors(
+    postgres_url: str,
+) -> None:
+    """1 MiB holds 1,500 records' 32-dimension vectors (~360 bytes each) but not with their
+    BM25 index (~1,060): the copy holds the vectors, BM25 runs in the server, and the
+    ranking is the server's; 600 records get both."""
+    with PostgresStore(
+        postgres_url, WordSumEmbeddings(), settings=PostgresSettings(client_cache_mb=1)
+    ) as pg:
+        pg.ingest(NS, _messages(0, 1500), origin="test", pack=False)
+        pg.ingest(("small",), _messages(0, 600), origin="test", pack=False)
+        _copied(pg)
+        copy = next(iter(pg.dense.cache._copies.values()))
+        assert copy.count == 1500 and copy.lexical is None
+        server = pg.with_settings(client_cache_mb=0)
+        for q in QUERIES:
+            hits = pg.search(q, namespace=NS, k=20)
+            ref = server.search(q, namespace=NS, k=20)
+            assert len(ref) == 20
+            assert [(h.record.id, h.bm25_rank, h.dense_rank) for h in hits] == [
+                (h.record.id, h.bm25_rank, h.dense_rank) for h in ref
+            ]
+        pg.search("w1", namespace=("small",), k=1)
+        pg.engine.run(pg.dense.cache.settle())
+        small = [c for c in pg.dense.cache._copies.values() if c.count == 600]
+        assert len(small) == 1 and small[0].lexical is not None
+
+
 def test_namespaces_below_client_scan_from_and_over_the_budget_scan_in_the_server(
     postgres_url: str,
 ) -> None:

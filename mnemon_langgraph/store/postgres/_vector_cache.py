@@ -284,10 +284,17 @@ class VectorCache:
         """Whether a copy of the namespace is held (as it is: maybe not current)."""
         return nsid in self._copies
 
-    def fits(self, docs: int, dim: int) -> bool:
-        """Whether a namespace of ``docs`` records could be copied at all."""
-        per = bytes_per_record(dim, self.approximates(docs), lexical=self.lexical)
+    def fits(self, docs: int, dim: int, lexical: bool = False) -> bool:
+        """Whether a namespace of ``docs`` records could be copied at all (with ``lexical``:
+        with its BM25 index)."""
+        per = bytes_per_record(dim, self.approximates(docs), lexical=lexical)
         return docs * per <= self.budget
+
+    def with_lexical(self, docs: int, dim: int) -> bool:
+        """Whether a copy of a namespace of ``docs`` records holds its BM25 index: when the
+        store asks for it and the budget holds both; a namespace that fits only without it
+        is copied with its vectors alone (BM25 then runs in the server)."""
+        return self.lexical and self.fits(docs, dim, lexical=True)
 
     def approximates(self, docs: int) -> bool:
         """Whether a copy of a namespace of ``docs`` records is the approximate index."""
@@ -386,8 +393,10 @@ class VectorCache:
                 ann_from = self.approximate_from
                 copy = NamespaceVectors(
                     VectorIndex(dim, hnsw_threshold=ann_from or 2**62),
-                    BM25Index() if self.lexical else None,
+                    BM25Index() if self.with_lexical(docs, dim) else None,
                 )
+            elif copy.lexical is not None and not self.with_lexical(docs, dim):
+                copy.lexical = None  # grown past what the budget holds with it
             # a server-side cursor read in batches; an exact copy adds them one by one (the
             # rows never sit in memory all at once), an approximate one (or one about to
             # become it) at once in a worker thread: a graph is built on every core, not

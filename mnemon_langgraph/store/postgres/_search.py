@@ -72,16 +72,19 @@ class HybridSearch:
                 return [], []
             nsid, docs = found
             known: list[np.ndarray] = []
-            if self.dense.cache.lexical and self.dense.cache.holds(nsid):
-                # a copy with its BM25 index is held: both rankings in this process, no
-                # ranking query in the server (the query embedded first: nothing may
-                # await between taking the current copy and ranking on it)
-                known.append(await asyncio.to_thread(self.query_vector, query))
-                copy = await self.dense.held_copy(conn, nsid, docs, known[0].size)
-                if copy is not None and copy.lexical is not None:
-                    return copy.lexical_rank(query, depth, filters), copy.rank(
-                        known[0], depth, filters
-                    )
+            if self.dense.cache.holds(nsid):
+                # a copy is held: its rankings in this process, both when it has the BM25
+                # index (no ranking query in the server). The query is embedded first:
+                # nothing may await between taking the current copy and ranking on it.
+                qv = await asyncio.to_thread(self.query_vector, query)
+                copy = await self.dense.held_copy(conn, nsid, docs, qv.size)
+                if copy is not None:
+                    dense = copy.rank(qv, depth, filters)
+                    if copy.lexical is not None:
+                        return copy.lexical_rank(query, depth, filters), dense
+                    share = self.dense.cache.share(nsid, filters)
+                    return await self.bm25.top(conn, nsid, query, depth, filters, share), dense
+                known.append(qv)
 
             async def dense_on(dconn: Any) -> Ranking:
                 qv = known[0] if known else await asyncio.to_thread(self.query_vector, query)

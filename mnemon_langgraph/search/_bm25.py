@@ -64,6 +64,7 @@ import numpy as np
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1
 from mnemon_langgraph.search._maxscore import MaxScore
 from mnemon_langgraph.search._text import STOPWORDS, terms, tokenizer_id
+from mnemon_langgraph.types import SearchFilters
 
 __all__ = ["NO_DATE", "STOPWORDS", "BM25Index", "IndexFileError", "date_to_epoch", "tokenize"]
 
@@ -323,6 +324,19 @@ class BM25Index(MaxScore):
             if date_to is not None:
                 mask &= self._dates <= date_to
         return mask
+
+    def filter_mask(self, filters: SearchFilters | None) -> np.ndarray | None:
+        """:meth:`allowed_mask` of a search's ``filters`` (their dates as epoch seconds);
+        ``None`` when there is no filter (every live document)."""
+        if filters is None or filters == SearchFilters():
+            return None
+        low, high = filters.date_from, filters.date_to
+        return self.allowed_mask(
+            session_from=filters.session_from,
+            session_to=filters.session_to,
+            date_from=None if low is None else date_to_epoch(low),
+            date_to=None if high is None else date_to_epoch(high),
+        )
 
     def last_live(self) -> tuple[int, str] | None:
         """``(seq, id)`` of the live document with the highest ``seq`` (``None``: none)."""

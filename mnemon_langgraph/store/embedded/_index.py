@@ -727,16 +727,8 @@ class NamespaceIndex:
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The BM25 index's mask of the records ``filters`` allows, and their seqs
         (``None, None``: no filter). Call under :attr:`lock`, after :meth:`sync`."""
-        if filters is None or filters == SearchFilters():
-            return None, None
-        low, high = filters.date_from, filters.date_to
-        mask = self.bm25.allowed_mask(
-            session_from=filters.session_from,
-            session_to=filters.session_to,
-            date_from=None if low is None else date_to_epoch(low),
-            date_to=None if high is None else date_to_epoch(high),
-        )
-        return mask, self.bm25.seqs_for(mask)
+        mask = self.bm25.filter_mask(filters)
+        return (None, None) if mask is None else (mask, self.bm25.seqs_for(mask))
 
     def fused_ranking(
         self,

@@ -199,15 +199,7 @@ class NamespaceVectors:
         """The BM25 top ``k`` (the copy has a BM25 index): ``(seq, id, score)``, best first,
         ties by seq, records holding no query word left out: the server query's ranking."""
         assert self.lexical is not None  # callers check
-        mask = None
-        if filters is not None and filters != SearchFilters():
-            low, high = filters.date_from, filters.date_to
-            mask = self.lexical.allowed_mask(
-                session_from=filters.session_from,
-                session_to=filters.session_to,
-                date_from=None if low is None else date_to_epoch(low),
-                date_to=None if high is None else date_to_epoch(high),
-            )
+        mask = self.lexical.filter_mask(filters)
         seqs, scores = self.lexical.search(query, int(k), mask=mask)
         at = np.searchsorted(self.seqs, seqs)
         return [(int(s), self.ids[a], float(v)) for s, a, v in zip(seqs, at, scores, strict=True)]

@@ -105,6 +105,58 @@ def test_incremental_adds_equal_one_build() -> None:
         np.testing.assert_allclose(a_scores, b_scores, rtol=1e-6)
 
 
+def test_bulk_adds_equal_adds_one_batch_at_a_time() -> None:
+    """``add_bulk`` (one merge) builds the index that ``add`` in batches builds: same
+    rankings, scores, counts and filters, also after a tail of small adds and deletions on
+    top of it, and with the tail not empty when the bulk comes."""
+    texts = _corpus(3000, seed=4)
+    sessions = [1 + i % 5 for i in range(3000)]
+    dates = [NO_DATE if i % 7 == 0 else 86_400 * i for i in range(3000)]
+
+    def build(bulk: bool) -> BM25Index:
+        index = BM25Index()
+        index.add([1, 2, 3], ["r1", "r2", "r3"], texts[:3], sessions[:3], dates[:3])  # a tail
+        for start in range(3, 3000, 1000):
+            end = min(start + 1000, 2990)
+            args = (
+                list(range(start + 1, end + 1)),
+                [f"r{i}" for i in range(start + 1, end + 1)],
+                texts[start:end],
+                sessions[start:end],
+                dates[start:end],
+            )
+            (index.add_bulk if bulk else index.add)(*args)
+        index.add(  # small adds after the bulk
+            list(range(2991, 3001)),
+            [f"r{i}" for i in range(2991, 3001)],
+            texts[2990:],
+            sessions[2990:],
+            dates[2990:],
+        )
+        index.remove(range(100, 3000, 97))
+        return index
+
+    batched, bulk = build(False), build(True)
+    assert len(bulk) == len(batched) == 3000 - len(range(100, 3000, 97))
+    assert bulk.document_frequencies(["beagle", "fish", "zzz"]) == batched.document_frequencies(
+        ["beagle", "fish", "zzz"]
+    )
+    mask_args = {"session_from": 2, "session_to": 3, "date_from": 86_400 * 50}
+    compared = 0
+    for query in ("beagle sock", "rotterdam nurse wedding", "fish", "speaker"):
+        for mask in (None, "filtered"):
+            a = batched.search(
+                query, 40, mask=None if mask is None else batched.allowed_mask(**mask_args)
+            )
+            b = bulk.search(
+                query, 40, mask=None if mask is None else bulk.allowed_mask(**mask_args)
+            )
+            assert len(a[0]) == 40 and a[0].tolist() == b[0].tolist()
+            np.testing.assert_allclose(a[1], b[1], rtol=1e-6)
+            compared += 1
+    assert compared == 8
+
+
 def test_delete_equals_rebuild_without_the_documents() -> None:
     texts = _corpus(400, seed=3)
     index = _index(texts)

@@ -142,8 +142,17 @@ class NamespaceVectors:
         seqs = np.concatenate([p[0] for p in parts])
         self.index.add(seqs, np.concatenate([p[4] for p in parts]))
         if self.lexical is not None:
-            for p in parts:
-                self.lexical.add(p[0].tolist(), p[1], p[5], p[2].tolist(), p[3].tolist())
+            texts = [t for p in parts for t in p[5]]
+            ids = [rid for p in parts for rid in p[1]]
+            cols = (
+                seqs.tolist(),
+                ids,
+                texts,
+                *(np.concatenate([p[i] for p in parts]) for i in (2, 3)),
+            )
+            # many rows (a first load): their postings join the index in one merge
+            add = self.lexical.add_bulk if len(texts) > _BATCH else self.lexical.add
+            add(cols[0], cols[1], cols[2], cols[3].tolist(), cols[4].tolist())
         self.seqs = np.concatenate([self.seqs, seqs])
         self.ids += [rid for p in parts for rid in p[1]]
         self.sessions = np.concatenate([self.sessions, *(p[2] for p in parts)])
@@ -393,7 +402,8 @@ class VectorCache:
             # rows never sit in memory all at once), an approximate one (or one about to
             # become it) at once in a worker thread: a graph is built on every core, not
             # batch by batch on the engine's loop
-            bulk = self.approximates(docs)
+            # (a copy with a BM25 index too: its postings are merged once, at the end)
+            bulk = self.approximates(docs) or copy.lexical is not None
             pending: list[Columns] = []
             async with conn.cursor(name="mnemon_vector_copy", binary=True) as cur:
                 text = ", r.text" if copy.lexical is not None else ""
@@ -401,10 +411,6 @@ class VectorCache:
                 while rows := await cur.fetchmany(_BATCH):
                     if bulk:
                         pending.append(columns(rows))
-                    elif copy.lexical is not None and len(rows) > _ANN_INLINE:
-                        # tokenizing a batch's texts would hold the loop for a while; no
-                        # search holds this copy meanwhile (taken out of the cache)
-                        await asyncio.to_thread(copy.add, rows)
                     else:
                         copy.add(rows)
             if pending:

@@ -315,13 +315,15 @@ def test_the_first_search_does_not_wait_for_the_copy_and_close_stops_its_load(
     assert pg.engine.closed and not pg.dense.cache._copies and not pg.dense.cache._loading
 
 
-def test_past_exact_below_the_copy_is_the_approximate_index(postgres_url: str) -> None:
-    """From ``exact_below`` records the copy is the embedded backend's approximate index
-    (FAISS HNSW): it answers the searches (pgvector's HNSW only while it loads or when
-    ``client_ann`` is off), finds the exact scan's neighbours at their exact distances,
-    follows another store's writes and deletions, and a selective filter is exact."""
+@pytest.mark.parametrize("past", ["exact_below", "client_ann_from"])
+def test_past_exact_below_the_copy_is_the_approximate_index(postgres_url: str, past: str) -> None:
+    """From ``exact_below`` records, or from ``client_ann_from`` below it, the copy is the
+    embedded backend's approximate index (FAISS HNSW): it answers the searches (pgvector's
+    HNSW only while it loads or when ``client_ann`` is off, past ``exact_below``), finds the
+    exact scan's neighbours at their exact distances, follows another store's writes and
+    deletions, and a selective filter is exact."""
     emb = WordSumEmbeddings()
-    settings = PostgresSettings(client_scan_from=0, exact_below=300)
+    settings = PostgresSettings(client_scan_from=0, **{past: 300})
     with (
         PostgresStore(postgres_url, emb, settings=settings) as pg,
         PostgresStore(postgres_url, emb) as writer,
@@ -341,7 +343,8 @@ def test_past_exact_below_the_copy_is_the_approximate_index(postgres_url: str) -
             same = [rid for rid, _ in got if rid in dict(want)]
             assert np.allclose([dict(got)[r] for r in same], [dict(want)[r] for r in same])
         assert len(ranked) == len(QUERIES)
-        assert _dense(server, "w1") and not server.dense.cache._copies  # pgvector's HNSW
+        if past == "exact_below":  # pgvector's HNSW, never a copy
+            assert _dense(server, "w1") and not server.dense.cache._copies
         # a selective filter: the allowed records are scored exactly
         f = SearchFilters(session_from=2, session_to=3)
         hits = pg.search("w1 w2 w3", namespace=NS, k=20, filters=f)

@@ -83,7 +83,11 @@ class DenseSearch:
         spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]] | None = None,
     ) -> None:
         self.settings = settings
-        ann_from = settings.exact_below if settings.client_ann else None
+        # the copy is the embedded backend's approximate index from the size that backend
+        # switches (client_ann_from), or from exact_below if smaller
+        ann_from = (
+            min(settings.exact_below, settings.client_ann_from) if settings.client_ann else None
+        )
         self.cache = VectorCache(
             settings.client_cache_mb * 2**20, connect, ann_from, settings.client_bm25, spawn
         )
@@ -100,8 +104,7 @@ class DenseSearch:
         exact = docs < self.settings.exact_below
         if not self.cache.holds(nsid) or not self._copied(docs, dim, exact):
             return None
-        copy = await self.cache.current(conn, nsid, dim)
-        return copy if copy is not None and copy.approximate != exact else None
+        return await self.cache.current(conn, nsid, dim)
 
     async def rank(
         self,
@@ -115,10 +118,11 @@ class DenseSearch:
     ) -> list[tuple[int, str, float]]:
         """The ``k`` nearest vectors, exact or HNSW by the namespace's size (``docs``)."""
         settings = self.settings
-        exact = exact if exact is not None else docs < settings.exact_below
+        asked = exact is not None  # an exact ranking asked for is never the approximate copy's
+        exact = bool(exact) if asked else docs < settings.exact_below
         if self._copied(docs, qv.size, exact):
             copy = await self.cache.current(conn, nsid, qv.size)
-            if copy is not None and copy.approximate != exact:  # exact only when asked
+            if copy is not None and not (asked and copy.approximate == exact):
                 return copy.rank(qv, int(k), filters)
         params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
         where = filter_sql(filters, params)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mnemon_langgraph.errors import ConfigurationError, deprecated_names
+from mnemon_langgraph.search._vectors import HNSW_THRESHOLD
 from mnemon_langgraph.store.postgres._impact import (
     FIRST_PARTS,
     FRAME_MIN,
@@ -114,6 +115,9 @@ class PostgresSettings:
         client_ann: Namespaces from ``exact_below`` records are searched in this process
             too, on an approximate copy (the embedded backend's FAISS HNSW) when it fits
             ``client_cache_mb`` (``False``: pgvector's HNSW in the server).
+        client_ann_from: From this many records (or ``exact_below`` if smaller) the client's
+            copy is the approximate index, as the embedded backend's is from its
+            ``hnsw_threshold`` (the same default): below, an exact scan of the copy.
         client_bm25: Those copies also hold the namespace's BM25 index, so a search of a
             copied namespace ranks both sides in this process (``False``: BM25 in the
             server at every search).
@@ -133,6 +137,7 @@ class PostgresSettings:
     client_scan_from: int = CLIENT_SCAN_FROM
     client_cache_mb: int = CLIENT_CACHE_MB
     client_ann: bool = True
+    client_ann_from: int = HNSW_THRESHOLD
     client_bm25: bool = True
     bm25_prune: bool = True
     bm25_full_below: int = FULL_BELOW_POSTINGS
@@ -146,6 +151,7 @@ class PostgresSettings:
             "exact_below",
             "client_scan_from",
             "client_cache_mb",
+            "client_ann_from",
             "bm25_full_below",
             "bm25_first_parts",
             "bm25_pack_min",

@@ -1,15 +1,14 @@
-"""Dense search on PostgreSQL: cosine distance, exact or through pgvector's HNSW index.
+"""Dense search on PostgreSQL: cosine distance, exact or through an HNSW index.
 
-Below ``settings.exact_below`` records the search is exact: in the server (a sequential
-scan of the namespace's vectors, via the half-precision copy and a re-rank by the float
-vectors) below ``settings.client_scan_from`` records, and from there in this process, on a
-cached copy of the namespace's vectors kept in step with the database
-(:mod:`._vector_cache`; the server's scan reads every vector of the namespace at every
-search). From ``exact_below`` on, the HNSW index with ``hnsw.iterative_scan =
-relaxed_order``, so a namespace filter keeps recall (the index scan continues until enough
-rows of the namespace were found) — unless ``settings.client_ann``: then the client's copy
-is the embedded backend's approximate index (FAISS HNSW) and pgvector's serves only
-namespaces too large for ``client_cache_mb`` (and searches while a copy loads).
+A namespace the client's copy holds (:mod:`._vector_cache`: from
+``settings.client_scan_from`` records, every one by default, within
+``settings.client_cache_mb``) is searched in this process: an exact scan of the copy below
+``settings.client_ann_from`` records, the embedded backend's approximate index (FAISS HNSW)
+from there (with ``settings.client_ann``). Otherwise, and while a copy loads, in the server:
+exact below ``settings.exact_below`` records (a sequential scan of the namespace's vectors,
+via the half-precision copy and a re-rank by the float vectors), from there pgvector's HNSW
+index with ``hnsw.iterative_scan = relaxed_order``, so a namespace filter keeps recall (the
+index scan continues until enough rows of the namespace were found).
 """
 
 from __future__ import annotations

@@ -1,22 +1,24 @@
-"""Dense search of large namespaces in the client: a cached copy of their vectors.
+"""Search in the client: a cached copy of a namespace's vectors (and BM25 index).
 
 An exact scan in the server reads every vector of the namespace at every search (pgvector
 has no exact search below linear, and its HNSW index over every namespace loses recall on
 a namespace's filtered searches: docs/results/search-scaling.md), so a read of a long
 history spent most of its time in the server. Namespaces from
-``settings.client_scan_from`` records (below ``exact_below``) are instead scanned in this
+``settings.client_scan_from`` records (every one, by default) are instead searched in this
 process, by the embedded backend's own exact flat index
 (:class:`~mnemon_langgraph.search._vectors.VectorIndex`: FAISS inner product on unit
 vectors, with its int8 pre-scan and proven rounding bound), from a copy of the namespace's
 vectors kept in memory, least recently used first out, within ``settings.client_cache_mb``.
 
-From ``exact_below`` records (with ``settings.client_ann``) the same copy is that index's
-approximate kind, as in the embedded backend past its ``hnsw_threshold`` (FAISS HNSW over
-the float vectors, ``efSearch`` by size): pgvector's HNSW in the server cost many times
-more per search for the same recall (docs/results/search-scaling.md). The copy then holds
-the float vectors and the graph's links instead of the int8 codes (:func:`bytes_per_record`),
-so its namespace must fit ``client_cache_mb``; one that does not is searched by pgvector's
-HNSW as before, and so are the searches made while its copy is built.
+From ``settings.client_ann_from`` records (or ``exact_below`` if smaller; with
+``settings.client_ann``) the same copy is that index's approximate kind, as in the
+embedded backend past its ``hnsw_threshold`` (FAISS HNSW over the float vectors,
+``efSearch`` by size): pgvector's HNSW in the server cost many times more per search for
+the same recall, and the exact scan of 94,000 vectors doubled a long history's read
+(docs/results). The copy then holds the float vectors and the graph's links instead of the
+int8 codes (:func:`bytes_per_record`), so its namespace must fit ``client_cache_mb``; one
+that does not is searched in the server as before, and so are the searches made while its
+copy is built.
 
 Kept in step without a schema change, from what every write already maintains in the same
 transaction: ``mnemon_namespaces.docs`` (live records) and the records' ``seq`` (a

@@ -97,13 +97,16 @@ class DenseSearch:
         copied = exact or self.cache.approximates(docs)  # else pgvector's HNSW
         return copied and docs >= settings.client_scan_from and self.cache.fits(docs, dim)
 
-    async def held_copy(self, conn: Any, nsid: int, docs: int, dim: int) -> NamespaceVectors | None:
-        """The namespace's client copy, current, when one is already held and of the kind
-        its size asks for (``None``: search as :meth:`rank` does, which loads one)."""
-        exact = docs < self.settings.exact_below
-        if not self.cache.holds(nsid) or not self._copied(docs, dim, exact):
+    async def held_copy(
+        self, conn: Any, nsid: int, state: tuple[int, int], dim: int
+    ) -> NamespaceVectors | None:
+        """The namespace's client copy, current, when one is already held (``None``: search
+        as :meth:`rank` does, which loads one). ``state``: its live records and largest
+        ``seq`` (one snapshot)."""
+        exact = state[0] < self.settings.exact_below
+        if not self.cache.holds(nsid) or not self._copied(state[0], dim, exact):
             return None
-        return await self.cache.current(conn, nsid, dim)
+        return await self.cache.current(conn, nsid, dim, state)
 
     async def rank(
         self,

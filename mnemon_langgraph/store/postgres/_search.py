@@ -20,6 +20,7 @@ from mnemon_langgraph.store.postgres._bm25 import BM25Query
 from mnemon_langgraph.store.postgres._dense import DenseSearch
 from mnemon_langgraph.store.postgres._engine import PostgresEngine
 from mnemon_langgraph.store.postgres._reads import Reads
+from mnemon_langgraph.store.postgres._vector_cache import NAMESPACE_STATE_SQL
 from mnemon_langgraph.types import Namespace, SearchFilters, SearchHit
 
 __all__ = ["HybridSearch"]
@@ -56,12 +57,11 @@ class HybridSearch:
         self.candidate_depth = candidate_depth
 
     @staticmethod
-    async def _namespace_row(conn: Any, ns: Namespace) -> tuple[int, int] | None:
-        cur = await conn.execute(
-            "SELECT nsid, docs FROM mnemon_namespaces WHERE namespace = %s", (ns_to_key(ns),)
-        )
+    async def _namespace_row(conn: Any, ns: Namespace) -> tuple[int, int, int] | None:
+        """``(nsid, live records, largest seq)`` of the namespace, one snapshot."""
+        cur = await conn.execute(NAMESPACE_STATE_SQL, (ns_to_key(ns),))
         row = await cur.fetchone()
-        return None if row is None else (int(row[0]), int(row[1]))
+        return None if row is None else (int(row[0]), int(row[1]), int(row[2] or 0))
 
     async def _rankings(
         self, query: str, ns: Namespace, depth: int, filters: SearchFilters | None
@@ -70,14 +70,14 @@ class HybridSearch:
             found = await self._namespace_row(conn, ns)
             if found is None:
                 return [], []
-            nsid, docs = found
+            nsid, docs, top = found
             known: list[np.ndarray] = []
             if self.dense.cache.holds(nsid):
                 # a copy is held: its rankings in this process, both when it has the BM25
                 # index (no ranking query in the server). The query is embedded first:
                 # nothing may await between taking the current copy and ranking on it.
                 qv = await asyncio.to_thread(self.query_vector, query)
-                copy = await self.dense.held_copy(conn, nsid, docs, qv.size)
+                copy = await self.dense.held_copy(conn, nsid, (docs, top), qv.size)
                 if copy is not None:
                     dense = copy.rank(qv, depth, filters)
                     if copy.lexical is not None:

@@ -59,7 +59,7 @@ from mnemon_langgraph.search._vectors import VectorIndex, normalize_rows
 from mnemon_langgraph.store.postgres._rows import NO_DATE
 from mnemon_langgraph.types import SearchFilters
 
-__all__ = ["NamespaceVectors", "VectorCache"]
+__all__ = ["NAMESPACE_STATE_SQL", "NamespaceVectors", "VectorCache"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +67,12 @@ _STATE_SQL = (
     "SELECT n.docs, (SELECT max(r.seq) FROM mnemon_records r WHERE r.nsid = n.nsid) "
     "FROM mnemon_namespaces n WHERE n.nsid = %s"
 )
+NAMESPACE_STATE_SQL = (
+    "SELECT n.nsid, n.docs, (SELECT max(r.seq) FROM mnemon_records r WHERE r.nsid = n.nsid) "
+    "FROM mnemon_namespaces n WHERE n.namespace = %s"
+)
+"""A namespace's id, live records and largest ``seq`` by its key, in one statement: what a
+search needs to know before it ranks on a copy (:meth:`VectorCache.current`'s ``state``)."""
 _ROWS_SQL = (
     "SELECT r.seq, r.id, r.session, r.date_epoch, v.embedding{text} FROM mnemon_records r "
     "JOIN mnemon_vectors v ON v.record_id = r.id WHERE r.nsid = %s AND r.seq > %s "
@@ -303,14 +309,21 @@ class VectorCache:
         """Whether a copy of a namespace of ``docs`` records is the approximate index."""
         return self.approximate_from is not None and docs >= self.approximate_from
 
-    async def current(self, conn: Any, nsid: int, dim: int) -> NamespaceVectors | None:
-        """The namespace's copy, current as of this call (``None``: scan in the server)."""
-        cur = await conn.execute(_STATE_SQL, (nsid,))
-        row = await cur.fetchone()
-        if row is None:
-            self._copies.pop(nsid, None)
-            return None
-        docs, top = int(row[0]), int(row[1] or 0)
+    async def current(
+        self, conn: Any, nsid: int, dim: int, state: tuple[int, int] | None = None
+    ) -> NamespaceVectors | None:
+        """The namespace's copy, current as of this call (``None``: scan in the server).
+
+        ``state``: the namespace's live records and largest ``seq``, read by the caller
+        in one statement (:data:`NAMESPACE_STATE_SQL`); else read here."""
+        if state is None:
+            cur = await conn.execute(_STATE_SQL, (nsid,))
+            row = await cur.fetchone()
+            if row is None:
+                self._copies.pop(nsid, None)
+                return None
+            state = int(row[0]), int(row[1] or 0)
+        docs, top = state
         copy = self._copies.get(nsid)
         if copy is not None and copy.holds(docs, top):
             self._copies.move_to_end(nsid)

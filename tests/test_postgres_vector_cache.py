@@ -370,3 +370,33 @@ def test_past_exact_below_the_copy_is_the_approximate_index(postgres_url: str, p
 def test_the_client_ann_setting_is_checked() -> None:
     with pytest.raises(ConfigurationError):
         PostgresSettings(client_ann=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("error", "warned"),
+    [("cannot schedule new futures after interpreter shutdown", False), ("disk full", True)],
+)
+def test_a_load_stopped_by_the_interpreter_exiting_says_nothing_and_others_warn(
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: str,
+    warned: bool,
+) -> None:
+    """A store never closed is closed by an exit hook that runs after Python shut its thread
+    pools down: a copy loading then fails, which is no news; any other failure is logged.
+    The search is answered by the server either way."""
+    from mnemon_langgraph.store.postgres import _vector_cache
+
+    def refuse(*args: object, **kwargs: object) -> None:  # the load's bulk step
+        raise RuntimeError(error)
+
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=CACHED) as pg:
+        pg.ingest(NS, _messages(0, 300), origin="test", pack=False)
+        monkeypatch.setattr(_vector_cache.NamespaceVectors, "extend", refuse)
+        with caplog.at_level("WARNING", logger=_vector_cache.__name__):
+            assert len(_dense(pg, "w1")) == 50  # the server's scan; the load fails meanwhile
+            pg.engine.run(pg.dense.cache.settle())
+        assert not pg.dense.cache._copies
+    said = [r.getMessage() for r in caplog.records if r.name == _vector_cache.__name__]
+    assert said == ([f"mnemon: copying namespace 1's vectors failed: {error}"] if warned else [])

@@ -149,7 +149,7 @@ class Reads:
             f"SELECT v.record_id, v.embedding FROM mnemon_vectors v WHERE v.nsid = "
             f"{_IN_NAMESPACE} AND v.record_id = ANY(%s)",
             (ns_to_key(ns), list(ids)),
-            binary=True,  # 384 floats a row as text took ~0.1 ms each to parse (docs/results)
+            binary=True,  # not 384 floats a row as text to parse (docs/results/search-scaling.md)
         )
         # pgvector hands back its Vector type (to_numpy) or, unregistered, a plain sequence
         return {

@@ -51,12 +51,12 @@ the README's PostgreSQL section)."""
 
 CLIENT_SCAN_FROM = 1
 """Namespaces with at least this many records are searched in the client, on a cached copy
-of their vectors and (``client_bm25``) their BM25 index (:mod:`._vector_cache`), exactly
-below :data:`EXACT_BELOW`: the server's exact scan reads every vector of the namespace at
-every search, so the search grew with the namespace; and its BM25 query scores every record
-holding a query word, so even a thousand-record namespace cost the server over 100 ms of CPU
-a read (docs/results/search-scaling.md). With both rankings in the copy a copy pays at any
-size (its first load is off the search path); set a larger value to keep small namespaces'
+of their vectors and (``client_bm25``) their BM25 index (:mod:`._vector_cache`): the
+server's exact scan reads every vector of the namespace at every search, so the search grew
+with the namespace; and its BM25 query scores every record holding a query word, so even a
+thousand-record namespace cost the server most of a read's CPU
+(docs/results/search-scaling.md). With both rankings in the copy a copy pays at any size
+(its first load is off the search path); set a larger value to keep small namespaces'
 searches in the server (``client_cache_mb=0``: every search)."""
 
 CLIENT_CACHE_MB = 512

@@ -241,6 +241,14 @@ def columns(rows: list[tuple[Any, ...]]) -> Columns:
     return seqs, [str(r[1]) for r in rows], sessions, dates, normalize_rows(vecs), texts
 
 
+def _exiting(exc: BaseException) -> bool:
+    """Whether ``exc`` is a thread pool refusing work because the interpreter is exiting: a
+    store never closed is closed by an exit hook that runs after Python has shut the thread
+    pools down, so a load under way then fails this way (``concurrent.futures`` gives no
+    other sign of it)."""
+    return isinstance(exc, RuntimeError) and "after" in str(exc) and "shutdown" in str(exc)
+
+
 def _floats(value: Any) -> Any:
     return value.to_numpy() if hasattr(value, "to_numpy") else value
 
@@ -352,6 +360,8 @@ class VectorCache:
                 async with connect() as conn:
                     await self._update(conn, nsid, dim, docs, top)
             except Exception as exc:  # the searches go on scanning in the server
+                if _exiting(exc):
+                    return  # the interpreter is exiting: nothing is lost, nothing to say
                 logger.warning("mnemon: copying namespace %s's vectors failed: %s", nsid, exc)
             finally:
                 self._loading.pop(nsid, None)

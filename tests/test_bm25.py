@@ -106,7 +106,7 @@ def test_incremental_adds_equal_one_build() -> None:
 
 
 def test_bulk_adds_equal_adds_one_batch_at_a_time() -> None:
-    """``add_bulk`` (one merge) builds the index that ``add`` in batches builds: same
+    """``add(bulk=True)`` (one merge) builds the index that ``add`` in batches builds: same
     rankings, scores, counts and filters, also after a tail of small adds and deletions on
     top of it, and with the tail not empty when the bulk comes."""
     texts = _corpus(3000, seed=4)
@@ -125,7 +125,7 @@ def test_bulk_adds_equal_adds_one_batch_at_a_time() -> None:
                 sessions[start:end],
                 dates[start:end],
             )
-            (index.add_bulk if bulk else index.add)(*args)
+            index.add(*args, bulk=bulk)
         index.add(  # small adds after the bulk
             list(range(2991, 3001)),
             [f"r{i}" for i in range(2991, 3001)],

@@ -54,7 +54,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -159,6 +159,8 @@ class BM25Index(MaxScore):
         texts: Sequence[str],
         sessions: Sequence[int],
         dates: Sequence[int],
+        *,
+        bulk: bool = False,
     ) -> None:
         """Add documents; ``seqs`` must be ascending and above :attr:`max_seq`.
 
@@ -168,50 +170,41 @@ class BM25Index(MaxScore):
             texts: Texts to index.
             sessions: Session numbers (for filters).
             dates: Dates as epoch seconds, :data:`NO_DATE` when unknown (for filters).
+            bulk: Many documents at once (a whole index loaded from elsewhere): their
+                postings, gathered as arrays, join the main segment in one merge. Added
+                without it they wait in the tail's Python lists, merged each time the tail
+                passes an eighth of the index: about 25 sorts of the whole index to load
+                100,000 documents in batches of 4,096. The index is the same either way.
         """
         if not seqs:
             return
         arr = self._checked_seqs(seqs)
         base = len(self._seqs)
         lengths = np.zeros(len(arr), dtype=np.float32)
-        for i, text in enumerate(texts):
-            counts: dict[int, int] = {}
-            terms = tokenize(text)
-            lengths[i] = len(terms)
-            for term in terms:
-                tid = self._vocab.setdefault(term, len(self._vocab))
-                counts[tid] = counts.get(tid, 0) + 1
+        if bulk:
+            parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+            for i, counts in enumerate(self._term_counts(texts, lengths)):
+                parts[0].append(np.fromiter(counts.keys(), np.int64, len(counts)))
+                parts[1].append(np.full(len(counts), base + i, dtype=np.int32))
+                parts[2].append(np.fromiter(counts.values(), np.float32, len(counts)))
+            self._append_documents(arr, ids, lengths, sessions, dates)
+            terms, docs, tfs = (np.concatenate(p) for p in parts)
+            self.merge(extra=(terms, docs, tfs))
+            return
+        for i, counts in enumerate(self._term_counts(texts, lengths)):
             for tid, tf in counts.items():
-                docs, tfs = self._tail.setdefault(tid, ([], []))
-                docs.append(base + i)
-                tfs.append(float(tf))
+                tail_docs, tail_tfs = self._tail.setdefault(tid, ([], []))
+                tail_docs.append(base + i)
+                tail_tfs.append(float(tf))
                 self._tail_arrays.pop(tid, None)
         self._append_documents(arr, ids, lengths, sessions, dates)
         self._tail_docs += len(arr)
         if self._tail_docs > max(2048, (len(self._seqs) - self._tail_docs) // 8):
             self.merge()
 
-    def add_bulk(
-        self,
-        seqs: Sequence[int],
-        ids: Sequence[str],
-        texts: Sequence[str],
-        sessions: Sequence[int],
-        dates: Sequence[int],
-    ) -> None:
-        """:meth:`add` for many documents at once (a whole index loaded from elsewhere):
-        their postings, gathered as arrays, join the main segment in one merge. Added one
-        batch at a time, they would wait in the tail's Python lists, merged each time the
-        tail passes an eighth of the index: about 25 sorts of the whole index to load 100,000
-        documents in batches of 4,096. The index is the same either way."""
-        if not seqs:
-            return
-        arr = self._checked_seqs(seqs)
-        base = len(self._seqs)
-        lengths = np.zeros(len(arr), dtype=np.float32)
-        term_parts: list[np.ndarray] = []
-        doc_parts: list[np.ndarray] = []
-        tf_parts: list[np.ndarray] = []
+    def _term_counts(self, texts: Sequence[str], lengths: np.ndarray) -> Iterator[dict[int, int]]:
+        """Each text's ``{term id: tf}`` (new words join the vocabulary); its length into
+        ``lengths``."""
         vocab = self._vocab
         for i, text in enumerate(texts):
             counts: dict[int, int] = {}
@@ -220,12 +213,7 @@ class BM25Index(MaxScore):
             for term in terms:
                 tid = vocab.setdefault(term, len(vocab))
                 counts[tid] = counts.get(tid, 0) + 1
-            term_parts.append(np.fromiter(counts.keys(), np.int64, len(counts)))
-            tf_parts.append(np.fromiter(counts.values(), np.float32, len(counts)))
-            doc_parts.append(np.full(len(counts), base + i, dtype=np.int32))
-        self._append_documents(arr, ids, lengths, sessions, dates)
-        extra = (np.concatenate(term_parts), np.concatenate(doc_parts), np.concatenate(tf_parts))
-        self.merge(extra=extra)
+            yield counts
 
     def _checked_seqs(self, seqs: Sequence[int]) -> np.ndarray:
         arr = np.asarray(seqs, dtype=np.int64)
@@ -279,7 +267,7 @@ class BM25Index(MaxScore):
             compact: Drop every dead document now and forget words that only they used
                 (done after deletions, so the saved vocabulary holds no deleted words).
             extra: More postings ``(term ids, document positions, tfs)`` to fold in with
-                the tail (:meth:`add_bulk`).
+                the tail (:meth:`add` with ``bulk``).
         """
         n = len(self._seqs)
         terms, docs, tfs = [self._term_ids_main()], [self._post_doc], [self._post_tf]

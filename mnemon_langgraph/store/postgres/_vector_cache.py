@@ -159,8 +159,10 @@ class NamespaceVectors:
                 *(np.concatenate([p[i] for p in parts]) for i in (2, 3)),
             )
             # many rows (a first load): their postings join the index in one merge
-            add = self.lexical.add_bulk if len(texts) > _BATCH else self.lexical.add
-            add(cols[0], cols[1], cols[2], cols[3].tolist(), cols[4].tolist())
+            bulk = len(texts) > _BATCH
+            self.lexical.add(
+                cols[0], cols[1], cols[2], cols[3].tolist(), cols[4].tolist(), bulk=bulk
+            )
         self.seqs = np.concatenate([self.seqs, seqs])
         self.ids += [rid for p in parts for rid in p[1]]
         self.sessions = np.concatenate([self.sessions, *(p[2] for p in parts)])

@@ -17,12 +17,14 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres import PostgresSettings
 from mnemon_langgraph.types import Message, SearchFilters
 
 DIM = 16
 COUNT = 300
 DELTA = 2e-6  # float16 steps near 0.3 are ~2.4e-4: ~120 records per halfvec value
 TOP = 48
+SERVER = PostgresSettings(client_cache_mb=0)  # the server's half-precision scan is what is tested
 
 
 def _base() -> np.ndarray:
@@ -76,7 +78,7 @@ def _exact_order(ids: list[str]) -> list[str]:
 def test_halfvec_scan_with_float_rerank_equals_exact_top_k(postgres_url: str) -> None:
     """Top 48 by the store = exact float order; by halfvec alone it is not (control)."""
     msgs = [Message(f"rec{i}", "A", id=f"rec{i}") for i in range(COUNT)]
-    with PostgresStore(postgres_url, _Planted()) as pg:
+    with PostgresStore(postgres_url, _Planted(), settings=SERVER) as pg:
         pg.ingest(("h",), msgs, origin="test", pack=False)
         by_text = {r.text: r.id for r in pg.records(("h",))}
         assert len(by_text) == COUNT
@@ -114,7 +116,7 @@ def test_filtered_exact_search_scans_halfvecs_and_equals_the_exact_order(
         return calls[-1][1]
 
     monkeypatch.setattr(pg_module, "exact_dense_sql", spy)
-    with PostgresStore(postgres_url, _Planted()) as pg:
+    with PostgresStore(postgres_url, _Planted(), settings=SERVER) as pg:
         pg.ingest(("f",), msgs, origin="test", pack=False)
         hits = pg.search(
             "query", namespace=("f",), k=TOP, filters=SearchFilters(session_from=2, session_to=2)

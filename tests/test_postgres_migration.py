@@ -92,7 +92,10 @@ def test_migration_from_version_1_keeps_every_row_and_fills_bounds_halfvecs_and_
     before = _snapshot(postgres_url)
     assert dict(before["meta"])["schema_version"] == "1" and len(before["records"]) == 119
 
-    small = PostgresSettings(bm25_pack_min=8, bm25_pack_part=8)  # so that there are some
+    # packs small enough that there are some; both rankings read the migrated tables (a
+    # client copy would rank the dense side, and FAISS orders equal vectors at the cut its
+    # own way: these records repeat their texts)
+    small = PostgresSettings(bm25_pack_min=8, bm25_pack_part=8, client_cache_mb=0)
     pg = PostgresStore(postgres_url, fake_embeddings(), setup=False, settings=small)
     with pg:
         assert pg.setup() == SCHEMA_VERSION  # migrates, then packs the common terms

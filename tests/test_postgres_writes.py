@@ -14,6 +14,7 @@ import numpy as np
 
 from mnemon_langgraph.records.schema import ns_to_key
 from mnemon_langgraph.store import PostgresStore
+from mnemon_langgraph.store.postgres import PostgresSettings
 from mnemon_langgraph.types import Message
 from tests.test_postgres_vector_cache import WORDS, WordSumEmbeddings
 
@@ -53,7 +54,10 @@ def _bare(terms: list[str]) -> list[str]:
 
 def test_batched_ingest_stores_and_ranks_as_one_ingest_per_message(postgres_url: str) -> None:
     messages = _messages()
-    with PostgresStore(postgres_url, WordSumEmbeddings()) as pg:
+    # both namespaces ranked by the server: a client copy of one and not yet of the other
+    # could order equal vectors (repeated word sets) at the cut differently
+    server = PostgresSettings(client_cache_mb=0)
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=server) as pg:
         pg.ingest(("batch",), messages[:70], origin="test", pack=False)
         pg.ingest(("batch",), messages[70:], origin="test", pack=False)  # sessions go on
         for m in messages:

@@ -10,6 +10,7 @@ read the same database, taking turns, so load and caches hit both alike.
     # a kept namespace (eval beam --keep-namespaces), its questions from results.jsonl
     python benchmarks/pg_client_scan.py read URL '["beam","10M-hist","100K-2"]' results.jsonl
     python benchmarks/pg_client_scan.py hnsw URL '["beam","10M-hist","100K-2"]' results.jsonl
+    python benchmarks/pg_client_scan.py evidence URL '["beam","10M-hist","100K-2"]' results.jsonl
 
 ``growth`` prints one JSON line per (round, side, kind of question): the medians of
 ``bench search --growth``'s own timing (wall, client CPU, server CPU, ratios). ``read``
@@ -17,6 +18,8 @@ times whole reads (offline defaults, View 12,000 characters), alternating sides 
 question, after one warm-up read each. ``hnsw`` logs every dense search the questions'
 reads make (query vector, depth, filters) and measures pgvector's HNSW index (iterative
 scan) against the exact ranking for each: recall@48 and recall at the depth, tie-aware.
+``evidence`` loads the namespace's copy first, then reads each scored question once and
+counts those whose gold turns are all in the View (the steady state), beside the eval's own.
 """
 
 from __future__ import annotations
@@ -128,6 +131,41 @@ def _read(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], reps: int) ->
         print("identical Views", same, "of", len(views["after"]), flush=True)
 
 
+def _evidence(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]]) -> None:
+    """The steady state: the namespace's copy loaded first, then each scored question read
+    once on it, its gold turns looked up in the View (the eval's own first reads of a fresh
+    namespace are answered by the server while the copy loads)."""
+    from mnemon_langgraph.cli._common import open_store
+    from mnemon_langgraph.eval.evidence import evidence_hits
+
+    scored = [q for q in qs if q.get("scored") and q["conversation"].endswith("/" + ns[-1])]
+    with open_store(url) as store:
+        graph = _reader(store)
+        _ask(graph, ns, scored[0])  # the copy starts loading
+        store.engine.run(store.dense.cache.settle())
+        copies = [
+            (c.count, c.approximate, c.lexical is not None)
+            for c in store.dense.cache._copies.values()
+        ]
+        hits = [
+            evidence_hits(q["gold_evidence"], set(_ask(graph, ns, q).message_ids)) for q in scored
+        ]
+    steady = sum(bool(h["all_hit"]) for h in hits)
+    eval_run = sum(bool(q["all_hit"]) for q in scored)
+    print(
+        json.dumps(
+            {
+                "namespace": ns,
+                "copies": copies,
+                "all_hit": steady,
+                "eval_run": eval_run,
+                "scored": len(scored),
+            }
+        ),
+        flush=True,
+    )
+
+
 def _hnsw(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], efs: list[int]) -> None:
     from mnemon_langgraph.cli._common import open_store
 
@@ -188,7 +226,7 @@ def _recall(store: Any, calls: list[Any], exact: Any, approx: Any, label: str) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("growth", "read", "hnsw"))
+    parser.add_argument("what", choices=("growth", "read", "hnsw", "evidence"))
     parser.add_argument("url")
     parser.add_argument("namespace", nargs="?", help="JSON list (read, hnsw)")
     parser.add_argument("questions", nargs="?", help="eval results.jsonl (read, hnsw)")
@@ -206,6 +244,8 @@ def main() -> None:
             qs = [json.loads(line) for line in fh]
         if args.what == "read":
             _read(args.url, ns, qs, args.reps)
+        elif args.what == "evidence":
+            _evidence(args.url, ns, qs)
         else:
             _hnsw(args.url, ns, qs, [int(x) for x in args.ef.split(",")])
     print("load", os.getloadavg(), flush=True)

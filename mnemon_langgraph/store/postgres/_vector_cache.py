@@ -150,19 +150,13 @@ class NamespaceVectors:
         seqs = np.concatenate([p[0] for p in parts])
         self.index.add(seqs, np.concatenate([p[4] for p in parts]))
         if self.lexical is not None:
-            texts = [t for p in parts for t in p[5]]
             ids = [rid for p in parts for rid in p[1]]
-            cols = (
-                seqs.tolist(),
-                ids,
-                texts,
-                *(np.concatenate([p[i] for p in parts]) for i in (2, 3)),
-            )
+            texts = [t for p in parts for t in p[5]]
+            sessions = np.concatenate([p[2] for p in parts]).tolist()
+            dates = np.concatenate([p[3] for p in parts]).tolist()
             # many rows (a first load): their postings join the index in one merge
             bulk = len(texts) > _BATCH
-            self.lexical.add(
-                cols[0], cols[1], cols[2], cols[3].tolist(), cols[4].tolist(), bulk=bulk
-            )
+            self.lexical.add(seqs.tolist(), ids, texts, sessions, dates, bulk=bulk)
         self.seqs = np.concatenate([self.seqs, seqs])
         self.ids += [rid for p in parts for rid in p[1]]
         self.sessions = np.concatenate([self.sessions, *(p[2] for p in parts)])

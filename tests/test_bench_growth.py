@@ -121,3 +121,33 @@ def test_growth_corpora_are_checked() -> None:
     for bad in ("", "zipf,wiki", " , "):
         with pytest.raises(ConfigurationError, match="--growth-corpora"):
             parse_corpora(bad)
+
+
+@pytest.mark.integration  # writes two namespaces, then times a few dozen calls twice
+def test_growth_reuses_the_namespaces_a_store_already_holds_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemon_langgraph.bench import backend
+    from mnemon_langgraph.cli import main
+
+    argv = ["bench", "search", "--growth", "120:360", "--queries", "2", "--db", str(tmp_path)]
+    argv += ["--growth-corpora", "narrow", "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+
+    def no_writes(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a namespace held whole was written again")
+
+    monkeypatch.setattr(backend, "turn_messages", no_writes)
+    assert main(argv) == 0  # the second run asks the same namespaces without writing them
+    second = json.loads(capsys.readouterr().out)
+    assert set(second["pairs"][0]["kinds"]) == set(first["pairs"][0]["kinds"]) == {"narrow"}
+    assert second["client_cache_mb"] is None
+
+
+def test_growth_client_cache_budget_is_for_postgresql_only(tmp_path: Path) -> None:
+    from mnemon_langgraph.bench.growth import run_growth
+
+    with pytest.raises(ConfigurationError, match="--client-cache-mb"):
+        run_growth([(120, 360)], str(tmp_path), calls=2, client_cache_mb=64)
+    assert not (tmp_path / "growth.db").exists()  # refused before anything was written

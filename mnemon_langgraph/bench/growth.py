@@ -130,14 +130,20 @@ def _workload(corpus: str, n: int, seed: int, calls: int) -> tuple[list[str], di
 
 
 def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> None:
-    """Write one namespace (one record per message) and let its indexes settle."""
+    """Write one namespace (one record per message) and let its indexes settle.
+
+    A namespace the store already holds whole is not written again, so a long run that
+    stopped resumes, and a second run on the same store (other settings) reuses the data;
+    a partly written one is completed (ingest skips the messages it already holds).
+    """
     from mnemon_langgraph.bench.backend import analyze_tables, turn_messages
     from mnemon_langgraph.bench.search import wait_for_conversion
     from mnemon_langgraph.store import is_postgres_url
 
-    messages = turn_messages(texts, "G")
-    for start in range(0, len(messages), 10_000):
-        store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
+    if store.count(ns) != len(texts):
+        messages = turn_messages(texts, "G")
+        for start in range(0, len(messages), 10_000):
+            store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
     if is_postgres_url(target):
         analyze_tables(target)
         store.search("settle", namespace=ns, k=1)  # a large namespace's vector copy loads
@@ -295,10 +301,13 @@ def run_growth(
     calls: int = 150,
     seed: int = 0,
     corpora: tuple[str, ...] = ("zipf", "narrow"),
+    client_cache_mb: int | None = None,
 ) -> dict[str, Any]:
     """Measure every pair in one store at ``target`` (a folder or a ``postgresql://`` URL).
 
-    Use a fresh folder or database: namespaces already written are not written twice.
+    Namespaces the store already holds whole are reused (:func:`_fill`). On PostgreSQL,
+    ``client_cache_mb`` replaces the default budget of the client's copies (``None``: the
+    default), to measure a deployment that sizes it for its largest namespace.
     """
     import os
 
@@ -310,10 +319,17 @@ def run_growth(
     else:
         Path(target).mkdir(parents=True, exist_ok=True)
         location, backend = str(Path(target) / "growth.db"), "embedded"
+    options: dict[str, Any] = {}
+    if client_cache_mb is not None:
+        if backend != "postgres":
+            raise ConfigurationError("--client-cache-mb applies to a postgresql:// store only")
+        from mnemon_langgraph.store.postgres import PostgresSettings
+
+        options["settings"] = PostgresSettings(client_cache_mb=client_cache_mb)
     rows = []
     server = ServerCPU(location) if backend == "postgres" else None
     try:
-        with MnemonStore(location, WordMixEmbeddings(384)) as store:
+        with MnemonStore(location, WordMixEmbeddings(384), **options) as store:
             for pair in pairs:
                 rows.append(
                     _measure_pair(store, location, pair, list(corpora), seed, calls, server)
@@ -324,6 +340,7 @@ def run_growth(
     return {
         "benchmark": "search growth",
         "backend": backend,
+        "client_cache_mb": client_cache_mb,
         "calls": calls,
         "cpu_count": os.cpu_count(),
         "pairs": rows,

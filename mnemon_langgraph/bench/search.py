@@ -295,7 +295,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--db",
         default=None,
         metavar="URL|DIR",
-        help="--growth: a postgresql:// URL or a folder for the embedded journal (default: temp)",
+        help="--growth: a postgresql:// URL or a folder for the embedded journal (default: temp); "
+        "namespaces it already holds whole are reused",
+    )
+    parser.add_argument(
+        "--client-cache-mb",
+        type=int,
+        default=None,
+        metavar="MIB",
+        help="--growth on PostgreSQL: the budget of the client's copies (default: the store's)",
     )
     parser.add_argument(
         "--compare-ann",

@@ -26,11 +26,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return search.run(args)
     pairs = growth.parse_pairs(args.growth)
     corpora = growth.parse_corpora(getattr(args, "growth_corpora", "zipf,narrow"))
-    calls = 3 * args.queries
+    options: dict[str, Any] = {
+        "calls": 3 * args.queries,
+        "seed": args.seed,
+        "corpora": corpora,
+        "client_cache_mb": getattr(args, "client_cache_mb", None),
+    }
     if args.db:
-        return growth.run_growth(pairs, args.db, calls=calls, seed=args.seed, corpora=corpora)
+        return growth.run_growth(pairs, args.db, **options)
     with tempfile.TemporaryDirectory(prefix="mnemon-bench-growth-") as folder:
-        return growth.run_growth(pairs, folder, calls=calls, seed=args.seed, corpora=corpora)
+        return growth.run_growth(pairs, folder, **options)
 
 
 def render(result: dict[str, Any]) -> str:

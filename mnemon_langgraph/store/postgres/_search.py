@@ -71,7 +71,7 @@ class HybridSearch:
             if found is None:
                 return [], []
             nsid, docs, top = found
-            known: list[np.ndarray] = []
+            known: np.ndarray | None = None  # the query vector, once embedded
             if self.dense.cache.holds(nsid):
                 # a copy is held: its rankings in this process, both when it has the BM25
                 # index (no ranking query in the server). The query is embedded first:
@@ -84,10 +84,14 @@ class HybridSearch:
                         return copy.lexical_rank(query, depth, filters), dense
                     share = self.dense.cache.share(nsid, filters)
                     return await self.bm25.top(conn, nsid, query, depth, filters, share), dense
-                known.append(qv)
+                known = qv
 
             async def dense_on(dconn: Any) -> Ranking:
-                qv = known[0] if known else await asyncio.to_thread(self.query_vector, query)
+                qv = (
+                    known
+                    if known is not None
+                    else await asyncio.to_thread(self.query_vector, query)
+                )
                 return await self.dense.rank(dconn, nsid, docs, qv, depth, filters)
 
             share = self.dense.cache.share(nsid, filters)  # what the filters keep, if known

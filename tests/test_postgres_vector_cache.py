@@ -315,6 +315,44 @@ def test_the_first_search_does_not_wait_for_the_copy_and_close_stops_its_load(
     assert pg.engine.closed and not pg.dense.cache._copies and not pg.dense.cache._loading
 
 
+def test_warm_loads_the_copy_now_and_says_which_namespaces_the_server_ranks(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm`` makes the copy (vectors and BM25 index) before it returns, also when a
+    search already started its load, so the next search runs no ranking query in the
+    server; it is ``False`` for a namespace the budget cannot hold, an empty one, and with
+    no budget."""
+    import asyncio
+
+    from mnemon_langgraph.store.postgres._bm25 import BM25Query
+
+    server_rankings: list[str] = []
+    real_top = BM25Query.top
+
+    async def top(self: BM25Query, *args: object, **kwargs: object) -> object:
+        server_rankings.append("bm25")
+        return await real_top(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BM25Query, "top", top)
+    budget = PostgresSettings(client_cache_mb=1)  # 600 records and their BM25 fit, 4,000 not
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=budget) as writer:
+        writer.ingest(NS, _messages(0, 600), origin="test", pack=False)
+        writer.ingest(("big",), _messages(0, 4000), origin="test", pack=False)
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=budget) as pg:
+        assert pg.warm(NS) is True
+        (copy,) = pg.dense.cache._copies.values()
+        assert copy.count == 600 and copy.lexical is not None and not pg.dense.cache._loading
+        server_rankings.clear()
+        assert len(pg.search("w1 w2", namespace=NS, k=5)) == 5 and server_rankings == []
+        assert pg.warm(("big",)) is False and pg.warm(("nobody",)) is False
+        assert pg.with_settings(client_cache_mb=0).warm(NS) is False
+        assert list(pg.dense.cache._copies.values()) == [copy]
+    with PostgresStore(postgres_url, WordSumEmbeddings(), settings=budget) as pg:
+        pg.search("w1 w2", namespace=NS, k=5)  # starts the load off the search path
+        assert asyncio.run(pg.awarm(NS)) is True  # waits for it
+        assert [c.count for c in pg.dense.cache._copies.values()] == [600]
+
+
 @pytest.mark.parametrize("past", ["exact_below", "client_ann_from"])
 def test_past_exact_below_the_copy_is_the_approximate_index(postgres_url: str, past: str) -> None:
     """From ``exact_below`` records, or from ``client_ann_from`` below it, the copy is the

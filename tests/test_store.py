@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import shutil
@@ -315,6 +316,38 @@ def test_ann_store_roundtrip_with_deletions(tmp_path: Path, ann: str) -> None:
     with MnemonStore(tmp_path / "j.db", emb, vector_settings=settings) as s:
         assert _ranking(s, "sourdough bread") == expected
         assert s.index(NS).rebuilds == 0 and s.index(NS).vectors.kind == ann
+
+
+def test_warm_waits_for_the_conversion_to_the_approximate_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``hnsw_threshold`` the store converts in a background thread, searching
+    exactly meanwhile; ``warm`` returns once the namespace's index is the one it settles
+    on. The conversion is held back here until a timer lets it go."""
+    import threading
+
+    from mnemon_langgraph.search._vectors import VectorIndex
+
+    release = threading.Event()
+    real = VectorIndex.hnsw_from.__func__  # type: ignore[attr-defined]
+
+    def held_back(cls: type[VectorIndex], *args: Any, **kwargs: Any) -> VectorIndex:
+        assert release.wait(30)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(VectorIndex, "hnsw_from", classmethod(held_back))
+    settings = {"hnsw_threshold": 20}
+    with MnemonStore(tmp_path / "j.db", HashEmbeddings(), vector_settings=settings) as s:
+        messages = _messages(40)
+        s.ingest(NS, messages[:10], origin="chat", pack=False)  # the index starts flat
+        s.ingest(NS, messages[10:], origin="chat", pack=False)  # past the threshold
+        assert s.index(NS).vectors.kind == "flat"  # converting in the background
+        timer = threading.Timer(0.3, release.set)
+        timer.start()
+        assert s.warm(NS) is True
+        assert s.index(NS).vectors.kind == "hnsw" and not s.index(NS).vectors.needs_conversion
+        assert s.warm(("users", "nobody")) is False and asyncio.run(s.awarm(NS)) is True
+        timer.join()
 
 
 def test_checkpoints_are_spaced_by_a_tenth_of_the_index(

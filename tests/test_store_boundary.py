@@ -114,6 +114,7 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception]]] = 
     ("max_seq", (("",),), {}, NamespaceError),
     ("count", ((1,),), {}, NamespaceError),
     ("holds_namespace", (b"x",), {}, NamespaceError),
+    ("warm", (("a", ""),), {}, NamespaceError),
     ("audit_log", (("a", ""),), {}, NamespaceError),
     ("stats", (("a\x00",),), {}, NamespaceError),
     ("delete_records", (NS, ["r"]), {"actor": 3}, InputError),

@@ -649,6 +649,8 @@ BAD_CALLS: dict[str, Any] = {
     "add_messages now=str": lambda s: s.add_messages(ADA, [("user", "x")], now="today"),
     "export user=5": lambda s: s.export(5),
     "holds_namespace ns=None": lambda s: s.holds_namespace(None),
+    "warm namespace=5": lambda s: s.warm(5),
+    "awarm namespace=()": lambda s: _run(s.awarm(())),
     "records filters=dict": lambda s: s.records(ADA, filters={"session_from": 1}),
     "aget_records ids=None": lambda s: _run(s.aget_records(ADA, None)),
     "arecords after_seq=None": lambda s: _run(_first(s.arecords(ADA, after_seq=None))),
@@ -807,12 +809,14 @@ def test_the_async_face_answers_as_the_sync_face(store: MnemonStore) -> None:
             "count": (await store.acount(ADA), store.count(ADA)),
             "namespaces": (await store.anamespaces(), store.namespaces()),
             "holds": (await store.aholds_namespace(BO), store.holds_namespace(BO)),
+            "warm": (await store.awarm(ADA), store.warm(ADA)),
             "stats": (await store.astats(ADA), store.stats(ADA)),
             "export": (await store.aexport(BO), store.export(BO)),
         }
 
     got = asyncio.run(pairs())
     assert got["get"][0] and got["records"][0] and got["known"][0] == {"m1"}
+    assert got["warm"] == (True, True)  # a namespace with records: searched in this process
     assert [name for name, (a, s) in got.items() if a != s] == []
 
     async def writes() -> tuple[Any, ...]:

@@ -137,7 +137,6 @@ def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> Non
     a partly written one is completed (ingest skips the messages it already holds).
     """
     from mnemon_langgraph.bench.backend import analyze_tables, turn_messages
-    from mnemon_langgraph.bench.search import wait_for_conversion
     from mnemon_langgraph.store import is_postgres_url
 
     if store.count(ns) != len(texts):
@@ -146,10 +145,7 @@ def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> Non
             store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
     if is_postgres_url(target):
         analyze_tables(target)
-        store.search("settle", namespace=ns, k=1)  # a large namespace's vector copy loads
-        store.engine.run(store.dense.cache.settle())  # off the search path: wait for it
-    else:
-        wait_for_conversion(store.index(ns))
+    store.warm(ns)  # the conversion to the approximate index, or the client's copy, done
 
 
 class ServerCPU:

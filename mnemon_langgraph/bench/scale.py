@@ -165,19 +165,6 @@ def synthetic_messages(n: int, *, seed: int = 0, per_session: int = 20) -> list[
     return out
 
 
-def _settle(store: Any, ns: tuple[str, ...]) -> None:
-    """Wait until no index conversion is due or running in the store's namespace.
-
-    Past 50k records the store converts to an approximate index in a background thread;
-    search is timed on the index the store settles on, not on the exact one meanwhile.
-    """
-    from mnemon_langgraph.bench.search import wait_for_conversion
-
-    index_of = getattr(store, "index", None)  # embedded stores only
-    if callable(index_of):
-        wait_for_conversion(index_of(ns))
-
-
 def _measure_size(
     n: int, *, vectors: str, folder: Path, seed: int, batch: int, searches_per_probe: int
 ) -> dict[str, Any]:
@@ -195,7 +182,7 @@ def _measure_size(
         for i in range(0, n, batch):
             store.ingest(ns, messages[i : i + batch], origin="bench-scale", pack=False)
         write_s = time.perf_counter() - t0
-        _settle(store, ns)
+        store.warm(ns)  # timed on the index the store settles on
         store.search(PROBE_QUESTIONS[0], namespace=ns, k=20)  # warm
         search_ms: list[float] = []
         for q in PROBE_QUESTIONS:

@@ -63,7 +63,6 @@ __all__ = [
     "render",
     "run",
     "topic_queries",
-    "wait_for_conversion",
 ]
 
 HELP = "whole-call search latency, memory and ANN recall at 10k … 1M synthetic records"
@@ -404,25 +403,9 @@ def _build_store(data: dict[str, Any], folder: Path, threshold: int) -> tuple[An
             speaker, body = texts[i].split(": ", 1)
             batch.append(Message(body, speaker, id=f"r-{i}", session=1 + i // 500))
         store.ingest(_NAMESPACE, batch, origin="bench", pack=False)
-    wait_for_conversion(store.index(_NAMESPACE))
+    store.warm(_NAMESPACE)  # timed on the approximate index the store settles on
     store.flush()
     return store, time.perf_counter() - t0
-
-
-def wait_for_conversion(index: Any, limit_s: float = 3600.0) -> None:
-    """Wait until no flat → approximate conversion (or IVF regrowth) is due or running.
-
-    The store converts in a background thread; the bench measures the index the store
-    settles on, so it waits for that thread (a conversion that failed is logged by the
-    store and leaves ``needs_conversion`` set: the wait then ends at ``limit_s``).
-    """
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        index.sync()  # starts a due conversion
-        if not index.vectors.needs_conversion:
-            return
-        time.sleep(0.2)
-    raise RuntimeError("the bench store's vector index did not finish converting")
 
 
 def _whole_call(store: Any, data: dict[str, Any], rounds: int = 3) -> dict[str, Any]:

@@ -214,6 +214,7 @@ BUILD_FIELDS = (
     "peak_rss_bytes",
     "rss_bytes",
     "disk_bytes",
+    "warm_seconds",
     "turn_write_seconds",
     "turn_write_cpu_seconds",
     "cold_open_seconds",
@@ -277,6 +278,7 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
             _mb(b.get("peak_rss_bytes_median")),
             _mb(b.get("rss_bytes_median")),
             _mb(b.get("disk_bytes_median")),
+            _s(b.get("warm_seconds_median")),
             _s(b.get("turn_write_seconds_median"), 1000.0, 0),
             _s(b.get("cold_open_seconds_median")),
             _s(b.get("cold_open_read_seconds_median"), 1000.0, 0),
@@ -294,6 +296,7 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
         "peak RSS MB",
         "RSS MB",
         "disk MB",
+        "warm s",
         "one turn write ms",
         "cold open s",
         "cold read ms",
@@ -315,7 +318,9 @@ def build_lines(summary: Mapping[str, Any]) -> list[str]:
         "",
         "Peak RSS: the process's peak resident memory when the build finished (monotonic "
         "over the run); RSS: its resident memory then; disk: the journal's files (embedded) "
-        "or the database (PostgreSQL); "
+        "or the database (PostgreSQL); warm: `store.warm` after the ingest, before the "
+        "questions (the embedded backend's conversion to its approximate index, "
+        "PostgreSQL's client copy); "
         "one turn write: one more user message ingested into the built namespace; cold "
         "open (--cold-open): a new process's time from its start to the View of the "
         "namespace's first question (interpreter, imports, models, store open, read), and "

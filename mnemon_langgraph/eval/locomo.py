@@ -287,6 +287,7 @@ def _prepare(
             bar.update(done - bar.n)
 
         store.ingest(ns, item.messages, origin=f"locomo:{item.conversation_id}", progress=advance)
+    store.warm(ns)  # the questions meet the indexes the store settles on (no load pending)
     turns = chunk_messages(
         item.messages,
         namespace=("locomo-turns", item.conversation_id),

@@ -215,6 +215,7 @@ def _prepare(
     t0 = time.perf_counter()
     store.ingest(ns, q.messages, origin=source)
     seconds = time.perf_counter() - t0
+    store.warm(ns)  # the questions meet the indexes the store settles on (no load pending)
     turns = chunk_messages(
         q.messages, namespace=("longmemeval-turns", q.question_id), origin=source, pack=False
     )

@@ -48,6 +48,7 @@ from mnemon_langgraph.store._internal.boundary import (
     STATS,
     STORED_VECTORS,
     TERM_STATISTICS,
+    WARM,
     acall,
     call,
     checked_records,
@@ -595,6 +596,23 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         do not count): what :meth:`erase_namespace` would remove."""
         return call(self, HOLDS_NAMESPACE, namespace)
 
+    def warm(self, namespace: str | Sequence[str]) -> bool:
+        """Load what searching ``namespace`` needs into this process, and wait for it.
+
+        A store loads a namespace's search structures when it is first searched, and a
+        large one's in the background: the embedded backend finishes a due conversion to
+        the approximate vector index, PostgreSQL builds its client copy of the vectors
+        and BM25 index while the server answers. A deployment calls this before taking
+        traffic, and a benchmark before timing, so every search meets the structures the
+        store settles on (nothing else changes: searches answer the same either way, up to
+        the approximate index's ordering).
+
+        Returns whether the namespace's searches now rank in this process: ``False`` for
+        a namespace without records, and on PostgreSQL for one its client copies cannot
+        hold (``PostgresSettings.client_cache_mb``), which the server ranks.
+        """
+        return call(self, WARM, namespace)
+
     def audit_log(self, namespace: str | Sequence[str] | None = None) -> list[AuditEntry]:
         """Audited deletions, oldest first, of one namespace or of all."""
         return call(self, AUDIT_LOG, namespace)
@@ -730,6 +748,9 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         return _abstract(self)
 
     def _holds_namespace(self, ns: Namespace) -> bool:
+        return _abstract(self)
+
+    def _warm(self, ns: Namespace) -> bool:
         return _abstract(self)
 
     def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:

@@ -36,6 +36,7 @@ from mnemon_langgraph.store._internal.boundary import (
     STORED_VECTORS,
     SWEEP_EXPIRED_ITEMS,
     TERM_STATISTICS,
+    WARM,
     acall,
     checked_records,
 )
@@ -149,6 +150,10 @@ class AsyncFace:
     async def aholds_namespace(self: _Store, namespace: str | Sequence[str]) -> bool:
         """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.holds_namespace`."""
         return await acall(self, HOLDS_NAMESPACE, namespace)
+
+    async def awarm(self: _Store, namespace: str | Sequence[str]) -> bool:
+        """Async :meth:`~mnemon_langgraph.store.base.MnemonStore.warm`."""
+        return await acall(self, WARM, namespace)
 
     async def aaudit_log(
         self: _Store, namespace: str | Sequence[str] | None = None
@@ -324,6 +329,9 @@ class AsyncFace:
 
     async def _aholds_namespace(self: _Store, ns: Namespace) -> bool:
         return await asyncio.to_thread(self._holds_namespace, ns)
+
+    async def _awarm(self: _Store, ns: Namespace) -> bool:
+        return await asyncio.to_thread(self._warm, ns)
 
     async def _aaudit_log(self: _Store, ns: Namespace | None) -> list[AuditEntry]:
         return await asyncio.to_thread(self._audit_log, ns)

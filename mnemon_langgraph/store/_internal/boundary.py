@@ -76,6 +76,7 @@ __all__ = [
     "STORED_VECTORS",
     "SWEEP_EXPIRED_ITEMS",
     "TERM_STATISTICS",
+    "WARM",
     "Checked",
     "Operation",
     "acall",
@@ -306,6 +307,7 @@ MAX_SEQ_OF = Operation("max_seq", _checked_namespace, "_max_seq")
 COUNT = Operation("count", _checked_namespace, "_count")
 NAMESPACES = Operation("namespaces", _checked_nothing, "_namespaces")
 HOLDS_NAMESPACE = Operation("holds_namespace", _checked_namespace, "_holds_namespace")
+WARM = Operation("warm", _checked_namespace, "_warm")
 AUDIT_LOG = Operation("audit_log", _checked_optional_namespace, "_audit_log")
 STATS = Operation("stats", _checked_optional_namespace, "_stats")
 DELETE_RECORDS = Operation(
@@ -339,6 +341,7 @@ OPERATIONS: tuple[Operation, ...] = (
     COUNT,
     NAMESPACES,
     HOLDS_NAMESPACE,
+    WARM,
     AUDIT_LOG,
     STATS,
     DELETE_RECORDS,

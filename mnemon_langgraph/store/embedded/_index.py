@@ -550,6 +550,16 @@ class NamespaceIndex:
         thread.start()
         self._convert_thread = thread
 
+    def settle(self) -> bool:
+        """:meth:`sync`, then wait for a conversion under way or due (the store's
+        ``warm``). Returns whether the vector index is the kind the namespace settles on
+        (``False``: a conversion failed; it was logged, and exact search goes on)."""
+        self.sync()
+        thread = self._convert_thread
+        if thread is not None:
+            thread.join()
+        return not self.vectors.needs_conversion
+
     def convert_vectors(self) -> bool:
         """Build the approximate index without holding the lock, then swap it in.
 

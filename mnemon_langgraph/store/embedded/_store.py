@@ -331,6 +331,11 @@ class EmbeddedStore(MnemonStore):
             return True
         return any(f.exists() or f.is_symlink() for f in all_index_folders(self.path, ns))
 
+    def _warm(self, ns: Namespace) -> bool:
+        if not self.journal.count(ns):
+            return False
+        return self._index(ns).settle()
+
     def _namespaces(self) -> list[Namespace]:
         return self.journal.namespaces()
 

@@ -108,6 +108,14 @@ class DenseSearch:
             return None
         return await self.cache.current(conn, nsid, dim, state)
 
+    async def warm(self, conn: Any, nsid: int, state: tuple[int, int], dim: int) -> bool:
+        """Load the namespace's copy on ``conn`` if searches would use one, waiting for a
+        load under way; whether a current copy is held (``False``: the server ranks)."""
+        exact = state[0] < self.settings.exact_below
+        if not self._copied(state[0], dim, exact):
+            return False
+        return await self.cache.load(conn, nsid, dim, state) is not None
+
     async def rank(
         self,
         conn: Any,

@@ -63,6 +63,16 @@ class HybridSearch:
         row = await cur.fetchone()
         return None if row is None else (int(row[0]), int(row[1]), int(row[2] or 0))
 
+    async def warm(self, ns: Namespace, dim: int) -> bool:
+        """Load the namespace's client copy now and wait for it (the store's ``warm``);
+        whether one is held."""
+        async with self.engine.connection() as conn:
+            found = await self._namespace_row(conn, ns)
+            if found is None or not found[1]:
+                return False
+            nsid, docs, top = found
+            return await self.dense.warm(conn, nsid, (docs, top), dim)
+
     async def _rankings(
         self, query: str, ns: Namespace, depth: int, filters: SearchFilters | None
     ) -> tuple[Ranking, Ranking]:

@@ -360,6 +360,9 @@ class PostgresStore(MnemonStore):
     def _holds_namespace(self, ns: Namespace) -> bool:
         return self.engine.run(self.reads.holds(ns))
 
+    def _warm(self, ns: Namespace) -> bool:
+        return self.engine.run(self.searches.warm(ns, self.dimension))
+
     def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
         return self.engine.run(self.reads.get(ns, ids))
 
@@ -459,6 +462,9 @@ class PostgresStore(MnemonStore):
 
     async def _aholds_namespace(self, ns: Namespace) -> bool:
         return await self.engine.submit(self.reads.holds(ns))
+
+    async def _awarm(self, ns: Namespace) -> bool:
+        return await self.engine.submit(self.searches.warm(ns, self.dimension))
 
     async def _aaudit_log(self, ns: Namespace | None) -> list[AuditEntry]:
         return await self.engine.submit(self.reads.audit_log(ns))

@@ -344,6 +344,18 @@ class VectorCache:
             return None
         return await self._update(conn, nsid, dim, docs, top)
 
+    async def load(
+        self, conn: Any, nsid: int, dim: int, state: tuple[int, int]
+    ) -> NamespaceVectors | None:
+        """:meth:`current`, waiting for the load it starts in the background (or one under
+        way) instead of leaving the search to the server; ``None`` when the namespace
+        cannot be held."""
+        copy = await self.current(conn, nsid, dim, state)
+        while copy is None and nsid in self._loading:  # until the loads catch up
+            await asyncio.gather(self._loading[nsid], return_exceptions=True)
+            copy = await self.current(conn, nsid, dim)
+        return copy
+
     def _load_later(self, nsid: int, dim: int, docs: int, top: int) -> None:
         """Make or update the copy on a connection of its own, off the search's path: a
         large namespace's first load reads all of its vectors."""

@@ -11,6 +11,7 @@ read the same database, taking turns, so load and caches hit both alike.
     python benchmarks/pg_client_scan.py read URL '["beam","10M-hist","100K-2"]' results.jsonl
     python benchmarks/pg_client_scan.py hnsw URL '["beam","10M-hist","100K-2"]' results.jsonl
     python benchmarks/pg_client_scan.py evidence URL '["beam","10M-hist","100K-2"]' results.jsonl
+    python benchmarks/pg_client_scan.py warm URL '["beam","10M-hist","100K-2"]'
 
 ``growth`` prints one JSON line per (round, side, kind of question): the medians of
 ``bench search --growth``'s own timing (wall, client CPU, server CPU, ratios). ``read``
@@ -20,6 +21,9 @@ reads make (query vector, depth, filters) and measures pgvector's HNSW index (it
 scan) against the exact ranking for each: recall@48 and recall at the depth, tie-aware.
 ``evidence`` loads the namespace's copy first, then reads each scored question once and
 counts those whose gold turns are all in the View (the steady state), beside the eval's own.
+``warm`` times ``store.warm`` of the namespace in this new process (its copy loaded: the
+vectors and BM25 index read, the HNSW graph built), then one search on the copy, and the
+process's peak RSS.
 """
 
 from __future__ import annotations
@@ -141,8 +145,7 @@ def _evidence(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]]) -> None:
     scored = [q for q in qs if q.get("scored") and q["conversation"].endswith("/" + ns[-1])]
     with open_store(url) as store:
         graph = _reader(store)
-        _ask(graph, ns, scored[0])  # the copy starts loading
-        store.engine.run(store.dense.cache.settle())
+        store.warm(ns)  # the copy loaded before the first question
         copies = [
             (c.count, c.approximate, c.lexical is not None)
             for c in store.dense.cache._copies.values()
@@ -164,6 +167,31 @@ def _evidence(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]]) -> None:
         ),
         flush=True,
     )
+
+
+def _warm(url: str, ns: tuple[str, ...]) -> None:
+    """A new process's ``store.warm`` of one namespace, and the search after it."""
+    import resource
+
+    from mnemon_langgraph.cli._common import open_store
+
+    with open_store(url) as store:
+        store.embeddings.embed_query("load the model")  # not part of the copy's load
+        t0, c0 = time.perf_counter(), time.process_time()
+        held = store.warm(ns)
+        warm_s, warm_cpu = time.perf_counter() - t0, time.process_time() - c0
+        t0 = time.perf_counter()
+        store.search("what did I decide about the budget", namespace=ns, k=20)
+        search_ms = (time.perf_counter() - t0) * 1000
+    out = {
+        "namespace": ns,
+        "held": held,
+        "warm_s": round(warm_s, 1),
+        "warm_cpu_s": round(warm_cpu, 1),
+        "next_search_ms": round(search_ms, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+    print(json.dumps(out), flush=True)
 
 
 def _hnsw(url: str, ns: tuple[str, ...], qs: list[dict[str, Any]], efs: list[int]) -> None:
@@ -226,7 +254,7 @@ def _recall(store: Any, calls: list[Any], exact: Any, approx: Any, label: str) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("growth", "read", "hnsw", "evidence"))
+    parser.add_argument("what", choices=("growth", "read", "hnsw", "evidence", "warm"))
     parser.add_argument("url")
     parser.add_argument("namespace", nargs="?", help="JSON list (read, hnsw)")
     parser.add_argument("questions", nargs="?", help="eval results.jsonl (read, hnsw)")
@@ -238,6 +266,8 @@ def main() -> None:
     print("load", os.getloadavg(), flush=True)
     if args.what == "growth":
         _growth(args.url, args.calls, args.rounds)
+    elif args.what == "warm":
+        _warm(args.url, tuple(json.loads(args.namespace)))
     else:
         ns = tuple(json.loads(args.namespace))
         with open(args.questions, encoding="utf-8") as fh:

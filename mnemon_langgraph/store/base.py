@@ -19,10 +19,9 @@ per-user API) once, then call one small hook of the backend, so the two cannot d
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -70,6 +69,7 @@ from mnemon_langgraph.store._internal.contract import (
     written_result,
 )
 from mnemon_langgraph.store._internal.embedding_face import EmbeddingFace
+from mnemon_langgraph.store._internal.hooks import BackendHooks, abstract_hook
 from mnemon_langgraph.store._internal.retention_face import RetentionFace
 from mnemon_langgraph.store._internal.users import PerUserAPI
 from mnemon_langgraph.types import (
@@ -116,8 +116,7 @@ __all__ = [
 ]
 
 
-def _abstract(store: object) -> NoReturn:
-    raise NotImplementedError(f"{type(store).__name__} does not implement this")
+_abstract = abstract_hook
 
 
 _URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
@@ -326,7 +325,7 @@ class StoreOptions(TypedDict, total=False):
     settings: PostgresSettings
 
 
-class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
+class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace, BackendHooks):
     """The store: ``MnemonStore(path_or_url, embeddings, **settings)``.
 
     A file path (or ``journal=``) gives the embedded SQLite backend; a ``postgresql://``
@@ -680,105 +679,11 @@ class MnemonStore(PerUserAPI, AsyncFace, EmbeddingFace, RetentionFace):
         which namespace, how many records); returns the number of records erased."""
         return call(self, ERASE_NAMESPACE, namespace, actor=actor)
 
-    # =======================================================================================
-    # Backend hooks: arguments already checked (store/_internal/boundary.py), namespaces normalised,
-    # ids a de-duplicated tuple. A hook never checks again.
-    # =======================================================================================
-
-    def _write_messages(
-        self,
-        ns: Namespace,
-        messages: list[Message],
-        source: str,
-        pack: bool,
-        progress: Callable[[int, int], None] | None,
-    ) -> list[Record]:
-        """Write the messages not stored yet (every one has an id); the records written."""
-        return _abstract(self)
-
-    async def _awrite_messages(
-        self,
-        ns: Namespace,
-        messages: list[Message],
-        source: str,
-        pack: bool,
-        progress: Callable[[int, int], None] | None,
-    ) -> list[Record]:
-        return await asyncio.to_thread(self._write_messages, ns, messages, source, pack, progress)
-
-    def _search(
-        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
-    ) -> list[SearchHit]:
-        return _abstract(self)
-
-    async def _asearch(
-        self, query: str, ns: Namespace, k: int, offset: int, filters: SearchFilters | None
-    ) -> list[SearchHit]:
-        return await asyncio.to_thread(self._search, query, ns, k, offset, filters)
-
-    def _get_records(self, ns: Namespace, ids: tuple[str, ...]) -> list[Record]:
-        return _abstract(self)
-
-    def _match_record_ids(self, ns: Namespace, prefix: str, limit: int) -> list[str]:
-        return _abstract(self)
-
-    def _stored_vectors(self, ns: Namespace, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
-        return _abstract(self)
-
-    def _term_statistics(self, ns: Namespace, terms: tuple[str, ...]) -> tuple[int, dict[str, int]]:
-        return _abstract(self)
-
-    def _records(
-        self, ns: Namespace, after_seq: int, limit: int | None, filters: SearchFilters | None = None
-    ) -> Iterator[Record]:
-        return _abstract(self)
-
-    def _session_records(
-        self, ns: Namespace, session: int, start: int, stop: int, filters: SearchFilters | None
-    ) -> list[Record]:
-        return _abstract(self)
-
-    def _known_message_ids(self, ns: Namespace, ids: tuple[str, ...]) -> set[str]:
-        return _abstract(self)
-
-    def _max_seq(self, ns: Namespace) -> int:
-        return _abstract(self)
-
-    def _count(self, ns: Namespace) -> int:
-        return _abstract(self)
-
-    def _holds_namespace(self, ns: Namespace) -> bool:
-        return _abstract(self)
-
-    def _warm(self, ns: Namespace) -> bool:
-        return _abstract(self)
-
-    def _audit_log(self, ns: Namespace | None) -> list[AuditEntry]:
-        return _abstract(self)
-
-    def _stats(self, ns: Namespace | None) -> dict[str, Any]:
-        return _abstract(self)
-
-    def _delete_records(
-        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str
-    ) -> list[str]:
-        return _abstract(self)
-
-    def _delete_messages(
-        self, ns: Namespace, ids: tuple[str, ...], actor: str, reason: str, source: str
-    ) -> tuple[list[str], list[Record]]:
-        """Delete the records holding ``ids``; ``(deleted ids, survivors' records written)``."""
-        return _abstract(self)
-
-    def _erase_namespace(self, ns: Namespace, actor: str) -> int:
-        return _abstract(self)
+    # the backend hooks these methods call: store/_internal/hooks.py (BackendHooks)
 
     def namespaces(self) -> list[Namespace]:
         """Every namespace that holds at least one record, sorted."""
         return call(self, NAMESPACES)
-
-    def _namespaces(self) -> list[Namespace]:
-        return _abstract(self)
 
     def flush(self) -> None:
         """Write whatever the backend keeps unsaved (nothing on PostgreSQL)."""

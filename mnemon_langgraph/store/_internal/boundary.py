@@ -10,7 +10,8 @@ the two faces cannot check differently. Below this module, hooks, the SQLite ``J
 and the PostgreSQL parts take only checked arguments and never check again.
 
 Adding an operation: write its checker and :class:`Operation` here, the two one-line
-facades in ``store/base.py`` / ``store/_internal/async_face.py``, one hook per backend
+facades in ``store/base.py`` / ``store/_internal/async_face.py``, its abstract hook in
+``store/_internal/hooks.py``, one hook per backend
 (``store/embedded/_store.py``, ``store/postgres/_store.py``; the default async hook runs the
 sync one in a worker thread), and its case in ``tests/test_store_conformance.py``
 (``docs/design.md``, "Adding a store operation").

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any
 
 from mnemon_langgraph.store._internal.boundary import (
     APPLY_RETENTION,
@@ -24,6 +24,7 @@ from mnemon_langgraph.store._internal.boundary import (
     acall,
     call,
 )
+from mnemon_langgraph.store._internal.hooks import abstract_hook
 from mnemon_langgraph.store._internal.retention import RetentionReceipt
 from mnemon_langgraph.types import Namespace
 
@@ -33,8 +34,7 @@ __all__ = ["RetentionFace"]
 _Store = Any
 
 
-def _abstract(store: object) -> NoReturn:
-    raise NotImplementedError(f"{type(store).__name__} does not implement this")
+_abstract = abstract_hook
 
 
 class RetentionFace:

@@ -151,3 +151,36 @@ def test_growth_client_cache_budget_is_for_postgresql_only(tmp_path: Path) -> No
     with pytest.raises(ConfigurationError, match="--client-cache-mb"):
         run_growth([(120, 360)], str(tmp_path), calls=2, client_cache_mb=64)
     assert not (tmp_path / "growth.db").exists()  # refused before anything was written
+
+
+@pytest.mark.integration  # writes two namespaces on PostgreSQL and times a few dozen calls
+def test_growth_bulk_index_writes_without_hnsw_and_builds_it_after(
+    postgres_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from mnemon_langgraph.bench import backend
+    from mnemon_langgraph.cli import main
+
+    seen: list[int] = []  # HNSW indexes present while each batch is written
+    real_turns = backend.turn_messages
+
+    def turns(*args: object, **kwargs: object) -> object:
+        with psycopg.connect(postgres_url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_indexes WHERE indexname = 'mnemon_vectors_hnsw'"
+            ).fetchone()
+        seen.append(int(row[0]) if row else -1)
+        return real_turns(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend, "turn_messages", turns)
+    argv = ["bench", "search", "--growth", "120:360", "--queries", "2", "--db", postgres_url]
+    assert main([*argv, "--growth-corpora", "narrow", "--bulk-index", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["pairs"][0]["kinds"]) == {"narrow"}
+    assert seen == [0, 0]  # both namespaces written without the index
+    with psycopg.connect(postgres_url) as conn:
+        index = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'mnemon_vectors_hnsw'"
+        ).fetchone()
+    assert index is not None and "hnsw" in index[0]  # built again after the writes

@@ -129,20 +129,35 @@ def _workload(corpus: str, n: int, seed: int, calls: int) -> tuple[list[str], di
     }
 
 
-def _fill(store: Any, target: str, ns: tuple[str, ...], texts: list[str]) -> None:
+def _fill(
+    store: Any, target: str, ns: tuple[str, ...], texts: list[str], bulk_index: bool = False
+) -> None:
     """Write one namespace (one record per message) and let its indexes settle.
 
     A namespace the store already holds whole is not written again, so a long run that
     stopped resumes, and a second run on the same store (other settings) reuses the data;
     a partly written one is completed (ingest skips the messages it already holds).
+    With ``bulk_index`` (PostgreSQL) the HNSW index is dropped while it is written and built
+    once after, as ``bench backend --bulk-index`` does: keeping the graph up to date is
+    most of a large write's cost, and the searches meet the same kind of index.
     """
-    from mnemon_langgraph.bench.backend import analyze_tables, turn_messages
+    from mnemon_langgraph.bench.backend import (
+        _build_hnsw,
+        _drop_hnsw,
+        analyze_tables,
+        turn_messages,
+    )
     from mnemon_langgraph.store import is_postgres_url
 
     if store.count(ns) != len(texts):
+        bulk = bulk_index and is_postgres_url(target)
+        if bulk:
+            _drop_hnsw(target)
         messages = turn_messages(texts, "G")
         for start in range(0, len(messages), 10_000):
             store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
+        if bulk:
+            _build_hnsw(target)
     if is_postgres_url(target):
         analyze_tables(target)
     store.warm(ns)  # the conversion to the approximate index, or the client's copy, done
@@ -255,6 +270,7 @@ def _measure_pair(
     seed: int,
     calls: int,
     server: ServerCPU | None = None,
+    bulk_index: bool = False,
 ) -> dict[str, Any]:
     """Every corpus's small and large namespace of one pair, written then timed."""
     kinds: dict[str, Any] = {}
@@ -263,7 +279,7 @@ def _measure_pair(
         for n in pair:
             ns = (*_NAMESPACE, corpus, str(n))
             texts, questions = _workload(corpus, n, seed, calls + _WARM_CALLS)
-            _fill(store, target, ns, texts)
+            _fill(store, target, ns, texts, bulk_index)
             namespaces.append(ns)
             asked.append(questions)
         for kind in asked[0]:
@@ -298,12 +314,14 @@ def run_growth(
     seed: int = 0,
     corpora: tuple[str, ...] = ("zipf", "narrow"),
     client_cache_mb: int | None = None,
+    bulk_index: bool = False,
 ) -> dict[str, Any]:
     """Measure every pair in one store at ``target`` (a folder or a ``postgresql://`` URL).
 
     Namespaces the store already holds whole are reused (:func:`_fill`). On PostgreSQL,
     ``client_cache_mb`` replaces the default budget of the client's copies (``None``: the
-    default), to measure a deployment that sizes it for its largest namespace.
+    default), to measure a deployment that sizes it for its largest namespace; with
+    ``bulk_index`` namespaces are written without the HNSW index, built once after.
     """
     import os
 
@@ -328,7 +346,9 @@ def run_growth(
         with MnemonStore(location, WordMixEmbeddings(384), **options) as store:
             for pair in pairs:
                 rows.append(
-                    _measure_pair(store, location, pair, list(corpora), seed, calls, server)
+                    _measure_pair(
+                        store, location, pair, list(corpora), seed, calls, server, bulk_index
+                    )
                 )
     finally:
         if server is not None:

@@ -305,6 +305,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--growth on PostgreSQL: the budget of the client's copies (default: the store's)",
     )
     parser.add_argument(
+        "--bulk-index",
+        action="store_true",
+        help="--growth on PostgreSQL: write each namespace without the HNSW index and build "
+        "it once after (a 1M-record write in minutes instead of an hour)",
+    )
+    parser.add_argument(
         "--compare-ann",
         action="store_true",
         help="also build the other approximate index kind (IVF beside HNSW, or HNSW beside "

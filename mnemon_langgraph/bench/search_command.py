@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "corpora": corpora,
         "client_cache_mb": getattr(args, "client_cache_mb", None),
+        "bulk_index": bool(getattr(args, "bulk_index", False)),
     }
     if args.db:
         return growth.run_growth(pairs, args.db, **options)

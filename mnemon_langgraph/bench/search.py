@@ -273,6 +273,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="depth of the recall@K measured against exact search (default 48)",
     )
+    _growth_arguments(parser)
+    parser.add_argument(
+        "--compare-ann",
+        action="store_true",
+        help="also build the other approximate index kind (IVF beside HNSW, or HNSW beside "
+        "IVF) over the same vectors and print its trade-off (HNSW: ~10 minutes at 1M)",
+    )
+
+
+def _growth_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--growth`` and the options only it reads."""
     parser.add_argument(
         "--growth",
         nargs="?",
@@ -309,12 +320,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--growth on PostgreSQL: write each namespace without the HNSW index and build "
         "it once after (a 1M-record write in minutes instead of an hour)",
-    )
-    parser.add_argument(
-        "--compare-ann",
-        action="store_true",
-        help="also build the other approximate index kind (IVF beside HNSW, or HNSW beside "
-        "IVF) over the same vectors and print its trade-off (HNSW: ~10 minutes at 1M)",
     )
 
 

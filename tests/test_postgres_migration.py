@@ -42,6 +42,12 @@ def _to_version_1(url: str) -> None:
         conn.execute("DROP TABLE mnemon_postings")
         conn.execute("ALTER TABLE mnemon_namespaces DROP COLUMN ref_avgdl")
         conn.execute("ALTER TABLE mnemon_records RENAME COLUMN origin TO source")
+        conn.execute("ALTER TABLE mnemon_vectors DROP COLUMN ann")  # version 9's flags
+        conn.execute("ALTER TABLE mnemon_namespaces DROP COLUMN ann")
+        conn.execute(
+            "CREATE INDEX mnemon_vectors_hnsw ON mnemon_vectors "
+            "USING hnsw (embedding vector_cosine_ops)"
+        )
         conn.execute("UPDATE mnemon_meta SET value = '1' WHERE key = 'schema_version'")
 
 

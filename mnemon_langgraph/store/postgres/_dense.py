@@ -8,7 +8,10 @@ from there (with ``settings.client_ann``). Otherwise, and while a copy loads, in
 exact below ``settings.exact_below`` records (a sequential scan of the namespace's vectors,
 via the half-precision copy and a re-rank by the float vectors), from there pgvector's HNSW
 index with ``hnsw.iterative_scan = relaxed_order``, so a namespace filter keeps recall (the
-index scan continues until enough rows of the namespace were found).
+index scan continues until enough rows of the namespace were found). The index is partial:
+it holds the namespaces flagged ``ann`` (``_schema.HNSW_INDEX_SQL``), which a write flags at
+its ``exact_below``; a namespace not flagged (a reader with a smaller ``exact_below``) is
+scanned exactly.
 """
 
 from __future__ import annotations
@@ -70,6 +73,14 @@ def exact_dense_sql(where: str, half: bool) -> str:
         "SELECT r.seq, r.id, c.d FROM c JOIN mnemon_records r ON r.id = c.record_id "
         "ORDER BY c.d, r.seq"
     )
+
+
+async def _indexed(conn: Any, nsid: int) -> bool:
+    """Whether the namespace's vectors are in the (partial) HNSW index: flagged ``ann``
+    (schema version 9; a writer flags it at its ``exact_below``)."""
+    cur = await conn.execute("SELECT ann FROM mnemon_namespaces WHERE nsid = %s", (nsid,))
+    row = await cur.fetchone()
+    return bool(row and row[0])
 
 
 class DenseSearch:
@@ -136,6 +147,8 @@ class DenseSearch:
                 return copy.rank(qv, int(k), filters)
         params: dict[str, Any] = {"nsid": nsid, "q": qv.reshape(-1).astype(np.float32), "k": int(k)}
         where = filter_sql(filters, params)
+        if not exact and not await _indexed(conn, nsid):
+            exact = True  # its vectors are not in the HNSW index yet: the exact scan
         if exact:
             if settings.half_scan:
                 params["n"] = max(HALF_RERANK, 4 * int(k))
@@ -153,7 +166,7 @@ class DenseSearch:
             sql = (
                 "WITH c AS MATERIALIZED (SELECT r.seq, r.id, v.embedding <=> %(q)s AS d "
                 "FROM mnemon_vectors v JOIN mnemon_records r ON r.id = v.record_id "
-                f"WHERE v.nsid = %(nsid)s {where} ORDER BY v.embedding <=> %(q)s "
+                f"WHERE v.nsid = %(nsid)s AND v.ann {where} ORDER BY v.embedding <=> %(q)s "
                 "LIMIT %(k)s) SELECT seq, id, d FROM c ORDER BY d, seq"
             )
             cur = await conn.execute(sql, params)

@@ -15,10 +15,14 @@ Why these shapes:
 * ``mnemon_terms`` (document frequency per namespaced term) and the ``docs`` / ``total_len``
   columns of ``mnemon_namespaces`` are the BM25 statistics; they are updated in the same
   transaction as the records, so a query always sees statistics matching the rows.
-* Vectors live in ``mnemon_vectors`` (pgvector, cosine HNSW index), created by
-  :func:`setup` once the embedding dimension is known, with a half-precision copy in
-  ``mnemon_halfvecs`` (schema version 3): the exact search scans the narrow copy and
-  re-ranks its nearest by the float vectors.
+* Vectors live in ``mnemon_vectors`` (pgvector), created by :func:`setup` once the
+  embedding dimension is known, with a half-precision copy in ``mnemon_halfvecs`` (schema
+  version 3): the exact search scans the narrow copy and re-ranks its nearest by the float
+  vectors. The cosine HNSW index is **partial** (version 9): it holds the vectors of the
+  namespaces whose ``ann`` flag is set (``mnemon_namespaces.ann``, copied to each vector's
+  row), which a write sets once a namespace reaches the writer's ``exact_below`` records —
+  the only namespaces the server searches through HNSW. Keeping the graph up to date was
+  most of every write's cost, paid by namespaces that never use it.
 * ``mnemon_postings`` (schema version 4) repeats each record's terms as one narrow row per
   (record, distinct term) with its BM25 *impact*, indexed by ``(term, seq)`` (version 5;
   ``(term, impact DESC)`` before). Rows go with their record (``ON DELETE CASCADE`` on
@@ -47,6 +51,7 @@ from mnemon_langgraph.errors import EmbeddingMismatchError, SchemaVersionError
 from mnemon_langgraph.search._formula import BM25_B, BM25_K1
 
 __all__ = [
+    "ANN_FROM",
     "HNSW_EF_CONSTRUCTION",
     "HNSW_INDEX_SQL",
     "HNSW_M",
@@ -58,7 +63,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 TABLES = (
     "mnemon_meta",
@@ -149,13 +154,20 @@ being derived data)."""
 HNSW_INDEX_SQL = (
     "CREATE INDEX IF NOT EXISTS mnemon_vectors_hnsw ON mnemon_vectors "
     "USING hnsw (embedding vector_cosine_ops) "
-    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE ann"
 )
-"""The HNSW index as every setup creates it (``IF NOT EXISTS``). Maintaining it is most of
-the cost of an ingest (docs/results/postgres-history.md), so a bulk load of a large history
-is faster with the index dropped (``DROP INDEX mnemon_vectors_hnsw``) and rebuilt once afterwards by
-this statement (or by the next store's setup), with a ``maintenance_work_mem`` large enough to hold
-the graph (README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index`` measures it)."""
+"""The HNSW index as every setup creates it (``IF NOT EXISTS``): over the vectors of the
+namespaces flagged ``ann`` only (schema version 9; a query uses it with ``AND v.ann``).
+Maintaining it is most of the cost of a write into such a namespace
+(docs/results/postgres-history.md), so a bulk load of a large history is faster with the
+index dropped (``DROP INDEX mnemon_vectors_hnsw``) and rebuilt once afterwards by this
+statement (or by the next store's setup), with a ``maintenance_work_mem`` large enough to
+hold the graph (README, "PostgreSQL backend"; ``mnemon bench backend --bulk-index``)."""
+
+ANN_FROM = 150_000
+"""Records from which the migration to version 9 flags a namespace ``ann`` (the default
+``PostgresSettings.exact_below``, from which the server searched through HNSW before);
+afterwards each writer flags a namespace at its own ``exact_below``."""
 
 _V2 = [
     # Per-term bounds (impact.term_bound). The defaults are the loosest bounds, so
@@ -345,7 +357,24 @@ _V8 = [
     "ALTER TABLE mnemon_frame_seqs ALTER COLUMN seqs SET STORAGE EXTERNAL",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+_V9 = [
+    # The HNSW index holds only the namespaces the server searches through it (flagged
+    # ``ann``): the full index is dropped here and the partial one built by the setup's
+    # vector DDL, from the flagged rows. On a new database the vector table does not exist
+    # yet (the DDL creates it, with the column).
+    "ALTER TABLE mnemon_namespaces ADD COLUMN IF NOT EXISTS ann boolean NOT NULL DEFAULT false",
+    f"UPDATE mnemon_namespaces SET ann = true WHERE docs >= {ANN_FROM}",
+    """DO $$ BEGIN
+    IF to_regclass('mnemon_vectors') IS NOT NULL THEN
+        DROP INDEX IF EXISTS mnemon_vectors_hnsw;
+        ALTER TABLE mnemon_vectors ADD COLUMN IF NOT EXISTS ann boolean NOT NULL DEFAULT false;
+        UPDATE mnemon_vectors v SET ann = true FROM mnemon_namespaces n
+            WHERE n.nsid = v.nsid AND n.ann;
+    END IF;
+    END $$""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
 """Entry ``i`` brings a schema from version ``i`` to ``i + 1``. Rows are never dropped:
 version 2 adds two columns to ``mnemon_terms`` and fills them from the records; version 3
 adds ``mnemon_halfvecs`` and fills it from ``mnemon_vectors``; version 4 adds
@@ -359,7 +388,9 @@ kept as they are where the BaseStore had already created them; version 7 adds th
 holds of retention (``mnemon_retention_holds``) and the key-value items' TTL columns
 (``expires_at``, ``ttl_minutes``: ``NULL`` for every stored item); version 8 adds the BM25
 frames (``mnemon_frames``, ``mnemon_frame_seqs``, ``mnemon_codes``), empty, which the store's
-setup then builds from the records and postings."""
+setup then builds from the records and postings; version 9 adds the ``ann`` flags of
+namespaces and vectors, sets them for namespaces of :data:`ANN_FROM` records or more, and
+rebuilds the HNSW index over those alone (:data:`HNSW_INDEX_SQL`)."""
 
 
 APPEND_ONLY_AUDIT = [
@@ -395,7 +426,8 @@ def _vector_ddl(dim: int) -> list[str]:
         f"""CREATE TABLE IF NOT EXISTS mnemon_vectors (
             record_id text PRIMARY KEY REFERENCES mnemon_records(id) ON DELETE CASCADE,
             nsid bigint NOT NULL,
-            embedding vector({int(dim)}) NOT NULL)""",
+            embedding vector({int(dim)}) NOT NULL,
+            ann boolean NOT NULL DEFAULT false)""",
         "CREATE INDEX IF NOT EXISTS mnemon_vectors_ns ON mnemon_vectors (nsid)",
         HNSW_INDEX_SQL,
     ]

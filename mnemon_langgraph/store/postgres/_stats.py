@@ -26,7 +26,7 @@ async def store_stats(
         "SELECT n.namespace, n.docs, (SELECT max(seq) FROM mnemon_records r "
         "WHERE r.nsid = n.nsid), (SELECT count(*) FROM mnemon_vectors v "
         "WHERE v.nsid = n.nsid), (SELECT max(id) FROM mnemon_audit a "
-        "WHERE a.namespace = n.namespace) FROM mnemon_namespaces n"
+        "WHERE a.namespace = n.namespace), n.ann FROM mnemon_namespaces n"
     )
     params: tuple[Any, ...] = ()
     if namespace is not None:
@@ -44,9 +44,9 @@ async def store_stats(
             "generation": int(gen or 0),
             "indexed": int(docs),
             "vectors": int(vecs),
-            "vector_index": "exact" if int(docs) < exact_below else "hnsw",
+            "vector_index": "hnsw" if ann and int(docs) >= exact_below else "exact",
         }
-        for key, docs, top, vecs, gen in rows
+        for key, docs, top, vecs, gen, ann in rows
     ]
     if namespace is not None and not out:
         ns = namespace

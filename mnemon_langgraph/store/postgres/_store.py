@@ -124,7 +124,9 @@ class PostgresStore(MnemonStore):
         self.settings = settings
         self.packs = Packs(self.engine, settings)
         self.reads = Reads(self.engine)
-        self.writes = Writes(self.engine, self.packs, self.reads, self._records_of, self._embed)
+        self.writes = Writes(
+            self.engine, self.packs, self.reads, self._records_of, self._embed, settings.exact_below
+        )
         self.retention = Retention(self.writes)
         self.bm25 = BM25Query(settings)
         # copies load off the search path, as tasks the engine cancels when it closes

@@ -37,6 +37,7 @@ from mnemon_langgraph.store.postgres._impact import impact, term_counts
 from mnemon_langgraph.store.postgres._packs import Packs
 from mnemon_langgraph.store.postgres._reads import Reads
 from mnemon_langgraph.store.postgres._rows import RECORD_SQL, row_to_record
+from mnemon_langgraph.store.postgres._schema import ANN_FROM
 from mnemon_langgraph.types import Message, Namespace, Record
 
 __all__ = ["Writes"]
@@ -58,16 +59,25 @@ class Writes:
         reads: Its reads (known message ids, next positions).
         plan: Cuts messages into records (the store's settings).
         embed: Embeds record texts (unit rows, checked).
+        ann_from: Records from which a namespace's vectors join the HNSW index (the
+            store's ``exact_below``, from which the server searches through it).
     """
 
     def __init__(
-        self, engine: PostgresEngine, packs: Packs, reads: Reads, plan: Plan, embed: Embed
+        self,
+        engine: PostgresEngine,
+        packs: Packs,
+        reads: Reads,
+        plan: Plan,
+        embed: Embed,
+        ann_from: int = ANN_FROM,
     ) -> None:
         self.engine = engine
         self.packs = packs
         self.reads = reads
         self.plan = plan
         self.embed = embed
+        self.ann_from = ann_from
 
     async def ingest(
         self,
@@ -131,6 +141,8 @@ class Writes:
                 break
         if not inserted:
             return written, []
+        cur_ann = await conn.execute("SELECT ann FROM mnemon_namespaces WHERE nsid = %s", (nsid,))
+        ann = bool((await cur_ann.fetchone())[0])  # the vectors join the HNSW index
         df: dict[str, int] = {}
         bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
@@ -139,7 +151,7 @@ class Writes:
             rec = records[order[j]]
             written.append(dataclasses.replace(rec, seq=seq))
             msg_rows += [(nsid, mid, rec.id) for mid in dict.fromkeys(rec.message_ids)]
-            vec_rows.append((rec.id, nsid, vectors[order[j]]))
+            vec_rows.append((rec.id, nsid, vectors[order[j]], ann))
             terms, tfs, length = lexical[j]
             for term, tf in zip(terms, tfs, strict=True):
                 df[term] = df.get(term, 0) + 1
@@ -152,14 +164,31 @@ class Writes:
             msg_rows,
         )
         await cur.executemany(  # + the half-precision copy the exact search scans (v3)
-            "WITH v AS (INSERT INTO mnemon_vectors(record_id, nsid, embedding) VALUES "
-            "(%s, %s, %s) RETURNING record_id, nsid, embedding) INSERT INTO mnemon_halfvecs"
+            "WITH v AS (INSERT INTO mnemon_vectors(record_id, nsid, embedding, ann) VALUES "
+            "(%s, %s, %s, %s) RETURNING record_id, nsid, embedding) INSERT INTO mnemon_halfvecs"
             "(record_id, nsid, embedding) SELECT record_id, nsid, embedding::halfvec FROM v",
             vec_rows,
         )
         await self.adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         await self.write_postings(conn, nsid, [(seq, lexical[j]) for j, seq in inserted])
+        if not ann:
+            await self.index_when_large(conn, nsid)
         return written, sorted(df)
+
+    async def index_when_large(self, conn: Any, nsid: int) -> None:
+        """Flag the namespace ``ann`` once it holds ``ann_from`` records, and put its
+        vectors in the HNSW index (caller's transaction, under the namespace's lock: no
+        writer adds an unflagged vector meanwhile). Once per namespace: the graph's
+        inserts for every vector so far, as writing them one by one would have cost."""
+        cur = await conn.execute(
+            "UPDATE mnemon_namespaces SET ann = true WHERE nsid = %s AND NOT ann "
+            "AND docs >= %s RETURNING nsid",
+            (nsid, self.ann_from),
+        )
+        if await cur.fetchone() is not None:
+            await conn.execute(
+                "UPDATE mnemon_vectors SET ann = true WHERE nsid = %s AND NOT ann", (nsid,)
+            )
 
     @staticmethod
     def record_rows(

@@ -53,6 +53,8 @@ __all__ = [
     "WordMixEmbeddings",
     "add_arguments",
     "analyze_tables",
+    "build_hnsw",
+    "drop_hnsw",
     "render",
     "run",
     "turn_messages",
@@ -174,7 +176,7 @@ graph in memory when it fits (~2 GB for 1M vectors of 384 dimensions), on disk a
 slower when it does not (the server default is 64 MB)."""
 
 
-def _drop_hnsw(url: str) -> None:
+def drop_hnsw(url: str) -> None:
     """``--bulk-index``: no HNSW maintenance while the big namespace is written."""
     import psycopg
 
@@ -182,7 +184,7 @@ def _drop_hnsw(url: str) -> None:
         conn.execute("DROP INDEX IF EXISTS mnemon_vectors_hnsw")
 
 
-def _build_hnsw(url: str) -> float:
+def build_hnsw(url: str) -> float:
     """Build the HNSW index the store's setup would create; seconds taken."""
     import psycopg
 
@@ -202,7 +204,7 @@ def _ingest_big(store: Any, target: str, n: int, messages: list[Any], args: Any)
 
     bulk = bool(getattr(args, "bulk_index", False)) and is_postgres_url(target)
     if bulk:
-        _drop_hnsw(target)
+        drop_hnsw(target)
     big, written, t0 = ("bench", f"big-{n}"), 0, time.perf_counter()
     for i in range(0, n, args.batch):
         batch = messages[i : i + args.batch]
@@ -211,7 +213,7 @@ def _ingest_big(store: Any, target: str, n: int, messages: list[Any], args: Any)
     out: dict[str, Any] = {"messages_written": written}
     out["ingest_msgs_per_s"] = round(written / ingest_s, 1) if ingest_s > 0 else None
     if bulk:
-        build_s = _build_hnsw(target)
+        build_s = build_hnsw(target)
         out["bulk_index"] = {
             "ingest_without_index_msgs_per_s": out["ingest_msgs_per_s"],
             "hnsw_build_s": round(build_s, 1),

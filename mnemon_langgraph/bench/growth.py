@@ -142,9 +142,9 @@ def _fill(
     most of a large write's cost, and the searches meet the same kind of index.
     """
     from mnemon_langgraph.bench.backend import (
-        _build_hnsw,
-        _drop_hnsw,
         analyze_tables,
+        build_hnsw,
+        drop_hnsw,
         turn_messages,
     )
     from mnemon_langgraph.store import is_postgres_url
@@ -152,12 +152,12 @@ def _fill(
     if store.count(ns) != len(texts):
         bulk = bulk_index and is_postgres_url(target)
         if bulk:
-            _drop_hnsw(target)
+            drop_hnsw(target)
         messages = turn_messages(texts, "G")
         for start in range(0, len(messages), 10_000):
             store.ingest(ns, messages[start : start + 10_000], origin="bench", pack=False)
         if bulk:
-            _build_hnsw(target)
+            build_hnsw(target)
     if is_postgres_url(target):
         analyze_tables(target)
     store.warm(ns)  # the conversion to the approximate index, or the client's copy, done

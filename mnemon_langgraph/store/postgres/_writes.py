@@ -141,8 +141,10 @@ class Writes:
                 break
         if not inserted:
             return written, []
-        cur_ann = await conn.execute("SELECT ann FROM mnemon_namespaces WHERE nsid = %s", (nsid,))
-        ann = bool((await cur_ann.fetchone())[0])  # the vectors join the HNSW index
+        cur_ns = await conn.execute(
+            "SELECT ann, docs FROM mnemon_namespaces WHERE nsid = %s", (nsid,)
+        )
+        ann, docs_before = await cur_ns.fetchone()  # ann: the vectors join the HNSW index
         df: dict[str, int] = {}
         bounds: dict[str, tuple[float, int]] = {}  # term -> (max tf, min length)
         total_len = 0
@@ -171,24 +173,20 @@ class Writes:
         )
         await self.adjust_stats(conn, nsid, df, len(inserted), total_len, bounds)
         await self.write_postings(conn, nsid, [(seq, lexical[j]) for j, seq in inserted])
-        if not ann:
-            await self.index_when_large(conn, nsid)
+        if not ann and docs_before + len(inserted) >= self.ann_from:
+            await self.index_namespace(conn, nsid)
         return written, sorted(df)
 
-    async def index_when_large(self, conn: Any, nsid: int) -> None:
-        """Flag the namespace ``ann`` once it holds ``ann_from`` records, and put its
-        vectors in the HNSW index (caller's transaction, under the namespace's lock: no
-        writer adds an unflagged vector meanwhile). Once per namespace: the graph's
+    @staticmethod
+    async def index_namespace(conn: Any, nsid: int) -> None:
+        """Flag the namespace ``ann`` and put its vectors in the HNSW index: the write that
+        brings it to ``ann_from`` records does (caller's transaction, under the namespace's
+        lock: no writer adds an unflagged vector meanwhile). Once per namespace: the graph's
         inserts for every vector so far, as writing them one by one would have cost."""
-        cur = await conn.execute(
-            "UPDATE mnemon_namespaces SET ann = true WHERE nsid = %s AND NOT ann "
-            "AND docs >= %s RETURNING nsid",
-            (nsid, self.ann_from),
+        await conn.execute("UPDATE mnemon_namespaces SET ann = true WHERE nsid = %s", (nsid,))
+        await conn.execute(
+            "UPDATE mnemon_vectors SET ann = true WHERE nsid = %s AND NOT ann", (nsid,)
         )
-        if await cur.fetchone() is not None:
-            await conn.execute(
-                "UPDATE mnemon_vectors SET ann = true WHERE nsid = %s AND NOT ann", (nsid,)
-            )
 
     @staticmethod
     def record_rows(
